@@ -1,0 +1,19 @@
+//! The pure core of chassis.
+//!
+//! Nothing in this module tree performs I/O, reads the environment or the
+//! clock, or prints. Inputs arrive as validated model values
+//! ([`model::Composition`]); outputs are data (plans, snapshots, reports,
+//! diagnostics) that the edge renders. Ordering always comes from declared
+//! data (entry ids, scope paths, capability names), never from file order or
+//! hash-map iteration.
+
+pub mod build;
+pub mod canonical;
+pub mod diag;
+pub mod model;
+pub mod redact;
+pub mod resolve;
+pub mod span;
+pub mod specifier;
+pub mod tree;
+pub mod version;

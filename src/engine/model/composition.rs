@@ -1,0 +1,134 @@
+//! A whole composition: scopes, entries and provider preferences.
+
+use std::collections::BTreeMap;
+use std::sync::Arc;
+
+use super::config::ConfigValue;
+use super::ids::{CapabilityName, EntryId, ScopePath};
+use super::manifest::Manifest;
+use super::scope::ScopeDecl;
+use crate::engine::span::{Located, Origin};
+
+/// A reference to an entry by id, remembering where the reference was written.
+pub type EntryRef = Located<EntryId>;
+
+/// One plugin entry: an implementation placed in a scope with a configuration.
+#[derive(Clone, Debug, PartialEq)]
+pub struct Entry {
+    /// Stable id.
+    pub id: EntryId,
+    /// The catalog name of the implementation (`plugin = "postgres"`).
+    pub plugin: Located<String>,
+    /// The implementation's manifest.
+    pub manifest: Arc<Manifest>,
+    /// The scope the entry is placed in.
+    pub scope: Located<ScopePath>,
+    /// Configuration table (possibly with secret references).
+    pub config: ConfigValue,
+    /// Preferences for this entry's own requirements (consumer level).
+    pub prefer: BTreeMap<CapabilityName, EntryRef>,
+    /// Where the entry was declared.
+    pub origin: Option<Origin>,
+}
+
+impl Entry {
+    /// An entry at the root scope with an empty configuration.
+    pub fn new(id: EntryId, manifest: Arc<Manifest>) -> Self {
+        Self {
+            plugin: Located::bare(manifest.name.clone()),
+            id,
+            manifest,
+            scope: Located::bare(ScopePath::root()),
+            config: ConfigValue::empty_table(),
+            prefer: BTreeMap::new(),
+            origin: None,
+        }
+    }
+
+    /// Place the entry in `scope`.
+    pub fn in_scope(mut self, scope: ScopePath) -> Self {
+        self.scope = Located::bare(scope);
+        self
+    }
+}
+
+/// Provider preferences that apply everywhere (`[prefer]`).
+#[derive(Clone, Debug, Default, PartialEq)]
+pub struct Preferences {
+    /// Capability → preferred provider entry, for every consumer.
+    pub global: BTreeMap<CapabilityName, EntryRef>,
+}
+
+/// A validated composition.
+///
+/// Invariants: the root scope exists; every scope's parent exists; every
+/// enabled entry's scope exists. Disabled entries are absent from `entries`
+/// and listed in `disabled` so reports can say why.
+#[derive(Clone, Debug, PartialEq)]
+pub struct Composition {
+    /// Scopes by path (sorted, so iteration is deterministic).
+    pub scopes: BTreeMap<ScopePath, ScopeDecl>,
+    /// Enabled entries by id.
+    pub entries: BTreeMap<EntryId, Entry>,
+    /// Disabled entries by id, with where they were declared.
+    pub disabled: BTreeMap<EntryId, Option<Origin>>,
+    /// Global preferences.
+    pub preferences: Preferences,
+}
+
+impl Default for Composition {
+    fn default() -> Self {
+        Self::new()
+    }
+}
+
+impl Composition {
+    /// A composition with only the root scope.
+    pub fn new() -> Self {
+        let mut scopes = BTreeMap::new();
+        scopes.insert(ScopePath::root(), ScopeDecl::new(ScopePath::root()));
+        Self {
+            scopes,
+            entries: BTreeMap::new(),
+            disabled: BTreeMap::new(),
+            preferences: Preferences::default(),
+        }
+    }
+
+    /// Insert or replace a scope, creating implied ancestors as needed.
+    pub fn insert_scope(&mut self, scope: ScopeDecl) {
+        let mut parent = scope.path.parent();
+        while let Some(p) = parent {
+            if self.scopes.contains_key(&p) {
+                break;
+            }
+            let mut implied = ScopeDecl::new(p.clone());
+            implied.implied = true;
+            parent = p.parent();
+            self.scopes.insert(p, implied);
+        }
+        self.scopes.insert(scope.path.clone(), scope);
+    }
+
+    /// Insert an entry, creating its scope (as implied) if it does not exist.
+    /// Code-built compositions use this; the loader reports unknown scopes
+    /// instead.
+    pub fn insert_entry(&mut self, entry: Entry) {
+        if !self.scopes.contains_key(&entry.scope.value) {
+            let mut implied = ScopeDecl::new(entry.scope.value.clone());
+            implied.implied = true;
+            self.insert_scope(implied);
+        }
+        self.entries.insert(entry.id.clone(), entry);
+    }
+
+    /// Children of `path`, sorted.
+    pub fn children(&self, path: &ScopePath) -> Vec<&ScopePath> {
+        // Scopes are few compared with entries; callers that need this for
+        // every scope use `ScopeIndex` in the resolver instead.
+        self.scopes
+            .keys()
+            .filter(|p| p.parent().as_ref() == Some(path))
+            .collect()
+    }
+}

@@ -1,0 +1,140 @@
+//! Plugin manifests: what a plugin provides and requires, as versioned contracts.
+
+use std::collections::BTreeMap;
+
+use super::config::ConfigValue;
+use super::ids::{CapabilityName, ToolName};
+use crate::engine::span::Origin;
+use crate::engine::specifier::Specifier;
+use crate::engine::version::Version;
+
+/// One capability a manifest provides, in one or more contract generations.
+///
+/// `provides = { database = "1.4.2" }` declares `database@1`;
+/// `provides = { database = ["1.0.0", "2.0.0"] }` declares `database@1` and
+/// `database@2`. Versions are sorted and never share a major (the loader
+/// rejects two versions of one generation).
+#[derive(Clone, Debug, PartialEq)]
+pub struct Provided {
+    /// The capability.
+    pub capability: CapabilityName,
+    /// Provided versions, ascending, one per contract generation, never empty.
+    pub versions: Vec<Version>,
+    /// Where it was declared.
+    pub origin: Option<Origin>,
+}
+
+impl Provided {
+    /// The provided version of contract generation `major`, if any.
+    pub fn generation(&self, major: u64) -> Option<&Version> {
+        self.versions.iter().find(|v| v.major() == major)
+    }
+}
+
+/// A requirement on a capability: `requires = { database = ">=1,<2" }`.
+#[derive(Clone, Debug, PartialEq)]
+pub struct Requirement {
+    /// The capability required.
+    pub capability: CapabilityName,
+    /// Accepted versions.
+    pub specifier: Specifier,
+    /// Optional requirements bind when they can but never gate their consumer.
+    pub optional: bool,
+    /// Where it was declared.
+    pub origin: Option<Origin>,
+}
+
+impl Requirement {
+    /// A hard requirement.
+    pub fn hard(capability: CapabilityName, specifier: Specifier) -> Self {
+        Self { capability, specifier, optional: false, origin: None }
+    }
+
+    /// Whether `version` of this capability is accepted, including the
+    /// contract generation pin.
+    pub fn accepts(&self, version: &Version) -> bool {
+        if let Some(major) = self.specifier.pinned_major() {
+            if version.major() != major {
+                return false;
+            }
+        }
+        self.specifier.matches(version.semver())
+    }
+
+    /// The reference's rendering: `database <2,>=1`, `vector * (optional)`.
+    pub fn render(&self) -> String {
+        let spec = self.specifier.to_string();
+        let spec = if spec.is_empty() { "*" } else { spec.as_str() };
+        let suffix = if self.optional { " (optional)" } else { "" };
+        format!("{} {spec}{suffix}", self.capability)
+    }
+}
+
+/// A tool a plugin declares: its contract as the model sees it.
+#[derive(Clone, Debug, PartialEq)]
+pub struct ToolDecl {
+    /// Tool name.
+    pub name: ToolName,
+    /// Description shown to the model.
+    pub description: String,
+    /// JSON Schema of the arguments, `None` for a tool without one.
+    pub args_schema: Option<serde_json::Value>,
+    /// Where it was declared.
+    pub origin: Option<Origin>,
+}
+
+/// A plugin manifest.
+#[derive(Clone, Debug, PartialEq)]
+pub struct Manifest {
+    /// Implementation name, e.g. `postgres`.
+    pub name: String,
+    /// Implementation version.
+    pub version: Version,
+    /// Provided capabilities by name.
+    pub provides: BTreeMap<CapabilityName, Provided>,
+    /// Hard and optional requirements by capability (a capability is either
+    /// required or optional, never both).
+    pub requires: BTreeMap<CapabilityName, Requirement>,
+    /// Permissions the plugin needs at harness boundaries (`name[:resource]`).
+    pub permissions: Vec<String>,
+    /// Version of the configuration format the plugin reads.
+    pub config_version: u32,
+    /// Free-form metadata; never hashed, redacted when shown.
+    pub metadata: BTreeMap<String, ConfigValue>,
+    /// Declared tools, sorted by name, unique.
+    pub tools: Vec<ToolDecl>,
+    /// Where the manifest was declared.
+    pub origin: Option<Origin>,
+}
+
+impl Manifest {
+    /// A manifest with only a name and version.
+    pub fn new(name: impl Into<String>, version: Version) -> Self {
+        Self {
+            name: name.into(),
+            version,
+            provides: BTreeMap::new(),
+            requires: BTreeMap::new(),
+            permissions: Vec::new(),
+            config_version: 1,
+            metadata: BTreeMap::new(),
+            tools: Vec::new(),
+            origin: None,
+        }
+    }
+
+    /// `name@version` as written.
+    pub fn identity(&self) -> String {
+        format!("{}@{}", self.name, self.version)
+    }
+
+    /// Whether this manifest provides `capability` in any generation.
+    pub fn provides_capability(&self, capability: &CapabilityName) -> bool {
+        self.provides.contains_key(capability)
+    }
+
+    /// Hard requirements in capability order.
+    pub fn hard_requirements(&self) -> impl Iterator<Item = &Requirement> {
+        self.requires.values().filter(|r| !r.optional)
+    }
+}

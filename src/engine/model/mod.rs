@@ -1,0 +1,19 @@
+//! The validated composition: what a user declared, with every name checked.
+//!
+//! The loader (an edge module) builds these values from TOML; tests and
+//! benchmarks build them in code. Constructors and the loader guarantee the
+//! invariants documented on each type (canonical scope paths, entries placed in
+//! declared scopes, manifests whose versions and specifiers parsed), so the
+//! resolver never re-validates.
+
+mod composition;
+mod config;
+mod ids;
+mod manifest;
+mod scope;
+
+pub use composition::{Composition, Entry, EntryRef, Preferences};
+pub use config::{ConfigValue, SecretRef};
+pub use ids::{CapabilityName, EntryId, IdError, ScopePath, ToolName};
+pub use manifest::{Manifest, Provided, Requirement, ToolDecl};
+pub use scope::ScopeDecl;

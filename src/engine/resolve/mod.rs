@@ -1,0 +1,283 @@
+//! The resolver: a pure, deterministic function from a composition to a plan.
+//!
+//! Steps, each linear in entries plus candidate pairs:
+//! 1. gather, per requirement, the visible providers that accept it (a
+//!    pre-order walk keeping a per-capability stack of the providers on the
+//!    current lineage, so no requirement walks its ancestors);
+//! 2. find dependency cycles on the declared, visibility-filtered graph of
+//!    hard requirements (petgraph's Tarjan SCC); members are pending;
+//! 3. *viability*, a greatest fixpoint: an entry stays viable while each hard
+//!    requirement keeps at least one viable accepted candidate (cascade by
+//!    counting down candidate counts);
+//! 4. selection among the viable candidates: one → selected; several → a
+//!    preference (consumer, then scope, then global) naming one of them, else
+//!    ambiguous — never a silent tie-break;
+//! 5. *eligibility*: viable entries whose hard requirements all selected an
+//!    eligible provider (cascade along selections);
+//! 6. statuses in the reference's precedence, bound edges, activation order
+//!    (Kahn, ties by entry id) and preference findings.
+//!
+//! One entry offering several contract generations of a capability is one
+//! candidate; a requirement binds the highest provided version it accepts.
+
+mod gather;
+mod graph;
+pub mod plan;
+mod preferences;
+
+use std::collections::BTreeMap;
+
+pub use plan::*;
+
+use crate::engine::model::{Composition, EntryId};
+use crate::engine::tree::ScopeTree;
+use gather::{Gathered, Holder};
+
+/// Resolve `composition`.
+pub fn resolve(composition: &Composition) -> Plan {
+    let tree = ScopeTree::new(composition);
+    resolve_with_tree(composition, &tree)
+}
+
+/// Resolve with a scope tree the caller already built.
+pub fn resolve_with_tree(composition: &Composition, tree: &ScopeTree) -> Plan {
+    let g = gather::gather(composition, tree);
+    let n = g.entries.len();
+
+    // 2. Cycles on the declared graph (hard requirements, visible accepted).
+    let cycles = graph::find_cycles(&g);
+    let mut cycle_of: Vec<Option<usize>> = vec![None; n];
+    for (ci, cycle) in cycles.iter().enumerate() {
+        for &e in cycle {
+            cycle_of[e] = Some(ci);
+        }
+    }
+
+    // 3. Viability.
+    let viable = viability(&g, &cycle_of);
+
+    // 4. Selection among viable candidates.
+    let mut selections: Vec<Selection> = Vec::with_capacity(g.requirements.len());
+    let mut pref_log = preferences::Log::default();
+    for req in &g.requirements {
+        let cands: Vec<usize> = req.accepted.iter().map(|c| c.entry).filter(|&e| viable[e]).collect();
+        let sel = match cands.len() {
+            0 => Selection::None,
+            1 => Selection::One(cands[0], SelectionReason::OnlyEligible),
+            _ => match preferences::choose(composition, &g, req, &cands) {
+                Some((e, level)) => Selection::One(e, SelectionReason::ExplicitPreference(level)),
+                None => Selection::Ambiguous(cands.clone()),
+            },
+        };
+        pref_log.observe(composition, &g, req, &cands);
+        selections.push(sel);
+    }
+
+    // 5. Eligibility with cascade along hard selections.
+    let eligible = eligibility(&g, &viable, &selections);
+
+    // 6. Statuses and the plan.
+    let mut resolutions = Vec::with_capacity(g.requirements.len());
+    let mut pending_reasons: Vec<Vec<PendingReason>> = vec![Vec::new(); n];
+    let mut edges: Vec<(usize, usize)> = Vec::new();
+    for (req, sel) in g.requirements.iter().zip(&selections) {
+        let (status, selected, reason, ambiguous_between) = match sel {
+            Selection::One(p, reason) if eligible[*p] => (Status::Resolved, Some(*p), Some(*reason), Vec::new()),
+            Selection::One(..) => (Status::ProviderPending, None, None, Vec::new()),
+            Selection::Ambiguous(c) => (Status::Ambiguous, None, None, c.iter().map(|&e| g.entries[e].id.clone()).collect()),
+            Selection::None => (unselected_status(req, &eligible), None, None, Vec::new()),
+        };
+        if let Holder::Entry(c) = req.holder {
+            if status == Status::Resolved && eligible[c] {
+                if let Some(p) = selected {
+                    edges.push((p, c));
+                }
+            }
+            if status != Status::Resolved && !req.requirement.optional {
+                pending_reasons[c].push(PendingReason::Requirement {
+                    capability: req.requirement.capability.clone(),
+                    status,
+                });
+            }
+        }
+        let selected = selected.map(|p| {
+            let version = req
+                .accepted
+                .iter()
+                .find(|c| c.entry == p)
+                .map(|c| c.version.clone())
+                .unwrap_or_else(|| g.entries[p].manifest.version.clone());
+            Selected {
+                entry: g.entries[p].id.clone(),
+                scope: tree.get(g.entry_scope[p]).path.clone(),
+                origin: if g.entry_scope[p] == req.scope { ProviderOrigin::Local } else { ProviderOrigin::Inherited },
+                version,
+            }
+        });
+        resolutions.push(Resolution {
+            consumer: req.consumer(&g, tree),
+            scope: tree.get(req.scope).path.clone(),
+            requirement: req.requirement.clone(),
+            status,
+            selected,
+            reason,
+            ambiguous_between,
+        });
+    }
+    resolutions.sort_by(|a, b| {
+        a.consumer.name().cmp(b.consumer.name()).then_with(|| a.requirement.capability.cmp(&b.requirement.capability))
+    });
+    edges.sort_unstable();
+    edges.dedup();
+
+    let order = graph::activation_order(n, &eligible, &edges);
+    let mut entries: BTreeMap<EntryId, EntryPlan> = BTreeMap::new();
+    let mut position = vec![None; n];
+    for (i, &e) in order.iter().enumerate() {
+        position[e] = Some(i);
+    }
+    for e in 0..n {
+        let mut pending = std::mem::take(&mut pending_reasons[e]);
+        if let Some(ci) = cycle_of[e] {
+            pending.insert(0, PendingReason::Cycle { cycle: ci });
+        }
+        if !eligible[e] && pending.is_empty() {
+            // Ineligible only through a provider: say which requirement.
+            for (req, sel) in g.requirements.iter().zip(&selections) {
+                if matches!(req.holder, Holder::Entry(c) if c == e) && !req.requirement.optional {
+                    if let Selection::One(p, _) = sel {
+                        if !eligible[*p] {
+                            pending.push(PendingReason::Requirement {
+                                capability: req.requirement.capability.clone(),
+                                status: Status::ProviderPending,
+                            });
+                        }
+                    }
+                }
+            }
+        }
+        entries.insert(g.entries[e].id.clone(), EntryPlan { eligible: eligible[e], order: position[e], pending });
+    }
+    let id = |e: usize| g.entries[e].id.clone();
+    Plan {
+        activation_order: order.iter().map(|&e| id(e)).collect(),
+        pending: (0..n).filter(|&e| !eligible[e]).map(id).collect(),
+        edges: edges.iter().map(|&(p, c)| (id(p), id(c))).collect(),
+        cycles: cycles.iter().map(|c| c.iter().map(|&e| id(e)).collect()).collect(),
+        resolutions,
+        preference_findings: pref_log.findings(composition, &g),
+        entries,
+    }
+}
+
+/// What step 4 chose for one requirement.
+#[derive(Clone, Debug)]
+enum Selection {
+    None,
+    One(usize, SelectionReason),
+    Ambiguous(Vec<usize>),
+}
+
+/// Status of a requirement with no viable accepted candidate, in the
+/// reference's precedence.
+fn unselected_status(req: &gather::Req, eligible: &[bool]) -> Status {
+    if req.exposed_rejected.iter().any(|&e| eligible[e]) {
+        Status::VersionMismatch
+    } else if !req.accepted.is_empty() {
+        Status::ProviderPending
+    } else if !req.exposed_rejected.is_empty() {
+        Status::VersionMismatch
+    } else if req.hidden_in_lineage || req.elsewhere {
+        Status::NotVisible
+    } else if req.self_provides {
+        Status::SelfReference
+    } else {
+        Status::NoProvider
+    }
+}
+
+/// Greatest fixpoint: entries stay viable while every hard requirement has a
+/// viable accepted candidate.
+fn viability(g: &Gathered<'_>, cycle_of: &[Option<usize>]) -> Vec<bool> {
+    let n = g.entries.len();
+    let mut viable: Vec<bool> = cycle_of.iter().map(Option::is_none).collect();
+    // Per hard requirement: number of viable candidates. Reverse index:
+    // provider -> hard requirements it is a candidate of.
+    let mut count: Vec<usize> = vec![0; g.requirements.len()];
+    let mut reverse: Vec<Vec<usize>> = vec![Vec::new(); n];
+    for (ri, req) in g.requirements.iter().enumerate() {
+        if !req.gates() {
+            continue;
+        }
+        for c in &req.accepted {
+            reverse[c.entry].push(ri);
+            if viable[c.entry] {
+                count[ri] += 1;
+            }
+        }
+    }
+    // Cycle members were never counted; only entries invalidated from here on
+    // are queued, so every decrement matches an increment.
+    let mut queue: Vec<usize> = Vec::new();
+    for (ri, req) in g.requirements.iter().enumerate() {
+        if let Holder::Entry(c) = req.holder {
+            if req.gates() && count[ri] == 0 && viable[c] {
+                viable[c] = false;
+                queue.push(c);
+            }
+        }
+    }
+    while let Some(e) = queue.pop() {
+        for &ri in &reverse[e] {
+            count[ri] -= 1;
+            if count[ri] == 0 {
+                if let Holder::Entry(c) = g.requirements[ri].holder {
+                    if viable[c] {
+                        viable[c] = false;
+                        queue.push(c);
+                    }
+                }
+            }
+        }
+    }
+    viable
+}
+
+/// Viable entries whose hard requirements selected eligible providers.
+fn eligibility(g: &Gathered<'_>, viable: &[bool], selections: &[Selection]) -> Vec<bool> {
+    let n = g.entries.len();
+    let mut eligible = viable.to_vec();
+    let mut dependents: Vec<Vec<usize>> = vec![Vec::new(); n];
+    let mut queue = Vec::new();
+    for (req, sel) in g.requirements.iter().zip(selections) {
+        let Holder::Entry(c) = req.holder else { continue };
+        if !req.gates() {
+            continue;
+        }
+        match sel {
+            Selection::One(p, _) => dependents[*p].push(c),
+            _ => {
+                if eligible[c] {
+                    eligible[c] = false;
+                    queue.push(c);
+                }
+            }
+        }
+    }
+    queue.extend((0..n).filter(|&e| !viable[e]));
+    while let Some(p) = queue.pop() {
+        for &c in &dependents[p] {
+            if eligible[c] {
+                eligible[c] = false;
+                queue.push(c);
+            }
+        }
+    }
+    eligible
+}
+
+#[cfg(test)]
+mod tests;
+
+#[cfg(test)]
+mod proptests;

@@ -1,0 +1,1 @@
+//! Property tests of the resolver (being written).

@@ -1,0 +1,209 @@
+//! The scope tree as an index: pre-order, parents, children, effective views.
+//!
+//! Built once per composition in linear time and shared by the resolver,
+//! snapshots and explain reports, so none of them re-derives visibility.
+
+use std::collections::BTreeSet;
+
+use super::model::{CapabilityName, Composition, ScopePath, ToolName};
+
+/// Index of a scope in pre-order (the root is 0).
+pub type ScopeIx = usize;
+
+/// One scope of the tree.
+#[derive(Clone, Debug)]
+pub struct TreeScope {
+    /// Canonical path.
+    pub path: ScopePath,
+    /// Parent index, `None` for the root.
+    pub parent: Option<ScopeIx>,
+    /// Children in sorted path order.
+    pub children: Vec<ScopeIx>,
+    /// Depth (root 0).
+    pub depth: usize,
+    /// One past the last descendant in pre-order: descendants of `i` are
+    /// exactly `i + 1 .. end`.
+    pub end: ScopeIx,
+    /// Effective capability view: intersection of the views from the root
+    /// down; `None` when no scope on the lineage has one.
+    pub capabilities: Option<BTreeSet<CapabilityName>>,
+    /// Effective tool view, computed the same way.
+    pub tools: Option<BTreeSet<ToolName>>,
+}
+
+/// The whole tree in pre-order, children visited in sorted path order.
+#[derive(Clone, Debug)]
+pub struct ScopeTree {
+    scopes: Vec<TreeScope>,
+}
+
+fn intersect<T: Ord + Clone>(inherited: &Option<BTreeSet<T>>, own: &Option<BTreeSet<T>>) -> Option<BTreeSet<T>> {
+    match (inherited, own) {
+        (None, None) => None,
+        (Some(a), None) => Some(a.clone()),
+        (None, Some(b)) => Some(b.clone()),
+        (Some(a), Some(b)) => Some(a.intersection(b).cloned().collect()),
+    }
+}
+
+impl ScopeTree {
+    /// Build the tree of `composition`. Relies on the composition invariant
+    /// that every scope's parent exists.
+    pub fn new(composition: &Composition) -> Self {
+        // BTreeMap order is not pre-order (`/a/b` sorts after `/a-x`), so walk
+        // explicitly: group children by parent first.
+        let paths: Vec<&ScopePath> = composition.scopes.keys().collect();
+        let mut children_of: Vec<Vec<usize>> = vec![Vec::new(); paths.len()];
+        let mut root = None;
+        let position = |p: &ScopePath| paths.binary_search(&p).ok();
+        for (i, path) in paths.iter().enumerate() {
+            match path.parent() {
+                None => root = Some(i),
+                Some(parent) => {
+                    if let Some(pi) = position(&parent) {
+                        children_of[pi].push(i);
+                    }
+                }
+            }
+        }
+        let mut scopes: Vec<TreeScope> = Vec::with_capacity(paths.len());
+        let Some(root) = root else {
+            return Self { scopes };
+        };
+        // Iterative pre-order; children lists are already in sorted path order.
+        let mut stack: Vec<(usize, Option<ScopeIx>)> = vec![(root, None)];
+        while let Some((sorted_ix, parent)) = stack.pop() {
+            let decl = &composition.scopes[paths[sorted_ix]];
+            let ix = scopes.len();
+            let (depth, caps, tools) = match parent {
+                None => (0, decl.capabilities.clone(), decl.tools.clone()),
+                Some(p) => {
+                    let ps = &scopes[p];
+                    (ps.depth + 1, intersect(&ps.capabilities, &decl.capabilities), intersect(&ps.tools, &decl.tools))
+                }
+            };
+            scopes.push(TreeScope {
+                path: decl.path.clone(),
+                parent,
+                children: Vec::new(),
+                depth,
+                end: ix + 1,
+                capabilities: caps,
+                tools,
+            });
+            if let Some(p) = parent {
+                scopes[p].children.push(ix);
+            }
+            for &child in children_of[sorted_ix].iter().rev() {
+                stack.push((child, Some(ix)));
+            }
+        }
+        // Subtree ends, bottom-up (children have larger indices than parents).
+        for ix in (0..scopes.len()).rev() {
+            let end = scopes[ix].children.iter().map(|&c| scopes[c].end).max().unwrap_or(ix + 1);
+            scopes[ix].end = end;
+        }
+        Self { scopes }
+    }
+
+    /// Scopes in pre-order.
+    pub fn scopes(&self) -> &[TreeScope] {
+        &self.scopes
+    }
+
+    /// Number of scopes.
+    pub fn len(&self) -> usize {
+        self.scopes.len()
+    }
+
+    /// Whether the tree is empty (never, for a valid composition).
+    pub fn is_empty(&self) -> bool {
+        self.scopes.is_empty()
+    }
+
+    /// One scope by index.
+    pub fn get(&self, ix: ScopeIx) -> &TreeScope {
+        &self.scopes[ix]
+    }
+
+    /// The index of `path`. Pre-order is not sorted order, so this is a
+    /// linear search; hot paths keep indices instead.
+    pub fn find(&self, path: &ScopePath) -> Option<ScopeIx> {
+        self.scopes.iter().position(|s| &s.path == path)
+    }
+
+    /// A sorted `(path, index)` table for repeated lookups.
+    pub fn lookup_table(&self) -> Vec<(&ScopePath, ScopeIx)> {
+        let mut table: Vec<(&ScopePath, ScopeIx)> = self.scopes.iter().enumerate().map(|(i, s)| (&s.path, i)).collect();
+        table.sort_unstable_by(|a, b| a.0.cmp(b.0));
+        table
+    }
+
+    /// Whether `ancestor` is `ix` or one of its ancestors.
+    pub fn is_ancestor_or_self(&self, ancestor: ScopeIx, ix: ScopeIx) -> bool {
+        ancestor <= ix && ix < self.scopes[ancestor].end
+    }
+
+    /// Whether `capability` passes the effective view of scope `ix`.
+    pub fn exposes(&self, ix: ScopeIx, capability: &CapabilityName) -> bool {
+        self.scopes[ix].capabilities.as_ref().is_none_or(|v| v.contains(capability))
+    }
+
+    /// Whether `tool` passes the effective tool view of scope `ix`.
+    pub fn shows_tool(&self, ix: ScopeIx, tool: &ToolName) -> bool {
+        self.scopes[ix].tools.as_ref().is_none_or(|v| v.contains(tool))
+    }
+
+    /// The lineage of `ix` from the root down to `ix`.
+    pub fn lineage(&self, ix: ScopeIx) -> Vec<ScopeIx> {
+        let mut out = vec![ix];
+        let mut cur = ix;
+        while let Some(p) = self.scopes[cur].parent {
+            out.push(p);
+            cur = p;
+        }
+        out.reverse();
+        out
+    }
+}
+
+#[cfg(test)]
+mod tests {
+    use super::*;
+    use crate::engine::model::ScopeDecl;
+
+    fn path(p: &str) -> ScopePath {
+        ScopePath::new(p).unwrap()
+    }
+
+    #[test]
+    fn preorder_visits_children_in_sorted_order() {
+        let mut c = Composition::new();
+        for p in ["/b", "/a/x", "/a-z", "/a"] {
+            c.insert_scope(ScopeDecl::new(path(p)));
+        }
+        let tree = ScopeTree::new(&c);
+        let order: Vec<&str> = tree.scopes().iter().map(|s| s.path.as_str()).collect();
+        assert_eq!(order, ["/", "/a", "/a/x", "/a-z", "/b"]);
+        assert!(tree.is_ancestor_or_self(1, 2));
+        assert!(!tree.is_ancestor_or_self(1, 3));
+        assert_eq!(tree.get(0).end, 5);
+    }
+
+    #[test]
+    fn effective_views_intersect_down_the_lineage() {
+        let mut c = Composition::new();
+        let mut a = ScopeDecl::new(path("/a"));
+        a.capabilities = Some(["database", "model"].iter().map(|n| CapabilityName::new(n).unwrap()).collect());
+        c.insert_scope(a);
+        let mut b = ScopeDecl::new(path("/a/b"));
+        b.capabilities = Some(["model", "tools"].iter().map(|n| CapabilityName::new(n).unwrap()).collect());
+        c.insert_scope(b);
+        c.insert_scope(ScopeDecl::new(path("/a/b/c")));
+        let tree = ScopeTree::new(&c);
+        let c_ix = tree.find(&path("/a/b/c")).unwrap();
+        let view: Vec<&str> = tree.get(c_ix).capabilities.as_ref().unwrap().iter().map(|c| c.as_str()).collect();
+        assert_eq!(view, ["model"]);
+        assert!(tree.get(0).capabilities.is_none());
+    }
+}

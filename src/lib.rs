@@ -1,0 +1,19 @@
+//! chassis: a transactional harness for agent systems.
+//!
+//! The crate is split the way data flows through it:
+//!
+//! - [`engine`] is the pure core: the composition model, manifests and version
+//!   specifiers, the scope tree, the resolver, snapshots and canonical hashing,
+//!   explain reports and generation diffs. It performs no I/O, prints nothing,
+//!   and never names `toml` or `miette`; every item that came from a file
+//!   carries an [`engine::span::Origin`] that the edge renders.
+//! - [`load`] is the edge that reads compositions: sources (file system, git
+//!   revision, memory), the TOML walker that collects every problem of a file,
+//!   includes, and the JSON Schema of the format.
+//! - [`cli`] is the only module that prints: argument parsing, commands,
+//!   rendering (text, JSON, markdown, miette diagnostics) and exit codes.
+#![forbid(unsafe_code)]
+
+pub mod cli;
+pub mod engine;
+pub mod load;

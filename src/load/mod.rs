@@ -1,0 +1,1 @@
+//! Loading compositions from TOML (placeholder).

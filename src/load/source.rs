@@ -1,0 +1,373 @@
+//! Where composition text comes from: the file system, a git revision, or memory.
+
+use std::collections::BTreeMap;
+use std::path::{Component, Path, PathBuf};
+use std::process::Command;
+
+use crate::engine::diag::Code;
+
+/// Why a source could not deliver a path.
+#[derive(Clone, Debug, PartialEq, Eq)]
+pub struct SourceError {
+    /// What kind of failure this is.
+    pub kind: SourceErrorKind,
+    /// What went wrong, lower-case, no trailing period.
+    pub message: String,
+    /// Suggestions.
+    pub help: Vec<String>,
+}
+
+/// The kind of a [`SourceError`].
+#[derive(Clone, Copy, Debug, PartialEq, Eq)]
+pub enum SourceErrorKind {
+    /// The path does not exist (an include of it is `load::include-missing`).
+    NotFound,
+    /// Any other I/O failure (`load::io`).
+    Io,
+    /// git failed, e.g. the revision does not resolve (`load::git`).
+    Git,
+}
+
+impl SourceError {
+    fn new(kind: SourceErrorKind, message: impl Into<String>) -> Self {
+        Self { kind, message: message.into(), help: Vec::new() }
+    }
+
+    /// The diagnostic code for this failure when it is not about an include.
+    pub fn code(&self) -> Code {
+        match self.kind {
+            SourceErrorKind::Git => Code::Git,
+            SourceErrorKind::NotFound | SourceErrorKind::Io => Code::Io,
+        }
+    }
+}
+
+/// A provider of composition files.
+///
+/// Paths are given as the loader builds them: the root path as passed to
+/// [`crate::load::load`], includes joined onto the including file's directory
+/// and normalized lexically (no `.` or `..` components where avoidable).
+pub trait Source {
+    /// The text of the file at `path`.
+    fn read(&self, path: &Path) -> Result<String, SourceError>;
+    /// The `*.toml` files directly inside `dir`, sorted by name.
+    fn list_toml(&self, dir: &Path) -> Result<Vec<PathBuf>, SourceError>;
+    /// Whether `path` is a directory.
+    fn is_dir(&self, path: &Path) -> bool;
+    /// How `path` is shown in diagnostics.
+    fn display_name(&self, path: &Path) -> String;
+}
+
+/// Lexically normalize a path: drop `.` components and fold `a/..`.
+pub fn normalize(path: &Path) -> PathBuf {
+    let mut out: Vec<Component<'_>> = Vec::new();
+    for c in path.components() {
+        match c {
+            Component::CurDir => {}
+            Component::ParentDir => match out.last() {
+                Some(Component::Normal(_)) => {
+                    out.pop();
+                }
+                Some(Component::RootDir | Component::Prefix(_)) => {}
+                _ => out.push(c),
+            },
+            other => out.push(other),
+        }
+    }
+    let p: PathBuf = out.iter().collect();
+    if p.as_os_str().is_empty() { PathBuf::from(".") } else { p }
+}
+
+fn is_toml(path: &Path) -> bool {
+    path.extension().is_some_and(|e| e == "toml")
+}
+
+/// Files on disk.
+#[derive(Clone, Copy, Debug, Default)]
+pub struct FsSource;
+
+impl Source for FsSource {
+    fn read(&self, path: &Path) -> Result<String, SourceError> {
+        std::fs::read_to_string(path).map_err(|e| {
+            let kind = if e.kind() == std::io::ErrorKind::NotFound {
+                SourceErrorKind::NotFound
+            } else {
+                SourceErrorKind::Io
+            };
+            SourceError::new(kind, format!("cannot read `{}`: {e}", path.display()))
+        })
+    }
+
+    fn list_toml(&self, dir: &Path) -> Result<Vec<PathBuf>, SourceError> {
+        let read = std::fs::read_dir(dir).map_err(|e| {
+            let kind = if e.kind() == std::io::ErrorKind::NotFound {
+                SourceErrorKind::NotFound
+            } else {
+                SourceErrorKind::Io
+            };
+            SourceError::new(kind, format!("cannot list `{}`: {e}", dir.display()))
+        })?;
+        let mut out: Vec<PathBuf> = read
+            .filter_map(Result::ok)
+            .map(|e| e.path())
+            .filter(|p| is_toml(p) && p.is_file())
+            .map(|p| dir.join(p.file_name().unwrap_or_default()))
+            .collect();
+        out.sort();
+        Ok(out)
+    }
+
+    fn is_dir(&self, path: &Path) -> bool {
+        path.is_dir()
+    }
+
+    fn display_name(&self, path: &Path) -> String {
+        path.display().to_string()
+    }
+}
+
+/// Files held in memory, for tests and benchmarks. A directory exists when
+/// some file lies below it.
+#[derive(Clone, Debug, Default)]
+pub struct MemorySource {
+    /// Files by (normalized) path.
+    pub files: BTreeMap<PathBuf, String>,
+}
+
+impl MemorySource {
+    /// An empty source.
+    pub fn new() -> Self {
+        Self::default()
+    }
+
+    /// Add (or replace) a file; builder style.
+    pub fn with(mut self, path: impl AsRef<Path>, text: impl Into<String>) -> Self {
+        self.insert(path, text);
+        self
+    }
+
+    /// Add (or replace) a file.
+    pub fn insert(&mut self, path: impl AsRef<Path>, text: impl Into<String>) {
+        self.files.insert(normalize(path.as_ref()), text.into());
+    }
+}
+
+impl Source for MemorySource {
+    fn read(&self, path: &Path) -> Result<String, SourceError> {
+        self.files.get(&normalize(path)).cloned().ok_or_else(|| {
+            SourceError::new(SourceErrorKind::NotFound, format!("`{}` does not exist", path.display()))
+        })
+    }
+
+    fn list_toml(&self, dir: &Path) -> Result<Vec<PathBuf>, SourceError> {
+        if !self.is_dir(dir) {
+            return Err(SourceError::new(
+                SourceErrorKind::NotFound,
+                format!("directory `{}` does not exist", dir.display()),
+            ));
+        }
+        let dir = normalize(dir);
+        Ok(self
+            .files
+            .keys()
+            .filter(|p| p.parent().map(normalize).as_deref() == Some(dir.as_path()) && is_toml(p))
+            .cloned()
+            .collect())
+    }
+
+    fn is_dir(&self, path: &Path) -> bool {
+        let dir = normalize(path);
+        if dir == Path::new(".") {
+            return !self.files.is_empty();
+        }
+        self.files.keys().any(|p| p != &dir && p.starts_with(&dir))
+    }
+
+    fn display_name(&self, path: &Path) -> String {
+        normalize(path).display().to_string()
+    }
+}
+
+/// Files as they are at a git revision, read through the `git` command.
+///
+/// Paths are relative to `repo` (a directory inside the work tree) or
+/// absolute; they are translated to paths relative to the repository top.
+#[derive(Clone, Debug)]
+pub struct GitSource {
+    /// A directory inside the repository (`git -C` runs there).
+    pub repo: PathBuf,
+    /// The revision, e.g. `HEAD`, `origin/main`, `v1.2~1`.
+    pub rev: String,
+}
+
+impl GitSource {
+    /// A source reading `rev` in the repository containing `repo`.
+    pub fn new(repo: impl Into<PathBuf>, rev: impl Into<String>) -> Self {
+        Self { repo: repo.into(), rev: rev.into() }
+    }
+
+    fn git(&self, args: &[&str]) -> Result<std::process::Output, SourceError> {
+        Command::new("git").arg("-C").arg(&self.repo).args(args).output().map_err(|e| {
+            SourceError::new(SourceErrorKind::Git, format!("cannot run `git`: {e}"))
+        })
+    }
+
+    fn git_stdout(&self, args: &[&str]) -> Option<String> {
+        let out = self.git(args).ok()?;
+        out.status.success().then(|| String::from_utf8_lossy(&out.stdout).trim_end().to_owned())
+    }
+
+    /// `path` relative to the repository top, with `/` separators.
+    fn top_relative(&self, path: &Path) -> String {
+        let joined = if path.is_absolute() {
+            let top = self.git_stdout(&["rev-parse", "--show-toplevel"]).unwrap_or_default();
+            path.strip_prefix(&top).map(Path::to_path_buf).unwrap_or_else(|_| path.to_path_buf())
+        } else {
+            let prefix = self.git_stdout(&["rev-parse", "--show-prefix"]).unwrap_or_default();
+            Path::new(&prefix).join(path)
+        };
+        let norm = normalize(&joined);
+        let text = norm.to_string_lossy().replace('\\', "/");
+        if text == "." { String::new() } else { text }
+    }
+
+    /// The error for a revision that does not resolve, if it does not.
+    fn check_rev(&self) -> Result<(), SourceError> {
+        let spec = format!("{}^{{commit}}", self.rev);
+        if self.git_stdout(&["rev-parse", "--verify", "--quiet", &spec]).is_some() {
+            return Ok(());
+        }
+        let mut err = SourceError::new(
+            SourceErrorKind::Git,
+            format!("revision `{}` does not resolve in `{}`", self.rev, self.repo.display()),
+        );
+        if self.git_stdout(&["rev-parse", "--is-shallow-repository"]).as_deref() == Some("true") {
+            err.help.push(format!(
+                "this is a shallow clone, so `{}` may be missing from it: run `git fetch --unshallow` (in CI, use `fetch-depth: 0`)",
+                self.rev
+            ));
+        } else {
+            err.help.push("check the name with `git rev-parse --verify <rev>`".into());
+        }
+        Err(err)
+    }
+
+    fn object_type(&self, top_path: &str) -> Option<String> {
+        self.git_stdout(&["cat-file", "-t", &format!("{}:{top_path}", self.rev)])
+    }
+}
+
+impl Source for GitSource {
+    fn read(&self, path: &Path) -> Result<String, SourceError> {
+        let top = self.top_relative(path);
+        let out = self.git(&["show", &format!("{}:{top}", self.rev)])?;
+        if out.status.success() {
+            return String::from_utf8(out.stdout).map_err(|_| {
+                SourceError::new(SourceErrorKind::Io, format!("`{}` is not UTF-8", self.display_name(path)))
+            });
+        }
+        self.check_rev()?;
+        Err(SourceError::new(
+            SourceErrorKind::NotFound,
+            format!("`{top}` does not exist at revision `{}`", self.rev),
+        ))
+    }
+
+    fn list_toml(&self, dir: &Path) -> Result<Vec<PathBuf>, SourceError> {
+        let top = self.top_relative(dir);
+        if self.object_type(&top).as_deref() != Some("tree") {
+            self.check_rev()?;
+            return Err(SourceError::new(
+                SourceErrorKind::NotFound,
+                format!("directory `{top}` does not exist at revision `{}`", self.rev),
+            ));
+        }
+        let spec = if top.is_empty() { String::new() } else { format!("{top}/") };
+        let mut args = vec!["ls-tree", "--name-only", "--full-tree", &self.rev];
+        if !spec.is_empty() {
+            args.push(&spec);
+        }
+        let out = self.git(&args)?;
+        if !out.status.success() {
+            return Err(SourceError::new(
+                SourceErrorKind::Git,
+                String::from_utf8_lossy(&out.stderr).trim().to_owned(),
+            ));
+        }
+        let mut files: Vec<PathBuf> = String::from_utf8_lossy(&out.stdout)
+            .lines()
+            .filter_map(|line| Path::new(line).file_name().map(|n| dir.join(n)))
+            .filter(|p| is_toml(p))
+            .filter(|p| self.object_type(&self.top_relative(p)).as_deref() == Some("blob"))
+            .collect();
+        files.sort();
+        Ok(files)
+    }
+
+    fn is_dir(&self, path: &Path) -> bool {
+        self.object_type(&self.top_relative(path)).as_deref() == Some("tree")
+    }
+
+    fn display_name(&self, path: &Path) -> String {
+        format!("{}:{}", self.rev, self.top_relative(path))
+    }
+}
+
+/// Split a `rev:path` operand (`origin/main:composition.toml`,
+/// `HEAD~1:a.toml`) at its first `:`. Returns `None` for operands that are
+/// plain paths: no `:`, an empty side, a Windows drive (`C:\x`, `C:/x`), or a
+/// "revision" that looks like a path (starts with `.` or `/`, contains `\`
+/// or whitespace).
+pub fn parse_rev_path(operand: &str) -> Option<(String, String)> {
+    let (rev, path) = operand.split_once(':')?;
+    if rev.is_empty() || path.is_empty() {
+        return None;
+    }
+    let drive = rev.len() == 1 && rev.as_bytes()[0].is_ascii_alphabetic();
+    if drive && (path.starts_with('\\') || path.starts_with('/')) {
+        return None;
+    }
+    if rev.starts_with(['.', '/']) || rev.contains(['\\']) || rev.contains(char::is_whitespace) {
+        return None;
+    }
+    Some((rev.to_owned(), path.to_owned()))
+}
+
+#[cfg(test)]
+mod tests {
+    use super::*;
+
+    #[test]
+    fn rev_path_operands() {
+        let ok = |s: &str, r: &str, p: &str| {
+            assert_eq!(parse_rev_path(s), Some((r.to_owned(), p.to_owned())), "{s}");
+        };
+        ok("origin/main:composition.toml", "origin/main", "composition.toml");
+        ok("HEAD~1:a.toml", "HEAD~1", "a.toml");
+        ok("v1.0^:dir/a.toml", "v1.0^", "dir/a.toml");
+        ok("HEAD:a:b.toml", "HEAD", "a:b.toml");
+        for none in ["a.toml", "C:\\x\\a.toml", "C:/x/a.toml", "HEAD:", ":a.toml", "./x:a.toml", "/abs:x"] {
+            assert_eq!(parse_rev_path(none), None, "{none}");
+        }
+    }
+
+    #[test]
+    fn memory_source_lists_and_normalizes() {
+        let src = MemorySource::new()
+            .with("c.toml", "")
+            .with("p/b.toml", "")
+            .with("p/a.toml", "")
+            .with("p/x.txt", "")
+            .with("p/q/d.toml", "");
+        assert!(src.is_dir(Path::new("p")));
+        assert!(src.is_dir(Path::new("./p/")));
+        assert!(!src.is_dir(Path::new("c.toml")));
+        assert_eq!(
+            src.list_toml(Path::new("p")).unwrap(),
+            vec![PathBuf::from("p/a.toml"), PathBuf::from("p/b.toml")]
+        );
+        assert_eq!(src.read(Path::new("p/../c.toml")).unwrap(), "");
+        assert_eq!(src.read(Path::new("nope.toml")).unwrap_err().kind, SourceErrorKind::NotFound);
+        assert_eq!(normalize(Path::new("a/./b/../c.toml")), PathBuf::from("a/c.toml"));
+    }
+}

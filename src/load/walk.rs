@@ -1,0 +1,314 @@
+//! The composition format, version 1: one file's tables into declarations.
+//!
+//! Each top-level table is read by one function; a new table (say `agents`)
+//! is one more key in [`ROOT_KEYS`], one more function and one more field in
+//! [`FileOut`]. Cross-file checks (duplicates, references) happen in
+//! [`super::link`].
+
+use std::collections::BTreeMap;
+
+use toml::de::DeTable;
+
+use super::plugin::{PLUGIN_KEYS, TOOL_KEYS, plugin};
+use super::reader::{FileCtx, Node, Str, TableReader};
+use super::values::config_table;
+use crate::engine::diag::Code;
+use crate::engine::model::{CapabilityName, ConfigValue, EntryId, EntryRef, IdError, Manifest, Requirement, ScopeDecl, ScopePath, ToolName};
+use crate::engine::span::{Located, Origin, Span};
+use crate::engine::specifier::Specifier;
+
+/// Supported format versions.
+pub const SUPPORTED_VERSIONS: &[i64] = &[1];
+
+/// Keys of the document root.
+pub const ROOT_KEYS: &[&str] = &["version", "include", "prefer", "plugins", "entries", "scopes"];
+/// Keys of an `[entries.<id>]` table.
+pub const ENTRY_KEYS: &[&str] = &["plugin", "scope", "enabled", "config", "prefer"];
+/// Keys of a `[scopes."<path>"]` table.
+pub const SCOPE_KEYS: &[&str] = &["capabilities", "tools", "requires", "prefer", "metadata"];
+
+/// Every table kind with its accepted keys (the schema test compares them).
+pub const TABLE_KEYS: &[(&str, &[&str])] =
+    &[("root", ROOT_KEYS), ("plugin", PLUGIN_KEYS), ("tool", TOOL_KEYS), ("entry", ENTRY_KEYS), ("scope", SCOPE_KEYS)];
+
+/// A declaration keyed by name (plugin name, entry id, scope path, or the
+/// capability of a global preference), with where the key was written.
+#[derive(Debug)]
+pub(crate) struct Def<T> {
+    pub name: String,
+    pub origin: Origin,
+    pub value: T,
+}
+
+/// An `include = [...]` item.
+#[derive(Debug)]
+pub(crate) struct Include {
+    pub path: String,
+    pub origin: Origin,
+}
+
+/// An entry as declared; `None` fields and `broken` mean a problem was
+/// already reported, so the entry is skipped (its references still checked).
+#[derive(Debug)]
+pub(crate) struct EntryDecl {
+    pub id: Option<EntryId>,
+    pub plugin: Option<Located<String>>,
+    pub scope: Option<Located<ScopePath>>,
+    pub enabled: bool,
+    pub config: Option<ConfigValue>,
+    pub prefer: BTreeMap<CapabilityName, EntryRef>,
+    pub broken: bool,
+}
+
+/// Everything one file declares.
+#[derive(Debug, Default)]
+pub(crate) struct FileOut {
+    pub includes: Vec<Include>,
+    /// `None`: the plugin had errors.
+    pub plugins: Vec<Def<Option<Manifest>>>,
+    pub entries: Vec<Def<EntryDecl>>,
+    /// The flag says whether the scope had errors.
+    pub scopes: Vec<Def<(Option<ScopePath>, ScopeDecl, bool)>>,
+    pub prefer: Vec<Def<Option<(CapabilityName, EntryRef)>>>,
+}
+
+/// Report an [`IdError`] at `span`.
+pub(crate) fn bad_name(cx: &mut FileCtx<'_>, span: Span, err: IdError) {
+    cx.error(Code::BadName, span, err.message, "invalid name").help.extend(err.help);
+}
+
+/// A capability name from a key.
+pub(crate) fn capability(cx: &mut FileCtx<'_>, node: &Node<'_, '_>) -> Option<CapabilityName> {
+    CapabilityName::new(node.key).map_err(|e| bad_name(cx, node.key_span, e)).ok()
+}
+
+/// The origin spanning a key and its value.
+pub(crate) fn key_value_origin(cx: &FileCtx<'_>, node: &Node<'_, '_>) -> Origin {
+    let end = node.span.end.max(node.key_span.end);
+    cx.origin(Span { start: node.key_span.start.min(node.span.start), end })
+}
+
+/// A specifier string, reporting `load::bad-specifier` inside the string.
+pub(crate) fn specifier(cx: &mut FileCtx<'_>, node: &Node<'_, '_>, s: Str<'_>) -> Option<Specifier> {
+    Specifier::parse(s.value)
+        .map_err(|e| {
+            let at = s.sub_span(e.span.clone());
+            cx.error(Code::BadSpecifier, at, format!("bad specifier `{}` for `{}`", s.value, node.path), &e.message)
+                .help
+                .extend(e.help);
+        })
+        .ok()
+}
+
+/// A `capability = "specifier"` table.
+pub(crate) fn requirements(
+    cx: &mut FileCtx<'_>,
+    node: &Node<'_, '_>,
+    optional: bool,
+) -> BTreeMap<CapabilityName, Requirement> {
+    let mut out = BTreeMap::new();
+    for item in node.entries(cx).unwrap_or_default() {
+        let cap = capability(cx, &item);
+        let spec = item.str(cx).and_then(|s| specifier(cx, &item, s));
+        if let (Some(capability), Some(specifier)) = (cap, spec) {
+            let origin = Some(key_value_origin(cx, &item));
+            out.insert(capability.clone(), Requirement { capability, specifier, optional, origin });
+        }
+    }
+    out
+}
+
+/// A `capability = "entry id"` preference table.
+fn preferences(cx: &mut FileCtx<'_>, node: &Node<'_, '_>) -> BTreeMap<CapabilityName, EntryRef> {
+    let mut out = BTreeMap::new();
+    for item in node.entries(cx).unwrap_or_default() {
+        if let Some(pair) = preference(cx, &item) {
+            out.insert(pair.0, pair.1);
+        }
+    }
+    out
+}
+
+fn preference(cx: &mut FileCtx<'_>, item: &Node<'_, '_>) -> Option<(CapabilityName, EntryRef)> {
+    let cap = capability(cx, item);
+    let s = item.str(cx)?;
+    let id = EntryId::new(s.value).map_err(|e| bad_name(cx, s.span, e)).ok()?;
+    Some((cap?, Located::new(id, Some(cx.origin(s.span)))))
+}
+
+/// Walk one parsed file. `root` says whether `version` is required. A file
+/// with an unsupported format version is not read further.
+pub(crate) fn walk_file(cx: &mut FileCtx<'_>, doc: &DeTable<'_>, root: bool) -> FileOut {
+    let mut out = FileOut::default();
+    let r = TableReader::new(doc, Span::default(), String::new(), ROOT_KEYS);
+    if !format_version(cx, &r, root) {
+        return out;
+    }
+    if let Some(node) = r.get("include") {
+        includes(cx, &node, &mut out);
+    }
+    if let Some(node) = r.get("prefer") {
+        for item in node.entries(cx).unwrap_or_default() {
+            let value = preference(cx, &item);
+            out.prefer.push(Def { name: item.key.to_owned(), origin: cx.origin(item.key_span), value });
+        }
+    }
+    if let Some(node) = r.get("plugins") {
+        for item in node.entries(cx).unwrap_or_default() {
+            let before = cx.errors();
+            let manifest = plugin(cx, &item);
+            let value = manifest.filter(|_| cx.errors() == before);
+            out.plugins.push(Def { name: item.key.to_owned(), origin: cx.origin(item.key_span), value });
+        }
+    }
+    if let Some(node) = r.get("entries") {
+        for item in node.entries(cx).unwrap_or_default() {
+            let value = entry(cx, &item);
+            out.entries.push(Def { name: item.key.to_owned(), origin: cx.origin(item.key_span), value });
+        }
+    }
+    if let Some(node) = r.get("scopes") {
+        for item in node.entries(cx).unwrap_or_default() {
+            let value = scope(cx, &item);
+            out.scopes.push(Def { name: item.key.to_owned(), origin: cx.origin(item.key_span), value });
+        }
+    }
+    r.finish(cx);
+    out
+}
+
+/// Check `version`; `false` when the file must not be read further.
+fn format_version(cx: &mut FileCtx<'_>, r: &TableReader<'_, '_>, root: bool) -> bool {
+    let supported: Vec<String> = SUPPORTED_VERSIONS.iter().map(ToString::to_string).collect();
+    let help = format!("supported versions: {}", supported.join(", "));
+    let node = if root { r.require(cx, "version") } else { r.get("version") };
+    let Some(node) = node else {
+        if root {
+            if let Some(d) = cx.diags.last_mut() {
+                d.help.push("start the file with `version = 1`".into());
+            }
+        }
+        return true;
+    };
+    let Some(v) = node.value.as_integer() else {
+        cx.error(Code::UnsupportedVersion, node.span, "the format `version` must be an integer", "not an integer")
+            .help
+            .push(help);
+        return true;
+    };
+    if super::reader::parse_int(v.as_str(), v.radix()).is_some_and(|v| SUPPORTED_VERSIONS.contains(&v)) {
+        return true;
+    }
+    cx.error(
+        Code::UnsupportedVersion,
+        node.span,
+        format!("composition format version `{v}` is not supported"),
+        "unsupported version",
+    )
+    .help
+    .push(help);
+    false
+}
+
+fn includes(cx: &mut FileCtx<'_>, node: &Node<'_, '_>, out: &mut FileOut) {
+    for item in node.items(cx).unwrap_or_default() {
+        let Some(s) = item.str(cx) else { continue };
+        if s.value.trim().is_empty() {
+            cx.error(Code::InvalidValue, s.span, "an include path must not be empty", "empty path");
+            continue;
+        }
+        out.includes.push(Include { path: s.value.to_owned(), origin: cx.origin(s.span) });
+    }
+}
+
+fn entry(cx: &mut FileCtx<'_>, node: &Node<'_, '_>) -> EntryDecl {
+    let before = cx.errors();
+    let id = EntryId::new(node.key).map_err(|e| bad_name(cx, node.key_span, e)).ok();
+    let mut decl = EntryDecl {
+        id,
+        plugin: None,
+        scope: None,
+        enabled: true,
+        config: None,
+        prefer: BTreeMap::new(),
+        broken: false,
+    };
+    let Some(r) = node.reader(cx, ENTRY_KEYS) else {
+        decl.broken = true;
+        return decl;
+    };
+    decl.plugin = match r.get("plugin") {
+        Some(n) => n.str(cx).map(|s| Located::new(s.value.to_owned(), Some(cx.origin(s.span)))),
+        None => Some(Located::new(node.key.to_owned(), Some(cx.origin(node.key_span)))),
+    };
+    decl.scope = match r.get("scope") {
+        Some(n) => n.str(cx).and_then(|s| match ScopePath::new(s.value) {
+            Ok(p) => Some(Located::new(p, Some(cx.origin(s.span)))),
+            Err(e) => {
+                bad_name(cx, s.span, e);
+                None
+            }
+        }),
+        None => Some(Located::new(ScopePath::root(), Some(cx.origin(node.key_span)))),
+    };
+    if let Some(n) = r.get("enabled") {
+        decl.enabled = n.bool(cx).unwrap_or(true);
+    }
+    decl.config = match r.get("config") {
+        Some(n) => config_table(cx, &n, true).map(ConfigValue::Table),
+        None => Some(ConfigValue::empty_table()),
+    };
+    if let Some(n) = r.get("prefer") {
+        decl.prefer = preferences(cx, &n);
+    }
+    r.finish(cx);
+    decl.broken = cx.errors() > before;
+    decl
+}
+
+fn scope(cx: &mut FileCtx<'_>, node: &Node<'_, '_>) -> (Option<ScopePath>, ScopeDecl, bool) {
+    let before = cx.errors();
+    let path = ScopePath::new(node.key).map_err(|e| bad_name(cx, node.key_span, e)).ok();
+    let mut decl = ScopeDecl::new(path.clone().unwrap_or_else(ScopePath::root));
+    decl.origin = Some(cx.origin(node.key_span));
+    if let Some(r) = node.reader(cx, SCOPE_KEYS) {
+        if let Some(n) = r.get("capabilities") {
+            let items = n.items(cx).unwrap_or_default();
+            let names = items.iter().filter_map(|i| {
+                let s = i.str(cx)?;
+                CapabilityName::new(s.value).map_err(|e| bad_name(cx, s.span, e)).ok()
+            });
+            decl.capabilities = Some(names.collect());
+        }
+        if let Some(n) = r.get("tools") {
+            let items = n.items(cx).unwrap_or_default();
+            let names = items.iter().filter_map(|i| {
+                let s = i.str(cx)?;
+                ToolName::new(s.value).map_err(|e| bad_name(cx, s.span, e)).ok()
+            });
+            decl.tools = Some(names.collect());
+        }
+        if let Some(n) = r.get("requires") {
+            decl.requirements = requirements(cx, &n, false);
+        }
+        if let Some(n) = r.get("prefer") {
+            decl.prefer = preferences(cx, &n);
+        }
+        if let Some(n) = r.get("metadata") {
+            decl.metadata = metadata(cx, &n);
+        }
+        r.finish(cx);
+    }
+    let broken = cx.errors() > before;
+    (path, decl, broken)
+}
+
+/// Report a value outside what a key accepts.
+pub(crate) fn invalid(cx: &mut FileCtx<'_>, span: Span, message: String, label: &str) {
+    cx.error(Code::InvalidValue, span, message, label);
+}
+
+/// A free-form metadata table.
+pub(crate) fn metadata(cx: &mut FileCtx<'_>, node: &Node<'_, '_>) -> BTreeMap<String, ConfigValue> {
+    config_table(cx, node, false).unwrap_or_default()
+}
