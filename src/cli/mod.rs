@@ -1,8 +1,153 @@
-//! The command-line interface (placeholder while the engine lands).
+//! The command-line interface: the only module that prints.
+//!
+//! Each command is a thin function in [`commands`] that loads its input,
+//! calls the engine, and renders through [`ui::Ui`]. Exit codes come from
+//! [`exit::ExitStatus`] alone.
+
+pub mod commands;
+pub mod diagnostic;
+pub mod exit;
+pub mod render;
+pub mod ui;
+pub mod workspace;
 
 use std::process::ExitCode;
 
-/// Run the CLI.
+use clap::{Parser, Subcommand};
+
+use exit::ExitStatus;
+use ui::{ColorChoice, Format, Ui};
+
+/// chassis: a transactional harness for agent systems.
+///
+/// A composition (TOML) places plugin entries in a tree of scopes; each plugin
+/// declares the capabilities it provides and requires, with versions. chassis
+/// resolves it deterministically, explains every decision, snapshots it with
+/// stable digests, and diffs two versions of it for CI.
+#[derive(Debug, Parser)]
+#[command(name = "chassis", version, about, long_about, after_long_help = AFTER_HELP, max_term_width = 100)]
+pub struct Cli {
+    /// Output format: text, or json (one document with `format_version`);
+    /// some commands also take markdown, dot or mermaid.
+    #[arg(long, global = true, value_enum, default_value_t = Format::Text)]
+    pub format: Format,
+    /// When to colour diagnostics.
+    #[arg(long, global = true, value_enum, default_value_t = ColorChoice::Auto)]
+    pub color: ColorChoice,
+    /// More logging on stderr (-v info, -vv debug, -vvv trace); `RUST_LOG` overrides.
+    #[arg(short, long, global = true, action = clap::ArgAction::Count)]
+    pub verbose: u8,
+    /// Only errors on stderr.
+    #[arg(short, long, global = true, conflicts_with = "verbose")]
+    pub quiet: bool,
+    /// The command.
+    #[command(subcommand)]
+    pub command: Command,
+}
+
+const AFTER_HELP: &str = "\
+Exit codes (every command):
+  0    success, or no change
+  1    a negative answer: unresolved requirements, a diff under --exit-code
+  2    unusable input found before anything ran
+  3    a failure while running
+  130  interrupted
+
+Examples:
+  chassis check composition.toml
+  chassis explain requirement app database composition.toml
+  chassis diff generations origin/main:composition.toml composition.toml --exit-code";
+
+/// The commands.
+#[derive(Debug, Subcommand)]
+pub enum Command {
+    /// Load, validate and resolve compositions; list what does not resolve.
+    Check(commands::check::CheckArgs),
+    /// Print the snapshot of a resolved composition with its three digests.
+    Snapshot(commands::snapshot::SnapshotArgs),
+    /// Explain a requirement or a scope.
+    #[command(subcommand)]
+    Explain(commands::explain::ExplainCommand),
+    /// Compare two compositions, snapshots or git revisions semantically.
+    #[command(subcommand)]
+    Diff(commands::diff::DiffCommand),
+    /// Draw the dependency graph, scopes as clusters.
+    Graph(commands::graph::GraphArgs),
+    /// Print the JSON Schema of the composition format.
+    Schema(commands::schema::SchemaArgs),
+    /// Print a shell completion script.
+    Completions(commands::completions::CompletionsArgs),
+}
+
+fn init_tracing(verbose: u8, quiet: bool) {
+    use tracing_subscriber::EnvFilter;
+    let default = match (quiet, verbose) {
+        (true, _) => "error",
+        (_, 0) => "warn",
+        (_, 1) => "info",
+        (_, 2) => "debug",
+        _ => "trace",
+    };
+    let filter = EnvFilter::try_from_default_env().unwrap_or_else(|_| EnvFilter::new(default));
+    let _ = tracing_subscriber::fmt()
+        .with_env_filter(filter)
+        .with_writer(std::io::stderr)
+        .with_ansi(false)
+        .without_time()
+        .try_init();
+}
+
+/// Run the CLI with the process arguments.
 pub fn main() -> ExitCode {
-    ExitCode::SUCCESS
+    let cli = match Cli::try_parse() {
+        Ok(cli) => cli,
+        Err(e) => {
+            let _ = e.print();
+            return if e.use_stderr() {
+                ExitStatus::Input.into()
+            } else {
+                ExitStatus::Success.into()
+            };
+        }
+    };
+    init_tracing(cli.verbose, cli.quiet);
+    run(cli).into()
+}
+
+/// Dispatch a parsed command line.
+pub fn run(cli: Cli) -> ExitStatus {
+    let ui = Ui::new(cli.format, cli.color, cli.quiet);
+    let result = match &cli.command {
+        Command::Check(args) => commands::check::run(&ui, args),
+        Command::Snapshot(args) => commands::snapshot::run(&ui, args),
+        Command::Explain(cmd) => commands::explain::run(&ui, cmd),
+        Command::Diff(cmd) => commands::diff::run(&ui, cmd),
+        Command::Graph(args) => commands::graph::run(&ui, args),
+        Command::Schema(args) => commands::schema::run(&ui, args),
+        Command::Completions(args) => commands::completions::run(&ui, args),
+    };
+    result.unwrap_or_else(|status| status)
+}
+
+/// Refuse a `--format` a command does not produce.
+pub(crate) fn require_format(ui: &Ui, allowed: &[Format], command: &str) -> Result<(), ExitStatus> {
+    if allowed.contains(&ui.format) {
+        return Ok(());
+    }
+    let names: Vec<String> = allowed
+        .iter()
+        .map(|f| {
+            format!(
+                "`{}`",
+                clap::ValueEnum::to_possible_value(f)
+                    .map(|v| v.get_name().to_owned())
+                    .unwrap_or_default()
+            )
+        })
+        .collect();
+    ui.err(&format!(
+        "error: `chassis {command}` does not support this --format\n  help: use one of {}",
+        names.join(", ")
+    ));
+    Err(ExitStatus::Input)
 }

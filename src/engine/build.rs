@@ -16,8 +16,8 @@ use std::collections::BTreeSet;
 use std::sync::Arc;
 
 use super::model::{
-    CapabilityName, Composition, ConfigValue, Entry, EntryId, Manifest, Provided, Requirement, ScopeDecl, ScopePath,
-    ToolDecl, ToolName,
+    CapabilityName, Composition, ConfigValue, Entry, EntryId, Manifest, Provided, Requirement,
+    ScopeDecl, ScopePath, ToolDecl, ToolName,
 };
 use super::span::Located;
 use super::specifier::Specifier;
@@ -42,7 +42,13 @@ struct Draft {
 
 /// Builds a [`Composition`]; errors surface at [`CompositionBuilder::build`].
 pub struct CompositionBuilder {
-    scopes: Vec<(String, Option<Vec<String>>, Option<Vec<String>>, Vec<(String, String)>, Vec<(String, String)>)>,
+    scopes: Vec<(
+        String,
+        Option<Vec<String>>,
+        Option<Vec<String>>,
+        Vec<(String, String)>,
+        Vec<(String, String)>,
+    )>,
     entries: Vec<Draft>,
     global: Vec<(String, String)>,
 }
@@ -56,13 +62,18 @@ impl Default for CompositionBuilder {
 impl CompositionBuilder {
     /// An empty composition (root scope only).
     pub fn new() -> Self {
-        Self { scopes: Vec::new(), entries: Vec::new(), global: Vec::new() }
+        Self {
+            scopes: Vec::new(),
+            entries: Vec::new(),
+            global: Vec::new(),
+        }
     }
 
     /// Declare a scope with an optional capability view.
     pub fn scope(mut self, path: &str, capabilities: Option<&[&str]>) -> Self {
         let caps = capabilities.map(|c| c.iter().map(|s| (*s).to_owned()).collect());
-        self.scopes.push((path.to_owned(), caps, None, Vec::new(), Vec::new()));
+        self.scopes
+            .push((path.to_owned(), caps, None, Vec::new(), Vec::new()));
         self
     }
 
@@ -131,7 +142,10 @@ impl CompositionBuilder {
     /// The current entry provides `capability` in `versions`.
     pub fn provides(mut self, capability: &str, versions: &[&str]) -> Self {
         if let Some(d) = self.last() {
-            d.provides.push((capability.to_owned(), versions.iter().map(|v| (*v).to_owned()).collect()));
+            d.provides.push((
+                capability.to_owned(),
+                versions.iter().map(|v| (*v).to_owned()).collect(),
+            ));
         }
         self
     }
@@ -139,7 +153,8 @@ impl CompositionBuilder {
     /// The current entry requires `capability` matching `spec`.
     pub fn requires(mut self, capability: &str, spec: &str) -> Self {
         if let Some(d) = self.last() {
-            d.requires.push((capability.to_owned(), spec.to_owned(), false));
+            d.requires
+                .push((capability.to_owned(), spec.to_owned(), false));
         }
         self
     }
@@ -147,7 +162,8 @@ impl CompositionBuilder {
     /// The current entry optionally requires `capability`.
     pub fn optional(mut self, capability: &str, spec: &str) -> Self {
         if let Some(d) = self.last() {
-            d.requires.push((capability.to_owned(), spec.to_owned(), true));
+            d.requires
+                .push((capability.to_owned(), spec.to_owned(), true));
         }
         self
     }
@@ -163,7 +179,8 @@ impl CompositionBuilder {
     /// A tool declared by the current entry's plugin.
     pub fn tool(mut self, name: &str, description: &str, args: Option<serde_json::Value>) -> Self {
         if let Some(d) = self.last() {
-            d.tools.push((name.to_owned(), description.to_owned(), args));
+            d.tools
+                .push((name.to_owned(), description.to_owned(), args));
         }
         self
     }
@@ -178,7 +195,8 @@ impl CompositionBuilder {
 
     /// A global preference.
     pub fn prefer_global(mut self, capability: &str, provider: &str) -> Self {
-        self.global.push((capability.to_owned(), provider.to_owned()));
+        self.global
+            .push((capability.to_owned(), provider.to_owned()));
         self
     }
 
@@ -192,15 +210,23 @@ impl CompositionBuilder {
         for (path, caps, tools, reqs, prefs) in self.scopes {
             let mut decl = ScopeDecl::new(ScopePath::new(&path).map_err(|e| err(&e))?);
             if let Some(caps) = caps {
-                decl.capabilities = Some(caps.iter().map(|s| cap(s)).collect::<Result<BTreeSet<_>, _>>()?);
+                decl.capabilities = Some(
+                    caps.iter()
+                        .map(|s| cap(s))
+                        .collect::<Result<BTreeSet<_>, _>>()?,
+                );
             }
             if let Some(tools) = tools {
                 decl.tools = Some(
-                    tools.iter().map(|t| ToolName::new(t).map_err(|e| err(&e))).collect::<Result<BTreeSet<_>, _>>()?,
+                    tools
+                        .iter()
+                        .map(|t| ToolName::new(t).map_err(|e| err(&e)))
+                        .collect::<Result<BTreeSet<_>, _>>()?,
                 );
             }
             for (k, s) in reqs {
-                decl.requirements.insert(cap(&k)?, Requirement::hard(cap(&k)?, spec(&s)?));
+                decl.requirements
+                    .insert(cap(&k)?, Requirement::hard(cap(&k)?, spec(&s)?));
             }
             for (k, p) in prefs {
                 decl.prefer.insert(cap(&k)?, Located::bare(entry_id(&p)?));
@@ -211,9 +237,19 @@ impl CompositionBuilder {
             let name = d.plugin.clone().unwrap_or_else(|| d.id.clone());
             let mut m = Manifest::new(name, Version::parse(&d.version).map_err(|e| err(&e))?);
             for (k, versions) in d.provides {
-                let mut vs = versions.iter().map(|v| Version::parse(v).map_err(|e| err(&e))).collect::<Result<Vec<_>, _>>()?;
+                let mut vs = versions
+                    .iter()
+                    .map(|v| Version::parse(v).map_err(|e| err(&e)))
+                    .collect::<Result<Vec<_>, _>>()?;
                 vs.sort();
-                m.provides.insert(cap(&k)?, Provided { capability: cap(&k)?, versions: vs, origin: None });
+                m.provides.insert(
+                    cap(&k)?,
+                    Provided {
+                        capability: cap(&k)?,
+                        versions: vs,
+                        origin: None,
+                    },
+                );
             }
             for (k, s, optional) in d.requires {
                 let mut r = Requirement::hard(cap(&k)?, spec(&s)?);
@@ -241,7 +277,9 @@ impl CompositionBuilder {
             c.insert_entry(entry);
         }
         for (k, p) in self.global {
-            c.preferences.global.insert(cap(&k)?, Located::bare(entry_id(&p)?));
+            c.preferences
+                .global
+                .insert(cap(&k)?, Located::bare(entry_id(&p)?));
         }
         Ok(c)
     }

@@ -110,18 +110,34 @@ pub struct Diagnostic {
 impl Diagnostic {
     /// An error with `code` and `message`.
     pub fn error(code: Code, message: impl Into<String>) -> Self {
-        Self { code, severity: Severity::Error, message: message.into(), labels: Vec::new(), help: Vec::new() }
+        Self {
+            code,
+            severity: Severity::Error,
+            message: message.into(),
+            labels: Vec::new(),
+            help: Vec::new(),
+        }
     }
 
     /// A warning with `code` and `message`.
     pub fn warning(code: Code, message: impl Into<String>) -> Self {
-        Self { code, severity: Severity::Warning, message: message.into(), labels: Vec::new(), help: Vec::new() }
+        Self {
+            code,
+            severity: Severity::Warning,
+            message: message.into(),
+            labels: Vec::new(),
+            help: Vec::new(),
+        }
     }
 
     /// Add the primary label, if the origin is known.
     pub fn at(mut self, origin: Option<Origin>, message: impl Into<String>) -> Self {
         if let Some(origin) = origin {
-            self.labels.push(Label { origin, message: message.into(), primary: true });
+            self.labels.push(Label {
+                origin,
+                message: message.into(),
+                primary: true,
+            });
         }
         self
     }
@@ -129,7 +145,11 @@ impl Diagnostic {
     /// Add a secondary label, if the origin is known.
     pub fn also(mut self, origin: Option<Origin>, message: impl Into<String>) -> Self {
         if let Some(origin) = origin {
-            self.labels.push(Label { origin, message: message.into(), primary: false });
+            self.labels.push(Label {
+                origin,
+                message: message.into(),
+                primary: false,
+            });
         }
         self
     }
@@ -185,7 +205,10 @@ mod tests {
 
     #[test]
     fn suggests_close_names() {
-        assert_eq!(did_you_mean("requries", ["requires", "optional", "provides"]), Some("requires"));
+        assert_eq!(
+            did_you_mean("requries", ["requires", "optional", "provides"]),
+            Some("requires")
+        );
         assert_eq!(did_you_mean("zzz", ["requires", "optional"]), None);
     }
 }

@@ -10,9 +10,14 @@
 pub mod build;
 pub mod canonical;
 pub mod diag;
+pub mod diff;
+pub mod explain;
+pub mod findings;
+pub mod identity;
 pub mod model;
 pub mod redact;
 pub mod resolve;
+pub mod snapshot;
 pub mod span;
 pub mod specifier;
 pub mod tree;

@@ -64,7 +64,11 @@ impl Origin {
 
 impl fmt::Display for Origin {
     fn fmt(&self, f: &mut fmt::Formatter<'_>) -> fmt::Result {
-        write!(f, "source {}@{}..{}", self.source.0, self.span.start, self.span.end)
+        write!(
+            f,
+            "source {}@{}..{}",
+            self.source.0, self.span.start, self.span.end
+        )
     }
 }
 
@@ -88,7 +92,10 @@ impl<T> Located<T> {
 
     /// A value built in code, with no origin.
     pub fn bare(value: T) -> Self {
-        Self { value, origin: None }
+        Self {
+            value,
+            origin: None,
+        }
     }
 }
 

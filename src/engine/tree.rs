@@ -37,7 +37,10 @@ pub struct ScopeTree {
     scopes: Vec<TreeScope>,
 }
 
-fn intersect<T: Ord + Clone>(inherited: &Option<BTreeSet<T>>, own: &Option<BTreeSet<T>>) -> Option<BTreeSet<T>> {
+fn intersect<T: Ord + Clone>(
+    inherited: &Option<BTreeSet<T>>,
+    own: &Option<BTreeSet<T>>,
+) -> Option<BTreeSet<T>> {
     match (inherited, own) {
         (None, None) => None,
         (Some(a), None) => Some(a.clone()),
@@ -79,7 +82,11 @@ impl ScopeTree {
                 None => (0, decl.capabilities.clone(), decl.tools.clone()),
                 Some(p) => {
                     let ps = &scopes[p];
-                    (ps.depth + 1, intersect(&ps.capabilities, &decl.capabilities), intersect(&ps.tools, &decl.tools))
+                    (
+                        ps.depth + 1,
+                        intersect(&ps.capabilities, &decl.capabilities),
+                        intersect(&ps.tools, &decl.tools),
+                    )
                 }
             };
             scopes.push(TreeScope {
@@ -100,7 +107,12 @@ impl ScopeTree {
         }
         // Subtree ends, bottom-up (children have larger indices than parents).
         for ix in (0..scopes.len()).rev() {
-            let end = scopes[ix].children.iter().map(|&c| scopes[c].end).max().unwrap_or(ix + 1);
+            let end = scopes[ix]
+                .children
+                .iter()
+                .map(|&c| scopes[c].end)
+                .max()
+                .unwrap_or(ix + 1);
             scopes[ix].end = end;
         }
         Self { scopes }
@@ -134,7 +146,12 @@ impl ScopeTree {
 
     /// A sorted `(path, index)` table for repeated lookups.
     pub fn lookup_table(&self) -> Vec<(&ScopePath, ScopeIx)> {
-        let mut table: Vec<(&ScopePath, ScopeIx)> = self.scopes.iter().enumerate().map(|(i, s)| (&s.path, i)).collect();
+        let mut table: Vec<(&ScopePath, ScopeIx)> = self
+            .scopes
+            .iter()
+            .enumerate()
+            .map(|(i, s)| (&s.path, i))
+            .collect();
         table.sort_unstable_by(|a, b| a.0.cmp(b.0));
         table
     }
@@ -146,12 +163,18 @@ impl ScopeTree {
 
     /// Whether `capability` passes the effective view of scope `ix`.
     pub fn exposes(&self, ix: ScopeIx, capability: &CapabilityName) -> bool {
-        self.scopes[ix].capabilities.as_ref().is_none_or(|v| v.contains(capability))
+        self.scopes[ix]
+            .capabilities
+            .as_ref()
+            .is_none_or(|v| v.contains(capability))
     }
 
     /// Whether `tool` passes the effective tool view of scope `ix`.
     pub fn shows_tool(&self, ix: ScopeIx, tool: &ToolName) -> bool {
-        self.scopes[ix].tools.as_ref().is_none_or(|v| v.contains(tool))
+        self.scopes[ix]
+            .tools
+            .as_ref()
+            .is_none_or(|v| v.contains(tool))
     }
 
     /// The lineage of `ix` from the root down to `ix`.
@@ -194,15 +217,32 @@ mod tests {
     fn effective_views_intersect_down_the_lineage() {
         let mut c = Composition::new();
         let mut a = ScopeDecl::new(path("/a"));
-        a.capabilities = Some(["database", "model"].iter().map(|n| CapabilityName::new(n).unwrap()).collect());
+        a.capabilities = Some(
+            ["database", "model"]
+                .iter()
+                .map(|n| CapabilityName::new(n).unwrap())
+                .collect(),
+        );
         c.insert_scope(a);
         let mut b = ScopeDecl::new(path("/a/b"));
-        b.capabilities = Some(["model", "tools"].iter().map(|n| CapabilityName::new(n).unwrap()).collect());
+        b.capabilities = Some(
+            ["model", "tools"]
+                .iter()
+                .map(|n| CapabilityName::new(n).unwrap())
+                .collect(),
+        );
         c.insert_scope(b);
         c.insert_scope(ScopeDecl::new(path("/a/b/c")));
         let tree = ScopeTree::new(&c);
         let c_ix = tree.find(&path("/a/b/c")).unwrap();
-        let view: Vec<&str> = tree.get(c_ix).capabilities.as_ref().unwrap().iter().map(|c| c.as_str()).collect();
+        let view: Vec<&str> = tree
+            .get(c_ix)
+            .capabilities
+            .as_ref()
+            .unwrap()
+            .iter()
+            .map(|c| c.as_str())
+            .collect();
         assert_eq!(view, ["model"]);
         assert!(tree.get(0).capabilities.is_none());
     }

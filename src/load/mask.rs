@@ -119,7 +119,8 @@ fn string_ranges(text: &str, sensitive: &dyn Fn(&str) -> bool, out: &mut Vec<(us
             }
             c if c.is_ascii_alphanumeric() || c == b'_' || c == b'-' => {
                 let start = i;
-                while i < b.len() && (b[i].is_ascii_alphanumeric() || b[i] == b'_' || b[i] == b'-') {
+                while i < b.len() && (b[i].is_ascii_alphanumeric() || b[i] == b'_' || b[i] == b'-')
+                {
                     i += 1;
                 }
                 candidate = Some(text[start..i].to_owned());
@@ -185,7 +186,11 @@ fn url_password_ranges(text: &str, out: &mut Vec<(usize, usize)>) {
     while let Some(pos) = text[from..].find("://") {
         let authority = from + pos + 3;
         let mut end = authority;
-        while end < b.len() && !matches!(b[end], b'/' | b'?' | b'#' | b'"' | b'\'' | b'\n' | b'\r' | b' ' | b'\t')
+        while end < b.len()
+            && !matches!(
+                b[end],
+                b'/' | b'?' | b'#' | b'"' | b'\'' | b'\n' | b'\r' | b' ' | b'\t'
+            )
         {
             end += 1;
         }

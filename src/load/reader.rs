@@ -40,7 +40,13 @@ impl FileCtx<'_> {
     }
 
     /// Record an error with a primary label at `span`.
-    pub fn error(&mut self, code: Code, span: Span, message: impl Into<String>, label: &str) -> &mut Diagnostic {
+    pub fn error(
+        &mut self,
+        code: Code,
+        span: Span,
+        message: impl Into<String>,
+        label: &str,
+    ) -> &mut Diagnostic {
         let d = Diagnostic::error(code, message).at(Some(self.origin(span)), label);
         self.diags.push(d);
         self.diags.last_mut().expect("just pushed")
@@ -54,9 +60,20 @@ pub(crate) fn span(range: Range<usize>) -> Span {
 
 /// `prefix.key`, quoting `key` when it is not a bare key.
 pub(crate) fn join_key(prefix: &str, key: &str) -> String {
-    let bare = !key.is_empty() && key.bytes().all(|b| b.is_ascii_alphanumeric() || b == b'_' || b == b'-');
-    let key = if bare { key.to_owned() } else { format!("{key:?}") };
-    if prefix.is_empty() { key } else { format!("{prefix}.{key}") }
+    let bare = !key.is_empty()
+        && key
+            .bytes()
+            .all(|b| b.is_ascii_alphanumeric() || b == b'_' || b == b'-');
+    let key = if bare {
+        key.to_owned()
+    } else {
+        format!("{key:?}")
+    };
+    if prefix.is_empty() {
+        key
+    } else {
+        format!("{prefix}.{key}")
+    }
 }
 
 fn article(type_str: &str) -> &'static str {
@@ -127,7 +144,7 @@ fn content_start(text: &str, span: Span, value: &str) -> Option<usize> {
 pub(crate) struct Node<'t, 'i> {
     /// The last key segment (for array items: the array's key).
     pub key: &'t str,
-    /// The span of the key.
+    /// The span of the key (for array items: the item).
     pub key_span: Span,
     /// The full dotted path, for messages.
     pub path: String,
@@ -139,7 +156,11 @@ pub(crate) struct Node<'t, 'i> {
 
 impl<'t, 'i> Node<'t, 'i> {
     /// A node from a table entry.
-    pub fn entry(prefix: &str, key: &'t Spanned<std::borrow::Cow<'i, str>>, value: &'t Spanned<DeValue<'i>>) -> Self {
+    pub fn entry(
+        prefix: &str,
+        key: &'t Spanned<std::borrow::Cow<'i, str>>,
+        value: &'t Spanned<DeValue<'i>>,
+    ) -> Self {
         Self {
             key: key.get_ref(),
             key_span: span(key.span()),
@@ -154,7 +175,11 @@ impl<'t, 'i> Node<'t, 'i> {
         cx.error(
             Code::WrongType,
             self.span,
-            format!("`{}` must be {expected}, found {}", self.path, article(found)),
+            format!(
+                "`{}` must be {expected}, found {}",
+                self.path,
+                article(found)
+            ),
             &format!("expected {expected}"),
         );
     }
@@ -164,7 +189,11 @@ impl<'t, 'i> Node<'t, 'i> {
         match self.value {
             DeValue::String(s) => {
                 let value: &'t str = s.as_ref();
-                Some(Str { value, span: self.span, content_start: content_start(cx.text, self.span, value) })
+                Some(Str {
+                    value,
+                    span: self.span,
+                    content_start: content_start(cx.text, self.span, value),
+                })
             }
             _ => {
                 self.wrong_type(cx, "a string");
@@ -190,15 +219,29 @@ impl<'t, 'i> Node<'t, 'i> {
         };
         let parsed = parse_int(i.as_str(), i.radix());
         if parsed.is_none() {
-            cx.error(Code::InvalidValue, self.span, format!("`{}` does not fit in 64 bits", self.path), "too large");
+            cx.error(
+                Code::InvalidValue,
+                self.span,
+                format!("`{}` does not fit in 64 bits", self.path),
+                "too large",
+            );
         }
         parsed
     }
 
     /// The value as a table, read through a [`TableReader`].
-    pub fn reader(&self, cx: &mut FileCtx<'_>, accepted: &'static [&'static str]) -> Option<TableReader<'t, 'i>> {
+    pub fn reader(
+        &self,
+        cx: &mut FileCtx<'_>,
+        accepted: &'static [&'static str],
+    ) -> Option<TableReader<'t, 'i>> {
         match self.value {
-            DeValue::Table(t) => Some(TableReader::new(t, self.key_span, self.path.clone(), accepted)),
+            DeValue::Table(t) => Some(TableReader::new(
+                t,
+                self.key_span,
+                self.path.clone(),
+                accepted,
+            )),
             _ => {
                 self.wrong_type(cx, "a table");
                 None
@@ -209,11 +252,26 @@ impl<'t, 'i> Node<'t, 'i> {
     /// The entries of a table value (a map with free keys).
     pub fn entries(&self, cx: &mut FileCtx<'_>) -> Option<Vec<Node<'t, 'i>>> {
         match self.value {
-            DeValue::Table(t) => Some(t.iter().map(|(k, v)| Node::entry(&self.path, k, v)).collect()),
+            DeValue::Table(t) => Some(
+                t.iter()
+                    .map(|(k, v)| Node::entry(&self.path, k, v))
+                    .collect(),
+            ),
             _ => {
                 self.wrong_type(cx, "a table");
                 None
             }
+        }
+    }
+
+    /// The entries of a table value; empty (and nothing reported) otherwise.
+    pub fn table_entries(&self) -> Vec<Node<'t, 'i>> {
+        match self.value {
+            DeValue::Table(t) => t
+                .iter()
+                .map(|(k, v)| Node::entry(&self.path, k, v))
+                .collect(),
+            _ => Vec::new(),
         }
     }
 
@@ -235,7 +293,7 @@ impl<'t, 'i> Node<'t, 'i> {
             .enumerate()
             .map(|(n, v)| Node {
                 key: self.key,
-                key_span: self.key_span,
+                key_span: span(v.span()),
                 path: format!("{}[{n}]", self.path),
                 value: v.get_ref(),
                 span: span(v.span()),
@@ -268,22 +326,46 @@ pub(crate) struct TableReader<'t, 'i> {
 
 impl<'t, 'i> TableReader<'t, 'i> {
     /// A reader over `table`.
-    pub fn new(table: &'t DeTable<'i>, span: Span, path: String, accepted: &'static [&'static str]) -> Self {
-        Self { table, span, path, accepted }
+    pub fn new(
+        table: &'t DeTable<'i>,
+        span: Span,
+        path: String,
+        accepted: &'static [&'static str],
+    ) -> Self {
+        Self {
+            table,
+            span,
+            path,
+            accepted,
+        }
     }
 
     /// The value at `key`, if present.
     pub fn get(&self, key: &str) -> Option<Node<'t, 'i>> {
-        debug_assert!(self.accepted.contains(&key), "`{key}` is not in the accepted list");
-        self.table.get_key_value(key).map(|(k, v)| Node::entry(&self.path, k, v))
+        debug_assert!(
+            self.accepted.contains(&key),
+            "`{key}` is not in the accepted list"
+        );
+        self.table
+            .get_key_value(key)
+            .map(|(k, v)| Node::entry(&self.path, k, v))
     }
 
     /// The value at `key`, reporting `load::missing-key` when absent.
     pub fn require(&self, cx: &mut FileCtx<'_>, key: &str) -> Option<Node<'t, 'i>> {
         let node = self.get(key);
         if node.is_none() {
-            let what = if self.path.is_empty() { "the file".to_owned() } else { format!("`{}`", self.path) };
-            cx.error(Code::MissingKey, self.span, format!("{what} is missing `{key}`"), &format!("`{key}` is required here"));
+            let what = if self.path.is_empty() {
+                "the file".to_owned()
+            } else {
+                format!("`{}`", self.path)
+            };
+            cx.error(
+                Code::MissingKey,
+                self.span,
+                format!("{what} is missing `{key}`"),
+                &format!("`{key}` is required here"),
+            );
         }
         node
     }
@@ -303,11 +385,14 @@ impl<'t, 'i> TableReader<'t, 'i> {
             let help = match did_you_mean(name, self.accepted.iter().copied()) {
                 Some(s) => format!("did you mean `{s}`?"),
                 None => {
-                    let list: Vec<String> = self.accepted.iter().map(|k| format!("`{k}`")).collect();
+                    let list: Vec<String> =
+                        self.accepted.iter().map(|k| format!("`{k}`")).collect();
                     format!("expected one of {}", list.join(", "))
                 }
             };
-            cx.error(Code::UnknownKey, span(key.span()), message, "unknown key").help.push(help);
+            cx.error(Code::UnknownKey, span(key.span()), message, "unknown key")
+                .help
+                .push(help);
         }
     }
 }

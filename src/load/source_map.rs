@@ -26,9 +26,18 @@ impl SourceMap {
     }
 
     /// Add a source; returns its id.
-    pub fn add(&mut self, name: impl Into<String>, path: impl Into<PathBuf>, text: impl Into<String>) -> SourceId {
+    pub fn add(
+        &mut self,
+        name: impl Into<String>,
+        path: impl Into<PathBuf>,
+        text: impl Into<String>,
+    ) -> SourceId {
         let id = SourceId(u32::try_from(self.files.len()).unwrap_or(u32::MAX));
-        self.files.push(SourceFile { name: name.into(), path: path.into(), text: text.into() });
+        self.files.push(SourceFile {
+            name: name.into(),
+            path: path.into(),
+            text: text.into(),
+        });
         id
     }
 

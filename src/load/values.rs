@@ -10,7 +10,9 @@ use crate::engine::model::{ConfigValue, SecretRef};
 
 /// If `node` is a secret reference `{ secret = "NAME" }`, its name node.
 fn secret_name<'t, 'i>(node: &Node<'t, 'i>) -> Option<Node<'t, 'i>> {
-    let DeValue::Table(t) = node.value else { return None };
+    let DeValue::Table(t) = node.value else {
+        return None;
+    };
     if t.len() != 1 {
         return None;
     }
@@ -30,14 +32,25 @@ fn non_finite(cx: &mut FileCtx<'_>, node: &Node<'_, '_>) {
 /// Convert any TOML value to a [`ConfigValue`], reporting non-finite floats,
 /// overflowing integers and empty secret names. With `warn_literal`, a literal
 /// string under a key that looks sensitive produces `load::literal-secret`.
-pub(crate) fn config_value(cx: &mut FileCtx<'_>, node: &Node<'_, '_>, warn_literal: bool) -> Option<ConfigValue> {
+pub(crate) fn config_value(
+    cx: &mut FileCtx<'_>,
+    node: &Node<'_, '_>,
+    warn_literal: bool,
+) -> Option<ConfigValue> {
     if let Some(name) = secret_name(node) {
         let s = name.str(cx)?;
         if s.value.trim().is_empty() {
-            cx.error(Code::InvalidValue, s.span, format!("`{}` must name a secret", name.path), "empty secret name");
+            cx.error(
+                Code::InvalidValue,
+                s.span,
+                format!("`{}` must name a secret", name.path),
+                "empty secret name",
+            );
             return None;
         }
-        return Some(ConfigValue::Secret(SecretRef { name: s.value.to_owned() }));
+        return Some(ConfigValue::Secret(SecretRef {
+            name: s.value.to_owned(),
+        }));
     }
     Some(match node.value {
         DeValue::String(s) => {
@@ -45,7 +58,10 @@ pub(crate) fn config_value(cx: &mut FileCtx<'_>, node: &Node<'_, '_>, warn_liter
                 cx.push(
                     Diagnostic::warning(
                         Code::LiteralSecret,
-                        format!("`{}` holds a literal value; use `{{ secret = \"NAME\" }}`", node.key),
+                        format!(
+                            "`{}` holds a literal value; use `{{ secret = \"NAME\" }}`",
+                            node.key
+                        ),
                     )
                     .at(Some(cx.origin(node.span)), "literal value")
                     .with_help("move the value into a secret and reference it by name"),
@@ -118,14 +134,24 @@ pub(crate) fn json_value(cx: &mut FileCtx<'_>, node: &Node<'_, '_>) -> Option<se
         DeValue::Boolean(b) => Value::Bool(*b),
         DeValue::Datetime(d) => Value::String(d.to_string()),
         DeValue::Array(a) => {
-            let items: Vec<Option<Value>> = node.array_items(a).iter().map(|i| json_value(cx, i)).collect();
+            let items: Vec<Option<Value>> = node
+                .array_items(a)
+                .iter()
+                .map(|i| json_value(cx, i))
+                .collect();
             Value::Array(items.into_iter().collect::<Option<Vec<_>>>()?)
         }
         DeValue::Table(_) => {
             let entries = node.entries(cx)?;
-            let items: Vec<Option<(String, Value)>> =
-                entries.iter().map(|e| json_value(cx, e).map(|v| (e.key.to_owned(), v))).collect();
-            Value::Object(items.into_iter().collect::<Option<serde_json::Map<_, _>>>()?)
+            let items: Vec<Option<(String, Value)>> = entries
+                .iter()
+                .map(|e| json_value(cx, e).map(|v| (e.key.to_owned(), v)))
+                .collect();
+            Value::Object(
+                items
+                    .into_iter()
+                    .collect::<Option<serde_json::Map<_, _>>>()?,
+            )
         }
     })
 }

@@ -13,7 +13,10 @@ use super::plugin::{PLUGIN_KEYS, TOOL_KEYS, plugin};
 use super::reader::{FileCtx, Node, Str, TableReader};
 use super::values::config_table;
 use crate::engine::diag::Code;
-use crate::engine::model::{CapabilityName, ConfigValue, EntryId, EntryRef, IdError, Manifest, Requirement, ScopeDecl, ScopePath, ToolName};
+use crate::engine::model::{
+    CapabilityName, ConfigValue, EntryId, EntryRef, IdError, Manifest, Requirement, ScopeDecl,
+    ScopePath, ToolName,
+};
 use crate::engine::span::{Located, Origin, Span};
 use crate::engine::specifier::Specifier;
 
@@ -21,15 +24,22 @@ use crate::engine::specifier::Specifier;
 pub const SUPPORTED_VERSIONS: &[i64] = &[1];
 
 /// Keys of the document root.
-pub const ROOT_KEYS: &[&str] = &["version", "include", "prefer", "plugins", "entries", "scopes"];
+pub const ROOT_KEYS: &[&str] = &[
+    "version", "include", "prefer", "plugins", "entries", "scopes",
+];
 /// Keys of an `[entries.<id>]` table.
 pub const ENTRY_KEYS: &[&str] = &["plugin", "scope", "enabled", "config", "prefer"];
 /// Keys of a `[scopes."<path>"]` table.
 pub const SCOPE_KEYS: &[&str] = &["capabilities", "tools", "requires", "prefer", "metadata"];
 
 /// Every table kind with its accepted keys (the schema test compares them).
-pub const TABLE_KEYS: &[(&str, &[&str])] =
-    &[("root", ROOT_KEYS), ("plugin", PLUGIN_KEYS), ("tool", TOOL_KEYS), ("entry", ENTRY_KEYS), ("scope", SCOPE_KEYS)];
+pub const TABLE_KEYS: &[(&str, &[&str])] = &[
+    ("root", ROOT_KEYS),
+    ("plugin", PLUGIN_KEYS),
+    ("tool", TOOL_KEYS),
+    ("entry", ENTRY_KEYS),
+    ("scope", SCOPE_KEYS),
+];
 
 /// A declaration keyed by name (plugin name, entry id, scope path, or the
 /// capability of a global preference), with where the key was written.
@@ -74,28 +84,44 @@ pub(crate) struct FileOut {
 
 /// Report an [`IdError`] at `span`.
 pub(crate) fn bad_name(cx: &mut FileCtx<'_>, span: Span, err: IdError) {
-    cx.error(Code::BadName, span, err.message, "invalid name").help.extend(err.help);
+    cx.error(Code::BadName, span, err.message, "invalid name")
+        .help
+        .extend(err.help);
 }
 
 /// A capability name from a key.
 pub(crate) fn capability(cx: &mut FileCtx<'_>, node: &Node<'_, '_>) -> Option<CapabilityName> {
-    CapabilityName::new(node.key).map_err(|e| bad_name(cx, node.key_span, e)).ok()
+    CapabilityName::new(node.key)
+        .map_err(|e| bad_name(cx, node.key_span, e))
+        .ok()
 }
 
 /// The origin spanning a key and its value.
 pub(crate) fn key_value_origin(cx: &FileCtx<'_>, node: &Node<'_, '_>) -> Origin {
     let end = node.span.end.max(node.key_span.end);
-    cx.origin(Span { start: node.key_span.start.min(node.span.start), end })
+    cx.origin(Span {
+        start: node.key_span.start.min(node.span.start),
+        end,
+    })
 }
 
 /// A specifier string, reporting `load::bad-specifier` inside the string.
-pub(crate) fn specifier(cx: &mut FileCtx<'_>, node: &Node<'_, '_>, s: Str<'_>) -> Option<Specifier> {
+pub(crate) fn specifier(
+    cx: &mut FileCtx<'_>,
+    node: &Node<'_, '_>,
+    s: Str<'_>,
+) -> Option<Specifier> {
     Specifier::parse(s.value)
         .map_err(|e| {
             let at = s.sub_span(e.span.clone());
-            cx.error(Code::BadSpecifier, at, format!("bad specifier `{}` for `{}`", s.value, node.path), &e.message)
-                .help
-                .extend(e.help);
+            cx.error(
+                Code::BadSpecifier,
+                at,
+                format!("bad specifier `{}` for `{}`", s.value, node.path),
+                &e.message,
+            )
+            .help
+            .extend(e.help);
         })
         .ok()
 }
@@ -112,7 +138,15 @@ pub(crate) fn requirements(
         let spec = item.str(cx).and_then(|s| specifier(cx, &item, s));
         if let (Some(capability), Some(specifier)) = (cap, spec) {
             let origin = Some(key_value_origin(cx, &item));
-            out.insert(capability.clone(), Requirement { capability, specifier, optional, origin });
+            out.insert(
+                capability.clone(),
+                Requirement {
+                    capability,
+                    specifier,
+                    optional,
+                    origin,
+                },
+            );
         }
     }
     out
@@ -132,7 +166,9 @@ fn preferences(cx: &mut FileCtx<'_>, node: &Node<'_, '_>) -> BTreeMap<Capability
 fn preference(cx: &mut FileCtx<'_>, item: &Node<'_, '_>) -> Option<(CapabilityName, EntryRef)> {
     let cap = capability(cx, item);
     let s = item.str(cx)?;
-    let id = EntryId::new(s.value).map_err(|e| bad_name(cx, s.span, e)).ok()?;
+    let id = EntryId::new(s.value)
+        .map_err(|e| bad_name(cx, s.span, e))
+        .ok()?;
     Some((cap?, Located::new(id, Some(cx.origin(s.span)))))
 }
 
@@ -150,7 +186,11 @@ pub(crate) fn walk_file(cx: &mut FileCtx<'_>, doc: &DeTable<'_>, root: bool) -> 
     if let Some(node) = r.get("prefer") {
         for item in node.entries(cx).unwrap_or_default() {
             let value = preference(cx, &item);
-            out.prefer.push(Def { name: item.key.to_owned(), origin: cx.origin(item.key_span), value });
+            out.prefer.push(Def {
+                name: item.key.to_owned(),
+                origin: cx.origin(item.key_span),
+                value,
+            });
         }
     }
     if let Some(node) = r.get("plugins") {
@@ -158,19 +198,31 @@ pub(crate) fn walk_file(cx: &mut FileCtx<'_>, doc: &DeTable<'_>, root: bool) -> 
             let before = cx.errors();
             let manifest = plugin(cx, &item);
             let value = manifest.filter(|_| cx.errors() == before);
-            out.plugins.push(Def { name: item.key.to_owned(), origin: cx.origin(item.key_span), value });
+            out.plugins.push(Def {
+                name: item.key.to_owned(),
+                origin: cx.origin(item.key_span),
+                value,
+            });
         }
     }
     if let Some(node) = r.get("entries") {
         for item in node.entries(cx).unwrap_or_default() {
             let value = entry(cx, &item);
-            out.entries.push(Def { name: item.key.to_owned(), origin: cx.origin(item.key_span), value });
+            out.entries.push(Def {
+                name: item.key.to_owned(),
+                origin: cx.origin(item.key_span),
+                value,
+            });
         }
     }
     if let Some(node) = r.get("scopes") {
         for item in node.entries(cx).unwrap_or_default() {
             let value = scope(cx, &item);
-            out.scopes.push(Def { name: item.key.to_owned(), origin: cx.origin(item.key_span), value });
+            out.scopes.push(Def {
+                name: item.key.to_owned(),
+                origin: cx.origin(item.key_span),
+                value,
+            });
         }
     }
     r.finish(cx);
@@ -181,7 +233,11 @@ pub(crate) fn walk_file(cx: &mut FileCtx<'_>, doc: &DeTable<'_>, root: bool) -> 
 fn format_version(cx: &mut FileCtx<'_>, r: &TableReader<'_, '_>, root: bool) -> bool {
     let supported: Vec<String> = SUPPORTED_VERSIONS.iter().map(ToString::to_string).collect();
     let help = format!("supported versions: {}", supported.join(", "));
-    let node = if root { r.require(cx, "version") } else { r.get("version") };
+    let node = if root {
+        r.require(cx, "version")
+    } else {
+        r.get("version")
+    };
     let Some(node) = node else {
         if root {
             if let Some(d) = cx.diags.last_mut() {
@@ -191,12 +247,19 @@ fn format_version(cx: &mut FileCtx<'_>, r: &TableReader<'_, '_>, root: bool) -> 
         return true;
     };
     let Some(v) = node.value.as_integer() else {
-        cx.error(Code::UnsupportedVersion, node.span, "the format `version` must be an integer", "not an integer")
-            .help
-            .push(help);
+        cx.error(
+            Code::UnsupportedVersion,
+            node.span,
+            "the format `version` must be an integer",
+            "not an integer",
+        )
+        .help
+        .push(help);
         return true;
     };
-    if super::reader::parse_int(v.as_str(), v.radix()).is_some_and(|v| SUPPORTED_VERSIONS.contains(&v)) {
+    if super::reader::parse_int(v.as_str(), v.radix())
+        .is_some_and(|v| SUPPORTED_VERSIONS.contains(&v))
+    {
         return true;
     }
     cx.error(
@@ -214,16 +277,26 @@ fn includes(cx: &mut FileCtx<'_>, node: &Node<'_, '_>, out: &mut FileOut) {
     for item in node.items(cx).unwrap_or_default() {
         let Some(s) = item.str(cx) else { continue };
         if s.value.trim().is_empty() {
-            cx.error(Code::InvalidValue, s.span, "an include path must not be empty", "empty path");
+            cx.error(
+                Code::InvalidValue,
+                s.span,
+                "an include path must not be empty",
+                "empty path",
+            );
             continue;
         }
-        out.includes.push(Include { path: s.value.to_owned(), origin: cx.origin(s.span) });
+        out.includes.push(Include {
+            path: s.value.to_owned(),
+            origin: cx.origin(s.span),
+        });
     }
 }
 
 fn entry(cx: &mut FileCtx<'_>, node: &Node<'_, '_>) -> EntryDecl {
     let before = cx.errors();
-    let id = EntryId::new(node.key).map_err(|e| bad_name(cx, node.key_span, e)).ok();
+    let id = EntryId::new(node.key)
+        .map_err(|e| bad_name(cx, node.key_span, e))
+        .ok();
     let mut decl = EntryDecl {
         id,
         plugin: None,
@@ -238,8 +311,13 @@ fn entry(cx: &mut FileCtx<'_>, node: &Node<'_, '_>) -> EntryDecl {
         return decl;
     };
     decl.plugin = match r.get("plugin") {
-        Some(n) => n.str(cx).map(|s| Located::new(s.value.to_owned(), Some(cx.origin(s.span)))),
-        None => Some(Located::new(node.key.to_owned(), Some(cx.origin(node.key_span)))),
+        Some(n) => n
+            .str(cx)
+            .map(|s| Located::new(s.value.to_owned(), Some(cx.origin(s.span)))),
+        None => Some(Located::new(
+            node.key.to_owned(),
+            Some(cx.origin(node.key_span)),
+        )),
     };
     decl.scope = match r.get("scope") {
         Some(n) => n.str(cx).and_then(|s| match ScopePath::new(s.value) {
@@ -249,7 +327,10 @@ fn entry(cx: &mut FileCtx<'_>, node: &Node<'_, '_>) -> EntryDecl {
                 None
             }
         }),
-        None => Some(Located::new(ScopePath::root(), Some(cx.origin(node.key_span)))),
+        None => Some(Located::new(
+            ScopePath::root(),
+            Some(cx.origin(node.key_span)),
+        )),
     };
     if let Some(n) = r.get("enabled") {
         decl.enabled = n.bool(cx).unwrap_or(true);
@@ -268,7 +349,9 @@ fn entry(cx: &mut FileCtx<'_>, node: &Node<'_, '_>) -> EntryDecl {
 
 fn scope(cx: &mut FileCtx<'_>, node: &Node<'_, '_>) -> (Option<ScopePath>, ScopeDecl, bool) {
     let before = cx.errors();
-    let path = ScopePath::new(node.key).map_err(|e| bad_name(cx, node.key_span, e)).ok();
+    let path = ScopePath::new(node.key)
+        .map_err(|e| bad_name(cx, node.key_span, e))
+        .ok();
     let mut decl = ScopeDecl::new(path.clone().unwrap_or_else(ScopePath::root));
     decl.origin = Some(cx.origin(node.key_span));
     if let Some(r) = node.reader(cx, SCOPE_KEYS) {
@@ -276,7 +359,9 @@ fn scope(cx: &mut FileCtx<'_>, node: &Node<'_, '_>) -> (Option<ScopePath>, Scope
             let items = n.items(cx).unwrap_or_default();
             let names = items.iter().filter_map(|i| {
                 let s = i.str(cx)?;
-                CapabilityName::new(s.value).map_err(|e| bad_name(cx, s.span, e)).ok()
+                CapabilityName::new(s.value)
+                    .map_err(|e| bad_name(cx, s.span, e))
+                    .ok()
             });
             decl.capabilities = Some(names.collect());
         }
@@ -284,7 +369,9 @@ fn scope(cx: &mut FileCtx<'_>, node: &Node<'_, '_>) -> (Option<ScopePath>, Scope
             let items = n.items(cx).unwrap_or_default();
             let names = items.iter().filter_map(|i| {
                 let s = i.str(cx)?;
-                ToolName::new(s.value).map_err(|e| bad_name(cx, s.span, e)).ok()
+                ToolName::new(s.value)
+                    .map_err(|e| bad_name(cx, s.span, e))
+                    .ok()
             });
             decl.tools = Some(names.collect());
         }

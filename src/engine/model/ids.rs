@@ -15,7 +15,10 @@ pub struct IdError {
 
 impl IdError {
     fn new(message: impl Into<String>, help: Option<String>) -> Self {
-        Self { message: message.into(), help }
+        Self {
+            message: message.into(),
+            help,
+        }
     }
 }
 
@@ -30,7 +33,10 @@ fn check_name(kind: &str, text: &str) -> Result<(), IdError> {
         ));
     }
     if let Some(c) = text.chars().find(|c| c.is_control()) {
-        return Err(IdError::new(format!("{kind} contains the control character {c:?}"), None));
+        return Err(IdError::new(
+            format!("{kind} contains the control character {c:?}"),
+            None,
+        ));
     }
     Ok(())
 }
@@ -142,7 +148,10 @@ impl ScopePath {
         }
         for segment in text[1..].split('/') {
             if segment.is_empty() {
-                return Err(IdError::new(format!("scope path `{text}` has an empty segment"), None));
+                return Err(IdError::new(
+                    format!("scope path `{text}` has an empty segment"),
+                    None,
+                ));
             }
             if segment == "." || segment == ".." {
                 return Err(IdError::new(
@@ -184,12 +193,20 @@ impl ScopePath {
 
     /// The last segment; `root` for `/`.
     pub fn name(&self) -> &str {
-        if self.is_root() { "root" } else { self.0.rsplit('/').next().unwrap_or("") }
+        if self.is_root() {
+            "root"
+        } else {
+            self.0.rsplit('/').next().unwrap_or("")
+        }
     }
 
     /// Number of segments: 0 for the root.
     pub fn depth(&self) -> usize {
-        if self.is_root() { 0 } else { self.0.matches('/').count() }
+        if self.is_root() {
+            0
+        } else {
+            self.0.matches('/').count()
+        }
     }
 
     /// Whether `self` is `other` or one of its ancestors.
@@ -251,7 +268,11 @@ mod tests {
         assert_eq!(p.parent().unwrap().parent().unwrap().as_str(), "/");
         assert!(ScopePath::root().parent().is_none());
         assert!(ScopePath::new("/a").unwrap().is_ancestor_or_self(&p));
-        assert!(!ScopePath::new("/ab").unwrap().is_ancestor_or_self(&ScopePath::new("/a/b").unwrap()));
+        assert!(
+            !ScopePath::new("/ab")
+                .unwrap()
+                .is_ancestor_or_self(&ScopePath::new("/a/b").unwrap())
+        );
         assert_eq!(p.name(), "b");
         assert_eq!(p.depth(), 2);
     }

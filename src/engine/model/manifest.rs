@@ -47,7 +47,12 @@ pub struct Requirement {
 impl Requirement {
     /// A hard requirement.
     pub fn hard(capability: CapabilityName, specifier: Specifier) -> Self {
-        Self { capability, specifier, optional: false, origin: None }
+        Self {
+            capability,
+            specifier,
+            optional: false,
+            origin: None,
+        }
     }
 
     /// Whether `version` of this capability is accepted, including the

@@ -5,7 +5,9 @@ use std::collections::HashMap;
 use super::plan::Consumer;
 use std::collections::BTreeMap;
 
-use crate::engine::model::{CapabilityName, Composition, Entry, EntryId, EntryRef, Provided, Requirement, ScopePath};
+use crate::engine::model::{
+    CapabilityName, Composition, Entry, EntryId, EntryRef, Provided, Requirement, ScopePath,
+};
 use crate::engine::tree::{ScopeIx, ScopeTree};
 use crate::engine::version::Version;
 
@@ -78,14 +80,23 @@ impl Gathered<'_> {
 }
 
 /// The highest provided version `requirement` accepts.
-pub(crate) fn best_accepted<'a>(provided: &'a Provided, requirement: &Requirement) -> Option<&'a Version> {
-    provided.versions.iter().rev().find(|v| requirement.accepts(v))
+pub fn best_accepted<'a>(provided: &'a Provided, requirement: &Requirement) -> Option<&'a Version> {
+    provided
+        .versions
+        .iter()
+        .rev()
+        .find(|v| requirement.accepts(v))
 }
 
 pub(super) fn gather<'a>(composition: &'a Composition, tree: &ScopeTree) -> Gathered<'a> {
     let entries: Vec<&Entry> = composition.entries.values().collect();
     let table = tree.lookup_table();
-    let find = |p| table.binary_search_by(|(q, _)| (*q).cmp(p)).map(|i| table[i].1).unwrap_or(0);
+    let find = |p| {
+        table
+            .binary_search_by(|(q, _)| (*q).cmp(p))
+            .map(|i| table[i].1)
+            .unwrap_or(0)
+    };
     let entry_scope: Vec<ScopeIx> = entries.iter().map(|e| find(&e.scope.value)).collect();
     let mut by_scope: Vec<Vec<usize>> = vec![Vec::new(); tree.len()];
     for (e, &s) in entry_scope.iter().enumerate() {
@@ -113,7 +124,12 @@ pub(super) fn gather<'a>(composition: &'a Composition, tree: &ScopeTree) -> Gath
     let mut on_lineage: Vec<Vec<usize>> = vec![Vec::new(); caps.len()];
     let mut lineage: Vec<(ScopeIx, Vec<usize>)> = Vec::new();
     let mut requirements = Vec::new();
-    let ctx = Ctx { provided: &provided, caps: &caps, total: &total, tree };
+    let ctx = Ctx {
+        provided: &provided,
+        caps: &caps,
+        total: &total,
+        tree,
+    };
     for ix in 0..tree.len() {
         while let Some((top, _)) = lineage.last() {
             if tree.is_ancestor_or_self(*top, ix) {
@@ -144,9 +160,19 @@ pub(super) fn gather<'a>(composition: &'a Composition, tree: &ScopeTree) -> Gath
             }
         }
     }
-    let scope_prefer = tree.scopes().iter().map(|s| composition.scopes.get(&s.path).map(|d| &d.prefer)).collect();
+    let scope_prefer = tree
+        .scopes()
+        .iter()
+        .map(|s| composition.scopes.get(&s.path).map(|d| &d.prefer))
+        .collect();
     let scope_paths = tree.scopes().iter().map(|s| s.path.clone()).collect();
-    Gathered { entries, entry_scope, requirements, scope_prefer, scope_paths }
+    Gathered {
+        entries,
+        entry_scope,
+        requirements,
+        scope_prefer,
+        scope_paths,
+    }
 }
 
 struct Ctx<'c, 'a> {
@@ -157,7 +183,13 @@ struct Ctx<'c, 'a> {
 }
 
 impl<'a> Ctx<'_, 'a> {
-    fn req(&self, holder: Holder, scope: ScopeIx, requirement: &'a Requirement, on_lineage: &[Vec<usize>]) -> Req<'a> {
+    fn req(
+        &self,
+        holder: Holder,
+        scope: ScopeIx,
+        requirement: &'a Requirement,
+        on_lineage: &[Vec<usize>],
+    ) -> Req<'a> {
         let mut out = Req {
             holder,
             scope,
@@ -181,7 +213,10 @@ impl<'a> Ctx<'_, 'a> {
         if self.tree.exposes(scope, &requirement.capability) {
             for p in visible {
                 lineage_count += 1;
-                let prov = self.provided[p].iter().find(|&&(c, _)| c == cap).map(|&(_, pr)| pr);
+                let prov = self.provided[p]
+                    .iter()
+                    .find(|&&(c, _)| c == cap)
+                    .map(|&(_, pr)| pr);
                 match prov.and_then(|pr| best_accepted(pr, requirement)) {
                     Some(version) => out.accepted.push(Candidate { entry: p, version }),
                     None => out.exposed_rejected.push(p),

@@ -20,7 +20,9 @@ pub(super) fn find_cycles(g: &Gathered<'_>) -> Vec<Vec<usize>> {
     }
     let mut adjacency: Vec<Vec<usize>> = vec![Vec::new(); n];
     for req in &g.requirements {
-        let Holder::Entry(c) = req.holder else { continue };
+        let Holder::Entry(c) = req.holder else {
+            continue;
+        };
         if !req.gates() {
             continue;
         }
@@ -47,11 +49,20 @@ pub(super) fn find_cycles(g: &Gathered<'_>) -> Vec<Vec<usize>> {
 
 /// Shortest path from `start` back to itself inside component `ci` (BFS,
 /// neighbours in index order, so the path is deterministic).
-fn shortest_cycle(start: usize, ci: usize, adjacency: &[Vec<usize>], component_of: &[usize]) -> Vec<usize> {
+fn shortest_cycle(
+    start: usize,
+    ci: usize,
+    adjacency: &[Vec<usize>],
+    component_of: &[usize],
+) -> Vec<usize> {
     let mut parent: std::collections::HashMap<usize, usize> = std::collections::HashMap::new();
     let mut queue = VecDeque::from([start]);
     while let Some(node) = queue.pop_front() {
-        let mut next: Vec<usize> = adjacency[node].iter().copied().filter(|&m| component_of[m] == ci).collect();
+        let mut next: Vec<usize> = adjacency[node]
+            .iter()
+            .copied()
+            .filter(|&m| component_of[m] == ci)
+            .collect();
         next.sort_unstable();
         next.dedup();
         for m in next {
@@ -77,7 +88,11 @@ fn shortest_cycle(start: usize, ci: usize, adjacency: &[Vec<usize>], component_o
 /// Kahn's algorithm over eligible entries, providers first, ties by entry
 /// index (= id order). Optional requirements can close a loop that no hard
 /// cycle explains; the smallest remaining entry is then activated first.
-pub(super) fn activation_order(n: usize, eligible: &[bool], edges: &[(usize, usize)]) -> Vec<usize> {
+pub(super) fn activation_order(
+    n: usize,
+    eligible: &[bool],
+    edges: &[(usize, usize)],
+) -> Vec<usize> {
     let mut indegree = vec![0usize; n];
     let mut out_edges: Vec<Vec<usize>> = vec![Vec::new(); n];
     for &(p, c) in edges {
@@ -86,7 +101,10 @@ pub(super) fn activation_order(n: usize, eligible: &[bool], edges: &[(usize, usi
             out_edges[p].push(c);
         }
     }
-    let mut heap: BinaryHeap<Reverse<usize>> = (0..n).filter(|&e| eligible[e] && indegree[e] == 0).map(Reverse).collect();
+    let mut heap: BinaryHeap<Reverse<usize>> = (0..n)
+        .filter(|&e| eligible[e] && indegree[e] == 0)
+        .map(Reverse)
+        .collect();
     let mut placed = vec![false; n];
     let mut order = Vec::with_capacity(n);
     let total = eligible.iter().filter(|&&e| e).count();

@@ -27,6 +27,7 @@ mod preferences;
 
 use std::collections::BTreeMap;
 
+pub use gather::best_accepted;
 pub use plan::*;
 
 use crate::engine::model::{Composition, EntryId};
@@ -60,7 +61,12 @@ pub fn resolve_with_tree(composition: &Composition, tree: &ScopeTree) -> Plan {
     let mut selections: Vec<Selection> = Vec::with_capacity(g.requirements.len());
     let mut pref_log = preferences::Log::default();
     for req in &g.requirements {
-        let cands: Vec<usize> = req.accepted.iter().map(|c| c.entry).filter(|&e| viable[e]).collect();
+        let cands: Vec<usize> = req
+            .accepted
+            .iter()
+            .map(|c| c.entry)
+            .filter(|&e| viable[e])
+            .collect();
         let sel = match cands.len() {
             0 => Selection::None,
             1 => Selection::One(cands[0], SelectionReason::OnlyEligible),
@@ -82,9 +88,16 @@ pub fn resolve_with_tree(composition: &Composition, tree: &ScopeTree) -> Plan {
     let mut edges: Vec<(usize, usize)> = Vec::new();
     for (req, sel) in g.requirements.iter().zip(&selections) {
         let (status, selected, reason, ambiguous_between) = match sel {
-            Selection::One(p, reason) if eligible[*p] => (Status::Resolved, Some(*p), Some(*reason), Vec::new()),
+            Selection::One(p, reason) if eligible[*p] => {
+                (Status::Resolved, Some(*p), Some(*reason), Vec::new())
+            }
             Selection::One(..) => (Status::ProviderPending, None, None, Vec::new()),
-            Selection::Ambiguous(c) => (Status::Ambiguous, None, None, c.iter().map(|&e| g.entries[e].id.clone()).collect()),
+            Selection::Ambiguous(c) => (
+                Status::Ambiguous,
+                None,
+                None,
+                c.iter().map(|&e| g.entries[e].id.clone()).collect(),
+            ),
             Selection::None => (unselected_status(req, &eligible), None, None, Vec::new()),
         };
         if let Holder::Entry(c) = req.holder {
@@ -110,7 +123,11 @@ pub fn resolve_with_tree(composition: &Composition, tree: &ScopeTree) -> Plan {
             Selected {
                 entry: g.entries[p].id.clone(),
                 scope: tree.get(g.entry_scope[p]).path.clone(),
-                origin: if g.entry_scope[p] == req.scope { ProviderOrigin::Local } else { ProviderOrigin::Inherited },
+                origin: if g.entry_scope[p] == req.scope {
+                    ProviderOrigin::Local
+                } else {
+                    ProviderOrigin::Inherited
+                },
                 version,
             }
         });
@@ -125,7 +142,10 @@ pub fn resolve_with_tree(composition: &Composition, tree: &ScopeTree) -> Plan {
         });
     }
     resolutions.sort_by(|a, b| {
-        a.consumer.name().cmp(b.consumer.name()).then_with(|| a.requirement.capability.cmp(&b.requirement.capability))
+        a.consumer
+            .name()
+            .cmp(b.consumer.name())
+            .then_with(|| a.requirement.capability.cmp(&b.requirement.capability))
     });
     edges.sort_unstable();
     edges.dedup();
@@ -156,14 +176,24 @@ pub fn resolve_with_tree(composition: &Composition, tree: &ScopeTree) -> Plan {
                 }
             }
         }
-        entries.insert(g.entries[e].id.clone(), EntryPlan { eligible: eligible[e], order: position[e], pending });
+        entries.insert(
+            g.entries[e].id.clone(),
+            EntryPlan {
+                eligible: eligible[e],
+                order: position[e],
+                pending,
+            },
+        );
     }
     let id = |e: usize| g.entries[e].id.clone();
     Plan {
         activation_order: order.iter().map(|&e| id(e)).collect(),
         pending: (0..n).filter(|&e| !eligible[e]).map(id).collect(),
         edges: edges.iter().map(|&(p, c)| (id(p), id(c))).collect(),
-        cycles: cycles.iter().map(|c| c.iter().map(|&e| id(e)).collect()).collect(),
+        cycles: cycles
+            .iter()
+            .map(|c| c.iter().map(|&e| id(e)).collect())
+            .collect(),
         resolutions,
         preference_findings: pref_log.findings(composition, &g),
         entries,
@@ -250,7 +280,9 @@ fn eligibility(g: &Gathered<'_>, viable: &[bool], selections: &[Selection]) -> V
     let mut dependents: Vec<Vec<usize>> = vec![Vec::new(); n];
     let mut queue = Vec::new();
     for (req, sel) in g.requirements.iter().zip(selections) {
-        let Holder::Entry(c) = req.holder else { continue };
+        let Holder::Entry(c) = req.holder else {
+            continue;
+        };
         if !req.gates() {
             continue;
         }

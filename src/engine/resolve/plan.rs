@@ -331,7 +331,9 @@ impl Plan {
 
     /// Resolutions of one consumer (a contiguous, sorted slice).
     pub fn resolutions_of(&self, consumer_name: &str) -> &[Resolution] {
-        let start = self.resolutions.partition_point(|r| r.consumer.name() < consumer_name);
+        let start = self
+            .resolutions
+            .partition_point(|r| r.consumer.name() < consumer_name);
         let len = self.resolutions[start..].partition_point(|r| r.consumer.name() == consumer_name);
         &self.resolutions[start..start + len]
     }

@@ -12,19 +12,34 @@ use super::plan::{Consumer, PreferenceFinding, PreferenceLevel};
 use crate::engine::model::{CapabilityName, Composition, EntryId};
 
 /// The preferences that apply to `req`, most specific first.
-fn applicable<'a>(composition: &'a Composition, g: &Gathered<'a>, req: &Req<'a>) -> [(PreferenceLevel, Option<&'a EntryId>); 3] {
+fn applicable<'a>(
+    composition: &'a Composition,
+    g: &Gathered<'a>,
+    req: &Req<'a>,
+) -> [(PreferenceLevel, Option<&'a EntryId>); 3] {
     let cap = &req.requirement.capability;
     let consumer = match req.holder {
         Holder::Entry(e) => g.entries[e].prefer.get(cap).map(|r| &r.value),
         Holder::Scope(_) => None,
     };
-    let scope = g.scope_prefer[req.scope].and_then(|m| m.get(cap)).map(|r| &r.value);
+    let scope = g.scope_prefer[req.scope]
+        .and_then(|m| m.get(cap))
+        .map(|r| &r.value);
     let global = composition.preferences.global.get(cap).map(|r| &r.value);
-    [(PreferenceLevel::Consumer, consumer), (PreferenceLevel::Scope, scope), (PreferenceLevel::Global, global)]
+    [
+        (PreferenceLevel::Consumer, consumer),
+        (PreferenceLevel::Scope, scope),
+        (PreferenceLevel::Global, global),
+    ]
 }
 
 /// Choose among `cands` (entry indices, sorted) by preference.
-pub(super) fn choose(composition: &Composition, g: &Gathered<'_>, req: &Req<'_>, cands: &[usize]) -> Option<(usize, PreferenceLevel)> {
+pub(super) fn choose(
+    composition: &Composition,
+    g: &Gathered<'_>,
+    req: &Req<'_>,
+    cands: &[usize],
+) -> Option<(usize, PreferenceLevel)> {
     for (level, preferred) in applicable(composition, g, req) {
         let Some(id) = preferred else { continue };
         if let Some(ix) = g.index_of(id) {
@@ -54,7 +69,13 @@ pub(super) struct Log {
 impl Log {
     /// Record how the preferences that apply to `req` relate to its
     /// candidates.
-    pub(super) fn observe(&mut self, composition: &Composition, g: &Gathered<'_>, req: &Req<'_>, cands: &[usize]) {
+    pub(super) fn observe(
+        &mut self,
+        composition: &Composition,
+        g: &Gathered<'_>,
+        req: &Req<'_>,
+        cands: &[usize],
+    ) {
         let cap = &req.requirement.capability;
         for (level, preferred) in applicable(composition, g, req) {
             let Some(id) = preferred else { continue };
@@ -68,7 +89,9 @@ impl Log {
             };
             let usage = self.usage.entry((level, holder, cap.clone())).or_default();
             usage.applies += 1;
-            let is_candidate = g.index_of(id).is_some_and(|ix| cands.binary_search(&ix).is_ok());
+            let is_candidate = g
+                .index_of(id)
+                .is_some_and(|ix| cands.binary_search(&ix).is_ok());
             if is_candidate {
                 usage.named_a_candidate = true;
             } else if !cands.is_empty() && usage.first_miss.is_none() {
@@ -76,38 +99,68 @@ impl Log {
                     Holder::Entry(e) => Consumer::Entry(g.entries[e].id.clone()),
                     Holder::Scope(s) => Consumer::Scope(g.scope_paths[s].clone()),
                 };
-                usage.first_miss = Some((consumer, cands.iter().map(|&c| g.entries[c].id.clone()).collect()));
+                usage.first_miss = Some((
+                    consumer,
+                    cands.iter().map(|&c| g.entries[c].id.clone()).collect(),
+                ));
             }
         }
     }
 
     /// Findings for every declared preference, in (level, holder, capability)
     /// order.
-    pub(super) fn findings(&self, composition: &Composition, g: &Gathered<'_>) -> Vec<PreferenceFinding> {
+    pub(super) fn findings(
+        &self,
+        composition: &Composition,
+        g: &Gathered<'_>,
+    ) -> Vec<PreferenceFinding> {
         let mut declared: Vec<(Key, EntryId)> = Vec::new();
         for entry in &g.entries {
             for (cap, r) in &entry.prefer {
-                declared.push(((PreferenceLevel::Consumer, Some(entry.id.to_string()), cap.clone()), r.value.clone()));
+                declared.push((
+                    (
+                        PreferenceLevel::Consumer,
+                        Some(entry.id.to_string()),
+                        cap.clone(),
+                    ),
+                    r.value.clone(),
+                ));
             }
         }
         for (path, scope) in &composition.scopes {
             for (cap, r) in &scope.prefer {
-                declared.push(((PreferenceLevel::Scope, Some(path.to_string()), cap.clone()), r.value.clone()));
+                declared.push((
+                    (PreferenceLevel::Scope, Some(path.to_string()), cap.clone()),
+                    r.value.clone(),
+                ));
             }
         }
         for (cap, r) in &composition.preferences.global {
-            declared.push(((PreferenceLevel::Global, None, cap.clone()), r.value.clone()));
+            declared.push((
+                (PreferenceLevel::Global, None, cap.clone()),
+                r.value.clone(),
+            ));
         }
         declared.sort();
         let mut out = Vec::new();
         for ((level, holder, capability), preferred) in declared {
             let usage = self.usage.get(&(level, holder.clone(), capability.clone()));
             if composition.disabled.contains_key(&preferred) {
-                out.push(PreferenceFinding::Disabled { level, holder, capability, preferred });
+                out.push(PreferenceFinding::Disabled {
+                    level,
+                    holder,
+                    capability,
+                    preferred,
+                });
                 continue;
             }
             let Some(usage) = usage.filter(|u| u.applies > 0) else {
-                out.push(PreferenceFinding::Unused { level, holder, capability, preferred });
+                out.push(PreferenceFinding::Unused {
+                    level,
+                    holder,
+                    capability,
+                    preferred,
+                });
                 continue;
             };
             let report_miss = match level {

@@ -2,23 +2,33 @@ use super::*;
 use crate::engine::build::CompositionBuilder as B;
 
 fn status(plan: &Plan, consumer: &str, cap: &str) -> Status {
-    plan.resolution(consumer, cap).unwrap_or_else(|| panic!("no resolution {consumer}/{cap}")).status
+    plan.resolution(consumer, cap)
+        .unwrap_or_else(|| panic!("no resolution {consumer}/{cap}"))
+        .status
 }
 
 fn selected(plan: &Plan, consumer: &str, cap: &str) -> Option<String> {
-    plan.resolution(consumer, cap)?.selected.as_ref().map(|s| s.entry.to_string())
+    plan.resolution(consumer, cap)?
+        .selected
+        .as_ref()
+        .map(|s| s.entry.to_string())
 }
 
 #[test]
 fn flat_composition_resolves_and_orders_providers_first() {
     let c = B::new()
-        .entry("app").requires("database", ">=1,<2")
-        .entry("postgres").provides("database", &["1.4.2"])
+        .entry("app")
+        .requires("database", ">=1,<2")
+        .entry("postgres")
+        .provides("database", &["1.4.2"])
         .build()
         .unwrap();
     let plan = resolve(&c);
     assert_eq!(status(&plan, "app", "database"), Status::Resolved);
-    assert_eq!(selected(&plan, "app", "database").as_deref(), Some("postgres"));
+    assert_eq!(
+        selected(&plan, "app", "database").as_deref(),
+        Some("postgres")
+    );
     let order: Vec<&str> = plan.activation_order.iter().map(|e| e.as_str()).collect();
     assert_eq!(order, ["postgres", "app"]);
     assert!(plan.is_complete());
@@ -29,9 +39,12 @@ fn flat_composition_resolves_and_orders_providers_first() {
 fn two_providers_are_ambiguous_until_a_preference_selects() {
     let base = || {
         B::new()
-            .entry("db-primary").provides("database", &["1.0.0"])
-            .entry("db-replica").provides("database", &["1.1.0"])
-            .entry("reporting").requires("database", ">=1,<2")
+            .entry("db-primary")
+            .provides("database", &["1.0.0"])
+            .entry("db-replica")
+            .provides("database", &["1.1.0"])
+            .entry("reporting")
+            .requires("database", ">=1,<2")
     };
     let plan = resolve(&base().build().unwrap());
     assert_eq!(status(&plan, "reporting", "database"), Status::Ambiguous);
@@ -40,10 +53,15 @@ fn two_providers_are_ambiguous_until_a_preference_selects() {
     assert_eq!(r.ambiguous_between.len(), 2);
 
     let plan = resolve(&base().prefer("database", "db-replica").build().unwrap());
-    assert_eq!(selected(&plan, "reporting", "database").as_deref(), Some("db-replica"));
+    assert_eq!(
+        selected(&plan, "reporting", "database").as_deref(),
+        Some("db-replica")
+    );
     assert_eq!(
         plan.resolution("reporting", "database").unwrap().reason,
-        Some(SelectionReason::ExplicitPreference(PreferenceLevel::Consumer))
+        Some(SelectionReason::ExplicitPreference(
+            PreferenceLevel::Consumer
+        ))
     );
 }
 
@@ -52,12 +70,21 @@ fn preference_precedence_is_consumer_then_scope_then_global() {
     let c = B::new()
         .scope("/ops", None)
         .scope_prefer("database", "b")
-        .entry("a").provides("database", &["1.0.0"])
-        .entry("b").provides("database", &["1.0.0"])
-        .entry("c").provides("database", &["1.0.0"])
-        .entry("w1").in_scope("/ops").requires("database", "").prefer("database", "a")
-        .entry("w2").in_scope("/ops").requires("database", "")
-        .entry("w3").requires("database", "")
+        .entry("a")
+        .provides("database", &["1.0.0"])
+        .entry("b")
+        .provides("database", &["1.0.0"])
+        .entry("c")
+        .provides("database", &["1.0.0"])
+        .entry("w1")
+        .in_scope("/ops")
+        .requires("database", "")
+        .prefer("database", "a")
+        .entry("w2")
+        .in_scope("/ops")
+        .requires("database", "")
+        .entry("w3")
+        .requires("database", "")
         .prefer_global("database", "c")
         .build()
         .unwrap();
@@ -70,17 +97,33 @@ fn preference_precedence_is_consumer_then_scope_then_global() {
 #[test]
 fn multi_contract_provider_is_one_candidate_binding_the_highest_accepted() {
     let c = B::new()
-        .entry("dual").provides("database", &["1.0.0", "2.0.0"])
-        .entry("legacy").requires("database", ">=1,<2")
-        .entry("modern").requires("database", ">=2,<3")
-        .entry("neutral").requires("database", ">=1,<3")
+        .entry("dual")
+        .provides("database", &["1.0.0", "2.0.0"])
+        .entry("legacy")
+        .requires("database", ">=1,<2")
+        .entry("modern")
+        .requires("database", ">=2,<3")
+        .entry("neutral")
+        .requires("database", ">=1,<3")
         .build()
         .unwrap();
     let plan = resolve(&c);
     for consumer in ["legacy", "modern", "neutral"] {
-        assert_eq!(status(&plan, consumer, "database"), Status::Resolved, "{consumer}");
+        assert_eq!(
+            status(&plan, consumer, "database"),
+            Status::Resolved,
+            "{consumer}"
+        );
     }
-    let v = |c: &str| plan.resolution(c, "database").unwrap().selected.as_ref().unwrap().version.to_string();
+    let v = |c: &str| {
+        plan.resolution(c, "database")
+            .unwrap()
+            .selected
+            .as_ref()
+            .unwrap()
+            .version
+            .to_string()
+    };
     assert_eq!(v("legacy"), "1.0.0");
     assert_eq!(v("modern"), "2.0.0");
     assert_eq!(v("neutral"), "2.0.0");
@@ -91,33 +134,57 @@ fn statuses_cover_the_reference_vocabulary() {
     let c = B::new()
         .scope("/hidden", None)
         .scope("/narrow", Some(&["model"]))
-        .entry("old-db").provides("database", &["1.0.0"])
-        .entry("hidden-cache").in_scope("/hidden").provides("cache", &["1.0.0"])
-        .entry("wants-v2").requires("database", ">=2,<3")
-        .entry("wants-cache").requires("cache", "")
-        .entry("narrow-db").in_scope("/narrow").requires("database", "")
-        .entry("selfish").provides("queue", &["1.0.0"]).requires("queue", "")
-        .entry("lonely").requires("nothing", "")
-        .entry("blocked").provides("report", &["1.0.0"]).requires("nothing", "")
-        .entry("downstream").requires("report", "")
+        .entry("old-db")
+        .provides("database", &["1.0.0"])
+        .entry("hidden-cache")
+        .in_scope("/hidden")
+        .provides("cache", &["1.0.0"])
+        .entry("wants-v2")
+        .requires("database", ">=2,<3")
+        .entry("wants-cache")
+        .requires("cache", "")
+        .entry("narrow-db")
+        .in_scope("/narrow")
+        .requires("database", "")
+        .entry("selfish")
+        .provides("queue", &["1.0.0"])
+        .requires("queue", "")
+        .entry("lonely")
+        .requires("nothing", "")
+        .entry("blocked")
+        .provides("report", &["1.0.0"])
+        .requires("nothing", "")
+        .entry("downstream")
+        .requires("report", "")
         .build()
         .unwrap();
     let plan = resolve(&c);
-    assert_eq!(status(&plan, "wants-v2", "database"), Status::VersionMismatch);
+    assert_eq!(
+        status(&plan, "wants-v2", "database"),
+        Status::VersionMismatch
+    );
     assert_eq!(status(&plan, "wants-cache", "cache"), Status::NotVisible);
     assert_eq!(status(&plan, "narrow-db", "database"), Status::NotVisible);
     assert_eq!(status(&plan, "selfish", "queue"), Status::SelfReference);
     assert_eq!(status(&plan, "lonely", "nothing"), Status::NoProvider);
-    assert_eq!(status(&plan, "downstream", "report"), Status::ProviderPending);
+    assert_eq!(
+        status(&plan, "downstream", "report"),
+        Status::ProviderPending
+    );
     assert!(!plan.is_eligible(&EntryId::new("downstream").unwrap()));
 }
 
 #[test]
 fn cycles_are_reported_with_members_and_cascade() {
     let c = B::new()
-        .entry("a").provides("x", &["1.0.0"]).requires("y", "")
-        .entry("b").provides("y", &["1.0.0"]).requires("x", "")
-        .entry("c").requires("x", "")
+        .entry("a")
+        .provides("x", &["1.0.0"])
+        .requires("y", "")
+        .entry("b")
+        .provides("y", &["1.0.0"])
+        .requires("x", "")
+        .entry("c")
+        .requires("x", "")
         .build()
         .unwrap();
     let plan = resolve(&c);
@@ -131,8 +198,11 @@ fn cycles_are_reported_with_members_and_cascade() {
 #[test]
 fn optional_requirements_bind_but_never_gate() {
     let c = B::new()
-        .entry("app").optional("vector", ">=2").optional("cache", "")
-        .entry("redis").provides("cache", &["1.0.0"])
+        .entry("app")
+        .optional("vector", ">=2")
+        .optional("cache", "")
+        .entry("redis")
+        .provides("cache", &["1.0.0"])
         .build()
         .unwrap();
     let plan = resolve(&c);
@@ -147,21 +217,30 @@ fn scope_requirements_are_explained_never_gating() {
     let c = B::new()
         .scope("/ops", None)
         .scope_requires("vector", "")
-        .entry("w").in_scope("/ops")
+        .entry("w")
+        .in_scope("/ops")
         .build()
         .unwrap();
     let plan = resolve(&c);
     assert!(plan.is_complete());
     assert_eq!(status(&plan, "/ops", "vector"), Status::NoProvider);
-    assert_eq!(plan.resolution("/ops", "vector").unwrap().consumer.kind(), "scope");
+    assert_eq!(
+        plan.resolution("/ops", "vector").unwrap().consumer.kind(),
+        "scope"
+    );
 }
 
 #[test]
 fn preferences_that_choose_nothing_are_reported() {
     let c = B::new()
-        .entry("a").provides("database", &["1.0.0"])
-        .entry("b").provides("cache", &["1.0.0"])
-        .entry("app").requires("database", "").prefer("database", "b").prefer("model", "a")
+        .entry("a")
+        .provides("database", &["1.0.0"])
+        .entry("b")
+        .provides("cache", &["1.0.0"])
+        .entry("app")
+        .requires("database", "")
+        .prefer("database", "b")
+        .prefer("model", "a")
         .prefer_global("queue", "a")
         .build()
         .unwrap();
@@ -183,8 +262,12 @@ fn preferences_that_choose_nothing_are_reported() {
 fn views_hide_local_providers_too() {
     let c = B::new()
         .scope("/r", Some(&["model"]))
-        .entry("db").in_scope("/r").provides("database", &["1.0.0"])
-        .entry("app").in_scope("/r").requires("database", "")
+        .entry("db")
+        .in_scope("/r")
+        .provides("database", &["1.0.0"])
+        .entry("app")
+        .in_scope("/r")
+        .requires("database", "")
         .build()
         .unwrap();
     let plan = resolve(&c);
@@ -195,9 +278,14 @@ fn views_hide_local_providers_too() {
 fn local_and_inherited_providers_are_ambiguous() {
     let c = B::new()
         .scope("/ops", None)
-        .entry("postgres").provides("database", &["1.0.0"])
-        .entry("tenant-db").in_scope("/ops").provides("database", &["1.5.0"])
-        .entry("worker").in_scope("/ops").requires("database", ">=1,<2")
+        .entry("postgres")
+        .provides("database", &["1.0.0"])
+        .entry("tenant-db")
+        .in_scope("/ops")
+        .provides("database", &["1.5.0"])
+        .entry("worker")
+        .in_scope("/ops")
+        .requires("database", ">=1,<2")
         .build()
         .unwrap();
     let plan = resolve(&c);

@@ -1,0 +1,10 @@
+//! One module per command: arguments (whose doc comments are the `--help`
+//! text) and a `run` function that loads, calls the engine and renders.
+
+pub mod check;
+pub mod completions;
+pub mod diff;
+pub mod explain;
+pub mod graph;
+pub mod schema;
+pub mod snapshot;

@@ -1,0 +1,90 @@
+//! `check` output.
+
+use std::fmt::Write;
+
+use crate::cli::workspace::Resolved;
+use crate::engine::resolve::Status;
+
+use super::resolution_json;
+
+/// The text summary of one checked composition.
+pub fn check_text(r: &Resolved) -> String {
+    let plan = &r.plan;
+    let entries = r.composition.entries.len();
+    let active = plan.activation_order.len();
+    let hard: Vec<_> = plan
+        .resolutions
+        .iter()
+        .filter(|x| !x.requirement.optional && x.consumer.kind() == "plugin")
+        .collect();
+    let resolved = hard.iter().filter(|x| x.status == Status::Resolved).count();
+    let mut out = String::new();
+    let verdict = if plan.is_complete() { "ok" } else { "pending" };
+    let _ = writeln!(
+        out,
+        "{}: {verdict} — {entries} entr{} ({active} active), {} scope{}, {resolved}/{} requirements resolved",
+        r.display,
+        if entries == 1 { "y" } else { "ies" },
+        r.composition.scopes.len(),
+        if r.composition.scopes.len() == 1 {
+            ""
+        } else {
+            "s"
+        },
+        hard.len()
+    );
+    if !r.composition.disabled.is_empty() {
+        let names: Vec<&str> = r.composition.disabled.keys().map(|e| e.as_str()).collect();
+        let _ = writeln!(out, "  disabled  {}", names.join(", "));
+    }
+    for x in hard.iter().filter(|x| x.status != Status::Resolved) {
+        let detail = if x.status == Status::Ambiguous {
+            let c: Vec<&str> = x.ambiguous_between.iter().map(|e| e.as_str()).collect();
+            format!("ambiguous between {}", c.join(", "))
+        } else {
+            x.status.as_str().to_owned()
+        };
+        let _ = writeln!(
+            out,
+            "  pending   {}: `{}` {detail}",
+            x.consumer.name(),
+            x.requirement.render()
+        );
+    }
+    for cycle in &plan.cycles {
+        let mut path: Vec<&str> = cycle.iter().map(|e| e.as_str()).collect();
+        if let Some(first) = cycle.first() {
+            path.push(first.as_str());
+        }
+        let _ = writeln!(out, "  cycle     {}", path.join(" -> "));
+    }
+    if !plan.activation_order.is_empty() {
+        let order: Vec<&str> = plan.activation_order.iter().map(|e| e.as_str()).collect();
+        let _ = writeln!(out, "  order     {}", order.join(", "));
+    }
+    out
+}
+
+/// The JSON report of one checked composition.
+pub fn check_json(r: &Resolved) -> serde_json::Value {
+    let plan = &r.plan;
+    let findings: Vec<serde_json::Value> =
+        crate::engine::findings::plan_diagnostics(&r.composition, plan)
+            .iter()
+            .map(|d| crate::cli::ui::diagnostic_json(d, &r.sources))
+            .collect();
+    serde_json::json!({
+        "file": r.display,
+        "loaded": true,
+        "ok": plan.is_complete(),
+        "entries": r.composition.entries.len(),
+        "disabled": r.composition.disabled.keys().map(|e| e.as_str()).collect::<Vec<_>>(),
+        "scopes": r.composition.scopes.len(),
+        "activation_order": plan.activation_order.iter().map(|e| e.as_str()).collect::<Vec<_>>(),
+        "pending": plan.pending.iter().map(|e| e.as_str()).collect::<Vec<_>>(),
+        "cycles": plan.cycles.iter().map(|c| c.iter().map(|e| e.as_str()).collect::<Vec<_>>()).collect::<Vec<_>>(),
+        "edges": plan.edges.iter().map(|(p, c)| [p.as_str(), c.as_str()]).collect::<Vec<_>>(),
+        "requirements": plan.resolutions.iter().map(resolution_json).collect::<Vec<_>>(),
+        "findings": findings,
+    })
+}

@@ -1,0 +1,69 @@
+//! Renderers: engine data to text, JSON, Markdown, dot and Mermaid. Pure
+//! functions from values to strings; printing happens in `ui`.
+
+pub mod check;
+pub mod diff;
+pub mod explain;
+pub mod graph;
+
+use crate::engine::model::ConfigValue;
+use crate::engine::resolve::Resolution;
+
+/// A resolution as JSON.
+pub fn resolution_json(r: &Resolution) -> serde_json::Value {
+    serde_json::json!({
+        "consumer": r.consumer.name(),
+        "consumer_kind": r.consumer.kind(),
+        "scope": r.scope.as_str(),
+        "capability": r.requirement.capability.as_str(),
+        "requirement": r.requirement.render(),
+        "optional": r.requirement.optional,
+        "status": r.status.as_str(),
+        "reason": r.reason.map(|x| x.as_str()),
+        "selected": r.selected.as_ref().map(|s| serde_json::json!({
+            "provider": s.entry.as_str(),
+            "version": s.version.to_string(),
+            "scope": s.scope.as_str(),
+            "origin": s.origin.as_str(),
+        })),
+        "ambiguous_between": r.ambiguous_between.iter().map(|e| e.as_str()).collect::<Vec<_>>(),
+    })
+}
+
+/// A configuration value as JSON (secret references as `{"secret": NAME}`).
+pub fn config_json(v: &ConfigValue) -> serde_json::Value {
+    match v {
+        ConfigValue::Bool(b) => (*b).into(),
+        ConfigValue::Int(i) => (*i).into(),
+        ConfigValue::Float(f) => serde_json::Number::from_f64(*f)
+            .map_or(serde_json::Value::Null, serde_json::Value::Number),
+        ConfigValue::Str(s) | ConfigValue::Datetime(s) => s.clone().into(),
+        ConfigValue::Array(a) => a.iter().map(config_json).collect(),
+        ConfigValue::Table(m) => m
+            .iter()
+            .map(|(k, v)| (k.clone(), config_json(v)))
+            .collect::<serde_json::Map<_, _>>()
+            .into(),
+        ConfigValue::Secret(s) => serde_json::json!({ "secret": s.name }),
+    }
+}
+
+/// A configuration value inline, TOML-like.
+pub fn config_text(v: &ConfigValue) -> String {
+    match v {
+        ConfigValue::Str(s) | ConfigValue::Datetime(s) => format!("{s:?}"),
+        ConfigValue::Secret(s) => format!("{{ secret = {:?} }}", s.name),
+        ConfigValue::Table(m) => {
+            let items: Vec<String> = m
+                .iter()
+                .map(|(k, v)| format!("{k} = {}", config_text(v)))
+                .collect();
+            format!("{{ {} }}", items.join(", "))
+        }
+        ConfigValue::Array(a) => format!(
+            "[{}]",
+            a.iter().map(config_text).collect::<Vec<_>>().join(", ")
+        ),
+        other => config_json(other).to_string(),
+    }
+}

@@ -1,0 +1,153 @@
+//! Where output goes: data on stdout, diagnostics and logs on stderr.
+//!
+//! Every command renders through a [`Ui`], so format, colour and width are
+//! decided once. With `--format json`, stdout is one versioned document and
+//! diagnostics on stderr are JSON lines.
+
+use std::io::{IsTerminal, Write};
+
+use crate::engine::diag::{Diagnostic, Severity};
+use crate::load::SourceMap;
+
+use super::diagnostic::to_rendered;
+
+/// Output format requested with `--format`.
+#[derive(Clone, Copy, Debug, PartialEq, Eq, clap::ValueEnum)]
+pub enum Format {
+    /// Human-readable text.
+    Text,
+    /// One JSON document with `format_version`.
+    Json,
+    /// Markdown (diff: a pull-request comment).
+    Markdown,
+    /// Graphviz dot (graph).
+    Dot,
+    /// Mermaid flowchart (graph).
+    Mermaid,
+}
+
+/// `--color`.
+#[derive(Clone, Copy, Debug, PartialEq, Eq, clap::ValueEnum)]
+pub enum ColorChoice {
+    /// Colour when stderr is a terminal and `NO_COLOR` is unset.
+    Auto,
+    /// Always colour.
+    Always,
+    /// Never colour.
+    Never,
+}
+
+/// Rendering settings shared by every command.
+#[derive(Clone, Debug)]
+pub struct Ui {
+    /// Output format.
+    pub format: Format,
+    /// Whether stderr gets colour.
+    pub color: bool,
+    /// Width for wrapped output.
+    pub width: usize,
+    /// `-q`: only errors on stderr.
+    pub quiet: bool,
+}
+
+impl Ui {
+    /// Settings from the global flags and the environment.
+    pub fn new(format: Format, color: ColorChoice, quiet: bool) -> Self {
+        let color = match color {
+            ColorChoice::Always => true,
+            ColorChoice::Never => false,
+            ColorChoice::Auto => {
+                std::env::var_os("NO_COLOR").is_none() && std::io::stderr().is_terminal()
+            }
+        };
+        let width = std::env::var("COLUMNS")
+            .ok()
+            .and_then(|c| c.parse().ok())
+            .unwrap_or(100);
+        Self {
+            format,
+            color,
+            width,
+            quiet,
+        }
+    }
+
+    /// Write `text` to stdout (a trailing newline is added when missing).
+    /// A closed pipe is not an error.
+    pub fn out(&self, text: &str) {
+        let mut stdout = std::io::stdout().lock();
+        let _ = stdout.write_all(text.as_bytes());
+        if !text.ends_with('\n') {
+            let _ = stdout.write_all(b"\n");
+        }
+        let _ = stdout.flush();
+    }
+
+    /// Write a JSON document to stdout, pretty-printed.
+    pub fn out_json(&self, value: &serde_json::Value) {
+        let text = serde_json::to_string_pretty(value).unwrap_or_else(|_| "{}".into());
+        self.out(&text);
+    }
+
+    /// Write a line to stderr.
+    pub fn err(&self, text: &str) {
+        let mut stderr = std::io::stderr().lock();
+        let _ = writeln!(stderr, "{text}");
+    }
+
+    /// Report diagnostics on stderr, as miette reports or JSON lines.
+    pub fn diagnostics(&self, diagnostics: &[Diagnostic], sources: &SourceMap) {
+        for d in diagnostics {
+            if self.quiet && d.severity == Severity::Warning {
+                continue;
+            }
+            if self.format == Format::Json {
+                self.err(&diagnostic_json(d, sources).to_string());
+            } else {
+                self.err(&self.render(d, sources));
+            }
+        }
+    }
+
+    /// One diagnostic rendered for a person.
+    pub fn render(&self, d: &Diagnostic, sources: &SourceMap) -> String {
+        let theme = if self.color {
+            miette::GraphicalTheme::unicode()
+        } else {
+            miette::GraphicalTheme::unicode_nocolor()
+        };
+        let handler = miette::GraphicalReportHandler::new_themed(theme).with_width(self.width);
+        let rendered = to_rendered(d, sources);
+        let mut out = String::new();
+        if handler.render_report(&mut out, &rendered).is_err() {
+            out = d.message.clone();
+        }
+        out.trim_end().to_owned()
+    }
+}
+
+/// A diagnostic as a JSON line.
+pub fn diagnostic_json(d: &Diagnostic, sources: &SourceMap) -> serde_json::Value {
+    let labels: Vec<serde_json::Value> = d
+        .labels
+        .iter()
+        .map(|l| {
+            let (line, column) = sources.line_col(l.origin);
+            serde_json::json!({
+                "file": sources.name(l.origin.source),
+                "line": line,
+                "column": column,
+                "message": l.message,
+                "primary": l.primary,
+            })
+        })
+        .collect();
+    serde_json::json!({
+        "type": "diagnostic",
+        "code": d.code.as_str(),
+        "severity": match d.severity { Severity::Error => "error", Severity::Warning => "warning" },
+        "message": d.message,
+        "labels": labels,
+        "help": d.help,
+    })
+}

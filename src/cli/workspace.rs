@@ -1,0 +1,150 @@
+//! Loading what commands operate on: a composition file (with its includes),
+//! a composition at a git revision, or a snapshot document — and resolving
+//! it once with the engine.
+
+use std::path::{Path, PathBuf};
+
+use crate::engine::model::Composition;
+use crate::engine::resolve::{Plan, resolve_with_tree};
+use crate::engine::snapshot::{SnapshotContext, SnapshotRecord, build_snapshot, parse_document};
+use crate::engine::tree::ScopeTree;
+use crate::load::{FsSource, GitSource, SourceMap, load, parse_rev_path};
+
+use super::exit::ExitStatus;
+use super::ui::Ui;
+
+/// A composition loaded and resolved.
+pub struct Resolved {
+    /// The composition.
+    pub composition: Composition,
+    /// Its scope tree.
+    pub tree: ScopeTree,
+    /// The resolution plan.
+    pub plan: Plan,
+    /// Source texts, for diagnostics.
+    pub sources: SourceMap,
+    /// How the user named it.
+    pub display: String,
+}
+
+impl Resolved {
+    /// The snapshot of this composition as the first generation of an empty
+    /// store.
+    pub fn snapshot(&self) -> Result<SnapshotRecord, ExitStatus> {
+        build_snapshot(
+            &self.composition,
+            &self.tree,
+            &self.plan,
+            &SnapshotContext::default(),
+        )
+        .map_err(|_| ExitStatus::Input)
+    }
+}
+
+/// Load and resolve the composition at `path`, reporting diagnostics.
+/// Load errors end the command with exit 2.
+pub fn load_file(ui: &Ui, path: &Path) -> Result<Resolved, ExitStatus> {
+    let loaded = load(&FsSource, path);
+    finish(ui, loaded, path.display().to_string())
+}
+
+/// Load and resolve `path` as it is at git revision `rev`.
+pub fn load_git(ui: &Ui, rev: &str, path: &str) -> Result<Resolved, ExitStatus> {
+    let source = GitSource::new(
+        std::env::current_dir().unwrap_or_else(|_| PathBuf::from(".")),
+        rev,
+    );
+    let loaded = load(&source, Path::new(path));
+    finish(ui, loaded, format!("{rev}:{path}"))
+}
+
+fn finish(ui: &Ui, loaded: crate::load::Loaded, display: String) -> Result<Resolved, ExitStatus> {
+    ui.diagnostics(&loaded.diagnostics, &loaded.sources);
+    let Some(composition) = loaded.composition else {
+        let errors = loaded.diagnostics.iter().filter(|d| d.is_error()).count();
+        if ui.format != super::ui::Format::Json {
+            ui.err(&format!(
+                "error: could not load `{display}` ({errors} error{})",
+                if errors == 1 { "" } else { "s" }
+            ));
+        }
+        return Err(ExitStatus::Input);
+    };
+    let tree = ScopeTree::new(&composition);
+    let plan = resolve_with_tree(&composition, &tree);
+    Ok(Resolved {
+        composition,
+        tree,
+        plan,
+        sources: loaded.sources,
+        display,
+    })
+}
+
+/// A snapshot from any operand kind, for `diff`.
+pub struct Operand {
+    /// The snapshot record.
+    pub snapshot: SnapshotRecord,
+    /// How the user named it.
+    pub display: String,
+}
+
+fn looks_like_snapshot(path: &Path, text: &str) -> bool {
+    path.extension().is_some_and(|e| e == "json") || text.trim_start().starts_with('{')
+}
+
+/// Resolve an operand: an existing file (composition or snapshot) first,
+/// then `REV:PATH`.
+pub fn load_operand(ui: &Ui, operand: &str) -> Result<Operand, ExitStatus> {
+    let path = Path::new(operand);
+    if path.is_file() {
+        let text = std::fs::read_to_string(path).map_err(|e| {
+            ui.err(&format!("error: cannot read `{operand}`: {e}"));
+            ExitStatus::Input
+        })?;
+        if looks_like_snapshot(path, &text) {
+            let value: serde_json::Value = serde_json::from_str(&text).map_err(|e| {
+                ui.err(&format!("error: `{operand}` is not valid JSON: {e}"));
+                ExitStatus::Input
+            })?;
+            let env = parse_document(&value).map_err(|e| {
+                ui.err(&format!(
+                    "error[{}]: cannot read snapshot `{operand}`: {}",
+                    reason_code(e.reason),
+                    e.message
+                ));
+                ExitStatus::Input
+            })?;
+            return Ok(Operand {
+                snapshot: env.snapshot,
+                display: operand.to_owned(),
+            });
+        }
+        let resolved = load_file(ui, path)?;
+        return Ok(Operand {
+            snapshot: resolved.snapshot()?,
+            display: operand.to_owned(),
+        });
+    }
+    if let Some((rev, file)) = parse_rev_path(operand) {
+        let resolved = load_git(ui, &rev, &file)?;
+        return Ok(Operand {
+            snapshot: resolved.snapshot()?,
+            display: operand.to_owned(),
+        });
+    }
+    ui.err(&format!(
+        "error: `{operand}` is neither an existing file nor `REV:PATH`\n  help: name a composition (`composition.toml`), a snapshot (`snapshot.json`), or a file at a git revision (`origin/main:composition.toml`)"
+    ));
+    Err(ExitStatus::Input)
+}
+
+fn reason_code(reason: crate::engine::snapshot::SnapshotLoadReason) -> &'static str {
+    use crate::engine::diag::Code;
+    use crate::engine::snapshot::SnapshotLoadReason as R;
+    match reason {
+        R::FutureVersion => Code::SnapshotFutureVersion.as_str(),
+        R::MalformedVersion => Code::SnapshotMalformedVersion.as_str(),
+        R::Corrupted => Code::SnapshotCorrupted.as_str(),
+    }
+}

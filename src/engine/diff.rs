@@ -1,0 +1,1071 @@
+//! The semantic diff of two generations.
+//!
+//! A diff compares two [`SnapshotRecord`]s, so it serves every operand kind
+//! the edge can turn into a record: a composition file, a snapshot file, a
+//! git revision, a store generation. Only the semantic part of a record is
+//! compared (plugins, capability contracts, the content hashes and the
+//! semantic scope tree); ids, generation numbers and metadata never produce a
+//! change. Configuration appears only as `config_hash`: a diff can say that
+//! configuration changed, never what it was or became.
+//!
+//! Changes fall into three categories:
+//!
+//! - **scope** (subject: the scope path): scopes added or removed, or
+//!   `changed` when the effective capability view, the own tool view, the
+//!   entries placed there or the children differ;
+//! - **provider**: local providers of a capability in a scope (subject
+//!   `<scope>::<capability>`), plugin versions (subject: manifest name), the
+//!   configuration (`config`) and tool contracts (`tools`) by hash, and the
+//!   registered contract versions (`capability:<name>`);
+//! - **requirement** (subject `<scope>::<consumer>::<capability>`):
+//!   requirements added or removed, `rewired` when the selected provider
+//!   changed, `changed` when the status or the specifier changed.
+//!
+//! Changes are sorted by category, subject, kind and reason, so a diff is
+//! deterministic.
+
+use std::collections::{BTreeMap, BTreeSet};
+
+use crate::engine::canonical::Canon;
+use crate::engine::snapshot::{ScopeRow, SelectionRow, SnapshotRecord};
+
+/// The format version of [`GenerationDiff::to_canon`].
+pub const DIFF_FORMAT_VERSION: u64 = 1;
+
+/// What a change is about.
+#[derive(Clone, Copy, Debug, PartialEq, Eq, PartialOrd, Ord, Hash)]
+pub enum Category {
+    /// A scope of the tree.
+    Scope,
+    /// Who provides what: local providers, plugins, contracts, hashes.
+    Provider,
+    /// A requirement and its selection.
+    Requirement,
+}
+
+impl Category {
+    /// Lower-case name: `scope`, `provider`, `requirement`.
+    pub fn as_str(self) -> &'static str {
+        match self {
+            Category::Scope => "scope",
+            Category::Provider => "provider",
+            Category::Requirement => "requirement",
+        }
+    }
+}
+
+/// How a subject changed.
+#[derive(Clone, Copy, Debug, PartialEq, Eq, PartialOrd, Ord, Hash)]
+pub enum ChangeKind {
+    /// Only in the new generation.
+    Added,
+    /// Only in the old generation.
+    Removed,
+    /// Present in both with nothing in common (a provider list).
+    Replaced,
+    /// Present in both, partly different.
+    Changed,
+    /// A requirement now selects a different provider.
+    Rewired,
+    /// Present in both and identical (listed only on request).
+    Unchanged,
+}
+
+impl ChangeKind {
+    /// Lower-case name.
+    pub fn as_str(self) -> &'static str {
+        match self {
+            ChangeKind::Added => "added",
+            ChangeKind::Removed => "removed",
+            ChangeKind::Replaced => "replaced",
+            ChangeKind::Changed => "changed",
+            ChangeKind::Rewired => "rewired",
+            ChangeKind::Unchanged => "unchanged",
+        }
+    }
+}
+
+/// One change.
+#[derive(Clone, Debug, PartialEq)]
+pub struct Change {
+    /// What the change is about.
+    pub category: Category,
+    /// How it changed.
+    pub kind: ChangeKind,
+    /// The subject (see the module documentation for its spelling).
+    pub subject: String,
+    /// The old value (`None` for an addition).
+    pub old: Option<Canon>,
+    /// The new value (`None` for a removal).
+    pub new: Option<Canon>,
+    /// Machine-readable reason; several are joined with `,`.
+    pub reason: String,
+}
+
+impl Change {
+    /// Canonical form: `{category, kind, subject, old, new, reason}`.
+    pub fn to_canon(&self) -> Canon {
+        Canon::map([
+            ("category", Canon::from(self.category.as_str())),
+            ("kind", Canon::from(self.kind.as_str())),
+            ("subject", Canon::from(self.subject.as_str())),
+            ("old", self.old.clone().unwrap_or(Canon::Null)),
+            ("new", self.new.clone().unwrap_or(Canon::Null)),
+            ("reason", Canon::from(self.reason.as_str())),
+        ])
+    }
+}
+
+/// One side of a diff.
+#[derive(Clone, Debug, PartialEq, Eq)]
+pub struct Side {
+    /// Generation id of the record.
+    pub generation_id: String,
+    /// Semantic digest of the record.
+    pub semantic_digest: String,
+    /// Digest of the whole record (empty if the record's metadata cannot be
+    /// hashed).
+    pub digest: String,
+}
+
+impl Side {
+    fn of(record: &SnapshotRecord) -> Self {
+        Self {
+            generation_id: record.generation_id.clone(),
+            semantic_digest: record.semantic_digest().unwrap_or_default(),
+            digest: record.digest().unwrap_or_default(),
+        }
+    }
+
+    fn to_canon(&self) -> Canon {
+        Canon::map([
+            ("generation_id", self.generation_id.as_str()),
+            ("semantic_digest", self.semantic_digest.as_str()),
+            ("digest", self.digest.as_str()),
+        ])
+    }
+}
+
+/// Number of changes of each kind.
+#[derive(Clone, Copy, Debug, Default, PartialEq, Eq)]
+pub struct DiffCounts {
+    /// `added` changes.
+    pub added: usize,
+    /// `removed` changes.
+    pub removed: usize,
+    /// `replaced` changes.
+    pub replaced: usize,
+    /// `changed` changes.
+    pub changed: usize,
+    /// `rewired` changes.
+    pub rewired: usize,
+    /// `unchanged` rows.
+    pub unchanged: usize,
+}
+
+impl DiffCounts {
+    /// Every change except `unchanged` rows.
+    pub fn total_changes(&self) -> usize {
+        self.added + self.removed + self.replaced + self.changed + self.rewired
+    }
+
+    /// `(kind, count)` in kind order, zero counts included.
+    pub fn by_kind(&self) -> [(ChangeKind, usize); 6] {
+        [
+            (ChangeKind::Added, self.added),
+            (ChangeKind::Removed, self.removed),
+            (ChangeKind::Replaced, self.replaced),
+            (ChangeKind::Changed, self.changed),
+            (ChangeKind::Rewired, self.rewired),
+            (ChangeKind::Unchanged, self.unchanged),
+        ]
+    }
+}
+
+/// The semantic diff of two generations.
+#[derive(Clone, Debug, PartialEq)]
+pub struct GenerationDiff {
+    /// The old side.
+    pub old: Side,
+    /// The new side.
+    pub new: Side,
+    /// Changes, sorted by (category, subject, kind, reason).
+    pub changes: Vec<Change>,
+    /// Whether the semantic digests differ.
+    pub semantic_changed: bool,
+}
+
+impl GenerationDiff {
+    /// Number of changes of each kind.
+    pub fn counts(&self) -> DiffCounts {
+        let mut c = DiffCounts::default();
+        for ch in &self.changes {
+            match ch.kind {
+                ChangeKind::Added => c.added += 1,
+                ChangeKind::Removed => c.removed += 1,
+                ChangeKind::Replaced => c.replaced += 1,
+                ChangeKind::Changed => c.changed += 1,
+                ChangeKind::Rewired => c.rewired += 1,
+                ChangeKind::Unchanged => c.unchanged += 1,
+            }
+        }
+        c
+    }
+
+    /// Whether any change other than an `unchanged` row is listed.
+    pub fn has_changes(&self) -> bool {
+        self.changes.iter().any(|c| c.kind != ChangeKind::Unchanged)
+    }
+
+    /// Canonical form: `{format_version, old, new, changes, summary,
+    /// semantic_changed}`.
+    pub fn to_canon(&self) -> Canon {
+        let counts = self.counts();
+        let summary = Canon::map(counts.by_kind().map(|(k, n)| (k.as_str(), Canon::from(n))));
+        Canon::map([
+            ("format_version", Canon::from(DIFF_FORMAT_VERSION)),
+            ("old", self.old.to_canon()),
+            ("new", self.new.to_canon()),
+            (
+                "changes",
+                Canon::List(self.changes.iter().map(Change::to_canon).collect()),
+            ),
+            ("summary", summary),
+            ("semantic_changed", Canon::Bool(self.semantic_changed)),
+        ])
+    }
+}
+
+fn strs(items: &[String]) -> Canon {
+    Canon::list(items.iter().map(String::as_str))
+}
+
+fn opt_strs(items: Option<&[String]>) -> Canon {
+    items.map_or(Canon::Null, strs)
+}
+
+fn opt_str(s: Option<&str>) -> Canon {
+    s.map_or(Canon::Null, Canon::from)
+}
+
+/// Collects changes; `unchanged` rows only when asked for.
+struct Collector {
+    include_unchanged: bool,
+    changes: Vec<Change>,
+}
+
+impl Collector {
+    fn push(
+        &mut self,
+        category: Category,
+        kind: ChangeKind,
+        subject: String,
+        old: Option<Canon>,
+        new: Option<Canon>,
+        reason: &str,
+    ) {
+        if kind == ChangeKind::Unchanged && !self.include_unchanged {
+            return;
+        }
+        self.changes.push(Change {
+            category,
+            kind,
+            subject,
+            old,
+            new,
+            reason: reason.to_owned(),
+        });
+    }
+
+    /// Added / removed / unchanged for a subject whose value is compared as
+    /// a whole, `changed` otherwise.
+    fn simple(
+        &mut self,
+        category: Category,
+        subject: String,
+        old: Option<Canon>,
+        new: Option<Canon>,
+        what: &str,
+        changed_reason: &str,
+    ) {
+        match (old, new) {
+            (None, None) => {}
+            (None, Some(n)) => self.push(
+                category,
+                ChangeKind::Added,
+                subject,
+                None,
+                Some(n),
+                &format!("{what}_added"),
+            ),
+            (Some(o), None) => self.push(
+                category,
+                ChangeKind::Removed,
+                subject,
+                Some(o),
+                None,
+                &format!("{what}_removed"),
+            ),
+            (Some(o), Some(n)) if o == n => self.push(
+                category,
+                ChangeKind::Unchanged,
+                subject,
+                Some(o),
+                Some(n),
+                "unchanged",
+            ),
+            (Some(o), Some(n)) => self.push(
+                category,
+                ChangeKind::Changed,
+                subject,
+                Some(o),
+                Some(n),
+                changed_reason,
+            ),
+        }
+    }
+}
+
+/// Keys of two maps, each once, sorted.
+fn union_keys<'a, V>(a: &'a BTreeMap<String, V>, b: &'a BTreeMap<String, V>) -> BTreeSet<&'a str> {
+    a.keys().chain(b.keys()).map(String::as_str).collect()
+}
+
+/// What an added or removed scope carries.
+fn scope_value(row: &ScopeRow) -> Canon {
+    Canon::map([
+        ("capabilities", opt_strs(row.capabilities.as_deref())),
+        ("tools", opt_strs(row.tools.as_deref())),
+        ("entries", strs(&row.entries)),
+    ])
+}
+
+fn diff_scopes(out: &mut Collector, old: &SnapshotRecord, new: &SnapshotRecord) {
+    let index = |r: &SnapshotRecord| -> BTreeMap<String, ScopeRow> {
+        r.semantic_scopes
+            .scopes
+            .iter()
+            .map(|s| (s.path.clone(), s.clone()))
+            .collect()
+    };
+    let (a, b) = (index(old), index(new));
+    for path in union_keys(&a, &b) {
+        let subject = path.to_owned();
+        match (a.get(path), b.get(path)) {
+            (None, None) => {}
+            (None, Some(n)) => out.push(
+                Category::Scope,
+                ChangeKind::Added,
+                subject,
+                None,
+                Some(scope_value(n)),
+                "scope_added",
+            ),
+            (Some(o), None) => out.push(
+                Category::Scope,
+                ChangeKind::Removed,
+                subject,
+                Some(scope_value(o)),
+                None,
+                "scope_removed",
+            ),
+            (Some(o), Some(n)) => {
+                let fields: [(&str, &str, Canon, Canon); 4] = [
+                    (
+                        "capabilities",
+                        "capability_view_changed",
+                        opt_strs(o.capabilities.as_deref()),
+                        opt_strs(n.capabilities.as_deref()),
+                    ),
+                    (
+                        "tools",
+                        "tool_view_changed",
+                        opt_strs(o.tools.as_deref()),
+                        opt_strs(n.tools.as_deref()),
+                    ),
+                    (
+                        "entries",
+                        "entries_changed",
+                        strs(&o.entries),
+                        strs(&n.entries),
+                    ),
+                    (
+                        "children",
+                        "children_changed",
+                        strs(&o.children),
+                        strs(&n.children),
+                    ),
+                ];
+                let mut reasons = Vec::new();
+                let (mut ov, mut nv) = (BTreeMap::new(), BTreeMap::new());
+                for (field, reason, x, y) in fields {
+                    if x != y {
+                        reasons.push(reason);
+                        ov.insert(field.to_owned(), x);
+                        nv.insert(field.to_owned(), y);
+                    }
+                }
+                if reasons.is_empty() {
+                    let v = scope_value(o);
+                    out.push(
+                        Category::Scope,
+                        ChangeKind::Unchanged,
+                        subject,
+                        Some(v.clone()),
+                        Some(v),
+                        "unchanged",
+                    );
+                } else {
+                    out.push(
+                        Category::Scope,
+                        ChangeKind::Changed,
+                        subject,
+                        Some(Canon::Map(ov)),
+                        Some(Canon::Map(nv)),
+                        &reasons.join(","),
+                    );
+                }
+            }
+        }
+    }
+}
+
+fn diff_local_providers(out: &mut Collector, old: &SnapshotRecord, new: &SnapshotRecord) {
+    let index = |r: &SnapshotRecord| -> BTreeMap<String, Vec<String>> {
+        let mut m = BTreeMap::new();
+        for s in &r.semantic_scopes.scopes {
+            for (cap, ids) in &s.providers {
+                let mut ids = ids.clone();
+                ids.sort();
+                m.insert(format!("{}::{cap}", s.path), ids);
+            }
+        }
+        m
+    };
+    let (a, b) = (index(old), index(new));
+    for subject in union_keys(&a, &b) {
+        let (o, n) = (a.get(subject), b.get(subject));
+        let (kind, reason) = match (o, n) {
+            (None, None) => continue,
+            (None, Some(_)) => (ChangeKind::Added, "provider_added"),
+            (Some(_), None) => (ChangeKind::Removed, "provider_removed"),
+            (Some(o), Some(n)) if o == n => (ChangeKind::Unchanged, "unchanged"),
+            (Some(o), Some(n)) if o.iter().all(|id| !n.contains(id)) => {
+                (ChangeKind::Replaced, "providers_replaced")
+            }
+            (Some(_), Some(_)) => (ChangeKind::Changed, "providers_changed"),
+        };
+        out.push(
+            Category::Provider,
+            kind,
+            subject.to_owned(),
+            o.map(|v| strs(v)),
+            n.map(|v| strs(v)),
+            reason,
+        );
+    }
+}
+
+fn diff_plugins(out: &mut Collector, old: &SnapshotRecord, new: &SnapshotRecord) {
+    for name in union_keys(&old.plugins, &new.plugins) {
+        let version = |r: &SnapshotRecord| r.plugins.get(name).map(|v| Canon::from(v.as_str()));
+        out.simple(
+            Category::Provider,
+            name.to_owned(),
+            version(old),
+            version(new),
+            "plugin",
+            "version_changed",
+        );
+    }
+    for cap in union_keys(&old.capabilities, &new.capabilities) {
+        let versions = |r: &SnapshotRecord| r.capabilities.get(cap).map(|v| strs(v));
+        out.simple(
+            Category::Provider,
+            format!("capability:{cap}"),
+            versions(old),
+            versions(new),
+            "capability",
+            "contract_versions_changed",
+        );
+    }
+    let hash = |s: &str| Some(Canon::from(s));
+    out.simple(
+        Category::Provider,
+        "config".to_owned(),
+        hash(&old.config_hash),
+        hash(&new.config_hash),
+        "config",
+        "config_changed",
+    );
+    out.simple(
+        Category::Provider,
+        "tools".to_owned(),
+        hash(&old.tool_schema_hash),
+        hash(&new.tool_schema_hash),
+        "tools",
+        "tool_contract_changed",
+    );
+}
+
+/// What an added or removed requirement carries.
+fn selection_value(row: &SelectionRow) -> Canon {
+    Canon::map([
+        ("requirement", Canon::from(row.requirement.as_str())),
+        ("status", Canon::from(row.status.as_str())),
+        ("provider", opt_str(row.provider.as_deref())),
+    ])
+}
+
+fn diff_requirements(out: &mut Collector, old: &SnapshotRecord, new: &SnapshotRecord) {
+    let index = |r: &SnapshotRecord| -> BTreeMap<String, SelectionRow> {
+        let mut m = BTreeMap::new();
+        for s in &r.semantic_scopes.scopes {
+            for sel in &s.selections {
+                let cap = sel
+                    .requirement
+                    .split_whitespace()
+                    .next()
+                    .unwrap_or_default();
+                m.insert(format!("{}::{}::{cap}", s.path, sel.consumer), sel.clone());
+            }
+        }
+        m
+    };
+    let (a, b) = (index(old), index(new));
+    for subject in union_keys(&a, &b) {
+        let req = Category::Requirement;
+        let name = subject.to_owned();
+        let (o, n) = match (a.get(subject), b.get(subject)) {
+            (None, None) => continue,
+            (None, Some(n)) => {
+                out.push(
+                    req,
+                    ChangeKind::Added,
+                    name,
+                    None,
+                    Some(selection_value(n)),
+                    "requirement_added",
+                );
+                continue;
+            }
+            (Some(o), None) => {
+                out.push(
+                    req,
+                    ChangeKind::Removed,
+                    name,
+                    Some(selection_value(o)),
+                    None,
+                    "requirement_removed",
+                );
+                continue;
+            }
+            (Some(o), Some(n)) => (o, n),
+        };
+        let spec_changed = o.requirement != n.requirement;
+        let status_changed = o.status != n.status;
+        let provider_changed = o.provider != n.provider;
+        if spec_changed || status_changed {
+            let mut reasons = Vec::new();
+            let (mut ov, mut nv) = (BTreeMap::new(), BTreeMap::new());
+            let fields = [
+                (
+                    spec_changed,
+                    "requirement",
+                    "specifier_changed",
+                    Canon::from(o.requirement.as_str()),
+                    Canon::from(n.requirement.as_str()),
+                ),
+                (
+                    status_changed,
+                    "status",
+                    "status_changed",
+                    Canon::from(o.status.as_str()),
+                    Canon::from(n.status.as_str()),
+                ),
+                (
+                    provider_changed,
+                    "provider",
+                    "provider_selection_changed",
+                    opt_str(o.provider.as_deref()),
+                    opt_str(n.provider.as_deref()),
+                ),
+            ];
+            for (differs, field, reason, x, y) in fields {
+                if differs {
+                    reasons.push(reason);
+                    ov.insert(field.to_owned(), x);
+                    nv.insert(field.to_owned(), y);
+                }
+            }
+            out.push(
+                req,
+                ChangeKind::Changed,
+                name,
+                Some(Canon::Map(ov)),
+                Some(Canon::Map(nv)),
+                &reasons.join(","),
+            );
+        } else if provider_changed {
+            let (x, y) = (
+                opt_str(o.provider.as_deref()),
+                opt_str(n.provider.as_deref()),
+            );
+            out.push(
+                req,
+                ChangeKind::Rewired,
+                name,
+                Some(x),
+                Some(y),
+                "provider_selection_changed",
+            );
+        } else if o.provider_scope != n.provider_scope {
+            // Same provider entry, moved to another scope.
+            let (x, y) = (
+                opt_str(o.provider_scope.as_deref()),
+                opt_str(n.provider_scope.as_deref()),
+            );
+            out.push(
+                req,
+                ChangeKind::Rewired,
+                name,
+                Some(x),
+                Some(y),
+                "provider_scope_changed",
+            );
+        } else {
+            let v = selection_value(o);
+            out.push(
+                req,
+                ChangeKind::Unchanged,
+                name,
+                Some(v.clone()),
+                Some(v),
+                "unchanged",
+            );
+        }
+    }
+}
+
+/// The semantic diff from `old` to `new`; `unchanged` rows (one per scope,
+/// provider and requirement subject present on both sides and identical) are
+/// listed only when `include_unchanged`.
+pub fn diff_snapshots(
+    old: &SnapshotRecord,
+    new: &SnapshotRecord,
+    include_unchanged: bool,
+) -> GenerationDiff {
+    let mut out = Collector {
+        include_unchanged,
+        changes: Vec::new(),
+    };
+    diff_scopes(&mut out, old, new);
+    diff_local_providers(&mut out, old, new);
+    diff_plugins(&mut out, old, new);
+    diff_requirements(&mut out, old, new);
+    let mut changes = out.changes;
+    changes.sort_by(|x, y| {
+        (x.category, x.subject.as_str(), x.kind, x.reason.as_str()).cmp(&(
+            y.category,
+            y.subject.as_str(),
+            y.kind,
+            y.reason.as_str(),
+        ))
+    });
+    let (old_side, new_side) = (Side::of(old), Side::of(new));
+    let semantic_changed = old_side.semantic_digest != new_side.semantic_digest
+        || old.semantic_composition() != new.semantic_composition();
+    GenerationDiff {
+        old: old_side,
+        new: new_side,
+        changes,
+        semantic_changed,
+    }
+}
+
+#[cfg(test)]
+mod tests {
+    use super::*;
+    use crate::engine::build::CompositionBuilder;
+    use crate::engine::model::{Composition, ConfigValue};
+    use crate::engine::resolve::resolve;
+    use crate::engine::snapshot::{SnapshotContext, build_snapshot};
+    use crate::engine::tree::ScopeTree;
+
+    fn snapshot_of(c: &Composition) -> SnapshotRecord {
+        let tree = ScopeTree::new(c);
+        let plan = resolve(c);
+        build_snapshot(c, &tree, &plan, &SnapshotContext::default()).unwrap()
+    }
+
+    fn diff(old: CompositionBuilder, new: CompositionBuilder) -> GenerationDiff {
+        diff_snapshots(
+            &snapshot_of(&old.build().unwrap()),
+            &snapshot_of(&new.build().unwrap()),
+            false,
+        )
+    }
+
+    /// `category kind subject reason` per change.
+    fn rows(d: &GenerationDiff) -> Vec<String> {
+        d.changes
+            .iter()
+            .map(|c| {
+                format!(
+                    "{} {} {} {}",
+                    c.category.as_str(),
+                    c.kind.as_str(),
+                    c.subject,
+                    c.reason
+                )
+            })
+            .collect()
+    }
+
+    fn find<'a>(d: &'a GenerationDiff, subject: &str) -> &'a Change {
+        d.changes
+            .iter()
+            .find(|c| c.subject == subject)
+            .unwrap_or_else(|| panic!("no change for {subject}: {:?}", rows(d)))
+    }
+
+    fn base() -> CompositionBuilder {
+        CompositionBuilder::new()
+            .scope("/research", Some(&["database"]))
+            .entry("postgres")
+            .provides("database", &["1.4.2"])
+            .entry("app")
+            .requires("database", ">=1,<2")
+            .in_scope("/research")
+    }
+
+    #[test]
+    fn identical_compositions_have_no_changes() {
+        let d = diff(base(), base());
+        assert!(d.changes.is_empty(), "{:?}", rows(&d));
+        assert!(!d.semantic_changed);
+        assert!(!d.has_changes());
+        assert_eq!(d.old, d.new);
+        assert_eq!(d.counts(), DiffCounts::default());
+    }
+
+    #[test]
+    fn an_added_scope_is_reported_with_its_parent() {
+        let d = diff(base(), base().scope("/ops", None));
+        assert!(d.semantic_changed);
+        assert_eq!(
+            rows(&d),
+            [
+                "scope changed / children_changed",
+                "scope added /ops scope_added"
+            ]
+        );
+        let root = find(&d, "/");
+        assert_eq!(
+            root.old,
+            Some(Canon::map([("children", Canon::list(["/research"]))]))
+        );
+        assert_eq!(
+            root.new,
+            Some(Canon::map([(
+                "children",
+                Canon::list(["/ops", "/research"])
+            )]))
+        );
+        let ops = find(&d, "/ops");
+        assert_eq!(
+            ops.new,
+            Some(Canon::map([
+                ("capabilities", Canon::Null),
+                ("tools", Canon::Null),
+                ("entries", Canon::list::<&str, _>([]))
+            ]))
+        );
+        // And the other way round.
+        let back = diff(base().scope("/ops", None), base());
+        assert_eq!(
+            rows(&back),
+            [
+                "scope changed / children_changed",
+                "scope removed /ops scope_removed"
+            ]
+        );
+    }
+
+    #[test]
+    fn a_changed_capability_view_names_the_field() {
+        let new = CompositionBuilder::new()
+            .scope("/research", Some(&["database", "cache"]))
+            .tool_view(&["search"])
+            .entry("postgres")
+            .provides("database", &["1.4.2"])
+            .entry("app")
+            .requires("database", ">=1,<2")
+            .in_scope("/research");
+        let d = diff(base(), new);
+        let c = find(&d, "/research");
+        assert_eq!(c.kind, ChangeKind::Changed);
+        assert_eq!(c.reason, "capability_view_changed,tool_view_changed");
+        assert_eq!(
+            c.old,
+            Some(Canon::map([
+                ("capabilities", Canon::list(["database"])),
+                ("tools", Canon::Null)
+            ]))
+        );
+        assert_eq!(
+            c.new,
+            Some(Canon::map([
+                ("capabilities", Canon::list(["cache", "database"])),
+                ("tools", Canon::list(["search"]))
+            ]))
+        );
+    }
+
+    #[test]
+    fn providers_added_removed_replaced_and_changed() {
+        let old = || {
+            CompositionBuilder::new()
+                .entry("postgres")
+                .provides("database", &["1.4.2"])
+        };
+        let new = || old().entry("redis").provides("cache", &["7.0.0"]);
+        let d = diff(old(), new());
+        assert_eq!(
+            rows(&d),
+            [
+                "scope changed / entries_changed",
+                "provider added /::cache provider_added",
+                "provider added capability:cache capability_added",
+                "provider changed config config_changed",
+                "provider added redis plugin_added",
+            ]
+        );
+        assert_eq!(find(&d, "/::cache").new, Some(Canon::list(["redis"])));
+        let back = diff(new(), old());
+        assert_eq!(find(&back, "/::cache").kind, ChangeKind::Removed);
+        assert_eq!(find(&back, "redis").kind, ChangeKind::Removed);
+
+        let replaced = diff(
+            old(),
+            CompositionBuilder::new()
+                .entry("sqlite")
+                .provides("database", &["3.0.0"]),
+        );
+        let c = find(&replaced, "/::database");
+        assert_eq!(
+            (c.kind, c.reason.as_str()),
+            (ChangeKind::Replaced, "providers_replaced")
+        );
+        assert_eq!(c.old, Some(Canon::list(["postgres"])));
+        assert_eq!(c.new, Some(Canon::list(["sqlite"])));
+        let cap = find(&replaced, "capability:database");
+        assert_eq!(
+            (cap.kind, cap.reason.as_str()),
+            (ChangeKind::Changed, "contract_versions_changed")
+        );
+
+        let partial = diff(
+            old(),
+            old().entry("sqlite").provides("database", &["3.0.0"]),
+        );
+        let c = find(&partial, "/::database");
+        assert_eq!(
+            (c.kind, c.reason.as_str()),
+            (ChangeKind::Changed, "providers_changed")
+        );
+        assert_eq!(c.new, Some(Canon::list(["postgres", "sqlite"])));
+    }
+
+    #[test]
+    fn a_preference_change_rewires_a_requirement() {
+        let with = |pref: &str| {
+            CompositionBuilder::new()
+                .entry("postgres")
+                .provides("database", &["1.4.2"])
+                .entry("sqlite")
+                .provides("database", &["1.1.0"])
+                .entry("app")
+                .requires("database", ">=1")
+                .prefer_global("database", pref)
+        };
+        let d = diff(with("postgres"), with("sqlite"));
+        assert!(d.semantic_changed);
+        let req: Vec<_> = d
+            .changes
+            .iter()
+            .filter(|c| c.category == Category::Requirement)
+            .collect();
+        assert_eq!(req.len(), 1, "{:?}", rows(&d));
+        let c = req[0];
+        assert_eq!(c.subject, "/::app::database");
+        assert_eq!(
+            (c.kind, c.reason.as_str()),
+            (ChangeKind::Rewired, "provider_selection_changed")
+        );
+        assert_eq!(c.old, Some(Canon::from("postgres")));
+        assert_eq!(c.new, Some(Canon::from("sqlite")));
+        assert_eq!(d.counts().rewired, 1);
+    }
+
+    #[test]
+    fn status_and_specifier_changes_are_changed_requirements() {
+        let old = CompositionBuilder::new()
+            .entry("postgres")
+            .provides("database", &["1.4.2"])
+            .entry("app")
+            .requires("database", ">=1");
+        let new = CompositionBuilder::new()
+            .entry("postgres")
+            .provides("database", &["1.4.2"])
+            .entry("app")
+            .requires("database", ">=2");
+        let d = diff(old, new);
+        let c = find(&d, "/::app::database");
+        assert_eq!(c.kind, ChangeKind::Changed);
+        assert_eq!(
+            c.reason,
+            "specifier_changed,status_changed,provider_selection_changed"
+        );
+        assert_eq!(
+            c.new,
+            Some(Canon::map([
+                ("requirement", Canon::from("database >=2")),
+                ("status", Canon::from("version_mismatch")),
+                ("provider", Canon::Null)
+            ]))
+        );
+    }
+
+    #[test]
+    fn a_version_bump_is_a_changed_plugin() {
+        let with = |v: &str| {
+            CompositionBuilder::new()
+                .entry("postgres")
+                .plugin("pg", v)
+                .provides("database", &["1.4.2"])
+        };
+        let d = diff(with("1.0.0"), with("1.1.0"));
+        let c = find(&d, "pg");
+        assert_eq!(
+            (c.category, c.kind, c.reason.as_str()),
+            (Category::Provider, ChangeKind::Changed, "version_changed")
+        );
+        assert_eq!(c.old, Some(Canon::from("1.0.0")));
+        assert_eq!(c.new, Some(Canon::from("1.1.0")));
+        assert!(d.semantic_changed);
+    }
+
+    #[test]
+    fn a_config_change_shows_hashes_only() {
+        let secret = "config-value-canary";
+        let with = |v: &str| {
+            CompositionBuilder::new()
+                .entry("postgres")
+                .provides("database", &["1.4.2"])
+                .config(ConfigValue::Table(
+                    [("dsn".to_owned(), ConfigValue::Str(v.into()))].into(),
+                ))
+        };
+        let (a, b) = (
+            snapshot_of(&with("before").build().unwrap()),
+            snapshot_of(&with(secret).build().unwrap()),
+        );
+        let d = diff_snapshots(&a, &b, false);
+        assert_eq!(rows(&d), ["provider changed config config_changed"]);
+        let c = &d.changes[0];
+        assert_eq!(c.old, Some(Canon::from(a.config_hash.as_str())));
+        assert_eq!(c.new, Some(Canon::from(b.config_hash.as_str())));
+        let text = d.to_canon().to_json().to_string();
+        assert!(!text.contains(secret) && !text.contains("before"), "{text}");
+    }
+
+    #[test]
+    fn tool_contract_changes_show_as_tools() {
+        let with = |desc: &str| {
+            CompositionBuilder::new()
+                .entry("search")
+                .tool("search", desc, None)
+        };
+        let d = diff(with("find things"), with("find more things"));
+        assert_eq!(rows(&d), ["provider changed tools tool_contract_changed"]);
+    }
+
+    #[test]
+    fn include_unchanged_lists_every_shared_subject() {
+        let (a, b) = (
+            snapshot_of(&base().build().unwrap()),
+            snapshot_of(&base().scope("/ops", None).build().unwrap()),
+        );
+        let d = diff_snapshots(&a, &b, true);
+        assert_eq!(
+            rows(&d),
+            [
+                "scope changed / children_changed",
+                "scope added /ops scope_added",
+                "scope unchanged /research unchanged",
+                "provider unchanged /::database unchanged",
+                "provider unchanged app unchanged",
+                "provider unchanged capability:database unchanged",
+                "provider unchanged config unchanged",
+                "provider unchanged postgres unchanged",
+                "provider unchanged tools unchanged",
+                "requirement unchanged /research::app::database unchanged",
+            ]
+        );
+        let counts = d.counts();
+        assert_eq!((counts.total_changes(), counts.unchanged), (2, 8));
+        let same = diff_snapshots(&a, &a, true);
+        assert!(!same.has_changes() && !same.semantic_changed);
+        assert!(
+            same.changes
+                .iter()
+                .all(|c| c.kind == ChangeKind::Unchanged && c.old == c.new)
+        );
+    }
+
+    #[test]
+    fn canonical_form_has_summary_and_sides() {
+        let d = diff(base(), base().scope("/ops", None));
+        let json = d.to_canon().to_json();
+        assert_eq!(json["format_version"], 1);
+        assert_eq!(json["semantic_changed"], true);
+        assert_eq!(json["old"]["generation_id"], "gen_0001");
+        assert_eq!(json["old"]["semantic_digest"].as_str().unwrap().len(), 64);
+        assert_eq!(
+            json["summary"],
+            serde_json::json!({"added": 1, "removed": 0, "replaced": 0, "changed": 1, "rewired": 0, "unchanged": 0})
+        );
+        assert_eq!(
+            json["changes"][1],
+            serde_json::json!({"category": "scope", "kind": "added", "subject": "/ops", "old": null,
+                "new": {"capabilities": null, "tools": null, "entries": []}, "reason": "scope_added"})
+        );
+    }
+
+    #[test]
+    fn diffs_are_deterministic() {
+        let old = base()
+            .entry("redis")
+            .provides("cache", &["7.0.0"])
+            .in_scope("/research");
+        let new = base()
+            .scope("/ops", Some(&["cache"]))
+            .entry("memcached")
+            .provides("cache", &["1.6.0"])
+            .in_scope("/ops");
+        let (a, b) = (
+            snapshot_of(&old.build().unwrap()),
+            snapshot_of(&new.build().unwrap()),
+        );
+        let first = diff_snapshots(&a, &b, true);
+        for _ in 0..3 {
+            assert_eq!(diff_snapshots(&a, &b, true), first);
+        }
+        let mut sorted = first.changes.clone();
+        sorted.sort_by(|x, y| {
+            (x.category, &x.subject, x.kind).cmp(&(y.category, &y.subject, y.kind))
+        });
+        assert_eq!(sorted, first.changes);
+    }
+}

@@ -1,0 +1,403 @@
+//! Explain reports as data: why a requirement resolved the way it did, and
+//! what a scope sees. Rendering is the edge's job.
+//!
+//! Candidate assessments are computed here, for the one requirement asked
+//! about, rather than stored by the resolver for every requirement.
+
+use std::collections::BTreeMap;
+
+use super::model::{CapabilityName, Composition, ConfigValue, EntryId, ScopePath};
+use super::redact::{REDACTED, is_sensitive_key, redact_url_userinfo};
+use super::resolve::{Plan, ProviderOrigin, Rejection, Resolution, Status};
+use super::tree::ScopeTree;
+use super::version::Version;
+
+/// One provider of the capability, anywhere in the composition, judged
+/// against the requirement.
+#[derive(Clone, Debug, PartialEq)]
+pub struct Assessment {
+    /// Provider entry.
+    pub entry: EntryId,
+    /// Manifest name.
+    pub name: String,
+    /// The version it would bind (highest accepted, else highest provided).
+    pub version: Version,
+    /// All provided versions of the capability.
+    pub versions: Vec<Version>,
+    /// Scope declaring the provider.
+    pub scope: ScopePath,
+    /// Origin relative to the consumer.
+    pub origin: ProviderOrigin,
+    /// Whether the consumer can see it (lineage and capability views).
+    pub visible: bool,
+    /// Whether the provider activates.
+    pub eligible: bool,
+    /// Whether it was selected.
+    pub selected: bool,
+    /// Why not, when not selected.
+    pub rejection: Option<Rejection>,
+}
+
+/// `chassis explain requirement`.
+#[derive(Clone, Debug, PartialEq)]
+pub struct RequirementReport {
+    /// The resolution from the plan.
+    pub resolution: Resolution,
+    /// Every provider of the capability, sorted by entry id.
+    pub candidates: Vec<Assessment>,
+}
+
+/// Explain `consumer`'s requirement on `capability`. `consumer` is an entry
+/// id or, for scope requirements, a scope path.
+pub fn explain_requirement(
+    composition: &Composition,
+    tree: &ScopeTree,
+    plan: &Plan,
+    consumer: &str,
+    capability: &str,
+) -> Option<RequirementReport> {
+    let resolution = plan.resolution(consumer, capability)?.clone();
+    let consumer_scope = tree.find(&resolution.scope)?;
+    let cap = &resolution.requirement.capability;
+    let mut candidates = Vec::new();
+    for entry in composition.entries.values() {
+        let Some(provided) = entry.manifest.provides.get(cap) else {
+            continue;
+        };
+        let Some(scope_ix) = tree.find(&entry.scope.value) else {
+            continue;
+        };
+        let is_self = entry.id.as_str() == consumer;
+        let in_lineage = tree.is_ancestor_or_self(scope_ix, consumer_scope);
+        let exposed = tree.exposes(consumer_scope, cap);
+        let origin = if scope_ix == consumer_scope {
+            ProviderOrigin::Local
+        } else if in_lineage {
+            ProviderOrigin::Inherited
+        } else {
+            ProviderOrigin::Unrelated
+        };
+        let accepted = crate::engine::resolve::best_accepted(provided, &resolution.requirement);
+        let eligible = plan.is_eligible(&entry.id);
+        let selected = resolution.status == Status::Resolved
+            && resolution
+                .selected
+                .as_ref()
+                .is_some_and(|s| s.entry == entry.id);
+        let pinned = resolution.requirement.specifier.pinned_major();
+        let rejection = if selected {
+            None
+        } else if is_self {
+            Some(Rejection::SelfReference)
+        } else if !in_lineage {
+            Some(Rejection::NotVisible)
+        } else if !exposed {
+            Some(Rejection::CapabilityNotExposed)
+        } else if !eligible {
+            Some(Rejection::ProviderPending)
+        } else if pinned.is_some_and(|m| provided.generation(m).is_none()) {
+            Some(Rejection::ContractMismatch)
+        } else if accepted.is_none() {
+            Some(Rejection::VersionMismatch)
+        } else if resolution.status == Status::Ambiguous {
+            Some(Rejection::Ambiguous)
+        } else {
+            Some(Rejection::NotSelected)
+        };
+        let fallback = provided.versions.last().cloned();
+        let Some(version) = accepted.cloned().or(fallback) else {
+            continue;
+        };
+        candidates.push(Assessment {
+            entry: entry.id.clone(),
+            name: entry.manifest.name.clone(),
+            version,
+            versions: provided.versions.clone(),
+            scope: entry.scope.value.clone(),
+            origin,
+            visible: in_lineage && exposed && !is_self,
+            eligible,
+            selected,
+            rejection,
+        });
+    }
+    Some(RequirementReport {
+        resolution,
+        candidates,
+    })
+}
+
+/// An entry as seen from a scope report.
+#[derive(Clone, Debug, PartialEq, Eq)]
+pub struct ScopeEntry {
+    /// Entry id.
+    pub id: EntryId,
+    /// Catalog plugin name.
+    pub plugin: String,
+    /// Whether it activates.
+    pub eligible: bool,
+}
+
+/// `chassis explain scope`.
+#[derive(Clone, Debug, PartialEq)]
+pub struct ScopeReport {
+    /// Path.
+    pub path: ScopePath,
+    /// Last segment (`root` for `/`).
+    pub name: String,
+    /// Parent path.
+    pub parent: Option<ScopePath>,
+    /// Child paths, sorted.
+    pub children: Vec<ScopePath>,
+    /// Whether the scope was implied by a descendant, not declared.
+    pub implied: bool,
+    /// Effective capability view.
+    pub capabilities: Option<Vec<CapabilityName>>,
+    /// The scope's own tool view.
+    pub tools: Option<Vec<String>>,
+    /// Entries declared here.
+    pub entries: Vec<ScopeEntry>,
+    /// Capability → eligible providers declared here (exposed by the view).
+    pub local_providers: BTreeMap<CapabilityName, Vec<EntryId>>,
+    /// Capability → eligible providers declared in ancestors (exposed).
+    pub inherited_providers: BTreeMap<CapabilityName, Vec<EntryId>>,
+    /// Every requirement held here (scope and entry requirements).
+    pub requirements: Vec<Resolution>,
+    /// Tools owned by eligible entries declared here.
+    pub local_tools: Vec<String>,
+    /// Tools visible here (own and inherited, through the effective view).
+    pub visible_tools: Vec<String>,
+    /// Metadata with sensitive values replaced by `<redacted>`.
+    pub metadata: BTreeMap<String, ConfigValue>,
+}
+
+impl ScopeReport {
+    /// Requirements that did not resolve.
+    pub fn unresolved(&self) -> impl Iterator<Item = &Resolution> {
+        self.requirements
+            .iter()
+            .filter(|r| r.status != Status::Resolved)
+    }
+
+    /// Union of local and inherited providers.
+    pub fn visible_providers(&self) -> BTreeMap<CapabilityName, Vec<EntryId>> {
+        let mut out = self.inherited_providers.clone();
+        for (cap, ids) in &self.local_providers {
+            let list = out.entry(cap.clone()).or_default();
+            list.extend(ids.iter().cloned());
+            list.sort();
+        }
+        out
+    }
+}
+
+/// Redact a metadata or config value for display: values under sensitive
+/// keys become `<redacted>`, secret references show their name only, and
+/// passwords in URL user-info are masked.
+pub fn redact_for_display(value: &ConfigValue) -> ConfigValue {
+    match value {
+        ConfigValue::Table(map) => ConfigValue::Table(
+            map.iter()
+                .map(|(k, v)| {
+                    let v = if is_sensitive_key(k) && !matches!(v, ConfigValue::Secret(_)) {
+                        ConfigValue::Str(REDACTED.into())
+                    } else {
+                        redact_for_display(v)
+                    };
+                    (k.clone(), v)
+                })
+                .collect(),
+        ),
+        ConfigValue::Array(items) => {
+            ConfigValue::Array(items.iter().map(redact_for_display).collect())
+        }
+        ConfigValue::Str(s) => ConfigValue::Str(redact_url_userinfo(s).into_owned()),
+        other => other.clone(),
+    }
+}
+
+/// Explain the scope at `path`.
+pub fn explain_scope(
+    composition: &Composition,
+    tree: &ScopeTree,
+    plan: &Plan,
+    path: &ScopePath,
+) -> Option<ScopeReport> {
+    let ix = tree.find(path)?;
+    let scope = tree.get(ix);
+    let decl = composition.scopes.get(path)?;
+    let mut entries = Vec::new();
+    let mut local_providers: BTreeMap<CapabilityName, Vec<EntryId>> = BTreeMap::new();
+    let mut inherited_providers: BTreeMap<CapabilityName, Vec<EntryId>> = BTreeMap::new();
+    let mut local_tools = Vec::new();
+    let mut visible_tools = Vec::new();
+    for e in composition.entries.values() {
+        let Some(eix) = tree.find(&e.scope.value) else {
+            continue;
+        };
+        let eligible = plan.is_eligible(&e.id);
+        if eix == ix {
+            entries.push(ScopeEntry {
+                id: e.id.clone(),
+                plugin: e.plugin.value.clone(),
+                eligible,
+            });
+        }
+        if !eligible || !tree.is_ancestor_or_self(eix, ix) {
+            continue;
+        }
+        for cap in e.manifest.provides.keys() {
+            if tree.exposes(ix, cap) {
+                let target = if eix == ix {
+                    &mut local_providers
+                } else {
+                    &mut inherited_providers
+                };
+                target.entry(cap.clone()).or_default().push(e.id.clone());
+            }
+        }
+        for t in &e.manifest.tools {
+            if eix == ix {
+                local_tools.push(t.name.to_string());
+            }
+            if tree.shows_tool(ix, &t.name) {
+                visible_tools.push(t.name.to_string());
+            }
+        }
+    }
+    local_tools.sort();
+    visible_tools.sort();
+    visible_tools.dedup();
+    let requirements = plan
+        .resolutions
+        .iter()
+        .filter(|r| &r.scope == path)
+        .cloned()
+        .collect();
+    let metadata = match redact_for_display(&ConfigValue::Table(decl.metadata.clone())) {
+        ConfigValue::Table(m) => m,
+        _ => BTreeMap::new(),
+    };
+    Some(ScopeReport {
+        path: path.clone(),
+        name: path.name().to_owned(),
+        parent: scope.parent.map(|p| tree.get(p).path.clone()),
+        children: scope
+            .children
+            .iter()
+            .map(|&c| tree.get(c).path.clone())
+            .collect(),
+        implied: decl.implied,
+        capabilities: scope
+            .capabilities
+            .as_ref()
+            .map(|v| v.iter().cloned().collect()),
+        tools: decl
+            .tools
+            .as_ref()
+            .map(|v| v.iter().map(ToString::to_string).collect()),
+        entries,
+        local_providers,
+        inherited_providers,
+        requirements,
+        local_tools,
+        visible_tools,
+        metadata,
+    })
+}
+
+#[cfg(test)]
+mod tests {
+    use super::*;
+    use crate::engine::build::CompositionBuilder as B;
+    use crate::engine::resolve::resolve;
+
+    #[test]
+    fn assessments_name_every_provider_with_a_reason() {
+        let c = B::new()
+            .scope("/finance", None)
+            .scope("/research", Some(&["model"]))
+            .entry("postgres")
+            .provides("database", &["1.2.0"])
+            .entry("old")
+            .provides("database", &["0.9.0"])
+            .entry("fin-db")
+            .in_scope("/finance")
+            .provides("database", &["1.0.0"])
+            .entry("app")
+            .requires("database", ">=1,<2")
+            .entry("r")
+            .in_scope("/research")
+            .requires("database", "")
+            .build()
+            .unwrap();
+        let tree = ScopeTree::new(&c);
+        let plan = resolve(&c);
+        let report = explain_requirement(&c, &tree, &plan, "app", "database").unwrap();
+        let got: Vec<(&str, Option<Rejection>)> = report
+            .candidates
+            .iter()
+            .map(|a| (a.entry.as_str(), a.rejection))
+            .collect();
+        assert_eq!(
+            got,
+            [
+                ("fin-db", Some(Rejection::NotVisible)),
+                ("old", Some(Rejection::ContractMismatch)),
+                ("postgres", None)
+            ]
+        );
+        let report = explain_requirement(&c, &tree, &plan, "r", "database").unwrap();
+        assert!(
+            report
+                .candidates
+                .iter()
+                .any(|a| a.rejection == Some(Rejection::CapabilityNotExposed))
+        );
+    }
+
+    #[test]
+    fn scope_report_separates_local_and_inherited() {
+        let c = B::new()
+            .scope("/ops", None)
+            .entry("postgres")
+            .provides("database", &["1.0.0"])
+            .tool("query", "Run a query", None)
+            .entry("tenant")
+            .in_scope("/ops")
+            .provides("database", &["1.5.0"])
+            .build()
+            .unwrap();
+        let tree = ScopeTree::new(&c);
+        let plan = resolve(&c);
+        let r = explain_scope(&c, &tree, &plan, &ScopePath::new("/ops").unwrap()).unwrap();
+        assert_eq!(
+            r.local_providers.values().next().unwrap()[0].as_str(),
+            "tenant"
+        );
+        assert_eq!(
+            r.inherited_providers.values().next().unwrap()[0].as_str(),
+            "postgres"
+        );
+        assert_eq!(r.visible_tools, ["query"]);
+    }
+
+    #[test]
+    fn display_redaction_hides_sensitive_values() {
+        let v = ConfigValue::Table(
+            [
+                ("api_key".to_owned(), ConfigValue::Str("sk-123".into())),
+                (
+                    "dsn".to_owned(),
+                    ConfigValue::Str("postgres://u:hunter2@h/db".into()),
+                ),
+            ]
+            .into(),
+        );
+        let shown = format!("{:?}", redact_for_display(&v));
+        assert!(
+            !shown.contains("sk-123") && !shown.contains("hunter2"),
+            "{shown}"
+        );
+    }
+}

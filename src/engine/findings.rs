@@ -1,0 +1,213 @@
+//! Resolution findings as diagnostics that point back into the composition:
+//! unresolved hard requirements, cycles, and preferences that chose nothing.
+
+use super::diag::{Code, Diagnostic};
+use super::model::{Composition, EntryId};
+use super::resolve::{Consumer, Plan, PreferenceFinding, PreferenceLevel, Status};
+use super::span::Origin;
+
+fn entry_origin(composition: &Composition, id: &EntryId) -> Option<Origin> {
+    composition.entries.get(id).and_then(|e| e.origin)
+}
+
+fn status_text(status: Status) -> &'static str {
+    match status {
+        Status::Resolved => "resolved",
+        Status::Ambiguous => "is ambiguous",
+        Status::VersionMismatch => "has no provider with an accepted version",
+        Status::ProviderPending => "has a provider that cannot activate",
+        Status::NotVisible => "has no provider visible from this scope",
+        Status::SelfReference => "is provided only by the consumer itself",
+        Status::NoProvider => "has no provider",
+    }
+}
+
+/// Diagnostics for everything `check` reports about a plan, in a
+/// deterministic order: requirements (by consumer, capability), cycles,
+/// preferences.
+pub fn plan_diagnostics(composition: &Composition, plan: &Plan) -> Vec<Diagnostic> {
+    let mut out = Vec::new();
+    for r in &plan.resolutions {
+        if r.status == Status::Resolved {
+            continue;
+        }
+        let consumer_is_entry = matches!(r.consumer, Consumer::Entry(_));
+        // A consumer pending only because of a cycle is reported by the cycle.
+        if let Consumer::Entry(id) = &r.consumer {
+            let in_cycle = plan.cycles.iter().any(|c| c.contains(id));
+            if in_cycle && r.status == Status::ProviderPending {
+                continue;
+            }
+        }
+        let (code, severe) = if !consumer_is_entry {
+            (Code::ScopeRequirementUnresolved, false)
+        } else if r.requirement.optional {
+            (Code::OptionalUnresolved, false)
+        } else if r.status == Status::Ambiguous {
+            (Code::Ambiguous, true)
+        } else {
+            (Code::Unresolved, true)
+        };
+        let message = format!(
+            "`{}` requires `{}`, which {}",
+            r.consumer.name(),
+            r.requirement.render(),
+            status_text(r.status)
+        );
+        let mut d = if severe {
+            Diagnostic::error(code, message)
+        } else {
+            Diagnostic::warning(code, message)
+        };
+        d = d.at(r.requirement.origin, r.status.as_str());
+        if let Consumer::Entry(id) = &r.consumer {
+            if r.requirement.origin.is_none() {
+                d = d.at(entry_origin(composition, id), r.status.as_str());
+            }
+        }
+        if r.status == Status::Ambiguous {
+            let names: Vec<String> = r
+                .ambiguous_between
+                .iter()
+                .map(|e| format!("`{e}`"))
+                .collect();
+            for id in &r.ambiguous_between {
+                d = d.also(entry_origin(composition, id), "candidate");
+            }
+            let first = r
+                .ambiguous_between
+                .first()
+                .map(ToString::to_string)
+                .unwrap_or_default();
+            d = d.with_help(format!(
+                "several providers qualify ({}); choose one with `prefer = {{ {} = \"{first}\" }}` on the consumer, its scope, or `[prefer]`",
+                names.join(", "),
+                r.requirement.capability
+            ));
+        } else {
+            d = d.with_help(format!(
+                "run `chassis explain requirement {} {}` to see every candidate",
+                r.consumer.name(),
+                r.requirement.capability
+            ));
+        }
+        out.push(d);
+    }
+    for cycle in &plan.cycles {
+        let mut path: Vec<String> = cycle.iter().map(ToString::to_string).collect();
+        if let Some(first) = cycle.first() {
+            path.push(first.to_string());
+        }
+        let mut d = Diagnostic::error(
+            Code::Cycle,
+            format!("dependency cycle: {}", path.join(" -> ")),
+        );
+        for (i, id) in cycle.iter().enumerate() {
+            d = if i == 0 {
+                d.at(entry_origin(composition, id), "in this cycle")
+            } else {
+                d.also(entry_origin(composition, id), "in this cycle")
+            };
+        }
+        out.push(d.with_help("break the cycle by making one of these requirements optional or providing the capability elsewhere"));
+    }
+    for f in &plan.preference_findings {
+        out.push(preference_diagnostic(composition, f));
+    }
+    out
+}
+
+fn preference_origin(
+    composition: &Composition,
+    level: PreferenceLevel,
+    holder: &Option<String>,
+    capability: &super::model::CapabilityName,
+) -> Option<Origin> {
+    match level {
+        PreferenceLevel::Consumer => holder
+            .as_ref()
+            .and_then(|h| EntryId::new(h).ok())
+            .and_then(|id| composition.entries.get(&id))
+            .and_then(|e| e.prefer.get(capability))
+            .and_then(|r| r.origin),
+        PreferenceLevel::Scope => holder
+            .as_ref()
+            .and_then(|h| super::model::ScopePath::new(h).ok())
+            .and_then(|p| composition.scopes.get(&p))
+            .and_then(|s| s.prefer.get(capability))
+            .and_then(|r| r.origin),
+        PreferenceLevel::Global => composition
+            .preferences
+            .global
+            .get(capability)
+            .and_then(|r| r.origin),
+    }
+}
+
+fn holder_text(level: PreferenceLevel, holder: &Option<String>) -> String {
+    match (level, holder) {
+        (PreferenceLevel::Consumer, Some(h)) => format!("entry `{h}`"),
+        (PreferenceLevel::Scope, Some(h)) => format!("scope `{h}`"),
+        _ => "`[prefer]`".to_owned(),
+    }
+}
+
+fn preference_diagnostic(composition: &Composition, f: &PreferenceFinding) -> Diagnostic {
+    match f {
+        PreferenceFinding::NotCandidate {
+            level,
+            holder,
+            capability,
+            preferred,
+            consumer,
+            candidates,
+        } => {
+            let names: Vec<String> = candidates.iter().map(|c| format!("`{c}`")).collect();
+            Diagnostic::warning(
+                Code::PreferenceNotCandidate,
+                format!(
+                    "the preference of {} for `{capability}` names `{preferred}`, which is not a candidate of `{}`",
+                    holder_text(*level, holder),
+                    consumer.name()
+                ),
+            )
+            .at(preference_origin(composition, *level, holder, capability), "not a candidate")
+            .with_help(format!("candidates there: {}", names.join(", ")))
+        }
+        PreferenceFinding::Unused {
+            level,
+            holder,
+            capability,
+            preferred,
+        } => Diagnostic::warning(
+            Code::PreferenceUnused,
+            format!(
+                "the preference of {} for `{capability}` (`{preferred}`) applies to no requirement",
+                holder_text(*level, holder)
+            ),
+        )
+        .at(
+            preference_origin(composition, *level, holder, capability),
+            "unused",
+        )
+        .with_help(format!(
+            "nothing there requires `{capability}`; remove the preference"
+        )),
+        PreferenceFinding::Disabled {
+            level,
+            holder,
+            capability,
+            preferred,
+        } => Diagnostic::warning(
+            Code::PreferenceDisabled,
+            format!(
+                "the preference of {} for `{capability}` names the disabled entry `{preferred}`",
+                holder_text(*level, holder)
+            ),
+        )
+        .at(
+            preference_origin(composition, *level, holder, capability),
+            "disabled entry",
+        ),
+    }
+}

@@ -1,0 +1,22 @@
+//! Snapshots: the immutable record of what a generation (or a run) is, with
+//! stable digests.
+//!
+//! The record's field set and every hash follow the Python reference, so a
+//! composition hashes the same in both (`tests/data/vectors`). Configuration
+//! values never appear: only `config_hash`, over the redacted payload.
+
+mod build;
+mod document;
+mod record;
+mod scopes;
+
+pub use build::{
+    CHASSIS_VERSION, SnapshotContext, build_snapshot, config_hash, plugin_graph_hash,
+    tool_schema_hash,
+};
+pub use document::{Envelope, SnapshotLoadError, SnapshotLoadReason, envelope, parse_document};
+pub use record::{Digests, SNAPSHOT_FORMAT_VERSION, SnapshotRecord};
+pub use scopes::{ScopeRow, ScopesFingerprint, SelectionRow};
+
+#[cfg(test)]
+mod tests;

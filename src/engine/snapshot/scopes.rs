@@ -1,0 +1,139 @@
+//! The scope-tree fingerprint of a snapshot (`scopes` / `semantic_scopes`).
+//!
+//! Both fingerprints have the same shape; `semantic_scopes` names providers by
+//! entry id, `scopes` by runtime instance id. Scope metadata is never part of
+//! either.
+
+use std::collections::BTreeMap;
+
+use crate::engine::canonical::Canon;
+
+/// One requirement's selection row.
+#[derive(Clone, Debug, PartialEq, Eq, serde::Deserialize)]
+#[serde(deny_unknown_fields)]
+pub struct SelectionRow {
+    /// Entry id, or scope path for scope requirements.
+    pub consumer: String,
+    /// Rendered requirement (`database <2,>=1`).
+    pub requirement: String,
+    /// Status spelling (`resolved`, …).
+    pub status: String,
+    /// Selected provider entry id when resolved.
+    pub provider: Option<String>,
+    /// Scope of the selected provider.
+    pub provider_scope: Option<String>,
+}
+
+/// One scope of the fingerprint.
+#[derive(Clone, Debug, PartialEq, Eq, serde::Deserialize)]
+#[serde(deny_unknown_fields)]
+pub struct ScopeRow {
+    /// Path.
+    pub path: String,
+    /// Parent path.
+    pub parent: Option<String>,
+    /// Sorted child paths.
+    pub children: Vec<String>,
+    /// Effective capability view.
+    pub capabilities: Option<Vec<String>>,
+    /// The scope's own tool view.
+    pub tools: Option<Vec<String>>,
+    /// Sorted ids of entries declared here (pending included).
+    pub entries: Vec<String>,
+    /// Capability → sorted local provider ids (entry ids or instance ids).
+    pub providers: BTreeMap<String, Vec<String>>,
+    /// Sorted names of visible tools.
+    pub visible_tools: Vec<String>,
+    /// Selection rows sorted by (consumer, capability).
+    pub selections: Vec<SelectionRow>,
+}
+
+/// The whole fingerprint: `{root, scopes}` in pre-order.
+#[derive(Clone, Debug, PartialEq, Eq, serde::Deserialize)]
+#[serde(deny_unknown_fields)]
+pub struct ScopesFingerprint {
+    /// Always `/`.
+    pub root: String,
+    /// Scopes in pre-order, children in sorted path order.
+    pub scopes: Vec<ScopeRow>,
+}
+
+fn strs(items: &[String]) -> Canon {
+    Canon::List(items.iter().map(|s| Canon::Str(s.clone())).collect())
+}
+
+fn opt_str(s: &Option<String>) -> Canon {
+    s.as_ref().map_or(Canon::Null, |s| Canon::Str(s.clone()))
+}
+
+impl SelectionRow {
+    /// Canonical form.
+    pub fn to_canon(&self) -> Canon {
+        Canon::map([
+            ("consumer", Canon::Str(self.consumer.clone())),
+            ("requirement", Canon::Str(self.requirement.clone())),
+            ("status", Canon::Str(self.status.clone())),
+            ("provider", opt_str(&self.provider)),
+            ("provider_scope", opt_str(&self.provider_scope)),
+        ])
+    }
+}
+
+impl ScopeRow {
+    /// Canonical form.
+    pub fn to_canon(&self) -> Canon {
+        Canon::map([
+            ("path", Canon::Str(self.path.clone())),
+            ("parent", opt_str(&self.parent)),
+            ("children", strs(&self.children)),
+            (
+                "capabilities",
+                self.capabilities.as_deref().map_or(Canon::Null, strs),
+            ),
+            ("tools", self.tools.as_deref().map_or(Canon::Null, strs)),
+            ("entries", strs(&self.entries)),
+            (
+                "providers",
+                Canon::Map(
+                    self.providers
+                        .iter()
+                        .map(|(k, v)| (k.clone(), strs(v)))
+                        .collect(),
+                ),
+            ),
+            ("visible_tools", strs(&self.visible_tools)),
+            (
+                "selections",
+                Canon::List(self.selections.iter().map(SelectionRow::to_canon).collect()),
+            ),
+        ])
+    }
+}
+
+impl ScopesFingerprint {
+    /// Canonical form.
+    pub fn to_canon(&self) -> Canon {
+        Canon::map([
+            ("root", Canon::Str(self.root.clone())),
+            (
+                "scopes",
+                Canon::List(self.scopes.iter().map(ScopeRow::to_canon).collect()),
+            ),
+        ])
+    }
+
+    /// The same tree with provider maps emptied: what a legacy (format 0)
+    /// snapshot, which only carried instance ids, can say semantically.
+    pub fn without_providers(&self) -> Self {
+        let mut out = self.clone();
+        for s in &mut out.scopes {
+            s.providers.clear();
+        }
+        out
+    }
+
+    /// The scope at `path`.
+    pub fn scope(&self, path: &str) -> Option<&ScopeRow> {
+        self.scopes.iter().find(|s| s.path == path)
+    }
+}

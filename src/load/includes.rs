@@ -1,0 +1,182 @@
+//! Reading the root file and its includes, depth first in include order.
+
+use std::collections::BTreeSet;
+use std::path::{Path, PathBuf};
+
+use toml::de::DeTable;
+
+use super::reader::{FileCtx, span};
+use super::source::{Source, SourceError, SourceErrorKind, normalize};
+use super::source_map::SourceMap;
+use super::walk::{FileOut, walk_file};
+use crate::engine::diag::{Code, Diagnostic};
+use crate::engine::span::Origin;
+
+/// One walked file.
+pub(crate) struct Walked {
+    pub out: FileOut,
+}
+
+/// Reads files through a [`Source`], assigning source ids in traversal order.
+pub(crate) struct Reader<'s> {
+    source: &'s dyn Source,
+    pub sources: SourceMap,
+    pub diags: Vec<Diagnostic>,
+    pub files: Vec<Walked>,
+    /// Whether some file had syntax errors (its tree is incomplete).
+    pub syntax_errors: bool,
+    loaded: BTreeSet<PathBuf>,
+    /// The include chain: each file with the include that brought it in.
+    stack: Vec<(PathBuf, Option<Origin>)>,
+}
+
+impl<'s> Reader<'s> {
+    pub fn new(source: &'s dyn Source) -> Self {
+        Self {
+            source,
+            sources: SourceMap::new(),
+            diags: Vec::new(),
+            files: Vec::new(),
+            syntax_errors: false,
+            loaded: BTreeSet::new(),
+            stack: Vec::new(),
+        }
+    }
+
+    /// Read `path` (the root when `via` is `None`) and, recursively, its includes.
+    pub fn read(&mut self, path: &Path, via: Option<Origin>) {
+        let path = normalize(path);
+        let text = match self.source.read(&path) {
+            Ok(text) => text,
+            Err(e) => return self.read_error(e, via),
+        };
+        self.loaded.insert(path.clone());
+        let name = self.source.display_name(&path);
+        let id = self.sources.add(name, path.clone(), text);
+        let text = self.sources.text(id).to_owned();
+        let (doc, errors) = DeTable::parse_recoverable(&text);
+        let has_syntax = !errors.is_empty();
+        for e in errors {
+            let at = e.span().map(span).unwrap_or_default();
+            let d = Diagnostic::error(
+                Code::Syntax,
+                format!("invalid TOML: {}", e.message().trim_end()),
+            )
+            .at(Some(Origin::new(id, at)), "");
+            self.diags.push(d);
+        }
+        let mut file_diags = Vec::new();
+        let mut cx = FileCtx {
+            source: id,
+            text: &text,
+            diags: &mut file_diags,
+        };
+        let mut out = walk_file(&mut cx, doc.get_ref(), via.is_none());
+        if has_syntax {
+            // The recovered tree lacks what did not parse: a "missing" key is
+            // most likely the broken line, so do not report it twice.
+            self.syntax_errors = true;
+            file_diags.retain(|d| d.code != Code::MissingKey);
+        }
+        self.diags.extend(file_diags);
+        let includes = std::mem::take(&mut out.includes);
+        self.files.push(Walked { out });
+        self.stack.push((path.clone(), via));
+        let dir = path.parent().map(Path::to_path_buf).unwrap_or_default();
+        for inc in includes {
+            for file in self.expand(&dir, &inc.path, inc.origin) {
+                self.include(&file, inc.origin);
+            }
+        }
+        self.stack.pop();
+    }
+
+    fn include(&mut self, file: &Path, origin: Origin) {
+        let file = normalize(file);
+        if let Some(k) = self.stack.iter().position(|(p, _)| *p == file) {
+            let names: Vec<String> = self.stack[k..]
+                .iter()
+                .map(|(p, _)| self.source.display_name(p))
+                .chain([self.source.display_name(&file)])
+                .collect();
+            let (first, label) = match self.stack[k].1 {
+                Some(o) => (Some(o), "first included here"),
+                None => (
+                    self.stack.get(k + 1).and_then(|s| s.1),
+                    "the cycle starts here",
+                ),
+            };
+            let mut d = Diagnostic::error(
+                Code::IncludeCycle,
+                format!("include cycle: {}", names.join(" → ")),
+            )
+            .at(Some(origin), "this include closes the cycle")
+            .with_help("remove one of the includes; each file may be included once");
+            if first != Some(origin) {
+                d = d.also(first, label);
+            }
+            self.diags.push(d);
+            return;
+        }
+        if self.loaded.contains(&file) {
+            // Included twice without a cycle (a diamond): read it once.
+            return;
+        }
+        self.read(&file, Some(origin));
+    }
+
+    /// The files an include names: a file, a directory's `*.toml` files, or
+    /// `dir/*.toml`.
+    fn expand(&mut self, dir: &Path, include: &str, origin: Origin) -> Vec<PathBuf> {
+        let target = dir.join(include);
+        let listed = if let Some(prefix) = include.strip_suffix("*.toml") {
+            if !(prefix.is_empty() || prefix.ends_with('/') || prefix.ends_with('\\')) {
+                self.unsupported_pattern(include, origin);
+                return Vec::new();
+            }
+            Some(dir.join(prefix))
+        } else if include.contains(['*', '?', '[']) {
+            self.unsupported_pattern(include, origin);
+            return Vec::new();
+        } else if self.source.is_dir(&target) {
+            Some(target.clone())
+        } else {
+            None
+        };
+        let Some(list_dir) = listed else {
+            return vec![target];
+        };
+        match self.source.list_toml(&normalize(&list_dir)) {
+            Ok(files) => files,
+            Err(e) => {
+                self.read_error(e, Some(origin));
+                Vec::new()
+            }
+        }
+    }
+
+    fn unsupported_pattern(&mut self, include: &str, origin: Origin) {
+        let d = Diagnostic::error(
+            Code::InvalidValue,
+            format!("include pattern `{include}` is not supported"),
+        )
+        .at(Some(origin), "unsupported pattern")
+        .with_help("include a file, a directory (all its `*.toml` files) or `dir/*.toml`");
+        self.diags.push(d);
+    }
+
+    fn read_error(&mut self, e: SourceError, via: Option<Origin>) {
+        let code = match (e.kind, via) {
+            (SourceErrorKind::NotFound, Some(_)) => Code::IncludeMissing,
+            _ => e.code(),
+        };
+        let label = if code == Code::IncludeMissing {
+            "included here"
+        } else {
+            "while reading this include"
+        };
+        let mut d = Diagnostic::error(code, e.message).at(via, label);
+        d.help = e.help;
+        self.diags.push(d);
+    }
+}

@@ -1,0 +1,286 @@
+//! `[plugins.<name>]`: declared plugin manifests.
+
+use std::collections::BTreeMap;
+
+use toml::de::DeValue;
+
+use super::reader::{FileCtx, Node, Str};
+use super::values::json_value;
+use super::walk::{bad_name, capability, invalid, key_value_origin, metadata, requirements};
+use crate::engine::diag::{Code, Diagnostic};
+use crate::engine::model::{Manifest, Provided, ToolDecl, ToolName};
+use crate::engine::version::Version;
+
+/// Keys of a `[plugins.<name>]` table.
+pub const PLUGIN_KEYS: &[&str] = &[
+    "name",
+    "version",
+    "provides",
+    "requires",
+    "optional",
+    "permissions",
+    "config_version",
+    "metadata",
+    "tools",
+];
+/// Keys of a `[[plugins.<name>.tools]]` table.
+pub const TOOL_KEYS: &[&str] = &["name", "description", "args"];
+
+/// A version string, reporting `load::bad-version` inside the string.
+fn version(cx: &mut FileCtx<'_>, node: &Node<'_, '_>, s: Str<'_>) -> Option<Version> {
+    Version::parse(s.value)
+        .map_err(|e| {
+            let at = s.sub_span(e.span.clone());
+            cx.error(
+                Code::BadVersion,
+                at,
+                format!("bad version `{}` for `{}`", s.value, node.path),
+                &e.message,
+            )
+            .help
+            .extend(e.help);
+        })
+        .ok()
+}
+
+/// A plugin manifest; `None` (or errors recorded) when it is broken.
+pub(crate) fn plugin(cx: &mut FileCtx<'_>, node: &Node<'_, '_>) -> Option<Manifest> {
+    if node.key.is_empty() || node.key.trim() != node.key || node.key.contains(char::is_control) {
+        invalid(
+            cx,
+            node.key_span,
+            format!("plugin name `{}` is not a valid catalog name", node.key),
+            "invalid name",
+        );
+    }
+    let r = node.reader(cx, PLUGIN_KEYS)?;
+    let name = match r.get("name") {
+        Some(n) => n.str(cx).map(|s| {
+            if s.value.trim().is_empty() {
+                invalid(
+                    cx,
+                    s.span,
+                    format!("`{}` must not be empty", n.path),
+                    "empty name",
+                );
+            }
+            s.value.to_owned()
+        }),
+        None => Some(node.key.to_owned()),
+    };
+    let version = r
+        .require(cx, "version")
+        .and_then(|n| n.str(cx).and_then(|s| version(cx, &n, s)));
+    let mut manifest = Manifest::new(
+        name.unwrap_or_default(),
+        version.unwrap_or_else(|| Version::parse("0").expect("0")),
+    );
+    manifest.origin = Some(cx.origin(node.key_span));
+    if let Some(n) = r.get("provides") {
+        for item in n.entries(cx).unwrap_or_default() {
+            if let Some(p) = provided(cx, &item) {
+                manifest.provides.insert(p.capability.clone(), p);
+            }
+        }
+    }
+    if let Some(n) = r.get("requires") {
+        manifest.requires = requirements(cx, &n, false);
+    }
+    if let Some(n) = r.get("optional") {
+        let required: BTreeMap<&str, Node<'_, '_>> = r
+            .get("requires")
+            .map(|n| n.table_entries())
+            .unwrap_or_default()
+            .into_iter()
+            .map(|n| (n.key, n))
+            .collect();
+        for (cap, req) in requirements(cx, &n, true) {
+            if let Some(first) = required.get(cap.as_str()) {
+                let opt = req.origin;
+                let d = Diagnostic::error(
+                    Code::RequiredAndOptional,
+                    format!(
+                        "capability `{cap}` of plugin `{}` is both required and optional",
+                        node.key
+                    ),
+                )
+                .at(opt, "declared optional here")
+                .also(Some(cx.origin(first.key_span)), "required here")
+                .with_help("keep it in `requires` or in `optional`, not both");
+                cx.push(d);
+            } else {
+                manifest.requires.insert(cap, req);
+            }
+        }
+    }
+    if let Some(n) = r.get("permissions") {
+        for item in n.items(cx).unwrap_or_default() {
+            let Some(s) = item.str(cx) else { continue };
+            let name = s.value.split_once(':').map_or(s.value, |(n, _)| n);
+            if name.trim().is_empty() {
+                invalid(
+                    cx,
+                    s.span,
+                    format!("permission `{}` has an empty name", s.value),
+                    "expected `name[:resource]`",
+                );
+                continue;
+            }
+            manifest.permissions.push(s.value.to_owned());
+        }
+    }
+    if let Some(n) = r.get("config_version") {
+        if let Some(v) = n.int(cx) {
+            match u32::try_from(v) {
+                Ok(v) => manifest.config_version = v,
+                Err(_) => invalid(
+                    cx,
+                    n.span,
+                    format!("`{}` must be between 0 and {}", n.path, u32::MAX),
+                    "out of range",
+                ),
+            }
+        }
+    }
+    if let Some(n) = r.get("metadata") {
+        manifest.metadata = metadata(cx, &n);
+    }
+    if let Some(n) = r.get("tools") {
+        manifest.tools = tools(cx, &n, node.key);
+    }
+    r.finish(cx);
+    Some(manifest)
+}
+
+fn provided(cx: &mut FileCtx<'_>, item: &Node<'_, '_>) -> Option<Provided> {
+    let cap = capability(cx, item);
+    let origin = Some(key_value_origin(cx, item));
+    let mut versions: Vec<(Version, Node<'_, '_>)> = Vec::new();
+    match item.value {
+        DeValue::Array(a) => {
+            let items = item.array_items(a);
+            if items.is_empty() {
+                invalid(
+                    cx,
+                    item.span,
+                    format!("`{}` must list at least one version", item.path),
+                    "empty list",
+                );
+                return None;
+            }
+            for i in items {
+                if let Some(v) = i.str(cx).and_then(|s| version(cx, &i, s)) {
+                    versions.push((v, i));
+                }
+            }
+        }
+        _ => {
+            let s = item.str(cx)?;
+            versions.push((version(cx, item, s)?, item.clone()));
+        }
+    }
+    let mut by_major: BTreeMap<u64, &(Version, Node<'_, '_>)> = BTreeMap::new();
+    let mut ok = true;
+    for pair in &versions {
+        if let Some(first) = by_major.get(&pair.0.major()) {
+            ok = false;
+            let d = Diagnostic::error(
+                Code::DuplicateContract,
+                format!(
+                    "`{}` lists two versions of contract generation {} (`{}` and `{}`)",
+                    item.path,
+                    pair.0.major(),
+                    first.0,
+                    pair.0
+                ),
+            )
+            .at(
+                Some(cx.origin(pair.1.span)),
+                "same major as an earlier version",
+            )
+            .also(
+                Some(cx.origin(first.1.span)),
+                "first version of this generation",
+            )
+            .with_help(
+                "a plugin provides one version per contract generation (major); keep the newest",
+            );
+            cx.push(d);
+        } else {
+            by_major.insert(pair.0.major(), pair);
+        }
+    }
+    let mut versions: Vec<Version> = versions.into_iter().map(|(v, _)| v).collect();
+    versions.sort();
+    (ok && !versions.is_empty()).then_some(())?;
+    Some(Provided {
+        capability: cap?,
+        versions,
+        origin,
+    })
+}
+
+fn tools(cx: &mut FileCtx<'_>, node: &Node<'_, '_>, plugin: &str) -> Vec<ToolDecl> {
+    let mut by_name: BTreeMap<ToolName, ToolDecl> = BTreeMap::new();
+    for item in node.items(cx).unwrap_or_default() {
+        let Some(r) = item.reader(cx, TOOL_KEYS) else {
+            continue;
+        };
+        let name_node = r.require(cx, "name");
+        let name_str = name_node.as_ref().and_then(|n| n.str(cx));
+        let name = name_str.and_then(|s| {
+            ToolName::new(s.value)
+                .map_err(|e| bad_name(cx, s.span, e))
+                .ok()
+        });
+        let description = r.require(cx, "description").and_then(|n| {
+            let s = n.str(cx)?;
+            if s.value.trim().is_empty() {
+                invalid(
+                    cx,
+                    s.span,
+                    format!("`{}` must not be empty", n.path),
+                    "empty description",
+                );
+                return None;
+            }
+            Some(s.value.to_owned())
+        });
+        let args_schema = match r.get("args") {
+            Some(n) if n.value.is_table() => json_value(cx, &n).map(Some),
+            Some(n) => {
+                n.reader(cx, &[]);
+                None
+            }
+            None => Some(None),
+        };
+        r.finish(cx);
+        let (Some(name), Some(s)) = (name, name_str) else {
+            continue;
+        };
+        let origin = Some(cx.origin(s.span));
+        if let Some(first) = by_name.get(&name) {
+            let d = Diagnostic::error(
+                Code::DuplicateTool,
+                format!("plugin `{plugin}` declares tool `{name}` twice"),
+            )
+            .at(origin, "declared again here")
+            .also(first.origin, "first declared here")
+            .with_help("tool names are unique within a plugin");
+            cx.push(d);
+            continue;
+        }
+        if let (Some(description), Some(args_schema)) = (description, args_schema) {
+            by_name.insert(
+                name.clone(),
+                ToolDecl {
+                    name,
+                    description,
+                    args_schema,
+                    origin,
+                },
+            );
+        }
+    }
+    by_name.into_values().collect()
+}

@@ -1,0 +1,231 @@
+//! The JSON Schema of the composition format, for editors (taplo, Even Better
+//! TOML) and CI. The types here exist only to describe the format; the
+//! loader reads files with its own walker, and a test keeps both in step.
+#![allow(dead_code)]
+
+use std::collections::BTreeMap;
+use std::path::{Path, PathBuf};
+
+use schemars::JsonSchema;
+
+/// The path of the checked-in schema, relative to the crate root.
+pub const SCHEMA_PATH: &str = "schemas/composition.schema.json";
+
+/// A chassis composition: plugin entries placed in a tree of scopes.
+#[derive(JsonSchema)]
+#[schemars(deny_unknown_fields, title = "chassis composition")]
+struct CompositionFile {
+    /// Format version. Required in the root file, optional in included files. Only `1` is supported.
+    #[schemars(range(min = 1, max = 1))]
+    version: Option<u32>,
+    /// Files to include, relative to this file: a file, a directory (its `*.toml` files, sorted by name, not recursive) or `dir/*.toml`.
+    include: Option<Vec<String>>,
+    /// Global provider preferences: capability = entry id.
+    prefer: Option<BTreeMap<String, String>>,
+    /// Declared plugins by catalog name; entries refer to them with `plugin`.
+    plugins: Option<BTreeMap<String, PluginTable>>,
+    /// Plugin entries by stable entry id.
+    entries: Option<BTreeMap<String, EntryTable>>,
+    /// Declared scopes by canonical path (`/`, `/research`, `/research/intern`); parents are implied.
+    scopes: Option<BTreeMap<String, ScopeTable>>,
+}
+
+/// A plugin manifest declared in TOML.
+#[derive(JsonSchema)]
+#[schemars(deny_unknown_fields)]
+struct PluginTable {
+    /// Manifest name; defaults to the catalog name (the table key).
+    name: Option<String>,
+    /// The implementation version (semver, e.g. `1.4.2`).
+    version: String,
+    /// Provided capabilities: capability = version, or a list of versions with distinct majors for a multi-contract provider.
+    provides: Option<BTreeMap<String, ProvidedVersions>>,
+    /// Hard requirements: capability = version specifier (`>=1,<2`; `""` accepts any version).
+    requires: Option<BTreeMap<String, String>>,
+    /// Optional requirements: bound when possible, never gating. A capability cannot be both required and optional.
+    optional: Option<BTreeMap<String, String>>,
+    /// Permissions the plugin needs at harness boundaries, as `name[:resource]`.
+    permissions: Option<Vec<String>>,
+    /// Version of the configuration format the plugin reads (default 1).
+    #[schemars(range(min = 0, max = 4294967295u32))]
+    config_version: Option<u32>,
+    /// Free-form metadata; never hashed, redacted when shown.
+    metadata: Option<BTreeMap<String, serde_json::Value>>,
+    /// Tools the plugin declares, unique by name.
+    tools: Option<Vec<ToolTable>>,
+}
+
+/// One provided version, or several with distinct majors.
+#[derive(JsonSchema)]
+#[serde(untagged)]
+enum ProvidedVersions {
+    /// A single version (semver).
+    One(String),
+    /// One version per contract generation (major).
+    Many(#[schemars(length(min = 1))] Vec<String>),
+}
+
+/// A tool as the model sees it.
+#[derive(JsonSchema)]
+#[schemars(deny_unknown_fields)]
+struct ToolTable {
+    /// Tool name (no whitespace), unique within the plugin.
+    name: String,
+    /// Description shown to the model; must not be empty.
+    #[schemars(length(min = 1))]
+    description: String,
+    /// JSON Schema of the tool's arguments.
+    args: Option<serde_json::Map<String, serde_json::Value>>,
+}
+
+/// A plugin entry: an implementation placed in a scope with a configuration.
+#[derive(JsonSchema)]
+#[schemars(deny_unknown_fields)]
+struct EntryTable {
+    /// Catalog name of the plugin; defaults to the entry id.
+    plugin: Option<String>,
+    /// The scope the entry is placed in (default `/`); must be declared, the root, or the parent of a declared scope.
+    scope: Option<String>,
+    /// `false` leaves the entry out of the composition (it is still listed as disabled).
+    enabled: Option<bool>,
+    /// Plugin configuration. Write secrets as `{ secret = "NAME" }`, never as literal values.
+    config: Option<BTreeMap<String, serde_json::Value>>,
+    /// Preferences for this entry's own requirements: capability = entry id.
+    prefer: Option<BTreeMap<String, String>>,
+}
+
+/// A declared scope.
+#[derive(JsonSchema)]
+#[schemars(deny_unknown_fields)]
+struct ScopeTable {
+    /// The capabilities visible in this scope (intersected with the parents' views); absent = no restriction.
+    capabilities: Option<Vec<String>>,
+    /// The tools visible in this scope; absent = no restriction.
+    tools: Option<Vec<String>>,
+    /// Scope-level requirements: capability = specifier; explained, never gating.
+    requires: Option<BTreeMap<String, String>>,
+    /// Preferences for consumers declared in exactly this scope: capability = entry id.
+    prefer: Option<BTreeMap<String, String>>,
+    /// Free-form metadata; never hashed, redacted when shown.
+    metadata: Option<BTreeMap<String, serde_json::Value>>,
+}
+
+/// The schema as JSON (draft-07, which taplo and Even Better TOML accept).
+pub fn composition_schema() -> serde_json::Value {
+    let schema = schemars::generate::SchemaSettings::draft07()
+        .into_generator()
+        .into_root_schema_for::<CompositionFile>();
+    let mut value = schema.to_value();
+    drop_null_types(&mut value);
+    value
+}
+
+/// TOML has no null (an optional key is simply absent): turn the
+/// `"type": [T, "null"]` that `Option<T>` produces into `"type": T`.
+fn drop_null_types(value: &mut serde_json::Value) {
+    match value {
+        serde_json::Value::Object(map) => {
+            if let Some(serde_json::Value::Array(types)) = map.get_mut("type") {
+                types.retain(|t| t.as_str() != Some("null"));
+                if types.len() == 1 {
+                    let only = types.remove(0);
+                    map.insert("type".into(), only);
+                }
+            }
+            map.values_mut().for_each(drop_null_types);
+        }
+        serde_json::Value::Array(items) => items.iter_mut().for_each(drop_null_types),
+        _ => {}
+    }
+}
+
+/// The schema as pretty JSON with a trailing newline (the checked-in file).
+pub fn composition_schema_text() -> String {
+    let mut text =
+        serde_json::to_string_pretty(&composition_schema()).expect("a schema serializes");
+    text.push('\n');
+    text
+}
+
+/// Write `composition.schema.json` into `dir` (creating it); returns the path.
+pub fn write_schema(dir: &Path) -> std::io::Result<PathBuf> {
+    std::fs::create_dir_all(dir)?;
+    let path = dir.join("composition.schema.json");
+    std::fs::write(&path, composition_schema_text())?;
+    Ok(path)
+}
+
+#[cfg(test)]
+mod tests {
+    use super::*;
+
+    /// Property names of the object schema `name` (`root` = the document).
+    fn properties(schema: &serde_json::Value, name: &str) -> Vec<String> {
+        let def = match name {
+            "root" => schema,
+            other => {
+                let type_name = match other {
+                    "plugin" => "PluginTable",
+                    "tool" => "ToolTable",
+                    "entry" => "EntryTable",
+                    "scope" => "ScopeTable",
+                    _ => panic!("unknown table kind {other}"),
+                };
+                &schema["definitions"][type_name]
+            }
+        };
+        assert_eq!(
+            def["additionalProperties"],
+            serde_json::Value::Bool(false),
+            "{name}"
+        );
+        let mut keys: Vec<String> = def["properties"]
+            .as_object()
+            .expect("properties")
+            .keys()
+            .cloned()
+            .collect();
+        keys.sort();
+        keys
+    }
+
+    #[test]
+    fn walker_keys_match_schema_properties() {
+        let schema = composition_schema();
+        for (kind, keys) in super::super::TABLE_KEYS {
+            let mut expected: Vec<String> = keys.iter().map(|k| (*k).to_owned()).collect();
+            expected.sort();
+            assert_eq!(properties(&schema, kind), expected, "table kind `{kind}`");
+        }
+    }
+
+    #[test]
+    fn checked_in_schema_is_current() {
+        let root = Path::new(env!("CARGO_MANIFEST_DIR"));
+        if std::env::var_os("CHASSIS_UPDATE_SCHEMA").is_some() {
+            write_schema(&root.join("schemas")).expect("write schema");
+        }
+        let checked_in = std::fs::read_to_string(root.join(SCHEMA_PATH)).unwrap_or_default();
+        assert!(
+            checked_in == composition_schema_text(),
+            "{SCHEMA_PATH} is out of date: run `CHASSIS_UPDATE_SCHEMA=1 cargo test --lib load::schema` \
+             (or `cargo run -- schema --write`) and commit the result"
+        );
+    }
+
+    #[test]
+    fn schema_is_draft07_with_descriptions() {
+        let schema = composition_schema();
+        assert_eq!(schema["$schema"], "http://json-schema.org/draft-07/schema#");
+        let desc = &schema["definitions"]["PluginTable"]["properties"]["requires"]["description"];
+        assert!(
+            desc.as_str().is_some_and(|d| d.contains("specifier")),
+            "{desc}"
+        );
+        assert_eq!(
+            schema["required"],
+            serde_json::Value::Null,
+            "no top-level key is required by the schema"
+        );
+    }
+}

@@ -1,0 +1,148 @@
+//! A secret canary across every command: a recognisable value sits in the
+//! composition (as a literal under `api_key`, in scope metadata, in a DSN
+//! password) and in the environment; it must appear in no output. The
+//! command tree is walked from clap, so a new command fails this test until
+//! it is given an invocation here.
+
+use clap::CommandFactory;
+
+use crate::harness::{root, run_in};
+
+const CANARY: &str = "sk-canary-7f3a9c2e51";
+
+const VALID: &str = r#"version = 1
+
+[plugins.db]
+version = "1.0.0"
+provides = { database = "1.0.0" }
+
+[plugins.app]
+version = "1.0.0"
+requires = { database = ">=1,<2" }
+
+[scopes."/team"]
+metadata = { owner = "team", api_key = "sk-canary-7f3a9c2e51" }
+
+[entries.db]
+config = { dsn = "postgres://app:sk-canary-7f3a9c2e51@db/app", api_key = "sk-canary-7f3a9c2e51", password = { secret = "DB_PASSWORD" } }
+
+[entries.app]
+scope = "/team"
+"#;
+
+const BROKEN: &str = r#"version = 1
+
+[entries.db]
+config = { api_key = "sk-canary-7f3a9c2e51" }
+plugin = = "db"
+"#;
+
+fn leaves(cmd: &clap::Command, prefix: Vec<String>, out: &mut Vec<Vec<String>>) {
+    let subs: Vec<&clap::Command> = cmd
+        .get_subcommands()
+        .filter(|c| c.get_name() != "help")
+        .collect();
+    if subs.is_empty() {
+        out.push(prefix);
+        return;
+    }
+    for s in subs {
+        let mut p = prefix.clone();
+        p.push(s.get_name().to_owned());
+        leaves(s, p, out);
+    }
+}
+
+/// Invocations per command path, with `{F}` for the composition file.
+fn invocations(path: &str) -> Option<Vec<Vec<&'static str>>> {
+    Some(match path {
+        "check" => vec![
+            vec!["check", "{F}"],
+            vec!["--format", "json", "check", "{F}"],
+        ],
+        "snapshot" => vec![
+            vec!["snapshot", "{F}"],
+            vec!["snapshot", "{F}", "--out", "{OUT}"],
+        ],
+        "explain requirement" => vec![
+            vec!["explain", "requirement", "app", "database", "{F}"],
+            vec![
+                "--format",
+                "json",
+                "explain",
+                "requirement",
+                "app",
+                "database",
+                "{F}",
+            ],
+        ],
+        "explain scope" => vec![
+            vec!["explain", "scope", "/team", "{F}"],
+            vec!["--format", "json", "explain", "scope", "/team", "{F}"],
+        ],
+        "diff generations" => vec![
+            vec!["diff", "generations", "{F}", "{F}", "--include-unchanged"],
+            vec!["--format", "markdown", "diff", "generations", "{F}", "{F}"],
+        ],
+        "graph" => vec![
+            vec!["graph", "{F}"],
+            vec!["--format", "mermaid", "graph", "{F}"],
+        ],
+        "schema" => vec![vec!["schema"]],
+        "completions" => vec![vec!["completions", "bash"]],
+        _ => return None,
+    })
+}
+
+#[test]
+fn the_canary_appears_in_no_output_of_any_command() {
+    let dir = tempfile::tempdir().unwrap();
+    let valid = dir.path().join("valid.toml");
+    let broken = dir.path().join("broken.toml");
+    std::fs::write(&valid, VALID).unwrap();
+    std::fs::write(&broken, BROKEN).unwrap();
+    let mut paths = Vec::new();
+    leaves(&chassis::cli::Cli::command(), Vec::new(), &mut paths);
+    assert!(paths.len() >= 7, "{paths:?}");
+    for path in paths {
+        let key = path.join(" ");
+        let Some(invocations) = invocations(&key) else {
+            panic!("command `{key}` has no canary invocation: add one to tests/it/canary.rs");
+        };
+        for file in [&valid, &broken] {
+            for inv in &invocations {
+                let out = dir.path().join("out.json");
+                let args: Vec<String> = inv
+                    .iter()
+                    .map(|a| {
+                        a.replace("{F}", file.to_str().unwrap())
+                            .replace("{OUT}", out.to_str().unwrap())
+                    })
+                    .collect();
+                let mut all: Vec<&str> = vec!["--color", "never", "-vvv"];
+                all.extend(args.iter().map(String::as_str));
+                let r = run_in(
+                    &root(),
+                    &all,
+                    &[("DB_PASSWORD", CANARY), ("CHASSIS_CANARY", CANARY)],
+                );
+                for (stream, text) in [("stdout", &r.stdout), ("stderr", &r.stderr)] {
+                    assert!(
+                        !text.contains(CANARY),
+                        "`{}` leaked the canary on {stream}:\n{text}",
+                        all.join(" ")
+                    );
+                }
+                if out.exists() {
+                    let written = std::fs::read_to_string(&out).unwrap();
+                    assert!(
+                        !written.contains(CANARY),
+                        "`{}` wrote the canary",
+                        all.join(" ")
+                    );
+                    std::fs::remove_file(&out).unwrap();
+                }
+            }
+        }
+    }
+}

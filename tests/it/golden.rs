@@ -1,0 +1,361 @@
+//! Golden tests: every example and every error, text and JSON, each with its
+//! exit code.
+
+use crate::harness::{run, run_in};
+
+macro_rules! golden {
+    ($name:ident, $code:expr, [$($arg:expr),* $(,)?]) => {
+        #[test]
+        fn $name() {
+            let r = run(&[$($arg),*]);
+            insta::assert_snapshot!(stringify!($name), r.transcript());
+            assert_eq!(r.code, $code, "{}", r.transcript());
+        }
+    };
+}
+
+golden!(check_minimal, 0, ["check", "examples/minimal.toml"]);
+golden!(check_scoped, 0, ["check", "examples/scoped.toml"]);
+golden!(check_migration, 0, ["check", "examples/migration.toml"]);
+golden!(check_pending, 1, ["check", "examples/broken/pending.toml"]);
+golden!(check_invalid, 2, ["check", "examples/broken/invalid.toml"]);
+golden!(check_syntax, 2, ["check", "examples/broken/syntax.toml"]);
+golden!(check_version, 2, ["check", "examples/broken/version.toml"]);
+golden!(check_missing_file, 2, ["check", "examples/nope.toml"]);
+golden!(
+    check_json_pending,
+    1,
+    ["--format", "json", "check", "examples/broken/pending.toml"]
+);
+golden!(
+    check_several_files,
+    2,
+    [
+        "check",
+        "examples/minimal.toml",
+        "examples/broken/version.toml"
+    ]
+);
+golden!(snapshot_minimal, 0, ["snapshot", "examples/minimal.toml"]);
+golden!(snapshot_scoped, 0, ["snapshot", "examples/scoped.toml"]);
+golden!(
+    snapshot_pending,
+    0,
+    ["snapshot", "examples/broken/pending.toml"]
+);
+golden!(
+    explain_requirement_preferred,
+    0,
+    [
+        "explain",
+        "requirement",
+        "finance-agent",
+        "database",
+        "examples/scoped.toml"
+    ]
+);
+golden!(
+    explain_requirement_hidden,
+    0,
+    [
+        "explain",
+        "requirement",
+        "research-agent",
+        "scheduler",
+        "examples/scoped.toml"
+    ]
+);
+golden!(
+    explain_requirement_scope_consumer,
+    0,
+    [
+        "explain",
+        "requirement",
+        "/finance",
+        "database",
+        "examples/scoped.toml"
+    ]
+);
+golden!(
+    explain_requirement_ambiguous_json,
+    0,
+    [
+        "--format",
+        "json",
+        "explain",
+        "requirement",
+        "reporting",
+        "database",
+        "examples/broken/pending.toml"
+    ]
+);
+golden!(
+    explain_requirement_multi_contract,
+    0,
+    [
+        "explain",
+        "requirement",
+        "report",
+        "database",
+        "examples/migration.toml"
+    ]
+);
+golden!(
+    explain_requirement_unknown_consumer,
+    2,
+    [
+        "explain",
+        "requirement",
+        "finance-agnt",
+        "database",
+        "examples/scoped.toml"
+    ]
+);
+golden!(
+    explain_requirement_wrong_scope,
+    2,
+    [
+        "explain",
+        "requirement",
+        "finance-agent",
+        "database",
+        "--scope",
+        "/research",
+        "examples/scoped.toml"
+    ]
+);
+golden!(
+    explain_scope_research,
+    0,
+    ["explain", "scope", "/research", "examples/scoped.toml"]
+);
+golden!(
+    explain_scope_finance_json,
+    0,
+    [
+        "--format",
+        "json",
+        "explain",
+        "scope",
+        "/finance",
+        "examples/scoped.toml"
+    ]
+);
+golden!(
+    explain_scope_unknown,
+    2,
+    ["explain", "scope", "/reserch", "examples/scoped.toml"]
+);
+golden!(
+    diff_text,
+    0,
+    [
+        "diff",
+        "generations",
+        "examples/scoped.toml",
+        "tests/data/diff/new.toml"
+    ]
+);
+golden!(
+    diff_markdown_exit_code,
+    1,
+    [
+        "--format",
+        "markdown",
+        "diff",
+        "generations",
+        "examples/scoped.toml",
+        "tests/data/diff/new.toml",
+        "--exit-code"
+    ]
+);
+golden!(
+    diff_json,
+    0,
+    [
+        "--format",
+        "json",
+        "diff",
+        "generations",
+        "examples/scoped.toml",
+        "tests/data/diff/new.toml"
+    ]
+);
+golden!(
+    diff_same_exit_code,
+    0,
+    [
+        "diff",
+        "generations",
+        "examples/scoped.toml",
+        "examples/scoped.toml",
+        "--exit-code"
+    ]
+);
+golden!(
+    diff_unchanged,
+    0,
+    [
+        "diff",
+        "generations",
+        "examples/minimal.toml",
+        "examples/minimal.toml",
+        "--include-unchanged"
+    ]
+);
+golden!(
+    diff_bad_operand,
+    2,
+    [
+        "diff",
+        "generations",
+        "examples/minimal.toml",
+        "nope:missing.toml"
+    ]
+);
+golden!(graph_dot, 0, ["graph", "examples/scoped.toml"]);
+golden!(
+    graph_mermaid,
+    0,
+    ["--format", "mermaid", "graph", "examples/scoped.toml"]
+);
+golden!(
+    wrong_format,
+    2,
+    ["--format", "markdown", "check", "examples/minimal.toml"]
+);
+golden!(unknown_command, 2, ["frobnicate"]);
+
+#[test]
+fn snapshot_is_deterministic_and_reads_back_for_diff() {
+    let dir = tempfile::tempdir().unwrap();
+    let out = dir.path().join("snap.json");
+    let out_s = out.to_str().unwrap();
+    let a = run(&["snapshot", "examples/scoped.toml"]);
+    let b = run(&["snapshot", "examples/scoped.toml"]);
+    assert_eq!(a.stdout, b.stdout);
+    let w = run(&["snapshot", "examples/scoped.toml", "--out", out_s]);
+    assert_eq!(w.code, 0, "{}", w.transcript());
+    let d = run(&[
+        "diff",
+        "generations",
+        out_s,
+        "examples/scoped.toml",
+        "--exit-code",
+    ]);
+    assert_eq!(d.code, 0, "{}", d.transcript());
+    // A corrupted envelope is rejected, never guessed at.
+    let text =
+        std::fs::read_to_string(&out)
+            .unwrap()
+            .replacen("research-model", "research-modem", 1);
+    std::fs::write(&out, text).unwrap();
+    let d = run(&["diff", "generations", out_s, "examples/scoped.toml"]);
+    assert_eq!(d.code, 2, "{}", d.transcript());
+    assert!(d.stderr.contains("corrupted"), "{}", d.stderr);
+}
+
+#[test]
+fn diff_reads_a_git_revision_with_its_includes() {
+    let dir = tempfile::tempdir().unwrap();
+    let p = dir.path();
+    let git = |args: &[&str]| {
+        let ok = std::process::Command::new("git")
+            .args([
+                "-c",
+                "user.name=t",
+                "-c",
+                "user.email=t@t",
+                "-c",
+                "commit.gpgsign=false",
+            ])
+            .args(args)
+            .current_dir(p)
+            .output()
+            .unwrap();
+        assert!(
+            ok.status.success(),
+            "{}",
+            String::from_utf8_lossy(&ok.stderr)
+        );
+    };
+    std::fs::create_dir(p.join("plugins")).unwrap();
+    std::fs::write(
+        p.join("plugins/db.toml"),
+        "[plugins.db]\nversion = \"1.0.0\"\nprovides = { database = \"1.0.0\" }\n",
+    )
+    .unwrap();
+    std::fs::write(
+        p.join("composition.toml"),
+        "version = 1\ninclude = [\"plugins/\"]\n\n[plugins.app]\nversion = \"1.0.0\"\nrequires = { database = \">=1,<2\" }\n\n[entries.db]\n[entries.app]\n",
+    )
+    .unwrap();
+    git(&["init", "-q"]);
+    git(&["add", "."]);
+    git(&["commit", "-q", "-m", "one"]);
+    std::fs::write(
+        p.join("plugins/db.toml"),
+        "[plugins.db]\nversion = \"1.1.0\"\nprovides = { database = \"1.1.0\" }\n",
+    )
+    .unwrap();
+    let r = run_in(
+        p,
+        &[
+            "--color",
+            "never",
+            "diff",
+            "generations",
+            "HEAD:composition.toml",
+            "composition.toml",
+            "--exit-code",
+        ],
+        &[],
+    );
+    assert_eq!(r.code, 1, "{}", r.transcript());
+    assert!(r.stdout.contains("db"), "{}", r.stdout);
+    let same = run_in(
+        p,
+        &[
+            "--color",
+            "never",
+            "diff",
+            "generations",
+            "HEAD:composition.toml",
+            "HEAD:composition.toml",
+            "--exit-code",
+        ],
+        &[],
+    );
+    assert_eq!(same.code, 0, "{}", same.transcript());
+    let missing = run_in(
+        p,
+        &[
+            "--color",
+            "never",
+            "diff",
+            "generations",
+            "no-such-rev:composition.toml",
+            "composition.toml",
+        ],
+        &[],
+    );
+    assert_eq!(missing.code, 2, "{}", missing.transcript());
+}
+
+#[test]
+fn entry_order_in_the_file_never_changes_the_digest() {
+    let dir = tempfile::tempdir().unwrap();
+    let text =
+        std::fs::read_to_string(crate::harness::root().join("examples/migration.toml")).unwrap();
+    // Reverse the order of the top-level tables.
+    let mut blocks: Vec<&str> = text.split("\n\n").collect();
+    let head = blocks.remove(0);
+    blocks.reverse();
+    let reversed = format!("{head}\n\n{}\n", blocks.join("\n\n"));
+    let a = dir.path().join("a.toml");
+    std::fs::write(&a, reversed).unwrap();
+    let x = run(&["snapshot", "examples/migration.toml"]);
+    let y = run(&["snapshot", a.to_str().unwrap()]);
+    assert_eq!(x.code, 0);
+    assert_eq!(x.stdout, y.stdout, "{}", y.transcript());
+}

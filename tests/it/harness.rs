@@ -1,0 +1,57 @@
+//! Running the binary with a pinned environment and capturing everything.
+
+use std::path::{Path, PathBuf};
+use std::process::Command;
+
+/// The crate root: tests run from here so paths in output are relative.
+pub fn root() -> PathBuf {
+    PathBuf::from(env!("CARGO_MANIFEST_DIR"))
+}
+
+/// What one run produced.
+pub struct Run {
+    pub code: i32,
+    pub stdout: String,
+    pub stderr: String,
+}
+
+impl Run {
+    /// One text for a golden snapshot: exit code, stdout, stderr.
+    pub fn transcript(&self) -> String {
+        format!(
+            "exit: {}\n--- stdout\n{}\n--- stderr\n{}\n",
+            self.code,
+            self.stdout.trim_end(),
+            self.stderr.trim_end()
+        )
+    }
+}
+
+/// Run `chassis ARGS` in `dir` with a pinned environment.
+pub fn run_in(dir: &Path, args: &[&str], env: &[(&str, &str)]) -> Run {
+    let mut cmd = Command::new(env!("CARGO_BIN_EXE_chassis"));
+    cmd.args(args)
+        .current_dir(dir)
+        .env_clear()
+        .env("PATH", std::env::var_os("PATH").unwrap_or_default())
+        .env("HOME", dir)
+        .env("COLUMNS", "100")
+        .env("NO_COLOR", "1")
+        .env("LANG", "C.UTF-8");
+    for (k, v) in env {
+        cmd.env(k, v);
+    }
+    let out = cmd.output().expect("the chassis binary runs");
+    Run {
+        code: out.status.code().unwrap_or(-1),
+        stdout: String::from_utf8_lossy(&out.stdout).into_owned(),
+        stderr: String::from_utf8_lossy(&out.stderr).into_owned(),
+    }
+}
+
+/// Run `chassis --color never ARGS` from the crate root.
+pub fn run(args: &[&str]) -> Run {
+    let mut all = vec!["--color", "never"];
+    all.extend_from_slice(args);
+    run_in(&root(), &all, &[])
+}

@@ -1,0 +1,7 @@
+//! The integration test binary: the real `chassis` executable run against
+//! the bundled examples, with a pinned environment.
+
+mod canary;
+mod generated;
+mod golden;
+mod harness;
