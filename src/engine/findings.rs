@@ -34,7 +34,7 @@ pub fn plan_diagnostics(composition: &Composition, plan: &Plan) -> Vec<Diagnosti
         let consumer_is_entry = matches!(r.consumer, Consumer::Entry(_));
         // A consumer pending only because of a cycle is reported by the cycle.
         if let Consumer::Entry(id) = &r.consumer {
-            let in_cycle = plan.cycles.iter().any(|c| c.contains(id));
+            let in_cycle = plan.cycle_members.iter().any(|c| c.contains(id));
             if in_cycle && r.status == Status::ProviderPending {
                 continue;
             }

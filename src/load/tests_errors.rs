@@ -340,3 +340,25 @@ fn shuffled_entries_give_the_same_composition() {
     }
     assert!(seen.windows(2).all(|w| w[0] == w[1]));
 }
+
+#[test]
+fn spans_inside_literal_and_multi_line_strings() {
+    // The parser flags the second `<` (byte 5 of the content): column 15 + 5
+    // after `'`, 17 + 5 after `"""`.
+    for (text, col) in [
+        (
+            "version = 1\n[plugins.p]\nversion = \"1.0.0\"\nrequires.a = '>=1,<<2'\n",
+            20,
+        ),
+        (
+            "version = 1\n[plugins.p]\nversion = \"1.0.0\"\nrequires.a = \"\"\">=1,<<2\"\"\"\n",
+            22,
+        ),
+    ] {
+        let l = load_str("c.toml", text);
+        let f = found(&l);
+        assert_eq!(f.len(), 1, "{:#?}", l.diagnostics);
+        assert_eq!(f[0].0, Code::BadSpecifier);
+        assert_eq!(f[0].2, col, "{text}: {f:?}");
+    }
+}

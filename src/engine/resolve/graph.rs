@@ -7,12 +7,12 @@ use petgraph::graph::{DiGraph, NodeIndex};
 
 use super::gather::{Gathered, Holder};
 
-/// Cycles of the declared graph: an edge consumer → provider for every hard
+/// Cycles (strongly connected components) of the declared graph: an edge consumer → provider for every hard
 /// requirement and every visible provider that accepts it. Each cycle is a
 /// shortest closed path through its strongly connected component, starting
 /// at the component's smallest member (entry ids order the indices), in
 /// dependency order (`a` requires `b` …). Sorted.
-pub(super) fn find_cycles(g: &Gathered<'_>) -> Vec<Vec<usize>> {
+pub(super) fn find_cycles(g: &Gathered<'_>) -> Vec<Cycle> {
     let n = g.entries.len();
     let mut graph: DiGraph<(), ()> = DiGraph::with_capacity(n, g.requirements.len());
     for _ in 0..n {
@@ -40,11 +40,21 @@ pub(super) fn find_cycles(g: &Gathered<'_>) -> Vec<Vec<usize>> {
         for node in &scc {
             component_of[node.index()] = ci;
         }
-        let start = scc.iter().map(|n| n.index()).min().unwrap_or(0);
-        cycles.push(shortest_cycle(start, ci, &adjacency, &component_of));
+        let mut members: Vec<usize> = scc.iter().map(|n| n.index()).collect();
+        members.sort_unstable();
+        let path = shortest_cycle(members[0], ci, &adjacency, &component_of);
+        cycles.push(Cycle { path, members });
     }
-    cycles.sort();
+    cycles.sort_by(|a, b| a.path.cmp(&b.path));
     cycles
+}
+
+/// One strongly connected component of the declared graph.
+pub(super) struct Cycle {
+    /// A shortest closed path through the smallest member.
+    pub(super) path: Vec<usize>,
+    /// Every member of the component, sorted.
+    pub(super) members: Vec<usize>,
 }
 
 /// Shortest path from `start` back to itself inside component `ci` (BFS,

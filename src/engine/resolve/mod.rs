@@ -49,7 +49,7 @@ pub fn resolve_with_tree(composition: &Composition, tree: &ScopeTree) -> Plan {
     let cycles = graph::find_cycles(&g);
     let mut cycle_of: Vec<Option<usize>> = vec![None; n];
     for (ci, cycle) in cycles.iter().enumerate() {
-        for &e in cycle {
+        for &e in &cycle.members {
             cycle_of[e] = Some(ci);
         }
     }
@@ -190,9 +190,13 @@ pub fn resolve_with_tree(composition: &Composition, tree: &ScopeTree) -> Plan {
         activation_order: order.iter().map(|&e| id(e)).collect(),
         pending: (0..n).filter(|&e| !eligible[e]).map(id).collect(),
         edges: edges.iter().map(|&(p, c)| (id(p), id(c))).collect(),
+        cycle_members: cycles
+            .iter()
+            .map(|c| c.members.iter().map(|&e| id(e)).collect())
+            .collect(),
         cycles: cycles
             .iter()
-            .map(|c| c.iter().map(|&e| id(e)).collect())
+            .map(|c| c.path.iter().map(|&e| id(e)).collect())
             .collect(),
         resolutions,
         preference_findings: pref_log.findings(composition, &g),

@@ -310,6 +310,10 @@ pub struct Plan {
     /// Dependency cycles, each rotated to start at its smallest member and
     /// listed in dependency order; sorted.
     pub cycles: Vec<Vec<EntryId>>,
+    /// Every member of each cycle's strongly connected component (a
+    /// component can hold more entries than its shortest cycle), sorted;
+    /// parallel to `cycles`.
+    pub cycle_members: Vec<Vec<EntryId>>,
     /// Every requirement's outcome: scope requirements and entry requirements,
     /// sorted by (consumer name, capability).
     pub resolutions: Vec<Resolution>,

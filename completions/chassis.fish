@@ -1,0 +1,183 @@
+# Print an optspec for argparse to handle cmd's options that are independent of any subcommand.
+function __fish_chassis_global_optspecs
+    string join \n format= color= v/verbose q/quiet h/help V/version
+end
+
+function __fish_chassis_needs_command
+    # Figure out if the current invocation already has a command.
+    set -l cmd (commandline -opc)
+    set -e cmd[1]
+    argparse -s (__fish_chassis_global_optspecs) -- $cmd 2>/dev/null
+    or return
+    if set -q argv[1]
+        # Also print the command, so this can be used to figure out what it is.
+        echo $argv[1]
+        return 1
+    end
+    return 0
+end
+
+function __fish_chassis_using_subcommand
+    set -l cmd (__fish_chassis_needs_command)
+    test -z "$cmd"
+    and return 1
+    contains -- $cmd[1] $argv
+end
+
+complete -c chassis -n "__fish_chassis_needs_command" -l format -d 'Output format: text, or json (one document with `format_version`); some commands also take markdown, dot or mermaid' -r -f -a "text\t'Human-readable text'
+json\t'One JSON document with `format_version`'
+markdown\t'Markdown (diff: a pull-request comment)'
+dot\t'Graphviz dot (graph)'
+mermaid\t'Mermaid flowchart (graph)'"
+complete -c chassis -n "__fish_chassis_needs_command" -l color -d 'When to colour diagnostics' -r -f -a "auto\t'Colour when stderr is a terminal and `NO_COLOR` is unset'
+always\t'Always colour'
+never\t'Never colour'"
+complete -c chassis -n "__fish_chassis_needs_command" -s v -l verbose -d 'More logging on stderr (-v info, -vv debug, -vvv trace); `RUST_LOG` overrides'
+complete -c chassis -n "__fish_chassis_needs_command" -s q -l quiet -d 'Only errors on stderr'
+complete -c chassis -n "__fish_chassis_needs_command" -s h -l help -d 'Print help (see more with \'--help\')'
+complete -c chassis -n "__fish_chassis_needs_command" -s V -l version -d 'Print version'
+complete -c chassis -n "__fish_chassis_needs_command" -f -a "check" -d 'Load, validate and resolve compositions; list what does not resolve'
+complete -c chassis -n "__fish_chassis_needs_command" -f -a "snapshot" -d 'Print the snapshot of a resolved composition with its three digests'
+complete -c chassis -n "__fish_chassis_needs_command" -f -a "explain" -d 'Explain a requirement or a scope'
+complete -c chassis -n "__fish_chassis_needs_command" -f -a "diff" -d 'Compare two compositions, snapshots or git revisions semantically'
+complete -c chassis -n "__fish_chassis_needs_command" -f -a "graph" -d 'Draw the dependency graph, scopes as clusters'
+complete -c chassis -n "__fish_chassis_needs_command" -f -a "schema" -d 'Print the JSON Schema of the composition format'
+complete -c chassis -n "__fish_chassis_needs_command" -f -a "completions" -d 'Print a shell completion script'
+complete -c chassis -n "__fish_chassis_needs_command" -f -a "help" -d 'Print this message or the help of the given subcommand(s)'
+complete -c chassis -n "__fish_chassis_using_subcommand check" -l format -d 'Output format: text, or json (one document with `format_version`); some commands also take markdown, dot or mermaid' -r -f -a "text\t'Human-readable text'
+json\t'One JSON document with `format_version`'
+markdown\t'Markdown (diff: a pull-request comment)'
+dot\t'Graphviz dot (graph)'
+mermaid\t'Mermaid flowchart (graph)'"
+complete -c chassis -n "__fish_chassis_using_subcommand check" -l color -d 'When to colour diagnostics' -r -f -a "auto\t'Colour when stderr is a terminal and `NO_COLOR` is unset'
+always\t'Always colour'
+never\t'Never colour'"
+complete -c chassis -n "__fish_chassis_using_subcommand check" -s v -l verbose -d 'More logging on stderr (-v info, -vv debug, -vvv trace); `RUST_LOG` overrides'
+complete -c chassis -n "__fish_chassis_using_subcommand check" -s q -l quiet -d 'Only errors on stderr'
+complete -c chassis -n "__fish_chassis_using_subcommand check" -s h -l help -d 'Print help (see more with \'--help\')'
+complete -c chassis -n "__fish_chassis_using_subcommand snapshot" -l out -d 'Write the snapshot here instead of stdout (stdout then gets the digests)' -r -F
+complete -c chassis -n "__fish_chassis_using_subcommand snapshot" -l format -d 'Output format: text, or json (one document with `format_version`); some commands also take markdown, dot or mermaid' -r -f -a "text\t'Human-readable text'
+json\t'One JSON document with `format_version`'
+markdown\t'Markdown (diff: a pull-request comment)'
+dot\t'Graphviz dot (graph)'
+mermaid\t'Mermaid flowchart (graph)'"
+complete -c chassis -n "__fish_chassis_using_subcommand snapshot" -l color -d 'When to colour diagnostics' -r -f -a "auto\t'Colour when stderr is a terminal and `NO_COLOR` is unset'
+always\t'Always colour'
+never\t'Never colour'"
+complete -c chassis -n "__fish_chassis_using_subcommand snapshot" -s v -l verbose -d 'More logging on stderr (-v info, -vv debug, -vvv trace); `RUST_LOG` overrides'
+complete -c chassis -n "__fish_chassis_using_subcommand snapshot" -s q -l quiet -d 'Only errors on stderr'
+complete -c chassis -n "__fish_chassis_using_subcommand snapshot" -s h -l help -d 'Print help (see more with \'--help\')'
+complete -c chassis -n "__fish_chassis_using_subcommand explain; and not __fish_seen_subcommand_from requirement scope help" -l format -d 'Output format: text, or json (one document with `format_version`); some commands also take markdown, dot or mermaid' -r -f -a "text\t'Human-readable text'
+json\t'One JSON document with `format_version`'
+markdown\t'Markdown (diff: a pull-request comment)'
+dot\t'Graphviz dot (graph)'
+mermaid\t'Mermaid flowchart (graph)'"
+complete -c chassis -n "__fish_chassis_using_subcommand explain; and not __fish_seen_subcommand_from requirement scope help" -l color -d 'When to colour diagnostics' -r -f -a "auto\t'Colour when stderr is a terminal and `NO_COLOR` is unset'
+always\t'Always colour'
+never\t'Never colour'"
+complete -c chassis -n "__fish_chassis_using_subcommand explain; and not __fish_seen_subcommand_from requirement scope help" -s v -l verbose -d 'More logging on stderr (-v info, -vv debug, -vvv trace); `RUST_LOG` overrides'
+complete -c chassis -n "__fish_chassis_using_subcommand explain; and not __fish_seen_subcommand_from requirement scope help" -s q -l quiet -d 'Only errors on stderr'
+complete -c chassis -n "__fish_chassis_using_subcommand explain; and not __fish_seen_subcommand_from requirement scope help" -s h -l help -d 'Print help (see more with \'--help\')'
+complete -c chassis -n "__fish_chassis_using_subcommand explain; and not __fish_seen_subcommand_from requirement scope help" -f -a "requirement" -d 'Every candidate for one requirement: origin, visibility, eligibility, selection, and the reason each was rejected'
+complete -c chassis -n "__fish_chassis_using_subcommand explain; and not __fish_seen_subcommand_from requirement scope help" -f -a "scope" -d 'A scope: parent, children, effective view, providers (local, inherited, visible), entries, requirements, tools. Metadata values are redacted'
+complete -c chassis -n "__fish_chassis_using_subcommand explain; and not __fish_seen_subcommand_from requirement scope help" -f -a "help" -d 'Print this message or the help of the given subcommand(s)'
+complete -c chassis -n "__fish_chassis_using_subcommand explain; and __fish_seen_subcommand_from requirement" -l scope -d 'The consumer\'s scope, to make sure it is the one you mean' -r
+complete -c chassis -n "__fish_chassis_using_subcommand explain; and __fish_seen_subcommand_from requirement" -l format -d 'Output format: text, or json (one document with `format_version`); some commands also take markdown, dot or mermaid' -r -f -a "text\t'Human-readable text'
+json\t'One JSON document with `format_version`'
+markdown\t'Markdown (diff: a pull-request comment)'
+dot\t'Graphviz dot (graph)'
+mermaid\t'Mermaid flowchart (graph)'"
+complete -c chassis -n "__fish_chassis_using_subcommand explain; and __fish_seen_subcommand_from requirement" -l color -d 'When to colour diagnostics' -r -f -a "auto\t'Colour when stderr is a terminal and `NO_COLOR` is unset'
+always\t'Always colour'
+never\t'Never colour'"
+complete -c chassis -n "__fish_chassis_using_subcommand explain; and __fish_seen_subcommand_from requirement" -s v -l verbose -d 'More logging on stderr (-v info, -vv debug, -vvv trace); `RUST_LOG` overrides'
+complete -c chassis -n "__fish_chassis_using_subcommand explain; and __fish_seen_subcommand_from requirement" -s q -l quiet -d 'Only errors on stderr'
+complete -c chassis -n "__fish_chassis_using_subcommand explain; and __fish_seen_subcommand_from requirement" -s h -l help -d 'Print help (see more with \'--help\')'
+complete -c chassis -n "__fish_chassis_using_subcommand explain; and __fish_seen_subcommand_from scope" -l format -d 'Output format: text, or json (one document with `format_version`); some commands also take markdown, dot or mermaid' -r -f -a "text\t'Human-readable text'
+json\t'One JSON document with `format_version`'
+markdown\t'Markdown (diff: a pull-request comment)'
+dot\t'Graphviz dot (graph)'
+mermaid\t'Mermaid flowchart (graph)'"
+complete -c chassis -n "__fish_chassis_using_subcommand explain; and __fish_seen_subcommand_from scope" -l color -d 'When to colour diagnostics' -r -f -a "auto\t'Colour when stderr is a terminal and `NO_COLOR` is unset'
+always\t'Always colour'
+never\t'Never colour'"
+complete -c chassis -n "__fish_chassis_using_subcommand explain; and __fish_seen_subcommand_from scope" -s v -l verbose -d 'More logging on stderr (-v info, -vv debug, -vvv trace); `RUST_LOG` overrides'
+complete -c chassis -n "__fish_chassis_using_subcommand explain; and __fish_seen_subcommand_from scope" -s q -l quiet -d 'Only errors on stderr'
+complete -c chassis -n "__fish_chassis_using_subcommand explain; and __fish_seen_subcommand_from scope" -s h -l help -d 'Print help (see more with \'--help\')'
+complete -c chassis -n "__fish_chassis_using_subcommand explain; and __fish_seen_subcommand_from help" -f -a "requirement" -d 'Every candidate for one requirement: origin, visibility, eligibility, selection, and the reason each was rejected'
+complete -c chassis -n "__fish_chassis_using_subcommand explain; and __fish_seen_subcommand_from help" -f -a "scope" -d 'A scope: parent, children, effective view, providers (local, inherited, visible), entries, requirements, tools. Metadata values are redacted'
+complete -c chassis -n "__fish_chassis_using_subcommand explain; and __fish_seen_subcommand_from help" -f -a "help" -d 'Print this message or the help of the given subcommand(s)'
+complete -c chassis -n "__fish_chassis_using_subcommand diff; and not __fish_seen_subcommand_from generations help" -l format -d 'Output format: text, or json (one document with `format_version`); some commands also take markdown, dot or mermaid' -r -f -a "text\t'Human-readable text'
+json\t'One JSON document with `format_version`'
+markdown\t'Markdown (diff: a pull-request comment)'
+dot\t'Graphviz dot (graph)'
+mermaid\t'Mermaid flowchart (graph)'"
+complete -c chassis -n "__fish_chassis_using_subcommand diff; and not __fish_seen_subcommand_from generations help" -l color -d 'When to colour diagnostics' -r -f -a "auto\t'Colour when stderr is a terminal and `NO_COLOR` is unset'
+always\t'Always colour'
+never\t'Never colour'"
+complete -c chassis -n "__fish_chassis_using_subcommand diff; and not __fish_seen_subcommand_from generations help" -s v -l verbose -d 'More logging on stderr (-v info, -vv debug, -vvv trace); `RUST_LOG` overrides'
+complete -c chassis -n "__fish_chassis_using_subcommand diff; and not __fish_seen_subcommand_from generations help" -s q -l quiet -d 'Only errors on stderr'
+complete -c chassis -n "__fish_chassis_using_subcommand diff; and not __fish_seen_subcommand_from generations help" -s h -l help -d 'Print help (see more with \'--help\')'
+complete -c chassis -n "__fish_chassis_using_subcommand diff; and not __fish_seen_subcommand_from generations help" -f -a "generations" -d 'Compare two generations'
+complete -c chassis -n "__fish_chassis_using_subcommand diff; and not __fish_seen_subcommand_from generations help" -f -a "help" -d 'Print this message or the help of the given subcommand(s)'
+complete -c chassis -n "__fish_chassis_using_subcommand diff; and __fish_seen_subcommand_from generations" -l format -d 'Output format: text, or json (one document with `format_version`); some commands also take markdown, dot or mermaid' -r -f -a "text\t'Human-readable text'
+json\t'One JSON document with `format_version`'
+markdown\t'Markdown (diff: a pull-request comment)'
+dot\t'Graphviz dot (graph)'
+mermaid\t'Mermaid flowchart (graph)'"
+complete -c chassis -n "__fish_chassis_using_subcommand diff; and __fish_seen_subcommand_from generations" -l color -d 'When to colour diagnostics' -r -f -a "auto\t'Colour when stderr is a terminal and `NO_COLOR` is unset'
+always\t'Always colour'
+never\t'Never colour'"
+complete -c chassis -n "__fish_chassis_using_subcommand diff; and __fish_seen_subcommand_from generations" -l include-unchanged -d 'Also list what did not change'
+complete -c chassis -n "__fish_chassis_using_subcommand diff; and __fish_seen_subcommand_from generations" -l exit-code -d 'Exit 1 exactly when the semantic digests differ (like `git diff --exit-code`)'
+complete -c chassis -n "__fish_chassis_using_subcommand diff; and __fish_seen_subcommand_from generations" -s v -l verbose -d 'More logging on stderr (-v info, -vv debug, -vvv trace); `RUST_LOG` overrides'
+complete -c chassis -n "__fish_chassis_using_subcommand diff; and __fish_seen_subcommand_from generations" -s q -l quiet -d 'Only errors on stderr'
+complete -c chassis -n "__fish_chassis_using_subcommand diff; and __fish_seen_subcommand_from generations" -s h -l help -d 'Print help (see more with \'--help\')'
+complete -c chassis -n "__fish_chassis_using_subcommand diff; and __fish_seen_subcommand_from help" -f -a "generations" -d 'Compare two generations'
+complete -c chassis -n "__fish_chassis_using_subcommand diff; and __fish_seen_subcommand_from help" -f -a "help" -d 'Print this message or the help of the given subcommand(s)'
+complete -c chassis -n "__fish_chassis_using_subcommand graph" -l format -d 'Output format: text, or json (one document with `format_version`); some commands also take markdown, dot or mermaid' -r -f -a "text\t'Human-readable text'
+json\t'One JSON document with `format_version`'
+markdown\t'Markdown (diff: a pull-request comment)'
+dot\t'Graphviz dot (graph)'
+mermaid\t'Mermaid flowchart (graph)'"
+complete -c chassis -n "__fish_chassis_using_subcommand graph" -l color -d 'When to colour diagnostics' -r -f -a "auto\t'Colour when stderr is a terminal and `NO_COLOR` is unset'
+always\t'Always colour'
+never\t'Never colour'"
+complete -c chassis -n "__fish_chassis_using_subcommand graph" -s v -l verbose -d 'More logging on stderr (-v info, -vv debug, -vvv trace); `RUST_LOG` overrides'
+complete -c chassis -n "__fish_chassis_using_subcommand graph" -s q -l quiet -d 'Only errors on stderr'
+complete -c chassis -n "__fish_chassis_using_subcommand graph" -s h -l help -d 'Print help (see more with \'--help\')'
+complete -c chassis -n "__fish_chassis_using_subcommand schema" -l write -d 'Write `composition.schema.json` into this directory instead of printing' -r -F
+complete -c chassis -n "__fish_chassis_using_subcommand schema" -l format -d 'Output format: text, or json (one document with `format_version`); some commands also take markdown, dot or mermaid' -r -f -a "text\t'Human-readable text'
+json\t'One JSON document with `format_version`'
+markdown\t'Markdown (diff: a pull-request comment)'
+dot\t'Graphviz dot (graph)'
+mermaid\t'Mermaid flowchart (graph)'"
+complete -c chassis -n "__fish_chassis_using_subcommand schema" -l color -d 'When to colour diagnostics' -r -f -a "auto\t'Colour when stderr is a terminal and `NO_COLOR` is unset'
+always\t'Always colour'
+never\t'Never colour'"
+complete -c chassis -n "__fish_chassis_using_subcommand schema" -s v -l verbose -d 'More logging on stderr (-v info, -vv debug, -vvv trace); `RUST_LOG` overrides'
+complete -c chassis -n "__fish_chassis_using_subcommand schema" -s q -l quiet -d 'Only errors on stderr'
+complete -c chassis -n "__fish_chassis_using_subcommand schema" -s h -l help -d 'Print help (see more with \'--help\')'
+complete -c chassis -n "__fish_chassis_using_subcommand completions" -l dir -d 'Write the script into this directory (as clap_complete names it)' -r -F
+complete -c chassis -n "__fish_chassis_using_subcommand completions" -l format -d 'Output format: text, or json (one document with `format_version`); some commands also take markdown, dot or mermaid' -r -f -a "text\t'Human-readable text'
+json\t'One JSON document with `format_version`'
+markdown\t'Markdown (diff: a pull-request comment)'
+dot\t'Graphviz dot (graph)'
+mermaid\t'Mermaid flowchart (graph)'"
+complete -c chassis -n "__fish_chassis_using_subcommand completions" -l color -d 'When to colour diagnostics' -r -f -a "auto\t'Colour when stderr is a terminal and `NO_COLOR` is unset'
+always\t'Always colour'
+never\t'Never colour'"
+complete -c chassis -n "__fish_chassis_using_subcommand completions" -s v -l verbose -d 'More logging on stderr (-v info, -vv debug, -vvv trace); `RUST_LOG` overrides'
+complete -c chassis -n "__fish_chassis_using_subcommand completions" -s q -l quiet -d 'Only errors on stderr'
+complete -c chassis -n "__fish_chassis_using_subcommand completions" -s h -l help -d 'Print help (see more with \'--help\')'
+complete -c chassis -n "__fish_chassis_using_subcommand help; and not __fish_seen_subcommand_from check snapshot explain diff graph schema completions help" -f -a "check" -d 'Load, validate and resolve compositions; list what does not resolve'
+complete -c chassis -n "__fish_chassis_using_subcommand help; and not __fish_seen_subcommand_from check snapshot explain diff graph schema completions help" -f -a "snapshot" -d 'Print the snapshot of a resolved composition with its three digests'
+complete -c chassis -n "__fish_chassis_using_subcommand help; and not __fish_seen_subcommand_from check snapshot explain diff graph schema completions help" -f -a "explain" -d 'Explain a requirement or a scope'
+complete -c chassis -n "__fish_chassis_using_subcommand help; and not __fish_seen_subcommand_from check snapshot explain diff graph schema completions help" -f -a "diff" -d 'Compare two compositions, snapshots or git revisions semantically'
+complete -c chassis -n "__fish_chassis_using_subcommand help; and not __fish_seen_subcommand_from check snapshot explain diff graph schema completions help" -f -a "graph" -d 'Draw the dependency graph, scopes as clusters'
+complete -c chassis -n "__fish_chassis_using_subcommand help; and not __fish_seen_subcommand_from check snapshot explain diff graph schema completions help" -f -a "schema" -d 'Print the JSON Schema of the composition format'
+complete -c chassis -n "__fish_chassis_using_subcommand help; and not __fish_seen_subcommand_from check snapshot explain diff graph schema completions help" -f -a "completions" -d 'Print a shell completion script'
+complete -c chassis -n "__fish_chassis_using_subcommand help; and not __fish_seen_subcommand_from check snapshot explain diff graph schema completions help" -f -a "help" -d 'Print this message or the help of the given subcommand(s)'
+complete -c chassis -n "__fish_chassis_using_subcommand help; and __fish_seen_subcommand_from explain" -f -a "requirement" -d 'Every candidate for one requirement: origin, visibility, eligibility, selection, and the reason each was rejected'
+complete -c chassis -n "__fish_chassis_using_subcommand help; and __fish_seen_subcommand_from explain" -f -a "scope" -d 'A scope: parent, children, effective view, providers (local, inherited, visible), entries, requirements, tools. Metadata values are redacted'
+complete -c chassis -n "__fish_chassis_using_subcommand help; and __fish_seen_subcommand_from diff" -f -a "generations" -d 'Compare two generations'
