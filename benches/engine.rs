@@ -9,6 +9,7 @@
 //! cargo bench --bench engine -- --quick       # 1,000 and 10,000 entries only
 //! cargo bench --bench engine -- chain fan/1000  # cases whose `shape/entries` contains a filter
 //! cargo bench --bench engine -- --sizes=100,1000 --no-extras
+//! cargo bench --bench engine -- --extras-all  # extras at 100,000 entries too
 //! ```
 //!
 //! Shapes (deterministic):
@@ -25,9 +26,9 @@
 //! - `wide-scopes`: N/10 sibling scopes under `/`, each with one local provider
 //!   and nine consumers.
 //!
-//! Extras (second table): explain one requirement, diff two snapshots that
-//! differ in one entry, and TOML parse + load of the same composition rendered
-//! as text.
+//! Extras (last table, up to 10,000 entries unless `--extras-all`): explain
+//! one requirement, diff two snapshots that differ in one entry, and TOML
+//! parse + load of the same composition rendered as text.
 
 use std::collections::BTreeSet;
 use std::fmt::Write as _;
@@ -393,7 +394,10 @@ fn wide_scopes(n: usize) -> Spec {
     s
 }
 
-const SHAPES: &[(&str, fn(usize) -> Spec)] = &[
+/// A named generator of synthetic compositions.
+type Shape = (&'static str, fn(usize) -> Spec);
+
+const SHAPES: &[Shape] = &[
     ("chain", chain),
     ("fan", fan),
     ("fan-pref", fan_pref),
@@ -613,6 +617,10 @@ fn run_case(shape: &'static str, spec: &Spec, extras: bool) -> (Row, Option<Extr
     (row, Some(extra))
 }
 
+/// Extras (explain, diff, TOML) run up to this size unless `--extras-all`,
+/// which keeps the default run within a few minutes on two cores.
+const EXTRAS_MAX: usize = 10_000;
+
 fn target_of(entries: usize) -> Option<Duration> {
     match entries {
         10_000 => Some(Duration::from_millis(20)),
@@ -624,6 +632,7 @@ fn target_of(entries: usize) -> Option<Duration> {
 fn main() {
     let mut quick = false;
     let mut extras = true;
+    let mut extras_all = false;
     let mut sizes: Vec<usize> = vec![100, 1_000, 10_000, 100_000];
     let mut filters: Vec<String> = Vec::new();
     for arg in std::env::args().skip(1) {
@@ -631,6 +640,8 @@ fn main() {
             quick = true;
         } else if arg == "--no-extras" {
             extras = false;
+        } else if arg == "--extras-all" {
+            extras_all = true;
         } else if let Some(list) = arg.strip_prefix("--sizes=") {
             sizes = list
                 .split(',')
@@ -638,7 +649,7 @@ fn main() {
                 .collect();
         } else if arg == "--help" || arg == "-h" {
             println!(
-                "usage: cargo bench --bench engine -- [--quick] [--no-extras] [--sizes=100,1000] [FILTER…]"
+                "usage: cargo bench --bench engine -- [--quick] [--no-extras] [--extras-all] [--sizes=100,1000] [FILTER…]"
             );
             println!(
                 "shapes: {}",
@@ -672,7 +683,7 @@ fn main() {
             }
             let t = Instant::now();
             let spec = generate(size);
-            let (row, extra) = run_case(shape, &spec, extras);
+            let (row, extra) = run_case(shape, &spec, extras && (extras_all || size <= EXTRAS_MAX));
             eprintln!(
                 "  {shape}/{size}: headline {} ({} runs), case took {:.1} s",
                 fmt_dur(row.headline),

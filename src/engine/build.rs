@@ -40,15 +40,18 @@ struct Draft {
     config: ConfigValue,
 }
 
+/// A scope draft: path, capability view, tool view, requirements, preferences.
+type ScopeDraft = (
+    String,
+    Option<Vec<String>>,
+    Option<Vec<String>>,
+    Vec<(String, String)>,
+    Vec<(String, String)>,
+);
+
 /// Builds a [`Composition`]; errors surface at [`CompositionBuilder::build`].
 pub struct CompositionBuilder {
-    scopes: Vec<(
-        String,
-        Option<Vec<String>>,
-        Option<Vec<String>>,
-        Vec<(String, String)>,
-        Vec<(String, String)>,
-    )>,
+    scopes: Vec<ScopeDraft>,
     entries: Vec<Draft>,
     global: Vec<(String, String)>,
 }

@@ -34,7 +34,7 @@ pub fn plan_diagnostics(composition: &Composition, plan: &Plan) -> Vec<Diagnosti
         let consumer_is_entry = matches!(r.consumer, Consumer::Entry(_));
         // A consumer pending only because of a cycle is reported by the cycle.
         if let Consumer::Entry(id) = &r.consumer {
-            let in_cycle = plan.cycle_members.iter().any(|c| c.contains(id));
+            let in_cycle = plan.cycles.iter().any(|c| c.contains(id));
             if in_cycle && r.status == Status::ProviderPending {
                 continue;
             }
@@ -93,16 +93,18 @@ pub fn plan_diagnostics(composition: &Composition, plan: &Plan) -> Vec<Diagnosti
         }
         out.push(d);
     }
-    for cycle in &plan.cycles {
+    for (cycle, members) in plan.cycle_paths.iter().zip(&plan.cycles) {
         let mut path: Vec<String> = cycle.iter().map(ToString::to_string).collect();
         if let Some(first) = cycle.first() {
             path.push(first.to_string());
         }
-        let mut d = Diagnostic::error(
-            Code::Cycle,
-            format!("dependency cycle: {}", path.join(" -> ")),
-        );
-        for (i, id) in cycle.iter().enumerate() {
+        let mut message = format!("dependency cycle: {}", path.join(" -> "));
+        if members.len() > cycle.len() {
+            let names: Vec<String> = members.iter().map(|m| format!("`{m}`")).collect();
+            message.push_str(&format!("; its component holds {}", names.join(", ")));
+        }
+        let mut d = Diagnostic::error(Code::Cycle, message);
+        for (i, id) in members.iter().enumerate() {
             d = if i == 0 {
                 d.at(entry_origin(composition, id), "in this cycle")
             } else {

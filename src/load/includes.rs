@@ -76,7 +76,14 @@ impl<'s> Reader<'s> {
             // The recovered tree lacks what did not parse: a "missing" key is
             // most likely the broken line, so do not report it twice.
             self.syntax_errors = true;
-            file_diags.retain(|d| d.code != Code::MissingKey);
+            // Recovery also fills broken values with placeholders that have
+            // no position of their own; a type error on one of those would
+            // point at the top of the file about a value nobody wrote.
+            file_diags.retain(|d| {
+                d.code != Code::MissingKey
+                    && !(d.code == Code::WrongType
+                        && d.labels.iter().all(|l| l.origin.span.is_empty()))
+            });
         }
         self.diags.extend(file_diags);
         let includes = std::mem::take(&mut out.includes);

@@ -51,7 +51,7 @@ pub fn check_text(r: &Resolved) -> String {
             x.requirement.render()
         );
     }
-    for cycle in &plan.cycles {
+    for cycle in &plan.cycle_paths {
         let mut path: Vec<&str> = cycle.iter().map(|e| e.as_str()).collect();
         if let Some(first) = cycle.first() {
             path.push(first.as_str());

@@ -130,7 +130,7 @@ pub(super) fn gather<'a>(composition: &'a Composition, tree: &ScopeTree) -> Gath
         total: &total,
         tree,
     };
-    for ix in 0..tree.len() {
+    for (ix, in_scope) in by_scope.iter().enumerate() {
         while let Some((top, _)) = lineage.last() {
             if tree.is_ancestor_or_self(*top, ix) {
                 break;
@@ -142,7 +142,7 @@ pub(super) fn gather<'a>(composition: &'a Composition, tree: &ScopeTree) -> Gath
             }
         }
         let mut pushed = Vec::new();
-        for &e in &by_scope[ix] {
+        for &e in in_scope {
             for &(cap, _) in &provided[e] {
                 on_lineage[cap].push(e);
                 pushed.push(cap);
@@ -154,7 +154,7 @@ pub(super) fn gather<'a>(composition: &'a Composition, tree: &ScopeTree) -> Gath
                 requirements.push(ctx.req(Holder::Scope(ix), ix, requirement, &on_lineage));
             }
         }
-        for &e in &by_scope[ix] {
+        for &e in in_scope {
             for requirement in entries[e].manifest.requires.values() {
                 requirements.push(ctx.req(Holder::Entry(e), ix, requirement, &on_lineage));
             }

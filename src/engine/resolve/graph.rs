@@ -45,7 +45,7 @@ pub(super) fn find_cycles(g: &Gathered<'_>) -> Vec<Cycle> {
         let path = shortest_cycle(members[0], ci, &adjacency, &component_of);
         cycles.push(Cycle { path, members });
     }
-    cycles.sort_by(|a, b| a.path.cmp(&b.path));
+    cycles.sort_by(|a, b| a.members.cmp(&b.members));
     cycles
 }
 

@@ -190,13 +190,13 @@ pub fn resolve_with_tree(composition: &Composition, tree: &ScopeTree) -> Plan {
         activation_order: order.iter().map(|&e| id(e)).collect(),
         pending: (0..n).filter(|&e| !eligible[e]).map(id).collect(),
         edges: edges.iter().map(|&(p, c)| (id(p), id(c))).collect(),
-        cycle_members: cycles
+        cycle_paths: cycles
             .iter()
-            .map(|c| c.members.iter().map(|&e| id(e)).collect())
+            .map(|c| c.path.iter().map(|&e| id(e)).collect())
             .collect(),
         cycles: cycles
             .iter()
-            .map(|c| c.path.iter().map(|&e| id(e)).collect())
+            .map(|c| c.members.iter().map(|&e| id(e)).collect())
             .collect(),
         resolutions,
         preference_findings: pref_log.findings(composition, &g),

@@ -307,13 +307,13 @@ pub struct Plan {
     /// `(provider, consumer)` pairs of every bound requirement (hard or
     /// optional) of an eligible entry, sorted, unique.
     pub edges: Vec<(EntryId, EntryId)>,
-    /// Dependency cycles, each rotated to start at its smallest member and
-    /// listed in dependency order; sorted.
+    /// Dependency cycles: the members of each strongly connected component
+    /// of the declared graph, sorted; the list is sorted.
     pub cycles: Vec<Vec<EntryId>>,
-    /// Every member of each cycle's strongly connected component (a
-    /// component can hold more entries than its shortest cycle), sorted;
-    /// parallel to `cycles`.
-    pub cycle_members: Vec<Vec<EntryId>>,
+    /// For each cycle, a shortest closed path through its smallest member,
+    /// in dependency order (`a` requires `b` …), for display; parallel to
+    /// `cycles`.
+    pub cycle_paths: Vec<Vec<EntryId>>,
     /// Every requirement's outcome: scope requirements and entry requirements,
     /// sorted by (consumer name, capability).
     pub resolutions: Vec<Resolution>,

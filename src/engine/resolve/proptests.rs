@@ -6,6 +6,7 @@
 //! public model types (no resolver internals), plus metamorphic properties:
 //! permutation invariance, irrelevant additions and removals, determinism and
 //! activation-order consistency.
+#![allow(clippy::needless_range_loop)] // index loops mirror the oracle's definitions
 
 use std::collections::{BTreeMap, BTreeSet};
 
@@ -696,13 +697,14 @@ fn check_oracle(c: &Composition, plan: &Plan) -> Result<(), TestCaseError> {
         .collect();
     prop_assert_eq!(&plan.pending, &pending, "pending");
 
-    // Cycle membership, and each reported cycle is a closed path of the
-    // declared graph starting at its smallest member.
+    // Cycle membership (`cycles` holds whole components), and each display
+    // path (`cycle_paths`) is a closed path of the declared graph starting
+    // at its smallest member.
     let members: BTreeSet<EntryId> = plan.cycles.iter().flatten().cloned().collect();
     let want_members: BTreeSet<EntryId> =
         (0..o.ids.len()).filter(|&i| o.cycle[i]).map(id).collect();
     prop_assert_eq!(&members, &want_members, "cycle members");
-    for cycle in &plan.cycles {
+    for cycle in &plan.cycle_paths {
         let ix: Vec<usize> = cycle
             .iter()
             .map(|e| o.ids.iter().position(|x| x == e).unwrap_or(usize::MAX))
@@ -811,15 +813,185 @@ fn check_order(plan: &Plan) -> Result<(), TestCaseError> {
     Ok(())
 }
 
+fn prop_oracle(desc: &Desc) -> Result<(), TestCaseError> {
+    let Some(c) = build_plain(desc) else {
+        return Ok(());
+    };
+    if std::env::var("SKIP_BIG_SCC").is_ok() {
+        let o = oracle(&c);
+        if o.cycle.iter().filter(|&&x| x).count() >= 3 {
+            return Ok(());
+        }
+    }
+    check_oracle(&c, &resolve(&c))
+}
+
+fn prop_permutation(desc: &Desc, order: Order) -> Result<(), TestCaseError> {
+    let Some(c) = build_plain(desc) else {
+        return Ok(());
+    };
+    let Some(shuffled) = build(desc, &order) else {
+        return Err(TestCaseError::fail("shuffled description failed to build"));
+    };
+    prop_assert_eq!(&c, &shuffled, "composition differs by insertion order");
+    prop_assert_eq!(
+        resolve(&c),
+        resolve(&shuffled),
+        "plan differs by insertion order {:?}",
+        order
+    );
+    Ok(())
+}
+
+fn prop_unrelated(desc: &Desc, scope: usize) -> Result<(), TestCaseError> {
+    let Some(c) = build_plain(desc) else {
+        return Ok(());
+    };
+    let Ok(bigger) = builder(desc, &Order::identity(desc))
+        .entry(UNRELATED)
+        .in_scope(SCOPES[scope])
+        .provides("fresh", &["1.0.0"])
+        .build()
+    else {
+        return Err(TestCaseError::fail(
+            "failed to build with the unrelated entry",
+        ));
+    };
+    let before = resolve(&c);
+    let after = resolve(&bigger);
+    let new = EntryId::new(UNRELATED).map_err(|e| TestCaseError::fail(e.to_string()))?;
+    prop_assert_eq!(&after.resolutions, &before.resolutions);
+    prop_assert_eq!(&after.edges, &before.edges);
+    prop_assert_eq!(&after.cycles, &before.cycles);
+    prop_assert_eq!(&after.pending, &before.pending);
+    prop_assert_eq!(&after.preference_findings, &before.preference_findings);
+    prop_assert!(after.is_eligible(&new));
+    let order: Vec<&EntryId> = after
+        .activation_order
+        .iter()
+        .filter(|e| **e != new)
+        .collect();
+    prop_assert_eq!(order, before.activation_order.iter().collect::<Vec<_>>());
+    for (id, e) in &before.entries {
+        let a = &after.entries[id];
+        prop_assert_eq!(a.eligible, e.eligible, "eligibility of {}", id);
+        prop_assert_eq!(&a.pending, &e.pending, "pending reasons of {}", id);
+    }
+    Ok(())
+}
+
+fn prop_deterministic(desc: &Desc) -> Result<(), TestCaseError> {
+    let Some(c) = build_plain(desc) else {
+        return Ok(());
+    };
+    let first = resolve(&c);
+    prop_assert_eq!(&first, &resolve(&c));
+    prop_assert_eq!(&first, &resolve(&c.clone()));
+    let tree = crate::engine::tree::ScopeTree::new(&c);
+    prop_assert_eq!(&first, &resolve_with_tree(&c, &tree));
+    Ok(())
+}
+
+/// Entries whose removal may not change any selection: on no cycle, selected
+/// by no requirement (also not as a pending provider), and no candidate of an
+/// ambiguous requirement (per the oracle).
+fn removable(o: &Oracle) -> Vec<usize> {
+    (0..o.ids.len())
+        .filter(|&p| !o.cycle[p])
+        .filter(|&p| {
+            o.reqs.iter().all(|r| match &r.selection {
+                Sel::One(q, _) => *q != p,
+                Sel::Ambiguous(cands) => !cands.contains(&p),
+                Sel::None => true,
+            })
+        })
+        .collect()
+}
+
+fn prop_removal(desc: &Desc, pick: prop::sample::Index) -> Result<(), TestCaseError> {
+    let Some(c) = build_plain(desc) else {
+        return Ok(());
+    };
+    let candidates = removable(&oracle(&c));
+    if std::env::var("ONLY_BIG_SCC").is_ok() && oracle(&c).cycle.iter().filter(|&&x| x).count() < 3
+    {
+        return Ok(());
+    }
+    if candidates.is_empty() {
+        return Ok(());
+    }
+    let gone = c
+        .entries
+        .keys()
+        .nth(candidates[pick.index(candidates.len())])
+        .cloned();
+    let Some(gone) = gone else {
+        return Err(TestCaseError::fail("bad index"));
+    };
+    let mut smaller = desc.clone();
+    smaller.entries.retain(|e| IDS[e.id] != gone.as_str());
+    let Some(c2) = build_plain(&smaller) else {
+        return Err(TestCaseError::fail("failed to build without the provider"));
+    };
+    let before = resolve(&c);
+    let after = resolve(&c2);
+    let sel = |r: &Resolution| r.selected.as_ref().map(|s| s.entry.clone());
+    for r in &after.resolutions {
+        let (name, cap) = (r.consumer.name(), r.capability().as_str());
+        let Some(old) = before.resolution(name, cap) else {
+            return Err(TestCaseError::fail(format!("new resolution {name}/{cap}")));
+        };
+        prop_assert_eq!(
+            sel(r),
+            sel(old),
+            "removing {}: selection of {}/{}",
+            gone,
+            name,
+            cap
+        );
+        prop_assert_eq!(
+            &r.ambiguous_between,
+            &old.ambiguous_between,
+            "removing {}: {}/{}",
+            gone,
+            name,
+            cap
+        );
+    }
+    let old_edges: Vec<(EntryId, EntryId)> = before
+        .edges
+        .iter()
+        .filter(|(_, c)| *c != gone)
+        .cloned()
+        .collect();
+    prop_assert_eq!(&after.edges, &old_edges, "removing {}: edges", gone);
+    for (id, e) in &after.entries {
+        prop_assert_eq!(
+            e.eligible,
+            before.entries[id].eligible,
+            "removing {}: eligibility of {}",
+            gone,
+            id
+        );
+    }
+    Ok(())
+}
+
+fn prop_order(desc: &Desc) -> Result<(), TestCaseError> {
+    let Some(c) = build_plain(desc) else {
+        return Ok(());
+    };
+    check_order(&resolve(&c))
+}
+
 fn config() -> ProptestConfig {
+    let cases = std::env::var("CASES")
+        .ok()
+        .and_then(|v| v.parse().ok())
+        .unwrap_or(256);
     ProptestConfig {
         failure_persistence: None,
-        ..ProptestConfig::with_cases(
-            std::env::var("CASES")
-                .ok()
-                .and_then(|v| v.parse().ok())
-                .unwrap_or(256),
-        )
+        ..ProptestConfig::with_cases(cases)
     }
 }
 
@@ -829,111 +1001,39 @@ proptest! {
     /// 1. Agreement with the brute-force oracle.
     #[test]
     fn agrees_with_oracle(desc in desc_strategy()) {
-        let Some(c) = build_plain(&desc) else { return Ok(()) };
-        let o = oracle(&c);
-        if std::env::var("SKIP_BIG_SCC").is_ok() {
-            let n = o.ids.len();
-            for i in 0..n { let k = (0..n).filter(|&j| o.cycle[j] && o.cycle[i]).count(); if k >= 3 { return Ok(()); } }
-        }
-        let plan = resolve(&c);
-        with_desc(&desc, check_oracle(&c, &plan))?;
+        with_desc(&desc, prop_oracle(&desc))?;
     }
 
     /// 2. Insertion order of entries, scopes and preferences is irrelevant.
     #[test]
     fn permutation_invariant(desc in desc_strategy(), (entries, scopes, reverse_caps) in order_strategy()) {
-        let Some(c) = build_plain(&desc) else { return Ok(()) };
-        let order = Order { entries: entries.into_iter().filter(|&i| i < desc.entries.len()).collect(), scopes, reverse_caps };
-        let Some(shuffled) = build(&desc, &order) else {
-            return Err(TestCaseError::fail("shuffled description failed to build"));
-        };
-        prop_assert_eq!(&c, &shuffled, "composition differs by insertion order");
-        prop_assert_eq!(resolve(&c), resolve(&shuffled));
+        let entries = entries.into_iter().filter(|&i| i < desc.entries.len()).collect();
+        with_desc(&desc, prop_permutation(&desc, Order { entries, scopes, reverse_caps }))?;
     }
 
     /// 3. An unrelated entry changes nothing that exists.
     #[test]
     fn unrelated_entry_changes_nothing(desc in desc_strategy(), scope in 0..SCOPES.len()) {
-        let Some(c) = build_plain(&desc) else { return Ok(()) };
-        let Ok(bigger) = builder(&desc, &Order::identity(&desc))
-            .entry(UNRELATED).in_scope(SCOPES[scope]).provides("fresh", &["1.0.0"])
-            .build() else { return Err(TestCaseError::fail("failed to build with the unrelated entry")) };
-        let before = resolve(&c);
-        let after = resolve(&bigger);
-        let new = EntryId::new(UNRELATED).map_err(|e| TestCaseError::fail(e.to_string()))?;
-        prop_assert_eq!(&after.resolutions, &before.resolutions);
-        prop_assert_eq!(&after.edges, &before.edges);
-        prop_assert_eq!(&after.cycles, &before.cycles);
-        prop_assert_eq!(&after.pending, &before.pending);
-        prop_assert_eq!(&after.preference_findings, &before.preference_findings);
-        prop_assert!(after.is_eligible(&new));
-        let order: Vec<&EntryId> = after.activation_order.iter().filter(|e| **e != new).collect();
-        prop_assert_eq!(order, before.activation_order.iter().collect::<Vec<_>>());
-        for (id, e) in &before.entries {
-            let a = &after.entries[id];
-            prop_assert_eq!(a.eligible, e.eligible, "eligibility of {}", id);
-            prop_assert_eq!(&a.pending, &e.pending, "pending reasons of {}", id);
-        }
+        with_desc(&desc, prop_unrelated(&desc, scope))?;
     }
 
     /// 4. Resolution is deterministic.
     #[test]
     fn repeated_runs_are_identical(desc in desc_strategy()) {
-        let Some(c) = build_plain(&desc) else { return Ok(()) };
-        let first = resolve(&c);
-        prop_assert_eq!(&first, &resolve(&c));
-        prop_assert_eq!(&first, &resolve(&c.clone()));
-        let tree = crate::engine::tree::ScopeTree::new(&c);
-        prop_assert_eq!(&first, &resolve_with_tree(&c, &tree));
+        with_desc(&desc, prop_deterministic(&desc))?;
     }
 
     /// 5. Removing a provider that nothing selected, that is no candidate of
     /// an ambiguous requirement and that is on no cycle changes no selection.
     #[test]
     fn removing_an_unselected_provider_changes_no_selection(desc in desc_strategy(), pick in any::<prop::sample::Index>()) {
-        let Some(c) = build_plain(&desc) else { return Ok(()) };
-        let o = oracle(&c);
-        let removable: Vec<usize> = (0..o.ids.len())
-            .filter(|&p| !o.cycle[p])
-            .filter(|&p| {
-                o.reqs.iter().all(|r| match &r.selection {
-                    Sel::One(q, _) => *q != p,
-                    Sel::Ambiguous(cands) => !cands.contains(&p),
-                    Sel::None => true,
-                })
-            })
-            .collect();
-        if removable.is_empty() {
-            return Ok(());
-        }
-        let gone = o.ids[removable[pick.index(removable.len())]].clone();
-        let mut smaller = desc.clone();
-        smaller.entries.retain(|e| IDS[e.id] != gone.as_str());
-        let Some(c2) = build_plain(&smaller) else {
-            return Err(TestCaseError::fail("failed to build without the provider"));
-        };
-        let before = resolve(&c);
-        let after = resolve(&c2);
-        for r in &after.resolutions {
-            let Some(old) = before.resolution(r.consumer.name(), r.capability().as_str()) else {
-                return Err(TestCaseError::fail(format!("new resolution {}/{}", r.consumer.name(), r.capability())));
-            };
-            let sel = |r: &Resolution| r.selected.as_ref().map(|s| s.entry.clone());
-            prop_assert_eq!(sel(r), sel(old), "selection of {}/{}", r.consumer.name(), r.capability());
-            prop_assert_eq!(&r.ambiguous_between, &old.ambiguous_between);
-        }
-        let old_edges: Vec<(EntryId, EntryId)> = before.edges.iter().filter(|(_, c)| *c != gone).cloned().collect();
-        prop_assert_eq!(&after.edges, &old_edges);
-        for (id, e) in &after.entries {
-            prop_assert_eq!(e.eligible, before.entries[id].eligible, "eligibility of {}", id);
-        }
+        with_desc(&desc, prop_removal(&desc, pick))?;
     }
 
     /// 6. Activation order and pending list are consistent with the plan.
     #[test]
     fn activation_order_respects_edges(desc in desc_strategy()) {
-        let Some(c) = build_plain(&desc) else { return Ok(()) };
-        with_desc(&desc, check_order(&resolve(&c)))?;
+        with_desc(&desc, prop_order(&desc))?;
     }
 }
 
@@ -953,53 +1053,6 @@ fn pool_specifiers_and_versions_parse() {
             assert!(Version::parse(&version_text(m, v)).is_ok());
         }
     }
-}
-
-#[test]
-fn zz_coverage_stats() {
-    use proptest::strategy::ValueTree;
-    let mut runner = proptest::test_runner::TestRunner::default();
-    let mut stats: BTreeMap<String, usize> = BTreeMap::new();
-    let mut built = 0;
-    for _ in 0..5000 {
-        let desc = desc_strategy().new_tree(&mut runner).unwrap().current();
-        let Some(c) = build_plain(&desc) else {
-            continue;
-        };
-        built += 1;
-        let o = oracle(&c);
-        for r in &o.reqs {
-            *stats.entry(format!("{:?}", r.status)).or_default() += 1;
-            if let Sel::One(_, Some(l)) = r.selection {
-                *stats.entry(format!("pref {l:?}")).or_default() += 1;
-            }
-            if r.holder.is_none() {
-                *stats.entry("scope req".into()).or_default() += 1;
-            }
-        }
-        if o.cycle.iter().any(|&x| x) {
-            *stats.entry("has cycle".into()).or_default() += 1;
-        }
-        if o.cycle.iter().filter(|&&x| x).count() >= 3 {
-            *stats.entry("cycle>=3".into()).or_default() += 1;
-        }
-        let plan = resolve(&c);
-        if !plan.edges.is_empty() {
-            *stats.entry("has edges".into()).or_default() += 1;
-        }
-        let n = o.ids.len();
-        if topological(&o.eligible, &o.edges).is_none() {
-            *stats.entry("cyclic edges".into()).or_default() += 1;
-        }
-        *stats
-            .entry(format!(
-                "eligible {}/{}",
-                o.eligible.iter().filter(|&&e| e).count() * 4 / n.max(1),
-                4
-            ))
-            .or_default() += 1;
-    }
-    panic!("built {built}: {stats:#?}");
 }
 
 /// Bug: cycle members are the entries of the *shortest cycle* reported for a
