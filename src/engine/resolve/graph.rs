@@ -97,18 +97,30 @@ fn shortest_cycle(
 
 /// Kahn's algorithm over eligible entries, providers first, ties by entry
 /// index (= id order). Optional requirements can close a loop that no hard
-/// cycle explains; the smallest remaining entry is then activated first.
+/// cycle explains; Kahn then stalls, and the smallest remaining entry whose
+/// *hard* providers are all placed goes next (hard cycles never reach here:
+/// their members are pending), so a hard provider always precedes its
+/// consumer and only optional bindings are ordered loosely.
 pub(super) fn activation_order(
     n: usize,
     eligible: &[bool],
     edges: &[(usize, usize)],
+    hard: &[(usize, usize)],
 ) -> Vec<usize> {
     let mut indegree = vec![0usize; n];
+    let mut hard_indegree = vec![0usize; n];
     let mut out_edges: Vec<Vec<usize>> = vec![Vec::new(); n];
+    let mut hard_out: Vec<Vec<usize>> = vec![Vec::new(); n];
     for &(p, c) in edges {
         if eligible[p] && eligible[c] {
             indegree[c] += 1;
             out_edges[p].push(c);
+        }
+    }
+    for &(p, c) in hard {
+        if eligible[p] && eligible[c] {
+            hard_indegree[c] += 1;
+            hard_out[p].push(c);
         }
     }
     let mut heap: BinaryHeap<Reverse<usize>> = (0..n)
@@ -118,15 +130,15 @@ pub(super) fn activation_order(
     let mut placed = vec![false; n];
     let mut order = Vec::with_capacity(n);
     let total = eligible.iter().filter(|&&e| e).count();
-    let mut next_forced = 0;
     while order.len() < total {
         let e = match heap.pop() {
             Some(Reverse(e)) => e,
             None => {
-                while next_forced < n && (!eligible[next_forced] || placed[next_forced]) {
-                    next_forced += 1;
+                let free = (0..n).find(|&e| eligible[e] && !placed[e] && hard_indegree[e] == 0);
+                match free.or_else(|| (0..n).find(|&e| eligible[e] && !placed[e])) {
+                    Some(e) => e,
+                    None => break,
                 }
-                next_forced
             }
         };
         if placed[e] {
@@ -139,6 +151,9 @@ pub(super) fn activation_order(
             if indegree[c] == 0 && !placed[c] {
                 heap.push(Reverse(c));
             }
+        }
+        for &c in &hard_out[e] {
+            hard_indegree[c] = hard_indegree[c].saturating_sub(1);
         }
     }
     order

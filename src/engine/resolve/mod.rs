@@ -86,6 +86,7 @@ pub fn resolve_with_tree(composition: &Composition, tree: &ScopeTree) -> Plan {
     let mut resolutions = Vec::with_capacity(g.requirements.len());
     let mut pending_reasons: Vec<Vec<PendingReason>> = vec![Vec::new(); n];
     let mut edges: Vec<(usize, usize)> = Vec::new();
+    let mut hard_edges: Vec<(usize, usize)> = Vec::new();
     for (req, sel) in g.requirements.iter().zip(&selections) {
         let (status, selected, reason, ambiguous_between) = match sel {
             Selection::One(p, reason) if eligible[*p] => {
@@ -104,6 +105,9 @@ pub fn resolve_with_tree(composition: &Composition, tree: &ScopeTree) -> Plan {
             if status == Status::Resolved && eligible[c] {
                 if let Some(p) = selected {
                     edges.push((p, c));
+                    if !req.requirement.optional {
+                        hard_edges.push((p, c));
+                    }
                 }
             }
             if status != Status::Resolved && !req.requirement.optional {
@@ -149,8 +153,10 @@ pub fn resolve_with_tree(composition: &Composition, tree: &ScopeTree) -> Plan {
     });
     edges.sort_unstable();
     edges.dedup();
+    hard_edges.sort_unstable();
+    hard_edges.dedup();
 
-    let order = graph::activation_order(n, &eligible, &edges);
+    let order = graph::activation_order(n, &eligible, &edges, &hard_edges);
     let mut entries: BTreeMap<EntryId, EntryPlan> = BTreeMap::new();
     let mut position = vec![None; n];
     for (i, &e) in order.iter().enumerate() {

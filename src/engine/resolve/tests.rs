@@ -291,3 +291,19 @@ fn local_and_inherited_providers_are_ambiguous() {
     let plan = resolve(&c);
     assert_eq!(status(&plan, "worker", "database"), Status::Ambiguous);
 }
+
+#[test]
+fn an_optional_loop_never_orders_a_consumer_before_its_hard_provider() {
+    let c = B::new()
+        .entry("z")
+        .provides("h", &["1.0.0"])
+        .optional("o", "")
+        .entry("b")
+        .provides("o", &["1.0.0"])
+        .requires("h", "")
+        .build()
+        .unwrap();
+    let plan = resolve(&c);
+    let order: Vec<&str> = plan.activation_order.iter().map(|e| e.as_str()).collect();
+    assert_eq!(order, ["z", "b"]);
+}
