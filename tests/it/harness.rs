@@ -18,12 +18,15 @@ pub struct Run {
 impl Run {
     /// One text for a golden snapshot: exit code, stdout, stderr.
     pub fn transcript(&self) -> String {
-        format!(
+        // The checkout's location differs between machines.
+        let root = root().display().to_string();
+        let text = format!(
             "exit: {}\n--- stdout\n{}\n--- stderr\n{}\n",
             self.code,
             self.stdout.trim_end(),
             self.stderr.trim_end()
-        )
+        );
+        text.replace(&root, "[ROOT]")
     }
 }
 
