@@ -420,7 +420,7 @@ impl fmt::Write for Sha256Writer {
 
 /// Writes `s` as a JSON string literal the way Python's
 /// `json.dumps(s, ensure_ascii=False)` does.
-fn write_json_string<W: fmt::Write>(s: &str, out: &mut W) -> fmt::Result {
+pub fn write_json_string<W: fmt::Write>(s: &str, out: &mut W) -> fmt::Result {
     out.write_char('"')?;
     let bytes = s.as_bytes();
     let mut start = 0;

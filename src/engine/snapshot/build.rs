@@ -116,6 +116,13 @@ pub fn build_snapshot(
         .collect();
     let instance_of = |id: &EntryId| instance_id(id, ctx.mounts.get(id).copied().unwrap_or(1));
     let runtime_instance_ids: Vec<String> = plan.activation_order.iter().map(instance_of).collect();
+    // Instance ids of active entries, for the physical scope tree.
+    let instances: std::collections::HashMap<&str, &str> = plan
+        .activation_order
+        .iter()
+        .zip(&runtime_instance_ids)
+        .map(|(id, inst)| (id.as_str(), inst.as_str()))
+        .collect();
 
     let mut plugins = BTreeMap::new();
     let mut capabilities: BTreeMap<String, Vec<String>> = BTreeMap::new();
@@ -133,7 +140,7 @@ pub fn build_snapshot(
         versions.sort();
     }
 
-    let (semantic_scopes, scopes) = fingerprints(composition, tree, plan, &instance_of);
+    let (semantic_scopes, scopes) = fingerprints(composition, tree, plan, &instances);
     let (agent, agent_revision) = match &ctx.agent {
         Some((a, r)) => (Some(a.clone()), Some(r.clone())),
         None => (None, None),
@@ -165,7 +172,7 @@ fn fingerprints(
     composition: &Composition,
     tree: &ScopeTree,
     plan: &Plan,
-    instance_of: &dyn Fn(&EntryId) -> String,
+    instances: &std::collections::HashMap<&str, &str>,
 ) -> (ScopesFingerprint, ScopesFingerprint) {
     let table = tree.lookup_table();
     let find = |p| {
@@ -267,10 +274,11 @@ fn fingerprints(
         };
         let mut phys = row.clone();
         for list in phys.providers.values_mut() {
+            // Providers listed here are active, so each has an instance id.
             *list = list
                 .iter()
-                .filter_map(|id| EntryId::new(id).ok())
-                .map(|id| instance_of(&id))
+                .filter_map(|id| instances.get(id.as_str()))
+                .map(|i| (*i).to_owned())
                 .collect();
             list.sort();
         }

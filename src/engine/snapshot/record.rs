@@ -3,7 +3,9 @@
 use std::collections::BTreeMap;
 
 use super::scopes::ScopesFingerprint;
-use crate::engine::canonical::{Canon, CanonError, stable_hash};
+use crate::engine::canonical::{
+    Canon, CanonError, Sha256Writer, stable_hash, write_canonical, write_json_string,
+};
 
 /// The record format version written by this chassis.
 pub const SNAPSHOT_FORMAT_VERSION: u64 = 1;
@@ -91,9 +93,9 @@ impl SnapshotRecord {
         )
     }
 
-    /// The whole record, as the reference's `to_dict()`.
-    pub fn to_canon(&self) -> Canon {
-        Canon::map([
+    /// Every field but the two scope trees, by key.
+    fn small_fields(&self) -> BTreeMap<&'static str, Canon> {
+        BTreeMap::from([
             (
                 "format_version",
                 Canon::Int(i128::from(self.format_version)),
@@ -118,18 +120,29 @@ impl SnapshotRecord {
             ),
             ("prompt_hash", opt(&self.prompt_hash)),
             ("metadata", Canon::Map(self.metadata.clone())),
-            ("scopes", self.scopes.to_canon()),
-            ("semantic_scopes", self.semantic_scopes.to_canon()),
-            (
-                "runtime_instance_ids",
-                Canon::List(
-                    self.runtime_instance_ids
-                        .iter()
-                        .map(|s| Canon::Str(s.clone()))
-                        .collect(),
-                ),
-            ),
+            ("runtime_instance_ids", self.instance_ids_canon()),
         ])
+    }
+
+    fn instance_ids_canon(&self) -> Canon {
+        Canon::List(
+            self.runtime_instance_ids
+                .iter()
+                .map(|s| Canon::Str(s.clone()))
+                .collect(),
+        )
+    }
+
+    /// The whole record, as the reference's `to_dict()`.
+    pub fn to_canon(&self) -> Canon {
+        let mut map: BTreeMap<String, Canon> = self
+            .small_fields()
+            .into_iter()
+            .map(|(k, v)| (k.to_owned(), v))
+            .collect();
+        map.insert("scopes".into(), self.scopes.to_canon());
+        map.insert("semantic_scopes".into(), self.semantic_scopes.to_canon());
+        Canon::Map(map)
     }
 
     /// The semantic composition: plugins, capabilities, the three content
@@ -152,32 +165,96 @@ impl SnapshotRecord {
         ])
     }
 
+    /// The record's top-level fields as pieces: small values as `Canon`,
+    /// the two scope trees as canonical text rendered once, so each tree is
+    /// serialized once however many digests cover it.
+    fn record_pieces<'a>(
+        &self,
+        scopes: &'a str,
+        semantic: &'a str,
+    ) -> BTreeMap<&'static str, Piece<'a>> {
+        let mut pieces: BTreeMap<&'static str, Piece<'a>> = self
+            .small_fields()
+            .into_iter()
+            .map(|(k, v)| (k, Piece::Value(v)))
+            .collect();
+        pieces.insert("scopes", Piece::Text(scopes));
+        pieces.insert("semantic_scopes", Piece::Text(semantic));
+        pieces
+    }
+
+    fn semantic_pieces<'a>(&self, semantic: &'a str) -> BTreeMap<&'static str, Piece<'a>> {
+        BTreeMap::from([
+            ("plugins", Piece::Value(self.plugins_canon())),
+            ("capabilities", Piece::Value(self.capabilities_canon())),
+            (
+                "config_hash",
+                Piece::Value(Canon::Str(self.config_hash.clone())),
+            ),
+            (
+                "plugin_graph_hash",
+                Piece::Value(Canon::Str(self.plugin_graph_hash.clone())),
+            ),
+            (
+                "tool_schema_hash",
+                Piece::Value(Canon::Str(self.tool_schema_hash.clone())),
+            ),
+            ("scopes", Piece::Text(semantic)),
+        ])
+    }
+
     /// Hash of the whole record.
     pub fn digest(&self) -> Result<String, CanonError> {
-        stable_hash(&self.to_canon())
+        let scopes = self.scopes.canonical_text();
+        let semantic = self.semantic_scopes.canonical_text();
+        hash_pieces(&self.record_pieces(&scopes, &semantic))
     }
 
     /// Hash of the semantic composition.
     pub fn semantic_digest(&self) -> Result<String, CanonError> {
-        stable_hash(&self.semantic_composition())
+        hash_pieces(&self.semantic_pieces(&self.semantic_scopes.canonical_text()))
     }
 
     /// Hash of the runtime instance ids.
     pub fn physical_digest(&self) -> Result<String, CanonError> {
-        stable_hash(&Canon::List(
-            self.runtime_instance_ids
-                .iter()
-                .map(|s| Canon::Str(s.clone()))
-                .collect(),
-        ))
+        stable_hash(&self.instance_ids_canon())
     }
 
-    /// All three digests.
+    /// All three digests, serializing each scope tree once.
     pub fn digests(&self) -> Result<Digests, CanonError> {
+        let scopes = self.scopes.canonical_text();
+        let semantic = self.semantic_scopes.canonical_text();
         Ok(Digests {
-            digest: self.digest()?,
-            semantic_digest: self.semantic_digest()?,
+            digest: hash_pieces(&self.record_pieces(&scopes, &semantic))?,
+            semantic_digest: hash_pieces(&self.semantic_pieces(&semantic))?,
             physical_digest: self.physical_digest()?,
         })
     }
+}
+
+/// A top-level value: a small `Canon`, or canonical text rendered once.
+enum Piece<'a> {
+    Value(Canon),
+    Text(&'a str),
+}
+
+/// SHA-256 of the canonical JSON object made of `pieces` (keys sorted by the
+/// map, as canonical JSON requires).
+fn hash_pieces(pieces: &BTreeMap<&'static str, Piece<'_>>) -> Result<String, CanonError> {
+    use std::fmt::Write;
+    let mut h = Sha256Writer::new();
+    h.write_char('{')?;
+    for (i, (key, piece)) in pieces.iter().enumerate() {
+        if i > 0 {
+            h.write_char(',')?;
+        }
+        write_json_string(key, &mut h)?;
+        h.write_char(':')?;
+        match piece {
+            Piece::Value(v) => write_canonical(v, &mut h)?,
+            Piece::Text(t) => h.write_str(t)?,
+        }
+    }
+    h.write_char('}')?;
+    Ok(h.finish_hex())
 }

@@ -6,7 +6,9 @@
 
 use std::collections::BTreeMap;
 
-use crate::engine::canonical::Canon;
+use std::fmt::{self, Write};
+
+use crate::engine::canonical::{Canon, write_json_string};
 
 /// One requirement's selection row.
 #[derive(Clone, Debug, PartialEq, Eq, serde::Deserialize)]
@@ -135,5 +137,113 @@ impl ScopesFingerprint {
     /// The scope at `path`.
     pub fn scope(&self, path: &str) -> Option<&ScopeRow> {
         self.scopes.iter().find(|s| s.path == path)
+    }
+}
+
+// Direct canonical writers. Snapshots of large compositions are dominated by
+// these two trees, so they are written straight into the hasher or a buffer
+// instead of through a `Canon` tree. Keys are written in sorted order by
+// hand; `writers_agree_with_the_canon_path` in the tests checks every one
+// against `to_canon`.
+
+fn w_strs<W: Write>(items: &[String], out: &mut W) -> fmt::Result {
+    out.write_char('[')?;
+    for (i, s) in items.iter().enumerate() {
+        if i > 0 {
+            out.write_char(',')?;
+        }
+        write_json_string(s, out)?;
+    }
+    out.write_char(']')
+}
+
+fn w_opt<W: Write>(s: &Option<String>, out: &mut W) -> fmt::Result {
+    match s {
+        Some(s) => write_json_string(s, out),
+        None => out.write_str("null"),
+    }
+}
+
+impl SelectionRow {
+    /// Write the canonical JSON of this row.
+    pub fn write_canonical<W: Write>(&self, out: &mut W) -> fmt::Result {
+        out.write_str("{\"consumer\":")?;
+        write_json_string(&self.consumer, out)?;
+        out.write_str(",\"provider\":")?;
+        w_opt(&self.provider, out)?;
+        out.write_str(",\"provider_scope\":")?;
+        w_opt(&self.provider_scope, out)?;
+        out.write_str(",\"requirement\":")?;
+        write_json_string(&self.requirement, out)?;
+        out.write_str(",\"status\":")?;
+        write_json_string(&self.status, out)?;
+        out.write_char('}')
+    }
+}
+
+impl ScopeRow {
+    /// Write the canonical JSON of this scope.
+    pub fn write_canonical<W: Write>(&self, out: &mut W) -> fmt::Result {
+        out.write_str("{\"capabilities\":")?;
+        match &self.capabilities {
+            Some(c) => w_strs(c, out)?,
+            None => out.write_str("null")?,
+        }
+        out.write_str(",\"children\":")?;
+        w_strs(&self.children, out)?;
+        out.write_str(",\"entries\":")?;
+        w_strs(&self.entries, out)?;
+        out.write_str(",\"parent\":")?;
+        w_opt(&self.parent, out)?;
+        out.write_str(",\"path\":")?;
+        write_json_string(&self.path, out)?;
+        out.write_str(",\"providers\":{")?;
+        for (i, (cap, ids)) in self.providers.iter().enumerate() {
+            if i > 0 {
+                out.write_char(',')?;
+            }
+            write_json_string(cap, out)?;
+            out.write_char(':')?;
+            w_strs(ids, out)?;
+        }
+        out.write_str("},\"selections\":[")?;
+        for (i, row) in self.selections.iter().enumerate() {
+            if i > 0 {
+                out.write_char(',')?;
+            }
+            row.write_canonical(out)?;
+        }
+        out.write_str("],\"tools\":")?;
+        match &self.tools {
+            Some(t) => w_strs(t, out)?,
+            None => out.write_str("null")?,
+        }
+        out.write_str(",\"visible_tools\":")?;
+        w_strs(&self.visible_tools, out)?;
+        out.write_char('}')
+    }
+}
+
+impl ScopesFingerprint {
+    /// Write the canonical JSON of the fingerprint.
+    pub fn write_canonical<W: Write>(&self, out: &mut W) -> fmt::Result {
+        out.write_str("{\"root\":")?;
+        write_json_string(&self.root, out)?;
+        out.write_str(",\"scopes\":[")?;
+        for (i, s) in self.scopes.iter().enumerate() {
+            if i > 0 {
+                out.write_char(',')?;
+            }
+            s.write_canonical(out)?;
+        }
+        out.write_str("]}")
+    }
+
+    /// The canonical JSON text of the fingerprint.
+    pub fn canonical_text(&self) -> String {
+        let mut out = String::with_capacity(64 + self.scopes.len() * 256);
+        // Writing into a String cannot fail.
+        let _ = self.write_canonical(&mut out);
+        out
     }
 }

@@ -278,3 +278,27 @@ fn config_values_never_appear_in_a_snapshot() {
     assert!(!text.contains(secretish));
     assert!(!text.contains("visible-dsn"));
 }
+
+#[test]
+fn direct_writers_agree_with_the_canon_path() {
+    use crate::engine::canonical::{stable_hash, to_canonical_json};
+    let mut records: Vec<SnapshotRecord> = Vec::new();
+    for line in read_jsonl("reference-snapshots.jsonl") {
+        records.push(parse_document(&line["snapshot"]).unwrap().snapshot);
+    }
+    for r in &records {
+        assert_eq!(
+            r.semantic_scopes.canonical_text(),
+            to_canonical_json(&r.semantic_scopes.to_canon()).unwrap()
+        );
+        assert_eq!(
+            r.scopes.canonical_text(),
+            to_canonical_json(&r.scopes.to_canon()).unwrap()
+        );
+        assert_eq!(r.digest().unwrap(), stable_hash(&r.to_canon()).unwrap());
+        assert_eq!(
+            r.semantic_digest().unwrap(),
+            stable_hash(&r.semantic_composition()).unwrap()
+        );
+    }
+}
