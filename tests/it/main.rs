@@ -5,3 +5,4 @@ mod canary;
 mod generated;
 mod golden;
 mod harness;
+mod vectors;
