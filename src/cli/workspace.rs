@@ -70,8 +70,23 @@ fn finish(ui: &Ui, loaded: crate::load::Loaded, display: String) -> Result<Resol
         }
         return Err(ExitStatus::Input);
     };
+    let shown: &str = &display;
+    tracing::info!(
+        composition = shown,
+        files = loaded.sources.len(),
+        entries = composition.entries.len(),
+        scopes = composition.scopes.len(),
+        "loaded"
+    );
     let tree = ScopeTree::new(&composition);
     let plan = resolve_with_tree(&composition, &tree);
+    tracing::info!(
+        eligible = plan.activation_order.len(),
+        pending = plan.pending.len(),
+        cycles = plan.cycles.len(),
+        edges = plan.edges.len(),
+        "resolved"
+    );
     Ok(Resolved {
         composition,
         tree,
