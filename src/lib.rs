@@ -17,3 +17,4 @@
 pub mod cli;
 pub mod engine;
 pub mod load;
+pub mod runtime;

@@ -59,6 +59,25 @@ impl ConfigValue {
         }
     }
 
+    /// The value for identity comparison (never emitted): like
+    /// [`ConfigValue::to_canon`], but a secret reference keeps its name, so
+    /// pointing at another secret changes the identity. Resolved secret
+    /// values enter identity as a keyed fingerprint, never as text.
+    pub fn to_canon_unredacted(&self) -> Canon {
+        match self {
+            Self::Array(items) => {
+                Canon::List(items.iter().map(Self::to_canon_unredacted).collect())
+            }
+            Self::Table(map) => Canon::Map(
+                map.iter()
+                    .map(|(k, v)| (k.clone(), v.to_canon_unredacted()))
+                    .collect(),
+            ),
+            Self::Secret(s) => Canon::map([("secret", Canon::Str(s.name.clone()))]),
+            other => other.to_canon(),
+        }
+    }
+
     /// Every secret reference in this value, depth first in key order.
     pub fn secret_refs(&self) -> Vec<&SecretRef> {
         let mut out = Vec::new();

@@ -1,0 +1,95 @@
+//! The catalog: implementation names used in TOML → plugin implementations.
+//!
+//! A name registered here wins; otherwise an entry's plugin is the
+//! *declared* kind, whose manifest came from the composition and which
+//! provides what it declares. The `testing.*` kinds exist in every build
+//! (like terraform's null provider) so failure paths are reachable from TOML.
+
+use std::collections::BTreeMap;
+use std::sync::Arc;
+
+use super::declared::DeclaredPlugin;
+use super::plugin::Plugin;
+use super::scope::BoxError;
+use super::testing_kinds;
+use crate::engine::model::Entry;
+
+/// Builds a plugin for one entry.
+pub type Factory = Arc<dyn Fn(&Entry) -> Result<Arc<dyn Plugin>, BoxError> + Send + Sync>;
+
+/// An entry names an implementation no catalog has.
+#[derive(Clone, Debug, PartialEq, Eq, thiserror::Error)]
+#[error("entry `{entry}` uses the unknown plugin kind `{kind}`; known kinds: {}", available.join(", "))]
+pub struct UnknownKind {
+    /// Entry id.
+    pub entry: String,
+    /// The kind asked for.
+    pub kind: String,
+    /// What exists.
+    pub available: Vec<String>,
+}
+
+/// Name → implementation.
+#[derive(Clone)]
+pub struct Catalog {
+    factories: BTreeMap<String, Factory>,
+}
+
+impl std::fmt::Debug for Catalog {
+    fn fmt(&self, f: &mut std::fmt::Formatter<'_>) -> std::fmt::Result {
+        f.debug_struct("Catalog")
+            .field("kinds", &self.factories.keys().collect::<Vec<_>>())
+            .finish()
+    }
+}
+
+impl Default for Catalog {
+    fn default() -> Self {
+        Self::new()
+    }
+}
+
+impl Catalog {
+    /// The built-in catalog: the `testing.*` kinds.
+    pub fn new() -> Self {
+        let mut catalog = Self {
+            factories: BTreeMap::new(),
+        };
+        testing_kinds::register(&mut catalog);
+        catalog
+    }
+
+    /// Register (or replace) `name`.
+    pub fn register(&mut self, name: impl Into<String>, factory: Factory) {
+        self.factories.insert(name.into(), factory);
+    }
+
+    /// Register a fixed plugin object under `name` (every entry shares it).
+    pub fn register_plugin(&mut self, name: impl Into<String>, plugin: Arc<dyn Plugin>) {
+        self.register(name, Arc::new(move |_| Ok(Arc::clone(&plugin))));
+    }
+
+    /// Registered kind names, sorted.
+    pub fn kinds(&self) -> Vec<String> {
+        self.factories.keys().cloned().collect()
+    }
+
+    /// The implementation for `entry`: a registered kind named by
+    /// `kind` (or the entry's plugin name), else the declared kind.
+    pub fn instantiate(
+        &self,
+        entry: &Entry,
+        kind: Option<&str>,
+    ) -> Result<Arc<dyn Plugin>, BoxError> {
+        let name = kind.unwrap_or(&entry.plugin.value);
+        match self.factories.get(name) {
+            Some(factory) => factory(entry),
+            None if kind.is_some() => Err(Box::new(UnknownKind {
+                entry: entry.id.to_string(),
+                kind: name.to_owned(),
+                available: self.kinds(),
+            })),
+            None => Ok(Arc::new(DeclaredPlugin::new(entry))),
+        }
+    }
+}

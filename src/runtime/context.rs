@@ -1,0 +1,472 @@
+//! `PluginContext`: the only way a plugin creates effects.
+//!
+//! The context owns everything the plugin registers (capabilities, tools,
+//! hooks), every task it starts and every cleanup it records, so the harness
+//! can revert all of it on unload. `require` and `get` read the providers
+//! resolved for *this* composition, never "whatever is current".
+
+use std::collections::BTreeMap;
+use std::future::Future;
+use std::sync::atomic::{AtomicU64, Ordering};
+use std::sync::{Arc, Mutex, MutexGuard};
+
+use super::hooks::{ErrorPolicy, HookEvent, HookHandler, HookMode, HookRegistration};
+use super::scope::{BoxError, CleanupFn, OwnershipScope, ScopeClosed};
+use super::tool::{Tool, ToolRegistration};
+use super::value::CapabilityValue;
+use crate::engine::model::{CapabilityName, ConfigValue, Manifest};
+use crate::engine::policy::ToolPolicy;
+use crate::engine::version::Version;
+
+/// A capability a plugin registered during setup.
+#[derive(Clone, Debug)]
+pub struct CapabilityRegistration {
+    /// Capability name.
+    pub capability: CapabilityName,
+    /// Registered version (its major is the contract generation).
+    pub version: Version,
+    /// The value consumers receive.
+    pub value: CapabilityValue,
+}
+
+/// A provider bound to one of this plugin's requirements.
+#[derive(Clone, Debug)]
+pub struct Binding {
+    /// Provider entry id.
+    pub provider: String,
+    /// The exact contract version bound.
+    pub version: Version,
+    /// The provider's value.
+    pub value: CapabilityValue,
+}
+
+/// Why a context operation was refused.
+#[derive(Debug, thiserror::Error)]
+pub enum ContextError {
+    /// Setup is over (or the plugin unloaded): no new registrations.
+    #[error("`{entry}` can no longer register effects: {reason}")]
+    Sealed {
+        /// Entry id.
+        entry: String,
+        /// Why.
+        reason: String,
+    },
+    /// A version that does not parse.
+    #[error("`{entry}` registered `{capability}` with a bad version: {message}")]
+    BadVersion {
+        /// Entry id.
+        entry: String,
+        /// Capability.
+        capability: String,
+        /// Parse error.
+        message: String,
+    },
+    /// A capability name that is not valid.
+    #[error("`{entry}` registered an invalid capability name `{capability}`")]
+    BadCapability {
+        /// Entry id.
+        entry: String,
+        /// The name.
+        capability: String,
+    },
+    /// `require` of a capability nothing was bound to.
+    #[error(
+        "`{entry}` requires `{capability}`, but no provider is bound to it in this composition"
+    )]
+    NotBound {
+        /// Entry id.
+        entry: String,
+        /// Capability.
+        capability: String,
+    },
+    /// The bound value is not of the requested type.
+    #[error(
+        "`{entry}` read `{capability}` as `{expected}`, but the provider `{provider}` gave another type"
+    )]
+    WrongType {
+        /// Entry id.
+        entry: String,
+        /// Capability.
+        capability: String,
+        /// Provider entry.
+        provider: String,
+        /// Requested Rust type.
+        expected: &'static str,
+    },
+    /// A tool policy that does not validate.
+    #[error("tool `{tool}` of `{entry}` has an invalid policy: {message}")]
+    BadPolicy {
+        /// Entry id.
+        entry: String,
+        /// Tool name.
+        tool: String,
+        /// Validation error.
+        message: String,
+    },
+}
+
+/// Everything the plugin registered, in registration order.
+#[derive(Debug, Default)]
+pub struct Registrations {
+    /// Capabilities.
+    pub capabilities: Vec<CapabilityRegistration>,
+    /// Tools.
+    pub tools: Vec<ToolRegistration>,
+    /// Hooks.
+    pub hooks: Vec<HookRegistration>,
+}
+
+struct State {
+    registrations: Registrations,
+    scope: OwnershipScope,
+    sealed: Option<String>,
+}
+
+struct Inner {
+    entry_id: String,
+    instance_id: String,
+    scope_path: String,
+    manifest: Arc<Manifest>,
+    config: ConfigValue,
+    bindings: BTreeMap<CapabilityName, Binding>,
+    state: Mutex<State>,
+    hook_sequence: Arc<AtomicU64>,
+}
+
+/// The context handed to `setup` (a cheap handle; clones share state).
+#[derive(Clone)]
+pub struct PluginContext {
+    inner: Arc<Inner>,
+}
+
+impl std::fmt::Debug for PluginContext {
+    fn fmt(&self, f: &mut std::fmt::Formatter<'_>) -> std::fmt::Result {
+        f.debug_struct("PluginContext")
+            .field("entry", &self.inner.entry_id)
+            .field("instance", &self.inner.instance_id)
+            .finish()
+    }
+}
+
+/// Identity and inputs of the instance a context belongs to.
+#[derive(Clone, Debug)]
+pub struct ContextSpec {
+    /// Entry id.
+    pub entry_id: String,
+    /// Instance id.
+    pub instance_id: String,
+    /// Scope path of the entry.
+    pub scope_path: String,
+    /// Manifest.
+    pub manifest: Arc<Manifest>,
+    /// Configuration (secret references unresolved).
+    pub config: ConfigValue,
+    /// Providers bound to the entry's requirements.
+    pub bindings: BTreeMap<CapabilityName, Binding>,
+}
+
+impl PluginContext {
+    /// A context for one mount. `hook_sequence` orders hooks across the
+    /// harness; `task_timeout` bounds task shutdown.
+    pub fn new(
+        spec: ContextSpec,
+        hook_sequence: Arc<AtomicU64>,
+        task_timeout: std::time::Duration,
+    ) -> Self {
+        let scope = OwnershipScope::new(format!("plugin:{}", spec.entry_id), task_timeout);
+        Self {
+            inner: Arc::new(Inner {
+                entry_id: spec.entry_id,
+                instance_id: spec.instance_id,
+                scope_path: spec.scope_path,
+                manifest: spec.manifest,
+                config: spec.config,
+                bindings: spec.bindings,
+                state: Mutex::new(State {
+                    registrations: Registrations::default(),
+                    scope,
+                    sealed: None,
+                }),
+                hook_sequence,
+            }),
+        }
+    }
+
+    fn state(&self) -> MutexGuard<'_, State> {
+        // A poisoned lock only means a plugin panicked mid-registration; the
+        // data is still a valid list of registrations.
+        self.inner
+            .state
+            .lock()
+            .unwrap_or_else(std::sync::PoisonError::into_inner)
+    }
+
+    fn open_state(&self) -> Result<MutexGuard<'_, State>, ContextError> {
+        let state = self.state();
+        if let Some(reason) = &state.sealed {
+            return Err(ContextError::Sealed {
+                entry: self.inner.entry_id.clone(),
+                reason: reason.clone(),
+            });
+        }
+        Ok(state)
+    }
+
+    /// Entry id.
+    pub fn entry_id(&self) -> &str {
+        &self.inner.entry_id
+    }
+
+    /// Instance id.
+    pub fn instance_id(&self) -> &str {
+        &self.inner.instance_id
+    }
+
+    /// The entry's scope path.
+    pub fn scope_path(&self) -> &str {
+        &self.inner.scope_path
+    }
+
+    /// The plugin's manifest.
+    pub fn manifest(&self) -> &Manifest {
+        &self.inner.manifest
+    }
+
+    /// The entry's configuration.
+    pub fn config(&self) -> &ConfigValue {
+        &self.inner.config
+    }
+
+    /// Capability registration.
+    pub fn capabilities(&self) -> Capabilities<'_> {
+        Capabilities { ctx: self }
+    }
+
+    /// Tool registration.
+    pub fn tools(&self) -> Tools<'_> {
+        Tools { ctx: self }
+    }
+
+    /// Hook registration.
+    pub fn hooks(&self) -> Hooks<'_> {
+        Hooks { ctx: self }
+    }
+
+    /// The provider value bound to `capability`, as `T`.
+    pub fn require<T: std::any::Any + Send + Sync>(
+        &self,
+        capability: &str,
+    ) -> Result<Arc<T>, ContextError> {
+        let binding = self
+            .binding(capability)
+            .ok_or_else(|| ContextError::NotBound {
+                entry: self.inner.entry_id.clone(),
+                capability: capability.to_owned(),
+            })?;
+        binding
+            .value
+            .downcast::<T>()
+            .ok_or_else(|| ContextError::WrongType {
+                entry: self.inner.entry_id.clone(),
+                capability: capability.to_owned(),
+                provider: binding.provider.clone(),
+                expected: std::any::type_name::<T>(),
+            })
+    }
+
+    /// Like `require`, but `None` when nothing is bound (optional requirements).
+    pub fn get<T: std::any::Any + Send + Sync>(&self, capability: &str) -> Option<Arc<T>> {
+        self.binding(capability)
+            .and_then(|b| b.value.downcast::<T>())
+    }
+
+    /// The binding of `capability`, if any.
+    pub fn binding(&self, capability: &str) -> Option<&Binding> {
+        self.inner
+            .bindings
+            .iter()
+            .find(|(k, _)| k.as_str() == capability)
+            .map(|(_, b)| b)
+    }
+
+    /// Start a task owned by the plugin: cancelled and awaited on unload;
+    /// an error it returns is reported.
+    pub fn create_task<F>(&self, name: &str, task: F) -> Result<String, ContextError>
+    where
+        F: Future<Output = Result<(), BoxError>> + Send + 'static,
+    {
+        let mut state = self.open_state()?;
+        state
+            .scope
+            .spawn(Some(name.to_owned()), task)
+            .map_err(|e| self.closed(e))
+    }
+
+    /// Record the inverse of an effect that has no registry (run LIFO on unload).
+    pub fn cleanup(&self, description: &str, f: CleanupFn) -> Result<(), ContextError> {
+        let mut state = self.open_state()?;
+        state
+            .scope
+            .cleanup(description, f)
+            .map_err(|e| self.closed(e))
+    }
+
+    fn closed(&self, e: ScopeClosed) -> ContextError {
+        ContextError::Sealed {
+            entry: self.inner.entry_id.clone(),
+            reason: e.to_string(),
+        }
+    }
+
+    /// Stop accepting registrations (after setup, or on unload).
+    pub fn seal(&self, reason: &str) {
+        let mut state = self.state();
+        if state.sealed.is_none() {
+            state.sealed = Some(reason.to_owned());
+        }
+    }
+
+    /// A copy of what was registered so far.
+    pub fn registrations(&self) -> Registrations {
+        let state = self.state();
+        Registrations {
+            capabilities: state.registrations.capabilities.clone(),
+            tools: state.registrations.tools.clone(),
+            hooks: state.registrations.hooks.clone(),
+        }
+    }
+
+    /// Live effects in the ownership scope (tasks and cleanups).
+    pub fn live_effects(&self) -> usize {
+        self.state().scope.live_effects()
+    }
+
+    /// Seal and close the ownership scope: cancel tasks, unwind cleanups
+    /// LIFO, drop registrations. Every failure is reported.
+    pub async fn close(&self) -> Result<(), super::scope::EffectCleanupError> {
+        let mut scope = {
+            let mut state = self.state();
+            state.sealed.get_or_insert_with(|| "unloaded".to_owned());
+            state.registrations = Registrations::default();
+            std::mem::replace(
+                &mut state.scope,
+                OwnershipScope::new("closed", std::time::Duration::ZERO),
+            )
+        };
+        let result = scope.close().await;
+        let mut state = self.state();
+        let mut placeholder = scope;
+        std::mem::swap(&mut state.scope, &mut placeholder);
+        result
+    }
+}
+
+/// `ctx.capabilities()`.
+pub struct Capabilities<'a> {
+    ctx: &'a PluginContext,
+}
+
+impl Capabilities<'_> {
+    /// Provide `capability` at `version` with `value`.
+    pub fn provide(
+        &self,
+        capability: &str,
+        value: CapabilityValue,
+        version: &str,
+    ) -> Result<(), ContextError> {
+        let entry = || self.ctx.inner.entry_id.clone();
+        let name = CapabilityName::new(capability).map_err(|_| ContextError::BadCapability {
+            entry: entry(),
+            capability: capability.to_owned(),
+        })?;
+        let version = Version::parse(version).map_err(|e| ContextError::BadVersion {
+            entry: entry(),
+            capability: capability.to_owned(),
+            message: e.message,
+        })?;
+        let mut state = self.ctx.open_state()?;
+        state
+            .registrations
+            .capabilities
+            .push(CapabilityRegistration {
+                capability: name,
+                version,
+                value,
+            });
+        Ok(())
+    }
+}
+
+/// `ctx.tools()`.
+pub struct Tools<'a> {
+    ctx: &'a PluginContext,
+}
+
+impl Tools<'_> {
+    /// Register `tool` under `policy`; returns the registration id.
+    pub fn register(
+        &self,
+        tool: Arc<dyn Tool>,
+        policy: ToolPolicy,
+    ) -> Result<String, ContextError> {
+        let entry = self.ctx.inner.entry_id.clone();
+        policy.validate().map_err(|e| ContextError::BadPolicy {
+            entry: entry.clone(),
+            tool: tool.name().to_owned(),
+            message: e.to_string(),
+        })?;
+        let mut state = self.ctx.open_state()?;
+        let id = format!("tool_{entry}_{}", state.registrations.tools.len() + 1);
+        state.registrations.tools.push(ToolRegistration {
+            id: id.clone(),
+            owner: entry,
+            tool,
+            policy,
+        });
+        Ok(id)
+    }
+}
+
+/// `ctx.hooks()`.
+pub struct Hooks<'a> {
+    ctx: &'a PluginContext,
+}
+
+impl Hooks<'_> {
+    /// Register `handler` for `event`.
+    pub fn register(
+        &self,
+        event: HookEvent,
+        handler: Arc<dyn HookHandler>,
+        mode: HookMode,
+        priority: i32,
+    ) -> Result<String, ContextError> {
+        self.register_with(event, handler, mode, priority, ErrorPolicy::Record)
+    }
+
+    /// Register with an explicit error policy.
+    pub fn register_with(
+        &self,
+        event: HookEvent,
+        handler: Arc<dyn HookHandler>,
+        mode: HookMode,
+        priority: i32,
+        error_policy: ErrorPolicy,
+    ) -> Result<String, ContextError> {
+        let entry = self.ctx.inner.entry_id.clone();
+        let mut state = self.ctx.open_state()?;
+        let id = format!("hook_{entry}_{}", state.registrations.hooks.len() + 1);
+        let sequence = self.ctx.inner.hook_sequence.fetch_add(1, Ordering::SeqCst);
+        state.registrations.hooks.push(HookRegistration {
+            id: id.clone(),
+            owner: entry,
+            event,
+            mode,
+            priority,
+            sequence,
+            error_policy,
+            handler,
+        });
+        Ok(id)
+    }
+}

@@ -1,0 +1,272 @@
+//! Generations: immutable published compositions, and the leases runs hold
+//! on them.
+//!
+//! A generation is built once (instances, capability providers, tools,
+//! hooks, scope tree, snapshot) and never changes; only its accounting
+//! (state and lease table) does. Acquiring a lease is atomic with respect to
+//! publication: the harness swaps the current generation and marks the old
+//! one draining under one write lock, and leases are taken under the read
+//! side, so a run sees the old complete generation or the new complete one.
+
+use std::collections::BTreeMap;
+use std::sync::{Arc, Mutex, MutexGuard};
+use std::time::Duration;
+
+use tokio::time::Instant;
+
+use super::context::CapabilityRegistration;
+use super::hooks::HookSet;
+use super::tool::ToolRegistration;
+use crate::engine::identity::GenerationId;
+use crate::engine::model::{CapabilityName, Composition};
+use crate::engine::resolve::Plan;
+use crate::engine::snapshot::{Digests, SnapshotRecord};
+use crate::engine::tree::ScopeTree;
+
+/// Where a generation is in its life.
+#[derive(Clone, Copy, Debug, PartialEq, Eq, PartialOrd, Ord)]
+pub enum GenerationState {
+    /// Being assembled.
+    Building,
+    /// The current generation: new runs lease it.
+    Active,
+    /// Superseded; in-flight runs finish on it.
+    Draining,
+    /// No lease left; its instances may be disposed.
+    Retired,
+}
+
+impl GenerationState {
+    /// Lower-case name.
+    pub fn as_str(self) -> &'static str {
+        match self {
+            Self::Building => "building",
+            Self::Active => "active",
+            Self::Draining => "draining",
+            Self::Retired => "retired",
+        }
+    }
+}
+
+/// A mounted instance as a generation sees it.
+#[derive(Clone, Debug)]
+pub struct GenerationInstance {
+    /// Entry id.
+    pub entry_id: String,
+    /// Instance id.
+    pub instance_id: String,
+    /// Manifest name.
+    pub plugin: String,
+}
+
+/// A provider of a capability in a generation.
+#[derive(Clone, Debug)]
+pub struct Provider {
+    /// Entry id.
+    pub entry_id: String,
+    /// Instance id.
+    pub instance_id: String,
+    /// The registration.
+    pub registration: CapabilityRegistration,
+}
+
+#[derive(Debug)]
+struct Accounting {
+    state: GenerationState,
+    leases: BTreeMap<u64, Instant>,
+}
+
+/// An immutable published composition.
+#[derive(Debug)]
+pub struct Generation {
+    /// Id (`gen_0001`).
+    pub id: GenerationId,
+    /// The composition it was built from.
+    pub composition: Arc<Composition>,
+    /// Its scope tree.
+    pub tree: Arc<ScopeTree>,
+    /// Its resolution plan.
+    pub plan: Arc<Plan>,
+    /// Instances in activation order.
+    pub instances: Vec<GenerationInstance>,
+    /// Capability → providers (registration order within each provider).
+    pub capabilities: BTreeMap<CapabilityName, Vec<Provider>>,
+    /// Tools by name (unique in a generation).
+    pub tools: BTreeMap<String, ToolRegistration>,
+    /// Hooks in dispatch order.
+    pub hooks: HookSet,
+    /// The snapshot record.
+    pub snapshot: SnapshotRecord,
+    /// Its digests (computed once, at publication).
+    pub digests: Digests,
+    /// When it was built.
+    pub created_at: Instant,
+    accounting: Mutex<Accounting>,
+}
+
+/// A lease id was not held.
+#[derive(Clone, Debug, PartialEq, Eq, thiserror::Error)]
+#[error("lease {lease} is not held on {generation}")]
+pub struct UnknownLease {
+    /// Generation id.
+    pub generation: String,
+    /// Lease id.
+    pub lease: u64,
+}
+
+/// One generation's lease and age figures.
+#[derive(Clone, Debug, PartialEq, serde::Serialize)]
+pub struct GenerationPressure {
+    /// Id.
+    pub generation_id: String,
+    /// Sequence.
+    pub sequence: u64,
+    /// State.
+    pub state: &'static str,
+    /// Whether it is current.
+    pub is_current: bool,
+    /// Age in seconds.
+    pub age_seconds: f64,
+    /// Live leases.
+    pub leases: usize,
+    /// Age of the oldest lease.
+    pub oldest_lease_age_seconds: f64,
+    /// Instance ids it retains.
+    pub retained_plugins: Vec<String>,
+}
+
+impl Generation {
+    /// Assemble a generation in the building state.
+    #[allow(clippy::too_many_arguments)]
+    pub fn new(
+        id: GenerationId,
+        composition: Arc<Composition>,
+        tree: Arc<ScopeTree>,
+        plan: Arc<Plan>,
+        instances: Vec<GenerationInstance>,
+        capabilities: BTreeMap<CapabilityName, Vec<Provider>>,
+        tools: BTreeMap<String, ToolRegistration>,
+        hooks: HookSet,
+        snapshot: SnapshotRecord,
+        digests: Digests,
+    ) -> Self {
+        Self {
+            id,
+            composition,
+            tree,
+            plan,
+            instances,
+            capabilities,
+            tools,
+            hooks,
+            snapshot,
+            digests,
+            created_at: Instant::now(),
+            accounting: Mutex::new(Accounting {
+                state: GenerationState::Building,
+                leases: BTreeMap::new(),
+            }),
+        }
+    }
+
+    fn accounting(&self) -> MutexGuard<'_, Accounting> {
+        self.accounting
+            .lock()
+            .unwrap_or_else(std::sync::PoisonError::into_inner)
+    }
+
+    /// Current state.
+    pub fn state(&self) -> GenerationState {
+        self.accounting().state
+    }
+
+    pub(crate) fn set_state(&self, state: GenerationState) {
+        self.accounting().state = state;
+    }
+
+    /// Live lease count.
+    pub fn leases(&self) -> usize {
+        self.accounting().leases.len()
+    }
+
+    pub(crate) fn add_lease(&self, id: u64) {
+        self.accounting().leases.insert(id, Instant::now());
+    }
+
+    /// Release lease `id`; returns the remaining count and state.
+    pub(crate) fn remove_lease(&self, id: u64) -> Result<(usize, GenerationState), UnknownLease> {
+        let mut acc = self.accounting();
+        if acc.leases.remove(&id).is_none() {
+            return Err(UnknownLease {
+                generation: self.id.to_string(),
+                lease: id,
+            });
+        }
+        Ok((acc.leases.len(), acc.state))
+    }
+
+    /// Instance ids this generation reaches.
+    pub fn instance_ids(&self) -> impl Iterator<Item = &str> {
+        self.instances.iter().map(|i| i.instance_id.as_str())
+    }
+
+    /// Pressure figures at `now`.
+    pub fn pressure(&self, now: Instant, is_current: bool) -> GenerationPressure {
+        let acc = self.accounting();
+        let age = |t: Instant| now.saturating_duration_since(t).as_secs_f64();
+        GenerationPressure {
+            generation_id: self.id.to_string(),
+            sequence: self.id.sequence(),
+            state: acc.state.as_str(),
+            is_current,
+            age_seconds: age(self.created_at),
+            leases: acc.leases.len(),
+            oldest_lease_age_seconds: acc.leases.values().map(|&t| age(t)).fold(0.0, f64::max),
+            retained_plugins: self
+                .instances
+                .iter()
+                .map(|i| i.instance_id.clone())
+                .collect(),
+        }
+    }
+}
+
+/// The whole pressure report, with the seed's metric names.
+#[derive(Clone, Debug, PartialEq, serde::Serialize)]
+pub struct PressureReport {
+    /// Current generation id.
+    pub current_generation_id: Option<String>,
+    /// Live (current + draining) generations.
+    pub generations: Vec<GenerationPressure>,
+    /// Instances retained by more than one live generation.
+    pub shared_resources: usize,
+}
+
+impl PressureReport {
+    /// Gauges: `chassis.generations.{live,draining,leases,oldest_lease_age_seconds}`
+    /// and `chassis.resources.shared`.
+    pub fn metrics(&self) -> BTreeMap<&'static str, f64> {
+        let live = self.generations.len() as f64;
+        let draining = self
+            .generations
+            .iter()
+            .filter(|g| g.state == "draining")
+            .count() as f64;
+        let leases = self.generations.iter().map(|g| g.leases).sum::<usize>() as f64;
+        let oldest = self
+            .generations
+            .iter()
+            .map(|g| g.oldest_lease_age_seconds)
+            .fold(0.0, f64::max);
+        BTreeMap::from([
+            ("chassis.generations.live", live),
+            ("chassis.generations.draining", draining),
+            ("chassis.generations.leases", leases),
+            ("chassis.generations.oldest_lease_age_seconds", oldest),
+            ("chassis.resources.shared", self.shared_resources as f64),
+        ])
+    }
+}
+
+/// How long a draining generation may wait for its leases at shutdown.
+pub const DEFAULT_SHUTDOWN_GRACE: Duration = Duration::from_secs(30);

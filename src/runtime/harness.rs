@@ -1,0 +1,329 @@
+//! The harness: one control plane that reconciles compositions into
+//! generations, and a data plane that leases them.
+//!
+//! Reconciles are serialized by one async lock; runs never take it. A run
+//! acquires a [`Lease`] on the current generation synchronously and sees
+//! that generation only. An instance is disposed only when no live
+//! generation (current or draining) reaches it.
+
+use std::collections::{BTreeMap, BTreeSet};
+use std::sync::atomic::{AtomicU64, Ordering};
+use std::sync::{Arc, Mutex, RwLock, Weak};
+use std::time::Duration;
+
+use super::catalog::Catalog;
+use super::generation::{Generation, GenerationState, PressureReport, UnknownLease};
+use super::identity::NodeIdentity;
+use super::instance::PluginInstance;
+use super::scope::CleanupFailure;
+
+/// Harness settings.
+#[derive(Clone, Debug)]
+pub struct HarnessOptions {
+    /// How long a cancelled plugin task may take to stop.
+    pub task_timeout: Duration,
+    /// How long shutdown waits for leases.
+    pub shutdown_grace: Duration,
+}
+
+impl Default for HarnessOptions {
+    fn default() -> Self {
+        Self {
+            task_timeout: Duration::from_secs(5),
+            shutdown_grace: super::generation::DEFAULT_SHUTDOWN_GRACE,
+        }
+    }
+}
+
+/// An instance the harness manages, with the identity it was mounted with.
+pub(crate) struct Managed {
+    pub(crate) identity: NodeIdentity,
+    pub(crate) mount: u64,
+    /// Global mount order: later mounts are torn down first.
+    pub(crate) order: u64,
+    pub(crate) instance: PluginInstance,
+}
+
+/// Everything the control plane mutates, under one async lock.
+#[derive(Default)]
+pub(crate) struct ControlState {
+    /// Instance id → managed instance (current and retained ones).
+    pub(crate) instances: BTreeMap<String, Managed>,
+    /// Entry id → the instance the current generation uses.
+    pub(crate) current_by_entry: BTreeMap<String, String>,
+    /// Entry id → mounts so far (instance ids derive from it).
+    pub(crate) mounts: BTreeMap<String, u64>,
+    /// Last published sequence.
+    pub(crate) sequence: u64,
+    /// Next global mount order.
+    pub(crate) next_order: u64,
+}
+
+impl ControlState {
+    /// Instance ids, newest mount first (consumers before their providers).
+    pub(crate) fn newest_first(&self, ids: impl IntoIterator<Item = String>) -> Vec<String> {
+        let mut ids: Vec<String> = ids.into_iter().collect();
+        ids.sort_by_key(|id| std::cmp::Reverse(self.instances.get(id).map_or(0, |m| m.order)));
+        ids
+    }
+}
+
+pub(crate) struct Shared {
+    pub(crate) catalog: Catalog,
+    pub(crate) options: HarnessOptions,
+    pub(crate) current: RwLock<Option<Arc<Generation>>>,
+    pub(crate) draining: Mutex<Vec<Arc<Generation>>>,
+    pub(crate) control: tokio::sync::Mutex<ControlState>,
+    pub(crate) next_lease: AtomicU64,
+    pub(crate) hook_sequence: Arc<AtomicU64>,
+    pub(crate) stopping: std::sync::atomic::AtomicBool,
+}
+
+/// The harness (a cheap handle).
+#[derive(Clone)]
+pub struct Harness {
+    pub(crate) shared: Arc<Shared>,
+}
+
+impl std::fmt::Debug for Harness {
+    fn fmt(&self, f: &mut std::fmt::Formatter<'_>) -> std::fmt::Result {
+        f.debug_struct("Harness")
+            .field("current", &self.current().map(|g| g.id.to_string()))
+            .finish()
+    }
+}
+
+/// No generation can be leased.
+#[derive(Clone, Debug, PartialEq, Eq, thiserror::Error)]
+pub enum AcquireError {
+    /// Nothing was published yet.
+    #[error("no runtime generation is available: reconcile a composition first")]
+    NoGeneration,
+    /// The harness is stopping.
+    #[error("the harness is stopping and accepts no new runs")]
+    Stopping,
+}
+
+/// A run's hold on one generation. Dropping it releases it.
+#[derive(Debug)]
+pub struct Lease {
+    generation: Arc<Generation>,
+    id: u64,
+    released: bool,
+    harness: Weak<Shared>,
+}
+
+impl Lease {
+    /// The leased generation.
+    pub fn generation(&self) -> &Arc<Generation> {
+        &self.generation
+    }
+
+    /// Lease id.
+    pub fn id(&self) -> u64 {
+        self.id
+    }
+
+    /// Release explicitly (also done on drop).
+    pub fn release(mut self) -> Result<(), UnknownLease> {
+        self.released = true;
+        release(&self.harness, &self.generation, self.id)
+    }
+}
+
+impl Drop for Lease {
+    fn drop(&mut self) {
+        if !self.released {
+            let _ = release(&self.harness, &self.generation, self.id);
+        }
+    }
+}
+
+fn release(
+    harness: &Weak<Shared>,
+    generation: &Arc<Generation>,
+    id: u64,
+) -> Result<(), UnknownLease> {
+    let (remaining, state) = generation.remove_lease(id)?;
+    if remaining == 0 && state == GenerationState::Draining {
+        generation.set_state(GenerationState::Retired);
+        // Disposal needs the control lock; do it in the background when a
+        // runtime is there, else at the next reconcile.
+        if let (Some(shared), Ok(handle)) =
+            (harness.upgrade(), tokio::runtime::Handle::try_current())
+        {
+            handle.spawn(async move {
+                let harness = Harness { shared };
+                let mut control = harness.shared.control.lock().await;
+                let _ = harness.reclaim(&mut control).await;
+            });
+        }
+    }
+    Ok(())
+}
+
+impl Harness {
+    /// A harness over `catalog`.
+    pub fn new(catalog: Catalog, options: HarnessOptions) -> Self {
+        Self {
+            shared: Arc::new(Shared {
+                catalog,
+                options,
+                current: RwLock::new(None),
+                draining: Mutex::new(Vec::new()),
+                control: tokio::sync::Mutex::new(ControlState::default()),
+                next_lease: AtomicU64::new(1),
+                hook_sequence: Arc::new(AtomicU64::new(1)),
+                stopping: std::sync::atomic::AtomicBool::new(false),
+            }),
+        }
+    }
+
+    /// The current generation.
+    pub fn current(&self) -> Option<Arc<Generation>> {
+        self.shared
+            .current
+            .read()
+            .unwrap_or_else(std::sync::PoisonError::into_inner)
+            .clone()
+    }
+
+    /// Lease the current generation (atomic with respect to publication).
+    pub fn acquire(&self) -> Result<Lease, AcquireError> {
+        if self.shared.stopping.load(Ordering::SeqCst) {
+            return Err(AcquireError::Stopping);
+        }
+        let guard = self
+            .shared
+            .current
+            .read()
+            .unwrap_or_else(std::sync::PoisonError::into_inner);
+        let generation = guard.as_ref().ok_or(AcquireError::NoGeneration)?.clone();
+        let id = self.shared.next_lease.fetch_add(1, Ordering::SeqCst);
+        generation.add_lease(id);
+        drop(guard);
+        Ok(Lease {
+            generation,
+            id,
+            released: false,
+            harness: Arc::downgrade(&self.shared),
+        })
+    }
+
+    /// Live generations: the current one, then draining ones.
+    pub fn live_generations(&self) -> Vec<Arc<Generation>> {
+        let mut out: Vec<Arc<Generation>> = self.current().into_iter().collect();
+        out.extend(self.draining().iter().cloned());
+        out
+    }
+
+    fn draining(&self) -> std::sync::MutexGuard<'_, Vec<Arc<Generation>>> {
+        self.shared
+            .draining
+            .lock()
+            .unwrap_or_else(std::sync::PoisonError::into_inner)
+    }
+
+    /// Generation pressure: reads state only, never awaits.
+    pub fn generation_pressure(&self) -> PressureReport {
+        let now = tokio::time::Instant::now();
+        let current = self.current();
+        let live = self.live_generations();
+        let mut reach: BTreeMap<&str, usize> = BTreeMap::new();
+        for g in &live {
+            for id in g.instance_ids() {
+                *reach.entry(id).or_default() += 1;
+            }
+        }
+        PressureReport {
+            current_generation_id: current.as_ref().map(|g| g.id.to_string()),
+            generations: live
+                .iter()
+                .map(|g| g.pressure(now, current.as_ref().is_some_and(|c| Arc::ptr_eq(c, g))))
+                .collect(),
+            shared_resources: reach.values().filter(|&&n| n > 1).count(),
+        }
+    }
+
+    /// Retire draining generations without leases and dispose instances no
+    /// live generation reaches (consumers first). Failures are collected.
+    pub(crate) async fn reclaim(&self, control: &mut ControlState) -> Vec<CleanupFailure> {
+        {
+            let mut draining = self.draining();
+            for g in draining.iter() {
+                if g.leases() == 0 {
+                    g.set_state(GenerationState::Retired);
+                }
+            }
+            draining.retain(|g| g.state() != GenerationState::Retired);
+        }
+        let reachable: BTreeSet<String> = self
+            .live_generations()
+            .iter()
+            .flat_map(|g| g.instance_ids().map(str::to_owned).collect::<Vec<_>>())
+            .collect();
+        let wanted: BTreeSet<&String> = control.current_by_entry.values().collect();
+        let doomed: Vec<String> = control
+            .instances
+            .keys()
+            .filter(|id| !reachable.contains(*id) && !wanted.contains(id))
+            .cloned()
+            .collect();
+        let doomed = control.newest_first(doomed);
+        let mut failures = Vec::new();
+        for id in &doomed {
+            if let Some(mut managed) = control.instances.remove(id) {
+                if let Err(e) = managed.instance.unmount().await {
+                    failures.extend(e.failures);
+                }
+            }
+        }
+        failures
+    }
+
+    /// Stop: refuse new runs, drain (bounded by the grace period), dispose
+    /// everything consumers-first. Failures are aggregated.
+    pub async fn shutdown(&self) -> Vec<CleanupFailure> {
+        self.shared.stopping.store(true, Ordering::SeqCst);
+        let mut control = self.shared.control.lock().await;
+        if let Some(old) = self
+            .shared
+            .current
+            .write()
+            .unwrap_or_else(std::sync::PoisonError::into_inner)
+            .take()
+        {
+            old.set_state(GenerationState::Draining);
+            self.draining().push(old);
+        }
+        let deadline = tokio::time::Instant::now() + self.shared.options.shutdown_grace;
+        while self.draining().iter().any(|g| g.leases() > 0)
+            && tokio::time::Instant::now() < deadline
+        {
+            tokio::time::sleep(Duration::from_millis(10)).await;
+        }
+        let mut failures = Vec::new();
+        for g in self.draining().drain(..) {
+            if g.leases() > 0 {
+                failures.push(CleanupFailure {
+                    description: format!("generation {}", g.id),
+                    error: format!(
+                        "{} lease(s) still held after the shutdown grace period",
+                        g.leases()
+                    ),
+                });
+            }
+            g.set_state(GenerationState::Retired);
+        }
+        control.current_by_entry.clear();
+        let ids = control.newest_first(control.instances.keys().cloned().collect::<Vec<_>>());
+        for id in &ids {
+            if let Some(mut managed) = control.instances.remove(id) {
+                if let Err(e) = managed.instance.unmount().await {
+                    failures.extend(e.failures);
+                }
+            }
+        }
+        failures
+    }
+}

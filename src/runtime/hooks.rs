@@ -1,0 +1,413 @@
+//! Hooks: handlers registered by plugins for the thirteen harness events.
+//!
+//! Ordering is priority (ascending), then registration order. Payloads are
+//! JSON values that handlers only read: a transform returns a whole new
+//! payload. Data-plane events (tools, agent runs, policy decisions) are
+//! dispatched against a run's generation; control-plane events (plugin
+//! lifecycle, generations) against the live set, where `raise` degrades to
+//! `record` so a failing observer never aborts a transition.
+
+use std::sync::Arc;
+
+use serde_json::Value;
+
+use super::scope::BoxError;
+
+macro_rules! events {
+    ($($variant:ident => $text:literal, $plane:ident, $refusable:literal;)*) => {
+        /// A harness event.
+        #[derive(Clone, Copy, Debug, PartialEq, Eq, PartialOrd, Ord, Hash)]
+        pub enum HookEvent {
+            $(#[doc = $text] $variant,)*
+        }
+
+        impl HookEvent {
+            /// Every event.
+            pub const ALL: &'static [HookEvent] = &[$(HookEvent::$variant,)*];
+
+            /// The event's name.
+            pub fn as_str(self) -> &'static str {
+                match self { $(HookEvent::$variant => $text,)* }
+            }
+
+            /// Which plane dispatches it.
+            pub fn plane(self) -> Plane {
+                match self { $(HookEvent::$variant => Plane::$plane,)* }
+            }
+
+            /// Whether a bail refuses the operation.
+            pub fn refusable(self) -> bool {
+                match self { $(HookEvent::$variant => $refusable,)* }
+            }
+
+            /// Parse an event name.
+            pub fn parse(name: &str) -> Option<HookEvent> {
+                Self::ALL.iter().copied().find(|e| e.as_str() == name)
+            }
+        }
+    };
+}
+
+events! {
+    PluginMounting => "plugin_mounting", Control, false;
+    PluginMounted => "plugin_mounted", Control, false;
+    PluginUnmounting => "plugin_unmounting", Control, false;
+    PluginUnmounted => "plugin_unmounted", Control, false;
+    BeforeAgentRun => "before_agent_run", Data, true;
+    AfterAgentRun => "after_agent_run", Data, false;
+    AgentError => "agent_error", Data, false;
+    BeforeToolExecute => "before_tool_execute", Data, true;
+    AfterToolExecute => "after_tool_execute", Data, false;
+    ToolError => "tool_error", Data, false;
+    GenerationPublished => "generation_published", Control, false;
+    GenerationDraining => "generation_draining", Control, false;
+    PolicyDecision => "policy_decision", Data, false;
+}
+
+/// Where an event is dispatched.
+#[derive(Clone, Copy, Debug, PartialEq, Eq)]
+pub enum Plane {
+    /// Against the run's generation.
+    Data,
+    /// Against the live registry; failures never abort the transition.
+    Control,
+}
+
+/// What a handler's reply means.
+#[derive(Clone, Copy, Debug, PartialEq, Eq, PartialOrd, Ord, Hash)]
+pub enum HookMode {
+    /// The reply is ignored.
+    Observe,
+    /// A returned object replaces the whole payload for the rest of the chain.
+    Transform,
+    /// A bail stops the chain (and refuses the operation where refusable).
+    Bail,
+}
+
+/// What happens when a handler fails.
+#[derive(Clone, Copy, Debug, PartialEq, Eq, Default)]
+pub enum ErrorPolicy {
+    /// Record the failure and continue (default).
+    #[default]
+    Record,
+    /// Fail the operation (data plane only; control plane records).
+    Raise,
+}
+
+/// A handler's answer.
+#[derive(Clone, Debug, PartialEq)]
+pub enum HookReply {
+    /// Nothing to change.
+    Continue,
+    /// The new payload (transform mode): it must be a JSON object.
+    Replace(Value),
+    /// Stop the chain, with a reason (bail mode).
+    Bail(String),
+}
+
+/// A hook handler.
+#[async_trait::async_trait]
+pub trait HookHandler: Send + Sync {
+    /// Handle `event` with a read-only `payload`.
+    async fn call(&self, event: HookEvent, payload: &Value) -> Result<HookReply, BoxError>;
+}
+
+/// A handler from a closure returning a reply synchronously.
+pub struct FnHook<F>(pub F);
+
+#[async_trait::async_trait]
+impl<F> HookHandler for FnHook<F>
+where
+    F: Fn(HookEvent, &Value) -> Result<HookReply, BoxError> + Send + Sync,
+{
+    async fn call(&self, event: HookEvent, payload: &Value) -> Result<HookReply, BoxError> {
+        (self.0)(event, payload)
+    }
+}
+
+/// One registration.
+#[derive(Clone)]
+pub struct HookRegistration {
+    /// `hook_<n>` within its owner.
+    pub id: String,
+    /// Owning entry id.
+    pub owner: String,
+    /// Event.
+    pub event: HookEvent,
+    /// Mode.
+    pub mode: HookMode,
+    /// Priority (lower runs first).
+    pub priority: i32,
+    /// Global registration sequence (ties on priority).
+    pub sequence: u64,
+    /// Error policy.
+    pub error_policy: ErrorPolicy,
+    /// The handler.
+    pub handler: Arc<dyn HookHandler>,
+}
+
+impl std::fmt::Debug for HookRegistration {
+    fn fmt(&self, f: &mut std::fmt::Formatter<'_>) -> std::fmt::Result {
+        f.debug_struct("HookRegistration")
+            .field("id", &self.id)
+            .field("owner", &self.owner)
+            .field("event", &self.event)
+            .field("mode", &self.mode)
+            .field("priority", &self.priority)
+            .finish()
+    }
+}
+
+/// A failure recorded during dispatch (a `hook.failure` signal).
+#[derive(Clone, Debug, PartialEq, Eq)]
+pub struct HookFailure {
+    /// Event.
+    pub event: HookEvent,
+    /// Registration id.
+    pub hook: String,
+    /// Owner entry.
+    pub owner: String,
+    /// Error text (already redacted by the caller's redactor when emitted).
+    pub error: String,
+}
+
+/// The outcome of dispatching one event.
+#[derive(Clone, Debug, PartialEq)]
+pub struct Dispatch {
+    /// The payload after transforms.
+    pub payload: Value,
+    /// A bail's reason, when a bail handler stopped the chain.
+    pub bailed: Option<String>,
+    /// Recorded failures.
+    pub failures: Vec<HookFailure>,
+}
+
+/// A handler failed under `raise` on the data plane.
+#[derive(Clone, Debug, PartialEq, Eq, thiserror::Error)]
+#[error("hook `{hook}` of `{owner}` failed on `{}`: {error}", event.as_str())]
+pub struct HookExecutionError {
+    /// Event.
+    pub event: HookEvent,
+    /// Registration id.
+    pub hook: String,
+    /// Owner entry.
+    pub owner: String,
+    /// Error text.
+    pub error: String,
+}
+
+/// An immutable, ordered set of registrations (one per generation).
+#[derive(Clone, Debug, Default)]
+pub struct HookSet {
+    ordered: Vec<HookRegistration>,
+}
+
+impl HookSet {
+    /// Order `registrations` by (priority, sequence).
+    pub fn new(mut registrations: Vec<HookRegistration>) -> Self {
+        registrations.sort_by_key(|r| (r.priority, r.sequence));
+        Self {
+            ordered: registrations,
+        }
+    }
+
+    /// Registrations for `event`, in dispatch order.
+    pub fn for_event(&self, event: HookEvent) -> impl Iterator<Item = &HookRegistration> {
+        self.ordered.iter().filter(move |r| r.event == event)
+    }
+
+    /// Number of registrations.
+    pub fn len(&self) -> usize {
+        self.ordered.len()
+    }
+
+    /// Whether there are none.
+    pub fn is_empty(&self) -> bool {
+        self.ordered.is_empty()
+    }
+
+    /// Dispatch `event`. Data-plane `raise` failures return an error;
+    /// everything else is recorded in the outcome.
+    pub async fn dispatch(
+        &self,
+        event: HookEvent,
+        payload: Value,
+    ) -> Result<Dispatch, HookExecutionError> {
+        let mut out = Dispatch {
+            payload,
+            bailed: None,
+            failures: Vec::new(),
+        };
+        for reg in self.for_event(event) {
+            let failure = |error: String| HookFailure {
+                event,
+                hook: reg.id.clone(),
+                owner: reg.owner.clone(),
+                error,
+            };
+            let reply = match reg.handler.call(event, &out.payload).await {
+                Ok(reply) => reply,
+                Err(e) => {
+                    if reg.error_policy == ErrorPolicy::Raise && event.plane() == Plane::Data {
+                        return Err(HookExecutionError {
+                            event,
+                            hook: reg.id.clone(),
+                            owner: reg.owner.clone(),
+                            error: e.to_string(),
+                        });
+                    }
+                    out.failures.push(failure(e.to_string()));
+                    continue;
+                }
+            };
+            match (reg.mode, reply) {
+                (HookMode::Observe, _) | (_, HookReply::Continue) => {}
+                (HookMode::Transform, HookReply::Replace(v)) if v.is_object() => out.payload = v,
+                (HookMode::Transform, HookReply::Replace(_)) => {
+                    out.failures.push(failure(
+                        "a transform must return a JSON object; the payload is unchanged".into(),
+                    ));
+                }
+                (HookMode::Bail, HookReply::Bail(reason)) => {
+                    out.bailed = Some(reason);
+                    break;
+                }
+                (mode, reply) => out.failures.push(failure(format!(
+                    "a {mode:?} hook replied {reply:?}; ignored"
+                ))),
+            }
+        }
+        Ok(out)
+    }
+}
+
+#[cfg(test)]
+mod tests {
+    use super::*;
+    use serde_json::json;
+
+    fn reg(
+        id: &str,
+        event: HookEvent,
+        mode: HookMode,
+        priority: i32,
+        seq: u64,
+        h: Arc<dyn HookHandler>,
+    ) -> HookRegistration {
+        HookRegistration {
+            id: id.into(),
+            owner: "p".into(),
+            event,
+            mode,
+            priority,
+            sequence: seq,
+            error_policy: ErrorPolicy::Record,
+            handler: h,
+        }
+    }
+
+    #[test]
+    fn there_are_thirteen_events_and_two_refusable() {
+        assert_eq!(HookEvent::ALL.len(), 13);
+        let refusable: Vec<&str> = HookEvent::ALL
+            .iter()
+            .filter(|e| e.refusable())
+            .map(|e| e.as_str())
+            .collect();
+        assert_eq!(refusable, ["before_agent_run", "before_tool_execute"]);
+        assert_eq!(HookEvent::parse("tool_error"), Some(HookEvent::ToolError));
+    }
+
+    #[tokio::test]
+    async fn priority_then_registration_order_with_transform_and_bail() {
+        let seen = Arc::new(std::sync::Mutex::new(Vec::new()));
+        let s1 = Arc::clone(&seen);
+        let observe = Arc::new(FnHook(move |_, p: &Value| {
+            s1.lock().unwrap().push(p["n"].as_i64().unwrap_or(-1));
+            Ok(HookReply::Continue)
+        }));
+        let bump = Arc::new(FnHook(|_, p: &Value| {
+            Ok(HookReply::Replace(
+                json!({ "n": p["n"].as_i64().unwrap_or(0) + 1 }),
+            ))
+        }));
+        let bail = Arc::new(FnHook(|_, _: &Value| Ok(HookReply::Bail("no".into()))));
+        let e = HookEvent::BeforeToolExecute;
+        let set = HookSet::new(vec![
+            reg("late", e, HookMode::Observe, 10, 1, observe.clone()),
+            reg("bail", e, HookMode::Bail, 5, 2, bail),
+            reg("first", e, HookMode::Transform, -10, 3, bump),
+            reg("second", e, HookMode::Observe, 0, 4, observe),
+        ]);
+        let out = set.dispatch(e, json!({ "n": 1 })).await.unwrap();
+        assert_eq!(out.payload, json!({ "n": 2 }));
+        assert_eq!(out.bailed.as_deref(), Some("no"));
+        assert_eq!(
+            *seen.lock().unwrap(),
+            [2],
+            "the bail stopped the chain before `late`"
+        );
+    }
+
+    #[tokio::test]
+    async fn failures_are_recorded_or_raised_by_policy_and_plane() {
+        let broken: Arc<dyn HookHandler> = Arc::new(FnHook(|_, _: &Value| Err("boom".into())));
+        let not_object: Arc<dyn HookHandler> =
+            Arc::new(FnHook(|_, _: &Value| Ok(HookReply::Replace(json!(3)))));
+        let mut raising = reg(
+            "r",
+            HookEvent::AfterToolExecute,
+            HookMode::Observe,
+            0,
+            1,
+            broken.clone(),
+        );
+        raising.error_policy = ErrorPolicy::Raise;
+        let set = HookSet::new(vec![
+            raising.clone(),
+            reg(
+                "t",
+                HookEvent::AfterToolExecute,
+                HookMode::Transform,
+                1,
+                2,
+                not_object,
+            ),
+        ]);
+        assert!(
+            set.dispatch(HookEvent::AfterToolExecute, json!({}))
+                .await
+                .is_err()
+        );
+        let mut control = raising;
+        control.event = HookEvent::PluginMounted;
+        let set = HookSet::new(vec![control]);
+        let out = set
+            .dispatch(HookEvent::PluginMounted, json!({}))
+            .await
+            .unwrap();
+        assert_eq!(
+            out.failures.len(),
+            1,
+            "raise degrades to record on the control plane"
+        );
+        let set = HookSet::new(vec![reg(
+            "t",
+            HookEvent::AfterToolExecute,
+            HookMode::Transform,
+            1,
+            2,
+            Arc::new(FnHook(|_, _: &Value| Ok(HookReply::Replace(json!([]))))),
+        )]);
+        let out = set
+            .dispatch(HookEvent::AfterToolExecute, json!({"a": 1}))
+            .await
+            .unwrap();
+        assert_eq!(out.payload, json!({"a": 1}));
+        assert_eq!(
+            out.failures.len(),
+            1,
+            "a non-object transform is recorded, not raised"
+        );
+    }
+}

@@ -1,0 +1,190 @@
+//! A mounted plugin: one entry's implementation, its context and its state.
+//!
+//! `setup` runs in its own tokio task so a panicking plugin is contained as
+//! a setup failure instead of taking the harness down. A failed setup rolls
+//! back its own effects and leaves a retryable `failed` instance.
+
+use std::sync::Arc;
+use std::sync::atomic::AtomicU64;
+use std::time::Duration;
+
+use super::context::{ContextSpec, PluginContext, Registrations};
+use super::lifecycle::{Health, PluginState, StateMachine};
+use super::plugin::Plugin;
+use super::scope::{CleanupFailure, EffectCleanupError};
+
+/// A plugin's setup failed; its effects were rolled back.
+#[derive(Clone, Debug, PartialEq, Eq, thiserror::Error)]
+#[error("plugin `{plugin}` (entry `{entry_id}`) failed to set up: {error}{}", if cleanup_failures.is_empty() { String::new() } else { format!(" ({} cleanup failure(s) while rolling back)", cleanup_failures.len()) })]
+pub struct PluginSetupError {
+    /// Manifest name.
+    pub plugin: String,
+    /// Entry id.
+    pub entry_id: String,
+    /// Instance id.
+    pub instance_id: String,
+    /// The error, rendered.
+    pub error: String,
+    /// Failures met while rolling back.
+    pub cleanup_failures: Vec<CleanupFailure>,
+}
+
+/// One mounted (or mountable) plugin.
+pub struct PluginInstance {
+    /// Entry id.
+    pub entry_id: String,
+    /// Instance id.
+    pub instance_id: String,
+    plugin: Arc<dyn Plugin>,
+    machine: StateMachine,
+    health: Health,
+    context: Option<PluginContext>,
+    last_error: Option<String>,
+}
+
+impl std::fmt::Debug for PluginInstance {
+    fn fmt(&self, f: &mut std::fmt::Formatter<'_>) -> std::fmt::Result {
+        f.debug_struct("PluginInstance")
+            .field("entry_id", &self.entry_id)
+            .field("instance_id", &self.instance_id)
+            .field("state", &self.machine.state())
+            .finish()
+    }
+}
+
+impl PluginInstance {
+    /// A pending instance of `plugin` for `entry_id`.
+    pub fn new(entry_id: String, instance_id: String, plugin: Arc<dyn Plugin>) -> Self {
+        Self {
+            entry_id,
+            instance_id,
+            plugin,
+            machine: StateMachine::default(),
+            health: Health::Unknown,
+            context: None,
+            last_error: None,
+        }
+    }
+
+    /// Current state.
+    pub fn state(&self) -> PluginState {
+        self.machine.state()
+    }
+
+    /// Current health.
+    pub fn health(&self) -> Health {
+        self.health
+    }
+
+    /// The last setup or teardown error.
+    pub fn last_error(&self) -> Option<&str> {
+        self.last_error.as_deref()
+    }
+
+    /// What the instance registered (empty unless active).
+    pub fn registrations(&self) -> Registrations {
+        self.context
+            .as_ref()
+            .map(PluginContext::registrations)
+            .unwrap_or_default()
+    }
+
+    /// The live context, while active.
+    pub fn context(&self) -> Option<&PluginContext> {
+        self.context.as_ref()
+    }
+
+    /// Run setup. On failure every effect is rolled back and the instance is
+    /// left `failed` (and may be mounted again).
+    pub async fn mount(
+        &mut self,
+        spec: ContextSpec,
+        hook_sequence: Arc<AtomicU64>,
+        task_timeout: Duration,
+    ) -> Result<(), PluginSetupError> {
+        let fail = |error: String, cleanup_failures| PluginSetupError {
+            plugin: spec.manifest.name.clone(),
+            entry_id: self.entry_id.clone(),
+            instance_id: self.instance_id.clone(),
+            error,
+            cleanup_failures,
+        };
+        if let Err(e) = self.machine.transition(PluginState::Loading) {
+            return Err(fail(e.to_string(), Vec::new()));
+        }
+        let ctx = PluginContext::new(spec.clone(), hook_sequence, task_timeout);
+        let plugin = Arc::clone(&self.plugin);
+        let task_ctx = ctx.clone();
+        let outcome =
+            tokio::spawn(async move { plugin.setup(task_ctx).await.map_err(|e| e.to_string()) })
+                .await;
+        let error = match outcome {
+            Ok(Ok(())) => None,
+            Ok(Err(e)) => Some(e),
+            Err(join) if join.is_panic() => Some("setup panicked".to_owned()),
+            Err(join) => Some(format!("setup was cancelled: {join}")),
+        };
+        match error {
+            None => {
+                ctx.seal("setup has finished");
+                self.context = Some(ctx);
+                self.health = Health::Healthy;
+                self.last_error = None;
+                let _ = self.machine.transition(PluginState::Active);
+                Ok(())
+            }
+            Some(error) => {
+                let cleanup = ctx
+                    .close()
+                    .await
+                    .err()
+                    .map(|e| e.failures)
+                    .unwrap_or_default();
+                let _ = self.machine.transition(PluginState::Failed);
+                self.health = Health::Unhealthy;
+                self.last_error = Some(error.clone());
+                Err(fail(error, cleanup))
+            }
+        }
+    }
+
+    /// Tear down and dispose: `teardown`, then the LIFO unwind. Failures are
+    /// aggregated, never stop the unwind, and mark the instance unhealthy.
+    pub async fn unmount(&mut self) -> Result<(), EffectCleanupError> {
+        let scope = format!("plugin:{}", self.entry_id);
+        let mut failures = Vec::new();
+        if self.machine.state() == PluginState::Active {
+            let _ = self.machine.transition(PluginState::Unloading);
+            if let Some(ctx) = &self.context {
+                let plugin = Arc::clone(&self.plugin);
+                let task_ctx = ctx.clone();
+                let outcome = tokio::spawn(async move {
+                    plugin.teardown(task_ctx).await.map_err(|e| e.to_string())
+                })
+                .await;
+                let error = match outcome {
+                    Ok(Ok(())) => None,
+                    Ok(Err(e)) => Some(e),
+                    Err(_) => Some("teardown panicked".to_owned()),
+                };
+                if let Some(error) = error {
+                    self.health = Health::Unhealthy;
+                    failures.push(CleanupFailure {
+                        description: "teardown".into(),
+                        error,
+                    });
+                }
+                if let Err(e) = ctx.close().await {
+                    failures.extend(e.failures);
+                }
+            }
+        }
+        self.context = None;
+        let _ = self.machine.transition(PluginState::Disposed);
+        if failures.is_empty() {
+            Ok(())
+        } else {
+            Err(EffectCleanupError { scope, failures })
+        }
+    }
+}

@@ -1,0 +1,41 @@
+//! The runtime: plugins mounted through contexts that own their effects.
+//!
+//! This module is the live half of chassis. It grows in layers: the plugin
+//! API and its ownership scopes (here now), then transactional reconcile into
+//! immutable generations, the tool executor and the agent runtime. It uses
+//! tokio for tasks and time; it performs no other I/O.
+
+pub mod catalog;
+pub mod context;
+pub mod declared;
+pub mod generation;
+pub mod harness;
+pub mod hooks;
+pub mod identity;
+pub mod instance;
+pub mod lifecycle;
+pub mod plugin;
+pub mod reconcile;
+pub mod scope;
+pub mod testing_kinds;
+pub mod tool;
+pub mod value;
+
+pub use catalog::{Catalog, Factory, UnknownKind};
+pub use context::{
+    Binding, CapabilityRegistration, ContextError, ContextSpec, PluginContext, Registrations,
+};
+pub use generation::{Generation, GenerationState, PressureReport};
+pub use harness::{AcquireError, Harness, HarnessOptions, Lease};
+pub use hooks::{ErrorPolicy, FnHook, HookEvent, HookHandler, HookMode, HookReply, HookSet};
+pub use identity::{Decision, NodeIdentity, NodeImpact};
+pub use instance::{PluginInstance, PluginSetupError};
+pub use lifecycle::{Health, PluginState, StateError, StateMachine};
+pub use plugin::{FnPlugin, Plugin, plugin_fn};
+pub use reconcile::{PluginContractError, ReconcileError, ReconcileReport};
+pub use scope::{BoxError, BoxFuture, CleanupFn, EffectCleanupError, OwnershipScope};
+pub use tool::{Cancellation, DeclaredTool, Tool, ToolCallContext, ToolOutput, ToolRegistration};
+pub use value::CapabilityValue;
+
+#[cfg(test)]
+mod tests;

@@ -1,0 +1,80 @@
+//! The plugin API: a manifest plus `setup` (and optional `teardown`), in a
+//! trait form and a closure form.
+//!
+//! ```
+//! use std::sync::Arc;
+//! use chassis::runtime::{plugin_fn, PluginContext, CapabilityValue};
+//! use chassis::engine::model::Manifest;
+//! use chassis::engine::version::Version;
+//!
+//! let manifest = Manifest::new("web-search", Version::parse("1.2.0").unwrap());
+//! let plugin = plugin_fn(manifest, |ctx: PluginContext| async move {
+//!     ctx.capabilities().provide("tools", CapabilityValue::unit(), "1.0.0")?;
+//!     Ok(())
+//! });
+//! # let _ = plugin;
+//! ```
+
+use std::future::Future;
+use std::sync::Arc;
+
+use super::context::PluginContext;
+use super::scope::{BoxError, BoxFuture};
+use crate::engine::model::Manifest;
+
+/// A plugin implementation.
+#[async_trait::async_trait]
+pub trait Plugin: Send + Sync {
+    /// What the plugin provides and requires.
+    fn manifest(&self) -> &Manifest;
+
+    /// Create the plugin's effects through `ctx`. Everything registered is
+    /// reverted when the plugin unloads; a failure rolls back what was done.
+    async fn setup(&self, ctx: PluginContext) -> Result<(), BoxError>;
+
+    /// Graceful, ordering-sensitive shutdown (flushing, draining), before the
+    /// plugin's scope unwinds. Ordinary cleanup belongs in `ctx.cleanup`.
+    async fn teardown(&self, ctx: PluginContext) -> Result<(), BoxError> {
+        let _ = ctx;
+        Ok(())
+    }
+}
+
+type SetupFn = dyn Fn(PluginContext) -> BoxFuture<'static, Result<(), BoxError>> + Send + Sync;
+
+/// A plugin from a manifest and a setup closure.
+pub struct FnPlugin {
+    manifest: Manifest,
+    setup: Arc<SetupFn>,
+}
+
+impl std::fmt::Debug for FnPlugin {
+    fn fmt(&self, f: &mut std::fmt::Formatter<'_>) -> std::fmt::Result {
+        f.debug_struct("FnPlugin")
+            .field("manifest", &self.manifest.identity())
+            .finish()
+    }
+}
+
+/// The function form: `plugin_fn(manifest, |ctx| async move { … })`.
+pub fn plugin_fn<F, Fut>(manifest: Manifest, setup: F) -> FnPlugin
+where
+    F: Fn(PluginContext) -> Fut + Send + Sync + 'static,
+    Fut: Future<Output = Result<(), BoxError>> + Send + 'static,
+{
+    FnPlugin {
+        manifest,
+        setup: Arc::new(move |ctx| Box::pin(setup(ctx))),
+    }
+}
+
+#[async_trait::async_trait]
+impl Plugin for FnPlugin {
+    fn manifest(&self) -> &Manifest {
+        &self.manifest
+    }
+
+    async fn setup(&self, ctx: PluginContext) -> Result<(), BoxError> {
+        (self.setup)(ctx).await
+    }
+}

@@ -1,0 +1,646 @@
+//! Transactional reconcile: resolve, mount what changed in activation order,
+//! validate each provider's registrations right after it mounts, and publish
+//! an immutable generation — or roll back every mount of the attempt and
+//! leave the current generation untouched.
+
+use std::collections::BTreeMap;
+use std::sync::Arc;
+
+use serde::Serialize;
+
+use super::context::{Binding, ContextSpec};
+use super::generation::{Generation, GenerationInstance, GenerationState, Provider};
+use super::harness::{ControlState, Harness, Managed};
+use super::hooks::HookSet;
+use super::identity::{Decision, NodeIdentity, NodeImpact, changes};
+use super::instance::{PluginInstance, PluginSetupError};
+use super::scope::CleanupFailure;
+use crate::engine::identity::{GenerationId, instance_id};
+use crate::engine::model::{Composition, EntryId};
+use crate::engine::resolve::{Plan, Status, resolve_with_tree};
+use crate::engine::snapshot::{SnapshotContext, build_snapshot};
+use crate::engine::tree::ScopeTree;
+
+/// A provider's registrations break its manifest's promise.
+#[derive(Clone, Debug, PartialEq, Eq, Serialize, thiserror::Error)]
+#[error("plugin `{provider_name}` (entry `{provider}`) {promise}; it registered [{}]; consumers affected: [{}]; rolled back: [{}]", actual.join(", "), consumers.join(", "), rolled_back.join(", "))]
+pub struct PluginContractError {
+    /// Provider entry id.
+    pub provider: String,
+    /// Provider manifest name.
+    pub provider_name: String,
+    /// The broken promise, e.g. `promised database@1 but its registrations do not provide it`.
+    pub promise: String,
+    /// The promised contract (`database@1`) or requirement text.
+    pub promised: String,
+    /// What it actually registered (`<capability> <version>`).
+    pub actual: Vec<String>,
+    /// Consumers bound to the provider.
+    pub consumers: Vec<String>,
+    /// Entries whose mounts were rolled back, most recent first.
+    pub rolled_back: Vec<String>,
+    /// Failures met while rolling back.
+    pub rollback_failures: Vec<String>,
+}
+
+/// Why a reconcile published nothing.
+#[derive(Clone, Debug, PartialEq, Eq, thiserror::Error)]
+pub enum ReconcileError {
+    /// Entries require each other in a cycle; nothing was mounted.
+    #[error("dependency cycle: {}", cycles.join("; "))]
+    Cycle {
+        /// Cycles as `a -> b -> a`.
+        cycles: Vec<String>,
+    },
+    /// An implementation could not be instantiated.
+    #[error("entry `{entry}` cannot be instantiated: {error}; rolled back: [{}]", rolled_back.join(", "))]
+    Instantiate {
+        /// Entry id.
+        entry: String,
+        /// Error.
+        error: String,
+        /// Rolled back entries.
+        rolled_back: Vec<String>,
+    },
+    /// A setup failed.
+    #[error("{error}; rolled back: [{}]", rolled_back.join(", "))]
+    Setup {
+        /// The failure.
+        error: Box<PluginSetupError>,
+        /// Rolled back entries, most recent first.
+        rolled_back: Vec<String>,
+    },
+    /// A provider broke its contract.
+    #[error(transparent)]
+    Contract(Box<PluginContractError>),
+    /// Two tools share a name in one generation.
+    #[error("tool `{tool}` is registered by several entries ({}); tool names are unique in a generation; rolled back: [{}]", owners.join(", "), rolled_back.join(", "))]
+    DuplicateTool {
+        /// Tool name.
+        tool: String,
+        /// Owners.
+        owners: Vec<String>,
+        /// Rolled back entries.
+        rolled_back: Vec<String>,
+    },
+    /// The snapshot could not be built (a non-finite float in a tool schema).
+    #[error("the snapshot cannot be built: {0}")]
+    Snapshot(String),
+    /// The harness is stopping.
+    #[error("the harness is stopping")]
+    Stopping,
+}
+
+/// What a reconcile did.
+#[derive(Clone, Debug, PartialEq, Serialize)]
+pub struct ReconcileReport {
+    /// The current generation after the reconcile.
+    pub generation_id: String,
+    /// Whether a new generation was published (false: identical composition).
+    pub published: bool,
+    /// Entries mounted in this reconcile.
+    pub mounted: Vec<String>,
+    /// Entries whose instances were reused.
+    pub reused: Vec<String>,
+    /// Entries pending (not mounted).
+    pub pending: Vec<String>,
+    /// Instances disposed.
+    pub disposed: Vec<String>,
+    /// Per-node impact.
+    pub impact: Vec<NodeImpact>,
+    /// Cleanup failures met while reclaiming.
+    pub failures: Vec<CleanupFailure>,
+}
+
+struct Attempt {
+    mounted: Vec<(String, String)>,
+    saved_mounts: BTreeMap<String, u64>,
+}
+
+impl Harness {
+    /// Reconcile the harness to `composition`.
+    pub async fn reconcile(
+        &self,
+        composition: Composition,
+    ) -> Result<ReconcileReport, ReconcileError> {
+        if self
+            .shared
+            .stopping
+            .load(std::sync::atomic::Ordering::SeqCst)
+        {
+            return Err(ReconcileError::Stopping);
+        }
+        let mut control = self.shared.control.lock().await;
+        let tree = ScopeTree::new(&composition);
+        let plan = resolve_with_tree(&composition, &tree);
+        if !plan.cycles.is_empty() {
+            let cycles = plan
+                .cycle_paths
+                .iter()
+                .map(|c| {
+                    let mut names: Vec<&str> = c.iter().map(EntryId::as_str).collect();
+                    names.extend(c.first().map(EntryId::as_str));
+                    names.join(" -> ")
+                })
+                .collect();
+            return Err(ReconcileError::Cycle { cycles });
+        }
+        let mut attempt = Attempt {
+            mounted: Vec::new(),
+            saved_mounts: control.mounts.clone(),
+        };
+        let mut chosen: BTreeMap<String, String> = BTreeMap::new();
+        let mut identities: BTreeMap<String, NodeIdentity> = BTreeMap::new();
+        let mut impact = Vec::new();
+        for entry_id in &plan.activation_order {
+            let result = self
+                .place(
+                    &mut control,
+                    &composition,
+                    &plan,
+                    entry_id,
+                    &mut chosen,
+                    &mut attempt,
+                )
+                .await;
+            match result {
+                Ok((identity, decision)) => {
+                    identities.insert(entry_id.to_string(), identity);
+                    impact.push(decision);
+                }
+                Err(e) => {
+                    let rolled_back = self.roll_back(&mut control, attempt).await;
+                    return Err(e.with_rollback(rolled_back));
+                }
+            }
+        }
+        if let Some(dup) = duplicate_tool(&control, &chosen) {
+            let rolled_back = self.roll_back(&mut control, attempt).await;
+            return Err(ReconcileError::DuplicateTool {
+                tool: dup.0,
+                owners: dup.1,
+                rolled_back: rolled_back.0,
+            });
+        }
+        for (entry, iid) in &control.current_by_entry {
+            if !chosen.contains_key(entry) {
+                impact.push(NodeImpact {
+                    entry_id: entry.clone(),
+                    decision: Decision::Removed,
+                    reasons: vec!["entry_removed"],
+                    old_instance_id: Some(iid.clone()),
+                    new_instance_id: None,
+                });
+            }
+        }
+        impact.sort_by(|a, b| a.entry_id.cmp(&b.entry_id));
+        let mounted: Vec<String> = attempt.mounted.iter().map(|(e, _)| e.clone()).collect();
+        let reused: Vec<String> = impact
+            .iter()
+            .filter(|i| i.decision == Decision::Reused)
+            .map(|i| i.entry_id.clone())
+            .collect();
+        let pending: Vec<String> = plan.pending.iter().map(ToString::to_string).collect();
+
+        // An identical composition publishes nothing and keeps its digest.
+        if let Some(current) = self.current() {
+            let same_instances = current
+                .instances
+                .iter()
+                .map(|i| (&i.entry_id, &i.instance_id))
+                .eq(plan
+                    .activation_order
+                    .iter()
+                    .map(|e| {
+                        let e = e.to_string();
+                        let i = chosen.get(&e).cloned().unwrap_or_default();
+                        (e, i)
+                    })
+                    .collect::<Vec<_>>()
+                    .iter()
+                    .map(|(e, i)| (e, i)));
+            if same_instances && *current.composition == composition {
+                control.current_by_entry = chosen;
+                return Ok(ReconcileReport {
+                    generation_id: current.id.to_string(),
+                    published: false,
+                    mounted,
+                    reused,
+                    pending,
+                    disposed: Vec::new(),
+                    impact,
+                    failures: Vec::new(),
+                });
+            }
+        }
+
+        let generation = match self.build_generation(
+            &control,
+            composition,
+            tree,
+            plan,
+            &chosen,
+            control.sequence + 1,
+        ) {
+            Ok(g) => Arc::new(g),
+            Err(e) => {
+                let _ = self.roll_back(&mut control, attempt).await;
+                return Err(e);
+            }
+        };
+        control.sequence += 1;
+        {
+            let mut current = self
+                .shared
+                .current
+                .write()
+                .unwrap_or_else(std::sync::PoisonError::into_inner);
+            if let Some(old) = current.take() {
+                old.set_state(GenerationState::Draining);
+                self.shared
+                    .draining
+                    .lock()
+                    .unwrap_or_else(std::sync::PoisonError::into_inner)
+                    .push(old);
+            }
+            generation.set_state(GenerationState::Active);
+            *current = Some(Arc::clone(&generation));
+        }
+        control.current_by_entry = chosen;
+        let before: Vec<String> = control.instances.keys().cloned().collect();
+        let failures = self.reclaim(&mut control).await;
+        let disposed = before
+            .into_iter()
+            .filter(|id| !control.instances.contains_key(id))
+            .collect();
+        Ok(ReconcileReport {
+            generation_id: generation.id.to_string(),
+            published: true,
+            mounted,
+            reused,
+            pending,
+            disposed,
+            impact,
+            failures,
+        })
+    }
+
+    /// Reuse or mount one entry; validate a new mount's contract.
+    async fn place(
+        &self,
+        control: &mut ControlState,
+        composition: &Composition,
+        plan: &Plan,
+        entry_id: &EntryId,
+        chosen: &mut BTreeMap<String, String>,
+        attempt: &mut Attempt,
+    ) -> Result<(NodeIdentity, NodeImpact), PlaceError> {
+        let entry = &composition.entries[entry_id];
+        let id = entry_id.to_string();
+        let mut bindings = Vec::new();
+        let mut bound = BTreeMap::new();
+        for r in plan.resolutions_of(entry_id.as_str()) {
+            let (Status::Resolved, Some(sel)) = (r.status, &r.selected) else {
+                continue;
+            };
+            let Some(provider_iid) = chosen.get(sel.entry.as_str()) else {
+                continue;
+            };
+            bindings.push((
+                r.requirement.capability.to_string(),
+                provider_iid.clone(),
+                sel.version.to_string(),
+            ));
+            let registration = control.instances.get(provider_iid).and_then(|m| {
+                m.instance
+                    .registrations()
+                    .capabilities
+                    .into_iter()
+                    .find(|c| {
+                        c.capability == r.requirement.capability
+                            && c.version.major() == sel.version.major()
+                    })
+            });
+            if let Some(reg) = registration {
+                bound.insert(
+                    r.requirement.capability.clone(),
+                    Binding {
+                        provider: sel.entry.to_string(),
+                        version: reg.version,
+                        value: reg.value,
+                    },
+                );
+            }
+        }
+        let identity = NodeIdentity::of(entry, &entry.plugin.value, &bindings);
+        let previous = control
+            .current_by_entry
+            .get(&id)
+            .and_then(|iid| control.instances.get(iid));
+        if let Some(prev) = previous {
+            if prev.identity == identity
+                && prev.instance.state() == super::lifecycle::PluginState::Active
+            {
+                let iid = prev.instance.instance_id.clone();
+                chosen.insert(id.clone(), iid.clone());
+                let impact = NodeImpact {
+                    entry_id: id,
+                    decision: Decision::Reused,
+                    reasons: vec![],
+                    old_instance_id: Some(iid.clone()),
+                    new_instance_id: Some(iid),
+                };
+                return Ok((identity, impact));
+            }
+        }
+        let (decision, reasons, old_iid) = match previous {
+            None => (Decision::Added, vec!["entry_added"], None),
+            Some(prev) => {
+                let reasons = changes(&prev.identity, &identity);
+                let decision = if reasons.is_empty() {
+                    Decision::Unchanged
+                } else if reasons == ["dependency_changed"] {
+                    Decision::Rewired
+                } else {
+                    Decision::Rebuilt
+                };
+                (
+                    decision,
+                    if reasons.is_empty() {
+                        vec!["instance_inactive"]
+                    } else {
+                        reasons
+                    },
+                    Some(prev.instance.instance_id.clone()),
+                )
+            }
+        };
+        let plugin =
+            self.shared
+                .catalog
+                .instantiate(entry, None)
+                .map_err(|e| PlaceError::Instantiate {
+                    entry: id.clone(),
+                    error: e.to_string(),
+                })?;
+        let mount = control.mounts.get(&id).copied().unwrap_or(0) + 1;
+        let iid = instance_id(entry_id, mount);
+        let spec = ContextSpec {
+            entry_id: id.clone(),
+            instance_id: iid.clone(),
+            scope_path: entry.scope.value.to_string(),
+            manifest: Arc::clone(&entry.manifest),
+            config: entry.config.clone(),
+            bindings: bound,
+        };
+        let mut instance = PluginInstance::new(id.clone(), iid.clone(), plugin);
+        instance
+            .mount(
+                spec,
+                Arc::clone(&self.shared.hook_sequence),
+                self.shared.options.task_timeout,
+            )
+            .await
+            .map_err(PlaceError::Setup)?;
+        if let Err(mut contract) = validate_contract(composition, plan, entry_id, &instance) {
+            if let Err(e) = instance.unmount().await {
+                contract.rollback_failures.extend(
+                    e.failures
+                        .into_iter()
+                        .map(|f| format!("{} -> {}", f.description, f.error)),
+                );
+            }
+            contract.rolled_back.push(id.clone());
+            return Err(PlaceError::Contract(contract));
+        }
+        control.mounts.insert(id.clone(), mount);
+        let order = control.next_order;
+        control.next_order += 1;
+        control.instances.insert(
+            iid.clone(),
+            Managed {
+                identity: identity.clone(),
+                mount,
+                order,
+                instance,
+            },
+        );
+        attempt.mounted.push((id.clone(), iid.clone()));
+        chosen.insert(id.clone(), iid.clone());
+        Ok((
+            identity,
+            NodeImpact {
+                entry_id: id,
+                decision,
+                reasons,
+                old_instance_id: old_iid,
+                new_instance_id: Some(iid),
+            },
+        ))
+    }
+
+    /// Unmount every instance mounted by the attempt, newest first.
+    async fn roll_back(
+        &self,
+        control: &mut ControlState,
+        attempt: Attempt,
+    ) -> (Vec<String>, Vec<String>) {
+        let mut rolled = Vec::new();
+        let mut failures = Vec::new();
+        for (entry, iid) in attempt.mounted.into_iter().rev() {
+            if let Some(mut managed) = control.instances.remove(&iid) {
+                if let Err(e) = managed.instance.unmount().await {
+                    failures.extend(
+                        e.failures
+                            .into_iter()
+                            .map(|f| format!("{} -> {}", f.description, f.error)),
+                    );
+                }
+            }
+            rolled.push(entry);
+        }
+        control.mounts = attempt.saved_mounts;
+        (rolled, failures)
+    }
+
+    fn build_generation(
+        &self,
+        control: &ControlState,
+        composition: Composition,
+        tree: ScopeTree,
+        plan: Plan,
+        chosen: &BTreeMap<String, String>,
+        sequence: u64,
+    ) -> Result<Generation, ReconcileError> {
+        let mut instances = Vec::new();
+        let mut capabilities: BTreeMap<_, Vec<Provider>> = BTreeMap::new();
+        let mut tools = BTreeMap::new();
+        let mut hooks = Vec::new();
+        let mut mounts = BTreeMap::new();
+        for entry_id in &plan.activation_order {
+            let id = entry_id.to_string();
+            let Some(managed) = chosen.get(&id).and_then(|iid| control.instances.get(iid)) else {
+                continue;
+            };
+            let regs = managed.instance.registrations();
+            mounts.insert(entry_id.clone(), managed.mount);
+            instances.push(GenerationInstance {
+                entry_id: id.clone(),
+                instance_id: managed.instance.instance_id.clone(),
+                plugin: composition.entries[entry_id].manifest.name.clone(),
+            });
+            for c in regs.capabilities {
+                capabilities
+                    .entry(c.capability.clone())
+                    .or_default()
+                    .push(Provider {
+                        entry_id: id.clone(),
+                        instance_id: managed.instance.instance_id.clone(),
+                        registration: c,
+                    });
+            }
+            for t in regs.tools {
+                tools.insert(t.tool.name().to_owned(), t);
+            }
+            hooks.extend(regs.hooks);
+        }
+        let ctx = SnapshotContext {
+            generation: GenerationId::from_sequence(sequence),
+            mounts,
+            ..SnapshotContext::default()
+        };
+        let snapshot = build_snapshot(&composition, &tree, &plan, &ctx)
+            .map_err(|e| ReconcileError::Snapshot(e.to_string()))?;
+        let digests = snapshot
+            .digests()
+            .map_err(|e| ReconcileError::Snapshot(e.to_string()))?;
+        Ok(Generation::new(
+            GenerationId::from_sequence(sequence),
+            Arc::new(composition),
+            Arc::new(tree),
+            Arc::new(plan),
+            instances,
+            capabilities,
+            tools,
+            HookSet::new(hooks),
+            snapshot,
+            digests,
+        ))
+    }
+}
+
+enum PlaceError {
+    Instantiate { entry: String, error: String },
+    Setup(PluginSetupError),
+    Contract(Box<PluginContractError>),
+}
+
+impl PlaceError {
+    fn with_rollback(self, (rolled_back, failures): (Vec<String>, Vec<String>)) -> ReconcileError {
+        match self {
+            PlaceError::Instantiate { entry, error } => ReconcileError::Instantiate {
+                entry,
+                error,
+                rolled_back,
+            },
+            PlaceError::Setup(error) => ReconcileError::Setup { error: Box::new(error), rolled_back },
+            PlaceError::Contract(mut c) => {
+                c.rolled_back.extend(rolled_back);
+                c.rollback_failures.extend(failures);
+                ReconcileError::Contract(c)
+            }
+        }
+    }
+}
+
+/// Check a freshly mounted provider against its manifest and its consumers.
+fn validate_contract(
+    composition: &Composition,
+    plan: &Plan,
+    entry_id: &EntryId,
+    instance: &PluginInstance,
+) -> Result<(), Box<PluginContractError>> {
+    let entry = &composition.entries[entry_id];
+    let regs = instance.registrations().capabilities;
+    let actual: Vec<String> = regs
+        .iter()
+        .map(|r| format!("{} {}", r.capability, r.version))
+        .collect();
+    let consumers_of = |cap: &str| -> Vec<String> {
+        plan.resolutions
+            .iter()
+            .filter(|r| r.status == Status::Resolved && r.requirement.capability.as_str() == cap)
+            .filter(|r| r.selected.as_ref().is_some_and(|s| &s.entry == entry_id))
+            .map(|r| r.consumer.name().to_owned())
+            .collect()
+    };
+    let error = |promise: String, promised: String, consumers: Vec<String>| Box::new(PluginContractError {
+        provider: entry_id.to_string(),
+        provider_name: entry.manifest.name.clone(),
+        promise,
+        promised,
+        actual: actual.clone(),
+        consumers,
+        rolled_back: Vec::new(),
+        rollback_failures: Vec::new(),
+    });
+    for (cap, provided) in &entry.manifest.provides {
+        for v in &provided.versions {
+            let promised = format!("{cap}@{}", v.major());
+            if !regs
+                .iter()
+                .any(|r| &r.capability == cap && r.version.major() == v.major())
+            {
+                return Err(error(
+                    format!("promised {promised} but its registrations do not provide it"),
+                    promised,
+                    consumers_of(cap.as_str()),
+                ));
+            }
+        }
+    }
+    for r in &plan.resolutions {
+        let (Status::Resolved, Some(sel)) = (r.status, &r.selected) else {
+            continue;
+        };
+        if &sel.entry != entry_id {
+            continue;
+        }
+        let ok = regs.iter().any(|reg| {
+            reg.capability == r.requirement.capability
+                && reg.version.major() == sel.version.major()
+                && r.requirement.accepts(&reg.version)
+        });
+        if !ok {
+            let req = r.requirement.render();
+            return Err(error(
+                format!(
+                    "was selected for `{}`'s `{req}`, but its registrations cannot satisfy it",
+                    r.consumer.name()
+                ),
+                req,
+                vec![r.consumer.name().to_owned()],
+            ));
+        }
+    }
+    Ok(())
+}
+
+/// The first tool name registered by two chosen instances, with its owners.
+fn duplicate_tool(
+    control: &ControlState,
+    chosen: &BTreeMap<String, String>,
+) -> Option<(String, Vec<String>)> {
+    let mut owners: BTreeMap<String, Vec<String>> = BTreeMap::new();
+    for (entry, iid) in chosen {
+        if let Some(m) = control.instances.get(iid) {
+            for t in m.instance.registrations().tools {
+                owners
+                    .entry(t.tool.name().to_owned())
+                    .or_default()
+                    .push(entry.clone());
+            }
+        }
+    }
+    owners.into_iter().find(|(_, o)| o.len() > 1)
+}

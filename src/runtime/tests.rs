@@ -1,0 +1,390 @@
+//! Runtime tests: reconcile, reuse, rollback, contracts, leases, disposal.
+
+use std::sync::Arc;
+use std::sync::atomic::{AtomicUsize, Ordering};
+
+use super::*;
+use crate::engine::build::CompositionBuilder as B;
+use crate::engine::model::{Composition, ConfigValue};
+use crate::engine::resolve::resolve;
+use crate::engine::snapshot::{SnapshotContext, build_snapshot};
+use crate::engine::tree::ScopeTree;
+
+fn harness() -> Harness {
+    Harness::new(
+        Catalog::new(),
+        HarnessOptions {
+            task_timeout: std::time::Duration::from_millis(200),
+            ..HarnessOptions::default()
+        },
+    )
+}
+
+fn flat(dsn: &str) -> Composition {
+    B::new()
+        .entry("postgres")
+        .provides("database", &["1.4.2"])
+        .config(ConfigValue::Table(
+            [("dsn".to_owned(), ConfigValue::Str(dsn.into()))].into(),
+        ))
+        .entry("app")
+        .requires("database", ">=1,<2")
+        .entry("cache")
+        .provides("cache", &["1.0.0"])
+        .build()
+        .unwrap()
+}
+
+#[tokio::test]
+async fn a_published_generation_has_the_pure_snapshot_digest() {
+    let h = harness();
+    let c = flat("a");
+    let report = h.reconcile(c.clone()).await.unwrap();
+    assert!(report.published);
+    assert_eq!(report.generation_id, "gen_0001");
+    let g = h.current().unwrap();
+    let tree = ScopeTree::new(&c);
+    let pure = build_snapshot(&c, &tree, &resolve(&c), &SnapshotContext::default()).unwrap();
+    assert_eq!(
+        g.digests.digest,
+        pure.digest().unwrap(),
+        "a fresh store's first generation is what `chassis snapshot` says"
+    );
+    assert_eq!(g.instances.len(), 3);
+    assert_eq!(g.capabilities.len(), 2);
+}
+
+#[tokio::test]
+async fn an_identical_composition_publishes_nothing() {
+    let h = harness();
+    h.reconcile(flat("a")).await.unwrap();
+    let digest = h.current().unwrap().digests.digest.clone();
+    let again = h.reconcile(flat("a")).await.unwrap();
+    assert!(!again.published);
+    assert_eq!(again.generation_id, "gen_0001");
+    assert_eq!(again.reused.len(), 3);
+    assert_eq!(h.current().unwrap().digests.digest, digest);
+}
+
+#[tokio::test]
+async fn a_config_change_rebuilds_the_provider_and_rewires_its_consumer() {
+    let h = harness();
+    h.reconcile(flat("a")).await.unwrap();
+    let report = h.reconcile(flat("b")).await.unwrap();
+    assert!(report.published);
+    assert_eq!(report.generation_id, "gen_0002");
+    let by: std::collections::BTreeMap<&str, Decision> = report
+        .impact
+        .iter()
+        .map(|i| (i.entry_id.as_str(), i.decision))
+        .collect();
+    assert_eq!(by["postgres"], Decision::Rebuilt);
+    assert_eq!(by["app"], Decision::Rewired);
+    assert_eq!(by["cache"], Decision::Reused);
+    assert_eq!(
+        report.disposed.len(),
+        2,
+        "old postgres and old app had no lease"
+    );
+}
+
+#[tokio::test]
+async fn a_lease_keeps_its_generation_and_instances_alive_until_released() {
+    let h = harness();
+    h.reconcile(flat("a")).await.unwrap();
+    let lease = h.acquire().unwrap();
+    let old_ids: Vec<String> = lease
+        .generation()
+        .instance_ids()
+        .map(str::to_owned)
+        .collect();
+    let report = h.reconcile(flat("b")).await.unwrap();
+    assert!(
+        report.disposed.is_empty(),
+        "the leased generation still reaches them"
+    );
+    assert_eq!(lease.generation().state(), GenerationState::Draining);
+    assert_eq!(
+        h.generation_pressure().metrics()["chassis.generations.draining"],
+        1.0
+    );
+    assert_eq!(lease.generation().id.to_string(), "gen_0001");
+    lease.release().unwrap();
+    // The last release retires the generation and reclaims in the background.
+    for _ in 0..50 {
+        tokio::time::sleep(std::time::Duration::from_millis(5)).await;
+        if h.live_generations().len() == 1 {
+            break;
+        }
+    }
+    assert_eq!(h.live_generations().len(), 1);
+    let control = h.shared.control.lock().await;
+    let still: Vec<&String> = old_ids
+        .iter()
+        .filter(|id| control.instances.contains_key(*id))
+        .collect();
+    assert_eq!(
+        still.len(),
+        1,
+        "only the reused `cache` instance survives: {still:?}"
+    );
+}
+
+#[tokio::test]
+async fn a_liar_fails_publication_with_a_contract_error_and_rolls_back() {
+    let h = harness();
+    h.reconcile(flat("a")).await.unwrap();
+    let lying = B::new()
+        .entry("db")
+        .plugin("testing.liar", "1.0.0")
+        .provides("database", &["1.0.0"])
+        .config(ConfigValue::Table(
+            [(
+                "register".to_owned(),
+                ConfigValue::Str("database@2.0.0".into()),
+            )]
+            .into(),
+        ))
+        .entry("app")
+        .requires("database", ">=1,<2")
+        .build()
+        .unwrap();
+    let err = h.reconcile(lying).await.unwrap_err();
+    let ReconcileError::Contract(c) = err else {
+        panic!("{err}")
+    };
+    assert_eq!(c.provider, "db");
+    assert_eq!(c.promised, "database@1");
+    assert_eq!(c.actual, ["database 2.0.0"]);
+    assert_eq!(c.consumers, ["app"]);
+    assert_eq!(c.rolled_back, ["db"]);
+    assert_eq!(
+        h.current().unwrap().id.to_string(),
+        "gen_0001",
+        "the current generation is untouched"
+    );
+}
+
+#[tokio::test]
+async fn a_failing_setup_rolls_back_the_attempt_and_can_be_retried() {
+    let h = harness();
+    let broken = B::new()
+        .entry("a-db")
+        .provides("database", &["1.0.0"])
+        .entry("b-bad")
+        .plugin("testing.failing-setup", "1.0.0")
+        .provides("queue", &["1.0.0"])
+        .build()
+        .unwrap();
+    let err = h.reconcile(broken).await.unwrap_err();
+    let ReconcileError::Setup { error, rolled_back } = err else {
+        panic!("{err}")
+    };
+    assert_eq!(error.entry_id, "b-bad");
+    assert_eq!(rolled_back, ["a-db"]);
+    assert!(h.current().is_none());
+    assert!(
+        h.shared.control.lock().await.instances.is_empty(),
+        "nothing of the attempt is left mounted"
+    );
+    let fixed = B::new()
+        .entry("a-db")
+        .provides("database", &["1.0.0"])
+        .build()
+        .unwrap();
+    let report = h.reconcile(fixed).await.unwrap();
+    assert_eq!(report.generation_id, "gen_0001");
+    let g = h.current().unwrap();
+    assert_eq!(
+        g.snapshot.runtime_instance_ids[0],
+        crate::engine::identity::instance_id(
+            &crate::engine::model::EntryId::new("a-db").unwrap(),
+            1
+        ),
+        "a rolled-back attempt consumes no mount number"
+    );
+}
+
+#[tokio::test]
+async fn cycles_are_refused_before_anything_mounts() {
+    let h = harness();
+    let c = B::new()
+        .entry("a")
+        .provides("x", &["1.0.0"])
+        .requires("y", "")
+        .entry("b")
+        .provides("y", &["1.0.0"])
+        .requires("x", "")
+        .build()
+        .unwrap();
+    let err = h.reconcile(c).await.unwrap_err();
+    assert_eq!(
+        err,
+        ReconcileError::Cycle {
+            cycles: vec!["a -> b -> a".into()]
+        }
+    );
+}
+
+#[tokio::test]
+async fn duplicate_tool_names_are_a_publication_error() {
+    let h = harness();
+    let c = B::new()
+        .entry("one")
+        .tool("search", "one", None)
+        .entry("two")
+        .tool("search", "two", None)
+        .build()
+        .unwrap();
+    let err = h.reconcile(c).await.unwrap_err();
+    assert!(
+        matches!(err, ReconcileError::DuplicateTool { ref tool, .. } if tool == "search"),
+        "{err}"
+    );
+}
+
+#[tokio::test]
+async fn consumers_read_the_providers_bound_for_this_composition() {
+    let mut catalog = Catalog::new();
+    let provider = plugin_fn(
+        crate::engine::model::Manifest {
+            provides: B::new()
+                .entry("x")
+                .provides("database", &["1.2.0"])
+                .build()
+                .unwrap()
+                .entries
+                .values()
+                .next()
+                .unwrap()
+                .manifest
+                .provides
+                .clone(),
+            ..crate::engine::model::Manifest::new(
+                "pg",
+                crate::engine::version::Version::parse("1.0.0").unwrap(),
+            )
+        },
+        |ctx: PluginContext| async move {
+            ctx.capabilities().provide(
+                "database",
+                CapabilityValue::new(String::from("postgres://db")),
+                "1.2.0",
+            )?;
+            Ok(())
+        },
+    );
+    let seen = Arc::new(std::sync::Mutex::new(None));
+    let seen2 = Arc::clone(&seen);
+    let consumer = plugin_fn(
+        crate::engine::model::Manifest::new(
+            "app",
+            crate::engine::version::Version::parse("1.0.0").unwrap(),
+        ),
+        move |ctx: PluginContext| {
+            let seen = Arc::clone(&seen2);
+            async move {
+                let dsn = ctx.require::<String>("database")?;
+                *seen.lock().unwrap() = Some((*dsn).clone());
+                assert!(ctx.get::<String>("model").is_none());
+                Ok(())
+            }
+        },
+    );
+    catalog.register_plugin("pg", Arc::new(provider));
+    catalog.register_plugin("app", Arc::new(consumer));
+    let h = Harness::new(catalog, HarnessOptions::default());
+    let c = B::new()
+        .entry("pg")
+        .plugin("pg", "1.0.0")
+        .provides("database", &["1.2.0"])
+        .entry("app")
+        .plugin("app", "1.0.0")
+        .requires("database", ">=1,<2")
+        .build()
+        .unwrap();
+    h.reconcile(c).await.unwrap();
+    assert_eq!(seen.lock().unwrap().as_deref(), Some("postgres://db"));
+}
+
+#[tokio::test]
+async fn unloading_cancels_owned_tasks_and_runs_teardown() {
+    let h = harness();
+    let c = B::new()
+        .entry("t")
+        .plugin("testing.task", "1.0.0")
+        .entry("slow")
+        .plugin("testing.slow-teardown", "1.0.0")
+        .config(ConfigValue::Table(
+            [
+                ("teardown_ms".to_owned(), ConfigValue::Int(5)),
+                ("fail".to_owned(), ConfigValue::Bool(true)),
+            ]
+            .into(),
+        ))
+        .build()
+        .unwrap();
+    h.reconcile(c).await.unwrap();
+    {
+        let control = h.shared.control.lock().await;
+        let live: usize = control
+            .instances
+            .values()
+            .map(|m| m.instance.context().map_or(0, PluginContext::live_effects))
+            .sum();
+        assert_eq!(live, 1, "the task is an owned effect");
+    }
+    let failures = h.shutdown().await;
+    assert_eq!(
+        failures.len(),
+        1,
+        "the failing teardown is reported: {failures:?}"
+    );
+    assert!(failures[0].description.contains("teardown"));
+    assert!(h.acquire().is_err());
+}
+
+#[tokio::test(flavor = "multi_thread", worker_threads = 2)]
+async fn concurrent_runs_each_see_exactly_one_complete_generation() {
+    let h = harness();
+    h.reconcile(flat("v0")).await.unwrap();
+    let stop = Arc::new(std::sync::atomic::AtomicBool::new(false));
+    let observed = Arc::new(AtomicUsize::new(0));
+    let mut runs = Vec::new();
+    for _ in 0..8 {
+        let h = h.clone();
+        let stop = Arc::clone(&stop);
+        let observed = Arc::clone(&observed);
+        runs.push(tokio::spawn(async move {
+            while !stop.load(Ordering::SeqCst) {
+                let lease = h.acquire().unwrap();
+                let g = lease.generation();
+                // A complete generation: every instance it lists provides
+                // what its manifest promises, and its snapshot names them.
+                assert_eq!(g.instances.len(), 3);
+                assert_eq!(g.snapshot.runtime_instance_ids.len(), 3);
+                assert_eq!(g.snapshot.generation_id, g.id.to_string());
+                observed.fetch_add(1, Ordering::SeqCst);
+                tokio::task::yield_now().await;
+                drop(lease);
+            }
+        }));
+    }
+    for i in 1..=20 {
+        h.reconcile(flat(&format!("v{i}"))).await.unwrap();
+    }
+    stop.store(true, Ordering::SeqCst);
+    for r in runs {
+        r.await.unwrap();
+    }
+    assert!(observed.load(Ordering::SeqCst) > 0);
+    tokio::time::sleep(std::time::Duration::from_millis(50)).await;
+    let control = h.shared.control.lock().await;
+    drop(control);
+    let pressure = h.generation_pressure();
+    assert_eq!(
+        pressure.metrics()["chassis.generations.leases"],
+        0.0,
+        "every lease was released"
+    );
+}

@@ -1,0 +1,161 @@
+//! Tools: the contract a model sees (name, description, argument schema)
+//! and the call behind it.
+
+use std::sync::Arc;
+use std::sync::atomic::{AtomicBool, Ordering};
+
+use serde_json::Value;
+
+use super::scope::BoxError;
+use crate::engine::policy::ToolPolicy;
+
+/// A cancellation signal handed to a running tool.
+#[derive(Clone, Debug, Default)]
+pub struct Cancellation {
+    flag: Arc<AtomicBool>,
+    notify: Arc<tokio::sync::Notify>,
+}
+
+impl Cancellation {
+    /// A signal that has not fired.
+    pub fn new() -> Self {
+        Self::default()
+    }
+
+    /// Fire it.
+    pub fn cancel(&self) {
+        self.flag.store(true, Ordering::SeqCst);
+        self.notify.notify_waiters();
+    }
+
+    /// Whether it fired.
+    pub fn is_cancelled(&self) -> bool {
+        self.flag.load(Ordering::SeqCst)
+    }
+
+    /// Wait until it fires.
+    pub async fn cancelled(&self) {
+        while !self.is_cancelled() {
+            let notified = self.notify.notified();
+            if self.is_cancelled() {
+                break;
+            }
+            notified.await;
+        }
+    }
+}
+
+/// What a tool receives besides its arguments.
+#[derive(Clone, Debug)]
+pub struct ToolCallContext {
+    /// The run.
+    pub run_id: String,
+    /// The generation the run leased.
+    pub generation_id: String,
+    /// The agent, for agent runs.
+    pub agent: Option<String>,
+    /// The consumer's scope.
+    pub scope: String,
+    /// Fires when the call is cancelled (timeout, shutdown).
+    pub cancel: Cancellation,
+}
+
+/// What a tool returns.
+#[derive(Clone, Debug, PartialEq)]
+pub struct ToolOutput {
+    /// The content the model reads.
+    pub content: Value,
+    /// Structured data kept beside the content.
+    pub artifact: Option<Value>,
+}
+
+impl ToolOutput {
+    /// Content only.
+    pub fn content(content: impl Into<Value>) -> Self {
+        Self {
+            content: content.into(),
+            artifact: None,
+        }
+    }
+}
+
+/// A callable tool.
+#[async_trait::async_trait]
+pub trait Tool: Send + Sync {
+    /// Name the model uses.
+    fn name(&self) -> &str;
+    /// Description the model reads.
+    fn description(&self) -> &str;
+    /// JSON Schema of the arguments.
+    fn args_schema(&self) -> Option<&Value> {
+        None
+    }
+    /// Run the tool.
+    async fn call(&self, args: Value, ctx: &ToolCallContext) -> Result<ToolOutput, BoxError>;
+}
+
+/// A registered tool with its policy.
+#[derive(Clone)]
+pub struct ToolRegistration {
+    /// `tool_<entry>_<n>`.
+    pub id: String,
+    /// Owning entry.
+    pub owner: String,
+    /// The tool.
+    pub tool: Arc<dyn Tool>,
+    /// Its policy.
+    pub policy: ToolPolicy,
+}
+
+impl std::fmt::Debug for ToolRegistration {
+    fn fmt(&self, f: &mut std::fmt::Formatter<'_>) -> std::fmt::Result {
+        f.debug_struct("ToolRegistration")
+            .field("id", &self.id)
+            .field("owner", &self.owner)
+            .field("tool", &self.tool.name())
+            .finish()
+    }
+}
+
+/// The failure a declared tool without an implementation returns.
+#[derive(Debug, thiserror::Error)]
+#[error("tool `{tool}` is declared but not implemented (tool_not_implemented)")]
+pub struct ToolNotImplemented {
+    /// Tool name.
+    pub tool: String,
+}
+
+/// A tool declared in TOML: a contract, answering with its static `result`
+/// if it has one and a normalized `tool_not_implemented` failure otherwise.
+#[derive(Debug, Clone)]
+pub struct DeclaredTool {
+    /// Name.
+    pub name: String,
+    /// Description.
+    pub description: String,
+    /// Argument schema.
+    pub args_schema: Option<Value>,
+    /// Static result, if declared.
+    pub result: Option<Value>,
+}
+
+#[async_trait::async_trait]
+impl Tool for DeclaredTool {
+    fn name(&self) -> &str {
+        &self.name
+    }
+    fn description(&self) -> &str {
+        &self.description
+    }
+    fn args_schema(&self) -> Option<&Value> {
+        self.args_schema.as_ref()
+    }
+    async fn call(&self, _args: Value, _ctx: &ToolCallContext) -> Result<ToolOutput, BoxError> {
+        match &self.result {
+            Some(result) => Ok(ToolOutput::content(result.clone())),
+            None => Err(Box::new(ToolNotImplemented {
+                tool: self.name.clone(),
+            })),
+        }
+    }
+}
