@@ -89,8 +89,12 @@ fn init_tracing(verbose: u8, quiet: bool) {
         _ => "trace",
     };
     // `RUST_LOG` wins when it is set to something; an empty value is unset.
-    let from_env = std::env::var("RUST_LOG").ok().filter(|v| !v.trim().is_empty());
-    let filter = from_env.and_then(|v| EnvFilter::try_new(v).ok()).unwrap_or_else(|| EnvFilter::new(default));
+    let from_env = std::env::var("RUST_LOG")
+        .ok()
+        .filter(|v| !v.trim().is_empty());
+    let filter = from_env
+        .and_then(|v| EnvFilter::try_new(v).ok())
+        .unwrap_or_else(|| EnvFilter::new(default));
     let _ = tracing_subscriber::fmt()
         .with_env_filter(filter)
         .with_writer(std::io::stderr)

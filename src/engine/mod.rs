@@ -7,6 +7,7 @@
 //! data (entry ids, scope paths, capability names), never from file order or
 //! hash-map iteration.
 
+pub mod budget;
 pub mod build;
 pub mod canonical;
 pub mod diag;
@@ -15,10 +16,13 @@ pub mod explain;
 pub mod findings;
 pub mod identity;
 pub mod model;
+pub mod policy;
 pub mod redact;
 pub mod resolve;
+pub mod secret;
 pub mod snapshot;
 pub mod span;
 pub mod specifier;
+pub mod telemetry;
 pub mod tree;
 pub mod version;

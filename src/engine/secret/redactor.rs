@@ -1,0 +1,411 @@
+//! [`Redactor`]: learns secret values and scrubs them out of text and JSON.
+//!
+//! The known values live in a byte trie, so [`Redactor::redact`] is one
+//! left-to-right pass over the text: at each position the trie is walked
+//! for the longest known value starting there. The cost is the length of
+//! the text times the length of the longest *partial* match, independent
+//! of how many secrets are known (the reference re-scans the whole text
+//! once per secret).
+
+use std::borrow::Cow;
+use std::sync::{Arc, PoisonError, RwLock};
+
+use serde_json::Value;
+
+use super::SecretValue;
+use crate::engine::redact::{REDACTED, is_sensitive_key, redact_url_userinfo};
+
+/// The shortest value, in characters, that [`Redactor::learn`] accepts.
+///
+/// The reference learns any non-empty value, so a one-character secret
+/// scrubs that character out of every trace. Six characters is shorter
+/// than any real credential (API keys, tokens, passwords worth the name)
+/// and long enough that ordinary words and numbers are rarely hit.
+pub const MIN_SECRET_LEN: usize = 6;
+
+/// What [`Redactor::learn`] did with a value.
+#[derive(Debug, Clone, Copy, PartialEq, Eq)]
+pub enum Learned {
+    /// The value is new and is redacted from now on.
+    Added,
+    /// The value was already known.
+    AlreadyKnown,
+    /// The value is shorter than [`MIN_SECRET_LEN`] characters and is not
+    /// redacted (it would scrub ordinary text).
+    TooShort,
+}
+
+/// A shared, clonable handle to the set of known secret values.
+///
+/// Clones share one set (an `Arc<RwLock<..>>`), so a value learned through
+/// any clone, for example by a [`super::RedactingSecretProvider`], is
+/// redacted by every other, for example inside a telemetry wrapper.
+#[derive(Clone, Default)]
+pub struct Redactor {
+    inner: Arc<RwLock<Trie>>,
+}
+
+impl std::fmt::Debug for Redactor {
+    fn fmt(&self, f: &mut std::fmt::Formatter<'_>) -> std::fmt::Result {
+        f.debug_struct("Redactor")
+            .field("known", &self.len())
+            .finish()
+    }
+}
+
+impl Redactor {
+    /// A redactor that knows no values.
+    #[must_use]
+    pub fn new() -> Self {
+        Self::default()
+    }
+
+    /// Learns `secret`, so that [`Redactor::redact`] replaces it from now
+    /// on. Values shorter than [`MIN_SECRET_LEN`] characters are refused.
+    pub fn learn(&self, secret: &SecretValue) -> Learned {
+        let value = secret.reveal();
+        if value.chars().count() < MIN_SECRET_LEN {
+            return Learned::TooShort;
+        }
+        let mut trie = self.inner.write().unwrap_or_else(PoisonError::into_inner);
+        if trie.insert(value.as_bytes()) {
+            Learned::Added
+        } else {
+            Learned::AlreadyKnown
+        }
+    }
+
+    /// How many distinct values are known.
+    #[must_use]
+    pub fn len(&self) -> usize {
+        self.read().count
+    }
+
+    /// Whether no value is known.
+    #[must_use]
+    pub fn is_empty(&self) -> bool {
+        self.len() == 0
+    }
+
+    /// `text` with every known value replaced by `<redacted>` and every URL
+    /// user-info password masked (see [`redact_url_userinfo`]).
+    ///
+    /// At each position the longest known value wins; occurrences that
+    /// overlap are merged into a single `<redacted>`, so no fragment of
+    /// either value survives. A match lying entirely inside a `<redacted>`
+    /// already present in `text` is ignored, so redacting twice changes
+    /// nothing. Text without a secret is returned borrowed.
+    #[must_use]
+    pub fn redact<'a>(&self, text: &'a str) -> Cow<'a, str> {
+        let trie = self.read();
+        scrub(&trie, text)
+    }
+
+    /// Whether `text` contains a known value (URL passwords are not
+    /// considered: they are not known values).
+    #[must_use]
+    pub fn contains_secret(&self, text: &str) -> bool {
+        let trie = self.read();
+        let bytes = text.as_bytes();
+        trie.count > 0 && (0..bytes.len()).any(|i| trie.longest_match(&bytes[i..]).is_some())
+    }
+
+    /// A copy of `value` with every string scrubbed as by
+    /// [`Redactor::redact`] (object keys included) and every value under a
+    /// sensitive key ([`is_sensitive_key`]) replaced by `"<redacted>"`,
+    /// whatever its type.
+    ///
+    /// A number whose decimal text contains a known value becomes
+    /// `"<redacted>"` too (a numeric PIN is still a secret). If two keys
+    /// scrub to the same text, the later one (in map order) wins.
+    #[must_use]
+    pub fn redact_json(&self, value: &Value) -> Value {
+        let trie = self.read();
+        scrub_json(&trie, value)
+    }
+
+    fn read(&self) -> std::sync::RwLockReadGuard<'_, Trie> {
+        self.inner.read().unwrap_or_else(PoisonError::into_inner)
+    }
+}
+
+fn scrub_json(trie: &Trie, value: &Value) -> Value {
+    match value {
+        Value::Object(map) => Value::Object(
+            map.iter()
+                .map(|(key, item)| {
+                    let item = if is_sensitive_key(key) {
+                        Value::String(REDACTED.to_owned())
+                    } else {
+                        scrub_json(trie, item)
+                    };
+                    (scrub(trie, key).into_owned(), item)
+                })
+                .collect(),
+        ),
+        Value::Array(items) => Value::Array(items.iter().map(|v| scrub_json(trie, v)).collect()),
+        Value::String(text) => Value::String(scrub(trie, text).into_owned()),
+        Value::Number(n) => {
+            let text = n.to_string();
+            if matches!(scrub(trie, &text), Cow::Owned(_)) {
+                Value::String(REDACTED.to_owned())
+            } else {
+                value.clone()
+            }
+        }
+        Value::Bool(_) | Value::Null => value.clone(),
+    }
+}
+
+/// Known values, then URL passwords.
+fn scrub<'a>(trie: &Trie, text: &'a str) -> Cow<'a, str> {
+    match scrub_known(trie, text) {
+        Cow::Borrowed(text) => redact_url_userinfo(text),
+        Cow::Owned(done) => match redact_url_userinfo(&done) {
+            Cow::Borrowed(_) => Cow::Owned(done),
+            Cow::Owned(again) => Cow::Owned(again),
+        },
+    }
+}
+
+/// One pass: collect the byte ranges covered by known values (merging
+/// overlaps) and replace each with the marker.
+fn scrub_known<'a>(trie: &Trie, text: &'a str) -> Cow<'a, str> {
+    if trie.count == 0 {
+        return Cow::Borrowed(text);
+    }
+    let bytes = text.as_bytes();
+    let marker = REDACTED.as_bytes();
+    let mut out: Option<String> = None;
+    let mut copied = 0;
+    let mut cover: Option<(usize, usize)> = None;
+    let mut marker_end = 0;
+    let flush = |out: &mut Option<String>, (start, end): (usize, usize), copied: &mut usize| {
+        let buf = out.get_or_insert_with(|| String::with_capacity(text.len()));
+        // Every known value is valid UTF-8, so it starts on a lead byte and
+        // ends on a char boundary: the slices below are on boundaries.
+        buf.push_str(&text[*copied..start]);
+        buf.push_str(REDACTED);
+        *copied = end;
+    };
+    for i in 0..bytes.len() {
+        if let Some(range) = cover
+            && i >= range.1
+        {
+            flush(&mut out, range, &mut copied);
+            cover = None;
+        }
+        let rest = &bytes[i..];
+        if rest.starts_with(marker) {
+            marker_end = i + marker.len();
+        }
+        let Some(len) = trie.longest_match(rest) else {
+            continue;
+        };
+        let end = i + len;
+        if end <= marker_end {
+            continue; // inside a marker that was already there
+        }
+        cover = Some(match cover {
+            Some((start, cover_end)) => (start, cover_end.max(end)),
+            None => (i, end),
+        });
+    }
+    if let Some(range) = cover {
+        flush(&mut out, range, &mut copied);
+    }
+    match out {
+        None => Cow::Borrowed(text),
+        Some(mut buf) => {
+            buf.push_str(&text[copied..]);
+            Cow::Owned(buf)
+        }
+    }
+}
+
+/// A byte trie of the known values; node 0 is the root.
+struct Trie {
+    nodes: Vec<Node>,
+    count: usize,
+}
+
+#[derive(Default)]
+struct Node {
+    /// Outgoing edges, sorted by byte.
+    edges: Vec<(u8, u32)>,
+    /// A known value ends here.
+    terminal: bool,
+}
+
+impl Default for Trie {
+    fn default() -> Self {
+        Self {
+            nodes: vec![Node::default()],
+            count: 0,
+        }
+    }
+}
+
+impl Trie {
+    fn child(&self, node: usize, byte: u8) -> Option<usize> {
+        let edges = &self.nodes[node].edges;
+        edges
+            .binary_search_by_key(&byte, |&(b, _)| b)
+            .ok()
+            .map(|i| edges[i].1 as usize)
+    }
+
+    /// Inserts `value`; whether it was new.
+    fn insert(&mut self, value: &[u8]) -> bool {
+        let mut node = 0;
+        for &byte in value {
+            node = match self.nodes[node]
+                .edges
+                .binary_search_by_key(&byte, |&(b, _)| b)
+            {
+                Ok(i) => self.nodes[node].edges[i].1 as usize,
+                Err(i) => {
+                    let next = self.nodes.len();
+                    let id = u32::try_from(next).expect("fewer than 2^32 trie nodes");
+                    self.nodes.push(Node::default());
+                    self.nodes[node].edges.insert(i, (byte, id));
+                    next
+                }
+            };
+        }
+        let new = !self.nodes[node].terminal;
+        self.nodes[node].terminal = true;
+        self.count += usize::from(new);
+        new
+    }
+
+    /// The length of the longest known value that `text` starts with.
+    fn longest_match(&self, text: &[u8]) -> Option<usize> {
+        let mut node = 0;
+        let mut best = None;
+        for (i, &byte) in text.iter().enumerate() {
+            match self.child(node, byte) {
+                Some(next) => node = next,
+                None => break,
+            }
+            if self.nodes[node].terminal {
+                best = Some(i + 1);
+            }
+        }
+        best
+    }
+}
+
+#[cfg(test)]
+mod tests {
+    use super::*;
+    use serde_json::json;
+
+    fn redactor(values: &[&str]) -> Redactor {
+        let r = Redactor::new();
+        for v in values {
+            assert_eq!(r.learn(&SecretValue::new(*v)), Learned::Added, "{v}");
+        }
+        r
+    }
+
+    #[test]
+    fn short_values_are_refused() {
+        let r = Redactor::new();
+        for short in ["", "a", "abc", "12345", "ééééé"] {
+            assert_eq!(r.learn(&SecretValue::new(short)), Learned::TooShort);
+        }
+        assert!(r.is_empty());
+        assert_eq!(r.redact("a abc 12345"), "a abc 12345");
+        assert_eq!(r.learn(&SecretValue::new("éééééé")), Learned::Added);
+        assert_eq!(r.learn(&SecretValue::new("éééééé")), Learned::AlreadyKnown);
+        assert_eq!(r.len(), 1);
+        assert_eq!(format!("{r:?}"), "Redactor { known: 1 }");
+    }
+
+    #[test]
+    fn redacts_every_occurrence_longest_first() {
+        let r = redactor(&["secret", "secret-longer"]);
+        assert_eq!(
+            r.redact("a secret-longer and a secret, secretsecret"),
+            "a <redacted> and a <redacted>, <redacted><redacted>"
+        );
+        assert!(matches!(r.redact("nothing here"), Cow::Borrowed(_)));
+        assert!(r.contains_secret("xxsecretxx"));
+        assert!(!r.contains_secret("secre t"));
+        assert!(!Redactor::new().contains_secret("secret"));
+    }
+
+    #[test]
+    fn overlapping_values_leave_no_fragment() {
+        // "xxabcd" and "abcdef" overlap in "xxabcdef".
+        let r = redactor(&["xxabcd", "abcdef"]);
+        assert_eq!(r.redact("1 xxabcdef 2"), "1 <redacted> 2");
+        // A chain of overlaps is one region.
+        let r = redactor(&["aaaaaa"]);
+        assert_eq!(r.redact("aaaaaaaa."), "<redacted>.");
+        // Shared prefixes: the longest wins, a shorter one still matches.
+        let r = redactor(&["sk-proj-111111", "sk-proj-222222", "sk-pro"]);
+        assert_eq!(
+            r.redact("sk-proj-222222 sk-proj-1 sk-proj-111111"),
+            "<redacted> <redacted>j-1 <redacted>"
+        );
+        // Non-ASCII values and text.
+        let r = redactor(&["pässwörd"]);
+        assert_eq!(r.redact("ä pässwörd ö"), "ä <redacted> ö");
+    }
+
+    #[test]
+    fn redaction_is_idempotent_and_masks_urls() {
+        let r = redactor(&["redacted", "hunter22"]);
+        let once = r
+            .redact("x redacted hunter22 postgres://u:pw@db/x")
+            .into_owned();
+        assert_eq!(once, "x <redacted> <redacted> postgres://u:<redacted>@db/x");
+        assert_eq!(r.redact(&once), once);
+        let clone = r.clone();
+        clone.learn(&SecretValue::new("learned-by-clone"));
+        assert_eq!(r.redact("learned-by-clone"), "<redacted>");
+    }
+
+    #[test]
+    fn redact_json_scrubs_strings_keys_and_sensitive_keys() {
+        let r = redactor(&["canary-777", "424242"]);
+        let doc = json!({
+            "api_key": {"nested": 1},
+            "password": null,
+            "note": "token canary-777 here",
+            "list": ["canary-777", 1, true, {"sessionToken": "plain"}],
+            "pin": 4242421,
+            "count": 12,
+            "canary-777": "k",
+            "dsn": "mysql://root:toor@h/db",
+        });
+        let got = r.redact_json(&doc);
+        assert_eq!(
+            got,
+            json!({
+                "api_key": "<redacted>",
+                "password": "<redacted>",
+                "note": "token <redacted> here",
+                "list": ["<redacted>", 1, true, {"sessionToken": "<redacted>"}],
+                "pin": "<redacted>",
+                "count": 12,
+                "<redacted>": "k",
+                "dsn": "mysql://root:<redacted>@h/db",
+            })
+        );
+        assert!(!got.to_string().contains("canary-777"));
+    }
+
+    #[test]
+    fn many_values_one_pass() {
+        let r = Redactor::new();
+        for i in 0..2000 {
+            r.learn(&SecretValue::new(format!("sk-{i:06}-key")));
+        }
+        let text = "sk-001999-key ".repeat(1000);
+        let got = r.redact(&text);
+        assert_eq!(got, "<redacted> ".repeat(1000));
+    }
+}
