@@ -18,3 +18,4 @@ pub mod cli;
 pub mod engine;
 pub mod load;
 pub mod runtime;
+pub mod store;

@@ -8,6 +8,7 @@
 pub mod catalog;
 pub mod context;
 pub mod declared;
+pub mod executor;
 pub mod generation;
 pub mod harness;
 pub mod hooks;

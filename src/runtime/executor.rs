@@ -1,0 +1,1 @@
+//! The tool executor (being written).

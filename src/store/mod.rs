@@ -1,0 +1,1 @@
+//! The generation store (being written).
