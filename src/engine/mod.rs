@@ -19,6 +19,7 @@ pub mod model;
 pub mod policy;
 pub mod redact;
 pub mod resolve;
+pub mod schema_check;
 pub mod secret;
 pub mod snapshot;
 pub mod span;

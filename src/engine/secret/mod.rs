@@ -17,7 +17,7 @@
 //!   the redactor every value at the moment it is resolved, so nothing
 //!   handed out can later be emitted unredacted.
 //!
-//! [`fingerprint`] is the one way a secret may influence persisted data: a
+//! [`fingerprint()`] is the one way a secret may influence persisted data: a
 //! keyed HMAC-SHA256, so a secret-only configuration change is detectable
 //! across processes without storing a plain (guessable) hash of the secret.
 //!

@@ -9,7 +9,7 @@ use crate::engine::redact::REDACTED;
 /// `Debug` and `Display` both render `<redacted>`; [`SecretValue::reveal`]
 /// is the only way to read the value, so every use is explicit and
 /// greppable. There is no `Serialize`, `PartialEq` or `Hash` on purpose:
-/// comparing or hashing secrets belongs in [`super::fingerprint`].
+/// comparing or hashing secrets belongs in [`super::fingerprint()`].
 #[derive(Clone)]
 pub struct SecretValue {
     value: String,
