@@ -1,1 +1,529 @@
-//! The tool executor (being written).
+//! The tool boundary: every tool call crosses it, in the seed's order.
+//!
+//! lookup (generation + tool view) → `before_tool_execute` hooks (bail
+//! refuses, transform may replace the arguments) → argument schema check →
+//! policy for every expanded permission (`policy_decision` hook and signal
+//! per permission) → approval → budget and deadline → `tool.execute` span →
+//! the tool under its timeout → normalized result → `after_tool_execute` or
+//! `tool_error` hooks.
+//!
+//! A refusal (unknown tool, invalid arguments, policy, approval, hook bail)
+//! is a [`ToolRefusal`] the model can read and correct; budget exhaustion is
+//! [`ExecError::Budget`] and ends the run; a tool that ran and failed is a
+//! normalized [`ToolResult`] with status `error` or `timeout`.
+
+use std::sync::Arc;
+use std::time::Duration;
+
+use serde_json::{Value, json};
+
+use super::generation::Generation;
+use super::hooks::{HookEvent, HookExecutionError};
+use super::tool::{Cancellation, ToolCallContext};
+use crate::engine::budget::{BudgetDimension, BudgetError, BudgetExceeded, BudgetGovernor};
+use crate::engine::policy::{
+    ApprovalGate, ApprovalRequest, DenyAllApprovals, PolicyEngine, PolicyRequest, evaluate_or_deny,
+};
+use crate::engine::schema_check::check as check_schema;
+use crate::engine::secret::Redactor;
+use crate::engine::telemetry::{AttrValue, Attributes, NoopTelemetry, Telemetry, attributes};
+
+/// The services a run's tool calls go through.
+#[derive(Clone)]
+pub struct ExecutorServices {
+    /// The policy engine (fail closed on error).
+    pub policy: Arc<dyn PolicyEngine>,
+    /// The approval gate (the default denies).
+    pub approvals: Arc<dyn ApprovalGate>,
+    /// Telemetry (already wrapped safe + redacting by the caller).
+    pub telemetry: Arc<dyn Telemetry>,
+    /// The redactor shared with telemetry.
+    pub redactor: Redactor,
+    /// Timeout for tools whose policy sets none.
+    pub default_timeout: Option<Duration>,
+}
+
+impl std::fmt::Debug for ExecutorServices {
+    fn fmt(&self, f: &mut std::fmt::Formatter<'_>) -> std::fmt::Result {
+        f.debug_struct("ExecutorServices")
+            .field("default_timeout", &self.default_timeout)
+            .finish()
+    }
+}
+
+impl ExecutorServices {
+    /// Allow-all policy, deny-all approvals, no telemetry.
+    pub fn permissive() -> Self {
+        Self {
+            policy: Arc::new(crate::engine::policy::AllowAll),
+            approvals: Arc::new(DenyAllApprovals),
+            telemetry: Arc::new(NoopTelemetry::default()),
+            redactor: Redactor::new(),
+            default_timeout: None,
+        }
+    }
+}
+
+/// What a run knows when it calls a tool.
+#[derive(Clone, Debug)]
+pub struct RunContext {
+    /// Run id.
+    pub run_id: String,
+    /// The leased generation.
+    pub generation: Arc<Generation>,
+    /// Agent name, for agent runs.
+    pub agent: Option<String>,
+    /// The consumer's scope path (its tool view applies).
+    pub scope: String,
+    /// The run's budget, if it has one.
+    pub budget: Option<BudgetGovernor>,
+}
+
+/// One tool call as the model asked for it.
+#[derive(Clone, Debug, PartialEq)]
+pub struct ToolCall {
+    /// Tool name.
+    pub name: String,
+    /// Arguments.
+    pub args: Value,
+    /// The model's call id.
+    pub call_id: Option<String>,
+}
+
+/// How a call that ran ended.
+#[derive(Clone, Copy, Debug, PartialEq, Eq, serde::Serialize)]
+#[serde(rename_all = "snake_case")]
+pub enum ToolStatus {
+    /// It returned.
+    Ok,
+    /// It failed.
+    Error,
+    /// It exceeded its deadline and was cancelled.
+    Timeout,
+}
+
+/// A normalized result of a call that ran.
+#[derive(Clone, Debug, PartialEq, serde::Serialize)]
+pub struct ToolResult {
+    /// Tool name.
+    pub name: String,
+    /// Status.
+    pub status: ToolStatus,
+    /// Content the model reads.
+    pub content: Value,
+    /// Structured data kept beside the content.
+    pub artifact: Option<Value>,
+    /// The redacted error of a failed call.
+    pub error: Option<String>,
+    /// Wall time of the call.
+    pub duration_seconds: f64,
+    /// The model's call id.
+    pub call_id: Option<String>,
+    /// Generation.
+    pub generation_id: String,
+    /// Run.
+    pub run_id: String,
+}
+
+/// Why a call was refused before the tool ran. The model can read it.
+#[derive(Clone, Debug, PartialEq, Eq, thiserror::Error)]
+pub enum ToolRefusal {
+    /// No such tool in the run's generation and scope.
+    #[error("tool `{tool}` is not available here; available tools: {}", available.join(", "))]
+    UnknownTool {
+        /// Requested name.
+        tool: String,
+        /// Tools visible to the run.
+        available: Vec<String>,
+    },
+    /// Arguments do not match the schema.
+    #[error("invalid arguments for `{tool}`: {}", errors.join("; "))]
+    InvalidArguments {
+        /// Tool.
+        tool: String,
+        /// Violations (JSON Pointer: message).
+        errors: Vec<String>,
+    },
+    /// A permission was denied.
+    #[error("tool `{tool}` requires `{permission}`: {reason}")]
+    PolicyDenied {
+        /// Tool.
+        tool: String,
+        /// The permission (expanded).
+        permission: String,
+        /// Why.
+        reason: String,
+    },
+    /// Approval was required and not given.
+    #[error("tool `{tool}` needs approval: {reason}")]
+    ApprovalDenied {
+        /// Tool.
+        tool: String,
+        /// Why.
+        reason: String,
+    },
+    /// A `before_tool_execute` hook refused.
+    #[error("tool `{tool}` was refused by a hook: {reason}")]
+    HookBail {
+        /// Tool.
+        tool: String,
+        /// The hook's reason.
+        reason: String,
+    },
+}
+
+impl ToolRefusal {
+    /// Stable kind name, for the model message and telemetry.
+    pub fn kind(&self) -> &'static str {
+        match self {
+            Self::UnknownTool { .. } => "unknown_tool",
+            Self::InvalidArguments { .. } => "invalid_arguments",
+            Self::PolicyDenied { .. } => "policy_denied",
+            Self::ApprovalDenied { .. } => "approval_denied",
+            Self::HookBail { .. } => "hook",
+        }
+    }
+}
+
+/// Why a call ended without a result.
+#[derive(Clone, Debug, PartialEq, thiserror::Error)]
+pub enum ExecError {
+    /// Refused before running.
+    #[error(transparent)]
+    Refused(ToolRefusal),
+    /// The run is over budget and must stop.
+    #[error(transparent)]
+    Budget(BudgetExceeded),
+    /// A hook with the `raise` policy failed.
+    #[error(transparent)]
+    Hook(HookExecutionError),
+    /// The tool failed and the caller asked to raise.
+    #[error("tool `{}` failed: {}", .0.name, .0.error.as_deref().unwrap_or(""))]
+    Failed(Box<ToolResult>),
+}
+
+/// The executor (stateless; cheap to clone).
+#[derive(Clone, Debug)]
+pub struct ToolExecutor {
+    services: ExecutorServices,
+}
+
+fn emit(telemetry: &dyn Telemetry, name: &str, attrs: &Attributes) {
+    // Backends are wrapped safe by the caller; an error here is already
+    // counted there and must not affect the call.
+    let _ = telemetry.event(name, attrs);
+}
+
+impl ToolExecutor {
+    /// An executor over `services`.
+    pub fn new(services: ExecutorServices) -> Self {
+        Self { services }
+    }
+
+    /// The services.
+    pub fn services(&self) -> &ExecutorServices {
+        &self.services
+    }
+
+    /// Names of the tools `run` can call.
+    pub fn visible_tools(&self, run: &RunContext) -> Vec<String> {
+        let g = &run.generation;
+        let scope = g.tree.find(
+            &crate::engine::model::ScopePath::new(&run.scope)
+                .unwrap_or_else(|_| crate::engine::model::ScopePath::root()),
+        );
+        g.tools
+            .keys()
+            .filter(
+                |name| match (scope, crate::engine::model::ToolName::new(name)) {
+                    (Some(ix), Ok(t)) => g.tree.shows_tool(ix, &t),
+                    _ => false,
+                },
+            )
+            .cloned()
+            .collect()
+    }
+
+    /// Execute `call` for `run`. `raise_on_error` turns a failed result into
+    /// [`ExecError::Failed`].
+    pub async fn execute(
+        &self,
+        run: &RunContext,
+        call: ToolCall,
+        raise_on_error: bool,
+    ) -> Result<ToolResult, ExecError> {
+        let s = &self.services;
+        let g = &run.generation;
+        let generation_id = g.id.to_string();
+        let refuse = |r: ToolRefusal| Err(ExecError::Refused(r));
+
+        // 1. Lookup through the generation and the scope's tool view.
+        let visible = self.visible_tools(run);
+        let Some(reg) = g
+            .tools
+            .get(&call.name)
+            .filter(|_| visible.iter().any(|v| v == &call.name))
+        else {
+            return refuse(ToolRefusal::UnknownTool {
+                tool: call.name.clone(),
+                available: visible,
+            });
+        };
+
+        // 2. before_tool_execute: bail refuses; transform may replace args.
+        let mut args = call.args.clone();
+        if g.hooks
+            .for_event(HookEvent::BeforeToolExecute)
+            .next()
+            .is_some()
+        {
+            let payload = json!({ "tool": call.name, "owner": reg.owner, "args": args, "generation_id": generation_id, "run_id": run.run_id });
+            let out = g
+                .hooks
+                .dispatch(HookEvent::BeforeToolExecute, payload)
+                .await
+                .map_err(ExecError::Hook)?;
+            self.hook_failures(&out.failures);
+            if let Some(reason) = out.bailed {
+                return refuse(ToolRefusal::HookBail {
+                    tool: call.name.clone(),
+                    reason,
+                });
+            }
+            if let Some(new_args) = out.payload.get("args") {
+                args = new_args.clone();
+            }
+        }
+
+        // 3. Arguments against the schema (after transforms, before policy).
+        if let Some(schema) = reg.tool.args_schema() {
+            let errors = check_schema(schema, &args);
+            if !errors.is_empty() {
+                return refuse(ToolRefusal::InvalidArguments {
+                    tool: call.name.clone(),
+                    errors: errors.iter().map(ToString::to_string).collect(),
+                });
+            }
+        }
+
+        // 4. Policy for every expanded permission.
+        let permissions = match reg.policy.required_permissions(&args) {
+            Ok(p) => p,
+            Err(e) => {
+                return refuse(ToolRefusal::PolicyDenied {
+                    tool: call.name.clone(),
+                    permission: reg.policy.permissions.join(", "),
+                    reason: format!("the permission cannot be derived from the arguments: {e}"),
+                });
+            }
+        };
+        let mut approval = reg.policy.approval_required;
+        for permission in &permissions {
+            let request = PolicyRequest::for_tool(&call.name, permission.clone())
+                .with_context("owner", reg.owner.clone())
+                .with_context("generation_id", generation_id.clone());
+            let decision = evaluate_or_deny(s.policy.as_ref(), &request);
+            self.policy_decision(
+                run,
+                &call.name,
+                &reg.owner,
+                &permission.to_string(),
+                decision.allowed,
+                &decision.reason,
+            )
+            .await;
+            if !decision.allowed {
+                return refuse(ToolRefusal::PolicyDenied {
+                    tool: call.name.clone(),
+                    permission: permission.to_string(),
+                    reason: decision.reason,
+                });
+            }
+            approval |= decision.approval_required;
+        }
+
+        // 5. Approval.
+        if approval {
+            let request = ApprovalRequest {
+                tool: call.name.clone(),
+                permissions: permissions.clone(),
+                arguments_redacted: s.redactor.redact_json(&args),
+            };
+            let decision = s.approvals.decide(&request);
+            if !decision.approved {
+                return refuse(ToolRefusal::ApprovalDenied {
+                    tool: call.name.clone(),
+                    reason: decision.reason,
+                });
+            }
+        }
+
+        // 6. Budget and deadline: propagate, the run must stop.
+        if let Some(budget) = &run.budget {
+            let charged = budget
+                .consume(BudgetDimension::ToolCalls, 1.0)
+                .and_then(|()| budget.check_deadline().map_err(BudgetError::Exceeded));
+            if let Err(e) = charged {
+                if let Some(exceeded) = e.exceeded().cloned() {
+                    let attrs = attributes([
+                        ("tool", call.name.clone()),
+                        ("dimension", exceeded.dimension.as_str().to_owned()),
+                        ("run_id", run.run_id.clone()),
+                        ("generation_id", generation_id.clone()),
+                    ]);
+                    emit(s.telemetry.as_ref(), "budget.exhausted", &attrs);
+                    return Err(ExecError::Budget(exceeded));
+                }
+                return refuse(ToolRefusal::PolicyDenied {
+                    tool: call.name.clone(),
+                    permission: "budget".into(),
+                    reason: e.to_string(),
+                });
+            }
+        }
+
+        // 7. Span, the call under its timeout, normalization.
+        let span_attrs = attributes([
+            ("tool", AttrValue::from(call.name.clone())),
+            ("generation_id", AttrValue::from(generation_id.clone())),
+            ("owner", AttrValue::from(reg.owner.clone())),
+            ("registration_id", AttrValue::from(reg.id.clone())),
+            ("run_id", AttrValue::from(run.run_id.clone())),
+            ("idempotent", AttrValue::from(reg.policy.idempotent)),
+            ("replayed", AttrValue::from(false)),
+        ]);
+        let span = s.telemetry.span_start("tool.execute", &span_attrs).ok();
+        let cancel = Cancellation::new();
+        let ctx = ToolCallContext {
+            run_id: run.run_id.clone(),
+            generation_id: generation_id.clone(),
+            agent: run.agent.clone(),
+            scope: run.scope.clone(),
+            cancel: cancel.clone(),
+        };
+        let timeout = reg
+            .policy
+            .timeout_seconds
+            .map(Duration::from_secs_f64)
+            .or(s.default_timeout);
+        let started = tokio::time::Instant::now();
+        let tool = Arc::clone(&reg.tool);
+        let work = tool.call(args.clone(), &ctx);
+        let outcome = match timeout {
+            Some(t) => match tokio::time::timeout(t, work).await {
+                Ok(r) => Some(r),
+                Err(_) => {
+                    cancel.cancel();
+                    None
+                }
+            },
+            None => Some(work.await),
+        };
+        let duration_seconds = started.elapsed().as_secs_f64();
+        let (status, content, artifact, error) = match outcome {
+            Some(Ok(out)) => (ToolStatus::Ok, out.content, out.artifact, None),
+            Some(Err(e)) => (
+                ToolStatus::Error,
+                Value::Null,
+                None,
+                Some(
+                    s.redactor
+                        .redact(&format!("tool `{}` failed: {e}", call.name))
+                        .into_owned(),
+                ),
+            ),
+            None => (
+                ToolStatus::Timeout,
+                Value::Null,
+                None,
+                Some(format!(
+                    "tool `{}` exceeded its {:.3}s deadline",
+                    call.name,
+                    timeout.map_or(0.0, |t| t.as_secs_f64())
+                )),
+            ),
+        };
+        if let Some(id) = span {
+            let end = attributes([("status", format!("{status:?}").to_lowercase())]);
+            let _ = s.telemetry.span_end(id, &end, error.as_deref());
+        }
+        let result = ToolResult {
+            name: call.name.clone(),
+            status,
+            content,
+            artifact,
+            error,
+            duration_seconds,
+            call_id: call.call_id.clone(),
+            generation_id: generation_id.clone(),
+            run_id: run.run_id.clone(),
+        };
+
+        // 8. after_tool_execute on success, tool_error otherwise.
+        let (event, payload) = if status == ToolStatus::Ok {
+            (
+                HookEvent::AfterToolExecute,
+                json!({ "tool": call.name, "status": "ok", "duration_seconds": duration_seconds, "run_id": run.run_id }),
+            )
+        } else {
+            (
+                HookEvent::ToolError,
+                json!({ "tool": call.name, "error": result.error, "run_id": run.run_id }),
+            )
+        };
+        if g.hooks.for_event(event).next().is_some() {
+            let out = g
+                .hooks
+                .dispatch(event, payload)
+                .await
+                .map_err(ExecError::Hook)?;
+            self.hook_failures(&out.failures);
+        }
+        if raise_on_error && status != ToolStatus::Ok {
+            return Err(ExecError::Failed(Box::new(result)));
+        }
+        Ok(result)
+    }
+
+    async fn policy_decision(
+        &self,
+        run: &RunContext,
+        tool: &str,
+        owner: &str,
+        permission: &str,
+        allowed: bool,
+        reason: &str,
+    ) {
+        let attrs = attributes([
+            ("tool", AttrValue::from(tool)),
+            ("allowed", AttrValue::from(allowed)),
+            ("permission", AttrValue::from(permission)),
+            ("reason", AttrValue::from(reason)),
+        ]);
+        emit(self.services.telemetry.as_ref(), "policy.decision", &attrs);
+        let hooks = &run.generation.hooks;
+        if hooks.for_event(HookEvent::PolicyDecision).next().is_some() {
+            let payload = json!({
+                "tool": tool, "owner": owner, "permission": permission, "allowed": allowed, "reason": reason,
+                "generation_id": run.generation.id.to_string(), "run_id": run.run_id,
+            });
+            if let Ok(out) = hooks.dispatch(HookEvent::PolicyDecision, payload).await {
+                self.hook_failures(&out.failures);
+            }
+        }
+    }
+
+    fn hook_failures(&self, failures: &[super::hooks::HookFailure]) {
+        for f in failures {
+            let attrs = attributes([
+                ("event", f.event.as_str().to_owned()),
+                ("error_type", "hook_error".to_owned()),
+                (
+                    "description",
+                    self.services.redactor.redact(&f.error).into_owned(),
+                ),
+            ]);
+            emit(self.services.telemetry.as_ref(), "hook.failure", &attrs);
+        }
+    }
+}

@@ -57,6 +57,8 @@ pub(crate) struct ControlState {
     pub(crate) sequence: u64,
     /// Next global mount order.
     pub(crate) next_order: u64,
+    /// State carried over from a store, until the first publication.
+    pub(crate) seed: Option<SeedState>,
 }
 
 impl ControlState {
@@ -91,6 +93,77 @@ impl std::fmt::Debug for Harness {
             .field("current", &self.current().map(|g| g.id.to_string()))
             .finish()
     }
+}
+
+/// Turns a computed configuration hash into the form a store keeps (a
+/// keyed fingerprint), so computed and stored identities compare.
+pub type ConfigFingerprint = Arc<dyn Fn(&str) -> String + Send + Sync>;
+
+/// A node of a stored generation, as a harness is seeded with it.
+#[derive(Clone, Debug, PartialEq, Eq)]
+pub struct SeedNode {
+    /// Entry id.
+    pub entry_id: String,
+    /// The instance id it had.
+    pub instance_id: String,
+    /// Its mount number (the instance id derives from it).
+    pub mount: u64,
+    /// Its identity, `config` already fingerprinted when the seed has a
+    /// [`SeedState::config_fingerprint`].
+    pub identity: NodeIdentity,
+}
+
+/// What a harness in a new process starts from: the store's current
+/// generation. Across processes, "reused" means the stored instance id and
+/// identity carry over and the plugin is mounted afresh.
+#[derive(Clone, Default)]
+pub struct SeedState {
+    /// The last published sequence (numbering continues after it).
+    pub sequence: u64,
+    /// The stored current generation's full digest: a reconcile that would
+    /// rebuild exactly it publishes nothing.
+    pub digest: Option<String>,
+    /// Entry id -> mounts so far (kept for removed entries too).
+    pub mounts: BTreeMap<String, u64>,
+    /// The stored current generation's nodes.
+    pub nodes: Vec<SeedNode>,
+    /// Applied to a computed identity's `config` before comparing.
+    pub config_fingerprint: Option<ConfigFingerprint>,
+}
+
+impl std::fmt::Debug for SeedState {
+    fn fmt(&self, f: &mut std::fmt::Formatter<'_>) -> std::fmt::Result {
+        f.debug_struct("SeedState")
+            .field("sequence", &self.sequence)
+            .field("digest", &self.digest)
+            .field("mounts", &self.mounts)
+            .field("nodes", &self.nodes)
+            .finish_non_exhaustive()
+    }
+}
+
+impl SeedState {
+    /// The stored node of `entry`.
+    pub fn node(&self, entry: &str) -> Option<&SeedNode> {
+        self.nodes.iter().find(|n| n.entry_id == entry)
+    }
+
+    /// `identity` as the store would keep it.
+    pub fn view(&self, identity: &NodeIdentity) -> NodeIdentity {
+        let mut seen = identity.clone();
+        if let Some(fp) = &self.config_fingerprint {
+            seen.config = fp(&identity.config);
+        }
+        seen
+    }
+}
+
+/// A harness that already published cannot be seeded.
+#[derive(Clone, Debug, PartialEq, Eq, thiserror::Error)]
+#[error("the harness already has generation {current}; seed it before its first reconcile")]
+pub struct SeedError {
+    /// Its current generation.
+    pub current: String,
 }
 
 /// No generation can be leased.
@@ -177,6 +250,41 @@ impl Harness {
                 stopping: std::sync::atomic::AtomicBool::new(false),
             }),
         }
+    }
+
+    /// Start from stored state (before the first reconcile): generation
+    /// numbering continues from `seed.sequence`, mount numbers from
+    /// `seed.mounts`, and an entry whose identity equals its stored one keeps
+    /// its stored instance id (mounted afresh, decision `reused`).
+    pub async fn seed(&self, seed: SeedState) -> Result<(), SeedError> {
+        let mut control = self.shared.control.lock().await;
+        if let Some(current) = self.current() {
+            return Err(SeedError {
+                current: current.id.to_string(),
+            });
+        }
+        control.sequence = seed.sequence;
+        control.mounts = seed.mounts.clone();
+        control.seed = Some(seed);
+        Ok(())
+    }
+
+    /// The nodes of the current generation (entry, instance, mount, raw
+    /// identity), in entry order.
+    pub async fn nodes(&self) -> Vec<SeedNode> {
+        let control = self.shared.control.lock().await;
+        control
+            .current_by_entry
+            .iter()
+            .filter_map(|(entry, iid)| {
+                control.instances.get(iid).map(|m| SeedNode {
+                    entry_id: entry.clone(),
+                    instance_id: iid.clone(),
+                    mount: m.mount,
+                    identity: m.identity.clone(),
+                })
+            })
+            .collect()
     }
 
     /// The current generation.

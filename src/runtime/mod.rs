@@ -26,6 +26,10 @@ pub use catalog::{Catalog, Factory, UnknownKind};
 pub use context::{
     Binding, CapabilityRegistration, ContextError, ContextSpec, PluginContext, Registrations,
 };
+pub use executor::{
+    ExecError, ExecutorServices, RunContext, ToolCall, ToolExecutor, ToolRefusal, ToolResult,
+    ToolStatus,
+};
 pub use generation::{Generation, GenerationState, PressureReport};
 pub use harness::{AcquireError, Harness, HarnessOptions, Lease};
 pub use hooks::{ErrorPolicy, FnHook, HookEvent, HookHandler, HookMode, HookReply, HookSet};
@@ -38,5 +42,7 @@ pub use scope::{BoxError, BoxFuture, CleanupFn, EffectCleanupError, OwnershipSco
 pub use tool::{Cancellation, DeclaredTool, Tool, ToolCallContext, ToolOutput, ToolRegistration};
 pub use value::CapabilityValue;
 
+#[cfg(test)]
+mod executor_tests;
 #[cfg(test)]
 mod tests;

@@ -10,7 +10,7 @@ use serde::Serialize;
 
 use super::context::{Binding, ContextSpec};
 use super::generation::{Generation, GenerationInstance, GenerationState, Provider};
-use super::harness::{ControlState, Harness, Managed};
+use super::harness::{ControlState, Harness, Managed, SeedState};
 use super::hooks::HookSet;
 use super::identity::{Decision, NodeIdentity, NodeImpact, changes};
 use super::instance::{PluginInstance, PluginSetupError};
@@ -18,7 +18,7 @@ use super::scope::CleanupFailure;
 use crate::engine::identity::{GenerationId, instance_id};
 use crate::engine::model::{Composition, EntryId};
 use crate::engine::resolve::{Plan, Status, resolve_with_tree};
-use crate::engine::snapshot::{SnapshotContext, build_snapshot};
+use crate::engine::snapshot::{Digests, SnapshotContext, build_snapshot};
 use crate::engine::tree::ScopeTree;
 
 /// A provider's registrations break its manifest's promise.
@@ -133,17 +133,8 @@ impl Harness {
         let mut control = self.shared.control.lock().await;
         let tree = ScopeTree::new(&composition);
         let plan = resolve_with_tree(&composition, &tree);
-        if !plan.cycles.is_empty() {
-            let cycles = plan
-                .cycle_paths
-                .iter()
-                .map(|c| {
-                    let mut names: Vec<&str> = c.iter().map(EntryId::as_str).collect();
-                    names.extend(c.first().map(EntryId::as_str));
-                    names.join(" -> ")
-                })
-                .collect();
-            return Err(ReconcileError::Cycle { cycles });
+        if let Some(cycle) = cycle_error(&plan) {
+            return Err(cycle);
         }
         let mut attempt = Attempt {
             mounted: Vec::new(),
@@ -182,7 +173,11 @@ impl Harness {
                 rolled_back: rolled_back.0,
             });
         }
-        for (entry, iid) in &control.current_by_entry {
+        let seeded_nodes = control
+            .seed
+            .iter()
+            .flat_map(|s| s.nodes.iter().map(|n| (&n.entry_id, &n.instance_id)));
+        for (entry, iid) in control.current_by_entry.iter().chain(seeded_nodes) {
             if !chosen.contains_key(entry) {
                 impact.push(NodeImpact {
                     entry_id: entry.clone(),
@@ -234,21 +229,39 @@ impl Harness {
             }
         }
 
-        let generation = match self.build_generation(
-            &control,
-            composition,
-            tree,
-            plan,
-            &chosen,
-            control.sequence + 1,
-        ) {
-            Ok(g) => Arc::new(g),
-            Err(e) => {
-                let _ = self.roll_back(&mut control, attempt).await;
-                return Err(e);
+        // Seeded from a store: rebuilding exactly the stored generation
+        // publishes nothing; the harness adopts it (fresh mounts, same ids).
+        let adopt = match (&control.seed, self.current()) {
+            (Some(seed), None)
+                if seed.sequence > 0 && impact.iter().all(|i| i.decision == Decision::Reused) =>
+            {
+                let ctx = SnapshotContext {
+                    generation: GenerationId::from_sequence(seed.sequence),
+                    mounts: chosen_mounts(&control, &plan, &chosen),
+                    ..SnapshotContext::default()
+                };
+                let same = build_snapshot(&composition, &tree, &plan, &ctx)
+                    .and_then(|s| s.digest())
+                    .ok();
+                same.is_some() && same == seed.digest
             }
+            _ => false,
         };
-        control.sequence += 1;
+        let sequence = if adopt {
+            control.sequence
+        } else {
+            control.sequence + 1
+        };
+        let generation =
+            match self.build_generation(&control, composition, tree, plan, &chosen, sequence) {
+                Ok(g) => Arc::new(g),
+                Err(e) => {
+                    let _ = self.roll_back(&mut control, attempt).await;
+                    return Err(e);
+                }
+            };
+        control.sequence = sequence;
+        control.seed = None;
         {
             let mut current = self
                 .shared
@@ -275,7 +288,7 @@ impl Harness {
             .collect();
         Ok(ReconcileReport {
             generation_id: generation.id.to_string(),
-            published: true,
+            published: !adopt,
             mounted,
             reused,
             pending,
@@ -353,17 +366,18 @@ impl Harness {
                 return Ok((identity, impact));
             }
         }
-        let (decision, reasons, old_iid) = match previous {
-            None => (Decision::Added, vec!["entry_added"], None),
-            Some(prev) => {
-                let reasons = changes(&prev.identity, &identity);
-                let decision = if reasons.is_empty() {
-                    Decision::Unchanged
-                } else if reasons == ["dependency_changed"] {
-                    Decision::Rewired
-                } else {
-                    Decision::Rebuilt
-                };
+        let seeded = match previous {
+            None => control
+                .seed
+                .as_ref()
+                .and_then(|seed| seed_decision(seed, &id, &identity)),
+            Some(_) => None,
+        };
+        let (decision, reasons, old_iid, keep_mount) = match (previous, seeded) {
+            (None, Some(seeded)) => seeded,
+            (None, None) => (Decision::Added, vec!["entry_added"], None, None),
+            (Some(prev), _) => {
+                let (decision, reasons) = classify(&prev.identity, &identity);
                 (
                     decision,
                     if reasons.is_empty() {
@@ -372,6 +386,7 @@ impl Harness {
                         reasons
                     },
                     Some(prev.instance.instance_id.clone()),
+                    None,
                 )
             }
         };
@@ -383,7 +398,8 @@ impl Harness {
                     entry: id.clone(),
                     error: e.to_string(),
                 })?;
-        let mount = control.mounts.get(&id).copied().unwrap_or(0) + 1;
+        let mounted_so_far = control.mounts.get(&id).copied().unwrap_or(0);
+        let mount = keep_mount.unwrap_or(mounted_so_far + 1);
         let iid = instance_id(entry_id, mount);
         let spec = ContextSpec {
             entry_id: id.clone(),
@@ -413,7 +429,7 @@ impl Harness {
             contract.rolled_back.push(id.clone());
             return Err(PlaceError::Contract(contract));
         }
-        control.mounts.insert(id.clone(), mount);
+        control.mounts.insert(id.clone(), mount.max(mounted_so_far));
         let order = control.next_order;
         control.next_order += 1;
         control.instances.insert(
@@ -543,7 +559,10 @@ impl PlaceError {
                 error,
                 rolled_back,
             },
-            PlaceError::Setup(error) => ReconcileError::Setup { error: Box::new(error), rolled_back },
+            PlaceError::Setup(error) => ReconcileError::Setup {
+                error: Box::new(error),
+                rolled_back,
+            },
             PlaceError::Contract(mut c) => {
                 c.rolled_back.extend(rolled_back);
                 c.rollback_failures.extend(failures);
@@ -574,16 +593,18 @@ fn validate_contract(
             .map(|r| r.consumer.name().to_owned())
             .collect()
     };
-    let error = |promise: String, promised: String, consumers: Vec<String>| Box::new(PluginContractError {
-        provider: entry_id.to_string(),
-        provider_name: entry.manifest.name.clone(),
-        promise,
-        promised,
-        actual: actual.clone(),
-        consumers,
-        rolled_back: Vec::new(),
-        rollback_failures: Vec::new(),
-    });
+    let error = |promise: String, promised: String, consumers: Vec<String>| {
+        Box::new(PluginContractError {
+            provider: entry_id.to_string(),
+            provider_name: entry.manifest.name.clone(),
+            promise,
+            promised,
+            actual: actual.clone(),
+            consumers,
+            rolled_back: Vec::new(),
+            rollback_failures: Vec::new(),
+        })
+    };
     for (cap, provided) in &entry.manifest.provides {
         for v in &provided.versions {
             let promised = format!("{cap}@{}", v.major());
@@ -643,4 +664,211 @@ fn duplicate_tool(
         }
     }
     owners.into_iter().find(|(_, o)| o.len() > 1)
+}
+
+/// The cycle refusal for `plan`, when it has cycles.
+fn cycle_error(plan: &Plan) -> Option<ReconcileError> {
+    if plan.cycles.is_empty() {
+        return None;
+    }
+    let cycles = plan
+        .cycle_paths
+        .iter()
+        .map(|c| {
+            let mut names: Vec<&str> = c.iter().map(EntryId::as_str).collect();
+            names.extend(c.first().map(EntryId::as_str));
+            names.join(" -> ")
+        })
+        .collect();
+    Some(ReconcileError::Cycle { cycles })
+}
+
+/// Decision and reasons for an old and a new identity of one entry.
+fn classify(old: &NodeIdentity, new: &NodeIdentity) -> (Decision, Vec<&'static str>) {
+    let reasons = changes(old, new);
+    let decision = if reasons.is_empty() {
+        Decision::Unchanged
+    } else if reasons == ["dependency_changed"] {
+        Decision::Rewired
+    } else {
+        Decision::Rebuilt
+    };
+    (decision, reasons)
+}
+
+type SeedDecision = (Decision, Vec<&'static str>, Option<String>, Option<u64>);
+
+/// How `entry` relates to its stored node: reused (keeping the stored mount
+/// number, hence instance id) when the identities are equal, else rebuilt
+/// or rewired with the reasons. `None` when the seed has no such node.
+fn seed_decision(seed: &SeedState, entry: &str, identity: &NodeIdentity) -> Option<SeedDecision> {
+    let node = seed.node(entry)?;
+    let seen = seed.view(identity);
+    if seen == node.identity {
+        return Some((
+            Decision::Reused,
+            vec![],
+            Some(node.instance_id.clone()),
+            Some(node.mount),
+        ));
+    }
+    let (decision, reasons) = classify(&node.identity, &seen);
+    Some((decision, reasons, Some(node.instance_id.clone()), None))
+}
+
+/// Mount numbers of the chosen instances, for the snapshot.
+fn chosen_mounts(
+    control: &ControlState,
+    plan: &Plan,
+    chosen: &BTreeMap<String, String>,
+) -> BTreeMap<EntryId, u64> {
+    plan.activation_order
+        .iter()
+        .filter_map(|e| {
+            let m = chosen
+                .get(e.as_str())
+                .and_then(|iid| control.instances.get(iid))?;
+            Some((e.clone(), m.mount))
+        })
+        .collect()
+}
+
+/// What a reconcile would do, computed without mounting anything.
+#[derive(Clone, Debug, PartialEq, Eq)]
+pub struct Prediction {
+    /// The generation it would publish, or the stored one it would keep.
+    pub generation_id: String,
+    /// Whether a new generation would be published.
+    pub published: bool,
+    /// Per-node impact, sorted by entry id (as [`ReconcileReport::impact`]).
+    pub impact: Vec<NodeImpact>,
+    /// Raw identities of the nodes it would mount, by entry id.
+    pub identities: BTreeMap<String, NodeIdentity>,
+    /// Mount number per node it would mount.
+    pub mounts: BTreeMap<String, u64>,
+    /// Digests of the generation it would publish (or keep).
+    pub digests: Digests,
+}
+
+/// Predict what [`Harness::reconcile`] of `composition` does on a harness
+/// seeded with `seed` (`None`: an empty store), without mounting: the same
+/// cycle refusal, identities, decisions, instance ids, generation id and
+/// digests. Failures only a mount can reveal (setup errors, broken
+/// contracts) are not predicted; duplicate declared tool names are.
+pub fn predict(
+    composition: &Composition,
+    tree: &ScopeTree,
+    plan: &Plan,
+    seed: Option<&SeedState>,
+) -> Result<Prediction, ReconcileError> {
+    if let Some(cycle) = cycle_error(plan) {
+        return Err(cycle);
+    }
+    let empty = SeedState::default();
+    let seed = seed.unwrap_or(&empty);
+    let mut mounts = seed.mounts.clone();
+    let mut chosen: BTreeMap<String, String> = BTreeMap::new();
+    let mut entry_mounts: BTreeMap<EntryId, u64> = BTreeMap::new();
+    let mut identities = BTreeMap::new();
+    let mut impact = Vec::new();
+    let mut tool_owners: BTreeMap<String, Vec<String>> = BTreeMap::new();
+    for entry_id in &plan.activation_order {
+        let entry = &composition.entries[entry_id];
+        let id = entry_id.to_string();
+        let bindings: Vec<(String, String, String)> = plan
+            .resolutions_of(entry_id.as_str())
+            .iter()
+            .filter_map(|r| {
+                let (Status::Resolved, Some(sel)) = (r.status, &r.selected) else {
+                    return None;
+                };
+                let provider = chosen.get(sel.entry.as_str())?;
+                Some((
+                    r.requirement.capability.to_string(),
+                    provider.clone(),
+                    sel.version.to_string(),
+                ))
+            })
+            .collect();
+        let identity = NodeIdentity::of(entry, &entry.plugin.value, &bindings);
+        let (decision, reasons, old_iid, keep_mount) = seed_decision(seed, &id, &identity)
+            .unwrap_or((Decision::Added, vec!["entry_added"], None, None));
+        let so_far = mounts.get(&id).copied().unwrap_or(0);
+        let mount = keep_mount.unwrap_or(so_far + 1);
+        mounts.insert(id.clone(), mount.max(so_far));
+        let iid = instance_id(entry_id, mount);
+        for t in &entry.manifest.tools {
+            tool_owners
+                .entry(t.name.to_string())
+                .or_default()
+                .push(id.clone());
+        }
+        chosen.insert(id.clone(), iid.clone());
+        entry_mounts.insert(entry_id.clone(), mount);
+        identities.insert(id.clone(), identity);
+        impact.push(NodeImpact {
+            entry_id: id,
+            decision,
+            reasons,
+            old_instance_id: old_iid,
+            new_instance_id: Some(iid),
+        });
+    }
+    if let Some((tool, mut owners)) = tool_owners.into_iter().find(|(_, o)| o.len() > 1) {
+        owners.sort();
+        return Err(ReconcileError::DuplicateTool {
+            tool,
+            owners,
+            rolled_back: Vec::new(),
+        });
+    }
+    for n in &seed.nodes {
+        if !chosen.contains_key(&n.entry_id) {
+            impact.push(NodeImpact {
+                entry_id: n.entry_id.clone(),
+                decision: Decision::Removed,
+                reasons: vec!["entry_removed"],
+                old_instance_id: Some(n.instance_id.clone()),
+                new_instance_id: None,
+            });
+        }
+    }
+    impact.sort_by(|a, b| a.entry_id.cmp(&b.entry_id));
+    let snapshot_at = |sequence: u64| -> Result<Digests, ReconcileError> {
+        let ctx = SnapshotContext {
+            generation: GenerationId::from_sequence(sequence),
+            mounts: entry_mounts.clone(),
+            ..SnapshotContext::default()
+        };
+        build_snapshot(composition, tree, plan, &ctx)
+            .and_then(|s| s.digests())
+            .map_err(|e| ReconcileError::Snapshot(e.to_string()))
+    };
+    if seed.sequence > 0 && impact.iter().all(|i| i.decision == Decision::Reused) {
+        let kept = snapshot_at(seed.sequence)?;
+        if seed.digest.as_deref() == Some(kept.digest.as_str()) {
+            return Ok(Prediction {
+                generation_id: GenerationId::from_sequence(seed.sequence).to_string(),
+                published: false,
+                impact,
+                identities,
+                mounts: entry_mounts
+                    .iter()
+                    .map(|(k, v)| (k.to_string(), *v))
+                    .collect(),
+                digests: kept,
+            });
+        }
+    }
+    Ok(Prediction {
+        generation_id: GenerationId::from_sequence(seed.sequence + 1).to_string(),
+        published: true,
+        impact,
+        identities,
+        mounts: entry_mounts
+            .iter()
+            .map(|(k, v)| (k.to_string(), *v))
+            .collect(),
+        digests: snapshot_at(seed.sequence + 1)?,
+    })
 }
