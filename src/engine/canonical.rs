@@ -333,13 +333,18 @@ pub fn hash_text(text: &str) -> String {
 }
 
 fn hex_lower(bytes: &[u8]) -> String {
-    const HEX: &[u8; 16] = b"0123456789abcdef";
     let mut s = String::with_capacity(bytes.len() * 2);
-    for &b in bytes {
-        s.push(char::from(HEX[usize::from(b >> 4)]));
-        s.push(char::from(HEX[usize::from(b & 0x0f)]));
-    }
+    push_hex_lower(bytes, &mut s);
     s
+}
+
+/// Appends the lowercase hex of `bytes` to `out`.
+pub(crate) fn push_hex_lower(bytes: &[u8], out: &mut String) {
+    const HEX: &[u8; 16] = b"0123456789abcdef";
+    for &b in bytes {
+        out.push(char::from(HEX[usize::from(b >> 4)]));
+        out.push(char::from(HEX[usize::from(b & 0x0f)]));
+    }
 }
 
 /// A [`fmt::Write`] sink that feeds SHA-256 through a small fixed buffer.
@@ -391,9 +396,15 @@ impl Sha256Writer {
 
     /// The lowercase hex digest of everything written so far.
     #[must_use]
-    pub fn finish_hex(mut self) -> String {
+    pub fn finish_hex(self) -> String {
+        hex_lower(&self.finish())
+    }
+
+    /// The raw digest of everything written so far.
+    #[must_use]
+    pub fn finish(mut self) -> [u8; 32] {
         self.flush();
-        hex_lower(&self.hasher.finalize())
+        self.hasher.finalize().into()
     }
 }
 

@@ -10,7 +10,7 @@
 
 use std::fmt;
 
-use super::canonical::{Canon, stable_hash};
+use super::canonical::{Sha256Writer, push_hex_lower, write_json_string};
 use super::model::EntryId;
 
 /// A generation id such as `gen_0001`.
@@ -53,14 +53,21 @@ impl fmt::Display for GenerationId {
 }
 
 /// The instance id of the `mount`-th mount of `entry` in its store.
+///
+/// The canonical JSON `["<entry id>",<mount>]` is written straight into the
+/// hasher (a snapshot computes one id per active entry).
 pub fn instance_id(entry: &EntryId, mount: u64) -> String {
-    let payload = Canon::List(vec![
-        Canon::Str(entry.to_string()),
-        Canon::Int(i128::from(mount)),
-    ]);
-    // Canonical JSON of strings and integers cannot fail.
-    let digest = stable_hash(&payload).unwrap_or_default();
-    format!("plugin_{}", &digest[..digest.len().min(12)])
+    use std::fmt::Write as _;
+    let mut h = Sha256Writer::new();
+    // Writing into the hasher cannot fail.
+    let _ = h.write_char('[');
+    let _ = write_json_string(entry.as_str(), &mut h);
+    let _ = write!(h, ",{mount}]");
+    let digest = h.finish();
+    let mut out = String::with_capacity("plugin_".len() + 12);
+    out.push_str("plugin_");
+    push_hex_lower(&digest[..6], &mut out);
+    out
 }
 
 #[cfg(test)]
@@ -77,5 +84,18 @@ mod tests {
         );
         assert_eq!(GenerationId::parse("gen_42"), None);
         assert_eq!(GenerationId::parse("gen_00042"), None);
+    }
+
+    #[test]
+    fn instance_ids_hash_the_canonical_pair() {
+        use crate::engine::canonical::{Canon, stable_hash};
+        for (id, mount) in [("postgres", 1), ("a\"b", 7), ("x", u64::MAX)] {
+            let payload = Canon::List(vec![Canon::from(id), Canon::from(mount)]);
+            let digest = stable_hash(&payload).unwrap();
+            assert_eq!(
+                instance_id(&EntryId::new(id).unwrap(), mount),
+                format!("plugin_{}", &digest[..12])
+            );
+        }
     }
 }

@@ -10,6 +10,7 @@
 use std::fmt;
 use std::ops::Range;
 use std::str::FromStr;
+use std::sync::Arc;
 
 use super::version::{Version, VersionError, scan};
 
@@ -17,9 +18,13 @@ use super::version::{Version, VersionError, scan};
 ///
 /// Clauses are kept sorted by their rendering and deduplicated, like the
 /// reference's `SpecifierSet`, so equality means "renders the same".
+///
+/// The clauses are immutable once parsed and shared (`Arc`), so cloning a
+/// specifier (every resolution carries its requirement) is a reference-count
+/// increment, not a copy of every operand string.
 #[derive(Clone, Debug, PartialEq, Eq, Hash, Default)]
 pub struct Specifier {
-    clauses: Vec<Clause>,
+    clauses: Arc<[Clause]>,
 }
 
 /// Why a specifier text was rejected; `span` is a byte range inside the text.
@@ -389,7 +394,7 @@ impl Specifier {
     /// The specifier that accepts every release.
     pub fn any() -> Self {
         Self {
-            clauses: Vec::new(),
+            clauses: Arc::default(),
         }
     }
 
@@ -400,7 +405,7 @@ impl Specifier {
         let written = written.split('+').next().unwrap_or(written);
         let release = written.split('-').next().unwrap_or(written);
         Self {
-            clauses: vec![Clause {
+            clauses: Arc::new([Clause {
                 operator: Operator::Equal,
                 operand: Operand {
                     version: without_build(version.semver()),
@@ -408,7 +413,7 @@ impl Specifier {
                     prefix: false,
                     written: written.to_owned(),
                 },
-            }],
+            }]),
         }
     }
 

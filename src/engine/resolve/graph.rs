@@ -14,11 +14,8 @@ use super::gather::{Gathered, Holder};
 /// dependency order (`a` requires `b` …). Sorted.
 pub(super) fn find_cycles(g: &Gathered<'_>) -> Vec<Cycle> {
     let n = g.entries.len();
-    let mut graph: DiGraph<(), ()> = DiGraph::with_capacity(n, g.requirements.len());
-    for _ in 0..n {
-        graph.add_node(());
-    }
-    let mut adjacency: Vec<Vec<usize>> = vec![Vec::new(); n];
+    // The declared graph as flat arrays (consumer -> provider).
+    let mut arcs: Vec<(usize, usize)> = Vec::new();
     for req in &g.requirements {
         let Holder::Entry(c) = req.holder else {
             continue;
@@ -26,9 +23,22 @@ pub(super) fn find_cycles(g: &Gathered<'_>) -> Vec<Cycle> {
         if !req.gates() {
             continue;
         }
-        for cand in &req.accepted {
-            graph.add_edge(NodeIndex::new(c), NodeIndex::new(cand.entry), ());
-            adjacency[c].push(cand.entry);
+        arcs.extend(req.accepted.iter().map(|cand| (c, cand.entry)));
+    }
+    let core = cyclic_core(n, &arcs);
+    if core.iter().all(|&keep| !keep) {
+        return Vec::new();
+    }
+    // Tarjan on the core only: trimming never removes a node on a cycle.
+    let mut adjacency: Vec<Vec<usize>> = vec![Vec::new(); n];
+    let mut graph: DiGraph<(), ()> = DiGraph::with_capacity(n, 0);
+    for _ in 0..n {
+        graph.add_node(());
+    }
+    for &(c, p) in &arcs {
+        if core[c] && core[p] {
+            graph.add_edge(NodeIndex::new(c), NodeIndex::new(p), ());
+            adjacency[c].push(p);
         }
     }
     let mut cycles = Vec::new();
@@ -47,6 +57,63 @@ pub(super) fn find_cycles(g: &Gathered<'_>) -> Vec<Cycle> {
     }
     cycles.sort_by(|a, b| a.members.cmp(&b.members));
     cycles
+}
+
+/// Nodes that can lie on a cycle: repeatedly drop nodes without incoming or
+/// without outgoing arcs among the remaining ones (linear; an acyclic graph,
+/// the usual case, trims to nothing). Self-loops keep their node, but a
+/// component of one node is never reported, so they are harmless.
+fn cyclic_core(n: usize, arcs: &[(usize, usize)]) -> Vec<bool> {
+    let mut indegree = vec![0usize; n];
+    let mut outdegree = vec![0usize; n];
+    for &(c, p) in arcs {
+        outdegree[c] += 1;
+        indegree[p] += 1;
+    }
+    // Both directions as compressed rows.
+    let rows = |key: fn(&(usize, usize)) -> (usize, usize)| {
+        let mut start = vec![0usize; n + 1];
+        for a in arcs {
+            start[key(a).0 + 1] += 1;
+        }
+        for i in 0..n {
+            start[i + 1] += start[i];
+        }
+        let mut fill = start.clone();
+        let mut to = vec![0usize; arcs.len()];
+        for a in arcs {
+            let (from, target) = key(a);
+            to[fill[from]] = target;
+            fill[from] += 1;
+        }
+        (start, to)
+    };
+    let (out_start, out_to) = rows(|&(c, p)| (c, p));
+    let (in_start, in_from) = rows(|&(c, p)| (p, c));
+    let mut keep = vec![true; n];
+    let mut queue: Vec<usize> = (0..n)
+        .filter(|&v| indegree[v] == 0 || outdegree[v] == 0)
+        .collect();
+    for &v in &queue {
+        keep[v] = false;
+    }
+    while let Some(v) = queue.pop() {
+        for &p in &out_to[out_start[v]..out_start[v + 1]] {
+            indegree[p] -= 1;
+            if keep[p] && indegree[p] == 0 {
+                keep[p] = false;
+                queue.push(p);
+            }
+        }
+        for &c in &in_from[in_start[v]..in_start[v + 1]] {
+            outdegree[c] -= 1;
+            if keep[c] && outdegree[c] == 0 {
+                keep[c] = false;
+                queue.push(c);
+            }
+        }
+    }
+    keep
 }
 
 /// One strongly connected component of the declared graph.

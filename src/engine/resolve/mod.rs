@@ -60,22 +60,20 @@ pub fn resolve_with_tree(composition: &Composition, tree: &ScopeTree) -> Plan {
     // 4. Selection among viable candidates.
     let mut selections: Vec<Selection> = Vec::with_capacity(g.requirements.len());
     let mut pref_log = preferences::Log::default();
+    let mut cands: Vec<usize> = Vec::new();
     for req in &g.requirements {
-        let cands: Vec<usize> = req
-            .accepted
-            .iter()
-            .map(|c| c.entry)
-            .filter(|&e| viable[e])
-            .collect();
+        cands.clear();
+        cands.extend(req.accepted.iter().map(|c| c.entry).filter(|&e| viable[e]));
+        let cands = &cands[..];
         let sel = match cands.len() {
             0 => Selection::None,
             1 => Selection::One(cands[0], SelectionReason::OnlyEligible),
-            _ => match preferences::choose(composition, &g, req, &cands) {
+            _ => match preferences::choose(composition, &g, req, cands) {
                 Some((e, level)) => Selection::One(e, SelectionReason::ExplicitPreference(level)),
-                None => Selection::Ambiguous(cands.clone()),
+                None => Selection::Ambiguous(cands.to_vec()),
             },
         };
-        pref_log.observe(composition, &g, req, &cands);
+        pref_log.observe(composition, &g, req, cands);
         selections.push(sel);
     }
 
@@ -83,11 +81,15 @@ pub fn resolve_with_tree(composition: &Composition, tree: &ScopeTree) -> Plan {
     let eligible = eligibility(&g, &viable, &selections);
 
     // 6. Statuses and the plan.
+    // Resolutions are emitted directly in their published order, (consumer
+    // name, capability), instead of being sorted as large values afterwards.
+    let (order_of_output, entry_reqs) = output_order(&g);
     let mut resolutions = Vec::with_capacity(g.requirements.len());
     let mut pending_reasons: Vec<Vec<PendingReason>> = vec![Vec::new(); n];
     let mut edges: Vec<(usize, usize)> = Vec::new();
     let mut hard_edges: Vec<(usize, usize)> = Vec::new();
-    for (req, sel) in g.requirements.iter().zip(&selections) {
+    for &ri in &order_of_output {
+        let (req, sel) = (&g.requirements[ri], &selections[ri]);
         let (status, selected, reason, ambiguous_between) = match sel {
             Selection::One(p, reason) if eligible[*p] => {
                 (Status::Resolved, Some(*p), Some(*reason), Vec::new())
@@ -145,19 +147,13 @@ pub fn resolve_with_tree(composition: &Composition, tree: &ScopeTree) -> Plan {
             ambiguous_between,
         });
     }
-    resolutions.sort_by(|a, b| {
-        a.consumer
-            .name()
-            .cmp(b.consumer.name())
-            .then_with(|| a.requirement.capability.cmp(&b.requirement.capability))
-    });
     edges.sort_unstable();
     edges.dedup();
     hard_edges.sort_unstable();
     hard_edges.dedup();
 
     let order = graph::activation_order(n, &eligible, &edges, &hard_edges);
-    let mut entries: BTreeMap<EntryId, EntryPlan> = BTreeMap::new();
+    let mut entries: Vec<(EntryId, EntryPlan)> = Vec::with_capacity(n);
     let mut position = vec![None; n];
     for (i, &e) in order.iter().enumerate() {
         position[e] = Some(i);
@@ -169,8 +165,9 @@ pub fn resolve_with_tree(composition: &Composition, tree: &ScopeTree) -> Plan {
         }
         if !eligible[e] && pending.is_empty() {
             // Ineligible only through a provider: say which requirement.
-            for (req, sel) in g.requirements.iter().zip(&selections) {
-                if matches!(req.holder, Holder::Entry(c) if c == e) && !req.requirement.optional {
+            for ri in entry_reqs[e].clone() {
+                let (req, sel) = (&g.requirements[ri], &selections[ri]);
+                if !req.requirement.optional {
                     if let Selection::One(p, _) = sel {
                         if !eligible[*p] {
                             pending.push(PendingReason::Requirement {
@@ -182,15 +179,17 @@ pub fn resolve_with_tree(composition: &Composition, tree: &ScopeTree) -> Plan {
                 }
             }
         }
-        entries.insert(
+        entries.push((
             g.entries[e].id.clone(),
             EntryPlan {
                 eligible: eligible[e],
                 order: position[e],
                 pending,
             },
-        );
+        ));
     }
+    // Already in id order: the map is bulk-built.
+    let entries: BTreeMap<EntryId, EntryPlan> = entries.into_iter().collect();
     let id = |e: usize| g.entries[e].id.clone();
     Plan {
         activation_order: order.iter().map(|&e| id(e)).collect(),
@@ -208,6 +207,56 @@ pub fn resolve_with_tree(composition: &Composition, tree: &ScopeTree) -> Plan {
         preference_findings: pref_log.findings(composition, &g),
         entries,
     }
+}
+
+/// The published order of the requirements, (consumer name, capability),
+/// ties in gathering order (what a stable sort gives), and each entry's
+/// requirement indices.
+///
+/// An entry's requirements are gathered together, in capability order
+/// (manifest maps are sorted), and entries are indexed in id order, so entry
+/// requirements are already sorted; only the (few) scope requirements are
+/// sorted, then merged in.
+fn output_order(g: &Gathered<'_>) -> (Vec<usize>, Vec<std::ops::Range<usize>>) {
+    let reqs = &g.requirements;
+    let name = |ri: usize| match reqs[ri].holder {
+        Holder::Entry(e) => g.entries[e].id.as_str(),
+        Holder::Scope(s) => g.scope_paths[s].as_str(),
+    };
+    let key = |ri: usize| (name(ri), &reqs[ri].requirement.capability, ri);
+    let mut entry_reqs: Vec<std::ops::Range<usize>> = vec![0..0; g.entries.len()];
+    let mut scope_reqs: Vec<usize> = Vec::new();
+    for (ri, req) in reqs.iter().enumerate() {
+        match req.holder {
+            Holder::Entry(e) if entry_reqs[e].is_empty() => entry_reqs[e] = ri..ri + 1,
+            Holder::Entry(e) => entry_reqs[e].end = ri + 1,
+            Holder::Scope(_) => scope_reqs.push(ri),
+        }
+    }
+    scope_reqs.sort_by(|&a, &b| key(a).cmp(&key(b)));
+    let mut from_entries: Vec<usize> = Vec::with_capacity(reqs.len() - scope_reqs.len());
+    for range in &entry_reqs {
+        let start = from_entries.len();
+        from_entries.extend(range.clone());
+        let mine = &mut from_entries[start..];
+        if !mine.is_sorted_by_key(|&ri| &reqs[ri].requirement.capability) {
+            mine.sort_by(|&a, &b| key(a).cmp(&key(b)));
+        }
+    }
+    let mut out = Vec::with_capacity(reqs.len());
+    let (mut i, mut j) = (0, 0);
+    while i < from_entries.len() && j < scope_reqs.len() {
+        if key(scope_reqs[j]) < key(from_entries[i]) {
+            out.push(scope_reqs[j]);
+            j += 1;
+        } else {
+            out.push(from_entries[i]);
+            i += 1;
+        }
+    }
+    out.extend_from_slice(&from_entries[i..]);
+    out.extend_from_slice(&scope_reqs[j..]);
+    (out, entry_reqs)
 }
 
 /// What step 4 chose for one requirement.

@@ -5,7 +5,7 @@
 //! scope's, then the global table; the first level that names one of the
 //! candidates decides. A preference never creates a match.
 
-use std::collections::BTreeMap;
+use std::collections::HashMap;
 
 use super::gather::{Gathered, Holder, Req};
 use super::plan::{Consumer, PreferenceFinding, PreferenceLevel};
@@ -53,6 +53,12 @@ pub(super) fn choose(
 
 type Key = (PreferenceLevel, Option<String>, CapabilityName);
 
+/// A preference by index: level, holder (entry index, scope index, or 0 for
+/// the global table) and capability. Usage is looked up, never iterated, so
+/// a hash map keyed by indices keeps the output deterministic while sparing
+/// a string key per observed requirement.
+type UsageKey = (PreferenceLevel, usize, CapabilityName);
+
 #[derive(Default)]
 struct Usage {
     applies: usize,
@@ -63,7 +69,7 @@ struct Usage {
 /// What each preference did, gathered while selecting.
 #[derive(Default)]
 pub(super) struct Log {
-    usage: BTreeMap<Key, Usage>,
+    usage: HashMap<UsageKey, Usage>,
 }
 
 impl Log {
@@ -81,11 +87,12 @@ impl Log {
             let Some(id) = preferred else { continue };
             let holder = match level {
                 PreferenceLevel::Consumer => match req.holder {
-                    Holder::Entry(e) => Some(g.entries[e].id.to_string()),
-                    Holder::Scope(_) => None,
+                    Holder::Entry(e) => e,
+                    // Scope requirements have no consumer-level preference.
+                    Holder::Scope(_) => continue,
                 },
-                PreferenceLevel::Scope => Some(g.scope_paths[req.scope].to_string()),
-                PreferenceLevel::Global => None,
+                PreferenceLevel::Scope => req.scope,
+                PreferenceLevel::Global => 0,
             };
             let usage = self.usage.entry((level, holder, cap.clone())).or_default();
             usage.applies += 1;
@@ -114,8 +121,10 @@ impl Log {
         composition: &Composition,
         g: &Gathered<'_>,
     ) -> Vec<PreferenceFinding> {
-        let mut declared: Vec<(Key, EntryId)> = Vec::new();
-        for entry in &g.entries {
+        // (key, holder index, preferred); the index is `None` for a scope
+        // outside the tree, which no requirement can see.
+        let mut declared: Vec<(Key, Option<usize>, EntryId)> = Vec::new();
+        for (e, entry) in g.entries.iter().enumerate() {
             for (cap, r) in &entry.prefer {
                 declared.push((
                     (
@@ -123,14 +132,24 @@ impl Log {
                         Some(entry.id.to_string()),
                         cap.clone(),
                     ),
+                    Some(e),
                     r.value.clone(),
                 ));
             }
         }
+        let mut scope_ix: Option<HashMap<&str, usize>> = None;
         for (path, scope) in &composition.scopes {
             for (cap, r) in &scope.prefer {
+                let index = scope_ix.get_or_insert_with(|| {
+                    g.scope_paths
+                        .iter()
+                        .enumerate()
+                        .map(|(i, p)| (p.as_str(), i))
+                        .collect()
+                });
                 declared.push((
                     (PreferenceLevel::Scope, Some(path.to_string()), cap.clone()),
+                    index.get(path.as_str()).copied(),
                     r.value.clone(),
                 ));
             }
@@ -138,13 +157,14 @@ impl Log {
         for (cap, r) in &composition.preferences.global {
             declared.push((
                 (PreferenceLevel::Global, None, cap.clone()),
+                Some(0),
                 r.value.clone(),
             ));
         }
-        declared.sort();
+        declared.sort_by(|a, b| (&a.0, &a.2).cmp(&(&b.0, &b.2)));
         let mut out = Vec::new();
-        for ((level, holder, capability), preferred) in declared {
-            let usage = self.usage.get(&(level, holder.clone(), capability.clone()));
+        for ((level, holder, capability), holder_ix, preferred) in declared {
+            let usage = holder_ix.and_then(|h| self.usage.get(&(level, h, capability.clone())));
             if composition.disabled.contains_key(&preferred) {
                 out.push(PreferenceFinding::Disabled {
                     level,

@@ -1,10 +1,11 @@
 //! The snapshot record and its three digests.
 
 use std::collections::BTreeMap;
+use std::fmt::{self, Write};
 
 use super::scopes::ScopesFingerprint;
 use crate::engine::canonical::{
-    Canon, CanonError, Sha256Writer, stable_hash, write_canonical, write_json_string,
+    Canon, CanonError, Sha256Writer, write_canonical, write_json_string,
 };
 
 /// The record format version written by this chassis.
@@ -165,96 +166,273 @@ impl SnapshotRecord {
         ])
     }
 
-    /// The record's top-level fields as pieces: small values as `Canon`,
-    /// the two scope trees as canonical text rendered once, so each tree is
-    /// serialized once however many digests cover it.
-    fn record_pieces<'a>(
-        &self,
-        scopes: &'a str,
-        semantic: &'a str,
-    ) -> BTreeMap<&'static str, Piece<'a>> {
-        let mut pieces: BTreeMap<&'static str, Piece<'a>> = self
-            .small_fields()
-            .into_iter()
-            .map(|(k, v)| (k, Piece::Value(v)))
-            .collect();
-        pieces.insert("scopes", Piece::Text(scopes));
-        pieces.insert("semantic_scopes", Piece::Text(semantic));
-        pieces
-    }
-
-    fn semantic_pieces<'a>(&self, semantic: &'a str) -> BTreeMap<&'static str, Piece<'a>> {
-        BTreeMap::from([
-            ("plugins", Piece::Value(self.plugins_canon())),
-            ("capabilities", Piece::Value(self.capabilities_canon())),
-            (
-                "config_hash",
-                Piece::Value(Canon::Str(self.config_hash.clone())),
-            ),
-            (
-                "plugin_graph_hash",
-                Piece::Value(Canon::Str(self.plugin_graph_hash.clone())),
-            ),
-            (
-                "tool_schema_hash",
-                Piece::Value(Canon::Str(self.tool_schema_hash.clone())),
-            ),
-            ("scopes", Piece::Text(semantic)),
-        ])
-    }
-
     /// Hash of the whole record.
     pub fn digest(&self) -> Result<String, CanonError> {
-        let scopes = self.scopes.canonical_text();
-        let semantic = self.semantic_scopes.canonical_text();
-        hash_pieces(&self.record_pieces(&scopes, &semantic))
+        let mut d = Sha256Writer::new();
+        self.write_record_head(&mut d)?;
+        self.semantic_scopes.write_canonical(&mut d)?;
+        self.write_record_tail(&mut d)?;
+        Ok(d.finish_hex())
     }
 
     /// Hash of the semantic composition.
     pub fn semantic_digest(&self) -> Result<String, CanonError> {
-        hash_pieces(&self.semantic_pieces(&self.semantic_scopes.canonical_text()))
+        let mut s = Sha256Writer::new();
+        self.write_semantic_head(&mut s)?;
+        self.semantic_scopes.write_canonical(&mut s)?;
+        self.write_semantic_tail(&mut s)?;
+        Ok(s.finish_hex())
     }
 
     /// Hash of the runtime instance ids.
     pub fn physical_digest(&self) -> Result<String, CanonError> {
-        stable_hash(&self.instance_ids_canon())
+        let mut h = Sha256Writer::new();
+        w_strs(&self.runtime_instance_ids, &mut h)?;
+        Ok(h.finish_hex())
     }
 
-    /// All three digests, serializing each scope tree once.
+    /// All three digests. The semantic tree is written once, into both the
+    /// record's and the semantic hasher at the same time; no canonical text
+    /// is ever held in memory.
     pub fn digests(&self) -> Result<Digests, CanonError> {
-        let scopes = self.scopes.canonical_text();
-        let semantic = self.semantic_scopes.canonical_text();
+        let (mut d, mut s) = (Sha256Writer::new(), Sha256Writer::new());
+        self.write_record_head(&mut d)?;
+        self.write_semantic_head(&mut s)?;
+        self.semantic_scopes
+            .write_canonical(&mut Tee(&mut d, &mut s))?;
+        self.write_record_tail(&mut d)?;
+        self.write_semantic_tail(&mut s)?;
         Ok(Digests {
-            digest: hash_pieces(&self.record_pieces(&scopes, &semantic))?,
-            semantic_digest: hash_pieces(&self.semantic_pieces(&semantic))?,
+            digest: d.finish_hex(),
+            semantic_digest: s.finish_hex(),
             physical_digest: self.physical_digest()?,
         })
     }
-}
 
-/// A top-level value: a small `Canon`, or canonical text rendered once.
-enum Piece<'a> {
-    Value(Canon),
-    Text(&'a str),
-}
+    // Direct canonical writers of the two hashed objects, keys in sorted
+    // order by hand (`digests_agree_with_the_canon_path` checks them against
+    // `to_canon` / `semantic_composition`). The record is split around its
+    // `semantic_scopes` value, the semantic composition around `scopes`, so
+    // one pass over the semantic tree can feed both hashers.
 
-/// SHA-256 of the canonical JSON object made of `pieces` (keys sorted by the
-/// map, as canonical JSON requires).
-fn hash_pieces(pieces: &BTreeMap<&'static str, Piece<'_>>) -> Result<String, CanonError> {
-    use std::fmt::Write;
-    let mut h = Sha256Writer::new();
-    h.write_char('{')?;
-    for (i, (key, piece)) in pieces.iter().enumerate() {
-        if i > 0 {
-            h.write_char(',')?;
+    /// The record's canonical JSON up to the `semantic_scopes` value.
+    fn write_record_head<W: Write>(&self, out: &mut W) -> Result<(), CanonError> {
+        out.write_str("{\"agent\":")?;
+        w_opt(&self.agent, out)?;
+        out.write_str(",\"agent_revision\":")?;
+        w_opt(&self.agent_revision, out)?;
+        out.write_str(",\"agent_runtime\":")?;
+        write_json_string(&self.agent_runtime, out)?;
+        out.write_str(",\"capabilities\":")?;
+        self.write_capabilities(out)?;
+        out.write_str(",\"chassis_version\":")?;
+        write_json_string(&self.chassis_version, out)?;
+        out.write_str(",\"config_hash\":")?;
+        write_json_string(&self.config_hash, out)?;
+        write!(out, ",\"format_version\":{}", self.format_version)?;
+        out.write_str(",\"generation_id\":")?;
+        write_json_string(&self.generation_id, out)?;
+        out.write_str(",\"graph_definition_hash\":")?;
+        w_opt(&self.graph_definition_hash, out)?;
+        out.write_str(",\"metadata\":{")?;
+        for (i, (k, v)) in self.metadata.iter().enumerate() {
+            if i > 0 {
+                out.write_char(',')?;
+            }
+            write_json_string(k, out)?;
+            out.write_char(':')?;
+            write_canonical(v, out)?;
         }
-        write_json_string(key, &mut h)?;
-        h.write_char(':')?;
-        match piece {
-            Piece::Value(v) => write_canonical(v, &mut h)?,
-            Piece::Text(t) => h.write_str(t)?,
+        out.write_str("},\"plugin_graph_hash\":")?;
+        write_json_string(&self.plugin_graph_hash, out)?;
+        out.write_str(",\"plugins\":")?;
+        self.write_plugins(out)?;
+        out.write_str(",\"prompt_hash\":")?;
+        w_opt(&self.prompt_hash, out)?;
+        out.write_str(",\"runtime_instance_ids\":")?;
+        w_strs(&self.runtime_instance_ids, out)?;
+        out.write_str(",\"scopes\":")?;
+        self.scopes.write_canonical(out)?;
+        out.write_str(",\"semantic_scopes\":")?;
+        Ok(())
+    }
+
+    /// The record's canonical JSON after the `semantic_scopes` value.
+    fn write_record_tail<W: Write>(&self, out: &mut W) -> Result<(), CanonError> {
+        write!(out, ",\"sequence\":{}", self.sequence)?;
+        out.write_str(",\"tool_schema_hash\":")?;
+        write_json_string(&self.tool_schema_hash, out)?;
+        out.write_char('}')?;
+        Ok(())
+    }
+
+    /// The semantic composition's canonical JSON up to the `scopes` value.
+    fn write_semantic_head<W: Write>(&self, out: &mut W) -> Result<(), CanonError> {
+        out.write_str("{\"capabilities\":")?;
+        self.write_capabilities(out)?;
+        out.write_str(",\"config_hash\":")?;
+        write_json_string(&self.config_hash, out)?;
+        out.write_str(",\"plugin_graph_hash\":")?;
+        write_json_string(&self.plugin_graph_hash, out)?;
+        out.write_str(",\"plugins\":")?;
+        self.write_plugins(out)?;
+        out.write_str(",\"scopes\":")?;
+        Ok(())
+    }
+
+    /// The semantic composition's canonical JSON after the `scopes` value.
+    fn write_semantic_tail<W: Write>(&self, out: &mut W) -> Result<(), CanonError> {
+        out.write_str(",\"tool_schema_hash\":")?;
+        write_json_string(&self.tool_schema_hash, out)?;
+        out.write_char('}')?;
+        Ok(())
+    }
+
+    fn write_plugins<W: Write>(&self, out: &mut W) -> fmt::Result {
+        out.write_char('{')?;
+        for (i, (k, v)) in self.plugins.iter().enumerate() {
+            if i > 0 {
+                out.write_char(',')?;
+            }
+            write_json_string(k, out)?;
+            out.write_char(':')?;
+            write_json_string(v, out)?;
+        }
+        out.write_char('}')
+    }
+
+    fn write_capabilities<W: Write>(&self, out: &mut W) -> fmt::Result {
+        out.write_char('{')?;
+        for (i, (k, v)) in self.capabilities.iter().enumerate() {
+            if i > 0 {
+                out.write_char(',')?;
+            }
+            write_json_string(k, out)?;
+            out.write_char(':')?;
+            w_strs(v, out)?;
+        }
+        out.write_char('}')
+    }
+}
+
+/// Writes everything into two sinks at once.
+struct Tee<'a, A, B>(&'a mut A, &'a mut B);
+
+impl<A: Write, B: Write> Write for Tee<'_, A, B> {
+    fn write_str(&mut self, s: &str) -> fmt::Result {
+        self.0.write_str(s)?;
+        self.1.write_str(s)
+    }
+
+    fn write_char(&mut self, c: char) -> fmt::Result {
+        self.0.write_char(c)?;
+        self.1.write_char(c)
+    }
+}
+
+fn w_strs<W: Write>(items: &[String], out: &mut W) -> fmt::Result {
+    out.write_char('[')?;
+    for (i, s) in items.iter().enumerate() {
+        if i > 0 {
+            out.write_char(',')?;
+        }
+        write_json_string(s, out)?;
+    }
+    out.write_char(']')
+}
+
+fn w_opt<W: Write>(s: &Option<String>, out: &mut W) -> fmt::Result {
+    match s {
+        Some(s) => write_json_string(s, out),
+        None => out.write_str("null"),
+    }
+}
+
+#[cfg(test)]
+mod writer_tests {
+    use super::*;
+    use crate::engine::canonical::stable_hash;
+    use crate::engine::snapshot::{ScopeRow, SelectionRow};
+
+    fn record() -> SnapshotRecord {
+        let row = ScopeRow {
+            path: "/".into(),
+            parent: None,
+            children: vec!["/a".into()],
+            capabilities: None,
+            tools: Some(vec!["t\"q".into()]),
+            entries: vec!["db".into(), "app".into()],
+            providers: BTreeMap::from([("database".into(), vec!["db".into()])]),
+            visible_tools: vec!["t".into()],
+            selections: vec![SelectionRow {
+                consumer: "app".into(),
+                requirement: "database <2,>=1".into(),
+                status: "resolved".into(),
+                provider: Some("db".into()),
+                provider_scope: Some("/".into()),
+            }],
+        };
+        let tree = ScopesFingerprint {
+            root: "/".into(),
+            scopes: vec![row],
+        };
+        let mut physical = tree.clone();
+        physical.scopes[0].providers =
+            BTreeMap::from([("database".into(), vec!["plugin_1".into()])]);
+        SnapshotRecord {
+            format_version: SNAPSHOT_FORMAT_VERSION,
+            chassis_version: "0.1.0".into(),
+            generation_id: "gen_0007".into(),
+            sequence: 7,
+            agent_runtime: "unknown".into(),
+            agent: Some("bot".into()),
+            agent_revision: None,
+            plugins: BTreeMap::from([
+                ("postgres".into(), "1.4.2".into()),
+                ("app".into(), "1.0.0".into()),
+            ]),
+            capabilities: BTreeMap::from([(
+                "database".into(),
+                vec!["1.4.2".into(), "2.0.0".into()],
+            )]),
+            config_hash: "c".into(),
+            plugin_graph_hash: "g".into(),
+            graph_definition_hash: None,
+            tool_schema_hash: "t".into(),
+            prompt_hash: Some("p".into()),
+            metadata: BTreeMap::from([
+                ("skipped".into(), Canon::list(["x"])),
+                ("n".into(), Canon::Float(0.5)),
+            ]),
+            scopes: physical,
+            semantic_scopes: tree,
+            runtime_instance_ids: vec!["plugin_1".into(), "plugin_2".into()],
         }
     }
-    h.write_char('}')?;
-    Ok(h.finish_hex())
+
+    #[test]
+    fn digests_agree_with_the_canon_path() {
+        let r = record();
+        let d = r.digests().unwrap();
+        assert_eq!(d.digest, stable_hash(&r.to_canon()).unwrap());
+        assert_eq!(
+            d.semantic_digest,
+            stable_hash(&r.semantic_composition()).unwrap()
+        );
+        assert_eq!(
+            d.physical_digest,
+            stable_hash(&r.instance_ids_canon()).unwrap()
+        );
+        assert_eq!(r.digest().unwrap(), d.digest);
+        assert_eq!(r.semantic_digest().unwrap(), d.semantic_digest);
+    }
+
+    #[test]
+    fn a_non_finite_metadata_value_fails_the_digest() {
+        let mut r = record();
+        r.metadata.insert("bad".into(), Canon::Float(f64::NAN));
+        assert!(r.digests().is_err());
+        assert!(r.digest().is_err());
+        assert!(r.semantic_digest().is_ok());
+    }
 }
