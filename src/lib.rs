@@ -19,3 +19,4 @@ pub mod engine;
 pub mod load;
 pub mod runtime;
 pub mod store;
+pub mod testing;

@@ -29,10 +29,14 @@ pub struct UnknownKind {
     pub available: Vec<String>,
 }
 
+/// Resolves names the catalog does not hold, at instantiation time.
+pub type Resolver = Arc<dyn Fn(&Entry) -> Option<Result<Arc<dyn Plugin>, BoxError>> + Send + Sync>;
+
 /// Name → implementation.
 #[derive(Clone)]
 pub struct Catalog {
     factories: BTreeMap<String, Factory>,
+    resolver: Option<Resolver>,
 }
 
 impl std::fmt::Debug for Catalog {
@@ -54,6 +58,7 @@ impl Catalog {
     pub fn new() -> Self {
         let mut catalog = Self {
             factories: BTreeMap::new(),
+            resolver: None,
         };
         testing_kinds::register(&mut catalog);
         catalog
@@ -67,6 +72,13 @@ impl Catalog {
     /// Register a fixed plugin object under `name` (every entry shares it).
     pub fn register_plugin(&mut self, name: impl Into<String>, plugin: Arc<dyn Plugin>) {
         self.register(name, Arc::new(move |_| Ok(Arc::clone(&plugin))));
+    }
+
+    /// Consult `resolver` for names no factory is registered under (before
+    /// falling back to the declared kind). Test harnesses use it to install
+    /// plugins after the harness exists.
+    pub fn set_resolver(&mut self, resolver: Resolver) {
+        self.resolver = Some(resolver);
     }
 
     /// Registered kind names, sorted.
@@ -84,12 +96,19 @@ impl Catalog {
         let name = kind.unwrap_or(&entry.plugin.value);
         match self.factories.get(name) {
             Some(factory) => factory(entry),
-            None if kind.is_some() => Err(Box::new(UnknownKind {
-                entry: entry.id.to_string(),
-                kind: name.to_owned(),
-                available: self.kinds(),
-            })),
-            None => Ok(Arc::new(DeclaredPlugin::new(entry))),
+            None => {
+                if let Some(found) = self.resolver.as_ref().and_then(|r| r(entry)) {
+                    return found;
+                }
+                match kind {
+                    Some(_) => Err(Box::new(UnknownKind {
+                        entry: entry.id.to_string(),
+                        kind: name.to_owned(),
+                        available: self.kinds(),
+                    })),
+                    None => Ok(Arc::new(DeclaredPlugin::new(entry))),
+                }
+            }
         }
     }
 }

@@ -23,7 +23,7 @@ pub mod testing_kinds;
 pub mod tool;
 pub mod value;
 
-pub use catalog::{Catalog, Factory, UnknownKind};
+pub use catalog::{Catalog, Factory, Resolver, UnknownKind};
 pub use context::{
     Binding, CapabilityRegistration, ContextError, ContextSpec, PluginContext, Registrations,
 };
