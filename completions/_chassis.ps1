@@ -35,6 +35,10 @@ Register-ArgumentCompleter -Native -CommandName 'chassis' -ScriptBlock {
             [CompletionResult]::new('snapshot', 'snapshot', [CompletionResultType]::ParameterValue, 'Print the snapshot of a resolved composition with its three digests')
             [CompletionResult]::new('explain', 'explain', [CompletionResultType]::ParameterValue, 'Explain a requirement or a scope')
             [CompletionResult]::new('diff', 'diff', [CompletionResultType]::ParameterValue, 'Compare two compositions, snapshots or git revisions semantically')
+            [CompletionResult]::new('publish', 'publish', [CompletionResultType]::ParameterValue, 'Reconcile a composition against the store and record a new generation')
+            [CompletionResult]::new('plan', 'plan', [CompletionResultType]::ParameterValue, 'Show what `publish` would do, changing nothing')
+            [CompletionResult]::new('generations', 'generations', [CompletionResultType]::ParameterValue, 'List or show the generations in the store')
+            [CompletionResult]::new('runs', 'runs', [CompletionResultType]::ParameterValue, 'List or show the runs recorded in the store')
             [CompletionResult]::new('graph', 'graph', [CompletionResultType]::ParameterValue, 'Draw the dependency graph, scopes as clusters')
             [CompletionResult]::new('schema', 'schema', [CompletionResultType]::ParameterValue, 'Print the JSON Schema of the composition format')
             [CompletionResult]::new('completions', 'completions', [CompletionResultType]::ParameterValue, 'Print a shell completion script')
@@ -75,6 +79,7 @@ Register-ArgumentCompleter -Native -CommandName 'chassis' -ScriptBlock {
             [CompletionResult]::new('--help', '--help', [CompletionResultType]::ParameterName, 'Print help (see more with ''--help'')')
             [CompletionResult]::new('requirement', 'requirement', [CompletionResultType]::ParameterValue, 'Every candidate for one requirement: origin, visibility, eligibility, selection, and the reason each was rejected')
             [CompletionResult]::new('scope', 'scope', [CompletionResultType]::ParameterValue, 'A scope: parent, children, effective view, providers (local, inherited, visible), entries, requirements, tools. Metadata values are redacted')
+            [CompletionResult]::new('reuse', 'reuse', [CompletionResultType]::ParameterValue, 'Why a node was reused, rebuilt or rewired between two stored generations: which identity parts changed')
             [CompletionResult]::new('help', 'help', [CompletionResultType]::ParameterValue, 'Print this message or the help of the given subcommand(s)')
             break
         }
@@ -101,9 +106,22 @@ Register-ArgumentCompleter -Native -CommandName 'chassis' -ScriptBlock {
             [CompletionResult]::new('--help', '--help', [CompletionResultType]::ParameterName, 'Print help (see more with ''--help'')')
             break
         }
+        'chassis;explain;reuse' {
+            [CompletionResult]::new('--state', '--state', [CompletionResultType]::ParameterName, 'The store (default `.chassis/state.db` in the current directory)')
+            [CompletionResult]::new('--format', '--format', [CompletionResultType]::ParameterName, 'Output format: text, or json (one document with `format_version`); some commands also take markdown, dot or mermaid')
+            [CompletionResult]::new('--color', '--color', [CompletionResultType]::ParameterName, 'When to colour diagnostics')
+            [CompletionResult]::new('-v', '-v', [CompletionResultType]::ParameterName, 'More logging on stderr (-v info, -vv debug, -vvv trace); `RUST_LOG` overrides')
+            [CompletionResult]::new('--verbose', '--verbose', [CompletionResultType]::ParameterName, 'More logging on stderr (-v info, -vv debug, -vvv trace); `RUST_LOG` overrides')
+            [CompletionResult]::new('-q', '-q', [CompletionResultType]::ParameterName, 'Only errors on stderr')
+            [CompletionResult]::new('--quiet', '--quiet', [CompletionResultType]::ParameterName, 'Only errors on stderr')
+            [CompletionResult]::new('-h', '-h', [CompletionResultType]::ParameterName, 'Print help (see more with ''--help'')')
+            [CompletionResult]::new('--help', '--help', [CompletionResultType]::ParameterName, 'Print help (see more with ''--help'')')
+            break
+        }
         'chassis;explain;help' {
             [CompletionResult]::new('requirement', 'requirement', [CompletionResultType]::ParameterValue, 'Every candidate for one requirement: origin, visibility, eligibility, selection, and the reason each was rejected')
             [CompletionResult]::new('scope', 'scope', [CompletionResultType]::ParameterValue, 'A scope: parent, children, effective view, providers (local, inherited, visible), entries, requirements, tools. Metadata values are redacted')
+            [CompletionResult]::new('reuse', 'reuse', [CompletionResultType]::ParameterValue, 'Why a node was reused, rebuilt or rewired between two stored generations: which identity parts changed')
             [CompletionResult]::new('help', 'help', [CompletionResultType]::ParameterValue, 'Print this message or the help of the given subcommand(s)')
             break
         }
@@ -111,6 +129,9 @@ Register-ArgumentCompleter -Native -CommandName 'chassis' -ScriptBlock {
             break
         }
         'chassis;explain;help;scope' {
+            break
+        }
+        'chassis;explain;help;reuse' {
             break
         }
         'chassis;explain;help;help' {
@@ -130,6 +151,7 @@ Register-ArgumentCompleter -Native -CommandName 'chassis' -ScriptBlock {
             break
         }
         'chassis;diff;generations' {
+            [CompletionResult]::new('--state', '--state', [CompletionResultType]::ParameterName, 'The store generation ids are read from (default `.chassis/state.db`)')
             [CompletionResult]::new('--format', '--format', [CompletionResultType]::ParameterName, 'Output format: text, or json (one document with `format_version`); some commands also take markdown, dot or mermaid')
             [CompletionResult]::new('--color', '--color', [CompletionResultType]::ParameterName, 'When to colour diagnostics')
             [CompletionResult]::new('--include-unchanged', '--include-unchanged', [CompletionResultType]::ParameterName, 'Also list what did not change')
@@ -151,6 +173,138 @@ Register-ArgumentCompleter -Native -CommandName 'chassis' -ScriptBlock {
             break
         }
         'chassis;diff;help;help' {
+            break
+        }
+        'chassis;publish' {
+            [CompletionResult]::new('--state', '--state', [CompletionResultType]::ParameterName, 'The store (default `.chassis/state.db` beside FILE)')
+            [CompletionResult]::new('--format', '--format', [CompletionResultType]::ParameterName, 'Output format: text, or json (one document with `format_version`); some commands also take markdown, dot or mermaid')
+            [CompletionResult]::new('--color', '--color', [CompletionResultType]::ParameterName, 'When to colour diagnostics')
+            [CompletionResult]::new('--allow-pending', '--allow-pending', [CompletionResultType]::ParameterName, 'Publish even when some entries are pending (they are left out)')
+            [CompletionResult]::new('-v', '-v', [CompletionResultType]::ParameterName, 'More logging on stderr (-v info, -vv debug, -vvv trace); `RUST_LOG` overrides')
+            [CompletionResult]::new('--verbose', '--verbose', [CompletionResultType]::ParameterName, 'More logging on stderr (-v info, -vv debug, -vvv trace); `RUST_LOG` overrides')
+            [CompletionResult]::new('-q', '-q', [CompletionResultType]::ParameterName, 'Only errors on stderr')
+            [CompletionResult]::new('--quiet', '--quiet', [CompletionResultType]::ParameterName, 'Only errors on stderr')
+            [CompletionResult]::new('-h', '-h', [CompletionResultType]::ParameterName, 'Print help (see more with ''--help'')')
+            [CompletionResult]::new('--help', '--help', [CompletionResultType]::ParameterName, 'Print help (see more with ''--help'')')
+            break
+        }
+        'chassis;plan' {
+            [CompletionResult]::new('--state', '--state', [CompletionResultType]::ParameterName, 'The store (default `.chassis/state.db` beside FILE)')
+            [CompletionResult]::new('--format', '--format', [CompletionResultType]::ParameterName, 'Output format: text, or json (one document with `format_version`); some commands also take markdown, dot or mermaid')
+            [CompletionResult]::new('--color', '--color', [CompletionResultType]::ParameterName, 'When to colour diagnostics')
+            [CompletionResult]::new('--allow-pending', '--allow-pending', [CompletionResultType]::ParameterName, 'Plan as `publish --allow-pending` would')
+            [CompletionResult]::new('-v', '-v', [CompletionResultType]::ParameterName, 'More logging on stderr (-v info, -vv debug, -vvv trace); `RUST_LOG` overrides')
+            [CompletionResult]::new('--verbose', '--verbose', [CompletionResultType]::ParameterName, 'More logging on stderr (-v info, -vv debug, -vvv trace); `RUST_LOG` overrides')
+            [CompletionResult]::new('-q', '-q', [CompletionResultType]::ParameterName, 'Only errors on stderr')
+            [CompletionResult]::new('--quiet', '--quiet', [CompletionResultType]::ParameterName, 'Only errors on stderr')
+            [CompletionResult]::new('-h', '-h', [CompletionResultType]::ParameterName, 'Print help (see more with ''--help'')')
+            [CompletionResult]::new('--help', '--help', [CompletionResultType]::ParameterName, 'Print help (see more with ''--help'')')
+            break
+        }
+        'chassis;generations' {
+            [CompletionResult]::new('--format', '--format', [CompletionResultType]::ParameterName, 'Output format: text, or json (one document with `format_version`); some commands also take markdown, dot or mermaid')
+            [CompletionResult]::new('--color', '--color', [CompletionResultType]::ParameterName, 'When to colour diagnostics')
+            [CompletionResult]::new('-v', '-v', [CompletionResultType]::ParameterName, 'More logging on stderr (-v info, -vv debug, -vvv trace); `RUST_LOG` overrides')
+            [CompletionResult]::new('--verbose', '--verbose', [CompletionResultType]::ParameterName, 'More logging on stderr (-v info, -vv debug, -vvv trace); `RUST_LOG` overrides')
+            [CompletionResult]::new('-q', '-q', [CompletionResultType]::ParameterName, 'Only errors on stderr')
+            [CompletionResult]::new('--quiet', '--quiet', [CompletionResultType]::ParameterName, 'Only errors on stderr')
+            [CompletionResult]::new('-h', '-h', [CompletionResultType]::ParameterName, 'Print help (see more with ''--help'')')
+            [CompletionResult]::new('--help', '--help', [CompletionResultType]::ParameterName, 'Print help (see more with ''--help'')')
+            [CompletionResult]::new('list', 'list', [CompletionResultType]::ParameterValue, 'Every published generation, oldest first')
+            [CompletionResult]::new('show', 'show', [CompletionResultType]::ParameterValue, 'One generation: digests, nodes (entry, instance id, mount, identity hashes) and what its publish did to each node')
+            [CompletionResult]::new('help', 'help', [CompletionResultType]::ParameterValue, 'Print this message or the help of the given subcommand(s)')
+            break
+        }
+        'chassis;generations;list' {
+            [CompletionResult]::new('--state', '--state', [CompletionResultType]::ParameterName, 'The store (default `.chassis/state.db` in the current directory)')
+            [CompletionResult]::new('--format', '--format', [CompletionResultType]::ParameterName, 'Output format: text, or json (one document with `format_version`); some commands also take markdown, dot or mermaid')
+            [CompletionResult]::new('--color', '--color', [CompletionResultType]::ParameterName, 'When to colour diagnostics')
+            [CompletionResult]::new('-v', '-v', [CompletionResultType]::ParameterName, 'More logging on stderr (-v info, -vv debug, -vvv trace); `RUST_LOG` overrides')
+            [CompletionResult]::new('--verbose', '--verbose', [CompletionResultType]::ParameterName, 'More logging on stderr (-v info, -vv debug, -vvv trace); `RUST_LOG` overrides')
+            [CompletionResult]::new('-q', '-q', [CompletionResultType]::ParameterName, 'Only errors on stderr')
+            [CompletionResult]::new('--quiet', '--quiet', [CompletionResultType]::ParameterName, 'Only errors on stderr')
+            [CompletionResult]::new('-h', '-h', [CompletionResultType]::ParameterName, 'Print help (see more with ''--help'')')
+            [CompletionResult]::new('--help', '--help', [CompletionResultType]::ParameterName, 'Print help (see more with ''--help'')')
+            break
+        }
+        'chassis;generations;show' {
+            [CompletionResult]::new('--state', '--state', [CompletionResultType]::ParameterName, 'The store (default `.chassis/state.db` in the current directory)')
+            [CompletionResult]::new('--format', '--format', [CompletionResultType]::ParameterName, 'Output format: text, or json (one document with `format_version`); some commands also take markdown, dot or mermaid')
+            [CompletionResult]::new('--color', '--color', [CompletionResultType]::ParameterName, 'When to colour diagnostics')
+            [CompletionResult]::new('-v', '-v', [CompletionResultType]::ParameterName, 'More logging on stderr (-v info, -vv debug, -vvv trace); `RUST_LOG` overrides')
+            [CompletionResult]::new('--verbose', '--verbose', [CompletionResultType]::ParameterName, 'More logging on stderr (-v info, -vv debug, -vvv trace); `RUST_LOG` overrides')
+            [CompletionResult]::new('-q', '-q', [CompletionResultType]::ParameterName, 'Only errors on stderr')
+            [CompletionResult]::new('--quiet', '--quiet', [CompletionResultType]::ParameterName, 'Only errors on stderr')
+            [CompletionResult]::new('-h', '-h', [CompletionResultType]::ParameterName, 'Print help (see more with ''--help'')')
+            [CompletionResult]::new('--help', '--help', [CompletionResultType]::ParameterName, 'Print help (see more with ''--help'')')
+            break
+        }
+        'chassis;generations;help' {
+            [CompletionResult]::new('list', 'list', [CompletionResultType]::ParameterValue, 'Every published generation, oldest first')
+            [CompletionResult]::new('show', 'show', [CompletionResultType]::ParameterValue, 'One generation: digests, nodes (entry, instance id, mount, identity hashes) and what its publish did to each node')
+            [CompletionResult]::new('help', 'help', [CompletionResultType]::ParameterValue, 'Print this message or the help of the given subcommand(s)')
+            break
+        }
+        'chassis;generations;help;list' {
+            break
+        }
+        'chassis;generations;help;show' {
+            break
+        }
+        'chassis;generations;help;help' {
+            break
+        }
+        'chassis;runs' {
+            [CompletionResult]::new('--format', '--format', [CompletionResultType]::ParameterName, 'Output format: text, or json (one document with `format_version`); some commands also take markdown, dot or mermaid')
+            [CompletionResult]::new('--color', '--color', [CompletionResultType]::ParameterName, 'When to colour diagnostics')
+            [CompletionResult]::new('-v', '-v', [CompletionResultType]::ParameterName, 'More logging on stderr (-v info, -vv debug, -vvv trace); `RUST_LOG` overrides')
+            [CompletionResult]::new('--verbose', '--verbose', [CompletionResultType]::ParameterName, 'More logging on stderr (-v info, -vv debug, -vvv trace); `RUST_LOG` overrides')
+            [CompletionResult]::new('-q', '-q', [CompletionResultType]::ParameterName, 'Only errors on stderr')
+            [CompletionResult]::new('--quiet', '--quiet', [CompletionResultType]::ParameterName, 'Only errors on stderr')
+            [CompletionResult]::new('-h', '-h', [CompletionResultType]::ParameterName, 'Print help (see more with ''--help'')')
+            [CompletionResult]::new('--help', '--help', [CompletionResultType]::ParameterName, 'Print help (see more with ''--help'')')
+            [CompletionResult]::new('list', 'list', [CompletionResultType]::ParameterValue, 'Every recorded run, oldest first')
+            [CompletionResult]::new('show', 'show', [CompletionResultType]::ParameterValue, 'One run')
+            [CompletionResult]::new('help', 'help', [CompletionResultType]::ParameterValue, 'Print this message or the help of the given subcommand(s)')
+            break
+        }
+        'chassis;runs;list' {
+            [CompletionResult]::new('--state', '--state', [CompletionResultType]::ParameterName, 'The store (default `.chassis/state.db` in the current directory)')
+            [CompletionResult]::new('--format', '--format', [CompletionResultType]::ParameterName, 'Output format: text, or json (one document with `format_version`); some commands also take markdown, dot or mermaid')
+            [CompletionResult]::new('--color', '--color', [CompletionResultType]::ParameterName, 'When to colour diagnostics')
+            [CompletionResult]::new('-v', '-v', [CompletionResultType]::ParameterName, 'More logging on stderr (-v info, -vv debug, -vvv trace); `RUST_LOG` overrides')
+            [CompletionResult]::new('--verbose', '--verbose', [CompletionResultType]::ParameterName, 'More logging on stderr (-v info, -vv debug, -vvv trace); `RUST_LOG` overrides')
+            [CompletionResult]::new('-q', '-q', [CompletionResultType]::ParameterName, 'Only errors on stderr')
+            [CompletionResult]::new('--quiet', '--quiet', [CompletionResultType]::ParameterName, 'Only errors on stderr')
+            [CompletionResult]::new('-h', '-h', [CompletionResultType]::ParameterName, 'Print help (see more with ''--help'')')
+            [CompletionResult]::new('--help', '--help', [CompletionResultType]::ParameterName, 'Print help (see more with ''--help'')')
+            break
+        }
+        'chassis;runs;show' {
+            [CompletionResult]::new('--state', '--state', [CompletionResultType]::ParameterName, 'The store (default `.chassis/state.db` in the current directory)')
+            [CompletionResult]::new('--format', '--format', [CompletionResultType]::ParameterName, 'Output format: text, or json (one document with `format_version`); some commands also take markdown, dot or mermaid')
+            [CompletionResult]::new('--color', '--color', [CompletionResultType]::ParameterName, 'When to colour diagnostics')
+            [CompletionResult]::new('-v', '-v', [CompletionResultType]::ParameterName, 'More logging on stderr (-v info, -vv debug, -vvv trace); `RUST_LOG` overrides')
+            [CompletionResult]::new('--verbose', '--verbose', [CompletionResultType]::ParameterName, 'More logging on stderr (-v info, -vv debug, -vvv trace); `RUST_LOG` overrides')
+            [CompletionResult]::new('-q', '-q', [CompletionResultType]::ParameterName, 'Only errors on stderr')
+            [CompletionResult]::new('--quiet', '--quiet', [CompletionResultType]::ParameterName, 'Only errors on stderr')
+            [CompletionResult]::new('-h', '-h', [CompletionResultType]::ParameterName, 'Print help (see more with ''--help'')')
+            [CompletionResult]::new('--help', '--help', [CompletionResultType]::ParameterName, 'Print help (see more with ''--help'')')
+            break
+        }
+        'chassis;runs;help' {
+            [CompletionResult]::new('list', 'list', [CompletionResultType]::ParameterValue, 'Every recorded run, oldest first')
+            [CompletionResult]::new('show', 'show', [CompletionResultType]::ParameterValue, 'One run')
+            [CompletionResult]::new('help', 'help', [CompletionResultType]::ParameterValue, 'Print this message or the help of the given subcommand(s)')
+            break
+        }
+        'chassis;runs;help;list' {
+            break
+        }
+        'chassis;runs;help;show' {
+            break
+        }
+        'chassis;runs;help;help' {
             break
         }
         'chassis;graph' {
@@ -193,6 +347,10 @@ Register-ArgumentCompleter -Native -CommandName 'chassis' -ScriptBlock {
             [CompletionResult]::new('snapshot', 'snapshot', [CompletionResultType]::ParameterValue, 'Print the snapshot of a resolved composition with its three digests')
             [CompletionResult]::new('explain', 'explain', [CompletionResultType]::ParameterValue, 'Explain a requirement or a scope')
             [CompletionResult]::new('diff', 'diff', [CompletionResultType]::ParameterValue, 'Compare two compositions, snapshots or git revisions semantically')
+            [CompletionResult]::new('publish', 'publish', [CompletionResultType]::ParameterValue, 'Reconcile a composition against the store and record a new generation')
+            [CompletionResult]::new('plan', 'plan', [CompletionResultType]::ParameterValue, 'Show what `publish` would do, changing nothing')
+            [CompletionResult]::new('generations', 'generations', [CompletionResultType]::ParameterValue, 'List or show the generations in the store')
+            [CompletionResult]::new('runs', 'runs', [CompletionResultType]::ParameterValue, 'List or show the runs recorded in the store')
             [CompletionResult]::new('graph', 'graph', [CompletionResultType]::ParameterValue, 'Draw the dependency graph, scopes as clusters')
             [CompletionResult]::new('schema', 'schema', [CompletionResultType]::ParameterValue, 'Print the JSON Schema of the composition format')
             [CompletionResult]::new('completions', 'completions', [CompletionResultType]::ParameterValue, 'Print a shell completion script')
@@ -208,6 +366,7 @@ Register-ArgumentCompleter -Native -CommandName 'chassis' -ScriptBlock {
         'chassis;help;explain' {
             [CompletionResult]::new('requirement', 'requirement', [CompletionResultType]::ParameterValue, 'Every candidate for one requirement: origin, visibility, eligibility, selection, and the reason each was rejected')
             [CompletionResult]::new('scope', 'scope', [CompletionResultType]::ParameterValue, 'A scope: parent, children, effective view, providers (local, inherited, visible), entries, requirements, tools. Metadata values are redacted')
+            [CompletionResult]::new('reuse', 'reuse', [CompletionResultType]::ParameterValue, 'Why a node was reused, rebuilt or rewired between two stored generations: which identity parts changed')
             break
         }
         'chassis;help;explain;requirement' {
@@ -216,11 +375,42 @@ Register-ArgumentCompleter -Native -CommandName 'chassis' -ScriptBlock {
         'chassis;help;explain;scope' {
             break
         }
+        'chassis;help;explain;reuse' {
+            break
+        }
         'chassis;help;diff' {
             [CompletionResult]::new('generations', 'generations', [CompletionResultType]::ParameterValue, 'Compare two generations')
             break
         }
         'chassis;help;diff;generations' {
+            break
+        }
+        'chassis;help;publish' {
+            break
+        }
+        'chassis;help;plan' {
+            break
+        }
+        'chassis;help;generations' {
+            [CompletionResult]::new('list', 'list', [CompletionResultType]::ParameterValue, 'Every published generation, oldest first')
+            [CompletionResult]::new('show', 'show', [CompletionResultType]::ParameterValue, 'One generation: digests, nodes (entry, instance id, mount, identity hashes) and what its publish did to each node')
+            break
+        }
+        'chassis;help;generations;list' {
+            break
+        }
+        'chassis;help;generations;show' {
+            break
+        }
+        'chassis;help;runs' {
+            [CompletionResult]::new('list', 'list', [CompletionResultType]::ParameterValue, 'Every recorded run, oldest first')
+            [CompletionResult]::new('show', 'show', [CompletionResultType]::ParameterValue, 'One run')
+            break
+        }
+        'chassis;help;runs;list' {
+            break
+        }
+        'chassis;help;runs;show' {
             break
         }
         'chassis;help;graph' {

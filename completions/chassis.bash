@@ -28,11 +28,23 @@ _chassis() {
             chassis,explain)
                 cmd="chassis__subcmd__explain"
                 ;;
+            chassis,generations)
+                cmd="chassis__subcmd__generations"
+                ;;
             chassis,graph)
                 cmd="chassis__subcmd__graph"
                 ;;
             chassis,help)
                 cmd="chassis__subcmd__help"
+                ;;
+            chassis,plan)
+                cmd="chassis__subcmd__plan"
+                ;;
+            chassis,publish)
+                cmd="chassis__subcmd__publish"
+                ;;
+            chassis,runs)
+                cmd="chassis__subcmd__runs"
                 ;;
             chassis,schema)
                 cmd="chassis__subcmd__schema"
@@ -58,6 +70,9 @@ _chassis() {
             chassis__subcmd__explain,requirement)
                 cmd="chassis__subcmd__explain__subcmd__requirement"
                 ;;
+            chassis__subcmd__explain,reuse)
+                cmd="chassis__subcmd__explain__subcmd__reuse"
+                ;;
             chassis__subcmd__explain,scope)
                 cmd="chassis__subcmd__explain__subcmd__scope"
                 ;;
@@ -67,8 +82,29 @@ _chassis() {
             chassis__subcmd__explain__subcmd__help,requirement)
                 cmd="chassis__subcmd__explain__subcmd__help__subcmd__requirement"
                 ;;
+            chassis__subcmd__explain__subcmd__help,reuse)
+                cmd="chassis__subcmd__explain__subcmd__help__subcmd__reuse"
+                ;;
             chassis__subcmd__explain__subcmd__help,scope)
                 cmd="chassis__subcmd__explain__subcmd__help__subcmd__scope"
+                ;;
+            chassis__subcmd__generations,help)
+                cmd="chassis__subcmd__generations__subcmd__help"
+                ;;
+            chassis__subcmd__generations,list)
+                cmd="chassis__subcmd__generations__subcmd__list"
+                ;;
+            chassis__subcmd__generations,show)
+                cmd="chassis__subcmd__generations__subcmd__show"
+                ;;
+            chassis__subcmd__generations__subcmd__help,help)
+                cmd="chassis__subcmd__generations__subcmd__help__subcmd__help"
+                ;;
+            chassis__subcmd__generations__subcmd__help,list)
+                cmd="chassis__subcmd__generations__subcmd__help__subcmd__list"
+                ;;
+            chassis__subcmd__generations__subcmd__help,show)
+                cmd="chassis__subcmd__generations__subcmd__help__subcmd__show"
                 ;;
             chassis__subcmd__help,check)
                 cmd="chassis__subcmd__help__subcmd__check"
@@ -82,11 +118,23 @@ _chassis() {
             chassis__subcmd__help,explain)
                 cmd="chassis__subcmd__help__subcmd__explain"
                 ;;
+            chassis__subcmd__help,generations)
+                cmd="chassis__subcmd__help__subcmd__generations"
+                ;;
             chassis__subcmd__help,graph)
                 cmd="chassis__subcmd__help__subcmd__graph"
                 ;;
             chassis__subcmd__help,help)
                 cmd="chassis__subcmd__help__subcmd__help"
+                ;;
+            chassis__subcmd__help,plan)
+                cmd="chassis__subcmd__help__subcmd__plan"
+                ;;
+            chassis__subcmd__help,publish)
+                cmd="chassis__subcmd__help__subcmd__publish"
+                ;;
+            chassis__subcmd__help,runs)
+                cmd="chassis__subcmd__help__subcmd__runs"
                 ;;
             chassis__subcmd__help,schema)
                 cmd="chassis__subcmd__help__subcmd__schema"
@@ -100,8 +148,41 @@ _chassis() {
             chassis__subcmd__help__subcmd__explain,requirement)
                 cmd="chassis__subcmd__help__subcmd__explain__subcmd__requirement"
                 ;;
+            chassis__subcmd__help__subcmd__explain,reuse)
+                cmd="chassis__subcmd__help__subcmd__explain__subcmd__reuse"
+                ;;
             chassis__subcmd__help__subcmd__explain,scope)
                 cmd="chassis__subcmd__help__subcmd__explain__subcmd__scope"
+                ;;
+            chassis__subcmd__help__subcmd__generations,list)
+                cmd="chassis__subcmd__help__subcmd__generations__subcmd__list"
+                ;;
+            chassis__subcmd__help__subcmd__generations,show)
+                cmd="chassis__subcmd__help__subcmd__generations__subcmd__show"
+                ;;
+            chassis__subcmd__help__subcmd__runs,list)
+                cmd="chassis__subcmd__help__subcmd__runs__subcmd__list"
+                ;;
+            chassis__subcmd__help__subcmd__runs,show)
+                cmd="chassis__subcmd__help__subcmd__runs__subcmd__show"
+                ;;
+            chassis__subcmd__runs,help)
+                cmd="chassis__subcmd__runs__subcmd__help"
+                ;;
+            chassis__subcmd__runs,list)
+                cmd="chassis__subcmd__runs__subcmd__list"
+                ;;
+            chassis__subcmd__runs,show)
+                cmd="chassis__subcmd__runs__subcmd__show"
+                ;;
+            chassis__subcmd__runs__subcmd__help,help)
+                cmd="chassis__subcmd__runs__subcmd__help__subcmd__help"
+                ;;
+            chassis__subcmd__runs__subcmd__help,list)
+                cmd="chassis__subcmd__runs__subcmd__help__subcmd__list"
+                ;;
+            chassis__subcmd__runs__subcmd__help,show)
+                cmd="chassis__subcmd__runs__subcmd__help__subcmd__show"
                 ;;
             *)
                 ;;
@@ -110,7 +191,7 @@ _chassis() {
 
     case "${cmd}" in
         chassis)
-            opts="-v -q -h -V --format --color --verbose --quiet --help --version check snapshot explain diff graph schema completions help"
+            opts="-v -q -h -V --format --color --verbose --quiet --help --version check snapshot explain diff publish plan generations runs graph schema completions help"
             if [[ ${cur} == -* || ${COMP_CWORD} -eq 1 ]] ; then
                 COMPREPLY=( $(compgen -W "${opts}" -- "${cur}") )
                 return 0
@@ -202,12 +283,16 @@ _chassis() {
             return 0
             ;;
         chassis__subcmd__diff__subcmd__generations)
-            opts="-v -q -h --include-unchanged --exit-code --format --color --verbose --quiet --help"
+            opts="-v -q -h --include-unchanged --exit-code --state --format --color --verbose --quiet --help"
             if [[ ${cur} == -* || ${COMP_CWORD} -eq 3 ]] ; then
                 COMPREPLY=( $(compgen -W "${opts}" -- "${cur}") )
                 return 0
             fi
             case "${prev}" in
+                --state)
+                    COMPREPLY=($(compgen -f "${cur}"))
+                    return 0
+                    ;;
                 --format)
                     COMPREPLY=($(compgen -W "text json markdown dot mermaid" -- "${cur}"))
                     return 0
@@ -266,7 +351,7 @@ _chassis() {
             return 0
             ;;
         chassis__subcmd__explain)
-            opts="-v -q -h --format --color --verbose --quiet --help requirement scope help"
+            opts="-v -q -h --format --color --verbose --quiet --help requirement scope reuse help"
             if [[ ${cur} == -* || ${COMP_CWORD} -eq 2 ]] ; then
                 COMPREPLY=( $(compgen -W "${opts}" -- "${cur}") )
                 return 0
@@ -288,7 +373,7 @@ _chassis() {
             return 0
             ;;
         chassis__subcmd__explain__subcmd__help)
-            opts="requirement scope help"
+            opts="requirement scope reuse help"
             if [[ ${cur} == -* || ${COMP_CWORD} -eq 3 ]] ; then
                 COMPREPLY=( $(compgen -W "${opts}" -- "${cur}") )
                 return 0
@@ -316,6 +401,20 @@ _chassis() {
             return 0
             ;;
         chassis__subcmd__explain__subcmd__help__subcmd__requirement)
+            opts=""
+            if [[ ${cur} == -* || ${COMP_CWORD} -eq 4 ]] ; then
+                COMPREPLY=( $(compgen -W "${opts}" -- "${cur}") )
+                return 0
+            fi
+            case "${prev}" in
+                *)
+                    COMPREPLY=()
+                    ;;
+            esac
+            COMPREPLY=( $(compgen -W "${opts}" -- "${cur}") )
+            return 0
+            ;;
+        chassis__subcmd__explain__subcmd__help__subcmd__reuse)
             opts=""
             if [[ ${cur} == -* || ${COMP_CWORD} -eq 4 ]] ; then
                 COMPREPLY=( $(compgen -W "${opts}" -- "${cur}") )
@@ -369,6 +468,32 @@ _chassis() {
             COMPREPLY=( $(compgen -W "${opts}" -- "${cur}") )
             return 0
             ;;
+        chassis__subcmd__explain__subcmd__reuse)
+            opts="-v -q -h --state --format --color --verbose --quiet --help"
+            if [[ ${cur} == -* || ${COMP_CWORD} -eq 3 ]] ; then
+                COMPREPLY=( $(compgen -W "${opts}" -- "${cur}") )
+                return 0
+            fi
+            case "${prev}" in
+                --state)
+                    COMPREPLY=($(compgen -f "${cur}"))
+                    return 0
+                    ;;
+                --format)
+                    COMPREPLY=($(compgen -W "text json markdown dot mermaid" -- "${cur}"))
+                    return 0
+                    ;;
+                --color)
+                    COMPREPLY=($(compgen -W "auto always never" -- "${cur}"))
+                    return 0
+                    ;;
+                *)
+                    COMPREPLY=()
+                    ;;
+            esac
+            COMPREPLY=( $(compgen -W "${opts}" -- "${cur}") )
+            return 0
+            ;;
         chassis__subcmd__explain__subcmd__scope)
             opts="-v -q -h --format --color --verbose --quiet --help"
             if [[ ${cur} == -* || ${COMP_CWORD} -eq 3 ]] ; then
@@ -376,6 +501,136 @@ _chassis() {
                 return 0
             fi
             case "${prev}" in
+                --format)
+                    COMPREPLY=($(compgen -W "text json markdown dot mermaid" -- "${cur}"))
+                    return 0
+                    ;;
+                --color)
+                    COMPREPLY=($(compgen -W "auto always never" -- "${cur}"))
+                    return 0
+                    ;;
+                *)
+                    COMPREPLY=()
+                    ;;
+            esac
+            COMPREPLY=( $(compgen -W "${opts}" -- "${cur}") )
+            return 0
+            ;;
+        chassis__subcmd__generations)
+            opts="-v -q -h --format --color --verbose --quiet --help list show help"
+            if [[ ${cur} == -* || ${COMP_CWORD} -eq 2 ]] ; then
+                COMPREPLY=( $(compgen -W "${opts}" -- "${cur}") )
+                return 0
+            fi
+            case "${prev}" in
+                --format)
+                    COMPREPLY=($(compgen -W "text json markdown dot mermaid" -- "${cur}"))
+                    return 0
+                    ;;
+                --color)
+                    COMPREPLY=($(compgen -W "auto always never" -- "${cur}"))
+                    return 0
+                    ;;
+                *)
+                    COMPREPLY=()
+                    ;;
+            esac
+            COMPREPLY=( $(compgen -W "${opts}" -- "${cur}") )
+            return 0
+            ;;
+        chassis__subcmd__generations__subcmd__help)
+            opts="list show help"
+            if [[ ${cur} == -* || ${COMP_CWORD} -eq 3 ]] ; then
+                COMPREPLY=( $(compgen -W "${opts}" -- "${cur}") )
+                return 0
+            fi
+            case "${prev}" in
+                *)
+                    COMPREPLY=()
+                    ;;
+            esac
+            COMPREPLY=( $(compgen -W "${opts}" -- "${cur}") )
+            return 0
+            ;;
+        chassis__subcmd__generations__subcmd__help__subcmd__help)
+            opts=""
+            if [[ ${cur} == -* || ${COMP_CWORD} -eq 4 ]] ; then
+                COMPREPLY=( $(compgen -W "${opts}" -- "${cur}") )
+                return 0
+            fi
+            case "${prev}" in
+                *)
+                    COMPREPLY=()
+                    ;;
+            esac
+            COMPREPLY=( $(compgen -W "${opts}" -- "${cur}") )
+            return 0
+            ;;
+        chassis__subcmd__generations__subcmd__help__subcmd__list)
+            opts=""
+            if [[ ${cur} == -* || ${COMP_CWORD} -eq 4 ]] ; then
+                COMPREPLY=( $(compgen -W "${opts}" -- "${cur}") )
+                return 0
+            fi
+            case "${prev}" in
+                *)
+                    COMPREPLY=()
+                    ;;
+            esac
+            COMPREPLY=( $(compgen -W "${opts}" -- "${cur}") )
+            return 0
+            ;;
+        chassis__subcmd__generations__subcmd__help__subcmd__show)
+            opts=""
+            if [[ ${cur} == -* || ${COMP_CWORD} -eq 4 ]] ; then
+                COMPREPLY=( $(compgen -W "${opts}" -- "${cur}") )
+                return 0
+            fi
+            case "${prev}" in
+                *)
+                    COMPREPLY=()
+                    ;;
+            esac
+            COMPREPLY=( $(compgen -W "${opts}" -- "${cur}") )
+            return 0
+            ;;
+        chassis__subcmd__generations__subcmd__list)
+            opts="-v -q -h --state --format --color --verbose --quiet --help"
+            if [[ ${cur} == -* || ${COMP_CWORD} -eq 3 ]] ; then
+                COMPREPLY=( $(compgen -W "${opts}" -- "${cur}") )
+                return 0
+            fi
+            case "${prev}" in
+                --state)
+                    COMPREPLY=($(compgen -f "${cur}"))
+                    return 0
+                    ;;
+                --format)
+                    COMPREPLY=($(compgen -W "text json markdown dot mermaid" -- "${cur}"))
+                    return 0
+                    ;;
+                --color)
+                    COMPREPLY=($(compgen -W "auto always never" -- "${cur}"))
+                    return 0
+                    ;;
+                *)
+                    COMPREPLY=()
+                    ;;
+            esac
+            COMPREPLY=( $(compgen -W "${opts}" -- "${cur}") )
+            return 0
+            ;;
+        chassis__subcmd__generations__subcmd__show)
+            opts="-v -q -h --state --format --color --verbose --quiet --help"
+            if [[ ${cur} == -* || ${COMP_CWORD} -eq 3 ]] ; then
+                COMPREPLY=( $(compgen -W "${opts}" -- "${cur}") )
+                return 0
+            fi
+            case "${prev}" in
+                --state)
+                    COMPREPLY=($(compgen -f "${cur}"))
+                    return 0
+                    ;;
                 --format)
                     COMPREPLY=($(compgen -W "text json markdown dot mermaid" -- "${cur}"))
                     return 0
@@ -414,7 +669,7 @@ _chassis() {
             return 0
             ;;
         chassis__subcmd__help)
-            opts="check snapshot explain diff graph schema completions help"
+            opts="check snapshot explain diff publish plan generations runs graph schema completions help"
             if [[ ${cur} == -* || ${COMP_CWORD} -eq 2 ]] ; then
                 COMPREPLY=( $(compgen -W "${opts}" -- "${cur}") )
                 return 0
@@ -484,7 +739,7 @@ _chassis() {
             return 0
             ;;
         chassis__subcmd__help__subcmd__explain)
-            opts="requirement scope"
+            opts="requirement scope reuse"
             if [[ ${cur} == -* || ${COMP_CWORD} -eq 3 ]] ; then
                 COMPREPLY=( $(compgen -W "${opts}" -- "${cur}") )
                 return 0
@@ -511,7 +766,63 @@ _chassis() {
             COMPREPLY=( $(compgen -W "${opts}" -- "${cur}") )
             return 0
             ;;
+        chassis__subcmd__help__subcmd__explain__subcmd__reuse)
+            opts=""
+            if [[ ${cur} == -* || ${COMP_CWORD} -eq 4 ]] ; then
+                COMPREPLY=( $(compgen -W "${opts}" -- "${cur}") )
+                return 0
+            fi
+            case "${prev}" in
+                *)
+                    COMPREPLY=()
+                    ;;
+            esac
+            COMPREPLY=( $(compgen -W "${opts}" -- "${cur}") )
+            return 0
+            ;;
         chassis__subcmd__help__subcmd__explain__subcmd__scope)
+            opts=""
+            if [[ ${cur} == -* || ${COMP_CWORD} -eq 4 ]] ; then
+                COMPREPLY=( $(compgen -W "${opts}" -- "${cur}") )
+                return 0
+            fi
+            case "${prev}" in
+                *)
+                    COMPREPLY=()
+                    ;;
+            esac
+            COMPREPLY=( $(compgen -W "${opts}" -- "${cur}") )
+            return 0
+            ;;
+        chassis__subcmd__help__subcmd__generations)
+            opts="list show"
+            if [[ ${cur} == -* || ${COMP_CWORD} -eq 3 ]] ; then
+                COMPREPLY=( $(compgen -W "${opts}" -- "${cur}") )
+                return 0
+            fi
+            case "${prev}" in
+                *)
+                    COMPREPLY=()
+                    ;;
+            esac
+            COMPREPLY=( $(compgen -W "${opts}" -- "${cur}") )
+            return 0
+            ;;
+        chassis__subcmd__help__subcmd__generations__subcmd__list)
+            opts=""
+            if [[ ${cur} == -* || ${COMP_CWORD} -eq 4 ]] ; then
+                COMPREPLY=( $(compgen -W "${opts}" -- "${cur}") )
+                return 0
+            fi
+            case "${prev}" in
+                *)
+                    COMPREPLY=()
+                    ;;
+            esac
+            COMPREPLY=( $(compgen -W "${opts}" -- "${cur}") )
+            return 0
+            ;;
+        chassis__subcmd__help__subcmd__generations__subcmd__show)
             opts=""
             if [[ ${cur} == -* || ${COMP_CWORD} -eq 4 ]] ; then
                 COMPREPLY=( $(compgen -W "${opts}" -- "${cur}") )
@@ -553,6 +864,76 @@ _chassis() {
             COMPREPLY=( $(compgen -W "${opts}" -- "${cur}") )
             return 0
             ;;
+        chassis__subcmd__help__subcmd__plan)
+            opts=""
+            if [[ ${cur} == -* || ${COMP_CWORD} -eq 3 ]] ; then
+                COMPREPLY=( $(compgen -W "${opts}" -- "${cur}") )
+                return 0
+            fi
+            case "${prev}" in
+                *)
+                    COMPREPLY=()
+                    ;;
+            esac
+            COMPREPLY=( $(compgen -W "${opts}" -- "${cur}") )
+            return 0
+            ;;
+        chassis__subcmd__help__subcmd__publish)
+            opts=""
+            if [[ ${cur} == -* || ${COMP_CWORD} -eq 3 ]] ; then
+                COMPREPLY=( $(compgen -W "${opts}" -- "${cur}") )
+                return 0
+            fi
+            case "${prev}" in
+                *)
+                    COMPREPLY=()
+                    ;;
+            esac
+            COMPREPLY=( $(compgen -W "${opts}" -- "${cur}") )
+            return 0
+            ;;
+        chassis__subcmd__help__subcmd__runs)
+            opts="list show"
+            if [[ ${cur} == -* || ${COMP_CWORD} -eq 3 ]] ; then
+                COMPREPLY=( $(compgen -W "${opts}" -- "${cur}") )
+                return 0
+            fi
+            case "${prev}" in
+                *)
+                    COMPREPLY=()
+                    ;;
+            esac
+            COMPREPLY=( $(compgen -W "${opts}" -- "${cur}") )
+            return 0
+            ;;
+        chassis__subcmd__help__subcmd__runs__subcmd__list)
+            opts=""
+            if [[ ${cur} == -* || ${COMP_CWORD} -eq 4 ]] ; then
+                COMPREPLY=( $(compgen -W "${opts}" -- "${cur}") )
+                return 0
+            fi
+            case "${prev}" in
+                *)
+                    COMPREPLY=()
+                    ;;
+            esac
+            COMPREPLY=( $(compgen -W "${opts}" -- "${cur}") )
+            return 0
+            ;;
+        chassis__subcmd__help__subcmd__runs__subcmd__show)
+            opts=""
+            if [[ ${cur} == -* || ${COMP_CWORD} -eq 4 ]] ; then
+                COMPREPLY=( $(compgen -W "${opts}" -- "${cur}") )
+                return 0
+            fi
+            case "${prev}" in
+                *)
+                    COMPREPLY=()
+                    ;;
+            esac
+            COMPREPLY=( $(compgen -W "${opts}" -- "${cur}") )
+            return 0
+            ;;
         chassis__subcmd__help__subcmd__schema)
             opts=""
             if [[ ${cur} == -* || ${COMP_CWORD} -eq 3 ]] ; then
@@ -574,6 +955,188 @@ _chassis() {
                 return 0
             fi
             case "${prev}" in
+                *)
+                    COMPREPLY=()
+                    ;;
+            esac
+            COMPREPLY=( $(compgen -W "${opts}" -- "${cur}") )
+            return 0
+            ;;
+        chassis__subcmd__plan)
+            opts="-v -q -h --state --allow-pending --format --color --verbose --quiet --help"
+            if [[ ${cur} == -* || ${COMP_CWORD} -eq 2 ]] ; then
+                COMPREPLY=( $(compgen -W "${opts}" -- "${cur}") )
+                return 0
+            fi
+            case "${prev}" in
+                --state)
+                    COMPREPLY=($(compgen -f "${cur}"))
+                    return 0
+                    ;;
+                --format)
+                    COMPREPLY=($(compgen -W "text json markdown dot mermaid" -- "${cur}"))
+                    return 0
+                    ;;
+                --color)
+                    COMPREPLY=($(compgen -W "auto always never" -- "${cur}"))
+                    return 0
+                    ;;
+                *)
+                    COMPREPLY=()
+                    ;;
+            esac
+            COMPREPLY=( $(compgen -W "${opts}" -- "${cur}") )
+            return 0
+            ;;
+        chassis__subcmd__publish)
+            opts="-v -q -h --state --allow-pending --format --color --verbose --quiet --help"
+            if [[ ${cur} == -* || ${COMP_CWORD} -eq 2 ]] ; then
+                COMPREPLY=( $(compgen -W "${opts}" -- "${cur}") )
+                return 0
+            fi
+            case "${prev}" in
+                --state)
+                    COMPREPLY=($(compgen -f "${cur}"))
+                    return 0
+                    ;;
+                --format)
+                    COMPREPLY=($(compgen -W "text json markdown dot mermaid" -- "${cur}"))
+                    return 0
+                    ;;
+                --color)
+                    COMPREPLY=($(compgen -W "auto always never" -- "${cur}"))
+                    return 0
+                    ;;
+                *)
+                    COMPREPLY=()
+                    ;;
+            esac
+            COMPREPLY=( $(compgen -W "${opts}" -- "${cur}") )
+            return 0
+            ;;
+        chassis__subcmd__runs)
+            opts="-v -q -h --format --color --verbose --quiet --help list show help"
+            if [[ ${cur} == -* || ${COMP_CWORD} -eq 2 ]] ; then
+                COMPREPLY=( $(compgen -W "${opts}" -- "${cur}") )
+                return 0
+            fi
+            case "${prev}" in
+                --format)
+                    COMPREPLY=($(compgen -W "text json markdown dot mermaid" -- "${cur}"))
+                    return 0
+                    ;;
+                --color)
+                    COMPREPLY=($(compgen -W "auto always never" -- "${cur}"))
+                    return 0
+                    ;;
+                *)
+                    COMPREPLY=()
+                    ;;
+            esac
+            COMPREPLY=( $(compgen -W "${opts}" -- "${cur}") )
+            return 0
+            ;;
+        chassis__subcmd__runs__subcmd__help)
+            opts="list show help"
+            if [[ ${cur} == -* || ${COMP_CWORD} -eq 3 ]] ; then
+                COMPREPLY=( $(compgen -W "${opts}" -- "${cur}") )
+                return 0
+            fi
+            case "${prev}" in
+                *)
+                    COMPREPLY=()
+                    ;;
+            esac
+            COMPREPLY=( $(compgen -W "${opts}" -- "${cur}") )
+            return 0
+            ;;
+        chassis__subcmd__runs__subcmd__help__subcmd__help)
+            opts=""
+            if [[ ${cur} == -* || ${COMP_CWORD} -eq 4 ]] ; then
+                COMPREPLY=( $(compgen -W "${opts}" -- "${cur}") )
+                return 0
+            fi
+            case "${prev}" in
+                *)
+                    COMPREPLY=()
+                    ;;
+            esac
+            COMPREPLY=( $(compgen -W "${opts}" -- "${cur}") )
+            return 0
+            ;;
+        chassis__subcmd__runs__subcmd__help__subcmd__list)
+            opts=""
+            if [[ ${cur} == -* || ${COMP_CWORD} -eq 4 ]] ; then
+                COMPREPLY=( $(compgen -W "${opts}" -- "${cur}") )
+                return 0
+            fi
+            case "${prev}" in
+                *)
+                    COMPREPLY=()
+                    ;;
+            esac
+            COMPREPLY=( $(compgen -W "${opts}" -- "${cur}") )
+            return 0
+            ;;
+        chassis__subcmd__runs__subcmd__help__subcmd__show)
+            opts=""
+            if [[ ${cur} == -* || ${COMP_CWORD} -eq 4 ]] ; then
+                COMPREPLY=( $(compgen -W "${opts}" -- "${cur}") )
+                return 0
+            fi
+            case "${prev}" in
+                *)
+                    COMPREPLY=()
+                    ;;
+            esac
+            COMPREPLY=( $(compgen -W "${opts}" -- "${cur}") )
+            return 0
+            ;;
+        chassis__subcmd__runs__subcmd__list)
+            opts="-v -q -h --state --format --color --verbose --quiet --help"
+            if [[ ${cur} == -* || ${COMP_CWORD} -eq 3 ]] ; then
+                COMPREPLY=( $(compgen -W "${opts}" -- "${cur}") )
+                return 0
+            fi
+            case "${prev}" in
+                --state)
+                    COMPREPLY=($(compgen -f "${cur}"))
+                    return 0
+                    ;;
+                --format)
+                    COMPREPLY=($(compgen -W "text json markdown dot mermaid" -- "${cur}"))
+                    return 0
+                    ;;
+                --color)
+                    COMPREPLY=($(compgen -W "auto always never" -- "${cur}"))
+                    return 0
+                    ;;
+                *)
+                    COMPREPLY=()
+                    ;;
+            esac
+            COMPREPLY=( $(compgen -W "${opts}" -- "${cur}") )
+            return 0
+            ;;
+        chassis__subcmd__runs__subcmd__show)
+            opts="-v -q -h --state --format --color --verbose --quiet --help"
+            if [[ ${cur} == -* || ${COMP_CWORD} -eq 3 ]] ; then
+                COMPREPLY=( $(compgen -W "${opts}" -- "${cur}") )
+                return 0
+            fi
+            case "${prev}" in
+                --state)
+                    COMPREPLY=($(compgen -f "${cur}"))
+                    return 0
+                    ;;
+                --format)
+                    COMPREPLY=($(compgen -W "text json markdown dot mermaid" -- "${cur}"))
+                    return 0
+                    ;;
+                --color)
+                    COMPREPLY=($(compgen -W "auto always never" -- "${cur}"))
+                    return 0
+                    ;;
                 *)
                     COMPREPLY=()
                     ;;

@@ -32,6 +32,10 @@ set edit:completion:arg-completer[chassis] = {|@words|
             cand snapshot 'Print the snapshot of a resolved composition with its three digests'
             cand explain 'Explain a requirement or a scope'
             cand diff 'Compare two compositions, snapshots or git revisions semantically'
+            cand publish 'Reconcile a composition against the store and record a new generation'
+            cand plan 'Show what `publish` would do, changing nothing'
+            cand generations 'List or show the generations in the store'
+            cand runs 'List or show the runs recorded in the store'
             cand graph 'Draw the dependency graph, scopes as clusters'
             cand schema 'Print the JSON Schema of the composition format'
             cand completions 'Print a shell completion script'
@@ -69,6 +73,7 @@ set edit:completion:arg-completer[chassis] = {|@words|
             cand --help 'Print help (see more with ''--help'')'
             cand requirement 'Every candidate for one requirement: origin, visibility, eligibility, selection, and the reason each was rejected'
             cand scope 'A scope: parent, children, effective view, providers (local, inherited, visible), entries, requirements, tools. Metadata values are redacted'
+            cand reuse 'Why a node was reused, rebuilt or rewired between two stored generations: which identity parts changed'
             cand help 'Print this message or the help of the given subcommand(s)'
         }
         &'chassis;explain;requirement'= {
@@ -92,14 +97,28 @@ set edit:completion:arg-completer[chassis] = {|@words|
             cand -h 'Print help (see more with ''--help'')'
             cand --help 'Print help (see more with ''--help'')'
         }
+        &'chassis;explain;reuse'= {
+            cand --state 'The store (default `.chassis/state.db` in the current directory)'
+            cand --format 'Output format: text, or json (one document with `format_version`); some commands also take markdown, dot or mermaid'
+            cand --color 'When to colour diagnostics'
+            cand -v 'More logging on stderr (-v info, -vv debug, -vvv trace); `RUST_LOG` overrides'
+            cand --verbose 'More logging on stderr (-v info, -vv debug, -vvv trace); `RUST_LOG` overrides'
+            cand -q 'Only errors on stderr'
+            cand --quiet 'Only errors on stderr'
+            cand -h 'Print help (see more with ''--help'')'
+            cand --help 'Print help (see more with ''--help'')'
+        }
         &'chassis;explain;help'= {
             cand requirement 'Every candidate for one requirement: origin, visibility, eligibility, selection, and the reason each was rejected'
             cand scope 'A scope: parent, children, effective view, providers (local, inherited, visible), entries, requirements, tools. Metadata values are redacted'
+            cand reuse 'Why a node was reused, rebuilt or rewired between two stored generations: which identity parts changed'
             cand help 'Print this message or the help of the given subcommand(s)'
         }
         &'chassis;explain;help;requirement'= {
         }
         &'chassis;explain;help;scope'= {
+        }
+        &'chassis;explain;help;reuse'= {
         }
         &'chassis;explain;help;help'= {
         }
@@ -116,6 +135,7 @@ set edit:completion:arg-completer[chassis] = {|@words|
             cand help 'Print this message or the help of the given subcommand(s)'
         }
         &'chassis;diff;generations'= {
+            cand --state 'The store generation ids are read from (default `.chassis/state.db`)'
             cand --format 'Output format: text, or json (one document with `format_version`); some commands also take markdown, dot or mermaid'
             cand --color 'When to colour diagnostics'
             cand --include-unchanged 'Also list what did not change'
@@ -134,6 +154,122 @@ set edit:completion:arg-completer[chassis] = {|@words|
         &'chassis;diff;help;generations'= {
         }
         &'chassis;diff;help;help'= {
+        }
+        &'chassis;publish'= {
+            cand --state 'The store (default `.chassis/state.db` beside FILE)'
+            cand --format 'Output format: text, or json (one document with `format_version`); some commands also take markdown, dot or mermaid'
+            cand --color 'When to colour diagnostics'
+            cand --allow-pending 'Publish even when some entries are pending (they are left out)'
+            cand -v 'More logging on stderr (-v info, -vv debug, -vvv trace); `RUST_LOG` overrides'
+            cand --verbose 'More logging on stderr (-v info, -vv debug, -vvv trace); `RUST_LOG` overrides'
+            cand -q 'Only errors on stderr'
+            cand --quiet 'Only errors on stderr'
+            cand -h 'Print help (see more with ''--help'')'
+            cand --help 'Print help (see more with ''--help'')'
+        }
+        &'chassis;plan'= {
+            cand --state 'The store (default `.chassis/state.db` beside FILE)'
+            cand --format 'Output format: text, or json (one document with `format_version`); some commands also take markdown, dot or mermaid'
+            cand --color 'When to colour diagnostics'
+            cand --allow-pending 'Plan as `publish --allow-pending` would'
+            cand -v 'More logging on stderr (-v info, -vv debug, -vvv trace); `RUST_LOG` overrides'
+            cand --verbose 'More logging on stderr (-v info, -vv debug, -vvv trace); `RUST_LOG` overrides'
+            cand -q 'Only errors on stderr'
+            cand --quiet 'Only errors on stderr'
+            cand -h 'Print help (see more with ''--help'')'
+            cand --help 'Print help (see more with ''--help'')'
+        }
+        &'chassis;generations'= {
+            cand --format 'Output format: text, or json (one document with `format_version`); some commands also take markdown, dot or mermaid'
+            cand --color 'When to colour diagnostics'
+            cand -v 'More logging on stderr (-v info, -vv debug, -vvv trace); `RUST_LOG` overrides'
+            cand --verbose 'More logging on stderr (-v info, -vv debug, -vvv trace); `RUST_LOG` overrides'
+            cand -q 'Only errors on stderr'
+            cand --quiet 'Only errors on stderr'
+            cand -h 'Print help (see more with ''--help'')'
+            cand --help 'Print help (see more with ''--help'')'
+            cand list 'Every published generation, oldest first'
+            cand show 'One generation: digests, nodes (entry, instance id, mount, identity hashes) and what its publish did to each node'
+            cand help 'Print this message or the help of the given subcommand(s)'
+        }
+        &'chassis;generations;list'= {
+            cand --state 'The store (default `.chassis/state.db` in the current directory)'
+            cand --format 'Output format: text, or json (one document with `format_version`); some commands also take markdown, dot or mermaid'
+            cand --color 'When to colour diagnostics'
+            cand -v 'More logging on stderr (-v info, -vv debug, -vvv trace); `RUST_LOG` overrides'
+            cand --verbose 'More logging on stderr (-v info, -vv debug, -vvv trace); `RUST_LOG` overrides'
+            cand -q 'Only errors on stderr'
+            cand --quiet 'Only errors on stderr'
+            cand -h 'Print help (see more with ''--help'')'
+            cand --help 'Print help (see more with ''--help'')'
+        }
+        &'chassis;generations;show'= {
+            cand --state 'The store (default `.chassis/state.db` in the current directory)'
+            cand --format 'Output format: text, or json (one document with `format_version`); some commands also take markdown, dot or mermaid'
+            cand --color 'When to colour diagnostics'
+            cand -v 'More logging on stderr (-v info, -vv debug, -vvv trace); `RUST_LOG` overrides'
+            cand --verbose 'More logging on stderr (-v info, -vv debug, -vvv trace); `RUST_LOG` overrides'
+            cand -q 'Only errors on stderr'
+            cand --quiet 'Only errors on stderr'
+            cand -h 'Print help (see more with ''--help'')'
+            cand --help 'Print help (see more with ''--help'')'
+        }
+        &'chassis;generations;help'= {
+            cand list 'Every published generation, oldest first'
+            cand show 'One generation: digests, nodes (entry, instance id, mount, identity hashes) and what its publish did to each node'
+            cand help 'Print this message or the help of the given subcommand(s)'
+        }
+        &'chassis;generations;help;list'= {
+        }
+        &'chassis;generations;help;show'= {
+        }
+        &'chassis;generations;help;help'= {
+        }
+        &'chassis;runs'= {
+            cand --format 'Output format: text, or json (one document with `format_version`); some commands also take markdown, dot or mermaid'
+            cand --color 'When to colour diagnostics'
+            cand -v 'More logging on stderr (-v info, -vv debug, -vvv trace); `RUST_LOG` overrides'
+            cand --verbose 'More logging on stderr (-v info, -vv debug, -vvv trace); `RUST_LOG` overrides'
+            cand -q 'Only errors on stderr'
+            cand --quiet 'Only errors on stderr'
+            cand -h 'Print help (see more with ''--help'')'
+            cand --help 'Print help (see more with ''--help'')'
+            cand list 'Every recorded run, oldest first'
+            cand show 'One run'
+            cand help 'Print this message or the help of the given subcommand(s)'
+        }
+        &'chassis;runs;list'= {
+            cand --state 'The store (default `.chassis/state.db` in the current directory)'
+            cand --format 'Output format: text, or json (one document with `format_version`); some commands also take markdown, dot or mermaid'
+            cand --color 'When to colour diagnostics'
+            cand -v 'More logging on stderr (-v info, -vv debug, -vvv trace); `RUST_LOG` overrides'
+            cand --verbose 'More logging on stderr (-v info, -vv debug, -vvv trace); `RUST_LOG` overrides'
+            cand -q 'Only errors on stderr'
+            cand --quiet 'Only errors on stderr'
+            cand -h 'Print help (see more with ''--help'')'
+            cand --help 'Print help (see more with ''--help'')'
+        }
+        &'chassis;runs;show'= {
+            cand --state 'The store (default `.chassis/state.db` in the current directory)'
+            cand --format 'Output format: text, or json (one document with `format_version`); some commands also take markdown, dot or mermaid'
+            cand --color 'When to colour diagnostics'
+            cand -v 'More logging on stderr (-v info, -vv debug, -vvv trace); `RUST_LOG` overrides'
+            cand --verbose 'More logging on stderr (-v info, -vv debug, -vvv trace); `RUST_LOG` overrides'
+            cand -q 'Only errors on stderr'
+            cand --quiet 'Only errors on stderr'
+            cand -h 'Print help (see more with ''--help'')'
+            cand --help 'Print help (see more with ''--help'')'
+        }
+        &'chassis;runs;help'= {
+            cand list 'Every recorded run, oldest first'
+            cand show 'One run'
+            cand help 'Print this message or the help of the given subcommand(s)'
+        }
+        &'chassis;runs;help;list'= {
+        }
+        &'chassis;runs;help;show'= {
+        }
+        &'chassis;runs;help;help'= {
         }
         &'chassis;graph'= {
             cand --format 'Output format: text, or json (one document with `format_version`); some commands also take markdown, dot or mermaid'
@@ -172,6 +308,10 @@ set edit:completion:arg-completer[chassis] = {|@words|
             cand snapshot 'Print the snapshot of a resolved composition with its three digests'
             cand explain 'Explain a requirement or a scope'
             cand diff 'Compare two compositions, snapshots or git revisions semantically'
+            cand publish 'Reconcile a composition against the store and record a new generation'
+            cand plan 'Show what `publish` would do, changing nothing'
+            cand generations 'List or show the generations in the store'
+            cand runs 'List or show the runs recorded in the store'
             cand graph 'Draw the dependency graph, scopes as clusters'
             cand schema 'Print the JSON Schema of the composition format'
             cand completions 'Print a shell completion script'
@@ -184,15 +324,38 @@ set edit:completion:arg-completer[chassis] = {|@words|
         &'chassis;help;explain'= {
             cand requirement 'Every candidate for one requirement: origin, visibility, eligibility, selection, and the reason each was rejected'
             cand scope 'A scope: parent, children, effective view, providers (local, inherited, visible), entries, requirements, tools. Metadata values are redacted'
+            cand reuse 'Why a node was reused, rebuilt or rewired between two stored generations: which identity parts changed'
         }
         &'chassis;help;explain;requirement'= {
         }
         &'chassis;help;explain;scope'= {
         }
+        &'chassis;help;explain;reuse'= {
+        }
         &'chassis;help;diff'= {
             cand generations 'Compare two generations'
         }
         &'chassis;help;diff;generations'= {
+        }
+        &'chassis;help;publish'= {
+        }
+        &'chassis;help;plan'= {
+        }
+        &'chassis;help;generations'= {
+            cand list 'Every published generation, oldest first'
+            cand show 'One generation: digests, nodes (entry, instance id, mount, identity hashes) and what its publish did to each node'
+        }
+        &'chassis;help;generations;list'= {
+        }
+        &'chassis;help;generations;show'= {
+        }
+        &'chassis;help;runs'= {
+            cand list 'Every recorded run, oldest first'
+            cand show 'One run'
+        }
+        &'chassis;help;runs;list'= {
+        }
+        &'chassis;help;runs;show'= {
         }
         &'chassis;help;graph'= {
         }

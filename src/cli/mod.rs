@@ -71,6 +71,16 @@ pub enum Command {
     /// Compare two compositions, snapshots or git revisions semantically.
     #[command(subcommand)]
     Diff(commands::diff::DiffCommand),
+    /// Reconcile a composition against the store and record a new generation.
+    Publish(commands::publish::PublishArgs),
+    /// Show what `publish` would do, changing nothing.
+    Plan(commands::plan::PlanArgs),
+    /// List or show the generations in the store.
+    #[command(subcommand)]
+    Generations(commands::generations::GenerationsCommand),
+    /// List or show the runs recorded in the store.
+    #[command(subcommand)]
+    Runs(commands::runs::RunsCommand),
     /// Draw the dependency graph, scopes as clusters.
     Graph(commands::graph::GraphArgs),
     /// Print the JSON Schema of the composition format.
@@ -128,6 +138,10 @@ pub fn run(cli: Cli) -> ExitStatus {
         Command::Snapshot(args) => commands::snapshot::run(&ui, args),
         Command::Explain(cmd) => commands::explain::run(&ui, cmd),
         Command::Diff(cmd) => commands::diff::run(&ui, cmd),
+        Command::Publish(args) => commands::publish::run(&ui, args),
+        Command::Plan(args) => commands::plan::run(&ui, args),
+        Command::Generations(cmd) => commands::generations::run(&ui, cmd),
+        Command::Runs(cmd) => commands::runs::run(&ui, cmd),
         Command::Graph(args) => commands::graph::run(&ui, args),
         Command::Schema(args) => commands::schema::run(&ui, args),
         Command::Completions(args) => commands::completions::run(&ui, args),

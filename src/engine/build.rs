@@ -264,6 +264,7 @@ impl CompositionBuilder {
                     name: ToolName::new(&name).map_err(|e| err(&e))?,
                     description,
                     args_schema: args,
+                    result: None,
                     origin: None,
                 });
             }

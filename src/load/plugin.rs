@@ -22,9 +22,10 @@ pub const PLUGIN_KEYS: &[&str] = &[
     "config_version",
     "metadata",
     "tools",
+    "kind",
 ];
 /// Keys of a `[[plugins.<name>.tools]]` table.
-pub const TOOL_KEYS: &[&str] = &["name", "description", "args"];
+pub const TOOL_KEYS: &[&str] = &["name", "description", "args", "result"];
 
 /// A version string, reporting `load::bad-version` inside the string.
 fn version(cx: &mut FileCtx<'_>, node: &Node<'_, '_>, s: Str<'_>) -> Option<Version> {
@@ -148,6 +149,30 @@ pub(crate) fn plugin(cx: &mut FileCtx<'_>, node: &Node<'_, '_>) -> Option<Manife
     if let Some(n) = r.get("tools") {
         manifest.tools = tools(cx, &n, node.key);
     }
+    if let Some(n) = r.get("kind") {
+        if let Some(s) = n.str(cx) {
+            let kinds = crate::runtime::Catalog::new().kinds();
+            if kinds.iter().any(|k| k == s.value) {
+                manifest.kind = Some(s.value.to_owned());
+            } else {
+                let hint =
+                    crate::engine::diag::did_you_mean(s.value, kinds.iter().map(String::as_str));
+                let d = cx.error(
+                    Code::UnknownPlugin,
+                    s.span,
+                    format!("unknown plugin kind `{}` for `{}`", s.value, n.path),
+                    "unknown kind",
+                );
+                if let Some(h) = hint {
+                    d.help.push(format!("did you mean `{h}`?"));
+                }
+                d.help.push(format!(
+                    "known kinds: {} (omit `kind` for a declared plugin)",
+                    kinds.join(", ")
+                ));
+            }
+        }
+    }
     r.finish(cx);
     Some(manifest)
 }
@@ -254,6 +279,7 @@ fn tools(cx: &mut FileCtx<'_>, node: &Node<'_, '_>, plugin: &str) -> Vec<ToolDec
             }
             None => Some(None),
         };
+        let result = r.get("result").and_then(|n| json_value(cx, &n));
         r.finish(cx);
         let (Some(name), Some(s)) = (name, name_str) else {
             continue;
@@ -277,6 +303,7 @@ fn tools(cx: &mut FileCtx<'_>, node: &Node<'_, '_>, plugin: &str) -> Vec<ToolDec
                     name,
                     description,
                     args_schema,
+                    result,
                     origin,
                 },
             );

@@ -53,6 +53,11 @@ struct PluginTable {
     metadata: Option<BTreeMap<String, serde_json::Value>>,
     /// Tools the plugin declares, unique by name.
     tools: Option<Vec<ToolTable>>,
+    /// The catalog kind that implements this manifest; absent = the
+    /// declared kind (provides what it declares). The `testing.*` kinds make
+    /// failure paths reachable: `testing.liar`, `testing.failing-setup`,
+    /// `testing.slow-teardown`, `testing.task`.
+    kind: Option<String>,
 }
 
 /// One provided version, or several with distinct majors.
@@ -76,6 +81,9 @@ struct ToolTable {
     description: String,
     /// JSON Schema of the tool's arguments.
     args: Option<serde_json::Map<String, serde_json::Value>>,
+    /// A static result: a declared tool answers with it; without one, a call
+    /// fails with `tool_not_implemented`.
+    result: Option<serde_json::Value>,
 }
 
 /// A plugin entry: an implementation placed in a scope with a configuration.

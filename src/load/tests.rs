@@ -92,6 +92,7 @@ fn expected_full() -> Composition {
         name: ToolName::new(name).unwrap(),
         description: description.into(),
         args_schema,
+        result: None,
         origin: None,
     };
     app.tools = vec![

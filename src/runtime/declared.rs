@@ -42,7 +42,7 @@ pub fn provide_declared(ctx: &PluginContext, manifest: &Manifest) -> Result<(), 
             name: tool.name.to_string(),
             description: tool.description.clone(),
             args_schema: tool.args_schema.clone(),
-            result: None,
+            result: tool.result.clone(),
         };
         ctx.tools()
             .register(Arc::new(declared), ToolPolicy::default())?;

@@ -345,7 +345,15 @@ impl Harness {
                 );
             }
         }
-        let identity = NodeIdentity::of(entry, &entry.plugin.value, &bindings);
+        let identity = NodeIdentity::of(
+            entry,
+            entry
+                .manifest
+                .kind
+                .as_deref()
+                .unwrap_or(&entry.plugin.value),
+            &bindings,
+        );
         let previous = control
             .current_by_entry
             .get(&id)
@@ -390,14 +398,14 @@ impl Harness {
                 )
             }
         };
-        let plugin =
-            self.shared
-                .catalog
-                .instantiate(entry, None)
-                .map_err(|e| PlaceError::Instantiate {
-                    entry: id.clone(),
-                    error: e.to_string(),
-                })?;
+        let plugin = self
+            .shared
+            .catalog
+            .instantiate(entry, entry.manifest.kind.as_deref())
+            .map_err(|e| PlaceError::Instantiate {
+                entry: id.clone(),
+                error: e.to_string(),
+            })?;
         let mounted_so_far = control.mounts.get(&id).copied().unwrap_or(0);
         let mount = keep_mount.unwrap_or(mounted_so_far + 1);
         let iid = instance_id(entry_id, mount);
@@ -790,7 +798,15 @@ pub fn predict(
                 ))
             })
             .collect();
-        let identity = NodeIdentity::of(entry, &entry.plugin.value, &bindings);
+        let identity = NodeIdentity::of(
+            entry,
+            entry
+                .manifest
+                .kind
+                .as_deref()
+                .unwrap_or(&entry.plugin.value),
+            &bindings,
+        );
         let (decision, reasons, old_iid, keep_mount) = seed_decision(seed, &id, &identity)
             .unwrap_or((Decision::Added, vec!["entry_added"], None, None));
         let so_far = mounts.get(&id).copied().unwrap_or(0);

@@ -388,3 +388,89 @@ async fn concurrent_runs_each_see_exactly_one_complete_generation() {
         "every lease was released"
     );
 }
+
+#[tokio::test]
+async fn testing_kinds_and_static_results_are_reachable_from_toml() {
+    let text = r#"
+version = 1
+
+[plugins.liar]
+version = "1.0.0"
+provides = { database = "1.0.0" }
+kind = "testing.liar"
+
+[plugins.app]
+version = "1.0.0"
+requires = { database = ">=1,<2" }
+
+[entries.db]
+plugin = "liar"
+
+[entries.app]
+"#;
+    let loaded = crate::load::load_str("liar.toml", text);
+    assert!(loaded.diagnostics.is_empty(), "{:?}", loaded.diagnostics);
+    let err = harness()
+        .reconcile(loaded.composition.unwrap())
+        .await
+        .unwrap_err();
+    let ReconcileError::Contract(c) = err else {
+        panic!("{err}")
+    };
+    assert_eq!(
+        (c.provider.as_str(), c.promised.as_str()),
+        ("db", "database@1")
+    );
+
+    let typo = crate::load::load_str(
+        "typo.toml",
+        "version = 1\n[plugins.x]\nversion = \"1.0.0\"\nkind = \"testing.lair\"\n",
+    );
+    let d = &typo.diagnostics[0];
+    assert_eq!(d.code, crate::engine::diag::Code::UnknownPlugin);
+    assert!(
+        d.help.iter().any(|h| h.contains("testing.liar")),
+        "{:?}",
+        d.help
+    );
+
+    let answering = r#"
+version = 1
+[plugins.toolbox]
+version = "1.0.0"
+[[plugins.toolbox.tools]]
+name = "ping"
+description = "Answers pong."
+result = { pong = true }
+[entries.toolbox]
+"#;
+    let h = harness();
+    h.reconcile(
+        crate::load::load_str("t.toml", answering)
+            .composition
+            .unwrap(),
+    )
+    .await
+    .unwrap();
+    let lease = h.acquire().unwrap();
+    let run = RunContext {
+        run_id: "r".into(),
+        generation: Arc::clone(lease.generation()),
+        agent: None,
+        scope: "/".into(),
+        budget: None,
+    };
+    let out = ToolExecutor::new(ExecutorServices::permissive())
+        .execute(
+            &run,
+            ToolCall {
+                name: "ping".into(),
+                args: serde_json::json!({}),
+                call_id: None,
+            },
+            false,
+        )
+        .await
+        .unwrap();
+    assert_eq!(out.content, serde_json::json!({ "pong": true }));
+}

@@ -1,1 +1,388 @@
-//! The generation store (being written).
+//! The generation store: published generations and runs, persisted.
+//!
+//! Leases, draining, disposal and generation pressure live inside one
+//! process; the store keeps what outlives it: each generation's record
+//! (snapshot envelope and digests), its nodes (entry, instance id, mount
+//! number, identity) and the runs made on it. Across processes "reused"
+//! means a node's stored instance id and identity carry over and the plugin
+//! is mounted afresh ([`seed_state`] feeds a [`Harness`](crate::runtime::Harness)).
+//!
+//! The store is an edge adapter behind [`Store`]; the embedded SQLite one
+//! ([`sqlite::SqliteStore`], `.chassis/state.db` beside the composition) is
+//! the default, and another backend (PostgreSQL) fits behind the same trait.
+//! Identities hold hashes only, and the configuration part is kept as a
+//! keyed fingerprint (HMAC under a random per-store key, [`key`]), never a
+//! configuration value.
+
+pub mod failpoint;
+pub mod key;
+pub mod sqlite;
+mod time;
+
+use std::collections::BTreeMap;
+use std::path::{Path, PathBuf};
+use std::sync::Arc;
+
+use serde::{Deserialize, Serialize};
+
+use crate::engine::identity::GenerationId;
+use crate::engine::snapshot::Digests;
+use crate::runtime::harness::{ConfigFingerprint, SeedNode, SeedState};
+use crate::runtime::identity::{Decision, NodeIdentity, NodeImpact};
+
+pub use key::StoreKey;
+pub use sqlite::SqliteStore;
+pub use time::now_rfc3339;
+
+/// The schema version this chassis writes and reads.
+pub const SCHEMA_VERSION: i64 = 1;
+
+/// Where the store lives by default, relative to the composition's folder.
+pub const DEFAULT_STATE: &str = ".chassis/state.db";
+
+/// The purpose label of configuration fingerprints.
+pub const CONFIG_PURPOSE: &str = "chassis.identity.config.v1";
+
+/// The default store path for the composition at `file`.
+pub fn default_path(file: &Path) -> PathBuf {
+    file.parent()
+        .map_or_else(|| PathBuf::from("."), Path::to_path_buf)
+        .join(DEFAULT_STATE)
+}
+
+/// A store operation failed.
+#[derive(Clone, Debug, PartialEq, Eq, thiserror::Error)]
+pub enum StoreError {
+    /// There is no store at the path (reading commands never create one).
+    #[error("no generation store at `{path}`")]
+    Missing {
+        /// Path.
+        path: String,
+    },
+    /// The store was written by a newer chassis.
+    #[error(
+        "the store `{path}` has schema version {found}; this chassis reads versions up to {supported}"
+    )]
+    FutureSchema {
+        /// Path.
+        path: String,
+        /// Its schema version.
+        found: i64,
+        /// The newest this build reads.
+        supported: i64,
+    },
+    /// The file is not a chassis store.
+    #[error("`{path}` is not a chassis store: {reason}")]
+    NotAStore {
+        /// Path.
+        path: String,
+        /// Why.
+        reason: String,
+    },
+    /// Another publish won the race.
+    #[error(
+        "the store moved on while publishing: expected the current generation to be {expected}, found {found}"
+    )]
+    Conflict {
+        /// What the publish was computed against.
+        expected: String,
+        /// What the store has.
+        found: String,
+    },
+    /// SQLite or the file system failed.
+    #[error("store `{path}`: {message}")]
+    Backend {
+        /// Path.
+        path: String,
+        /// The failure.
+        message: String,
+    },
+}
+
+impl StoreError {
+    /// A stable code for diagnostics.
+    pub fn code(&self) -> &'static str {
+        match self {
+            StoreError::Missing { .. } => "store::missing",
+            StoreError::FutureSchema { .. } => "store::future-schema",
+            StoreError::NotAStore { .. } => "store::not-a-store",
+            StoreError::Conflict { .. } => "store::conflict",
+            StoreError::Backend { .. } => "store::backend",
+        }
+    }
+
+    /// A hint for a person.
+    pub fn help(&self) -> Option<&'static str> {
+        match self {
+            StoreError::Missing { .. } => {
+                Some("run `chassis publish FILE` first, or point at a store with `--state PATH`")
+            }
+            StoreError::FutureSchema { .. } => Some("upgrade chassis to read this store"),
+            StoreError::Conflict { .. } => {
+                Some("another publish committed first; run publish again")
+            }
+            _ => None,
+        }
+    }
+}
+
+/// A node identity as stored: hashes only, configuration as a keyed
+/// fingerprint.
+#[derive(Clone, Debug, PartialEq, Eq, Serialize, Deserialize)]
+pub struct StoredIdentity {
+    /// Implementation hash.
+    pub implementation: String,
+    /// Contracts hash.
+    pub contracts: String,
+    /// Keyed fingerprint of the configuration hash.
+    pub config: String,
+    /// Scope path.
+    pub scope: String,
+    /// Bindings hash.
+    pub dependencies: String,
+}
+
+impl StoredIdentity {
+    /// `identity` as stored (`config` already fingerprinted when `fingerprint`
+    /// is `None`).
+    pub fn from_identity(identity: &NodeIdentity, fingerprint: Option<&ConfigFingerprint>) -> Self {
+        Self {
+            implementation: identity.implementation.clone(),
+            contracts: identity.contracts.clone(),
+            config: fingerprint.map_or_else(|| identity.config.clone(), |f| f(&identity.config)),
+            scope: identity.scope.clone(),
+            dependencies: identity.dependencies.clone(),
+        }
+    }
+
+    /// Back to a [`NodeIdentity`] whose `config` is the fingerprint.
+    pub fn to_identity(&self) -> NodeIdentity {
+        NodeIdentity {
+            implementation: self.implementation.clone(),
+            contracts: self.contracts.clone(),
+            config: self.config.clone(),
+            scope: self.scope.clone(),
+            dependencies: self.dependencies.clone(),
+        }
+    }
+}
+
+/// One node of a stored generation.
+#[derive(Clone, Debug, PartialEq, Eq, Serialize, Deserialize)]
+pub struct StoredNode {
+    /// Entry id.
+    pub entry_id: String,
+    /// Instance id.
+    pub instance_id: String,
+    /// Mount number.
+    pub mount: u64,
+    /// Identity.
+    pub identity: StoredIdentity,
+}
+
+/// What a publish did with one node (removed nodes included).
+#[derive(Clone, Debug, PartialEq, Eq, Serialize, Deserialize)]
+pub struct StoredImpact {
+    /// Entry id.
+    pub entry_id: String,
+    /// `added`, `removed`, `reused`, `unchanged`, `rewired`, `rebuilt`.
+    pub decision: String,
+    /// Reasons.
+    pub reasons: Vec<String>,
+    /// Old instance id.
+    pub old_instance_id: Option<String>,
+    /// New instance id.
+    pub new_instance_id: Option<String>,
+}
+
+impl From<&NodeImpact> for StoredImpact {
+    fn from(i: &NodeImpact) -> Self {
+        Self {
+            entry_id: i.entry_id.clone(),
+            decision: decision_name(i.decision).to_owned(),
+            reasons: i.reasons.iter().map(|r| (*r).to_owned()).collect(),
+            old_instance_id: i.old_instance_id.clone(),
+            new_instance_id: i.new_instance_id.clone(),
+        }
+    }
+}
+
+/// The snake_case name of a decision.
+pub fn decision_name(d: Decision) -> &'static str {
+    match d {
+        Decision::Added => "added",
+        Decision::Removed => "removed",
+        Decision::Reused => "reused",
+        Decision::Unchanged => "unchanged",
+        Decision::Rewired => "rewired",
+        Decision::Rebuilt => "rebuilt",
+    }
+}
+
+/// A generation as listed.
+#[derive(Clone, Debug, PartialEq, Eq, Serialize)]
+pub struct GenerationSummary {
+    /// Id (`gen_0001`).
+    pub id: String,
+    /// Sequence.
+    pub sequence: u64,
+    /// `active` (the current one) or `superseded`.
+    pub state: String,
+    /// When it was published (RFC 3339, UTC).
+    pub created_at: String,
+    /// Semantic digest.
+    pub semantic_digest: String,
+    /// Full digest.
+    pub digest: String,
+    /// Node count.
+    pub nodes: usize,
+}
+
+/// A stored generation in full.
+#[derive(Clone, Debug, PartialEq)]
+pub struct StoredGeneration {
+    /// Summary fields.
+    pub summary: GenerationSummary,
+    /// Physical digest.
+    pub physical_digest: String,
+    /// The snapshot envelope (`{format_version, snapshot, digests}`).
+    pub snapshot: serde_json::Value,
+    /// Nodes, by entry id.
+    pub nodes: Vec<StoredNode>,
+    /// What its publish did, by entry id.
+    pub impact: Vec<StoredImpact>,
+}
+
+impl StoredGeneration {
+    /// Its id.
+    pub fn id(&self) -> GenerationId {
+        GenerationId::from_sequence(self.summary.sequence)
+    }
+
+    /// The node of `entry`.
+    pub fn node(&self, entry: &str) -> Option<&StoredNode> {
+        self.nodes.iter().find(|n| n.entry_id == entry)
+    }
+}
+
+/// Everything one publish writes.
+#[derive(Clone, Debug, PartialEq)]
+pub struct PublishRecord {
+    /// The id the generation was built as (its snapshot carries it).
+    pub generation_id: GenerationId,
+    /// The current generation it was computed against.
+    pub expected_current: Option<GenerationId>,
+    /// Snapshot envelope.
+    pub snapshot: serde_json::Value,
+    /// Its digests.
+    pub digests: Digests,
+    /// Its nodes.
+    pub nodes: Vec<StoredNode>,
+    /// What the publish did per node.
+    pub impact: Vec<StoredImpact>,
+    /// Entry id -> mounts so far, after this publish.
+    pub mounts: BTreeMap<String, u64>,
+}
+
+/// A run to record.
+#[derive(Clone, Debug, PartialEq, Eq)]
+pub struct NewRun {
+    /// The generation it ran on.
+    pub generation_id: String,
+    /// Agent name.
+    pub agent: String,
+    /// Status (`running`, `succeeded`, `failed`, `cancelled`).
+    pub status: String,
+    /// Start (RFC 3339).
+    pub started_at: String,
+    /// End (RFC 3339), when finished.
+    pub finished_at: Option<String>,
+}
+
+/// A recorded run.
+#[derive(Clone, Debug, PartialEq, Eq, Serialize)]
+pub struct StoredRun {
+    /// Id (`run_0001`).
+    pub id: String,
+    /// Generation id.
+    pub generation_id: String,
+    /// Agent.
+    pub agent: String,
+    /// Status.
+    pub status: String,
+    /// Start.
+    pub started_at: String,
+    /// End.
+    pub finished_at: Option<String>,
+}
+
+/// How a command opens a store.
+#[derive(Clone, Copy, Debug, PartialEq, Eq)]
+pub enum OpenMode {
+    /// Create it (and its folder) when absent; read-write.
+    Create,
+    /// It must exist; read-only.
+    ReadOnly,
+}
+
+/// A generation store.
+pub trait Store {
+    /// Where it is.
+    fn location(&self) -> String;
+    /// The current (latest published) generation.
+    fn current(&self) -> Result<Option<StoredGeneration>, StoreError>;
+    /// One generation.
+    fn generation(&self, id: &GenerationId) -> Result<Option<StoredGeneration>, StoreError>;
+    /// Every generation, oldest first.
+    fn list(&self) -> Result<Vec<GenerationSummary>, StoreError>;
+    /// Entry id -> mounts so far.
+    fn entry_mounts(&self) -> Result<BTreeMap<String, u64>, StoreError>;
+    /// The keyed configuration fingerprint of this store.
+    fn config_fingerprint(&self) -> ConfigFingerprint;
+    /// Record a generation atomically; its sequence is allocated inside the
+    /// transaction and must be the one the record was built as.
+    fn publish(&mut self, record: PublishRecord) -> Result<GenerationId, StoreError>;
+    /// Record a run.
+    fn record_run(&mut self, run: NewRun) -> Result<String, StoreError>;
+    /// Every run, oldest first.
+    fn runs(&self) -> Result<Vec<StoredRun>, StoreError>;
+    /// One run.
+    fn run(&self, id: &str) -> Result<Option<StoredRun>, StoreError>;
+}
+
+/// Open the default backend (SQLite) at `path`.
+pub fn open(path: &Path, mode: OpenMode) -> Result<SqliteStore, StoreError> {
+    SqliteStore::open(path, mode)
+}
+
+/// The fingerprint function of `key`.
+pub fn fingerprint_fn(key: StoreKey) -> ConfigFingerprint {
+    let key = Arc::new(key);
+    Arc::new(move |hash: &str| key.fingerprint(CONFIG_PURPOSE, hash))
+}
+
+/// The harness seed for `store`: its current generation's nodes, the mount
+/// counters, the sequence and digest, and the store's fingerprint.
+pub fn seed_state(store: &dyn Store) -> Result<SeedState, StoreError> {
+    let current = store.current()?;
+    let mounts = store.entry_mounts()?;
+    Ok(SeedState {
+        sequence: current.as_ref().map_or(0, |g| g.summary.sequence),
+        digest: current.as_ref().map(|g| g.summary.digest.clone()),
+        mounts,
+        nodes: current
+            .iter()
+            .flat_map(|g| g.nodes.iter())
+            .map(|n| SeedNode {
+                entry_id: n.entry_id.clone(),
+                instance_id: n.instance_id.clone(),
+                mount: n.mount,
+                identity: n.identity.to_identity(),
+            })
+            .collect(),
+        config_fingerprint: Some(store.config_fingerprint()),
+    })
+}
+
+#[cfg(test)]
+mod tests;

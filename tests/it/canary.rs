@@ -83,6 +83,53 @@ fn invocations(path: &str) -> Option<Vec<Vec<&'static str>>> {
         "diff generations" => vec![
             vec!["diff", "generations", "{F}", "{F}", "--include-unchanged"],
             vec!["--format", "markdown", "diff", "generations", "{F}", "{F}"],
+            vec![
+                "diff",
+                "generations",
+                "gen_0001",
+                "gen_0001",
+                "--state",
+                "{STATE}",
+            ],
+        ],
+        "publish" => vec![
+            vec!["publish", "{F}"],
+            vec!["--format", "json", "publish", "{F}", "--allow-pending"],
+        ],
+        "plan" => vec![vec!["plan", "{F}"], vec!["--format", "json", "plan", "{F}"]],
+        "generations list" => vec![
+            vec!["generations", "list", "--state", "{STATE}"],
+            vec![
+                "--format",
+                "json",
+                "generations",
+                "list",
+                "--state",
+                "{STATE}",
+            ],
+        ],
+        "generations show" => vec![
+            vec!["generations", "show", "gen_0001", "--state", "{STATE}"],
+            vec![
+                "--format",
+                "json",
+                "generations",
+                "show",
+                "gen_0001",
+                "--state",
+                "{STATE}",
+            ],
+        ],
+        "runs list" => vec![vec!["runs", "list", "--state", "{STATE}"]],
+        "runs show" => vec![vec!["runs", "show", "run_0001", "--state", "{STATE}"]],
+        "explain reuse" => vec![
+            vec![
+                "explain", "reuse", "gen_0001", "gen_0001", "db", "--state", "{STATE}",
+            ],
+            vec![
+                "--format", "json", "explain", "reuse", "gen_0001", "gen_0001", "db", "--state",
+                "{STATE}",
+            ],
         ],
         "graph" => vec![
             vec!["graph", "{F}"],
@@ -104,6 +151,8 @@ fn the_canary_appears_in_no_output_of_any_command() {
     let mut paths = Vec::new();
     leaves(&chassis::cli::Cli::command(), Vec::new(), &mut paths);
     assert!(paths.len() >= 7, "{paths:?}");
+    // Commands that read the store come after `publish`, which creates it.
+    paths.sort_by_key(|p| p.first().is_some_and(|c| c != "publish"));
     for path in paths {
         let key = path.join(" ");
         let Some(invocations) = invocations(&key) else {
@@ -112,11 +161,14 @@ fn the_canary_appears_in_no_output_of_any_command() {
         for file in [&valid, &broken] {
             for inv in &invocations {
                 let out = dir.path().join("out.json");
+                // `publish` creates the store beside the composition.
+                let state = dir.path().join(".chassis/state.db");
                 let args: Vec<String> = inv
                     .iter()
                     .map(|a| {
                         a.replace("{F}", file.to_str().unwrap())
                             .replace("{OUT}", out.to_str().unwrap())
+                            .replace("{STATE}", state.to_str().unwrap())
                     })
                     .collect();
                 let mut all: Vec<&str> = vec!["--color", "never", "-vvv"];
@@ -130,6 +182,14 @@ fn the_canary_appears_in_no_output_of_any_command() {
                     assert!(
                         !text.contains(CANARY),
                         "`{}` leaked the canary on {stream}:\n{text}",
+                        all.join(" ")
+                    );
+                }
+                if state.exists() {
+                    let bytes = std::fs::read(&state).unwrap();
+                    assert!(
+                        !bytes.windows(CANARY.len()).any(|w| w == CANARY.as_bytes()),
+                        "`{}` stored the canary",
                         all.join(" ")
                     );
                 }

@@ -5,4 +5,5 @@ mod canary;
 mod generated;
 mod golden;
 mod harness;
+mod store;
 mod vectors;

@@ -7,6 +7,7 @@ use super::super::exit::ExitStatus;
 use super::super::render::diff as render;
 use super::super::ui::{Format, Ui};
 use super::super::workspace::load_operand;
+use super::reuse;
 
 /// What to diff.
 #[derive(Debug, clap::Subcommand)]
@@ -18,6 +19,10 @@ pub enum DiffCommand {
     /// or a composition at a git revision (`origin/main:composition.toml`; its
     /// includes are read at that revision too). An operand is tried as an
     /// existing file first, then as `REV:PATH`.
+    ///
+    /// An operand may also be a generation id from the store (`gen_0002`;
+    /// the store is `--state`, default `.chassis/state.db`). When both are,
+    /// a NODES section says which nodes were reused, rebuilt or rewired.
     ///
     /// Changes are grouped as SCOPES, PROVIDERS and REQUIREMENTS, each with a
     /// kind (added, removed, replaced, changed, rewired) and a reason.
@@ -35,6 +40,9 @@ pub enum DiffCommand {
         /// Exit 1 exactly when the semantic digests differ (like `git diff --exit-code`).
         #[arg(long)]
         exit_code: bool,
+        /// The store generation ids are read from (default `.chassis/state.db`).
+        #[arg(long, value_name = "PATH")]
+        state: Option<std::path::PathBuf>,
     },
 }
 
@@ -45,14 +53,26 @@ pub fn run(ui: &Ui, cmd: &DiffCommand) -> Result<ExitStatus, ExitStatus> {
         new,
         include_unchanged,
         exit_code,
+        state,
     } = cmd;
     super::super::require_format(
         ui,
         &[Format::Text, Format::Json, Format::Markdown],
         "diff generations",
     )?;
-    let old_side = load_operand(ui, old)?;
-    let new_side = load_operand(ui, new)?;
+    let mut store = None;
+    let (old_side, old_gen) = match reuse::store_operand(ui, old, state.as_deref(), &mut store)? {
+        Some((operand, g)) => (operand, Some(g)),
+        None => (load_operand(ui, old)?, None),
+    };
+    let (new_side, new_gen) = match reuse::store_operand(ui, new, state.as_deref(), &mut store)? {
+        Some((operand, g)) => (operand, Some(g)),
+        None => (load_operand(ui, new)?, None),
+    };
+    let nodes = match (&old_gen, &new_gen) {
+        (Some(a), Some(b)) => Some(reuse::node_changes(a, b)),
+        _ => None,
+    };
     let diff = diff_snapshots(&old_side.snapshot, &new_side.snapshot, *include_unchanged);
     match ui.format {
         Format::Json => {
@@ -60,11 +80,29 @@ pub fn run(ui: &Ui, cmd: &DiffCommand) -> Result<ExitStatus, ExitStatus> {
             if let Some(obj) = doc.as_object_mut() {
                 obj.insert("old_operand".into(), old.clone().into());
                 obj.insert("new_operand".into(), new.clone().into());
+                if let Some(nodes) = &nodes {
+                    obj.insert(
+                        "nodes".into(),
+                        serde_json::to_value(nodes).unwrap_or_default(),
+                    );
+                }
             }
             ui.out_json(&doc);
         }
-        Format::Markdown => ui.out(&render::render_markdown(&diff)),
-        _ => ui.out(&render::render_text(&diff)),
+        Format::Markdown => {
+            let mut text = render::render_markdown(&diff);
+            if let Some(nodes) = &nodes {
+                text.push_str(&reuse::nodes_markdown(nodes));
+            }
+            ui.out(&text);
+        }
+        _ => {
+            let mut text = render::render_text(&diff);
+            if let Some(nodes) = &nodes {
+                text.push_str(&reuse::nodes_text(nodes));
+            }
+            ui.out(&text);
+        }
     }
     if *exit_code && diff.semantic_changed {
         return Ok(ExitStatus::Negative);

@@ -44,6 +44,12 @@ pub enum ExplainCommand {
         #[arg(value_name = "FILE")]
         file: PathBuf,
     },
+    /// Why a node was reused, rebuilt or rewired between two stored
+    /// generations: which identity parts changed.
+    #[command(
+        after_long_help = "Examples:\n  chassis explain reuse gen_0001 gen_0002 app\n  chassis explain reuse gen_0001 gen_0002 app --state deploy/.chassis/state.db"
+    )]
+    Reuse(super::reuse::ReuseArgs),
 }
 
 /// Run `explain`.
@@ -63,6 +69,7 @@ pub fn run(ui: &Ui, cmd: &ExplainCommand) -> Result<ExitStatus, ExitStatus> {
             let resolved = load_file(ui, file)?;
             scope_report(ui, &resolved, path)
         }
+        ExplainCommand::Reuse(args) => super::reuse::run(ui, args),
     }
 }
 

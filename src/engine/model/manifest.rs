@@ -84,6 +84,9 @@ pub struct ToolDecl {
     pub description: String,
     /// JSON Schema of the arguments, `None` for a tool without one.
     pub args_schema: Option<serde_json::Value>,
+    /// A static result a declared tool answers with (not part of the
+    /// contract hash: it is behaviour, not interface).
+    pub result: Option<serde_json::Value>,
     /// Where it was declared.
     pub origin: Option<Origin>,
 }
@@ -108,6 +111,9 @@ pub struct Manifest {
     pub metadata: BTreeMap<String, ConfigValue>,
     /// Declared tools, sorted by name, unique.
     pub tools: Vec<ToolDecl>,
+    /// The catalog kind implementing this manifest (`testing.liar`);
+    /// `None` is the declared kind.
+    pub kind: Option<String>,
     /// Where the manifest was declared.
     pub origin: Option<Origin>,
 }
@@ -124,6 +130,7 @@ impl Manifest {
             config_version: 1,
             metadata: BTreeMap::new(),
             tools: Vec::new(),
+            kind: None,
             origin: None,
         }
     }

@@ -1,0 +1,93 @@
+//! The per-store key and the keyed fingerprints made with it.
+//!
+//! Identity across processes compares configuration (and, once secrets are
+//! resolved at mount, secret values) through fingerprints. A plain hash of a
+//! low-entropy value can be guessed offline, so the store keeps
+//! HMAC-SHA256 fingerprints keyed by a random 32-byte key created with the
+//! store. The key is never printed, logged or exported.
+
+use std::io::Read;
+
+use sha2::{Digest, Sha256};
+
+/// The store's secret key.
+#[derive(Clone)]
+pub struct StoreKey([u8; 32]);
+
+impl std::fmt::Debug for StoreKey {
+    fn fmt(&self, f: &mut std::fmt::Formatter<'_>) -> std::fmt::Result {
+        f.write_str("StoreKey(<redacted>)")
+    }
+}
+
+impl StoreKey {
+    /// 32 bytes from the operating system (`/dev/urandom`).
+    pub fn generate() -> std::io::Result<Self> {
+        let mut bytes = [0u8; 32];
+        std::fs::File::open("/dev/urandom")?.read_exact(&mut bytes)?;
+        Ok(Self(bytes))
+    }
+
+    /// A key from stored bytes.
+    pub fn from_bytes(bytes: &[u8]) -> Option<Self> {
+        Some(Self(bytes.try_into().ok()?))
+    }
+
+    /// The raw bytes (for storing only).
+    pub(crate) fn bytes(&self) -> &[u8; 32] {
+        &self.0
+    }
+
+    /// Hex HMAC-SHA256 of `value` under this key, domain-separated by
+    /// `purpose`.
+    pub fn fingerprint(&self, purpose: &str, value: &str) -> String {
+        let mut message = Vec::with_capacity(purpose.len() + 1 + value.len());
+        message.extend_from_slice(purpose.as_bytes());
+        message.push(0);
+        message.extend_from_slice(value.as_bytes());
+        hex(&hmac_sha256(&self.0, &message))
+    }
+}
+
+/// HMAC-SHA256 (RFC 2104) with a key shorter than the block.
+fn hmac_sha256(key: &[u8; 32], message: &[u8]) -> [u8; 32] {
+    let mut block = [0u8; 64];
+    block[..32].copy_from_slice(key);
+    let ipad: Vec<u8> = block.iter().map(|b| b ^ 0x36).collect();
+    let opad: Vec<u8> = block.iter().map(|b| b ^ 0x5c).collect();
+    let inner = Sha256::new()
+        .chain_update(&ipad)
+        .chain_update(message)
+        .finalize();
+    let outer = Sha256::new()
+        .chain_update(&opad)
+        .chain_update(inner)
+        .finalize();
+    outer.into()
+}
+
+fn hex(bytes: &[u8]) -> String {
+    use std::fmt::Write;
+    bytes.iter().fold(String::new(), |mut s, b| {
+        let _ = write!(s, "{b:02x}");
+        s
+    })
+}
+
+#[cfg(test)]
+mod tests {
+    use super::*;
+
+    #[test]
+    fn hmac_matches_an_independent_implementation() {
+        // Python: hmac.new(b"\x0b" * 32, b"Hi There", hashlib.sha256).hexdigest()
+        let key = StoreKey([0x0b; 32]);
+        let mac = hex(&hmac_sha256(&key.0, b"Hi There"));
+        assert_eq!(
+            mac,
+            "198a607eb44bfbc69903a0f1cf2bbdc5ba0aa3f3d9ae3c1c7a3b1696a0b68cf7"
+        );
+        assert_ne!(key.fingerprint("a", "x"), key.fingerprint("b", "x"));
+        assert_eq!(format!("{key:?}"), "StoreKey(<redacted>)");
+    }
+}

@@ -1,0 +1,133 @@
+//! Store unit tests: creation, publication, schema versioning, races.
+
+use super::*;
+use crate::engine::snapshot::Digests;
+
+fn record(seq: u64, expected: Option<u64>) -> PublishRecord {
+    PublishRecord {
+        generation_id: GenerationId::from_sequence(seq),
+        expected_current: expected.map(GenerationId::from_sequence),
+        snapshot: serde_json::json!({ "format_version": 1 }),
+        digests: Digests {
+            digest: format!("d{seq}"),
+            semantic_digest: "s".into(),
+            physical_digest: "p".into(),
+        },
+        nodes: vec![StoredNode {
+            entry_id: "app".into(),
+            instance_id: "plugin_x".into(),
+            mount: seq,
+            identity: StoredIdentity {
+                implementation: "i".into(),
+                contracts: "c".into(),
+                config: "f".into(),
+                scope: "/".into(),
+                dependencies: "d".into(),
+            },
+        }],
+        impact: vec![],
+        mounts: [("app".to_owned(), seq)].into(),
+    }
+}
+
+#[test]
+fn a_store_is_created_published_to_and_read_back() {
+    let dir = tempfile::tempdir().unwrap();
+    let path = dir.path().join(".chassis/state.db");
+    assert!(matches!(
+        open(&path, OpenMode::ReadOnly),
+        Err(StoreError::Missing { .. })
+    ));
+    let mut store = open(&path, OpenMode::Create).unwrap();
+    assert!(store.created());
+    assert!(store.current().unwrap().is_none());
+    assert_eq!(
+        store.publish(record(1, None)).unwrap().to_string(),
+        "gen_0001"
+    );
+    assert_eq!(
+        store.publish(record(2, Some(1))).unwrap().to_string(),
+        "gen_0002"
+    );
+    drop(store);
+    let store = open(&path, OpenMode::ReadOnly).unwrap();
+    let list = store.list().unwrap();
+    assert_eq!(list.len(), 2);
+    assert_eq!(list[0].state, "superseded");
+    assert_eq!(list[1].state, "active");
+    let current = store.current().unwrap().unwrap();
+    assert_eq!(current.summary.id, "gen_0002");
+    assert_eq!(current.nodes[0].mount, 2);
+    assert_eq!(store.entry_mounts().unwrap()["app"], 2);
+    assert_eq!(store.integrity_check().unwrap(), "ok");
+    let reopened = open(&path, OpenMode::Create).unwrap();
+    assert!(!reopened.created());
+    let fp = store.config_fingerprint();
+    assert_eq!(
+        fp("h"),
+        reopened.config_fingerprint()("h"),
+        "one key per store"
+    );
+}
+
+#[test]
+fn a_publish_computed_against_an_older_current_is_a_conflict() {
+    let dir = tempfile::tempdir().unwrap();
+    let mut store = open(&dir.path().join("s.db"), OpenMode::Create).unwrap();
+    store.publish(record(1, None)).unwrap();
+    let err = store.publish(record(1, None)).unwrap_err();
+    assert!(matches!(err, StoreError::Conflict { .. }), "{err}");
+    assert_eq!(store.list().unwrap().len(), 1);
+}
+
+#[test]
+fn a_future_schema_is_refused_with_a_clear_error() {
+    let dir = tempfile::tempdir().unwrap();
+    let path = dir.path().join("s.db");
+    drop(open(&path, OpenMode::Create).unwrap());
+    let conn = rusqlite::Connection::open(&path).unwrap();
+    conn.execute(
+        "UPDATE meta SET value = '99' WHERE key = 'schema_version'",
+        [],
+    )
+    .unwrap();
+    drop(conn);
+    let err = open(&path, OpenMode::ReadOnly).unwrap_err();
+    assert_eq!(err.code(), "store::future-schema");
+    assert!(err.to_string().contains("schema version 99"), "{err}");
+}
+
+#[test]
+fn a_file_that_is_not_a_store_is_refused() {
+    let dir = tempfile::tempdir().unwrap();
+    let path = dir.path().join("s.db");
+    std::fs::write(&path, "not sqlite at all, just text that is long enough").unwrap();
+    let err = open(&path, OpenMode::ReadOnly).unwrap_err();
+    assert!(
+        matches!(
+            err,
+            StoreError::NotAStore { .. } | StoreError::Backend { .. }
+        ),
+        "{err}"
+    );
+}
+
+#[test]
+fn runs_are_recorded_and_listed() {
+    let dir = tempfile::tempdir().unwrap();
+    let mut store = open(&dir.path().join("s.db"), OpenMode::Create).unwrap();
+    store.publish(record(1, None)).unwrap();
+    let id = store
+        .record_run(NewRun {
+            generation_id: "gen_0001".into(),
+            agent: "triage".into(),
+            status: "succeeded".into(),
+            started_at: now_rfc3339(),
+            finished_at: Some(now_rfc3339()),
+        })
+        .unwrap();
+    assert_eq!(id, "run_0001");
+    assert_eq!(store.runs().unwrap().len(), 1);
+    assert_eq!(store.run("run_0001").unwrap().unwrap().agent, "triage");
+    assert!(store.run("run_0002").unwrap().is_none());
+}

@@ -1,0 +1,660 @@
+//! The generation store through the binary: publish, plan, generations,
+//! runs, explain reuse, diff by generation id, refusals, crash consistency
+//! at every failpoint, the secret canary in the database file, and plan ==
+//! publish.
+
+use std::os::unix::process::ExitStatusExt;
+use std::path::{Path, PathBuf};
+use std::process::Command;
+
+use chassis::engine::identity::GenerationId;
+use chassis::store::failpoint::PUBLISH_FAILPOINTS;
+use chassis::store::{OpenMode, Store};
+use proptest::prelude::*;
+
+use crate::harness::{Run, run_in};
+
+const CANARY: &str = "sk-canary-7f3a9c2e51";
+
+fn flat(dsn: &str) -> String {
+    format!(
+        r#"version = 1
+
+[plugins.db]
+version = "1.0.0"
+provides = {{ database = "1.0.0" }}
+
+[plugins.app]
+version = "1.0.0"
+requires = {{ database = ">=1,<2" }}
+
+[plugins.cache]
+version = "1.0.0"
+provides = {{ cache = "1.0.0" }}
+
+[entries.db]
+config = {{ dsn = "{dsn}", api_key = "{CANARY}" }}
+
+[entries.app]
+
+[entries.cache]
+"#
+    )
+}
+
+const PENDING: &str = r#"version = 1
+
+[plugins.app]
+version = "1.0.0"
+requires = { database = ">=1,<2" }
+
+[plugins.cache]
+version = "1.0.0"
+provides = { cache = "1.0.0" }
+
+[entries.app]
+
+[entries.cache]
+"#;
+
+const CYCLE: &str = r#"version = 1
+
+[plugins.a]
+version = "1.0.0"
+provides = { alpha = "1.0.0" }
+requires = { beta = ">=1,<2" }
+
+[plugins.b]
+version = "1.0.0"
+provides = { beta = "1.0.0" }
+requires = { alpha = ">=1,<2" }
+
+[entries.a]
+
+[entries.b]
+"#;
+
+const LIAR: &str = r#"version = 1
+
+[plugins."testing.liar"]
+version = "1.0.0"
+provides = { database = "1.0.0" }
+
+[plugins.app]
+version = "1.0.0"
+requires = { database = ">=1,<2" }
+
+[entries.db]
+plugin = "testing.liar"
+
+[entries.app]
+"#;
+
+struct Workspace {
+    dir: tempfile::TempDir,
+}
+
+impl Workspace {
+    fn new() -> Self {
+        Self {
+            dir: tempfile::tempdir().unwrap(),
+        }
+    }
+
+    fn path(&self) -> &Path {
+        self.dir.path()
+    }
+
+    fn write(&self, text: &str) {
+        std::fs::write(self.path().join("c.toml"), text).unwrap();
+    }
+
+    fn state(&self) -> PathBuf {
+        self.path().join(".chassis/state.db")
+    }
+
+    fn run(&self, args: &[&str]) -> Run {
+        let mut all = vec!["--color", "never"];
+        all.extend_from_slice(args);
+        run_in(self.path(), &all, &[])
+    }
+
+    fn json(&self, args: &[&str]) -> (i32, serde_json::Value) {
+        let mut all = vec!["--format", "json"];
+        all.extend_from_slice(args);
+        let r = self.run(&all);
+        let doc = serde_json::from_str(&r.stdout).unwrap_or_else(|e| {
+            panic!("not JSON ({e}):\n{}", r.transcript());
+        });
+        (r.code, doc)
+    }
+
+    /// A transcript with the temp dir and timestamps masked, for goldens.
+    fn golden(&self, r: &Run) -> String {
+        let text = r
+            .transcript()
+            .replace(&self.path().display().to_string(), "[TMP]");
+        mask_timestamps(&text)
+    }
+
+    fn current(&self) -> Option<String> {
+        let store = chassis::store::open(&self.state(), OpenMode::ReadOnly).unwrap();
+        store.current().unwrap().map(|g| g.summary.id)
+    }
+}
+
+/// `2026-01-31T12:00:00Z` -> `[TIME]`.
+fn mask_timestamps(text: &str) -> String {
+    let bytes = text.as_bytes();
+    let shape = b"dddd-dd-ddTdd:dd:ddZ";
+    let mut out = String::new();
+    let mut i = 0;
+    while i < bytes.len() {
+        let fits = bytes.len() - i >= shape.len()
+            && shape.iter().zip(&bytes[i..]).all(|(s, b)| match s {
+                b'd' => b.is_ascii_digit(),
+                other => other == b,
+            });
+        if fits {
+            out.push_str("[TIME]");
+            // Keep the column width of the masked field.
+            out.push_str(&" ".repeat(shape.len() - "[TIME]".len()));
+            i += shape.len();
+        } else {
+            let ch = text[i..].chars().next().unwrap();
+            out.push(ch);
+            i += ch.len_utf8();
+        }
+    }
+    out
+}
+
+#[test]
+fn the_first_publish_creates_the_store_and_an_unchanged_republish_records_nothing() {
+    let w = Workspace::new();
+    w.write(&flat("postgres://a"));
+    let (code, first) = w.json(&["publish", "c.toml"]);
+    assert_eq!(code, 0, "{first}");
+    assert!(w.state().is_file(), "created beside the composition");
+    assert_eq!(first["format_version"], 1);
+    assert_eq!(first["published"], true);
+    assert_eq!(first["generation_id"], "gen_0001");
+    assert_eq!(first["impact"]["added"], 3);
+    // The first generation is what `chassis snapshot` says.
+    let (_, snap) = w.json(&["snapshot", "c.toml"]);
+    assert_eq!(first["digests"]["digest"], snap["digests"]["digest"]);
+
+    let (code, again) = w.json(&["publish", "c.toml"]);
+    assert_eq!(code, 0);
+    assert_eq!(again["published"], false);
+    assert_eq!(again["action"], "no-op");
+    assert_eq!(again["generation_id"], "gen_0001");
+    assert_eq!(again["impact"]["reused"], 3);
+    assert_eq!(again["digests"], first["digests"], "identical digest");
+    let text = w.run(&["publish", "c.toml"]);
+    assert!(
+        text.stdout.starts_with("no change: gen_0001 reused"),
+        "{}",
+        text.stdout
+    );
+    let (_, list) = w.json(&["generations", "list"]);
+    assert_eq!(list["generations"].as_array().unwrap().len(), 1);
+}
+
+#[test]
+fn a_config_change_publishes_gen_0002_rebuilding_the_provider_and_rewiring_its_consumer() {
+    let w = Workspace::new();
+    w.write(&flat("postgres://a"));
+    assert_eq!(w.run(&["publish", "c.toml"]).code, 0);
+    w.write(&flat("postgres://b"));
+    let (code, doc) = w.json(&["publish", "c.toml"]);
+    assert_eq!(code, 0, "{doc}");
+    assert_eq!(doc["generation_id"], "gen_0002");
+    assert_eq!(doc["previous_generation_id"], "gen_0001");
+    let by: std::collections::BTreeMap<String, String> = doc["nodes"]
+        .as_array()
+        .unwrap()
+        .iter()
+        .map(|n| {
+            (
+                n["entry_id"].as_str().unwrap().to_owned(),
+                n["decision"].as_str().unwrap().to_owned(),
+            )
+        })
+        .collect();
+    assert_eq!(by["db"], "rebuilt");
+    assert_eq!(by["app"], "rewired");
+    assert_eq!(by["cache"], "reused");
+    let store = chassis::store::open(&w.state(), OpenMode::ReadOnly).unwrap();
+    let (g1, g2) = (
+        store
+            .generation(&GenerationId::from_sequence(1))
+            .unwrap()
+            .unwrap(),
+        store
+            .generation(&GenerationId::from_sequence(2))
+            .unwrap()
+            .unwrap(),
+    );
+    assert_eq!(
+        g1.node("cache").unwrap().instance_id,
+        g2.node("cache").unwrap().instance_id,
+        "a reused node keeps its instance id across processes"
+    );
+    assert_ne!(
+        g1.node("db").unwrap().instance_id,
+        g2.node("db").unwrap().instance_id
+    );
+    assert_eq!(g2.node("db").unwrap().mount, 2);
+    // Back to the first config: a new generation (db mounted a third time).
+    w.write(&flat("postgres://a"));
+    let (_, doc) = w.json(&["publish", "c.toml"]);
+    assert_eq!(doc["generation_id"], "gen_0003");
+}
+
+fn published_twice() -> Workspace {
+    let w = Workspace::new();
+    w.write(&flat("postgres://a"));
+    assert_eq!(w.run(&["publish", "c.toml"]).code, 0);
+    w.write(&flat("postgres://b"));
+    assert_eq!(w.run(&["publish", "c.toml"]).code, 0);
+    w
+}
+
+#[test]
+fn generations_list_and_show_in_text_and_json() {
+    let w = published_twice();
+    let list = w.run(&["generations", "list"]);
+    assert_eq!(list.code, 0);
+    insta::assert_snapshot!("generations_list", w.golden(&list));
+    let show = w.run(&["generations", "show", "gen_0002"]);
+    assert_eq!(show.code, 0);
+    insta::assert_snapshot!("generations_show", w.golden(&show));
+    let (code, doc) = w.json(&["generations", "list"]);
+    assert_eq!(code, 0);
+    assert_eq!(doc["format_version"], 1);
+    assert_eq!(doc["generations"][0]["state"], "superseded");
+    assert_eq!(doc["generations"][1]["state"], "active");
+    let (code, doc) = w.json(&["generations", "show", "gen_0001"]);
+    assert_eq!(code, 0);
+    assert_eq!(doc["id"], "gen_0001");
+    assert_eq!(doc["snapshot"]["snapshot"]["generation_id"], "gen_0001");
+    assert_eq!(doc["node_list"].as_array().unwrap().len(), 3);
+    let unknown = w.run(&["generations", "show", "gen_0009"]);
+    assert_eq!(unknown.code, 2, "{}", unknown.transcript());
+    assert!(
+        unknown.stderr.contains("gen_0001 … gen_0002"),
+        "{}",
+        unknown.stderr
+    );
+    let bad = w.run(&["generations", "show", "nine"]);
+    assert_eq!(bad.code, 2);
+    let elsewhere = Workspace::new();
+    let missing = elsewhere.run(&["generations", "list"]);
+    assert_eq!(missing.code, 2);
+    assert!(
+        missing.stderr.contains("store::missing"),
+        "{}",
+        missing.stderr
+    );
+    assert!(
+        !elsewhere.state().exists(),
+        "reading commands never create a store"
+    );
+}
+
+#[test]
+fn diff_generations_takes_generation_ids_and_shows_nodes() {
+    let w = published_twice();
+    let state = w.state().display().to_string();
+    let r = w.run(&[
+        "diff",
+        "generations",
+        "gen_0001",
+        "gen_0002",
+        "--state",
+        &state,
+    ]);
+    assert_eq!(r.code, 0, "{}", r.transcript());
+    insta::assert_snapshot!("diff_generations_store", w.golden(&r));
+    let (_, doc) = w.json(&["diff", "generations", "gen_0001", "gen_0002"]);
+    let kinds: Vec<&str> = doc["nodes"]
+        .as_array()
+        .unwrap()
+        .iter()
+        .map(|n| n["kind"].as_str().unwrap())
+        .collect();
+    assert_eq!(kinds, ["rewired", "reused", "rebuilt"]);
+    // A stored generation against a composition file: no NODES section.
+    let mixed = w.run(&["diff", "generations", "gen_0001", "c.toml"]);
+    assert_eq!(mixed.code, 0);
+    assert!(!mixed.stdout.contains("NODES"));
+}
+
+#[test]
+fn explain_reuse_names_the_identity_parts_that_changed() {
+    let w = published_twice();
+    let r = w.run(&["explain", "reuse", "gen_0001", "gen_0002", "app"]);
+    assert_eq!(r.code, 0, "{}", r.transcript());
+    insta::assert_snapshot!("explain_reuse_app", w.golden(&r));
+    let (_, doc) = w.json(&["explain", "reuse", "gen_0001", "gen_0002", "db"]);
+    assert_eq!(doc["kind"], "rebuilt");
+    assert_eq!(doc["identity"]["config"], "changed");
+    let (_, doc) = w.json(&["explain", "reuse", "gen_0001", "gen_0002", "cache"]);
+    assert_eq!(doc["kind"], "reused");
+    let typo = w.run(&["explain", "reuse", "gen_0001", "gen_0002", "cahce"]);
+    assert_eq!(typo.code, 2);
+    assert!(
+        typo.stderr.contains("did you mean `cache`"),
+        "{}",
+        typo.stderr
+    );
+}
+
+#[test]
+fn runs_list_is_empty_until_chassis_run_records_some() {
+    let w = published_twice();
+    let r = w.run(&["runs", "list"]);
+    assert_eq!(r.code, 0);
+    assert!(r.stdout.contains("no runs recorded"), "{}", r.stdout);
+    let (_, doc) = w.json(&["runs", "list"]);
+    assert_eq!(doc["runs"], serde_json::json!([]));
+    let mut store = chassis::store::open(&w.state(), OpenMode::Create).unwrap();
+    store
+        .record_run(chassis::store::NewRun {
+            generation_id: "gen_0002".into(),
+            agent: "triage".into(),
+            status: "succeeded".into(),
+            started_at: "2026-01-01T00:00:00Z".into(),
+            finished_at: Some("2026-01-01T00:00:05Z".into()),
+        })
+        .unwrap();
+    drop(store);
+    let (code, doc) = w.json(&["runs", "show", "run_0001"]);
+    assert_eq!(code, 0);
+    assert_eq!(doc["agent"], "triage");
+    assert_eq!(w.run(&["runs", "show", "run_0002"]).code, 2);
+}
+
+#[test]
+fn pending_requirements_are_refused_unless_allowed() {
+    let w = Workspace::new();
+    w.write(PENDING);
+    let r = w.run(&["publish", "c.toml"]);
+    assert_eq!(r.code, 1, "{}", r.transcript());
+    insta::assert_snapshot!("publish_pending_refused", w.golden(&r));
+    assert!(!w.state().exists(), "a refused publish opens no store");
+    let (code, plan) = w.json(&["plan", "c.toml"]);
+    assert_eq!(code, 1);
+    assert_eq!(plan["action"], "reject");
+    let (code, doc) = w.json(&["publish", "c.toml", "--allow-pending"]);
+    assert_eq!(code, 0, "{doc}");
+    assert_eq!(doc["generation_id"], "gen_0001");
+    assert_eq!(doc["pending"], serde_json::json!(["app"]));
+    assert_eq!(doc["impact"]["added"], 1);
+}
+
+#[test]
+fn a_cycle_is_refused_by_plan_and_publish_alike() {
+    let w = Workspace::new();
+    w.write(CYCLE);
+    for args in [
+        &["publish", "c.toml"][..],
+        &["publish", "c.toml", "--allow-pending"],
+        &["plan", "c.toml"],
+        &["plan", "c.toml", "--allow-pending"],
+    ] {
+        let r = w.run(args);
+        assert_eq!(r.code, 1, "{args:?}: {}", r.transcript());
+        assert!(
+            r.stdout.contains("a -> b -> a") || r.stderr.contains("a -> b -> a"),
+            "{}",
+            r.transcript()
+        );
+    }
+    assert!(!w.state().exists());
+}
+
+#[test]
+fn a_contract_failure_exits_3_with_its_fields_and_publishes_nothing() {
+    let w = Workspace::new();
+    w.write(&flat("postgres://a"));
+    assert_eq!(w.run(&["publish", "c.toml"]).code, 0);
+    w.write(LIAR);
+    let r = w.run(&["publish", "c.toml"]);
+    assert_eq!(r.code, 3, "{}", r.transcript());
+    insta::assert_snapshot!("publish_contract_failure", w.golden(&r));
+    assert_eq!(w.current().as_deref(), Some("gen_0001"));
+}
+
+#[test]
+fn killing_a_publish_at_any_failpoint_leaves_the_store_consistent() {
+    for point in PUBLISH_FAILPOINTS {
+        let w = Workspace::new();
+        w.write(&flat("postgres://a"));
+        assert_eq!(w.run(&["publish", "c.toml"]).code, 0);
+        w.write(&flat("postgres://b"));
+        let status = Command::new(env!("CARGO_BIN_EXE_chassis"))
+            .args(["publish", "c.toml"])
+            .current_dir(w.path())
+            .env("CHASSIS_FAILPOINT", point)
+            .stdout(std::process::Stdio::null())
+            .stderr(std::process::Stdio::null())
+            .status()
+            .unwrap();
+        assert!(
+            status.signal().is_some(),
+            "{point}: the process died by a signal, got {status:?}"
+        );
+        let store = chassis::store::open(&w.state(), OpenMode::ReadOnly).unwrap();
+        assert_eq!(store.integrity_check().unwrap(), "ok", "{point}");
+        assert_eq!(
+            store.current().unwrap().unwrap().summary.id,
+            "gen_0001",
+            "{point}: the current generation is unchanged"
+        );
+        assert_eq!(store.list().unwrap().len(), 1, "{point}");
+        assert_eq!(store.entry_mounts().unwrap()["db"], 1, "{point}");
+        drop(store);
+        // The next publish goes through.
+        let (code, doc) = w.json(&["publish", "c.toml"]);
+        assert_eq!(code, 0, "{point}: {doc}");
+        assert_eq!(doc["generation_id"], "gen_0002", "{point}");
+    }
+}
+
+#[test]
+fn the_canary_is_in_no_output_and_not_in_the_database_file() {
+    let w = Workspace::new();
+    w.write(&flat("postgres://a"));
+    let mut outputs = Vec::new();
+    for args in [
+        &["publish", "c.toml"][..],
+        &["plan", "c.toml"],
+        &["--format", "json", "plan", "c.toml"],
+        &["--format", "json", "publish", "c.toml"],
+        &["generations", "list"],
+        &["--format", "json", "generations", "show", "gen_0001"],
+        &["generations", "show", "gen_0001"],
+    ] {
+        outputs.push(w.run(args));
+    }
+    w.write(&flat("postgres://b"));
+    outputs.push(w.run(&["--format", "json", "publish", "c.toml"]));
+    outputs.push(w.run(&[
+        "--format",
+        "json",
+        "diff",
+        "generations",
+        "gen_0001",
+        "gen_0002",
+    ]));
+    outputs.push(w.run(&["explain", "reuse", "gen_0001", "gen_0002", "db"]));
+    for r in &outputs {
+        assert!(
+            !r.stdout.contains(CANARY) && !r.stderr.contains(CANARY),
+            "{}",
+            r.transcript()
+        );
+    }
+    for entry in std::fs::read_dir(w.path().join(".chassis")).unwrap() {
+        let bytes = std::fs::read(entry.unwrap().path()).unwrap();
+        assert!(
+            !bytes
+                .windows(CANARY.len())
+                .any(|win| win == CANARY.as_bytes()),
+            "the canary is in the store's files"
+        );
+        assert!(
+            !bytes.windows(12).any(|win| win == b"postgres://b"),
+            "configuration values stay out of the store"
+        );
+    }
+}
+
+// ---- plan == publish -------------------------------------------------
+
+/// A small composition family: a provider, a consumer, an optional
+/// consumer and a bystander, each switchable, with variable config,
+/// versions and scopes.
+#[derive(Clone, Debug)]
+struct Shape {
+    db_dsn: u8,
+    db_major: u8,
+    db_enabled: bool,
+    app_enabled: bool,
+    app_scope: bool,
+    worker_enabled: bool,
+    cache_config: u8,
+}
+
+fn render(s: &Shape) -> String {
+    format!(
+        r#"version = 1
+
+[plugins.db]
+version = "{major}.0.0"
+provides = {{ database = "{major}.0.0" }}
+
+[plugins.app]
+version = "1.0.0"
+requires = {{ database = ">=1" }}
+
+[plugins.worker]
+version = "1.0.0"
+optional = {{ database = ">=1,<2" }}
+provides = {{ jobs = "1.0.0" }}
+
+[plugins.cache]
+version = "1.0.0"
+provides = {{ cache = "1.0.0" }}
+
+[scopes."/team"]
+
+[entries.db]
+enabled = {db}
+config = {{ dsn = "postgres://db/{dsn}" }}
+
+[entries.app]
+enabled = {app}
+scope = "{scope}"
+
+[entries.worker]
+enabled = {worker}
+
+[entries.cache]
+config = {{ size = {cache} }}
+"#,
+        major = s.db_major,
+        db = s.db_enabled,
+        dsn = s.db_dsn,
+        app = s.app_enabled,
+        scope = if s.app_scope { "/team" } else { "/" },
+        worker = s.worker_enabled,
+        cache = s.cache_config,
+    )
+}
+
+fn shape() -> impl Strategy<Value = Shape> {
+    (
+        0u8..2,
+        1u8..3,
+        any::<bool>(),
+        any::<bool>(),
+        any::<bool>(),
+        any::<bool>(),
+        0u8..2,
+    )
+        .prop_map(
+            |(
+                db_dsn,
+                db_major,
+                db_enabled,
+                app_enabled,
+                app_scope,
+                worker_enabled,
+                cache_config,
+            )| {
+                Shape {
+                    db_dsn,
+                    db_major,
+                    db_enabled,
+                    app_enabled,
+                    app_scope,
+                    worker_enabled,
+                    cache_config,
+                }
+            },
+        )
+}
+
+/// What plan predicted and what publish then did, as comparable JSON.
+fn decisions(doc: &serde_json::Value) -> serde_json::Value {
+    serde_json::json!({
+        "action": doc["action"],
+        "generation_id": doc["generation_id"],
+        "nodes": doc["nodes"],
+        "digest": doc["digests"]["digest"],
+        "semantic_digest": doc["digests"]["semantic_digest"],
+    })
+}
+
+fn check_plan_equals_publish(w: &Workspace, text: &str) {
+    w.write(text);
+    let (plan_code, plan) = w.json(&["plan", "c.toml", "--allow-pending"]);
+    let publish = w.run(&["--format", "json", "publish", "c.toml", "--allow-pending"]);
+    assert_eq!(plan_code, publish.code, "{plan}\n{}", publish.transcript());
+    if publish.code != 0 {
+        assert_eq!(plan["action"], "reject");
+        return;
+    }
+    let publish: serde_json::Value = serde_json::from_str(&publish.stdout).unwrap();
+    assert_eq!(decisions(&plan), decisions(&publish), "for:\n{text}");
+}
+
+#[test]
+fn plan_predicts_publish_on_fixed_sequences() {
+    let w = Workspace::new();
+    for text in [
+        flat("postgres://a"),
+        flat("postgres://a"),
+        flat("postgres://b"),
+        PENDING.to_owned(),
+        CYCLE.to_owned(),
+        flat("postgres://b"),
+        flat("postgres://a"),
+    ] {
+        check_plan_equals_publish(&w, &text);
+    }
+}
+
+proptest! {
+    #![proptest_config(ProptestConfig { cases: 8, failure_persistence: None, ..ProptestConfig::default() })]
+    #[test]
+    fn plan_predicts_publish(steps in proptest::collection::vec(shape(), 1..4)) {
+        let w = Workspace::new();
+        for s in &steps {
+            check_plan_equals_publish(&w, &render(s));
+        }
+    }
+}
