@@ -20,3 +20,4 @@ pub mod load;
 pub mod runtime;
 pub mod store;
 pub mod testing;
+pub mod trace;
