@@ -18,12 +18,24 @@ use super::instance::PluginInstance;
 use super::scope::CleanupFailure;
 
 /// Harness settings.
-#[derive(Clone, Debug)]
+#[derive(Clone)]
 pub struct HarnessOptions {
     /// How long a cancelled plugin task may take to stop.
     pub task_timeout: Duration,
     /// How long shutdown waits for leases.
     pub shutdown_grace: Duration,
+    /// Where control-plane signals go (wrap it with
+    /// `engine::telemetry::harness_chain`).
+    pub telemetry: Arc<dyn crate::engine::telemetry::Telemetry>,
+}
+
+impl std::fmt::Debug for HarnessOptions {
+    fn fmt(&self, f: &mut std::fmt::Formatter<'_>) -> std::fmt::Result {
+        f.debug_struct("HarnessOptions")
+            .field("task_timeout", &self.task_timeout)
+            .field("shutdown_grace", &self.shutdown_grace)
+            .finish_non_exhaustive()
+    }
 }
 
 impl Default for HarnessOptions {
@@ -31,6 +43,7 @@ impl Default for HarnessOptions {
         Self {
             task_timeout: Duration::from_secs(5),
             shutdown_grace: super::generation::DEFAULT_SHUTDOWN_GRACE,
+            telemetry: Arc::new(crate::engine::telemetry::NoopTelemetry::default()),
         }
     }
 }
@@ -218,8 +231,23 @@ fn release(
     id: u64,
 ) -> Result<(), UnknownLease> {
     let (remaining, state) = generation.remove_lease(id)?;
+    if let Some(shared) = harness.upgrade() {
+        let attrs = super::signals::attrs([
+            ("generation_id", generation.id.to_string().into()),
+            (
+                "leases",
+                i64::try_from(remaining).unwrap_or(i64::MAX).into(),
+            ),
+        ]);
+        let _ = shared.options.telemetry.event("generation.release", &attrs);
+    }
     if remaining == 0 && state == GenerationState::Draining {
         generation.set_state(GenerationState::Retired);
+        if let Some(shared) = harness.upgrade() {
+            let attrs =
+                super::signals::attrs([("generation_id", generation.id.to_string().into())]);
+            let _ = shared.options.telemetry.event("generation.retired", &attrs);
+        }
         // Disposal needs the control lock; do it in the background when a
         // runtime is there, else at the next reconcile.
         if let (Some(shared), Ok(handle)) =
@@ -310,6 +338,18 @@ impl Harness {
         let id = self.shared.next_lease.fetch_add(1, Ordering::SeqCst);
         generation.add_lease(id);
         drop(guard);
+        self.event(
+            "generation.acquire",
+            super::signals::attrs([
+                ("generation_id", generation.id.to_string().into()),
+                (
+                    "sequence",
+                    i64::try_from(generation.id.sequence())
+                        .unwrap_or(i64::MAX)
+                        .into(),
+                ),
+            ]),
+        );
         Ok(Lease {
             generation,
             id,
@@ -359,8 +399,12 @@ impl Harness {
         {
             let mut draining = self.draining();
             for g in draining.iter() {
-                if g.leases() == 0 {
+                if g.leases() == 0 && g.state() != GenerationState::Retired {
                     g.set_state(GenerationState::Retired);
+                    self.event(
+                        "generation.retired",
+                        super::signals::attrs([("generation_id", g.id.to_string().into())]),
+                    );
                 }
             }
             draining.retain(|g| g.state() != GenerationState::Retired);
@@ -381,9 +425,8 @@ impl Harness {
         let mut failures = Vec::new();
         for id in &doomed {
             if let Some(mut managed) = control.instances.remove(id) {
-                if let Err(e) = managed.instance.unmount().await {
-                    failures.extend(e.failures);
-                }
+                let hooks = self.live_hooks(control);
+                failures.extend(self.unmount_observed(&hooks, &mut managed.instance).await);
             }
         }
         failures
@@ -392,6 +435,17 @@ impl Harness {
     /// Stop: refuse new runs, drain (bounded by the grace period), dispose
     /// everything consumers-first. Failures are aggregated.
     pub async fn shutdown(&self) -> Vec<CleanupFailure> {
+        let span = self.span_start(
+            "harness.shutdown",
+            super::signals::attrs([("harness", "chassis".into())]),
+        );
+        let failures = self.shutdown_inner().await;
+        let n = i64::try_from(failures.len()).unwrap_or(i64::MAX);
+        self.span_end(span, super::signals::attrs([("failures", n.into())]), None);
+        failures
+    }
+
+    async fn shutdown_inner(&self) -> Vec<CleanupFailure> {
         self.shared.stopping.store(true, Ordering::SeqCst);
         let mut control = self.shared.control.lock().await;
         if let Some(old) = self
@@ -427,9 +481,8 @@ impl Harness {
         let ids = control.newest_first(control.instances.keys().cloned().collect::<Vec<_>>());
         for id in &ids {
             if let Some(mut managed) = control.instances.remove(id) {
-                if let Err(e) = managed.instance.unmount().await {
-                    failures.extend(e.failures);
-                }
+                let hooks = self.live_hooks(&control);
+                failures.extend(self.unmount_observed(&hooks, &mut managed.instance).await);
             }
         }
         failures

@@ -66,6 +66,11 @@ impl PluginInstance {
         }
     }
 
+    /// The implementation's manifest name.
+    pub fn plugin_name(&self) -> &str {
+        &self.plugin.manifest().name
+    }
+
     /// Current state.
     pub fn state(&self) -> PluginState {
         self.machine.state()

@@ -19,6 +19,7 @@ pub mod lifecycle;
 pub mod plugin;
 pub mod reconcile;
 pub mod scope;
+pub mod signals;
 pub mod testing_kinds;
 pub mod tool;
 pub mod value;

@@ -15,6 +15,7 @@ use super::hooks::HookSet;
 use super::identity::{Decision, NodeIdentity, NodeImpact, changes};
 use super::instance::{PluginInstance, PluginSetupError};
 use super::scope::CleanupFailure;
+use super::signals;
 use crate::engine::identity::{GenerationId, instance_id};
 use crate::engine::model::{Composition, EntryId};
 use crate::engine::resolve::{Plan, Status, resolve_with_tree};
@@ -115,11 +116,60 @@ pub struct ReconcileReport {
 struct Attempt {
     mounted: Vec<(String, String)>,
     saved_mounts: BTreeMap<String, u64>,
+    /// Control-plane hook failures met while mounting.
+    hook_failures: Vec<CleanupFailure>,
 }
 
 impl Harness {
-    /// Reconcile the harness to `composition`.
+    /// Reconcile the harness to `composition`, inside a `harness.reconcile`
+    /// span (failures recorded on it).
     pub async fn reconcile(
+        &self,
+        composition: Composition,
+    ) -> Result<ReconcileReport, ReconcileError> {
+        use crate::engine::telemetry::AttrValue;
+        let desired = i64::try_from(composition.entries.len()).unwrap_or(i64::MAX);
+        let span = self.span_start(
+            "harness.reconcile",
+            signals::attrs([("harness", "chassis".into()), ("desired", desired.into())]),
+        );
+        let result = self.reconcile_attempt(composition).await;
+        let count = |v: usize| AttrValue::from(i64::try_from(v).unwrap_or(i64::MAX));
+        match &result {
+            Ok(r) => {
+                self.span_end(
+                    span,
+                    signals::attrs([
+                        ("generation_id", r.generation_id.clone().into()),
+                        ("mounted", count(r.mounted.len())),
+                        ("reused", count(r.reused.len())),
+                        ("disposed", count(r.disposed.len())),
+                        ("failures", count(r.failures.len())),
+                    ]),
+                    None,
+                );
+                if r.published {
+                    let n =
+                        |d: Decision| count(r.impact.iter().filter(|i| i.decision == d).count());
+                    self.event(
+                        "generation.impact",
+                        signals::attrs([
+                            ("added", n(Decision::Added)),
+                            ("removed", n(Decision::Removed)),
+                            ("reused", n(Decision::Reused)),
+                            ("rebuilt", n(Decision::Rebuilt)),
+                            ("rewired", n(Decision::Rewired)),
+                            ("unchanged", n(Decision::Unchanged)),
+                        ]),
+                    );
+                }
+            }
+            Err(e) => self.span_end(span, Default::default(), Some(&e.to_string())),
+        }
+        result
+    }
+
+    async fn reconcile_attempt(
         &self,
         composition: Composition,
     ) -> Result<ReconcileReport, ReconcileError> {
@@ -133,12 +183,28 @@ impl Harness {
         let mut control = self.shared.control.lock().await;
         let tree = ScopeTree::new(&composition);
         let plan = resolve_with_tree(&composition, &tree);
+        {
+            let n = |v: usize| {
+                crate::engine::telemetry::AttrValue::from(i64::try_from(v).unwrap_or(i64::MAX))
+            };
+            self.event(
+                "dependency.resolve",
+                signals::attrs([
+                    ("eligible", n(plan.activation_order.len())),
+                    ("pending", n(plan.pending.len())),
+                    ("cycles", n(plan.cycles.len())),
+                    ("edges", n(plan.edges.len())),
+                    ("scopes", n(tree.len())),
+                ]),
+            );
+        }
         if let Some(cycle) = cycle_error(&plan) {
             return Err(cycle);
         }
         let mut attempt = Attempt {
             mounted: Vec::new(),
             saved_mounts: control.mounts.clone(),
+            hook_failures: Vec::new(),
         };
         let mut chosen: BTreeMap<String, String> = BTreeMap::new();
         let mut identities: BTreeMap<String, NodeIdentity> = BTreeMap::new();
@@ -262,6 +328,17 @@ impl Harness {
             };
         control.sequence = sequence;
         control.seed = None;
+        let n = |v: usize| {
+            crate::engine::telemetry::AttrValue::from(i64::try_from(v).unwrap_or(i64::MAX))
+        };
+        self.event(
+            "generation.build",
+            signals::attrs([
+                ("plugins", n(generation.instances.len())),
+                ("mounted", n(mounted.len())),
+            ]),
+        );
+        let mut previous: Option<Arc<Generation>> = None;
         {
             let mut current = self
                 .shared
@@ -270,6 +347,7 @@ impl Harness {
                 .unwrap_or_else(std::sync::PoisonError::into_inner);
             if let Some(old) = current.take() {
                 old.set_state(GenerationState::Draining);
+                previous = Some(Arc::clone(&old));
                 self.shared
                     .draining
                     .lock()
@@ -280,8 +358,60 @@ impl Harness {
             *current = Some(Arc::clone(&generation));
         }
         control.current_by_entry = chosen;
+        let mut hook_failures = std::mem::take(&mut attempt.hook_failures);
+        let gen_id = generation.id.to_string();
+        if let Some(old) = &previous {
+            let leases = n(old.leases());
+            self.event(
+                "generation.draining",
+                signals::attrs([
+                    ("generation_id", old.id.to_string().into()),
+                    ("successor", gen_id.clone().into()),
+                    ("leases", leases),
+                ]),
+            );
+            let payload = serde_json::json!({ "generation_id": old.id.to_string(), "sequence": old.id.sequence(), "successor": gen_id, "leases": old.leases(), "shutdown": false });
+            hook_failures.extend(
+                self.control_hook(
+                    &generation.hooks,
+                    super::hooks::HookEvent::GenerationDraining,
+                    payload,
+                )
+                .await,
+            );
+        }
+        let previous_id = previous.as_ref().map(|g| g.id.to_string());
+        self.event(
+            "generation.publish",
+            signals::attrs([
+                ("generation_id", gen_id.clone().into()),
+                (
+                    "sequence",
+                    crate::engine::telemetry::AttrValue::from(
+                        i64::try_from(generation.id.sequence()).unwrap_or(i64::MAX),
+                    ),
+                ),
+                (
+                    "previous",
+                    previous_id
+                        .clone()
+                        .map_or(crate::engine::telemetry::AttrValue::Null, Into::into),
+                ),
+                ("plugins", n(generation.instances.len())),
+            ]),
+        );
+        let payload = serde_json::json!({ "generation_id": gen_id, "sequence": generation.id.sequence(), "previous": previous_id, "plugins": generation.instances.len() });
+        hook_failures.extend(
+            self.control_hook(
+                &generation.hooks,
+                super::hooks::HookEvent::GenerationPublished,
+                payload,
+            )
+            .await,
+        );
         let before: Vec<String> = control.instances.keys().cloned().collect();
-        let failures = self.reclaim(&mut control).await;
+        let mut failures = hook_failures;
+        failures.extend(self.reclaim(&mut control).await);
         let disposed = before
             .into_iter()
             .filter(|id| !control.instances.contains_key(id))
@@ -418,22 +548,19 @@ impl Harness {
             bindings: bound,
         };
         let mut instance = PluginInstance::new(id.clone(), iid.clone(), plugin);
-        instance
-            .mount(
-                spec,
-                Arc::clone(&self.shared.hook_sequence),
-                self.shared.options.task_timeout,
-            )
+        let hook_failures = self
+            .mount_observed(control, &mut instance, spec, mount)
             .await
             .map_err(PlaceError::Setup)?;
+        attempt.hook_failures.extend(hook_failures);
         if let Err(mut contract) = validate_contract(composition, plan, entry_id, &instance) {
-            if let Err(e) = instance.unmount().await {
-                contract.rollback_failures.extend(
-                    e.failures
-                        .into_iter()
-                        .map(|f| format!("{} -> {}", f.description, f.error)),
-                );
-            }
+            let hooks = self.live_hooks(control);
+            let failures = self.unmount_observed(&hooks, &mut instance).await;
+            contract.rollback_failures.extend(
+                failures
+                    .into_iter()
+                    .map(|f| format!("{} -> {}", f.description, f.error)),
+            );
             contract.rolled_back.push(id.clone());
             return Err(PlaceError::Contract(contract));
         }
@@ -473,13 +600,12 @@ impl Harness {
         let mut failures = Vec::new();
         for (entry, iid) in attempt.mounted.into_iter().rev() {
             if let Some(mut managed) = control.instances.remove(&iid) {
-                if let Err(e) = managed.instance.unmount().await {
-                    failures.extend(
-                        e.failures
-                            .into_iter()
-                            .map(|f| format!("{} -> {}", f.description, f.error)),
-                    );
-                }
+                let hooks = self.live_hooks(control);
+                let met = self.unmount_observed(&hooks, &mut managed.instance).await;
+                failures.extend(
+                    met.into_iter()
+                        .map(|f| format!("{} -> {}", f.description, f.error)),
+                );
             }
             rolled.push(entry);
         }

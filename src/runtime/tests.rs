@@ -474,3 +474,108 @@ result = { pong = true }
         .unwrap();
     assert_eq!(out.content, serde_json::json!({ "pong": true }));
 }
+
+#[tokio::test]
+async fn control_plane_hooks_and_signals_fire_at_their_boundaries() {
+    use crate::engine::telemetry::RecordingTelemetry;
+    let seen = Arc::new(std::sync::Mutex::new(std::collections::BTreeSet::new()));
+    let s = Arc::clone(&seen);
+    let observer = plugin_fn(
+        crate::engine::model::Manifest::new(
+            "observer",
+            crate::engine::version::Version::parse("1.0.0").unwrap(),
+        ),
+        move |ctx: PluginContext| {
+            let s = Arc::clone(&s);
+            async move {
+                for event in HookEvent::ALL
+                    .iter()
+                    .copied()
+                    .filter(|e| e.plane() == hooks::Plane::Control)
+                {
+                    let s = Arc::clone(&s);
+                    ctx.hooks().register(
+                        event,
+                        Arc::new(FnHook(move |e: HookEvent, _: &serde_json::Value| {
+                            s.lock().unwrap().insert(e.as_str());
+                            Ok(HookReply::Continue)
+                        })),
+                        HookMode::Observe,
+                        0,
+                    )?;
+                }
+                Ok(())
+            }
+        },
+    );
+    let mut catalog = Catalog::new();
+    catalog.register_plugin("observer", Arc::new(observer));
+    let telemetry = Arc::new(RecordingTelemetry::strict());
+    let options = HarnessOptions {
+        telemetry: Arc::clone(&telemetry) as Arc<dyn crate::engine::telemetry::Telemetry>,
+        ..HarnessOptions::default()
+    };
+    let h = Harness::new(catalog, options);
+    let with = |dsn: &str| {
+        B::new()
+            .entry("observer")
+            .plugin("observer", "1.0.0")
+            .entry("db")
+            .provides("database", &["1.0.0"])
+            .config(ConfigValue::Table(
+                [("dsn".to_owned(), ConfigValue::Str(dsn.into()))].into(),
+            ))
+            .build()
+            .unwrap()
+    };
+    h.reconcile(with("a")).await.unwrap();
+    let lease = h.acquire().unwrap();
+    h.reconcile(with("b")).await.unwrap();
+    drop(lease);
+    tokio::time::sleep(std::time::Duration::from_millis(30)).await;
+    h.shutdown().await;
+    let fired = seen.lock().unwrap().clone();
+    let control: std::collections::BTreeSet<&str> = HookEvent::ALL
+        .iter()
+        .filter(|e| e.plane() == hooks::Plane::Control)
+        .map(|e| e.as_str())
+        .collect();
+    assert_eq!(
+        fired, control,
+        "every control-plane event fired at its boundary"
+    );
+    let names: std::collections::BTreeSet<String> = telemetry
+        .records()
+        .iter()
+        .map(|r| match r {
+            crate::engine::telemetry::Record::Event { name, .. } => name.clone(),
+            crate::engine::telemetry::Record::SpanStart { name, .. } => name.clone(),
+            other => format!("{other:?}")
+                .split_whitespace()
+                .next()
+                .unwrap_or("")
+                .to_owned(),
+        })
+        .collect();
+    for expected in [
+        "harness.reconcile",
+        "harness.shutdown",
+        "plugin.mount",
+        "plugin.unmount",
+        "dependency.resolve",
+        "generation.build",
+        "generation.publish",
+        "generation.acquire",
+        "generation.release",
+        "generation.draining",
+        "generation.retired",
+        "generation.impact",
+    ] {
+        assert!(names.contains(expected), "missing {expected}: {names:?}");
+    }
+    assert!(
+        telemetry.violations().is_empty(),
+        "{:?}",
+        telemetry.violations()
+    );
+}
