@@ -177,6 +177,7 @@ Register-ArgumentCompleter -Native -CommandName 'chassis' -ScriptBlock {
         }
         'chassis;publish' {
             [CompletionResult]::new('--state', '--state', [CompletionResultType]::ParameterName, 'The store (default `.chassis/state.db` beside FILE)')
+            [CompletionResult]::new('--trace', '--trace', [CompletionResultType]::ParameterName, 'Write every telemetry signal of the publish (redacted) to FILE as JSON lines')
             [CompletionResult]::new('--format', '--format', [CompletionResultType]::ParameterName, 'Output format: text, or json (one document with `format_version`); some commands also take markdown, dot or mermaid')
             [CompletionResult]::new('--color', '--color', [CompletionResultType]::ParameterName, 'When to colour diagnostics')
             [CompletionResult]::new('--allow-pending', '--allow-pending', [CompletionResultType]::ParameterName, 'Publish even when some entries are pending (they are left out)')

@@ -989,13 +989,17 @@ _chassis() {
             return 0
             ;;
         chassis__subcmd__publish)
-            opts="-v -q -h --state --allow-pending --format --color --verbose --quiet --help"
+            opts="-v -q -h --state --allow-pending --trace --format --color --verbose --quiet --help"
             if [[ ${cur} == -* || ${COMP_CWORD} -eq 2 ]] ; then
                 COMPREPLY=( $(compgen -W "${opts}" -- "${cur}") )
                 return 0
             fi
             case "${prev}" in
                 --state)
+                    COMPREPLY=($(compgen -f "${cur}"))
+                    return 0
+                    ;;
+                --trace)
                     COMPREPLY=($(compgen -f "${cur}"))
                     return 0
                     ;;

@@ -157,6 +157,7 @@ set edit:completion:arg-completer[chassis] = {|@words|
         }
         &'chassis;publish'= {
             cand --state 'The store (default `.chassis/state.db` beside FILE)'
+            cand --trace 'Write every telemetry signal of the publish (redacted) to FILE as JSON lines'
             cand --format 'Output format: text, or json (one document with `format_version`); some commands also take markdown, dot or mermaid'
             cand --color 'When to colour diagnostics'
             cand --allow-pending 'Publish even when some entries are pending (they are left out)'

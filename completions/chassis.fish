@@ -155,6 +155,7 @@ complete -c chassis -n "__fish_chassis_using_subcommand diff; and __fish_seen_su
 complete -c chassis -n "__fish_chassis_using_subcommand diff; and __fish_seen_subcommand_from help" -f -a "generations" -d 'Compare two generations'
 complete -c chassis -n "__fish_chassis_using_subcommand diff; and __fish_seen_subcommand_from help" -f -a "help" -d 'Print this message or the help of the given subcommand(s)'
 complete -c chassis -n "__fish_chassis_using_subcommand publish" -l state -d 'The store (default `.chassis/state.db` beside FILE)' -r -F
+complete -c chassis -n "__fish_chassis_using_subcommand publish" -l trace -d 'Write every telemetry signal of the publish (redacted) to FILE as JSON lines' -r -F
 complete -c chassis -n "__fish_chassis_using_subcommand publish" -l format -d 'Output format: text, or json (one document with `format_version`); some commands also take markdown, dot or mermaid' -r -f -a "text\t'Human-readable text'
 json\t'One JSON document with `format_version`'
 markdown\t'Markdown (diff: a pull-request comment)'

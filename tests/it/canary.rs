@@ -95,6 +95,7 @@ fn invocations(path: &str) -> Option<Vec<Vec<&'static str>>> {
         "publish" => vec![
             vec!["publish", "{F}"],
             vec!["--format", "json", "publish", "{F}", "--allow-pending"],
+            vec!["publish", "{F}", "--trace", "{OUT}"],
         ],
         "plan" => vec![vec!["plan", "{F}"], vec!["--format", "json", "plan", "{F}"]],
         "generations list" => vec![

@@ -658,3 +658,33 @@ proptest! {
         }
     }
 }
+
+#[test]
+fn publish_trace_writes_the_contract_signals_as_json_lines_without_secrets() {
+    let w = Workspace::new();
+    w.write(&flat(&format!("postgres://app:{CANARY}@db/app")));
+    let r = w.run(&["publish", "c.toml", "--trace", "trace.jsonl"]);
+    assert_eq!(r.code, 0, "{}", r.transcript());
+    let text = std::fs::read_to_string(w.path().join("trace.jsonl")).unwrap();
+    assert!(!text.contains(CANARY), "the trace leaked the canary");
+    let names: std::collections::BTreeSet<String> = text
+        .lines()
+        .map(|l| {
+            serde_json::from_str::<serde_json::Value>(l).unwrap()["name"]
+                .as_str()
+                .unwrap_or("")
+                .to_owned()
+        })
+        .collect();
+    for expected in [
+        "harness.reconcile",
+        "dependency.resolve",
+        "plugin.mount",
+        "generation.build",
+        "generation.publish",
+        "plugin.unmount",
+        "harness.shutdown",
+    ] {
+        assert!(names.contains(expected), "missing {expected}: {names:?}");
+    }
+}

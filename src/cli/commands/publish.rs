@@ -49,6 +49,9 @@ pub struct PublishArgs {
     /// Publish even when some entries are pending (they are left out).
     #[arg(long)]
     pub allow_pending: bool,
+    /// Write every telemetry signal of the publish (redacted) to FILE as JSON lines.
+    #[arg(long, value_name = "FILE")]
+    pub trace: Option<PathBuf>,
 }
 
 /// Why a composition is refused before anything runs.
@@ -374,6 +377,33 @@ pub(crate) fn runtime() -> Result<tokio::runtime::Runtime, String> {
 }
 
 /// Run `publish`.
+/// The telemetry for `--trace FILE` (safe + redacting around a JSON-lines
+/// file), or a tracing bridge (visible with `-vv`) without it.
+pub(crate) fn trace_telemetry(
+    ui: &Ui,
+    trace: Option<&std::path::Path>,
+) -> Result<std::sync::Arc<dyn crate::engine::telemetry::Telemetry>, ExitStatus> {
+    use crate::engine::secret::Redactor;
+    use crate::engine::telemetry::harness_chain;
+    let redactor = Redactor::new();
+    Ok(match trace {
+        Some(path) => {
+            let file = crate::trace::JsonLinesTelemetry::create(path).map_err(|e| {
+                ui.err(&format!(
+                    "error: cannot write the trace `{}`: {e}",
+                    path.display()
+                ));
+                ExitStatus::Input
+            })?;
+            std::sync::Arc::new(harness_chain(file, redactor))
+        }
+        None => std::sync::Arc::new(harness_chain(
+            crate::trace::TracingTelemetry::default(),
+            redactor,
+        )),
+    })
+}
+
 pub fn run(ui: &Ui, args: &PublishArgs) -> Result<ExitStatus, ExitStatus> {
     super::super::require_format(ui, &[Format::Text, Format::Json], "publish")?;
     let resolved = load_file(ui, &args.file)?;
@@ -399,8 +429,13 @@ pub fn run(ui: &Ui, args: &PublishArgs) -> Result<ExitStatus, ExitStatus> {
         ExitStatus::Failure
     })?;
     let composition = resolved.composition.clone();
+    let telemetry = trace_telemetry(ui, args.trace.as_deref())?;
     let (report, nodes, generation, cleanup) = rt.block_on(async move {
-        let harness = Harness::new(Catalog::new(), HarnessOptions::default());
+        let options = HarnessOptions {
+            telemetry,
+            ..HarnessOptions::default()
+        };
+        let harness = Harness::new(Catalog::new(), options);
         // A fresh harness has no generation, so seeding cannot fail.
         let _ = harness.seed(seed).await;
         let report = harness.reconcile(composition).await;
