@@ -352,7 +352,10 @@ mod tests {
     async fn a_plugin_registers_its_tool() {
         let mut h = TestHarness::new();
         h.install(plugin_fn(
-            Manifest::new("search", version("1.0.0")),
+            Manifest {
+                permissions: vec!["network.fetch".into()],
+                ..Manifest::new("search", version("1.0.0"))
+            },
             |ctx: PluginContext| async move {
                 ctx.tools().register(
                     Arc::new(Search),

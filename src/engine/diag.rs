@@ -53,6 +53,7 @@ codes! {
     DuplicateTool => "load::duplicate-tool", "two tools share a name";
     InvalidValue => "load::invalid-value", "a value outside what the key accepts";
     LiteralSecret => "load::literal-secret", "a literal string under a key that looks secret";
+    BadPermission => "load::bad-permission", "a permission, grant or tool policy that cannot be parsed";
     Unresolved => "resolve::unresolved", "a hard requirement did not resolve";
     Ambiguous => "resolve::ambiguous", "several providers qualify and no preference selects one";
     Cycle => "resolve::cycle", "entries require each other in a cycle";

@@ -50,12 +50,15 @@ pub(crate) fn link(
 ) -> Composition {
     let (mut plugins, mut entries, mut scopes, mut prefer) =
         (Vec::new(), Vec::new(), Vec::new(), Vec::new());
+    let mut policy = Vec::new();
     for file in files {
         plugins.extend(file.out.plugins);
         entries.extend(file.out.entries);
         scopes.extend(file.out.scopes);
         prefer.extend(file.out.prefer);
+        policy.extend(file.out.policy);
     }
+    let policy = first_defs(policy, "table", diags);
     let plugins = first_defs(plugins, "plugin", diags);
     let entries = first_defs(entries, "entry", diags);
     let scopes = first_defs(scopes, "scope", diags);
@@ -68,6 +71,7 @@ pub(crate) fn link(
     let entry_ids: BTreeSet<String> = entries.iter().map(|d| d.name.clone()).collect();
 
     let mut comp = Composition::new();
+    comp.policy = policy.into_iter().next().and_then(|d| d.value);
     for def in &scopes {
         if let (Some(_), decl, _) = &def.value {
             comp.insert_scope(decl.clone());

@@ -16,6 +16,7 @@ mod includes;
 mod link;
 mod mask;
 mod plugin;
+mod policy;
 mod reader;
 pub mod schema;
 mod source;
@@ -35,6 +36,7 @@ use std::path::Path;
 pub use git::GitSource;
 pub use mask::mask_secrets;
 pub use plugin::{PLUGIN_KEYS, TOOL_KEYS};
+pub use policy::{POLICY_KEYS, TOOL_POLICY_KEYS};
 pub use schema::{composition_schema, composition_schema_text, write_schema};
 pub use source::{
     FsSource, MemorySource, Source, SourceError, SourceErrorKind, normalize, parse_rev_path,

@@ -28,6 +28,42 @@ struct CompositionFile {
     entries: Option<BTreeMap<String, EntryTable>>,
     /// Declared scopes by canonical path (`/`, `/research`, `/research/intern`); parents are implied.
     scopes: Option<BTreeMap<String, ScopeTable>>,
+    /// Tool policy: grants, deny rules, approval names, per-tool overrides.
+    policy: Option<PolicyTable>,
+}
+
+/// `[policy]`: who may do what at the tool boundary. Deny rules win over
+/// grants; `*` stays within one path segment and `**` crosses segments;
+/// path resources are normalized before matching.
+#[derive(JsonSchema)]
+#[schemars(deny_unknown_fields)]
+struct PolicyTable {
+    /// Grants as `name[:resource-pattern]`, e.g. `filesystem.read:/workspace/**`; `family.*` names a family.
+    grants: Option<Vec<String>>,
+    /// Deny rules, same grammar; they win over grants.
+    deny: Option<Vec<String>>,
+    /// Permission names (or `family.*`) whose use needs approval.
+    approval_required: Option<Vec<String>>,
+    /// Tool name → the policy that replaces the tool's own.
+    tools: Option<BTreeMap<String, ToolPolicyTable>>,
+}
+
+/// The policy of one tool.
+#[derive(JsonSchema)]
+#[schemars(deny_unknown_fields)]
+struct ToolPolicyTable {
+    /// Permission templates, e.g. `filesystem.read:{/path}` (a JSON Pointer into the call's arguments).
+    permissions: Option<Vec<String>>,
+    /// Whether repeating a call has no further effect.
+    idempotent: Option<bool>,
+    /// Side-effect labels, e.g. `destructive`.
+    side_effects: Option<Vec<String>>,
+    /// Hard timeout of one call, in seconds.
+    timeout_seconds: Option<f64>,
+    /// Cost class label, e.g. `expensive`.
+    cost_class: Option<String>,
+    /// Whether every call needs approval.
+    approval_required: Option<bool>,
 }
 
 /// A plugin manifest declared in TOML.
@@ -177,6 +213,8 @@ mod tests {
                     "tool" => "ToolTable",
                     "entry" => "EntryTable",
                     "scope" => "ScopeTable",
+                    "policy" => "PolicyTable",
+                    "tool_policy" => "ToolPolicyTable",
                     _ => panic!("unknown table kind {other}"),
                 };
                 &schema["definitions"][type_name]

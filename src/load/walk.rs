@@ -25,7 +25,7 @@ pub const SUPPORTED_VERSIONS: &[i64] = &[1];
 
 /// Keys of the document root.
 pub const ROOT_KEYS: &[&str] = &[
-    "version", "include", "prefer", "plugins", "entries", "scopes",
+    "version", "include", "prefer", "plugins", "entries", "scopes", "policy",
 ];
 /// Keys of an `[entries.<id>]` table.
 pub const ENTRY_KEYS: &[&str] = &["plugin", "scope", "enabled", "config", "prefer"];
@@ -39,6 +39,8 @@ pub const TABLE_KEYS: &[(&str, &[&str])] = &[
     ("tool", TOOL_KEYS),
     ("entry", ENTRY_KEYS),
     ("scope", SCOPE_KEYS),
+    ("policy", super::policy::POLICY_KEYS),
+    ("tool_policy", super::policy::TOOL_POLICY_KEYS),
 ];
 
 /// A declaration keyed by name (plugin name, entry id, scope path, or the
@@ -80,6 +82,7 @@ pub(crate) struct FileOut {
     /// The flag says whether the scope had errors.
     pub scopes: Vec<Def<(Option<ScopePath>, ScopeDecl, bool)>>,
     pub prefer: Vec<Def<Option<(CapabilityName, EntryRef)>>>,
+    pub policy: Vec<Def<Option<crate::engine::model::PolicyDecl>>>,
 }
 
 /// Report an [`IdError`] at `span`.
@@ -224,6 +227,14 @@ pub(crate) fn walk_file(cx: &mut FileCtx<'_>, doc: &DeTable<'_>, root: bool) -> 
                 value,
             });
         }
+    }
+    if let Some(node) = r.get("policy") {
+        let value = super::policy::policy(cx, &node);
+        out.policy.push(Def {
+            name: "policy".to_owned(),
+            origin: cx.origin(node.key_span),
+            value,
+        });
     }
     r.finish(cx);
     out

@@ -52,6 +52,15 @@ impl std::fmt::Debug for ExecutorServices {
 }
 
 impl ExecutorServices {
+    /// Use the `[policy]` of `generation`'s composition, if it declares one
+    /// (a run sees the policy of the generation it leased).
+    pub fn with_generation_policy(mut self, generation: &Generation) -> Self {
+        if let Some(p) = &generation.composition.policy {
+            self.policy = Arc::new(p.rules.clone());
+        }
+        self
+    }
+
     /// Allow-all policy, deny-all approvals, no telemetry.
     pub fn permissive() -> Self {
         Self {

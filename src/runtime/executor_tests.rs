@@ -54,7 +54,10 @@ async fn fixture(hooks: bool) -> Fixture {
     let seen = Arc::new(Mutex::new(Vec::new()));
     let s = Arc::clone(&seen);
     let plugin = plugin_fn(
-        Manifest::new("tools", Version::parse("1.0.0").unwrap()),
+        Manifest {
+            permissions: vec!["filesystem.read".into()],
+            ..Manifest::new("tools", Version::parse("1.0.0").unwrap())
+        },
         move |ctx: PluginContext| {
             let s = Arc::clone(&s);
             async move {

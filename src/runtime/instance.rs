@@ -66,6 +66,11 @@ impl PluginInstance {
         }
     }
 
+    /// The implementation's manifest.
+    pub fn manifest(&self) -> &crate::engine::model::Manifest {
+        self.plugin.manifest()
+    }
+
     /// The implementation's manifest name.
     pub fn plugin_name(&self) -> &str {
         &self.plugin.manifest().name

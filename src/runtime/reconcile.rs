@@ -84,6 +84,18 @@ pub enum ReconcileError {
         /// Rolled back entries.
         rolled_back: Vec<String>,
     },
+    /// A tool requires a permission its plugin's manifest does not declare.
+    #[error("tool `{tool}` of `{entry}` requires permissions its plugin does not declare: {}; rolled back: [{}]", undeclared.join("; "), rolled_back.join(", "))]
+    UndeclaredPermission {
+        /// Entry id.
+        entry: String,
+        /// Tool name.
+        tool: String,
+        /// What is not declared.
+        undeclared: Vec<String>,
+        /// Rolled back entries.
+        rolled_back: Vec<String>,
+    },
     /// The snapshot could not be built (a non-finite float in a tool schema).
     #[error("the snapshot cannot be built: {0}")]
     Snapshot(String),
@@ -236,6 +248,17 @@ impl Harness {
             return Err(ReconcileError::DuplicateTool {
                 tool: dup.0,
                 owners: dup.1,
+                rolled_back: rolled_back.0,
+            });
+        }
+        if let Some((entry, tool, undeclared)) =
+            undeclared_permission(&control, &chosen, &composition)
+        {
+            let rolled_back = self.roll_back(&mut control, attempt).await;
+            return Err(ReconcileError::UndeclaredPermission {
+                entry,
+                tool,
+                undeclared,
                 rolled_back: rolled_back.0,
             });
         }
@@ -649,7 +672,16 @@ impl Harness {
                         registration: c,
                     });
             }
-            for t in regs.tools {
+            for mut t in regs.tools {
+                // The composition's `[policy.tools.<name>]` replaces the
+                // policy the plugin registered.
+                if let Some(p) = composition
+                    .policy
+                    .as_ref()
+                    .and_then(|p| p.tools.get(t.tool.name()))
+                {
+                    t.policy = p.clone();
+                }
                 tools.insert(t.tool.name().to_owned(), t);
             }
             hooks.extend(regs.hooks);
@@ -779,6 +811,34 @@ fn validate_contract(
         }
     }
     Ok(())
+}
+
+/// The first tool that requires a permission its plugin's manifest does not
+/// declare (after `[policy.tools]` overrides): `(entry, tool, problems)`.
+fn undeclared_permission(
+    control: &ControlState,
+    chosen: &BTreeMap<String, String>,
+    composition: &Composition,
+) -> Option<(String, String, Vec<String>)> {
+    for (entry, iid) in chosen {
+        let Some(m) = control.instances.get(iid) else {
+            continue;
+        };
+        for t in m.instance.registrations().tools {
+            let policy = composition
+                .policy
+                .as_ref()
+                .and_then(|p| p.tools.get(t.tool.name()))
+                .unwrap_or(&t.policy);
+            if let Err(problems) = crate::engine::policy::check_declared(
+                &policy.permissions,
+                &m.instance.manifest().permissions,
+            ) {
+                return Some((entry.clone(), t.tool.name().to_owned(), problems));
+            }
+        }
+    }
+    None
 }
 
 /// The first tool name registered by two chosen instances, with its owners.

@@ -579,3 +579,94 @@ async fn control_plane_hooks_and_signals_fire_at_their_boundaries() {
         telemetry.violations()
     );
 }
+
+#[tokio::test]
+async fn the_composition_policy_gates_tools_and_permissions_must_be_declared() {
+    let text = r#"
+version = 1
+
+[plugins.fs]
+version = "1.0.0"
+permissions = ["filesystem.read"]
+[[plugins.fs.tools]]
+name = "read_file"
+description = "Read a file."
+args = { type = "object", required = ["path"], properties = { path = { type = "string" } } }
+result = "contents"
+
+[entries.fs]
+
+[policy]
+grants = ["filesystem.read:/workspace/**"]
+deny = ["filesystem.read:/workspace/secrets/**"]
+
+[policy.tools.read_file]
+permissions = ["filesystem.read:{/path}"]
+"#;
+    let loaded = crate::load::load_str("policy.toml", text);
+    assert!(loaded.diagnostics.is_empty(), "{:?}", loaded.diagnostics);
+    let h = harness();
+    h.reconcile(loaded.composition.unwrap()).await.unwrap();
+    let lease = h.acquire().unwrap();
+    let g = Arc::clone(lease.generation());
+    assert_eq!(
+        g.tools["read_file"].policy.permissions,
+        ["filesystem.read:{/path}"],
+        "the override replaced the policy"
+    );
+    let ex = ToolExecutor::new(ExecutorServices::permissive().with_generation_policy(&g));
+    let run = RunContext {
+        run_id: "r".into(),
+        generation: g,
+        agent: None,
+        scope: "/".into(),
+        budget: None,
+    };
+    let call = |path: &str| ToolCall {
+        name: "read_file".into(),
+        args: serde_json::json!({ "path": path }),
+        call_id: None,
+    };
+    assert_eq!(
+        ex.execute(&run, call("/workspace/notes.md"), false)
+            .await
+            .unwrap()
+            .content,
+        serde_json::json!("contents")
+    );
+    for refused in [
+        "/workspace/secrets/key",
+        "/workspace/../etc/passwd",
+        "/etc/passwd",
+    ] {
+        assert!(
+            matches!(
+                ex.execute(&run, call(refused), false).await,
+                Err(ExecError::Refused(ToolRefusal::PolicyDenied { .. }))
+            ),
+            "{refused}"
+        );
+    }
+
+    let undeclared = text.replace("permissions = [\"filesystem.read\"]\n[[", "[[");
+    let loaded = crate::load::load_str("undeclared.toml", &undeclared);
+    let err = harness()
+        .reconcile(loaded.composition.unwrap())
+        .await
+        .unwrap_err();
+    assert!(
+        matches!(err, ReconcileError::UndeclaredPermission { ref tool, .. } if tool == "read_file"),
+        "{err}"
+    );
+
+    let bad = crate::load::load_str(
+        "bad.toml",
+        "version = 1\n[policy]\ngrants = [\"Filesystem.read:/x\"]\n",
+    );
+    assert_eq!(
+        bad.diagnostics[0].code,
+        crate::engine::diag::Code::BadPermission,
+        "{:?}",
+        bad.diagnostics
+    );
+}

@@ -324,6 +324,15 @@ pub(crate) fn reconcile_failure(ui: &Ui, e: &ReconcileError) -> ExitStatus {
             "runtime::duplicate-tool",
             serde_json::json!({ "tool": tool, "owners": owners, "rolled_back": rolled_back }),
         ),
+        ReconcileError::UndeclaredPermission {
+            entry,
+            tool,
+            undeclared,
+            rolled_back,
+        } => (
+            "runtime::undeclared-permission",
+            serde_json::json!({ "entry": entry, "tool": tool, "undeclared": undeclared, "rolled_back": rolled_back }),
+        ),
         ReconcileError::Snapshot(m) => ("runtime::snapshot", serde_json::json!({ "error": m })),
         ReconcileError::Stopping => ("runtime::stopping", serde_json::json!({})),
     };

@@ -74,6 +74,8 @@ pub struct Composition {
     pub disabled: BTreeMap<EntryId, Option<Origin>>,
     /// Global preferences.
     pub preferences: Preferences,
+    /// The declared `[policy]`, if any.
+    pub policy: Option<super::policy::PolicyDecl>,
 }
 
 impl Default for Composition {
@@ -92,6 +94,7 @@ impl Composition {
             entries: BTreeMap::new(),
             disabled: BTreeMap::new(),
             preferences: Preferences::default(),
+            policy: None,
         }
     }
 

@@ -10,10 +10,12 @@ mod composition;
 mod config;
 mod ids;
 mod manifest;
+mod policy;
 mod scope;
 
 pub use composition::{Composition, Entry, EntryRef, Preferences};
 pub use config::{ConfigValue, SecretRef};
 pub use ids::{CapabilityName, EntryId, IdError, ScopePath, ToolName};
 pub use manifest::{Manifest, Provided, Requirement, ToolDecl};
+pub use policy::PolicyDecl;
 pub use scope::ScopeDecl;
