@@ -54,6 +54,8 @@ codes! {
     InvalidValue => "load::invalid-value", "a value outside what the key accepts";
     LiteralSecret => "load::literal-secret", "a literal string under a key that looks secret";
     BadPermission => "load::bad-permission", "a permission, grant or tool policy that cannot be parsed";
+    UnknownTool => "load::unknown-tool", "a tool policy names a tool no declared plugin offers";
+    UndeclaredPermission => "resolve::undeclared-permission", "a tool requires a permission its plugin does not declare";
     Unresolved => "resolve::unresolved", "a hard requirement did not resolve";
     Ambiguous => "resolve::ambiguous", "several providers qualify and no preference selects one";
     Cycle => "resolve::cycle", "entries require each other in a cycle";

@@ -116,6 +116,67 @@ pub fn plan_diagnostics(composition: &Composition, plan: &Plan) -> Vec<Diagnosti
     for f in &plan.preference_findings {
         out.push(preference_diagnostic(composition, f));
     }
+    out.extend(policy_diagnostics(composition, plan));
+    out
+}
+
+/// `[policy.tools]` overrides that name no declared tool (warnings: tools of
+/// other kinds appear only at run time), and declared tools of active
+/// entries whose effective permissions their plugin does not declare
+/// (errors: publication would refuse them).
+fn policy_diagnostics(composition: &Composition, plan: &Plan) -> Vec<Diagnostic> {
+    let mut out = Vec::new();
+    let Some(policy) = &composition.policy else {
+        return out;
+    };
+    for name in policy.tools.keys() {
+        let offered = composition
+            .entries
+            .values()
+            .any(|e| e.manifest.tools.iter().any(|t| t.name.as_str() == name));
+        if !offered {
+            out.push(
+                Diagnostic::warning(
+                    Code::UnknownTool,
+                    format!("`[policy.tools.{name}]` names a tool no declared plugin offers"),
+                )
+                .at(policy.origin, "policy declared here")
+                .with_help(
+                    "tools registered by other plugin kinds are checked when they are published",
+                ),
+            );
+        }
+    }
+    for id in &plan.activation_order {
+        let Some(entry) = composition.entries.get(id) else {
+            continue;
+        };
+        for tool in &entry.manifest.tools {
+            let Some(p) = policy.tools.get(tool.name.as_str()) else {
+                continue;
+            };
+            if let Err(problems) =
+                super::policy::check_declared(&p.permissions, &entry.manifest.permissions)
+            {
+                let mut d = Diagnostic::error(
+                    Code::UndeclaredPermission,
+                    format!(
+                        "tool `{}` of `{id}` would require permissions its plugin does not declare",
+                        tool.name
+                    ),
+                )
+                .at(tool.origin, "tool declared here")
+                .also(policy.origin, "policy declared here");
+                for problem in problems {
+                    d = d.with_help(problem);
+                }
+                out.push(d.with_help(format!(
+                    "add them to `permissions` of the plugin `{}`",
+                    entry.plugin.value
+                )));
+            }
+        }
+    }
     out
 }
 

@@ -359,3 +359,9 @@ fn entry_order_in_the_file_never_changes_the_digest() {
     assert_eq!(x.code, 0);
     assert_eq!(x.stdout, y.stdout, "{}", y.transcript());
 }
+golden!(check_policy, 0, ["check", "examples/policy.toml"]);
+golden!(
+    check_undeclared_permission,
+    1,
+    ["check", "examples/broken/undeclared-permission.toml"]
+);

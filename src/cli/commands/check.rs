@@ -44,16 +44,19 @@ pub fn run(ui: &Ui, args: &CheckArgs) -> Result<ExitStatus, ExitStatus> {
                 continue;
             }
         };
-        ui.diagnostics(
-            &plan_diagnostics(&resolved.composition, &resolved.plan),
-            &resolved.sources,
-        );
-        if !resolved.plan.is_complete() {
+        let findings = plan_diagnostics(&resolved.composition, &resolved.plan);
+        ui.diagnostics(&findings, &resolved.sources);
+        // A tool whose permissions its plugin does not declare would be
+        // refused at publication: a negative answer, like a pending entry.
+        let refused = findings
+            .iter()
+            .any(|d| d.code == crate::engine::diag::Code::UndeclaredPermission);
+        if !resolved.plan.is_complete() || refused {
             status = status.max(ExitStatus::Negative);
         }
         match ui.format {
-            Format::Json => reports.push(render::check_json(&resolved)),
-            _ => ui.out(&render::check_text(&resolved)),
+            Format::Json => reports.push(render::check_json(&resolved, refused)),
+            _ => ui.out(&render::check_text(&resolved, refused)),
         }
     }
     if ui.format == Format::Json {

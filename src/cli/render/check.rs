@@ -8,7 +8,7 @@ use crate::engine::resolve::Status;
 use super::resolution_json;
 
 /// The text summary of one checked composition.
-pub fn check_text(r: &Resolved) -> String {
+pub fn check_text(r: &Resolved, refused: bool) -> String {
     let plan = &r.plan;
     let entries = r.composition.entries.len();
     let active = plan.activation_order.len();
@@ -19,7 +19,11 @@ pub fn check_text(r: &Resolved) -> String {
         .collect();
     let resolved = hard.iter().filter(|x| x.status == Status::Resolved).count();
     let mut out = String::new();
-    let verdict = if plan.is_complete() { "ok" } else { "pending" };
+    let verdict = match (plan.is_complete(), refused) {
+        (true, false) => "ok",
+        (true, true) => "refused",
+        _ => "pending",
+    };
     let _ = writeln!(
         out,
         "{}: {verdict} — {entries} entr{} ({active} active), {} scope{}, {resolved}/{} requirements resolved",
@@ -66,7 +70,7 @@ pub fn check_text(r: &Resolved) -> String {
 }
 
 /// The JSON report of one checked composition.
-pub fn check_json(r: &Resolved) -> serde_json::Value {
+pub fn check_json(r: &Resolved, refused: bool) -> serde_json::Value {
     let plan = &r.plan;
     let findings: Vec<serde_json::Value> =
         crate::engine::findings::plan_diagnostics(&r.composition, plan)
@@ -76,7 +80,7 @@ pub fn check_json(r: &Resolved) -> serde_json::Value {
     serde_json::json!({
         "file": r.display,
         "loaded": true,
-        "ok": plan.is_complete(),
+        "ok": plan.is_complete() && !refused,
         "entries": r.composition.entries.len(),
         "disabled": r.composition.disabled.keys().map(|e| e.as_str()).collect::<Vec<_>>(),
         "scopes": r.composition.scopes.len(),
