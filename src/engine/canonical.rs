@@ -372,6 +372,7 @@ impl Sha256Writer {
     }
 
     /// Feeds raw bytes.
+    #[inline]
     pub fn update(&mut self, bytes: &[u8]) {
         if self.len + bytes.len() <= Self::BUF_LEN {
             self.buf[self.len..self.len + bytes.len()].copy_from_slice(bytes);
@@ -423,9 +424,21 @@ impl fmt::Debug for Sha256Writer {
 }
 
 impl fmt::Write for Sha256Writer {
+    #[inline]
     fn write_str(&mut self, s: &str) -> fmt::Result {
         self.update(s.as_bytes());
         Ok(())
+    }
+
+    #[inline]
+    fn write_char(&mut self, c: char) -> fmt::Result {
+        if c.is_ascii() && self.len < Self::BUF_LEN {
+            self.buf[self.len] = c as u8;
+            self.len += 1;
+            Ok(())
+        } else {
+            self.write_str(c.encode_utf8(&mut [0; 4]))
+        }
     }
 }
 
@@ -434,6 +447,15 @@ impl fmt::Write for Sha256Writer {
 pub fn write_json_string<W: fmt::Write>(s: &str, out: &mut W) -> fmt::Result {
     out.write_char('"')?;
     let bytes = s.as_bytes();
+    // Fast path: most strings need no escape. The check has no early exit,
+    // so it compiles to a branch-free (vectorisable) scan.
+    let needs_escape = bytes.iter().fold(false, |acc, &b| {
+        acc | (b < 0x20) | (b == b'"') | (b == b'\\')
+    });
+    if !needs_escape {
+        out.write_str(s)?;
+        return out.write_char('"');
+    }
     let mut start = 0;
     for (i, &b) in bytes.iter().enumerate() {
         let escape: &str = match b {

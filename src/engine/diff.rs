@@ -236,11 +236,11 @@ impl GenerationDiff {
     }
 }
 
-fn strs(items: &[String]) -> Canon {
-    Canon::list(items.iter().map(String::as_str))
+fn strs<S: AsRef<str>>(items: &[S]) -> Canon {
+    Canon::list(items.iter().map(AsRef::as_ref))
 }
 
-fn opt_strs(items: Option<&[String]>) -> Canon {
+fn opt_strs<S: AsRef<str>>(items: Option<&[S]>) -> Canon {
     items.map_or(Canon::Null, strs)
 }
 
@@ -345,7 +345,7 @@ fn diff_scopes(out: &mut Collector, old: &SnapshotRecord, new: &SnapshotRecord) 
         r.semantic_scopes
             .scopes
             .iter()
-            .map(|s| (s.path.clone(), s.clone()))
+            .map(|s| (s.path.to_string(), s.clone()))
             .collect()
     };
     let (a, b) = (index(old), index(new));
@@ -435,7 +435,7 @@ fn diff_local_providers(out: &mut Collector, old: &SnapshotRecord, new: &Snapsho
         let mut m = BTreeMap::new();
         for s in &r.semantic_scopes.scopes {
             for (cap, ids) in &s.providers {
-                let mut ids = ids.clone();
+                let mut ids: Vec<String> = ids.iter().map(ToString::to_string).collect();
                 ids.sort();
                 m.insert(format!("{}::{cap}", s.path), ids);
             }
@@ -511,8 +511,8 @@ fn diff_plugins(out: &mut Collector, old: &SnapshotRecord, new: &SnapshotRecord)
 /// What an added or removed requirement carries.
 fn selection_value(row: &SelectionRow) -> Canon {
     Canon::map([
-        ("requirement", Canon::from(row.requirement.as_str())),
-        ("status", Canon::from(row.status.as_str())),
+        ("requirement", Canon::from(&*row.requirement)),
+        ("status", Canon::from(&*row.status)),
         ("provider", opt_str(row.provider.as_deref())),
     ])
 }
@@ -521,7 +521,7 @@ fn diff_requirements(out: &mut Collector, old: &SnapshotRecord, new: &SnapshotRe
     let index = |r: &SnapshotRecord| -> BTreeMap<String, SelectionRow> {
         let mut m = BTreeMap::new();
         for s in &r.semantic_scopes.scopes {
-            for sel in &s.selections {
+            for sel in s.selections.iter() {
                 let cap = sel
                     .requirement
                     .split_whitespace()
@@ -573,15 +573,15 @@ fn diff_requirements(out: &mut Collector, old: &SnapshotRecord, new: &SnapshotRe
                     spec_changed,
                     "requirement",
                     "specifier_changed",
-                    Canon::from(o.requirement.as_str()),
-                    Canon::from(n.requirement.as_str()),
+                    Canon::from(&*o.requirement),
+                    Canon::from(&*n.requirement),
                 ),
                 (
                     status_changed,
                     "status",
                     "status_changed",
-                    Canon::from(o.status.as_str()),
-                    Canon::from(n.status.as_str()),
+                    Canon::from(&*o.status),
+                    Canon::from(&*n.status),
                 ),
                 (
                     provider_changed,

@@ -234,6 +234,21 @@ impl ToolExecutor {
         &self.services
     }
 
+    /// Whether `run`'s scope sees the tool `name` through its tool views.
+    fn is_visible(&self, run: &RunContext, name: &str) -> bool {
+        let g = &run.generation;
+        if g.tree.scopes().iter().all(|s| s.tools.is_none()) {
+            return true;
+        }
+        let scope = crate::engine::model::ScopePath::new(&run.scope)
+            .ok()
+            .and_then(|p| g.tree.find(&p));
+        match (scope, crate::engine::model::ToolName::new(name)) {
+            (Some(ix), Ok(t)) => g.tree.shows_tool(ix, &t),
+            _ => false,
+        }
+    }
+
     /// Names of the tools `run` can call.
     pub fn visible_tools(&self, run: &RunContext) -> Vec<String> {
         let g = &run.generation;
@@ -267,15 +282,15 @@ impl ToolExecutor {
         let refuse = |r: ToolRefusal| Err(ExecError::Refused(r));
 
         // 1. Lookup through the generation and the scope's tool view.
-        let visible = self.visible_tools(run);
+        // Only a refusal needs the whole visible list.
         let Some(reg) = g
             .tools
             .get(&call.name)
-            .filter(|_| visible.iter().any(|v| v == &call.name))
+            .filter(|_| self.is_visible(run, &call.name))
         else {
             return refuse(ToolRefusal::UnknownTool {
                 tool: call.name.clone(),
-                available: visible,
+                available: self.visible_tools(run),
             });
         };
 

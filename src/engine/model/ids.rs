@@ -60,6 +60,11 @@ macro_rules! name_type {
             pub fn as_str(&self) -> &str {
                 &self.0
             }
+
+            /// The shared text, for callers that keep it without copying.
+            pub fn as_arc(&self) -> &Arc<str> {
+                &self.0
+            }
         }
 
         impl fmt::Display for $name {
@@ -171,6 +176,11 @@ impl ScopePath {
 
     /// The path as text.
     pub fn as_str(&self) -> &str {
+        &self.0
+    }
+
+    /// The shared text, for callers that keep it without copying.
+    pub fn as_arc(&self) -> &Arc<str> {
         &self.0
     }
 

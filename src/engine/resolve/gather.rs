@@ -41,12 +41,16 @@ pub(super) struct Req<'a> {
     pub(super) elsewhere: bool,
     /// The consumer provides the capability itself.
     pub(super) self_provides: bool,
+    /// Cached [`Req::gates`]: later steps scan every requirement several
+    /// times, and reading the flag here spares a pointer chase into the
+    /// manifest per requirement and scan.
+    gates: bool,
 }
 
 impl Req<'_> {
     /// Whether the requirement gates its consumer (hard, held by an entry).
     pub(super) fn gates(&self) -> bool {
-        matches!(self.holder, Holder::Entry(_)) && !self.requirement.optional
+        self.gates
     }
 
     pub(super) fn consumer(&self, g: &Gathered<'_>, tree: &ScopeTree) -> Consumer {
@@ -199,6 +203,7 @@ impl<'a> Ctx<'_, 'a> {
             hidden_in_lineage: false,
             elsewhere: false,
             self_provides: false,
+            gates: matches!(holder, Holder::Entry(_)) && !requirement.optional,
         };
         let Some(&cap) = self.caps.get(requirement.capability.as_str()) else {
             return out;

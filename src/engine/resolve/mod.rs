@@ -61,19 +61,21 @@ pub fn resolve_with_tree(composition: &Composition, tree: &ScopeTree) -> Plan {
     let mut selections: Vec<Selection> = Vec::with_capacity(g.requirements.len());
     let mut pref_log = preferences::Log::default();
     let mut cands: Vec<usize> = Vec::new();
+    let mut index_cache = preferences::IndexCache::default();
     for req in &g.requirements {
         cands.clear();
         cands.extend(req.accepted.iter().map(|c| c.entry).filter(|&e| viable[e]));
         let cands = &cands[..];
+        let applicable = preferences::applicable_indexed(composition, &g, req, &mut index_cache);
         let sel = match cands.len() {
             0 => Selection::None,
             1 => Selection::One(cands[0], SelectionReason::OnlyEligible),
-            _ => match preferences::choose(composition, &g, req, cands) {
+            _ => match preferences::choose(&applicable, cands) {
                 Some((e, level)) => Selection::One(e, SelectionReason::ExplicitPreference(level)),
                 None => Selection::Ambiguous(cands.to_vec()),
             },
         };
-        pref_log.observe(composition, &g, req, cands);
+        pref_log.observe(&applicable, &g, req, cands);
         selections.push(sel);
     }
 

@@ -33,25 +33,68 @@ fn applicable<'a>(
     ]
 }
 
+/// The applicable preferences with the index of each preferred entry
+/// (`None` when the composition has no such entry), looked up once per
+/// requirement for both [`choose`] and [`Log::observe`].
+pub(super) type Applicable<'a> = [(PreferenceLevel, Option<(&'a EntryId, Option<usize>)>); 3];
+
+/// Recently looked-up preferred ids: a composition names few distinct
+/// preferred entries, each from many requirements, so most lookups hit here
+/// instead of searching the entry list.
+#[derive(Default)]
+pub(super) struct IndexCache<'a> {
+    recent: Vec<(&'a EntryId, Option<usize>)>,
+    next: usize,
+}
+
+impl<'a> IndexCache<'a> {
+    const LEN: usize = 8;
+
+    fn index_of(&mut self, g: &Gathered<'_>, id: &'a EntryId) -> Option<usize> {
+        if let Some(&(_, ix)) = self
+            .recent
+            .iter()
+            .find(|(k, _)| std::ptr::eq(*k, id) || k.as_str() == id.as_str())
+        {
+            return ix;
+        }
+        let ix = g.index_of(id);
+        if self.recent.len() < Self::LEN {
+            self.recent.push((id, ix));
+        } else {
+            self.recent[self.next] = (id, ix);
+            self.next = (self.next + 1) % Self::LEN;
+        }
+        ix
+    }
+}
+
+/// [`applicable`], with entry indices.
+pub(super) fn applicable_indexed<'a>(
+    composition: &'a Composition,
+    g: &Gathered<'a>,
+    req: &Req<'a>,
+    cache: &mut IndexCache<'a>,
+) -> Applicable<'a> {
+    applicable(composition, g, req)
+        .map(|(level, p)| (level, p.map(|id| (id, cache.index_of(g, id)))))
+}
+
 /// Choose among `cands` (entry indices, sorted) by preference.
 pub(super) fn choose(
-    composition: &Composition,
-    g: &Gathered<'_>,
-    req: &Req<'_>,
+    applicable: &Applicable<'_>,
     cands: &[usize],
 ) -> Option<(usize, PreferenceLevel)> {
-    for (level, preferred) in applicable(composition, g, req) {
-        let Some(id) = preferred else { continue };
-        if let Some(ix) = g.index_of(id) {
-            if cands.binary_search(&ix).is_ok() {
-                return Some((ix, level));
-            }
+    for &(level, preferred) in applicable {
+        let Some((_, Some(ix))) = preferred else {
+            continue;
+        };
+        if cands.binary_search(&ix).is_ok() {
+            return Some((ix, level));
         }
     }
     None
 }
-
-type Key = (PreferenceLevel, Option<String>, CapabilityName);
 
 /// A preference by index: level, holder (entry index, scope index, or 0 for
 /// the global table) and capability. Usage is looked up, never iterated, so
@@ -77,14 +120,16 @@ impl Log {
     /// candidates.
     pub(super) fn observe(
         &mut self,
-        composition: &Composition,
+        applicable: &Applicable<'_>,
         g: &Gathered<'_>,
         req: &Req<'_>,
         cands: &[usize],
     ) {
         let cap = &req.requirement.capability;
-        for (level, preferred) in applicable(composition, g, req) {
-            let Some(id) = preferred else { continue };
+        for &(level, preferred) in applicable {
+            let Some((_, index)) = preferred else {
+                continue;
+            };
             let holder = match level {
                 PreferenceLevel::Consumer => match req.holder {
                     Holder::Entry(e) => e,
@@ -96,9 +141,7 @@ impl Log {
             };
             let usage = self.usage.entry((level, holder, cap.clone())).or_default();
             usage.applies += 1;
-            let is_candidate = g
-                .index_of(id)
-                .is_some_and(|ix| cands.binary_search(&ix).is_ok());
+            let is_candidate = index.is_some_and(|ix| cands.binary_search(&ix).is_ok());
             if is_candidate {
                 usage.named_a_candidate = true;
             } else if !cands.is_empty() && usage.first_miss.is_none() {
@@ -121,19 +164,25 @@ impl Log {
         composition: &Composition,
         g: &Gathered<'_>,
     ) -> Vec<PreferenceFinding> {
-        // (key, holder index, preferred); the index is `None` for a scope
-        // outside the tree, which no requirement can see.
-        let mut declared: Vec<(Key, Option<usize>, EntryId)> = Vec::new();
+        // (level, holder name, capability, holder index, preferred); the
+        // index is `None` for a scope outside the tree, which no requirement
+        // can see. Holder names are borrowed; only findings own them.
+        type Declared<'d> = (
+            PreferenceLevel,
+            Option<&'d str>,
+            &'d CapabilityName,
+            Option<usize>,
+            &'d EntryId,
+        );
+        let mut declared: Vec<Declared<'_>> = Vec::new();
         for (e, entry) in g.entries.iter().enumerate() {
             for (cap, r) in &entry.prefer {
                 declared.push((
-                    (
-                        PreferenceLevel::Consumer,
-                        Some(entry.id.to_string()),
-                        cap.clone(),
-                    ),
+                    PreferenceLevel::Consumer,
+                    Some(entry.id.as_str()),
+                    cap,
                     Some(e),
-                    r.value.clone(),
+                    &r.value,
                 ));
             }
         }
@@ -148,24 +197,25 @@ impl Log {
                         .collect()
                 });
                 declared.push((
-                    (PreferenceLevel::Scope, Some(path.to_string()), cap.clone()),
+                    PreferenceLevel::Scope,
+                    Some(path.as_str()),
+                    cap,
                     index.get(path.as_str()).copied(),
-                    r.value.clone(),
+                    &r.value,
                 ));
             }
         }
         for (cap, r) in &composition.preferences.global {
-            declared.push((
-                (PreferenceLevel::Global, None, cap.clone()),
-                Some(0),
-                r.value.clone(),
-            ));
+            declared.push((PreferenceLevel::Global, None, cap, Some(0), &r.value));
         }
-        declared.sort_by(|a, b| (&a.0, &a.2).cmp(&(&b.0, &b.2)));
+        declared.sort_by(|a, b| (a.0, a.1, a.2, a.4).cmp(&(b.0, b.1, b.2, b.4)));
         let mut out = Vec::new();
-        for ((level, holder, capability), holder_ix, preferred) in declared {
+        for (level, holder_name, cap, holder_ix, preferred) in declared {
+            let holder = || holder_name.map(str::to_owned);
+            let capability = cap.clone();
             let usage = holder_ix.and_then(|h| self.usage.get(&(level, h, capability.clone())));
-            if composition.disabled.contains_key(&preferred) {
+            if composition.disabled.contains_key(preferred) {
+                let (holder, preferred) = (holder(), preferred.clone());
                 out.push(PreferenceFinding::Disabled {
                     level,
                     holder,
@@ -175,6 +225,7 @@ impl Log {
                 continue;
             }
             let Some(usage) = usage.filter(|u| u.applies > 0) else {
+                let (holder, preferred) = (holder(), preferred.clone());
                 out.push(PreferenceFinding::Unused {
                     level,
                     holder,
@@ -188,6 +239,7 @@ impl Log {
                 _ => true,
             };
             if let (true, Some((consumer, candidates))) = (report_miss, &usage.first_miss) {
+                let (holder, preferred) = (holder(), preferred.clone());
                 out.push(PreferenceFinding::NotCandidate {
                     level,
                     holder,

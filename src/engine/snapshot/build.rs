@@ -9,6 +9,7 @@
 
 use std::collections::{BTreeMap, HashMap};
 use std::fmt::Write as _;
+use std::sync::Arc;
 
 use super::record::{SNAPSHOT_FORMAT_VERSION, SnapshotRecord};
 use super::scopes::{ScopeRow, ScopesFingerprint, SelectionRow};
@@ -16,9 +17,10 @@ use crate::engine::canonical::{
     Canon, CanonError, Sha256Writer, stable_hash, write_canonical, write_json_string,
 };
 use crate::engine::identity::{GenerationId, instance_id};
-use crate::engine::model::{Composition, Entry, EntryId, Requirement};
+use crate::engine::model::{CapabilityName, Composition, Entry, EntryId, Requirement, ToolName};
 use crate::engine::redact::redact_for_hash;
 use crate::engine::resolve::{Consumer, Plan, Status};
+use crate::engine::specifier::Clause;
 use crate::engine::tree::{ScopeIx, ScopeTree};
 
 /// The version of this chassis, recorded in every snapshot.
@@ -196,31 +198,36 @@ pub fn build_snapshot(
         .map(|id| instance_id(id, ctx.mounts.get(id).copied().unwrap_or(1)))
         .collect();
 
-    let mut plugins: BTreeMap<String, String> = BTreeMap::new();
-    let mut capabilities: BTreeMap<String, Vec<String>> = BTreeMap::new();
+    // Manifest name -> version, later in activation order winning (as in the
+    // reference), and capability -> sorted versions: sorted lists, then bulk
+    // built maps.
+    let mut named: Vec<(&str, &str)> = active
+        .iter()
+        .map(|e| (e.manifest.name.as_str(), e.manifest.version.as_str()))
+        .collect();
+    named.sort_by(|a, b| a.0.cmp(b.0));
+    let mut plugin_list: Vec<(String, String)> = Vec::with_capacity(named.len());
+    for (i, &(name, version)) in named.iter().enumerate() {
+        if named.get(i + 1).is_none_or(|next| next.0 != name) {
+            plugin_list.push((name.to_owned(), version.to_owned()));
+        }
+    }
+    let plugins: BTreeMap<String, String> = plugin_list.into_iter().collect();
+    let mut provided: Vec<(&str, &str)> = Vec::with_capacity(active.len());
     for e in &active {
-        // Later in activation order wins, as in the reference.
-        let version = e.manifest.version.as_str();
-        match plugins.get_mut(&e.manifest.name) {
-            Some(v) if v == version => {}
-            Some(v) => version.clone_into(v),
-            None => {
-                plugins.insert(e.manifest.name.clone(), version.to_owned());
-            }
-        }
         for (cap, p) in &e.manifest.provides {
-            let versions = p.versions.iter().map(ToString::to_string);
-            match capabilities.get_mut(cap.as_str()) {
-                Some(list) => list.extend(versions),
-                None => {
-                    capabilities.insert(cap.to_string(), versions.collect());
-                }
-            }
+            provided.extend(p.versions.iter().map(|v| (cap.as_str(), v.as_str())));
         }
     }
-    for versions in capabilities.values_mut() {
-        versions.sort();
+    provided.sort_unstable();
+    let mut capability_list: Vec<(String, Vec<String>)> = Vec::new();
+    for (i, &(cap, version)) in provided.iter().enumerate() {
+        match capability_list.last_mut() {
+            Some((_, list)) if i > 0 && provided[i - 1].0 == cap => list.push(version.to_owned()),
+            _ => capability_list.push((cap.to_owned(), vec![version.to_owned()])),
+        }
     }
+    let capabilities: BTreeMap<String, Vec<String>> = capability_list.into_iter().collect();
 
     // Active entries sorted by id: when the plan lines up (the activation
     // order holds each eligible entry once), the eligible entries in
@@ -319,7 +326,9 @@ fn sorted_graph_hash(sorted: &[&Entry], plan: &Plan) -> Result<String, CanonErro
         write_json_string(e.id.as_str(), &mut h)?;
         h.write_char(',')?;
         identity.clear();
-        write!(identity, "{}@{}", e.manifest.name, e.manifest.version)?;
+        identity.push_str(&e.manifest.name);
+        identity.push('@');
+        identity.push_str(e.manifest.version.as_str());
         write_json_string(&identity, &mut h)?;
         h.write_char(']')?;
     }
@@ -327,37 +336,94 @@ fn sorted_graph_hash(sorted: &[&Entry], plan: &Plan) -> Result<String, CanonErro
     Ok(h.finish_hex())
 }
 
-/// Rendered specifiers by clause list. Requirements cloned from one manifest
-/// share their clause list (`Specifier` holds an `Arc`), so a composition of
-/// many entries of few plugins renders each specifier once. The key is the
-/// list's address and length: equal keys mean the same list while `plan` is
-/// borrowed, and only the rendered text reaches the output.
+/// Rendered requirement texts. Requirements cloned from one manifest share
+/// their clause list (`Specifier` holds an `Arc`), so specifiers are first
+/// looked up by the list's address and length (equal keys mean the same list
+/// while `plan` is borrowed), then by content, so equal specifiers of
+/// different manifests are rendered once too. Only the rendered text reaches
+/// the output. Consecutive rows with the same requirement share one text.
 #[derive(Default)]
-struct SpecTexts {
-    rendered: HashMap<(usize, usize), String>,
+struct SpecTexts<'p> {
+    by_address: HashMap<(usize, usize), usize>,
+    by_content: HashMap<&'p [Clause], usize>,
+    rendered: Vec<String>,
+    scratch: String,
+    /// The last specifier seen: consecutive requirements usually repeat it.
+    last_spec: Option<(&'p [Clause], usize)>,
+    last: Option<((usize, usize, bool), Arc<str>)>,
 }
 
-impl SpecTexts {
+impl<'p> SpecTexts<'p> {
+    fn spec(&mut self, r: &'p Requirement) -> usize {
+        let clauses = r.specifier.clauses();
+        if let Some((c, i)) = self.last_spec {
+            if std::ptr::eq(c, clauses) || c == clauses {
+                return i;
+            }
+        }
+        let i = self.lookup(clauses, r);
+        self.last_spec = Some((clauses, i));
+        i
+    }
+
+    fn lookup(&mut self, clauses: &'p [Clause], r: &Requirement) -> usize {
+        let key = (clauses.as_ptr() as usize, clauses.len());
+        if let Some(&i) = self.by_address.get(&key) {
+            return i;
+        }
+        let i = match self.by_content.get(clauses) {
+            Some(&i) => i,
+            None => {
+                let text = if clauses.is_empty() {
+                    "*".to_owned()
+                } else {
+                    r.specifier.to_string()
+                };
+                self.rendered.push(text);
+                let i = self.rendered.len() - 1;
+                self.by_content.insert(clauses, i);
+                i
+            }
+        };
+        self.by_address.insert(key, i);
+        i
+    }
+
     /// `Requirement::render`: `<capability> <spec>` (`*` for any), then
     /// ` (optional)`.
-    fn render(&mut self, r: &Requirement) -> String {
-        let clauses = r.specifier.clauses();
-        let key = (clauses.as_ptr() as usize, clauses.len());
-        let spec = self.rendered.entry(key).or_insert_with(|| {
-            if clauses.is_empty() {
-                "*".to_owned()
-            } else {
-                r.specifier.to_string()
+    fn render(&mut self, r: &'p Requirement) -> Arc<str> {
+        let spec = self.spec(r);
+        let key = (r.capability.as_arc().as_ptr() as usize, spec, r.optional);
+        if let Some((k, text)) = &self.last {
+            if *k == key {
+                return Arc::clone(text);
             }
-        });
-        let cap = r.capability.as_str();
+        }
         let suffix = if r.optional { " (optional)" } else { "" };
-        let mut out = String::with_capacity(cap.len() + 1 + spec.len() + suffix.len());
-        out.push_str(cap);
-        out.push(' ');
-        out.push_str(spec);
-        out.push_str(suffix);
-        out
+        self.scratch.clear();
+        self.scratch.push_str(r.capability.as_str());
+        self.scratch.push(' ');
+        self.scratch.push_str(&self.rendered[spec]);
+        self.scratch.push_str(suffix);
+        let text: Arc<str> = Arc::from(self.scratch.as_str());
+        self.last = Some((key, Arc::clone(&text)));
+        text
+    }
+}
+
+/// One shared text per status spelling.
+#[derive(Default)]
+struct StatusTexts(Vec<(&'static str, Arc<str>)>);
+
+impl StatusTexts {
+    fn get(&mut self, status: Status) -> Arc<str> {
+        let s = status.as_str();
+        if let Some((_, t)) = self.0.iter().find(|(k, _)| *k == s) {
+            return Arc::clone(t);
+        }
+        let t: Arc<str> = Arc::from(s);
+        self.0.push((s, Arc::clone(&t)));
+        t
     }
 }
 
@@ -430,28 +496,31 @@ fn fingerprints(
     }
 
     let mut texts = SpecTexts::default();
+    let mut statuses = StatusTexts::default();
     let mut semantic_rows: Vec<Vec<SelectionRow>> = vec![Vec::new(); n];
-    let mut physical_rows: Vec<Vec<SelectionRow>> = vec![Vec::new(); n];
     for (r, ix) in plan.resolutions.iter().zip(&resolution_scope) {
         let Some(ix) = *ix else { continue };
         let resolved = r.status == Status::Resolved;
         let selected = r.selected.as_ref().filter(|_| resolved);
-        let row = SelectionRow {
-            consumer: r.consumer.name().to_owned(),
-            requirement: texts.render(&r.requirement),
-            status: r.status.as_str().to_owned(),
-            provider: selected.map(|s| s.entry.to_string()),
-            provider_scope: selected.map(|s| s.scope.to_string()),
+        let consumer = match &r.consumer {
+            Consumer::Entry(id) => Arc::clone(id.as_arc()),
+            Consumer::Scope(path) => Arc::clone(path.as_arc()),
         };
-        physical_rows[ix].push(row.clone());
-        semantic_rows[ix].push(row);
+        semantic_rows[ix].push(SelectionRow {
+            consumer,
+            requirement: texts.render(&r.requirement),
+            status: statuses.get(r.status),
+            provider: selected.map(|s| Arc::clone(s.entry.as_arc())),
+            provider_scope: selected.map(|s| Arc::clone(s.scope.as_arc())),
+        });
     }
 
     // Tools owned by active entries on each lineage, accumulated in
     // pre-order (a parent always precedes its children).
-    let mut lineage_tools: Vec<Vec<&str>> = vec![Vec::new(); n];
+    let mut lineage_tools: Vec<Vec<&ToolName>> = vec![Vec::new(); n];
     let mut semantic = Vec::with_capacity(n);
     let mut physical = Vec::with_capacity(n);
+    let mut pairs: Vec<(&CapabilityName, usize)> = Vec::new();
     for ix in 0..n {
         let scope = tree.get(ix);
         let mut acc = match scope.parent {
@@ -459,86 +528,98 @@ fn fingerprints(
             _ => Vec::new(),
         };
         let mine = &in_scope[start[ix]..start[ix + 1]];
-        let mut providers: BTreeMap<String, Vec<String>> = BTreeMap::new();
-        let mut instances: BTreeMap<String, Vec<String>> = BTreeMap::new();
-        let mut ids: Vec<String> = Vec::with_capacity(mine.len());
+        let mut ids: Vec<Arc<str>> = Vec::with_capacity(mine.len());
+        pairs.clear();
         for &e in mine {
             let entry = facts.entries[e];
-            ids.push(entry.id.to_string());
+            ids.push(Arc::clone(entry.id.as_arc()));
             if !facts.eligible[e] {
                 continue;
             }
             for t in &entry.manifest.tools {
-                acc.push(t.name.as_str());
+                acc.push(&t.name);
             }
             for cap in entry.manifest.provides.keys() {
-                if !tree.exposes(ix, cap) {
-                    continue;
+                if tree.exposes(ix, cap) {
+                    pairs.push((cap, e));
                 }
-                let instance = facts.position[e].and_then(|p| instance_ids.get(p));
-                match providers.get_mut(cap.as_str()) {
-                    Some(list) => list.push(entry.id.to_string()),
-                    None => {
-                        providers.insert(cap.to_string(), vec![entry.id.to_string()]);
-                    }
-                }
-                // Providers listed here are active, so each has an instance id.
-                let list = match instances.get_mut(cap.as_str()) {
-                    Some(list) => list,
-                    None => instances.entry(cap.to_string()).or_default(),
-                };
-                list.extend(instance.cloned());
             }
         }
-        for list in instances.values_mut() {
-            list.sort();
+        // Providers by capability, each list in entry id order (stable sort:
+        // entries were visited in id order).
+        pairs.sort_by(|a, b| a.0.cmp(b.0));
+        let mut providers: Vec<(Arc<str>, Vec<Arc<str>>)> = Vec::new();
+        let mut instances: Vec<(Arc<str>, Vec<Arc<str>>)> = Vec::new();
+        for (i, &(cap, e)) in pairs.iter().enumerate() {
+            let id = Arc::clone(facts.entries[e].id.as_arc());
+            // Providers listed here are active, so each has an instance id.
+            let instance = facts.position[e]
+                .and_then(|p| instance_ids.get(p))
+                .map(|s| Arc::<str>::from(s.as_str()));
+            if i > 0 && pairs[i - 1].0 == cap {
+                if let Some((_, list)) = providers.last_mut() {
+                    list.push(id);
+                }
+                if let Some((_, list)) = instances.last_mut() {
+                    list.extend(instance);
+                }
+            } else {
+                providers.push((Arc::clone(cap.as_arc()), vec![id]));
+                instances.push((Arc::clone(cap.as_arc()), instance.into_iter().collect()));
+            }
         }
-        let mut visible: Vec<String> = acc
+        for (_, list) in &mut instances {
+            if list.len() > 1 {
+                list.sort();
+            }
+        }
+        let mut visible: Vec<Arc<str>> = acc
             .iter()
             .filter(|t| {
                 scope
                     .tools
                     .as_ref()
-                    .is_none_or(|v| v.iter().any(|x| x.as_str() == **t))
+                    .is_none_or(|v| v.iter().any(|x| x.as_str() == t.as_str()))
             })
-            .map(|t| (*t).to_owned())
+            .map(|t| Arc::clone(t.as_arc()))
             .collect();
         visible.sort();
         visible.dedup();
         lineage_tools[ix] = acc;
         let decl = composition.scopes.get(&scope.path);
-        let row = |providers, selections, entries, visible_tools| ScopeRow {
-            path: scope.path.to_string(),
-            parent: scope.parent.map(|p| tree.get(p).path.to_string()),
+        let selections: Arc<[SelectionRow]> = std::mem::take(&mut semantic_rows[ix]).into();
+        let sem = ScopeRow {
+            path: Arc::clone(scope.path.as_arc()),
+            parent: scope.parent.map(|p| Arc::clone(tree.get(p).path.as_arc())),
             children: scope
                 .children
                 .iter()
-                .map(|&c| tree.get(c).path.to_string())
+                .map(|&c| Arc::clone(tree.get(c).path.as_arc()))
                 .collect(),
             capabilities: scope
                 .capabilities
                 .as_ref()
-                .map(|v| v.iter().map(ToString::to_string).collect()),
+                .map(|v| v.iter().map(|c| Arc::clone(c.as_arc())).collect()),
             tools: decl
                 .and_then(|d| d.tools.as_ref())
-                .map(|v| v.iter().map(ToString::to_string).collect()),
-            entries,
-            providers,
-            visible_tools,
+                .map(|v| v.iter().map(|t| Arc::clone(t.as_arc())).collect()),
+            entries: ids,
+            providers: providers.into_iter().collect(),
+            visible_tools: visible,
             selections,
         };
-        physical.push(row(
-            instances,
-            std::mem::take(&mut physical_rows[ix]),
-            ids.clone(),
-            visible.clone(),
-        ));
-        semantic.push(row(
-            providers,
-            std::mem::take(&mut semantic_rows[ix]),
-            ids,
-            visible,
-        ));
+        physical.push(ScopeRow {
+            path: Arc::clone(&sem.path),
+            parent: sem.parent.clone(),
+            children: sem.children.clone(),
+            capabilities: sem.capabilities.clone(),
+            tools: sem.tools.clone(),
+            entries: sem.entries.clone(),
+            providers: instances.into_iter().collect(),
+            visible_tools: sem.visible_tools.clone(),
+            selections: Arc::clone(&sem.selections),
+        });
+        semantic.push(sem);
     }
     (
         ScopesFingerprint {

@@ -370,7 +370,8 @@ mod writer_tests {
                 status: "resolved".into(),
                 provider: Some("db".into()),
                 provider_scope: Some("/".into()),
-            }],
+            }]
+            .into(),
         };
         let tree = ScopesFingerprint {
             root: "/".into(),

@@ -5,6 +5,7 @@
 //! either.
 
 use std::collections::BTreeMap;
+use std::sync::Arc;
 
 use std::fmt::{self, Write};
 
@@ -15,15 +16,15 @@ use crate::engine::canonical::{Canon, write_json_string};
 #[serde(deny_unknown_fields)]
 pub struct SelectionRow {
     /// Entry id, or scope path for scope requirements.
-    pub consumer: String,
+    pub consumer: Arc<str>,
     /// Rendered requirement (`database <2,>=1`).
-    pub requirement: String,
+    pub requirement: Arc<str>,
     /// Status spelling (`resolved`, …).
-    pub status: String,
+    pub status: Arc<str>,
     /// Selected provider entry id when resolved.
-    pub provider: Option<String>,
+    pub provider: Option<Arc<str>>,
     /// Scope of the selected provider.
-    pub provider_scope: Option<String>,
+    pub provider_scope: Option<Arc<str>>,
 }
 
 /// One scope of the fingerprint.
@@ -31,23 +32,24 @@ pub struct SelectionRow {
 #[serde(deny_unknown_fields)]
 pub struct ScopeRow {
     /// Path.
-    pub path: String,
+    pub path: Arc<str>,
     /// Parent path.
-    pub parent: Option<String>,
+    pub parent: Option<Arc<str>>,
     /// Sorted child paths.
-    pub children: Vec<String>,
+    pub children: Vec<Arc<str>>,
     /// Effective capability view.
-    pub capabilities: Option<Vec<String>>,
+    pub capabilities: Option<Vec<Arc<str>>>,
     /// The scope's own tool view.
-    pub tools: Option<Vec<String>>,
+    pub tools: Option<Vec<Arc<str>>>,
     /// Sorted ids of entries declared here (pending included).
-    pub entries: Vec<String>,
+    pub entries: Vec<Arc<str>>,
     /// Capability → sorted local provider ids (entry ids or instance ids).
-    pub providers: BTreeMap<String, Vec<String>>,
+    pub providers: BTreeMap<Arc<str>, Vec<Arc<str>>>,
     /// Sorted names of visible tools.
-    pub visible_tools: Vec<String>,
-    /// Selection rows sorted by (consumer, capability).
-    pub selections: Vec<SelectionRow>,
+    pub visible_tools: Vec<Arc<str>>,
+    /// Selection rows sorted by (consumer, capability). Shared: the semantic
+    /// and physical trees of one snapshot hold the same rows.
+    pub selections: Arc<[SelectionRow]>,
 }
 
 /// The whole fingerprint: `{root, scopes}` in pre-order.
@@ -60,21 +62,21 @@ pub struct ScopesFingerprint {
     pub scopes: Vec<ScopeRow>,
 }
 
-fn strs(items: &[String]) -> Canon {
-    Canon::List(items.iter().map(|s| Canon::Str(s.clone())).collect())
+fn strs(items: &[Arc<str>]) -> Canon {
+    Canon::List(items.iter().map(|s| Canon::from(&**s)).collect())
 }
 
-fn opt_str(s: &Option<String>) -> Canon {
-    s.as_ref().map_or(Canon::Null, |s| Canon::Str(s.clone()))
+fn opt_str(s: &Option<Arc<str>>) -> Canon {
+    s.as_ref().map_or(Canon::Null, |s| Canon::from(&**s))
 }
 
 impl SelectionRow {
     /// Canonical form.
     pub fn to_canon(&self) -> Canon {
         Canon::map([
-            ("consumer", Canon::Str(self.consumer.clone())),
-            ("requirement", Canon::Str(self.requirement.clone())),
-            ("status", Canon::Str(self.status.clone())),
+            ("consumer", Canon::from(&*self.consumer)),
+            ("requirement", Canon::from(&*self.requirement)),
+            ("status", Canon::from(&*self.status)),
             ("provider", opt_str(&self.provider)),
             ("provider_scope", opt_str(&self.provider_scope)),
         ])
@@ -85,7 +87,7 @@ impl ScopeRow {
     /// Canonical form.
     pub fn to_canon(&self) -> Canon {
         Canon::map([
-            ("path", Canon::Str(self.path.clone())),
+            ("path", Canon::from(&*self.path)),
             ("parent", opt_str(&self.parent)),
             ("children", strs(&self.children)),
             (
@@ -99,7 +101,7 @@ impl ScopeRow {
                 Canon::Map(
                     self.providers
                         .iter()
-                        .map(|(k, v)| (k.clone(), strs(v)))
+                        .map(|(k, v)| (k.to_string(), strs(v)))
                         .collect(),
                 ),
             ),
@@ -136,7 +138,7 @@ impl ScopesFingerprint {
 
     /// The scope at `path`.
     pub fn scope(&self, path: &str) -> Option<&ScopeRow> {
-        self.scopes.iter().find(|s| s.path == path)
+        self.scopes.iter().find(|s| &*s.path == path)
     }
 }
 
@@ -146,7 +148,7 @@ impl ScopesFingerprint {
 // hand; `writers_agree_with_the_canon_path` in the tests checks every one
 // against `to_canon`.
 
-fn w_strs<W: Write>(items: &[String], out: &mut W) -> fmt::Result {
+fn w_strs<W: Write>(items: &[Arc<str>], out: &mut W) -> fmt::Result {
     out.write_char('[')?;
     for (i, s) in items.iter().enumerate() {
         if i > 0 {
@@ -157,7 +159,7 @@ fn w_strs<W: Write>(items: &[String], out: &mut W) -> fmt::Result {
     out.write_char(']')
 }
 
-fn w_opt<W: Write>(s: &Option<String>, out: &mut W) -> fmt::Result {
+fn w_opt<W: Write>(s: &Option<Arc<str>>, out: &mut W) -> fmt::Result {
     match s {
         Some(s) => write_json_string(s, out),
         None => out.write_str("null"),

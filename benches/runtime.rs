@@ -1,0 +1,221 @@
+//! Runtime benchmarks (a plain bench binary, median of repeated runs):
+//! no-op reconcile and one-entry replacement at 1,000 and 10,000 entries,
+//! lease acquire + release, and the per-call overhead of the tool boundary
+//! with one observe hook, a grant policy, a budget and recording telemetry.
+//!
+//! `cargo bench --bench runtime` (add `-- --quick` for 1,000 entries only).
+
+use std::sync::Arc;
+use std::time::{Duration, Instant};
+
+use chassis::engine::budget::{BudgetGovernor, BudgetLimits, ManualClock};
+use chassis::engine::build::CompositionBuilder;
+use chassis::engine::model::{Composition, ConfigValue, Manifest};
+use chassis::engine::policy::{Grant, PolicyRules, ToolPolicy};
+use chassis::engine::telemetry::RecordingTelemetry;
+use chassis::engine::version::Version;
+use chassis::runtime::{
+    BoxError, Catalog, ExecutorServices, FnHook, Harness, HarnessOptions, HookEvent, HookMode,
+    HookReply, PluginContext, RunContext, Tool, ToolCall, ToolCallContext, ToolExecutor,
+    ToolOutput, plugin_fn,
+};
+use serde_json::{Value, json};
+
+fn chain(n: usize, leaf_config: i64) -> Composition {
+    let mut b = CompositionBuilder::new();
+    for i in 0..n {
+        let name = format!("e{i:06}");
+        b = b.entry(&name).provides(&format!("cap{i}"), &["1.0.0"]);
+        if i > 0 {
+            b = b.requires(&format!("cap{}", i - 1), ">=1,<2");
+        }
+        if i == n - 1 {
+            b = b.config(ConfigValue::Table(
+                [("v".to_owned(), ConfigValue::Int(leaf_config))].into(),
+            ));
+        }
+    }
+    b.build().expect("valid chain")
+}
+
+fn median(mut samples: Vec<Duration>) -> Duration {
+    samples.sort();
+    samples[samples.len() / 2]
+}
+
+fn fmt(d: Duration) -> String {
+    let us = d.as_secs_f64() * 1e6;
+    if us < 1_000.0 {
+        format!("{us:.2} µs")
+    } else {
+        format!("{:.2} ms", us / 1_000.0)
+    }
+}
+
+struct Echo;
+
+#[async_trait::async_trait]
+impl Tool for Echo {
+    fn name(&self) -> &str {
+        "echo"
+    }
+    fn description(&self) -> &str {
+        "echo"
+    }
+    async fn call(&self, args: Value, _ctx: &ToolCallContext) -> Result<ToolOutput, BoxError> {
+        Ok(ToolOutput::content(args))
+    }
+}
+
+fn main() {
+    let quick = std::env::args().any(|a| a == "--quick");
+    let rt = tokio::runtime::Builder::new_current_thread()
+        .enable_all()
+        .build()
+        .expect("runtime");
+    println!("## chassis runtime benchmark\n");
+    println!("| case | entries | median |");
+    println!("|---|---:|---:|");
+    let sizes: &[usize] = if quick { &[1_000] } else { &[1_000, 10_000] };
+    for &n in sizes {
+        let h = Harness::new(Catalog::new(), HarnessOptions::default());
+        let a = chain(n, 1);
+        let b = chain(n, 2);
+        rt.block_on(h.reconcile(a.clone()))
+            .expect("first reconcile");
+        let runs = if n >= 10_000 { 5 } else { 15 };
+        let mut noop = Vec::new();
+        for _ in 0..runs {
+            let c = a.clone();
+            let t = Instant::now();
+            let r = rt.block_on(h.reconcile(c)).expect("no-op");
+            noop.push(t.elapsed());
+            assert!(!r.published);
+        }
+        println!("| no-op reconcile (chain) | {n} | {} |", fmt(median(noop)));
+        let mut replace = Vec::new();
+        for i in 0..runs {
+            let c = if i % 2 == 0 { b.clone() } else { a.clone() };
+            let t = Instant::now();
+            let r = rt.block_on(h.reconcile(c)).expect("replacement");
+            replace.push(t.elapsed());
+            assert!(
+                r.published && r.mounted.len() == 1,
+                "one entry (the leaf) is rebuilt"
+            );
+        }
+        println!(
+            "| one-entry replacement (chain leaf) | {n} | {} |",
+            fmt(median(replace))
+        );
+    }
+
+    // Lease acquire + release.
+    let h = Harness::new(Catalog::new(), HarnessOptions::default());
+    rt.block_on(h.reconcile(chain(10, 1))).expect("reconcile");
+    let rounds = 200_000u32;
+    let t = Instant::now();
+    for _ in 0..rounds {
+        let lease = h.acquire().expect("lease");
+        drop(lease);
+    }
+    println!("| acquire + release | — | {} |", fmt(t.elapsed() / rounds));
+
+    // Tool boundary: one observe hook, a grant policy, a budget, recording telemetry.
+    let mut catalog = Catalog::new();
+    let manifest = Manifest {
+        permissions: vec!["net.fetch".into()],
+        ..Manifest::new("tools", Version::parse("1.0.0").expect("v"))
+    };
+    catalog.register_plugin(
+        "tools",
+        Arc::new(plugin_fn(manifest, |ctx: PluginContext| async move {
+            ctx.tools().register(
+                Arc::new(Echo),
+                ToolPolicy {
+                    permissions: vec!["net.fetch".into()],
+                    ..ToolPolicy::default()
+                },
+            )?;
+            ctx.hooks().register(
+                HookEvent::BeforeToolExecute,
+                Arc::new(FnHook(|_, _: &Value| Ok(HookReply::Continue))),
+                HookMode::Observe,
+                0,
+            )?;
+            Ok(())
+        })),
+    );
+    let h = Harness::new(catalog, HarnessOptions::default());
+    let c = CompositionBuilder::new()
+        .entry("tools")
+        .plugin("tools", "1.0.0")
+        .build()
+        .expect("valid");
+    rt.block_on(h.reconcile(c)).expect("reconcile");
+    let lease = h.acquire().expect("lease");
+    let telemetry = Arc::new(RecordingTelemetry::new());
+    let mut services = ExecutorServices::permissive();
+    services.policy = Arc::new(PolicyRules {
+        grants: vec![Grant::parse("net.fetch").expect("grant")],
+        ..PolicyRules::default()
+    });
+    services.telemetry = telemetry.clone();
+    let ex = ToolExecutor::new(services);
+    let calls = 20_000u32;
+    let budget = BudgetGovernor::new(
+        BudgetLimits::builder()
+            .tool_calls(f64::from(calls) * 4.0)
+            .build()
+            .expect("limits"),
+        Arc::new(ManualClock::new()),
+    );
+    let run = RunContext {
+        run_id: "bench".into(),
+        generation: Arc::clone(lease.generation()),
+        agent: None,
+        scope: "/".into(),
+        budget: Some(budget),
+    };
+    let args = json!({ "q": "x" });
+    let t = Instant::now();
+    rt.block_on(async {
+        for _ in 0..calls {
+            let r = ex
+                .execute(
+                    &run,
+                    ToolCall {
+                        name: "echo".into(),
+                        args: args.clone(),
+                        call_id: None,
+                    },
+                    false,
+                )
+                .await
+                .expect("call");
+            std::hint::black_box(r);
+        }
+    });
+    let boundary = t.elapsed() / calls;
+    let ctx = ToolCallContext {
+        run_id: "bench".into(),
+        generation_id: "gen_0001".into(),
+        agent: None,
+        scope: "/".into(),
+        cancel: Default::default(),
+    };
+    let t = Instant::now();
+    rt.block_on(async {
+        for _ in 0..calls {
+            std::hint::black_box(Echo.call(args.clone(), &ctx).await.expect("direct"));
+        }
+    });
+    let direct = t.elapsed() / calls;
+    println!("| tool call through the boundary | — | {} |", fmt(boundary));
+    println!("| tool call direct | — | {} |", fmt(direct));
+    println!(
+        "| boundary overhead per call | — | {} |",
+        fmt(boundary.saturating_sub(direct))
+    );
+    drop(lease);
+}
