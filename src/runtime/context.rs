@@ -106,7 +106,7 @@ pub enum ContextError {
 }
 
 /// Everything the plugin registered, in registration order.
-#[derive(Debug, Default)]
+#[derive(Clone, Debug, Default)]
 pub struct Registrations {
     /// Capabilities.
     pub capabilities: Vec<CapabilityRegistration>,
@@ -117,7 +117,9 @@ pub struct Registrations {
 }
 
 struct State {
-    registrations: Registrations,
+    /// Shared once sealed, so generations and the control plane read it
+    /// without copying; writes during setup go through `Arc::make_mut`.
+    registrations: Arc<Registrations>,
     scope: OwnershipScope,
     sealed: Option<String>,
 }
@@ -183,7 +185,7 @@ impl PluginContext {
                 config: spec.config,
                 bindings: spec.bindings,
                 state: Mutex::new(State {
-                    registrations: Registrations::default(),
+                    registrations: Arc::default(),
                     scope,
                     sealed: None,
                 }),
@@ -326,14 +328,9 @@ impl PluginContext {
         }
     }
 
-    /// A copy of what was registered so far.
-    pub fn registrations(&self) -> Registrations {
-        let state = self.state();
-        Registrations {
-            capabilities: state.registrations.capabilities.clone(),
-            tools: state.registrations.tools.clone(),
-            hooks: state.registrations.hooks.clone(),
-        }
+    /// What was registered so far (shared, not copied).
+    pub fn registrations(&self) -> Arc<Registrations> {
+        Arc::clone(&self.state().registrations)
     }
 
     /// Live effects in the ownership scope (tasks and cleanups).
@@ -347,7 +344,7 @@ impl PluginContext {
         let mut scope = {
             let mut state = self.state();
             state.sealed.get_or_insert_with(|| "unloaded".to_owned());
-            state.registrations = Registrations::default();
+            state.registrations = Arc::default();
             std::mem::replace(
                 &mut state.scope,
                 OwnershipScope::new("closed", std::time::Duration::ZERO),
@@ -385,8 +382,7 @@ impl Capabilities<'_> {
             message: e.message,
         })?;
         let mut state = self.ctx.open_state()?;
-        state
-            .registrations
+        Arc::make_mut(&mut state.registrations)
             .capabilities
             .push(CapabilityRegistration {
                 capability: name,
@@ -417,12 +413,14 @@ impl Tools<'_> {
         })?;
         let mut state = self.ctx.open_state()?;
         let id = format!("tool_{entry}_{}", state.registrations.tools.len() + 1);
-        state.registrations.tools.push(ToolRegistration {
-            id: id.clone(),
-            owner: entry,
-            tool,
-            policy,
-        });
+        Arc::make_mut(&mut state.registrations)
+            .tools
+            .push(ToolRegistration {
+                id: id.clone(),
+                owner: entry,
+                tool,
+                policy,
+            });
         Ok(id)
     }
 }
@@ -457,16 +455,18 @@ impl Hooks<'_> {
         let mut state = self.ctx.open_state()?;
         let id = format!("hook_{entry}_{}", state.registrations.hooks.len() + 1);
         let sequence = self.ctx.inner.hook_sequence.fetch_add(1, Ordering::SeqCst);
-        state.registrations.hooks.push(HookRegistration {
-            id: id.clone(),
-            owner: entry,
-            event,
-            mode,
-            priority,
-            sequence,
-            error_policy,
-            handler,
-        });
+        Arc::make_mut(&mut state.registrations)
+            .hooks
+            .push(HookRegistration {
+                id: id.clone(),
+                owner: entry,
+                event,
+                mode,
+                priority,
+                sequence,
+                error_policy,
+                handler,
+            });
         Ok(id)
     }
 }

@@ -70,6 +70,9 @@ pub(crate) struct ControlState {
     pub(crate) sequence: u64,
     /// Next global mount order.
     pub(crate) next_order: u64,
+    /// Instance ids whose plugin registered hooks (the live hook set is
+    /// built from these only, so mounting stays linear).
+    pub(crate) hooked: std::collections::BTreeSet<String>,
     /// State carried over from a store, until the first publication.
     pub(crate) seed: Option<SeedState>,
 }
@@ -425,6 +428,7 @@ impl Harness {
         let mut failures = Vec::new();
         for id in &doomed {
             if let Some(mut managed) = control.instances.remove(id) {
+                control.hooked.remove(id);
                 let hooks = self.live_hooks(control);
                 failures.extend(self.unmount_observed(&hooks, &mut managed.instance).await);
             }
@@ -481,6 +485,7 @@ impl Harness {
         let ids = control.newest_first(control.instances.keys().cloned().collect::<Vec<_>>());
         for id in &ids {
             if let Some(mut managed) = control.instances.remove(id) {
+                control.hooked.remove(id);
                 let hooks = self.live_hooks(&control);
                 failures.extend(self.unmount_observed(&hooks, &mut managed.instance).await);
             }

@@ -92,7 +92,7 @@ impl PluginInstance {
     }
 
     /// What the instance registered (empty unless active).
-    pub fn registrations(&self) -> Registrations {
+    pub fn registrations(&self) -> std::sync::Arc<Registrations> {
         self.context
             .as_ref()
             .map(PluginContext::registrations)

@@ -481,11 +481,12 @@ impl Harness {
                 m.instance
                     .registrations()
                     .capabilities
-                    .into_iter()
+                    .iter()
                     .find(|c| {
                         c.capability == r.requirement.capability
                             && c.version.major() == sel.version.major()
                     })
+                    .cloned()
             });
             if let Some(reg) = registration {
                 bound.insert(
@@ -590,6 +591,9 @@ impl Harness {
         control.mounts.insert(id.clone(), mount.max(mounted_so_far));
         let order = control.next_order;
         control.next_order += 1;
+        if !instance.registrations().hooks.is_empty() {
+            control.hooked.insert(iid.clone());
+        }
         control.instances.insert(
             iid.clone(),
             Managed {
@@ -623,6 +627,7 @@ impl Harness {
         let mut failures = Vec::new();
         for (entry, iid) in attempt.mounted.into_iter().rev() {
             if let Some(mut managed) = control.instances.remove(&iid) {
+                control.hooked.remove(&iid);
                 let hooks = self.live_hooks(control);
                 let met = self.unmount_observed(&hooks, &mut managed.instance).await;
                 failures.extend(
@@ -662,7 +667,7 @@ impl Harness {
                 instance_id: managed.instance.instance_id.clone(),
                 plugin: composition.entries[entry_id].manifest.name.clone(),
             });
-            for c in regs.capabilities {
+            for c in regs.capabilities.iter().cloned() {
                 capabilities
                     .entry(c.capability.clone())
                     .or_default()
@@ -672,7 +677,7 @@ impl Harness {
                         registration: c,
                     });
             }
-            for mut t in regs.tools {
+            for mut t in regs.tools.iter().cloned() {
                 // The composition's `[policy.tools.<name>]` replaces the
                 // policy the plugin registered.
                 if let Some(p) = composition
@@ -684,7 +689,7 @@ impl Harness {
                 }
                 tools.insert(t.tool.name().to_owned(), t);
             }
-            hooks.extend(regs.hooks);
+            hooks.extend(regs.hooks.iter().cloned());
         }
         let ctx = SnapshotContext {
             generation: GenerationId::from_sequence(sequence),
@@ -746,7 +751,8 @@ fn validate_contract(
     instance: &PluginInstance,
 ) -> Result<(), Box<PluginContractError>> {
     let entry = &composition.entries[entry_id];
-    let regs = instance.registrations().capabilities;
+    let all = instance.registrations();
+    let regs = &all.capabilities;
     let actual: Vec<String> = regs
         .iter()
         .map(|r| format!("{} {}", r.capability, r.version))
@@ -824,7 +830,7 @@ fn undeclared_permission(
         let Some(m) = control.instances.get(iid) else {
             continue;
         };
-        for t in m.instance.registrations().tools {
+        for t in m.instance.registrations().tools.iter() {
             let policy = composition
                 .policy
                 .as_ref()
@@ -849,7 +855,7 @@ fn duplicate_tool(
     let mut owners: BTreeMap<String, Vec<String>> = BTreeMap::new();
     for (entry, iid) in chosen {
         if let Some(m) = control.instances.get(iid) {
-            for t in m.instance.registrations().tools {
+            for t in m.instance.registrations().tools.iter() {
                 owners
                     .entry(t.tool.name().to_owned())
                     .or_default()

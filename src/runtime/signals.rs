@@ -51,9 +51,10 @@ impl Harness {
     pub(crate) fn live_hooks(&self, control: &ControlState) -> HookSet {
         HookSet::new(
             control
-                .instances
-                .values()
-                .flat_map(|m| m.instance.registrations().hooks)
+                .hooked
+                .iter()
+                .filter_map(|id| control.instances.get(id))
+                .flat_map(|m| m.instance.registrations().hooks.clone())
                 .collect(),
         )
     }
@@ -145,12 +146,13 @@ impl Harness {
         let hooks = self.live_hooks(control);
         let mut mounted_hooks = hooks.clone();
         // The new instance's own hooks observe its own `plugin_mounted`.
-        let own = instance.registrations().hooks;
+        let own = instance.registrations().hooks.clone();
         if !own.is_empty() {
             let mut all: Vec<_> = control
-                .instances
-                .values()
-                .flat_map(|m| m.instance.registrations().hooks)
+                .hooked
+                .iter()
+                .filter_map(|id| control.instances.get(id))
+                .flat_map(|m| m.instance.registrations().hooks.clone())
                 .collect();
             all.extend(own);
             mounted_hooks = HookSet::new(all);
