@@ -48,9 +48,16 @@ impl Default for HarnessOptions {
     }
 }
 
+/// An entry and its bindings `(capability, provider instance, version)`.
+pub(crate) type IdentityInputs = (crate::engine::model::Entry, Vec<(String, String, String)>);
+
 /// An instance the harness manages, with the identity it was mounted with.
 pub(crate) struct Managed {
     pub(crate) identity: NodeIdentity,
+    /// The inputs the identity was computed from: an unchanged entry with
+    /// unchanged bindings has an unchanged identity, so a no-op reconcile
+    /// compares instead of hashing.
+    pub(crate) inputs: Option<IdentityInputs>,
     pub(crate) mount: u64,
     /// Global mount order: later mounts are torn down first.
     pub(crate) order: u64,

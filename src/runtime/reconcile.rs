@@ -499,19 +499,25 @@ impl Harness {
                 );
             }
         }
-        let identity = NodeIdentity::of(
-            entry,
-            entry
-                .manifest
-                .kind
-                .as_deref()
-                .unwrap_or(&entry.plugin.value),
-            &bindings,
-        );
         let previous = control
             .current_by_entry
             .get(&id)
             .and_then(|iid| control.instances.get(iid));
+        let unchanged_inputs = previous
+            .and_then(|p| p.inputs.as_ref())
+            .is_some_and(|(e, b)| e == entry && *b == bindings);
+        let identity = match previous {
+            Some(p) if unchanged_inputs => p.identity.clone(),
+            _ => NodeIdentity::of(
+                entry,
+                entry
+                    .manifest
+                    .kind
+                    .as_deref()
+                    .unwrap_or(&entry.plugin.value),
+                &bindings,
+            ),
+        };
         if let Some(prev) = previous {
             if prev.identity == identity
                 && prev.instance.state() == super::lifecycle::PluginState::Active
@@ -598,6 +604,7 @@ impl Harness {
             iid.clone(),
             Managed {
                 identity: identity.clone(),
+                inputs: Some((entry.clone(), bindings)),
                 mount,
                 order,
                 instance,
