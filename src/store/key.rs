@@ -6,9 +6,8 @@
 //! HMAC-SHA256 fingerprints keyed by a random 32-byte key created with the
 //! store. The key is never printed, logged or exported.
 
+use crate::engine::secret::hmac_sha256;
 use std::io::Read;
-
-use sha2::{Digest, Sha256};
 
 /// The store's secret key.
 #[derive(Clone)]
@@ -47,23 +46,6 @@ impl StoreKey {
         message.extend_from_slice(value.as_bytes());
         hex(&hmac_sha256(&self.0, &message))
     }
-}
-
-/// HMAC-SHA256 (RFC 2104) with a key shorter than the block.
-fn hmac_sha256(key: &[u8; 32], message: &[u8]) -> [u8; 32] {
-    let mut block = [0u8; 64];
-    block[..32].copy_from_slice(key);
-    let ipad: Vec<u8> = block.iter().map(|b| b ^ 0x36).collect();
-    let opad: Vec<u8> = block.iter().map(|b| b ^ 0x5c).collect();
-    let inner = Sha256::new()
-        .chain_update(&ipad)
-        .chain_update(message)
-        .finalize();
-    let outer = Sha256::new()
-        .chain_update(&opad)
-        .chain_update(inner)
-        .finalize();
-    outer.into()
 }
 
 fn hex(bytes: &[u8]) -> String {

@@ -5,7 +5,7 @@ use std::collections::BTreeMap;
 use super::config::ConfigValue;
 use super::ids::{CapabilityName, ToolName};
 use crate::engine::span::Origin;
-use crate::engine::specifier::Specifier;
+use crate::engine::specifier::{Specifier, render_requirement};
 use crate::engine::version::Version;
 
 /// One capability a manifest provides, in one or more contract generations.
@@ -68,10 +68,7 @@ impl Requirement {
 
     /// The reference's rendering: `database <2,>=1`, `vector * (optional)`.
     pub fn render(&self) -> String {
-        let spec = self.specifier.to_string();
-        let spec = if spec.is_empty() { "*" } else { spec.as_str() };
-        let suffix = if self.optional { " (optional)" } else { "" };
-        format!("{} {spec}{suffix}", self.capability)
+        render_requirement(self.capability.as_str(), &self.specifier, self.optional)
     }
 }
 
