@@ -9,6 +9,7 @@
 
 pub mod budget;
 pub mod build;
+pub mod builtin;
 pub mod canonical;
 pub mod diag;
 pub mod diff;

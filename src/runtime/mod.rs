@@ -16,6 +16,7 @@ pub mod identity;
 pub mod inspect;
 pub mod instance;
 pub mod lifecycle;
+pub mod model;
 pub mod plugin;
 pub mod reconcile;
 pub mod scope;

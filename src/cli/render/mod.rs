@@ -32,20 +32,7 @@ pub fn resolution_json(r: &Resolution) -> serde_json::Value {
 
 /// A configuration value as JSON (secret references as `{"secret": NAME}`).
 pub fn config_json(v: &ConfigValue) -> serde_json::Value {
-    match v {
-        ConfigValue::Bool(b) => (*b).into(),
-        ConfigValue::Int(i) => (*i).into(),
-        ConfigValue::Float(f) => serde_json::Number::from_f64(*f)
-            .map_or(serde_json::Value::Null, serde_json::Value::Number),
-        ConfigValue::Str(s) | ConfigValue::Datetime(s) => s.clone().into(),
-        ConfigValue::Array(a) => a.iter().map(config_json).collect(),
-        ConfigValue::Table(m) => m
-            .iter()
-            .map(|(k, v)| (k.clone(), config_json(v)))
-            .collect::<serde_json::Map<_, _>>()
-            .into(),
-        ConfigValue::Secret(s) => serde_json::json!({ "secret": s.name }),
-    }
+    v.to_json()
 }
 
 /// A configuration value inline, TOML-like.

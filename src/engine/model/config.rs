@@ -94,6 +94,33 @@ impl ConfigValue {
         }
     }
 
+    /// The value as JSON, secret references as `{"secret": NAME}` (never a
+    /// value: they are not resolved here).
+    pub fn to_json(&self) -> serde_json::Value {
+        match self {
+            Self::Bool(b) => (*b).into(),
+            Self::Int(i) => (*i).into(),
+            Self::Float(f) => serde_json::Number::from_f64(*f)
+                .map_or(serde_json::Value::Null, serde_json::Value::Number),
+            Self::Str(s) | Self::Datetime(s) => s.clone().into(),
+            Self::Array(a) => a.iter().map(Self::to_json).collect(),
+            Self::Table(m) => m
+                .iter()
+                .map(|(k, v)| (k.clone(), v.to_json()))
+                .collect::<serde_json::Map<_, _>>()
+                .into(),
+            Self::Secret(s) => serde_json::json!({ "secret": s.name }),
+        }
+    }
+
+    /// The value at `key` of a table value.
+    pub fn get(&self, key: &str) -> Option<&ConfigValue> {
+        match self {
+            Self::Table(map) => map.get(key),
+            _ => None,
+        }
+    }
+
     /// Keys of a table value, in order; empty for non-tables.
     pub fn keys(&self) -> Vec<&str> {
         match self {

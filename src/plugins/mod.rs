@@ -1,0 +1,48 @@
+//! Adapters behind the built-in plugin kinds of [`crate::engine::builtin`].
+//!
+//! The engine derives each built-in kind's manifest from its configuration;
+//! the behaviour lives here, at the edge, because it touches the outside
+//! world (processes, HTTP, files). [`register_builtins`] installs every kind
+//! into a runtime [`Catalog`], so an entry `plugin = "scripted"` mounts the
+//! scripted model and `plugin = "command"` mounts command tools.
+
+use std::path::{Path, PathBuf};
+use std::sync::Arc;
+
+use crate::runtime::Catalog;
+
+pub mod scripted;
+
+/// What the built-in adapters need to know about where they run.
+#[derive(Clone, Debug)]
+pub struct BuiltinEnv {
+    /// The directory of the root composition file: relative paths in a
+    /// built-in's configuration (`turns_file`, `cwd`, audit files) are
+    /// relative to it.
+    pub base_dir: PathBuf,
+}
+
+impl BuiltinEnv {
+    /// An environment rooted at `base_dir`.
+    pub fn new(base_dir: impl AsRef<Path>) -> Self {
+        Self {
+            base_dir: base_dir.as_ref().to_path_buf(),
+        }
+    }
+
+    /// `path` resolved against the base directory.
+    pub fn resolve(&self, path: &str) -> PathBuf {
+        let p = Path::new(path);
+        if p.is_absolute() {
+            p.to_path_buf()
+        } else {
+            self.base_dir.join(p)
+        }
+    }
+}
+
+/// Install every built-in kind into `catalog`.
+pub fn register_builtins(catalog: &mut Catalog, env: &BuiltinEnv) {
+    let env = Arc::new(env.clone());
+    scripted::register(catalog, &env);
+}

@@ -1,0 +1,256 @@
+//! The `scripted` model: answers each call with the next scripted turn.
+
+use std::sync::Arc;
+use std::sync::atomic::{AtomicUsize, Ordering};
+use std::time::Duration;
+
+use serde_json::Value;
+
+use super::BuiltinEnv;
+use crate::engine::builtin;
+use crate::engine::model::{ConfigValue, Entry, Manifest};
+use crate::runtime::model::{
+    ChatMessage, ChatModel, MODEL_CAPABILITY, ModelError, ModelHandle, ModelRequest, ModelResponse,
+    ModelToolCall, Role, Usage,
+};
+use crate::runtime::{BoxError, CapabilityValue, Catalog, Plugin, PluginContext};
+
+/// One scripted turn.
+#[derive(Clone, Debug, Default, PartialEq)]
+pub struct Turn {
+    /// Assistant text.
+    pub text: String,
+    /// Tool calls.
+    pub tool_calls: Vec<ModelToolCall>,
+    /// Reported usage.
+    pub usage: Option<Usage>,
+    /// Finish reason.
+    pub finish_reason: Option<String>,
+    /// Estimated cost.
+    pub cost: Option<f64>,
+    /// Fail the call with this message.
+    pub error: Option<String>,
+    /// Refuse with this message.
+    pub refusal: Option<String>,
+    /// Wait before answering.
+    pub delay: Option<Duration>,
+}
+
+/// Parse one turn from its JSON form (the `turns` items and the lines of a
+/// `turns_file` share it). `index` numbers default call ids.
+pub fn parse_turn(value: &Value, index: usize) -> Result<Turn, String> {
+    let obj = value
+        .as_object()
+        .ok_or_else(|| format!("turn {} is not an object", index + 1))?;
+    let mut turn = Turn::default();
+    for (key, v) in obj {
+        match key.as_str() {
+            "text" => turn.text = v.as_str().ok_or("`text` must be a string")?.to_owned(),
+            "tool_calls" => {
+                let calls = v.as_array().ok_or("`tool_calls` must be an array")?;
+                for (j, call) in calls.iter().enumerate() {
+                    let name = call
+                        .get("name")
+                        .and_then(Value::as_str)
+                        .ok_or("a tool call needs a `name`")?;
+                    let id = call
+                        .get("id")
+                        .and_then(Value::as_str)
+                        .map_or_else(|| format!("call_{}_{}", index + 1, j + 1), str::to_owned);
+                    let (arguments, malformed) = match call.get("raw_args").and_then(Value::as_str)
+                    {
+                        Some(raw) => match serde_json::from_str::<Value>(raw) {
+                            Ok(v) => (v, None),
+                            Err(e) => (
+                                Value::Null,
+                                Some(format!("the arguments are not valid JSON: {e}")),
+                            ),
+                        },
+                        None => (
+                            call.get("args")
+                                .cloned()
+                                .unwrap_or_else(|| Value::Object(Default::default())),
+                            None,
+                        ),
+                    };
+                    turn.tool_calls.push(ModelToolCall {
+                        id,
+                        name: name.to_owned(),
+                        arguments,
+                        malformed,
+                    });
+                }
+            }
+            "usage" => {
+                let n = |k: &str| v.get(k).and_then(Value::as_u64).unwrap_or(0);
+                turn.usage = Some(Usage {
+                    input_tokens: n("input_tokens"),
+                    output_tokens: n("output_tokens"),
+                });
+            }
+            "finish_reason" => turn.finish_reason = v.as_str().map(str::to_owned),
+            "cost" => turn.cost = v.as_f64(),
+            "error" => turn.error = v.as_str().map(str::to_owned),
+            "refusal" => turn.refusal = v.as_str().map(str::to_owned),
+            "delay_ms" => turn.delay = v.as_u64().map(Duration::from_millis),
+            other => return Err(format!("unknown key `{other}` in turn {}", index + 1)),
+        }
+    }
+    Ok(turn)
+}
+
+/// The scripted model.
+#[derive(Debug)]
+pub struct ScriptedModel {
+    name: String,
+    turns: Vec<Turn>,
+    repeat_last: bool,
+    next: AtomicUsize,
+}
+
+impl ScriptedModel {
+    /// A model answering with `turns` in order.
+    pub fn new(name: impl Into<String>, turns: Vec<Turn>, repeat_last: bool) -> Self {
+        Self {
+            name: name.into(),
+            turns,
+            repeat_last,
+            next: AtomicUsize::new(0),
+        }
+    }
+
+    /// Build from an entry's configuration, reading `turns_file` against `env`.
+    pub fn from_config(config: &ConfigValue, env: &BuiltinEnv) -> Result<Self, String> {
+        let json = config.to_json();
+        let name = json
+            .get("model")
+            .and_then(Value::as_str)
+            .unwrap_or("scripted");
+        let mut turns = Vec::new();
+        if let Some(items) = json.get("turns").and_then(Value::as_array) {
+            for item in items {
+                turns.push(parse_turn(item, turns.len())?);
+            }
+        }
+        if let Some(file) = json.get("turns_file").and_then(Value::as_str) {
+            let path = env.resolve(file);
+            let text = std::fs::read_to_string(&path)
+                .map_err(|e| format!("cannot read turns_file `{}`: {e}", path.display()))?;
+            for (n, line) in text.lines().enumerate() {
+                if line.trim().is_empty() {
+                    continue;
+                }
+                let value: Value = serde_json::from_str(line)
+                    .map_err(|e| format!("{}:{}: {e}", path.display(), n + 1))?;
+                let turn = parse_turn(&value, turns.len())
+                    .map_err(|e| format!("{}:{}: {e}", path.display(), n + 1))?;
+                turns.push(turn);
+            }
+        }
+        let repeat_last = json
+            .get("repeat_last")
+            .and_then(Value::as_bool)
+            .unwrap_or(false);
+        Ok(Self::new(name, turns, repeat_last))
+    }
+}
+
+#[async_trait::async_trait]
+impl ChatModel for ScriptedModel {
+    fn model_name(&self) -> &str {
+        &self.name
+    }
+
+    fn provider(&self) -> &str {
+        "scripted"
+    }
+
+    async fn complete(&self, request: &ModelRequest) -> Result<ModelResponse, ModelError> {
+        let i = self.next.fetch_add(1, Ordering::SeqCst);
+        let turn = match self.turns.get(i) {
+            Some(t) => t,
+            None if self.repeat_last && !self.turns.is_empty() => &self.turns[self.turns.len() - 1],
+            None => {
+                return Err(ModelError::Scripted(format!(
+                    "the scripted model `{}` has no turn {} (it has {}); add turns or set `repeat_last = true`",
+                    self.name,
+                    i + 1,
+                    self.turns.len()
+                )));
+            }
+        };
+        if let Some(delay) = turn.delay {
+            tokio::select! {
+                () = tokio::time::sleep(delay) => {}
+                () = request.cancel.cancelled() => return Err(ModelError::Cancelled),
+            }
+        }
+        if let Some(e) = &turn.error {
+            return Err(ModelError::Scripted(e.clone()));
+        }
+        if let Some(r) = &turn.refusal {
+            return Err(ModelError::Refused(r.clone()));
+        }
+        let finish = turn.finish_reason.clone().unwrap_or_else(|| {
+            if turn.tool_calls.is_empty() {
+                "stop".into()
+            } else {
+                "tool_calls".into()
+            }
+        });
+        Ok(ModelResponse {
+            message: ChatMessage {
+                role: Role::Assistant,
+                content: turn.text.clone(),
+                tool_calls: turn.tool_calls.clone(),
+                tool_call_id: None,
+                name: None,
+            },
+            usage: turn.usage,
+            finish_reason: Some(finish),
+            model: self.name.clone(),
+            estimated_cost: turn.cost,
+        })
+    }
+}
+
+struct ScriptedPlugin {
+    manifest: Arc<Manifest>,
+    env: Arc<BuiltinEnv>,
+}
+
+#[async_trait::async_trait]
+impl Plugin for ScriptedPlugin {
+    fn manifest(&self) -> &Manifest {
+        &self.manifest
+    }
+
+    async fn setup(&self, ctx: PluginContext) -> Result<(), BoxError> {
+        let model = ScriptedModel::from_config(ctx.config(), &self.env)?;
+        let handle = ModelHandle(Arc::new(model));
+        let version = self
+            .manifest
+            .provides
+            .values()
+            .next()
+            .and_then(|p| p.versions.first())
+            .map_or_else(|| "1.0.0".to_owned(), |v| v.as_str().to_owned());
+        ctx.capabilities()
+            .provide(MODEL_CAPABILITY, CapabilityValue::new(handle), &version)?;
+        Ok(())
+    }
+}
+
+/// Install the kind.
+pub fn register(catalog: &mut Catalog, env: &Arc<BuiltinEnv>) {
+    let env = Arc::clone(env);
+    catalog.register(
+        builtin::scripted::KIND.name,
+        Arc::new(move |entry: &Entry| {
+            Ok(Arc::new(ScriptedPlugin {
+                manifest: Arc::clone(&entry.manifest),
+                env: Arc::clone(&env),
+            }) as Arc<dyn Plugin>)
+        }),
+    );
+}

@@ -1,0 +1,215 @@
+//! The `model` capability: what an agent's model provider hands the loop.
+//!
+//! A model provider plugin (`scripted`, `openai`, or a Rust plugin) provides
+//! the capability `model` with a [`ModelHandle`] value. The agent loop sends
+//! a [`ModelRequest`] (the conversation so far and the tools the agent may
+//! call) and receives one assistant turn: text, tool calls, or both, with the
+//! usage the provider reported. The types serialize in a provider-neutral
+//! form that record/replay keys and `--format json` share.
+
+use std::sync::Arc;
+
+use serde::{Deserialize, Serialize};
+use serde_json::Value;
+
+use super::tool::Cancellation;
+
+/// The capability name model providers provide.
+pub const MODEL_CAPABILITY: &str = "model";
+
+/// The contract version of the `model` capability this chassis speaks.
+pub const MODEL_CONTRACT_VERSION: &str = "1.0.0";
+
+/// Who wrote a message.
+#[derive(Clone, Copy, Debug, PartialEq, Eq, Serialize, Deserialize)]
+#[serde(rename_all = "snake_case")]
+pub enum Role {
+    /// The agent's instructions.
+    System,
+    /// The person (or caller) asking.
+    User,
+    /// The model.
+    Assistant,
+    /// A tool's answer to one tool call.
+    Tool,
+}
+
+/// A tool call the model asked for.
+#[derive(Clone, Debug, PartialEq, Serialize, Deserialize)]
+pub struct ModelToolCall {
+    /// The model's id for the call (echoed in the tool message).
+    pub id: String,
+    /// Tool name.
+    pub name: String,
+    /// Parsed arguments (`null` when they did not parse).
+    pub arguments: Value,
+    /// Why the arguments could not be used, for a malformed call: the loop
+    /// answers it with an error tool message the model can correct.
+    #[serde(default, skip_serializing_if = "Option::is_none")]
+    pub malformed: Option<String>,
+}
+
+/// One message of a conversation.
+#[derive(Clone, Debug, PartialEq, Serialize, Deserialize)]
+pub struct ChatMessage {
+    /// Author.
+    pub role: Role,
+    /// Text content (may be empty for a turn with only tool calls).
+    pub content: String,
+    /// Tool calls of an assistant turn.
+    #[serde(default, skip_serializing_if = "Vec::is_empty")]
+    pub tool_calls: Vec<ModelToolCall>,
+    /// For a tool message: the call it answers.
+    #[serde(default, skip_serializing_if = "Option::is_none")]
+    pub tool_call_id: Option<String>,
+    /// For a tool message: the tool's name.
+    #[serde(default, skip_serializing_if = "Option::is_none")]
+    pub name: Option<String>,
+}
+
+impl ChatMessage {
+    /// A message of `role` with text only.
+    pub fn text(role: Role, content: impl Into<String>) -> Self {
+        Self {
+            role,
+            content: content.into(),
+            tool_calls: Vec::new(),
+            tool_call_id: None,
+            name: None,
+        }
+    }
+
+    /// A tool message answering `call_id`.
+    pub fn tool(call_id: impl Into<String>, name: impl Into<String>, content: String) -> Self {
+        Self {
+            role: Role::Tool,
+            content,
+            tool_calls: Vec::new(),
+            tool_call_id: Some(call_id.into()),
+            name: Some(name.into()),
+        }
+    }
+}
+
+/// A tool as the model sees it.
+#[derive(Clone, Debug, PartialEq, Serialize, Deserialize)]
+pub struct ToolSpec {
+    /// Name.
+    pub name: String,
+    /// Description (with the agent-facing manifest rendered in).
+    pub description: String,
+    /// JSON Schema of the arguments (`{"type":"object"}` when none).
+    pub parameters: Value,
+}
+
+/// Generation options.
+#[derive(Clone, Debug, Default, PartialEq, Serialize, Deserialize)]
+pub struct ModelOptions {
+    /// Sampling temperature.
+    #[serde(default, skip_serializing_if = "Option::is_none")]
+    pub temperature: Option<f64>,
+    /// Upper bound on generated tokens.
+    #[serde(default, skip_serializing_if = "Option::is_none")]
+    pub max_tokens: Option<u64>,
+}
+
+/// One request to a model.
+#[derive(Clone, Debug)]
+pub struct ModelRequest {
+    /// The conversation so far, system message first.
+    pub messages: Vec<ChatMessage>,
+    /// Tools the model may call.
+    pub tools: Vec<ToolSpec>,
+    /// Options.
+    pub options: ModelOptions,
+    /// Fires when the run is interrupted or out of time.
+    pub cancel: Cancellation,
+}
+
+/// Token usage a provider reported.
+#[derive(Clone, Copy, Debug, Default, PartialEq, Eq, Serialize, Deserialize)]
+pub struct Usage {
+    /// Prompt tokens.
+    pub input_tokens: u64,
+    /// Completion tokens.
+    pub output_tokens: u64,
+}
+
+impl Usage {
+    /// Input plus output.
+    pub fn total(&self) -> u64 {
+        self.input_tokens + self.output_tokens
+    }
+}
+
+/// One assistant turn.
+#[derive(Clone, Debug, PartialEq, Serialize, Deserialize)]
+pub struct ModelResponse {
+    /// The assistant message (role `assistant`).
+    pub message: ChatMessage,
+    /// Usage, when the provider reported it (near-compatible servers omit it).
+    #[serde(default, skip_serializing_if = "Option::is_none")]
+    pub usage: Option<Usage>,
+    /// The provider's finish reason (`stop`, `tool_calls`, `length`, …), if any.
+    #[serde(default, skip_serializing_if = "Option::is_none")]
+    pub finish_reason: Option<String>,
+    /// The model that answered, as the provider names it.
+    pub model: String,
+    /// Estimated cost in the provider's currency unit, when it knows prices.
+    #[serde(default, skip_serializing_if = "Option::is_none")]
+    pub estimated_cost: Option<f64>,
+}
+
+/// Why a model call failed.
+#[derive(Clone, Debug, PartialEq, thiserror::Error)]
+pub enum ModelError {
+    /// The endpoint could not be reached or the connection broke.
+    #[error("model transport error: {0}")]
+    Transport(String),
+    /// The endpoint answered with an HTTP error status.
+    #[error("model endpoint answered HTTP {status}: {message}")]
+    Http {
+        /// Status code.
+        status: u16,
+        /// Redacted message or body excerpt.
+        message: String,
+    },
+    /// The answer could not be understood.
+    #[error("model answer could not be parsed: {0}")]
+    Protocol(String),
+    /// The model refused the request in a way the loop cannot recover from.
+    #[error("the model refused: {0}")]
+    Refused(String),
+    /// The call exceeded its deadline.
+    #[error("model call timed out after {0:.1}s")]
+    Timeout(f64),
+    /// The run was cancelled.
+    #[error("model call cancelled")]
+    Cancelled,
+    /// A scripted model ran out of turns or was told to fail.
+    #[error("{0}")]
+    Scripted(String),
+}
+
+/// A chat model with tool calling.
+#[async_trait::async_trait]
+pub trait ChatModel: Send + Sync {
+    /// The model's name as recorded in signals and replay keys.
+    fn model_name(&self) -> &str;
+    /// The provider kind (`scripted`, `openai`, …).
+    fn provider(&self) -> &str;
+    /// One assistant turn for `request`.
+    async fn complete(&self, request: &ModelRequest) -> Result<ModelResponse, ModelError>;
+}
+
+/// The value of the `model` capability.
+#[derive(Clone)]
+pub struct ModelHandle(pub Arc<dyn ChatModel>);
+
+impl std::fmt::Debug for ModelHandle {
+    fn fmt(&self, f: &mut std::fmt::Formatter<'_>) -> std::fmt::Result {
+        f.debug_tuple("ModelHandle")
+            .field(&self.0.model_name())
+            .finish()
+    }
+}
