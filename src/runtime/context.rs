@@ -5,6 +5,7 @@
 //! can revert all of it on unload. `require` and `get` read the providers
 //! resolved for *this* composition, never "whatever is current".
 
+use crate::engine::secret::{SecretError, SecretProvider, SecretValue};
 use std::collections::BTreeMap;
 use std::future::Future;
 use std::sync::atomic::{AtomicU64, Ordering};
@@ -131,6 +132,7 @@ struct Inner {
     manifest: Arc<Manifest>,
     config: ConfigValue,
     bindings: BTreeMap<CapabilityName, Binding>,
+    secrets: Arc<dyn SecretProvider>,
     state: Mutex<State>,
     hook_sequence: Arc<AtomicU64>,
 }
@@ -150,8 +152,17 @@ impl std::fmt::Debug for PluginContext {
     }
 }
 
+impl std::fmt::Debug for ContextSpec {
+    fn fmt(&self, f: &mut std::fmt::Formatter<'_>) -> std::fmt::Result {
+        f.debug_struct("ContextSpec")
+            .field("entry_id", &self.entry_id)
+            .field("instance_id", &self.instance_id)
+            .finish_non_exhaustive()
+    }
+}
+
 /// Identity and inputs of the instance a context belongs to.
-#[derive(Clone, Debug)]
+#[derive(Clone)]
 pub struct ContextSpec {
     /// Entry id.
     pub entry_id: String,
@@ -165,6 +176,9 @@ pub struct ContextSpec {
     pub config: ConfigValue,
     /// Providers bound to the entry's requirements.
     pub bindings: BTreeMap<CapabilityName, Binding>,
+    /// Where `ctx.secret(name)` resolves (a redacting provider: every value
+    /// resolved is learned by the harness's redactor).
+    pub secrets: Arc<dyn SecretProvider>,
 }
 
 impl PluginContext {
@@ -184,6 +198,7 @@ impl PluginContext {
                 manifest: spec.manifest,
                 config: spec.config,
                 bindings: spec.bindings,
+                secrets: spec.secrets,
                 state: Mutex::new(State {
                     registrations: Arc::default(),
                     scope,
@@ -237,6 +252,14 @@ impl PluginContext {
     /// The entry's configuration.
     pub fn config(&self) -> &ConfigValue {
         &self.inner.config
+    }
+
+    /// Resolve the secret `name` (e.g. the `{ secret = "NAME" }` of the
+    /// configuration). The harness's redactor learns the value, so it never
+    /// appears in any output; it leaves the [`SecretValue`] only through
+    /// `reveal()`.
+    pub fn secret(&self, name: &str) -> Result<SecretValue, SecretError> {
+        self.inner.secrets.get(name)
     }
 
     /// Capability registration.

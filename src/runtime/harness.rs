@@ -27,6 +27,10 @@ pub struct HarnessOptions {
     /// Where control-plane signals go (wrap it with
     /// `engine::telemetry::harness_chain`).
     pub telemetry: Arc<dyn crate::engine::telemetry::Telemetry>,
+    /// Where plugins resolve secrets (wrap it in a
+    /// `RedactingSecretProvider` sharing the telemetry's redactor). The
+    /// default knows no secrets.
+    pub secrets: Arc<dyn crate::engine::secret::SecretProvider>,
 }
 
 impl std::fmt::Debug for HarnessOptions {
@@ -44,6 +48,7 @@ impl Default for HarnessOptions {
             task_timeout: Duration::from_secs(5),
             shutdown_grace: super::generation::DEFAULT_SHUTDOWN_GRACE,
             telemetry: Arc::new(crate::engine::telemetry::NoopTelemetry::default()),
+            secrets: Arc::new(crate::engine::secret::StaticSecretProvider::new()),
         }
     }
 }

@@ -62,6 +62,8 @@ events! {
     GenerationPublished => "generation_published", Control, false;
     GenerationDraining => "generation_draining", Control, false;
     PolicyDecision => "policy_decision", Data, false;
+    BeforeModelCall => "before_model_call", Data, true;
+    AfterModelCall => "after_model_call", Data, false;
 }
 
 /// Where an event is dispatched.
@@ -307,14 +309,23 @@ mod tests {
     }
 
     #[test]
-    fn there_are_thirteen_events_and_two_refusable() {
-        assert_eq!(HookEvent::ALL.len(), 13);
+    fn there_are_the_reference_thirteen_events_plus_two_model_events() {
+        // The reference's thirteen, plus the documented model-call
+        // extension (the Oracle runtime's beforeModel / afterModel).
+        assert_eq!(HookEvent::ALL.len(), 15);
         let refusable: Vec<&str> = HookEvent::ALL
             .iter()
             .filter(|e| e.refusable())
             .map(|e| e.as_str())
             .collect();
-        assert_eq!(refusable, ["before_agent_run", "before_tool_execute"]);
+        assert_eq!(
+            refusable,
+            [
+                "before_agent_run",
+                "before_tool_execute",
+                "before_model_call"
+            ]
+        );
         assert_eq!(HookEvent::parse("tool_error"), Some(HookEvent::ToolError));
     }
 

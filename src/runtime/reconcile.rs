@@ -576,6 +576,7 @@ impl Harness {
             manifest: Arc::clone(&entry.manifest),
             config: entry.config.clone(),
             bindings: bound,
+            secrets: Arc::clone(&self.shared.options.secrets),
         };
         let mut instance = PluginInstance::new(id.clone(), iid.clone(), plugin);
         let hook_failures = self
