@@ -52,6 +52,7 @@ codes! {
     RequiredAndOptional => "load::required-and-optional", "a capability is both required and optional";
     DuplicateTool => "load::duplicate-tool", "two tools share a name";
     InvalidValue => "load::invalid-value", "a value outside what the key accepts";
+    BadConfig => "load::bad-config", "a built-in plugin's configuration does not match its schema";
     LiteralSecret => "load::literal-secret", "a literal string under a key that looks secret";
     BadPermission => "load::bad-permission", "a permission, grant or tool policy that cannot be parsed";
     UnknownTool => "load::unknown-tool", "a tool policy names a tool no declared plugin offers";

@@ -7,6 +7,7 @@
 //! data (entry ids, scope paths, capability names), never from file order or
 //! hash-map iteration.
 
+pub mod agent;
 pub mod budget;
 pub mod build;
 pub mod builtin;

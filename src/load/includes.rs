@@ -87,15 +87,43 @@ impl<'s> Reader<'s> {
         }
         self.diags.extend(file_diags);
         let includes = std::mem::take(&mut out.includes);
+        let dir = path.parent().map(Path::to_path_buf).unwrap_or_default();
+        self.read_prompts(&dir, &mut out);
         self.files.push(Walked { out });
         self.stack.push((path.clone(), via));
-        let dir = path.parent().map(Path::to_path_buf).unwrap_or_default();
         for inc in includes {
             for file in self.expand(&dir, &inc.path, inc.origin) {
                 self.include(&file, inc.origin);
             }
         }
         self.stack.pop();
+    }
+
+    /// Read every agent's `prompt_file`, relative to the declaring file.
+    fn read_prompts(&mut self, dir: &Path, out: &mut FileOut) {
+        for def in &mut out.agents {
+            let Some(agent) = def.value.as_mut() else {
+                continue;
+            };
+            let Some((file, origin)) = agent.prompt_file.clone() else {
+                continue;
+            };
+            let target = normalize(&dir.join(&file));
+            match self.source.read(&target) {
+                Ok(text) => agent.decl.prompt = text,
+                Err(e) => {
+                    self.diags.push(
+                        Diagnostic::error(
+                            Code::IncludeMissing,
+                            format!("cannot read the prompt file `{file}`: {}", e.message),
+                        )
+                        .at(Some(origin), "prompt file")
+                        .with_help("prompt files are relative to the file that declares the agent"),
+                    );
+                    def.value = None;
+                }
+            }
+        }
     }
 
     fn include(&mut self, file: &Path, origin: Origin) {

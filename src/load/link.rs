@@ -3,6 +3,8 @@
 use std::collections::{BTreeMap, BTreeSet};
 use std::sync::Arc;
 
+use super::agent::WalkedAgent;
+use super::builtin::BuiltinOutcome;
 use super::includes::Walked;
 use super::walk::{Def, EntryDecl};
 use crate::engine::diag::{Code, Diagnostic, did_you_mean};
@@ -51,7 +53,9 @@ pub(crate) fn link(
     let (mut plugins, mut entries, mut scopes, mut prefer) =
         (Vec::new(), Vec::new(), Vec::new(), Vec::new());
     let mut policy = Vec::new();
+    let mut agents = Vec::new();
     for file in files {
+        agents.extend(file.out.agents);
         plugins.extend(file.out.plugins);
         entries.extend(file.out.entries);
         scopes.extend(file.out.scopes);
@@ -63,6 +67,7 @@ pub(crate) fn link(
     let entries = first_defs(entries, "entry", diags);
     let scopes = first_defs(scopes, "scope", diags);
     let prefer = first_defs(prefer, "global preference for", diags);
+    let agents = first_defs(agents, "agent", diags);
 
     let catalog: BTreeMap<String, Option<Arc<Manifest>>> = plugins
         .into_iter()
@@ -77,7 +82,12 @@ pub(crate) fn link(
             comp.insert_scope(decl.clone());
         }
     }
+    let walked_agents: Vec<&WalkedAgent> = agents.iter().filter_map(|d| d.value.as_ref()).collect();
+    place_agents(&walked_agents, &mut comp, diags);
     let mut refs: Vec<&EntryRef> = Vec::new();
+    for a in &walked_agents {
+        refs.extend(a.decl.prefer_model.as_ref());
+    }
     for def in &scopes {
         refs.extend(def.value.1.prefer.values());
     }
@@ -94,6 +104,7 @@ pub(crate) fn link(
         }
     }
     if check_refs {
+        check_agent_refs(&walked_agents, &comp, diags);
         for r in refs {
             if entry_ids.contains(r.value.as_str()) {
                 continue;
@@ -122,21 +133,40 @@ fn entry(
     check_refs: bool,
 ) -> Option<Entry> {
     let plugin = decl.plugin.as_ref()?;
-    let manifest = match catalog.get(&plugin.value) {
-        Some(m) => m.clone(),
-        None => {
+    let builtin = match (&decl.builtin, catalog.contains_key(&plugin.value)) {
+        (Some(outcome), false) => Some(outcome),
+        _ => None,
+    };
+    let manifest = match (catalog.get(&plugin.value), builtin) {
+        (Some(m), _) => m.clone(),
+        (None, Some(BuiltinOutcome::Manifest(m))) => Some(Arc::clone(m)),
+        (None, Some(BuiltinOutcome::Problems(problems))) => {
+            diags.extend(problems.iter().cloned());
+            None
+        }
+        // A built-in whose configuration did not parse: already reported.
+        (None, None) if crate::engine::builtin::find(&plugin.value).is_some() => None,
+        (None, None) => {
             if check_refs {
                 let names: Vec<&str> = catalog.keys().map(String::as_str).collect();
+                let builtins: Vec<&str> = crate::engine::builtin::kinds()
+                    .iter()
+                    .map(|k| k.name)
+                    .collect();
                 let list = if names.is_empty() {
-                    "no plugins are declared; add a `[plugins.<name>]` table".to_owned()
+                    format!(
+                        "no plugins are declared; add a `[plugins.<name>]` table or use a built-in kind: {}",
+                        builtins.join(", ")
+                    )
                 } else {
                     format!(
-                        "available plugins: {}",
+                        "available plugins: {}; built-in kinds: {}",
                         names
                             .iter()
                             .map(|n| format!("`{n}`"))
                             .collect::<Vec<_>>()
-                            .join(", ")
+                            .join(", "),
+                        builtins.join(", ")
                     )
                 };
                 let d = Diagnostic::error(
@@ -147,7 +177,10 @@ fn entry(
                     ),
                 )
                 .at(plugin.origin, "unknown plugin")
-                .with_help_opt(did_you_mean_help(&plugin.value, names.iter().copied()))
+                .with_help_opt(did_you_mean_help(
+                    &plugin.value,
+                    names.iter().copied().chain(builtins.iter().copied()),
+                ))
                 .with_help(list);
                 diags.push(d);
             }
@@ -191,4 +224,140 @@ fn entry(
         prefer: decl.prefer.clone(),
         origin: Some(def.origin),
     })
+}
+
+/// Give each agent its scope: never a scope the user declared, never one
+/// another agent owns.
+fn place_agents(agents: &[&WalkedAgent], comp: &mut Composition, diags: &mut Vec<Diagnostic>) {
+    let mut owners: BTreeMap<String, &WalkedAgent> = BTreeMap::new();
+    for a in agents {
+        let path = &a.decl.scope;
+        if let Some(user) = comp.scopes.get(path).filter(|s| !s.implied) {
+            diags.push(
+                Diagnostic::error(
+                    Code::InvalidValue,
+                    format!(
+                        "agent `{}` would own the scope `{path}`, which the composition declares",
+                        a.decl.name
+                    ),
+                )
+                .at(a.scope_origin.or(a.decl.origin), "agent scope")
+                .also(user.origin, "scope declared here")
+                .with_help("an agent owns its scope; give it another `scope` (the default is `/agents/<name>`)"),
+            );
+            continue;
+        }
+        if let Some(first) = owners.get(path.as_str()) {
+            diags.push(
+                Diagnostic::error(
+                    Code::InvalidValue,
+                    format!(
+                        "agents `{}` and `{}` both own the scope `{path}`",
+                        first.decl.name, a.decl.name
+                    ),
+                )
+                .at(a.scope_origin.or(a.decl.origin), "second owner")
+                .also(first.scope_origin.or(first.decl.origin), "first owner"),
+            );
+            continue;
+        }
+        owners.insert(path.to_string(), a);
+        comp.insert_agent(a.decl.clone());
+    }
+}
+
+/// Tools in an agent's view must be declared by some plugin (or be a
+/// sub-agent); sub-agents must be other agents, without cycles.
+fn check_agent_refs(agents: &[&WalkedAgent], comp: &Composition, diags: &mut Vec<Diagnostic>) {
+    let mut tools: BTreeSet<&str> = BTreeSet::new();
+    for e in comp.entries.values() {
+        tools.extend(e.manifest.tools.iter().map(|t| t.name.as_str()));
+    }
+    let names: BTreeSet<&str> = agents.iter().map(|a| a.decl.name.as_str()).collect();
+    for a in agents {
+        for (tool, origin) in &a.tool_refs {
+            if tools.contains(tool.as_str()) || a.decl.sub_agents.iter().any(|s| s == tool) {
+                continue;
+            }
+            let mut d = Diagnostic::error(
+                Code::UnknownTool,
+                format!(
+                    "agent `{}` lists the tool `{tool}`, which no plugin declares",
+                    a.decl.name
+                ),
+            )
+            .at(Some(*origin), "unknown tool")
+            .with_help_opt(did_you_mean_help(tool, tools.iter().copied()));
+            if tools.is_empty() {
+                d = d.with_help("no entry declares any tool");
+            }
+            diags.push(d);
+        }
+        for (sub, origin) in &a.sub_agent_refs {
+            if sub == &a.decl.name {
+                diags.push(
+                    Diagnostic::error(
+                        Code::InvalidValue,
+                        format!("agent `{sub}` lists itself as a sub-agent"),
+                    )
+                    .at(Some(*origin), "itself"),
+                );
+            } else if !names.contains(sub.as_str()) {
+                diags.push(
+                    Diagnostic::error(Code::UnknownEntry, format!("no agent is called `{sub}`"))
+                        .at(Some(*origin), "unknown agent")
+                        .with_help_opt(did_you_mean_help(sub, names.iter().copied())),
+                );
+            } else if tools.contains(sub.as_str()) {
+                diags.push(
+                    Diagnostic::error(
+                        Code::DuplicateTool,
+                        format!("sub-agent `{sub}` has the name of a tool a plugin declares"),
+                    )
+                    .at(Some(*origin), "sub-agent")
+                    .with_help(
+                        "sub-agents are offered to the model as tools named after the agent",
+                    ),
+                );
+            }
+        }
+    }
+    // Cycles among sub-agents: depth-first from each agent.
+    let edges: BTreeMap<&str, Vec<&str>> = agents
+        .iter()
+        .map(|a| {
+            (
+                a.decl.name.as_str(),
+                a.decl.sub_agents.iter().map(String::as_str).collect(),
+            )
+        })
+        .collect();
+    let mut reported: BTreeSet<&str> = BTreeSet::new();
+    for a in agents {
+        let start = a.decl.name.as_str();
+        let mut stack = vec![(start, vec![start])];
+        while let Some((at, path)) = stack.pop() {
+            for &next in edges.get(at).map(Vec::as_slice).unwrap_or_default() {
+                if next == start && !reported.contains(start) {
+                    let mut cycle = path.clone();
+                    cycle.push(start);
+                    reported.extend(cycle.iter().copied());
+                    diags.push(
+                        Diagnostic::error(
+                            Code::Cycle,
+                            format!(
+                                "sub-agents call each other in a cycle: {}",
+                                cycle.join(" -> ")
+                            ),
+                        )
+                        .at(a.decl.origin, "agent"),
+                    );
+                } else if !path.contains(&next) {
+                    let mut p = path.clone();
+                    p.push(next);
+                    stack.push((next, p));
+                }
+            }
+        }
+    }
 }

@@ -11,6 +11,8 @@
 //! always through [`SourceMap::display_text`] so secret-looking values never
 //! reach a terminal.
 
+mod agent;
+mod builtin;
 mod git;
 mod includes;
 mod link;
@@ -33,6 +35,7 @@ mod tests_more;
 
 use std::path::Path;
 
+pub use agent::AGENT_KEYS;
 pub use git::GitSource;
 pub use mask::mask_secrets;
 pub use plugin::{PLUGIN_KEYS, TOOL_KEYS};

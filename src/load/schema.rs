@@ -30,6 +30,45 @@ struct CompositionFile {
     scopes: Option<BTreeMap<String, ScopeTable>>,
     /// Tool policy: grants, deny rules, approval names, per-tool overrides.
     policy: Option<PolicyTable>,
+    /// Agents by name; each owns a scope (default `/agents/<name>`) whose tool view is its tools and whose scope requirement is its model.
+    agents: Option<BTreeMap<String, AgentTable>>,
+}
+
+/// An agent: a model, a prompt, a tool view, a step limit and a budget.
+#[derive(JsonSchema)]
+#[schemars(deny_unknown_fields)]
+struct AgentTable {
+    /// What the agent does (shown to a parent agent when offered as a sub-agent).
+    description: Option<String>,
+    /// Revision, pinned by each run from the generation it leased (default `1`).
+    revision: Option<String>,
+    /// The agent-owned scope (default `/agents/<name>`); must not be a declared scope.
+    scope: Option<String>,
+    /// The model capability the agent requires (default `model`).
+    model: Option<String>,
+    /// Accepted versions of the model capability (default any).
+    model_version: Option<String>,
+    /// The entry id that provides the model, when several qualify.
+    prefer_model: Option<String>,
+    /// The tools the agent may call (its scope's tool view); absent = every tool visible in its scope.
+    tools: Option<Vec<String>>,
+    /// Other agents this agent may call as tools (nested runs with a child budget).
+    sub_agents: Option<Vec<String>>,
+    /// The system prompt.
+    prompt: Option<String>,
+    /// A file holding the system prompt, relative to this file.
+    prompt_file: Option<String>,
+    /// Step limit: model calls per run (default 10).
+    #[schemars(range(min = 1, max = 10000))]
+    max_steps: Option<u32>,
+    /// Budget limits per run: wall_clock_seconds, tool_calls, child_runs, model_calls, tokens, estimated_cost.
+    budget: Option<BTreeMap<String, f64>>,
+    /// Sampling temperature passed to the model.
+    #[schemars(range(min = 0.0, max = 2.0))]
+    temperature: Option<f64>,
+    /// Upper bound on generated tokens per model call.
+    #[schemars(range(min = 1))]
+    max_tokens: Option<u64>,
 }
 
 /// `[policy]`: who may do what at the tool boundary. Deny rules win over
@@ -161,7 +200,27 @@ pub fn composition_schema() -> serde_json::Value {
         .into_root_schema_for::<CompositionFile>();
     let mut value = schema.to_value();
     drop_null_types(&mut value);
+    add_builtin_configs(&mut value);
     value
+}
+
+/// Each built-in kind's configuration schema, applied to the `config` of
+/// entries whose `plugin` names it (draft-07 `if`/`then`).
+fn add_builtin_configs(schema: &mut serde_json::Value) {
+    let mut rules = Vec::new();
+    for kind in crate::engine::builtin::kinds() {
+        let mut config = (kind.config_schema)();
+        if let Some(obj) = config.as_object_mut() {
+            obj.remove("$schema");
+        }
+        let def = format!("builtin-{}", kind.name);
+        schema["definitions"][&def] = config;
+        rules.push(serde_json::json!({
+            "if": { "properties": { "plugin": { "const": kind.name } }, "required": ["plugin"] },
+            "then": { "properties": { "config": { "$ref": format!("#/definitions/{def}") } } }
+        }));
+    }
+    schema["definitions"]["EntryTable"]["allOf"] = serde_json::Value::Array(rules);
 }
 
 /// TOML has no null (an optional key is simply absent): turn the
@@ -215,6 +274,7 @@ mod tests {
                     "scope" => "ScopeTable",
                     "policy" => "PolicyTable",
                     "tool_policy" => "ToolPolicyTable",
+                    "agent" => "AgentTable",
                     _ => panic!("unknown table kind {other}"),
                 };
                 &schema["definitions"][type_name]

@@ -25,7 +25,7 @@ pub const SUPPORTED_VERSIONS: &[i64] = &[1];
 
 /// Keys of the document root.
 pub const ROOT_KEYS: &[&str] = &[
-    "version", "include", "prefer", "plugins", "entries", "scopes", "policy",
+    "version", "include", "prefer", "plugins", "entries", "scopes", "policy", "agents",
 ];
 /// Keys of an `[entries.<id>]` table.
 pub const ENTRY_KEYS: &[&str] = &["plugin", "scope", "enabled", "config", "prefer"];
@@ -41,6 +41,7 @@ pub const TABLE_KEYS: &[(&str, &[&str])] = &[
     ("scope", SCOPE_KEYS),
     ("policy", super::policy::POLICY_KEYS),
     ("tool_policy", super::policy::TOOL_POLICY_KEYS),
+    ("agent", super::agent::AGENT_KEYS),
 ];
 
 /// A declaration keyed by name (plugin name, entry id, scope path, or the
@@ -70,6 +71,9 @@ pub(crate) struct EntryDecl {
     pub config: Option<ConfigValue>,
     pub prefer: BTreeMap<CapabilityName, EntryRef>,
     pub broken: bool,
+    /// For an entry naming a built-in kind: its derived manifest or the
+    /// configuration's problems (used unless a `[plugins]` table shadows it).
+    pub builtin: Option<super::builtin::BuiltinOutcome>,
 }
 
 /// Everything one file declares.
@@ -83,6 +87,8 @@ pub(crate) struct FileOut {
     pub scopes: Vec<Def<(Option<ScopePath>, ScopeDecl, bool)>>,
     pub prefer: Vec<Def<Option<(CapabilityName, EntryRef)>>>,
     pub policy: Vec<Def<Option<crate::engine::model::PolicyDecl>>>,
+    /// `None`: the agent had errors.
+    pub agents: Vec<Def<Option<super::agent::WalkedAgent>>>,
 }
 
 /// Report an [`IdError`] at `span`.
@@ -228,6 +234,16 @@ pub(crate) fn walk_file(cx: &mut FileCtx<'_>, doc: &DeTable<'_>, root: bool) -> 
             });
         }
     }
+    if let Some(node) = r.get("agents") {
+        for item in node.entries(cx).unwrap_or_default() {
+            let value = super::agent::agent(cx, &item);
+            out.agents.push(Def {
+                name: item.key.to_owned(),
+                origin: cx.origin(item.key_span),
+                value,
+            });
+        }
+    }
     if let Some(node) = r.get("policy") {
         let value = super::policy::policy(cx, &node);
         out.policy.push(Def {
@@ -316,6 +332,7 @@ fn entry(cx: &mut FileCtx<'_>, node: &Node<'_, '_>) -> EntryDecl {
         config: None,
         prefer: BTreeMap::new(),
         broken: false,
+        builtin: None,
     };
     let Some(r) = node.reader(cx, ENTRY_KEYS) else {
         decl.broken = true;
@@ -346,10 +363,23 @@ fn entry(cx: &mut FileCtx<'_>, node: &Node<'_, '_>) -> EntryDecl {
     if let Some(n) = r.get("enabled") {
         decl.enabled = n.bool(cx).unwrap_or(true);
     }
-    decl.config = match r.get("config") {
-        Some(n) => config_table(cx, &n, true).map(ConfigValue::Table),
+    let config_node = r.get("config");
+    decl.config = match &config_node {
+        Some(n) => config_table(cx, n, true).map(ConfigValue::Table),
         None => Some(ConfigValue::empty_table()),
     };
+    if let (Some(plugin), Some(config)) = (&decl.plugin, &decl.config) {
+        if let Some(kind) = crate::engine::builtin::find(&plugin.value) {
+            decl.builtin = Some(super::builtin::check(
+                cx,
+                kind,
+                node.key,
+                config,
+                config_node.as_ref(),
+                node.key_span,
+            ));
+        }
+    }
     if let Some(n) = r.get("prefer") {
         decl.prefer = preferences(cx, &n);
     }

@@ -13,12 +13,34 @@ use super::super::ui::Ui;
 #[derive(Debug, clap::Args)]
 pub struct SchemaArgs {
     /// Write `composition.schema.json` into this directory instead of printing.
-    #[arg(long, value_name = "DIR")]
+    #[arg(long, value_name = "DIR", conflicts_with = "kind")]
     pub write: Option<PathBuf>,
+    /// Print the `config` schema of one built-in plugin kind instead
+    /// (`scripted`, `command`, …).
+    #[arg(long, value_name = "KIND")]
+    pub kind: Option<String>,
 }
 
 /// Run `schema`.
 pub fn run(ui: &Ui, args: &SchemaArgs) -> Result<ExitStatus, ExitStatus> {
+    if let Some(name) = &args.kind {
+        let Some(kind) = crate::engine::builtin::find(name) else {
+            let known: Vec<&str> = crate::engine::builtin::kinds()
+                .iter()
+                .map(|k| k.name)
+                .collect();
+            ui.err(&format!(
+                "error: `{name}` is not a built-in plugin kind; built-in kinds: {}",
+                known.join(", ")
+            ));
+            return Err(ExitStatus::Input);
+        };
+        let mut text = serde_json::to_string_pretty(&(kind.config_schema)())
+            .unwrap_or_else(|_| "{}".to_owned());
+        text.push('\n');
+        ui.out(&text);
+        return Ok(ExitStatus::Success);
+    }
     match &args.write {
         None => ui.out(&crate::load::composition_schema_text()),
         Some(dir) => match crate::load::write_schema(dir) {

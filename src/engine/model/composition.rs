@@ -76,6 +76,8 @@ pub struct Composition {
     pub preferences: Preferences,
     /// The declared `[policy]`, if any.
     pub policy: Option<super::policy::PolicyDecl>,
+    /// Declared agents by name (each also owns a scope in `scopes`).
+    pub agents: BTreeMap<String, super::agent::AgentDecl>,
 }
 
 impl Default for Composition {
@@ -95,6 +97,7 @@ impl Composition {
             disabled: BTreeMap::new(),
             preferences: Preferences::default(),
             policy: None,
+            agents: BTreeMap::new(),
         }
     }
 
@@ -123,6 +126,12 @@ impl Composition {
             self.insert_scope(implied);
         }
         self.entries.insert(entry.id.clone(), entry);
+    }
+
+    /// Add `agent` and the scope it owns.
+    pub fn insert_agent(&mut self, agent: super::agent::AgentDecl) {
+        self.insert_scope(agent.scope_decl());
+        self.agents.insert(agent.name.clone(), agent);
     }
 
     /// Children of `path`, sorted.

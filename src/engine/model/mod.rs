@@ -6,6 +6,7 @@
 //! declared scopes, manifests whose versions and specifiers parsed), so the
 //! resolver never re-validates.
 
+mod agent;
 mod composition;
 mod config;
 mod ids;
@@ -13,6 +14,9 @@ mod manifest;
 mod policy;
 mod scope;
 
+pub use agent::{
+    AGENT_METADATA_KEY, AGENT_REVISION_METADATA_KEY, AgentDecl, DEFAULT_MAX_STEPS, PromptSource,
+};
 pub use composition::{Composition, Entry, EntryRef, Preferences};
 pub use config::{ConfigValue, SecretRef};
 pub use ids::{CapabilityName, EntryId, IdError, ScopePath, ToolName};

@@ -1,0 +1,101 @@
+//! Entries of built-in kinds: their configuration is checked against the
+//! kind's JSON Schema while the TOML is at hand, so every problem points at
+//! the offending value in the file.
+
+use std::sync::Arc;
+
+use toml::de::DeValue;
+
+use super::reader::{FileCtx, Node, span};
+use crate::engine::builtin::BuiltinKind;
+use crate::engine::diag::{Code, Diagnostic};
+use crate::engine::model::{ConfigValue, Manifest};
+use crate::engine::span::Span;
+
+/// What a built-in entry's configuration gave: its manifest, or the
+/// diagnostics to report if no `[plugins]` table shadows the kind.
+#[derive(Clone, Debug)]
+pub(crate) enum BuiltinOutcome {
+    /// The derived manifest.
+    Manifest(Arc<Manifest>),
+    /// The configuration's problems.
+    Problems(Vec<Diagnostic>),
+}
+
+/// The span of the value at JSON `pointer` under `node` (the deepest value
+/// that exists: a missing property points at its table).
+fn span_at(node: &Node<'_, '_>, pointer: &str) -> Span {
+    let mut value = node.value;
+    let mut at = node.span;
+    for raw in pointer.split('/').skip(1) {
+        let segment = raw.replace("~1", "/").replace("~0", "~");
+        match value {
+            DeValue::Table(t) => match t.iter().find(|(k, _)| k.get_ref().as_ref() == segment) {
+                Some((_, v)) => {
+                    value = v.get_ref();
+                    at = span(v.span());
+                }
+                None => break,
+            },
+            DeValue::Array(a) => match segment.parse::<usize>().ok().and_then(|i| a.get(i)) {
+                Some(v) => {
+                    value = v.get_ref();
+                    at = span(v.span());
+                }
+                None => break,
+            },
+            _ => break,
+        }
+    }
+    at
+}
+
+/// `config.turns[0].text` for the pointer `/turns/0/text`.
+fn dotted(pointer: &str) -> String {
+    let mut out = String::from("config");
+    for raw in pointer.split('/').skip(1) {
+        let segment = raw.replace("~1", "/").replace("~0", "~");
+        if segment.parse::<usize>().is_ok() {
+            out.push_str(&format!("[{segment}]"));
+        } else {
+            out.push('.');
+            out.push_str(&segment);
+        }
+    }
+    out
+}
+
+/// Check `config` (parsed from `node`, or absent) for `kind`.
+pub(crate) fn check(
+    cx: &FileCtx<'_>,
+    kind: &BuiltinKind,
+    entry: &str,
+    config: &ConfigValue,
+    node: Option<&Node<'_, '_>>,
+    fallback: Span,
+) -> BuiltinOutcome {
+    match kind.derive(config) {
+        Ok(manifest) => BuiltinOutcome::Manifest(Arc::new(manifest)),
+        Err(problems) => BuiltinOutcome::Problems(
+            problems
+                .into_iter()
+                .map(|p| {
+                    let at = node.map_or(fallback, |n| span_at(n, &p.pointer));
+                    let path = dotted(&p.pointer);
+                    Diagnostic::error(
+                        Code::BadConfig,
+                        format!(
+                            "entry `{entry}`: `{path}` is not valid for the built-in kind `{}`: {}",
+                            kind.name, p.message
+                        ),
+                    )
+                    .at(Some(cx.origin(at)), &p.message)
+                    .with_help(format!(
+                        "`chassis schema --kind {}` prints the configuration schema",
+                        kind.name
+                    ))
+                })
+                .collect(),
+        ),
+    }
+}
