@@ -321,6 +321,7 @@ Register-ArgumentCompleter -Native -CommandName 'chassis' -ScriptBlock {
         }
         'chassis;schema' {
             [CompletionResult]::new('--write', '--write', [CompletionResultType]::ParameterName, 'Write `composition.schema.json` into this directory instead of printing')
+            [CompletionResult]::new('--kind', '--kind', [CompletionResultType]::ParameterName, 'Print the `config` schema of one built-in plugin kind instead (`scripted`, `command`, …)')
             [CompletionResult]::new('--format', '--format', [CompletionResultType]::ParameterName, 'Output format: text, or json (one document with `format_version`); some commands also take markdown, dot or mermaid')
             [CompletionResult]::new('--color', '--color', [CompletionResultType]::ParameterName, 'When to colour diagnostics')
             [CompletionResult]::new('-v', '-v', [CompletionResultType]::ParameterName, 'More logging on stderr (-v info, -vv debug, -vvv trace); `RUST_LOG` overrides')

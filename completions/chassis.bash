@@ -1149,13 +1149,17 @@ _chassis() {
             return 0
             ;;
         chassis__subcmd__schema)
-            opts="-v -q -h --write --format --color --verbose --quiet --help"
+            opts="-v -q -h --write --kind --format --color --verbose --quiet --help"
             if [[ ${cur} == -* || ${COMP_CWORD} -eq 2 ]] ; then
                 COMPREPLY=( $(compgen -W "${opts}" -- "${cur}") )
                 return 0
             fi
             case "${prev}" in
                 --write)
+                    COMPREPLY=($(compgen -f "${cur}"))
+                    return 0
+                    ;;
+                --kind)
                     COMPREPLY=($(compgen -f "${cur}"))
                     return 0
                     ;;

@@ -284,6 +284,7 @@ set edit:completion:arg-completer[chassis] = {|@words|
         }
         &'chassis;schema'= {
             cand --write 'Write `composition.schema.json` into this directory instead of printing'
+            cand --kind 'Print the `config` schema of one built-in plugin kind instead (`scripted`, `command`, …)'
             cand --format 'Output format: text, or json (one document with `format_version`); some commands also take markdown, dot or mermaid'
             cand --color 'When to colour diagnostics'
             cand -v 'More logging on stderr (-v info, -vv debug, -vvv trace); `RUST_LOG` overrides'

@@ -275,6 +275,7 @@ complete -c chassis -n "__fish_chassis_using_subcommand graph" -s v -l verbose -
 complete -c chassis -n "__fish_chassis_using_subcommand graph" -s q -l quiet -d 'Only errors on stderr'
 complete -c chassis -n "__fish_chassis_using_subcommand graph" -s h -l help -d 'Print help (see more with \'--help\')'
 complete -c chassis -n "__fish_chassis_using_subcommand schema" -l write -d 'Write `composition.schema.json` into this directory instead of printing' -r -F
+complete -c chassis -n "__fish_chassis_using_subcommand schema" -l kind -d 'Print the `config` schema of one built-in plugin kind instead (`scripted`, `command`, …)' -r
 complete -c chassis -n "__fish_chassis_using_subcommand schema" -l format -d 'Output format: text, or json (one document with `format_version`); some commands also take markdown, dot or mermaid' -r -f -a "text\t'Human-readable text'
 json\t'One JSON document with `format_version`'
 markdown\t'Markdown (diff: a pull-request comment)'

@@ -267,7 +267,14 @@ fn errors_fixture_reports_everything() {
         plugin.help,
         vec![
             "did you mean `svc`?".to_owned(),
-            "available plugins: `svc`".to_owned()
+            format!(
+                "available plugins: `svc`; built-in kinds: {}",
+                crate::engine::builtin::kinds()
+                    .iter()
+                    .map(|k| k.name)
+                    .collect::<Vec<_>>()
+                    .join(", ")
+            )
         ]
     );
     for d in &l.diagnostics {
