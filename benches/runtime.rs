@@ -176,6 +176,7 @@ fn main() {
         agent: None,
         scope: "/".into(),
         budget: Some(budget),
+        extra_tools: None,
     };
     let args = json!({ "q": "x" });
     let t = Instant::now();

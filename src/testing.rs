@@ -302,6 +302,7 @@ impl TestHarness {
             agent: None,
             scope: "/".into(),
             budget: None,
+            extra_tools: None,
         };
         ToolExecutor::new(services)
             .execute(

@@ -86,6 +86,9 @@ pub struct RunContext {
     pub scope: String,
     /// The run's budget, if it has one.
     pub budget: Option<BudgetGovernor>,
+    /// Tools that belong to this run rather than the generation (an agent's
+    /// sub-agents); they cross the same boundary.
+    pub extra_tools: Option<Arc<std::collections::BTreeMap<String, super::tool::ToolRegistration>>>,
 }
 
 /// One tool call as the model asked for it.
@@ -132,6 +135,8 @@ pub struct ToolResult {
     pub generation_id: String,
     /// Run.
     pub run_id: String,
+    /// Whether a recording answered the call (replay).
+    pub replayed: bool,
 }
 
 /// Why a call was refused before the tool ran. The model can read it.
@@ -256,7 +261,8 @@ impl ToolExecutor {
             &crate::engine::model::ScopePath::new(&run.scope)
                 .unwrap_or_else(|_| crate::engine::model::ScopePath::root()),
         );
-        g.tools
+        let mut names: Vec<String> = g
+            .tools
             .keys()
             .filter(
                 |name| match (scope, crate::engine::model::ToolName::new(name)) {
@@ -265,7 +271,13 @@ impl ToolExecutor {
                 },
             )
             .cloned()
-            .collect()
+            .collect();
+        if let Some(extra) = &run.extra_tools {
+            names.extend(extra.keys().cloned());
+            names.sort();
+            names.dedup();
+        }
+        names
     }
 
     /// Execute `call` for `run`. `raise_on_error` turns a failed result into
@@ -283,11 +295,12 @@ impl ToolExecutor {
 
         // 1. Lookup through the generation and the scope's tool view.
         // Only a refusal needs the whole visible list.
-        let Some(reg) = g
-            .tools
-            .get(&call.name)
-            .filter(|_| self.is_visible(run, &call.name))
-        else {
+        let extra = run.extra_tools.as_ref().and_then(|t| t.get(&call.name));
+        let Some(reg) = extra.or_else(|| {
+            g.tools
+                .get(&call.name)
+                .filter(|_| self.is_visible(run, &call.name))
+        }) else {
             return refuse(ToolRefusal::UnknownTool {
                 tool: call.name.clone(),
                 available: self.visible_tools(run),
@@ -481,6 +494,7 @@ impl ToolExecutor {
             call_id: call.call_id.clone(),
             generation_id: generation_id.clone(),
             run_id: run.run_id.clone(),
+            replayed: false,
         };
 
         // 8. after_tool_execute on success, tool_error otherwise.
@@ -537,7 +551,7 @@ impl ToolExecutor {
         }
     }
 
-    fn hook_failures(&self, failures: &[super::hooks::HookFailure]) {
+    pub(crate) fn hook_failures(&self, failures: &[super::hooks::HookFailure]) {
         for f in failures {
             let attrs = attributes([
                 ("event", f.event.as_str().to_owned()),

@@ -174,6 +174,7 @@ fn run_in(
         agent: None,
         scope: scope.into(),
         budget,
+        extra_tools: None,
     };
     (run, lease)
 }
@@ -412,6 +413,7 @@ async fn declared_tools_are_contracts_that_answer_not_implemented() {
         agent: None,
         scope: "/".into(),
         budget: None,
+        extra_tools: None,
     };
     let ex = ToolExecutor::new(ExecutorServices::permissive());
     let out = ex

@@ -5,6 +5,7 @@
 //! immutable generations, the tool executor and the agent runtime. It uses
 //! tokio for tasks and time; it performs no other I/O.
 
+pub mod agent;
 pub mod catalog;
 pub mod context;
 pub mod declared;

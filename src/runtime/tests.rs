@@ -459,6 +459,7 @@ result = { pong = true }
         agent: None,
         scope: "/".into(),
         budget: None,
+        extra_tools: None,
     };
     let out = ToolExecutor::new(ExecutorServices::permissive())
         .execute(
@@ -621,6 +622,7 @@ permissions = ["filesystem.read:{/path}"]
         agent: None,
         scope: "/".into(),
         budget: None,
+        extra_tools: None,
     };
     let call = |path: &str| ToolCall {
         name: "read_file".into(),

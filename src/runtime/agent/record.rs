@@ -1,0 +1,220 @@
+//! What a run reports: step events while it runs, one result at the end.
+
+use serde::Serialize;
+use serde_json::Value;
+
+use crate::engine::budget::BudgetReport;
+use crate::runtime::model::{ChatMessage, Usage};
+
+/// How a tool call the model asked for ended.
+#[derive(Clone, Debug, PartialEq, Serialize)]
+pub struct ToolCallRecord {
+    /// The step (model call number) that asked for it.
+    pub step: u32,
+    /// Tool name.
+    pub name: String,
+    /// The model's call id.
+    pub call_id: String,
+    /// `ok`, `error`, `timeout`, `refused` or `malformed`.
+    pub status: &'static str,
+    /// For a refusal: its kind (`policy_denied`, `unknown_tool`, …).
+    #[serde(skip_serializing_if = "Option::is_none")]
+    pub refusal: Option<&'static str>,
+    /// The redacted error or refusal message the model read.
+    #[serde(skip_serializing_if = "Option::is_none")]
+    pub error: Option<String>,
+    /// Wall time of the call.
+    pub duration_seconds: f64,
+    /// Whether a recording answered it.
+    pub replayed: bool,
+}
+
+/// Why a run stopped.
+#[derive(Clone, Debug, PartialEq, Serialize)]
+#[serde(tag = "kind", rename_all = "snake_case")]
+pub enum StopReason {
+    /// The model gave a final answer.
+    Answered,
+    /// The step limit was reached while the model still asked for tools.
+    StepLimit {
+        /// The limit.
+        max_steps: u32,
+    },
+    /// The model refused, or a hook refused the run or a model call.
+    Refused {
+        /// Why.
+        reason: String,
+    },
+    /// A budget dimension ran out.
+    BudgetExhausted {
+        /// The dimension.
+        dimension: String,
+        /// The message.
+        message: String,
+    },
+    /// The model provider failed (transport, protocol, timeout).
+    ModelFailed {
+        /// The redacted error.
+        error: String,
+    },
+    /// A tool or hook failed in a way that ends the run.
+    Failed {
+        /// The redacted error.
+        error: String,
+    },
+}
+
+impl StopReason {
+    /// Stable name.
+    pub fn kind(&self) -> &'static str {
+        match self {
+            Self::Answered => "answered",
+            Self::StepLimit { .. } => "step_limit",
+            Self::Refused { .. } => "refused",
+            Self::BudgetExhausted { .. } => "budget_exhausted",
+            Self::ModelFailed { .. } => "model_failed",
+            Self::Failed { .. } => "failed",
+        }
+    }
+
+    /// A one-line description for people.
+    pub fn describe(&self) -> String {
+        match self {
+            Self::Answered => "answered".into(),
+            Self::StepLimit { max_steps } => {
+                format!("stopped at the step limit ({max_steps}) without an answer")
+            }
+            Self::Refused { reason } => format!("refused: {reason}"),
+            Self::BudgetExhausted { message, .. } => format!("budget exhausted: {message}"),
+            Self::ModelFailed { error } => format!("the model failed: {error}"),
+            Self::Failed { error } => format!("failed: {error}"),
+        }
+    }
+}
+
+/// The result of one run, stamped with what it ran against.
+#[derive(Clone, Debug, Serialize)]
+pub struct AgentResult {
+    /// Agent name.
+    pub agent: String,
+    /// The revision pinned from the generation.
+    pub agent_revision: String,
+    /// Run id (`run_<12hex>`).
+    pub run_id: String,
+    /// The leased generation.
+    pub generation_id: String,
+    /// The digest of the run's snapshot (`chassis snapshot --agent` agrees).
+    pub snapshot_digest: String,
+    /// The semantic digest of the composition.
+    pub semantic_digest: String,
+    /// `graph_definition_hash` of the agent.
+    pub graph_definition_hash: String,
+    /// `prompt_hash` of the agent.
+    pub prompt_hash: String,
+    /// The final answer, when there is one.
+    pub answer: Option<String>,
+    /// Why the run stopped.
+    pub stop: StopReason,
+    /// Model calls made.
+    pub steps: u32,
+    /// The conversation (system prompt, input, turns, tool messages),
+    /// redacted.
+    pub messages: Vec<ChatMessage>,
+    /// Every tool call the model asked for.
+    pub tool_calls: Vec<ToolCallRecord>,
+    /// Token usage reported by the model, summed.
+    pub usage: Usage,
+    /// Estimated cost reported, summed.
+    pub estimated_cost: f64,
+    /// The model that answered (as the provider names it).
+    pub model: Option<String>,
+    /// Budget per dimension: limit, used, enforcement.
+    #[serde(skip)]
+    pub budget: Option<BudgetReport>,
+    /// Wall time of the run.
+    pub duration_seconds: f64,
+}
+
+/// A step event, in the order things happen.
+#[derive(Clone, Debug, PartialEq, Serialize)]
+#[serde(tag = "event", rename_all = "snake_case")]
+pub enum AgentEvent {
+    /// A run started (nested runs have `depth > 0`).
+    RunStarted {
+        /// Agent.
+        agent: String,
+        /// Run id.
+        run_id: String,
+        /// Generation id.
+        generation_id: String,
+        /// Nesting depth.
+        depth: usize,
+    },
+    /// A model call is about to be made.
+    ModelCallStarted {
+        /// Agent.
+        agent: String,
+        /// Step number (1-based).
+        step: u32,
+        /// Model name.
+        model: String,
+    },
+    /// A model call returned.
+    ModelCallFinished {
+        /// Agent.
+        agent: String,
+        /// Step.
+        step: u32,
+        /// Wall time.
+        duration_seconds: f64,
+        /// Reported usage.
+        usage: Option<Usage>,
+        /// Finish reason.
+        finish_reason: Option<String>,
+        /// Tool calls asked for.
+        tool_calls: usize,
+        /// Whether a recording answered it.
+        replayed: bool,
+    },
+    /// A tool call is about to cross the boundary.
+    ToolCallStarted {
+        /// Agent.
+        agent: String,
+        /// Step.
+        step: u32,
+        /// Tool.
+        name: String,
+        /// Redacted arguments.
+        arguments: Value,
+    },
+    /// A tool call ended.
+    ToolCallFinished {
+        /// Agent.
+        agent: String,
+        /// The record.
+        record: ToolCallRecord,
+    },
+    /// A run ended.
+    RunFinished {
+        /// Agent.
+        agent: String,
+        /// Run id.
+        run_id: String,
+        /// Why.
+        stop: StopReason,
+        /// Nesting depth.
+        depth: usize,
+    },
+}
+
+/// Receives step events (a progress display, a stream, a test).
+pub trait AgentObserver: Send + Sync {
+    /// One event.
+    fn on_event(&self, event: &AgentEvent);
+}
+
+impl<F: Fn(&AgentEvent) + Send + Sync> AgentObserver for F {
+    fn on_event(&self, event: &AgentEvent) {
+        self(event);
+    }
+}
