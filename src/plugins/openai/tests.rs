@@ -1,0 +1,1 @@
+//! Tests of the `openai` model against a loopback HTTP server.
