@@ -99,9 +99,9 @@ mod tests {
             let base = Duration::from_millis(base_ms);
             assert!(d >= base && d <= base + base / 4, "{retry}: {d:?}");
         }
-        assert_eq!(
-            p.delay(40, None).min(Duration::from_secs(11)),
-            p.delay(40, None)
+        assert!(
+            p.delay(40, None) <= Duration::from_secs(10),
+            "capped, plus jitter"
         );
     }
 
