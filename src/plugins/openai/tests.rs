@@ -522,14 +522,20 @@ async fn synthetic_429_with_retry_after_zero_then_success() {
         Reply::json(200, &completion(&json!({"role": "assistant", "content": "ok"}), "stop")),
     ])
     .await;
-    // The default schedule (0.5 s first backoff) proves Retry-After: 0 won.
-    let m = OpenAiModel::new(settings(&server.base_url)).unwrap();
+    // A 10 s computed backoff proves that `Retry-After: 0` won.
+    let m = OpenAiModel::new(settings(&server.base_url))
+        .unwrap()
+        .with_retry(RetryPolicy {
+            base: Duration::from_secs(10),
+            max_backoff: Duration::from_secs(10),
+            ..RetryPolicy::new(2)
+        });
     let started = Instant::now();
     let r = m.complete(&ask("hi")).await.unwrap();
     assert_eq!(r.message.content, "ok");
     assert_eq!(server.requests().len(), 2);
     assert!(
-        started.elapsed() < Duration::from_millis(450),
+        started.elapsed() < Duration::from_secs(5),
         "{:?}",
         started.elapsed()
     );
@@ -789,6 +795,84 @@ fn settings_default_what_the_config_omits() {
     assert_eq!(s.retry, RetryPolicy::new(2));
     assert_eq!(s.defaults, Defaults::default());
     assert!(s.headers.is_empty() && s.prices.is_none());
+}
+
+#[test]
+fn settings_read_every_key_and_resolve_secret_headers() {
+    use crate::engine::model::SecretRef;
+    let table = |pairs: Vec<(&str, ConfigValue)>| {
+        ConfigValue::Table(pairs.into_iter().map(|(k, v)| (k.to_owned(), v)).collect())
+    };
+    let secret = |n: &str| ConfigValue::Secret(SecretRef { name: n.into() });
+    let config = table(vec![
+        ("model", ConfigValue::Str("llama3.2".into())),
+        (
+            "base_url",
+            ConfigValue::Str("http://localhost:11434/v1".into()),
+        ),
+        ("api_key", secret("KEY")),
+        ("timeout_seconds", ConfigValue::Int(5)),
+        ("max_retries", ConfigValue::Int(4)),
+        ("temperature", ConfigValue::Float(0.0)),
+        ("max_tokens", ConfigValue::Int(64)),
+        (
+            "headers",
+            table(vec![
+                ("X-Plain", ConfigValue::Str("p".into())),
+                ("X-Secret", secret("GATEWAY")),
+            ]),
+        ),
+        (
+            "prices",
+            table(vec![
+                ("input_per_million", ConfigValue::Int(1)),
+                ("output_per_million", ConfigValue::Float(2.5)),
+            ]),
+        ),
+    ]);
+    let provider = StaticSecretProvider::new()
+        .with("KEY", CANARY)
+        .with("GATEWAY", HEADER_CANARY);
+    let resolve = |n: &str| {
+        crate::engine::secret::SecretProvider::get(&provider, n).map_err(|e| e.to_string())
+    };
+    let s = settings_from_config(&config, &resolve).unwrap();
+    assert_eq!(s.model, "llama3.2");
+    assert_eq!(s.base_url, "http://localhost:11434/v1");
+    assert_eq!(s.api_key.as_ref().map(SecretValue::reveal), Some(CANARY));
+    assert_eq!(s.timeout, Duration::from_secs(5));
+    assert_eq!(s.retry.max_retries, 4);
+    assert_eq!(
+        s.defaults,
+        Defaults {
+            temperature: Some(0.0),
+            max_tokens: Some(64)
+        }
+    );
+    assert!(matches!(&s.headers[0], (n, HeaderSource::Plain(v)) if n == "X-Plain" && v == "p"));
+    assert!(
+        matches!(&s.headers[1], (n, HeaderSource::Secret(v)) if n == "X-Secret" && v.reveal() == HEADER_CANARY)
+    );
+    assert_eq!(
+        s.prices,
+        Some(Prices {
+            input_per_million: 1.0,
+            output_per_million: 2.5
+        })
+    );
+    let debug = format!("{s:?}");
+    assert!(
+        !debug.contains(CANARY) && !debug.contains(HEADER_CANARY),
+        "{debug}"
+    );
+
+    let only_key = StaticSecretProvider::new().with("KEY", CANARY);
+    let err = settings_from_config(&config, &|n: &str| {
+        crate::engine::secret::SecretProvider::get(&only_key, n).map_err(|e| e.to_string())
+    })
+    .unwrap_err();
+    assert!(err.contains("secret `GATEWAY` is not set"), "{err}");
+    assert!(!err.contains(CANARY), "{err}");
 }
 
 #[test]
