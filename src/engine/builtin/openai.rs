@@ -139,6 +139,15 @@ pub fn base_url_problem(url: &str) -> Option<String> {
     if host.is_empty() {
         return Some(format!("`{url}` has no host"));
     }
+    if host.contains('@') {
+        return Some(format!(
+            "`{}` carries credentials; give the key as `api_key = {{ secret = \"NAME\" }}`",
+            url.split_once("://")
+                .map_or(url, |(scheme, _)| scheme)
+                .to_owned()
+                + "://…@…"
+        ));
+    }
     if rest.contains(['?', '#']) {
         return Some(format!(
             "`{url}` has a query or fragment; give the API root only (`/chat/completions` is appended)"
@@ -325,5 +334,7 @@ mod tests {
         assert!(base_url_problem("https:///v1").is_some());
         assert!(base_url_problem("https://h/v1?x=1").is_some());
         assert!(base_url_problem("https://h/v 1").is_some());
+        let p = base_url_problem("https://user:sk-abc@h/v1").unwrap();
+        assert!(!p.contains("sk-abc"), "{p}");
     }
 }

@@ -253,7 +253,10 @@ impl OpenAiModel {
                     status: status.as_u16(),
                     message,
                 },
-                retry: retryable_status(status.as_u16()),
+                // A 429 for an exhausted quota (not a rate) will not pass
+                // by waiting.
+                retry: retryable_status(status.as_u16())
+                    && wire::error_code(&bytes).as_deref() != Some("insufficient_quota"),
                 retry_after,
             });
         }

@@ -202,8 +202,11 @@ impl Plugin for OpenAiPlugin {
     }
 }
 
-/// Install the kind.
+/// Install the kind. Also installs the process's rustls crypto provider
+/// ([`install_crypto_provider`]), so every reqwest client built after the
+/// built-ins are registered (this one's, MCP's) finds it.
 pub fn register(catalog: &mut Catalog) {
+    install_crypto_provider();
     catalog.register(
         crate::engine::builtin::openai::KIND.name,
         Arc::new(|entry: &Entry| {

@@ -542,6 +542,32 @@ async fn synthetic_429_with_retry_after_zero_then_success() {
 }
 
 #[tokio::test]
+async fn recorded_429_for_an_exhausted_quota_is_not_retried() {
+    let server = Server::start(vec![
+        Reply::json(
+            429,
+            &json!({"error": {
+                "message": "You exceeded your current quota, please check your plan and billing details.",
+                "type": "insufficient_quota",
+                "param": null,
+                "code": "insufficient_quota"
+            }}),
+        ),
+        Reply::json(200, &completion(&json!({"role": "assistant", "content": "never"}), "stop")),
+    ])
+    .await;
+    let err = model(settings(&server.base_url), 2)
+        .complete(&ask("hi"))
+        .await
+        .unwrap_err();
+    assert!(
+        matches!(&err, ModelError::Http { status: 429, message } if message.starts_with("You exceeded your current quota")),
+        "{err:?}"
+    );
+    assert_eq!(server.requests().len(), 1);
+}
+
+#[tokio::test]
 async fn synthetic_500_twice_then_success() {
     let server = Server::start(vec![
         Reply::text(500, "text/plain", "internal error"),

@@ -395,6 +395,17 @@ pub fn error_message(body: &[u8]) -> Option<String> {
         .map(str::to_owned)
 }
 
+/// The machine-readable `error.code` (or `error.type`) of an error body.
+pub fn error_code(body: &[u8]) -> Option<String> {
+    let v: Value = serde_json::from_slice(body).ok()?;
+    let error = v.get("error")?;
+    error
+        .get("code")
+        .and_then(Value::as_str)
+        .or_else(|| error.get("type").and_then(Value::as_str))
+        .map(str::to_owned)
+}
+
 /// At most `max` characters of `text`, whitespace collapsed, with `…` when
 /// cut.
 pub fn excerpt(text: &str, max: usize) -> String {
@@ -548,6 +559,12 @@ mod tests {
             Some("model 'x' not found")
         );
         assert_eq!(error_message(b"<html>oops</html>"), None);
+        assert_eq!(
+            error_code(br#"{"error":{"message":"quota","type":"insufficient_quota","code":"insufficient_quota"}}"#)
+                .as_deref(),
+            Some("insufficient_quota")
+        );
+        assert_eq!(error_code(br#"{"error":"x"}"#), None);
         assert_eq!(excerpt("a  b\n\nc", 10), "a b c");
         assert_eq!(excerpt("ééééé", 3), "ééé…");
     }
