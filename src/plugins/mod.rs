@@ -11,6 +11,7 @@ use std::sync::Arc;
 
 use crate::runtime::Catalog;
 
+pub mod openai;
 pub mod scripted;
 
 /// What the built-in adapters need to know about where they run.
@@ -44,5 +45,6 @@ impl BuiltinEnv {
 /// Install every built-in kind into `catalog`.
 pub fn register_builtins(catalog: &mut Catalog, env: &BuiltinEnv) {
     let env = Arc::new(env.clone());
+    openai::register(catalog);
     scripted::register(catalog, &env);
 }
