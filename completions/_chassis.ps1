@@ -31,6 +31,7 @@ Register-ArgumentCompleter -Native -CommandName 'chassis' -ScriptBlock {
             [CompletionResult]::new('--help', '--help', [CompletionResultType]::ParameterName, 'Print help (see more with ''--help'')')
             [CompletionResult]::new('-V', '-V ', [CompletionResultType]::ParameterName, 'Print version')
             [CompletionResult]::new('--version', '--version', [CompletionResultType]::ParameterName, 'Print version')
+            [CompletionResult]::new('run', 'run', [CompletionResultType]::ParameterValue, 'Publish a composition and run an agent against exactly that generation')
             [CompletionResult]::new('check', 'check', [CompletionResultType]::ParameterValue, 'Load, validate and resolve compositions; list what does not resolve')
             [CompletionResult]::new('snapshot', 'snapshot', [CompletionResultType]::ParameterValue, 'Print the snapshot of a resolved composition with its three digests')
             [CompletionResult]::new('explain', 'explain', [CompletionResultType]::ParameterValue, 'Explain a requirement or a scope')
@@ -43,6 +44,26 @@ Register-ArgumentCompleter -Native -CommandName 'chassis' -ScriptBlock {
             [CompletionResult]::new('schema', 'schema', [CompletionResultType]::ParameterValue, 'Print the JSON Schema of the composition format')
             [CompletionResult]::new('completions', 'completions', [CompletionResultType]::ParameterValue, 'Print a shell completion script')
             [CompletionResult]::new('help', 'help', [CompletionResultType]::ParameterValue, 'Print this message or the help of the given subcommand(s)')
+            break
+        }
+        'chassis;run' {
+            [CompletionResult]::new('--agent', '--agent', [CompletionResultType]::ParameterName, 'The agent to run (required when the composition declares several)')
+            [CompletionResult]::new('--input', '--input', [CompletionResultType]::ParameterName, 'The input; `-` reads it from stdin')
+            [CompletionResult]::new('--input-file', '--input-file', [CompletionResultType]::ParameterName, 'Read the input from a file')
+            [CompletionResult]::new('--approve', '--approve', [CompletionResultType]::ParameterName, 'Approve every call of this tool without asking (repeatable)')
+            [CompletionResult]::new('--env-file', '--env-file', [CompletionResultType]::ParameterName, 'Read secrets and `enabled_if` variables from this env file too (`KEY=VALUE` lines; its values win over the environment''s)')
+            [CompletionResult]::new('--state', '--state', [CompletionResultType]::ParameterName, 'Record the publication and the run in this store (default `.chassis/state.db` beside FILE when given without a value)')
+            [CompletionResult]::new('--trace', '--trace', [CompletionResultType]::ParameterName, 'Write every telemetry signal of the run (redacted) to FILE as JSON lines')
+            [CompletionResult]::new('--format', '--format', [CompletionResultType]::ParameterName, 'Output format: text, or json (one document with `format_version`); some commands also take markdown, dot or mermaid')
+            [CompletionResult]::new('--color', '--color', [CompletionResultType]::ParameterName, 'When to colour diagnostics')
+            [CompletionResult]::new('--yes', '--yes', [CompletionResultType]::ParameterName, 'Approve every tool call that needs approval')
+            [CompletionResult]::new('--allow-pending', '--allow-pending', [CompletionResultType]::ParameterName, 'Run even when some entries are pending (they are left out)')
+            [CompletionResult]::new('-v', '-v', [CompletionResultType]::ParameterName, 'More logging on stderr (-v info, -vv debug, -vvv trace); `RUST_LOG` overrides')
+            [CompletionResult]::new('--verbose', '--verbose', [CompletionResultType]::ParameterName, 'More logging on stderr (-v info, -vv debug, -vvv trace); `RUST_LOG` overrides')
+            [CompletionResult]::new('-q', '-q', [CompletionResultType]::ParameterName, 'Only errors on stderr')
+            [CompletionResult]::new('--quiet', '--quiet', [CompletionResultType]::ParameterName, 'Only errors on stderr')
+            [CompletionResult]::new('-h', '-h', [CompletionResultType]::ParameterName, 'Print help (see more with ''--help'')')
+            [CompletionResult]::new('--help', '--help', [CompletionResultType]::ParameterName, 'Print help (see more with ''--help'')')
             break
         }
         'chassis;check' {
@@ -58,6 +79,7 @@ Register-ArgumentCompleter -Native -CommandName 'chassis' -ScriptBlock {
         }
         'chassis;snapshot' {
             [CompletionResult]::new('--out', '--out', [CompletionResultType]::ParameterName, 'Write the snapshot here instead of stdout (stdout then gets the digests)')
+            [CompletionResult]::new('--agent', '--agent', [CompletionResultType]::ParameterName, 'Snapshot what a run of this agent executes against (its revision, `prompt_hash` and `graph_definition_hash`): the digest `chassis run` stamps on a run without a store')
             [CompletionResult]::new('--format', '--format', [CompletionResultType]::ParameterName, 'Output format: text, or json (one document with `format_version`); some commands also take markdown, dot or mermaid')
             [CompletionResult]::new('--color', '--color', [CompletionResultType]::ParameterName, 'When to colour diagnostics')
             [CompletionResult]::new('-v', '-v', [CompletionResultType]::ParameterName, 'More logging on stderr (-v info, -vv debug, -vvv trace); `RUST_LOG` overrides')
@@ -345,6 +367,7 @@ Register-ArgumentCompleter -Native -CommandName 'chassis' -ScriptBlock {
             break
         }
         'chassis;help' {
+            [CompletionResult]::new('run', 'run', [CompletionResultType]::ParameterValue, 'Publish a composition and run an agent against exactly that generation')
             [CompletionResult]::new('check', 'check', [CompletionResultType]::ParameterValue, 'Load, validate and resolve compositions; list what does not resolve')
             [CompletionResult]::new('snapshot', 'snapshot', [CompletionResultType]::ParameterValue, 'Print the snapshot of a resolved composition with its three digests')
             [CompletionResult]::new('explain', 'explain', [CompletionResultType]::ParameterValue, 'Explain a requirement or a scope')
@@ -357,6 +380,9 @@ Register-ArgumentCompleter -Native -CommandName 'chassis' -ScriptBlock {
             [CompletionResult]::new('schema', 'schema', [CompletionResultType]::ParameterValue, 'Print the JSON Schema of the composition format')
             [CompletionResult]::new('completions', 'completions', [CompletionResultType]::ParameterValue, 'Print a shell completion script')
             [CompletionResult]::new('help', 'help', [CompletionResultType]::ParameterValue, 'Print this message or the help of the given subcommand(s)')
+            break
+        }
+        'chassis;help;run' {
             break
         }
         'chassis;help;check' {

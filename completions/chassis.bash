@@ -43,6 +43,9 @@ _chassis() {
             chassis,publish)
                 cmd="chassis__subcmd__publish"
                 ;;
+            chassis,run)
+                cmd="chassis__subcmd__run"
+                ;;
             chassis,runs)
                 cmd="chassis__subcmd__runs"
                 ;;
@@ -133,6 +136,9 @@ _chassis() {
             chassis__subcmd__help,publish)
                 cmd="chassis__subcmd__help__subcmd__publish"
                 ;;
+            chassis__subcmd__help,run)
+                cmd="chassis__subcmd__help__subcmd__run"
+                ;;
             chassis__subcmd__help,runs)
                 cmd="chassis__subcmd__help__subcmd__runs"
                 ;;
@@ -191,7 +197,7 @@ _chassis() {
 
     case "${cmd}" in
         chassis)
-            opts="-v -q -h -V --format --color --verbose --quiet --help --version check snapshot explain diff publish plan generations runs graph schema completions help"
+            opts="-v -q -h -V --format --color --verbose --quiet --help --version run check snapshot explain diff publish plan generations runs graph schema completions help"
             if [[ ${cur} == -* || ${COMP_CWORD} -eq 1 ]] ; then
                 COMPREPLY=( $(compgen -W "${opts}" -- "${cur}") )
                 return 0
@@ -669,7 +675,7 @@ _chassis() {
             return 0
             ;;
         chassis__subcmd__help)
-            opts="check snapshot explain diff publish plan generations runs graph schema completions help"
+            opts="run check snapshot explain diff publish plan generations runs graph schema completions help"
             if [[ ${cur} == -* || ${COMP_CWORD} -eq 2 ]] ; then
                 COMPREPLY=( $(compgen -W "${opts}" -- "${cur}") )
                 return 0
@@ -892,6 +898,20 @@ _chassis() {
             COMPREPLY=( $(compgen -W "${opts}" -- "${cur}") )
             return 0
             ;;
+        chassis__subcmd__help__subcmd__run)
+            opts=""
+            if [[ ${cur} == -* || ${COMP_CWORD} -eq 3 ]] ; then
+                COMPREPLY=( $(compgen -W "${opts}" -- "${cur}") )
+                return 0
+            fi
+            case "${prev}" in
+                *)
+                    COMPREPLY=()
+                    ;;
+            esac
+            COMPREPLY=( $(compgen -W "${opts}" -- "${cur}") )
+            return 0
+            ;;
         chassis__subcmd__help__subcmd__runs)
             opts="list show"
             if [[ ${cur} == -* || ${COMP_CWORD} -eq 3 ]] ; then
@@ -995,6 +1015,56 @@ _chassis() {
                 return 0
             fi
             case "${prev}" in
+                --state)
+                    COMPREPLY=($(compgen -f "${cur}"))
+                    return 0
+                    ;;
+                --trace)
+                    COMPREPLY=($(compgen -f "${cur}"))
+                    return 0
+                    ;;
+                --format)
+                    COMPREPLY=($(compgen -W "text json markdown dot mermaid" -- "${cur}"))
+                    return 0
+                    ;;
+                --color)
+                    COMPREPLY=($(compgen -W "auto always never" -- "${cur}"))
+                    return 0
+                    ;;
+                *)
+                    COMPREPLY=()
+                    ;;
+            esac
+            COMPREPLY=( $(compgen -W "${opts}" -- "${cur}") )
+            return 0
+            ;;
+        chassis__subcmd__run)
+            opts="-v -q -h --agent --input --input-file --approve --yes --env-file --state --allow-pending --trace --format --color --verbose --quiet --help"
+            if [[ ${cur} == -* || ${COMP_CWORD} -eq 2 ]] ; then
+                COMPREPLY=( $(compgen -W "${opts}" -- "${cur}") )
+                return 0
+            fi
+            case "${prev}" in
+                --agent)
+                    COMPREPLY=($(compgen -f "${cur}"))
+                    return 0
+                    ;;
+                --input)
+                    COMPREPLY=($(compgen -f "${cur}"))
+                    return 0
+                    ;;
+                --input-file)
+                    COMPREPLY=($(compgen -f "${cur}"))
+                    return 0
+                    ;;
+                --approve)
+                    COMPREPLY=($(compgen -f "${cur}"))
+                    return 0
+                    ;;
+                --env-file)
+                    COMPREPLY=($(compgen -f "${cur}"))
+                    return 0
+                    ;;
                 --state)
                     COMPREPLY=($(compgen -f "${cur}"))
                     return 0
@@ -1179,13 +1249,17 @@ _chassis() {
             return 0
             ;;
         chassis__subcmd__snapshot)
-            opts="-v -q -h --out --format --color --verbose --quiet --help"
+            opts="-v -q -h --out --agent --format --color --verbose --quiet --help"
             if [[ ${cur} == -* || ${COMP_CWORD} -eq 2 ]] ; then
                 COMPREPLY=( $(compgen -W "${opts}" -- "${cur}") )
                 return 0
             fi
             case "${prev}" in
                 --out)
+                    COMPREPLY=($(compgen -f "${cur}"))
+                    return 0
+                    ;;
+                --agent)
                     COMPREPLY=($(compgen -f "${cur}"))
                     return 0
                     ;;

@@ -28,6 +28,7 @@ set edit:completion:arg-completer[chassis] = {|@words|
             cand --help 'Print help (see more with ''--help'')'
             cand -V 'Print version'
             cand --version 'Print version'
+            cand run 'Publish a composition and run an agent against exactly that generation'
             cand check 'Load, validate and resolve compositions; list what does not resolve'
             cand snapshot 'Print the snapshot of a resolved composition with its three digests'
             cand explain 'Explain a requirement or a scope'
@@ -41,6 +42,25 @@ set edit:completion:arg-completer[chassis] = {|@words|
             cand completions 'Print a shell completion script'
             cand help 'Print this message or the help of the given subcommand(s)'
         }
+        &'chassis;run'= {
+            cand --agent 'The agent to run (required when the composition declares several)'
+            cand --input 'The input; `-` reads it from stdin'
+            cand --input-file 'Read the input from a file'
+            cand --approve 'Approve every call of this tool without asking (repeatable)'
+            cand --env-file 'Read secrets and `enabled_if` variables from this env file too (`KEY=VALUE` lines; its values win over the environment''s)'
+            cand --state 'Record the publication and the run in this store (default `.chassis/state.db` beside FILE when given without a value)'
+            cand --trace 'Write every telemetry signal of the run (redacted) to FILE as JSON lines'
+            cand --format 'Output format: text, or json (one document with `format_version`); some commands also take markdown, dot or mermaid'
+            cand --color 'When to colour diagnostics'
+            cand --yes 'Approve every tool call that needs approval'
+            cand --allow-pending 'Run even when some entries are pending (they are left out)'
+            cand -v 'More logging on stderr (-v info, -vv debug, -vvv trace); `RUST_LOG` overrides'
+            cand --verbose 'More logging on stderr (-v info, -vv debug, -vvv trace); `RUST_LOG` overrides'
+            cand -q 'Only errors on stderr'
+            cand --quiet 'Only errors on stderr'
+            cand -h 'Print help (see more with ''--help'')'
+            cand --help 'Print help (see more with ''--help'')'
+        }
         &'chassis;check'= {
             cand --format 'Output format: text, or json (one document with `format_version`); some commands also take markdown, dot or mermaid'
             cand --color 'When to colour diagnostics'
@@ -53,6 +73,7 @@ set edit:completion:arg-completer[chassis] = {|@words|
         }
         &'chassis;snapshot'= {
             cand --out 'Write the snapshot here instead of stdout (stdout then gets the digests)'
+            cand --agent 'Snapshot what a run of this agent executes against (its revision, `prompt_hash` and `graph_definition_hash`): the digest `chassis run` stamps on a run without a store'
             cand --format 'Output format: text, or json (one document with `format_version`); some commands also take markdown, dot or mermaid'
             cand --color 'When to colour diagnostics'
             cand -v 'More logging on stderr (-v info, -vv debug, -vvv trace); `RUST_LOG` overrides'
@@ -306,6 +327,7 @@ set edit:completion:arg-completer[chassis] = {|@words|
             cand --help 'Print help (see more with ''--help'')'
         }
         &'chassis;help'= {
+            cand run 'Publish a composition and run an agent against exactly that generation'
             cand check 'Load, validate and resolve compositions; list what does not resolve'
             cand snapshot 'Print the snapshot of a resolved composition with its three digests'
             cand explain 'Explain a requirement or a scope'
@@ -318,6 +340,8 @@ set edit:completion:arg-completer[chassis] = {|@words|
             cand schema 'Print the JSON Schema of the composition format'
             cand completions 'Print a shell completion script'
             cand help 'Print this message or the help of the given subcommand(s)'
+        }
+        &'chassis;help;run'= {
         }
         &'chassis;help;check'= {
         }

@@ -36,6 +36,7 @@ complete -c chassis -n "__fish_chassis_needs_command" -s v -l verbose -d 'More l
 complete -c chassis -n "__fish_chassis_needs_command" -s q -l quiet -d 'Only errors on stderr'
 complete -c chassis -n "__fish_chassis_needs_command" -s h -l help -d 'Print help (see more with \'--help\')'
 complete -c chassis -n "__fish_chassis_needs_command" -s V -l version -d 'Print version'
+complete -c chassis -n "__fish_chassis_needs_command" -f -a "run" -d 'Publish a composition and run an agent against exactly that generation'
 complete -c chassis -n "__fish_chassis_needs_command" -f -a "check" -d 'Load, validate and resolve compositions; list what does not resolve'
 complete -c chassis -n "__fish_chassis_needs_command" -f -a "snapshot" -d 'Print the snapshot of a resolved composition with its three digests'
 complete -c chassis -n "__fish_chassis_needs_command" -f -a "explain" -d 'Explain a requirement or a scope'
@@ -48,6 +49,26 @@ complete -c chassis -n "__fish_chassis_needs_command" -f -a "graph" -d 'Draw the
 complete -c chassis -n "__fish_chassis_needs_command" -f -a "schema" -d 'Print the JSON Schema of the composition format'
 complete -c chassis -n "__fish_chassis_needs_command" -f -a "completions" -d 'Print a shell completion script'
 complete -c chassis -n "__fish_chassis_needs_command" -f -a "help" -d 'Print this message or the help of the given subcommand(s)'
+complete -c chassis -n "__fish_chassis_using_subcommand run" -l agent -d 'The agent to run (required when the composition declares several)' -r
+complete -c chassis -n "__fish_chassis_using_subcommand run" -l input -d 'The input; `-` reads it from stdin' -r
+complete -c chassis -n "__fish_chassis_using_subcommand run" -l input-file -d 'Read the input from a file' -r -F
+complete -c chassis -n "__fish_chassis_using_subcommand run" -l approve -d 'Approve every call of this tool without asking (repeatable)' -r
+complete -c chassis -n "__fish_chassis_using_subcommand run" -l env-file -d 'Read secrets and `enabled_if` variables from this env file too (`KEY=VALUE` lines; its values win over the environment\'s)' -r -F
+complete -c chassis -n "__fish_chassis_using_subcommand run" -l state -d 'Record the publication and the run in this store (default `.chassis/state.db` beside FILE when given without a value)' -r -F
+complete -c chassis -n "__fish_chassis_using_subcommand run" -l trace -d 'Write every telemetry signal of the run (redacted) to FILE as JSON lines' -r -F
+complete -c chassis -n "__fish_chassis_using_subcommand run" -l format -d 'Output format: text, or json (one document with `format_version`); some commands also take markdown, dot or mermaid' -r -f -a "text\t'Human-readable text'
+json\t'One JSON document with `format_version`'
+markdown\t'Markdown (diff: a pull-request comment)'
+dot\t'Graphviz dot (graph)'
+mermaid\t'Mermaid flowchart (graph)'"
+complete -c chassis -n "__fish_chassis_using_subcommand run" -l color -d 'When to colour diagnostics' -r -f -a "auto\t'Colour when stderr is a terminal and `NO_COLOR` is unset'
+always\t'Always colour'
+never\t'Never colour'"
+complete -c chassis -n "__fish_chassis_using_subcommand run" -l yes -d 'Approve every tool call that needs approval'
+complete -c chassis -n "__fish_chassis_using_subcommand run" -l allow-pending -d 'Run even when some entries are pending (they are left out)'
+complete -c chassis -n "__fish_chassis_using_subcommand run" -s v -l verbose -d 'More logging on stderr (-v info, -vv debug, -vvv trace); `RUST_LOG` overrides'
+complete -c chassis -n "__fish_chassis_using_subcommand run" -s q -l quiet -d 'Only errors on stderr'
+complete -c chassis -n "__fish_chassis_using_subcommand run" -s h -l help -d 'Print help (see more with \'--help\')'
 complete -c chassis -n "__fish_chassis_using_subcommand check" -l format -d 'Output format: text, or json (one document with `format_version`); some commands also take markdown, dot or mermaid' -r -f -a "text\t'Human-readable text'
 json\t'One JSON document with `format_version`'
 markdown\t'Markdown (diff: a pull-request comment)'
@@ -60,6 +81,7 @@ complete -c chassis -n "__fish_chassis_using_subcommand check" -s v -l verbose -
 complete -c chassis -n "__fish_chassis_using_subcommand check" -s q -l quiet -d 'Only errors on stderr'
 complete -c chassis -n "__fish_chassis_using_subcommand check" -s h -l help -d 'Print help (see more with \'--help\')'
 complete -c chassis -n "__fish_chassis_using_subcommand snapshot" -l out -d 'Write the snapshot here instead of stdout (stdout then gets the digests)' -r -F
+complete -c chassis -n "__fish_chassis_using_subcommand snapshot" -l agent -d 'Snapshot what a run of this agent executes against (its revision, `prompt_hash` and `graph_definition_hash`): the digest `chassis run` stamps on a run without a store' -r
 complete -c chassis -n "__fish_chassis_using_subcommand snapshot" -l format -d 'Output format: text, or json (one document with `format_version`); some commands also take markdown, dot or mermaid' -r -f -a "text\t'Human-readable text'
 json\t'One JSON document with `format_version`'
 markdown\t'Markdown (diff: a pull-request comment)'
@@ -299,18 +321,19 @@ never\t'Never colour'"
 complete -c chassis -n "__fish_chassis_using_subcommand completions" -s v -l verbose -d 'More logging on stderr (-v info, -vv debug, -vvv trace); `RUST_LOG` overrides'
 complete -c chassis -n "__fish_chassis_using_subcommand completions" -s q -l quiet -d 'Only errors on stderr'
 complete -c chassis -n "__fish_chassis_using_subcommand completions" -s h -l help -d 'Print help (see more with \'--help\')'
-complete -c chassis -n "__fish_chassis_using_subcommand help; and not __fish_seen_subcommand_from check snapshot explain diff publish plan generations runs graph schema completions help" -f -a "check" -d 'Load, validate and resolve compositions; list what does not resolve'
-complete -c chassis -n "__fish_chassis_using_subcommand help; and not __fish_seen_subcommand_from check snapshot explain diff publish plan generations runs graph schema completions help" -f -a "snapshot" -d 'Print the snapshot of a resolved composition with its three digests'
-complete -c chassis -n "__fish_chassis_using_subcommand help; and not __fish_seen_subcommand_from check snapshot explain diff publish plan generations runs graph schema completions help" -f -a "explain" -d 'Explain a requirement or a scope'
-complete -c chassis -n "__fish_chassis_using_subcommand help; and not __fish_seen_subcommand_from check snapshot explain diff publish plan generations runs graph schema completions help" -f -a "diff" -d 'Compare two compositions, snapshots or git revisions semantically'
-complete -c chassis -n "__fish_chassis_using_subcommand help; and not __fish_seen_subcommand_from check snapshot explain diff publish plan generations runs graph schema completions help" -f -a "publish" -d 'Reconcile a composition against the store and record a new generation'
-complete -c chassis -n "__fish_chassis_using_subcommand help; and not __fish_seen_subcommand_from check snapshot explain diff publish plan generations runs graph schema completions help" -f -a "plan" -d 'Show what `publish` would do, changing nothing'
-complete -c chassis -n "__fish_chassis_using_subcommand help; and not __fish_seen_subcommand_from check snapshot explain diff publish plan generations runs graph schema completions help" -f -a "generations" -d 'List or show the generations in the store'
-complete -c chassis -n "__fish_chassis_using_subcommand help; and not __fish_seen_subcommand_from check snapshot explain diff publish plan generations runs graph schema completions help" -f -a "runs" -d 'List or show the runs recorded in the store'
-complete -c chassis -n "__fish_chassis_using_subcommand help; and not __fish_seen_subcommand_from check snapshot explain diff publish plan generations runs graph schema completions help" -f -a "graph" -d 'Draw the dependency graph, scopes as clusters'
-complete -c chassis -n "__fish_chassis_using_subcommand help; and not __fish_seen_subcommand_from check snapshot explain diff publish plan generations runs graph schema completions help" -f -a "schema" -d 'Print the JSON Schema of the composition format'
-complete -c chassis -n "__fish_chassis_using_subcommand help; and not __fish_seen_subcommand_from check snapshot explain diff publish plan generations runs graph schema completions help" -f -a "completions" -d 'Print a shell completion script'
-complete -c chassis -n "__fish_chassis_using_subcommand help; and not __fish_seen_subcommand_from check snapshot explain diff publish plan generations runs graph schema completions help" -f -a "help" -d 'Print this message or the help of the given subcommand(s)'
+complete -c chassis -n "__fish_chassis_using_subcommand help; and not __fish_seen_subcommand_from run check snapshot explain diff publish plan generations runs graph schema completions help" -f -a "run" -d 'Publish a composition and run an agent against exactly that generation'
+complete -c chassis -n "__fish_chassis_using_subcommand help; and not __fish_seen_subcommand_from run check snapshot explain diff publish plan generations runs graph schema completions help" -f -a "check" -d 'Load, validate and resolve compositions; list what does not resolve'
+complete -c chassis -n "__fish_chassis_using_subcommand help; and not __fish_seen_subcommand_from run check snapshot explain diff publish plan generations runs graph schema completions help" -f -a "snapshot" -d 'Print the snapshot of a resolved composition with its three digests'
+complete -c chassis -n "__fish_chassis_using_subcommand help; and not __fish_seen_subcommand_from run check snapshot explain diff publish plan generations runs graph schema completions help" -f -a "explain" -d 'Explain a requirement or a scope'
+complete -c chassis -n "__fish_chassis_using_subcommand help; and not __fish_seen_subcommand_from run check snapshot explain diff publish plan generations runs graph schema completions help" -f -a "diff" -d 'Compare two compositions, snapshots or git revisions semantically'
+complete -c chassis -n "__fish_chassis_using_subcommand help; and not __fish_seen_subcommand_from run check snapshot explain diff publish plan generations runs graph schema completions help" -f -a "publish" -d 'Reconcile a composition against the store and record a new generation'
+complete -c chassis -n "__fish_chassis_using_subcommand help; and not __fish_seen_subcommand_from run check snapshot explain diff publish plan generations runs graph schema completions help" -f -a "plan" -d 'Show what `publish` would do, changing nothing'
+complete -c chassis -n "__fish_chassis_using_subcommand help; and not __fish_seen_subcommand_from run check snapshot explain diff publish plan generations runs graph schema completions help" -f -a "generations" -d 'List or show the generations in the store'
+complete -c chassis -n "__fish_chassis_using_subcommand help; and not __fish_seen_subcommand_from run check snapshot explain diff publish plan generations runs graph schema completions help" -f -a "runs" -d 'List or show the runs recorded in the store'
+complete -c chassis -n "__fish_chassis_using_subcommand help; and not __fish_seen_subcommand_from run check snapshot explain diff publish plan generations runs graph schema completions help" -f -a "graph" -d 'Draw the dependency graph, scopes as clusters'
+complete -c chassis -n "__fish_chassis_using_subcommand help; and not __fish_seen_subcommand_from run check snapshot explain diff publish plan generations runs graph schema completions help" -f -a "schema" -d 'Print the JSON Schema of the composition format'
+complete -c chassis -n "__fish_chassis_using_subcommand help; and not __fish_seen_subcommand_from run check snapshot explain diff publish plan generations runs graph schema completions help" -f -a "completions" -d 'Print a shell completion script'
+complete -c chassis -n "__fish_chassis_using_subcommand help; and not __fish_seen_subcommand_from run check snapshot explain diff publish plan generations runs graph schema completions help" -f -a "help" -d 'Print this message or the help of the given subcommand(s)'
 complete -c chassis -n "__fish_chassis_using_subcommand help; and __fish_seen_subcommand_from explain" -f -a "requirement" -d 'Every candidate for one requirement: origin, visibility, eligibility, selection, and the reason each was rejected'
 complete -c chassis -n "__fish_chassis_using_subcommand help; and __fish_seen_subcommand_from explain" -f -a "scope" -d 'A scope: parent, children, effective view, providers (local, inherited, visible), entries, requirements, tools. Metadata values are redacted'
 complete -c chassis -n "__fish_chassis_using_subcommand help; and __fish_seen_subcommand_from explain" -f -a "reuse" -d 'Why a node was reused, rebuilt or rewired between two stored generations: which identity parts changed'

@@ -4,9 +4,12 @@
 //! calls the engine, and renders through [`ui::Ui`]. Exit codes come from
 //! [`exit::ExitStatus`] alone.
 
+pub mod approval;
 pub mod commands;
 pub mod diagnostic;
+pub mod env;
 pub mod exit;
+pub mod progress;
 pub mod render;
 pub mod ui;
 pub mod workspace;
@@ -48,12 +51,14 @@ pub struct Cli {
 const AFTER_HELP: &str = "\
 Exit codes (every command):
   0    success, or no change
-  1    a negative answer: unresolved requirements, a diff under --exit-code
+  1    a negative answer: unresolved requirements, a diff under --exit-code,
+       an agent that stopped without an answer
   2    unusable input found before anything ran
   3    a failure while running
   130  interrupted
 
 Examples:
+  chassis run examples/quickstart.toml
   chassis check composition.toml
   chassis explain requirement app database composition.toml
   chassis diff generations origin/main:composition.toml composition.toml --exit-code";
@@ -61,6 +66,8 @@ Examples:
 /// The commands.
 #[derive(Debug, Subcommand)]
 pub enum Command {
+    /// Publish a composition and run an agent against exactly that generation.
+    Run(commands::run::RunArgs),
     /// Load, validate and resolve compositions; list what does not resolve.
     Check(commands::check::CheckArgs),
     /// Print the snapshot of a resolved composition with its three digests.
@@ -134,6 +141,7 @@ pub fn main() -> ExitCode {
 pub fn run(cli: Cli) -> ExitStatus {
     let ui = Ui::new(cli.format, cli.color, cli.quiet);
     let result = match &cli.command {
+        Command::Run(args) => commands::run::run(&ui, args),
         Command::Check(args) => commands::check::run(&ui, args),
         Command::Snapshot(args) => commands::snapshot::run(&ui, args),
         Command::Explain(cmd) => commands::explain::run(&ui, cmd),

@@ -39,6 +39,28 @@ impl Resolved {
         )
         .map_err(|_| ExitStatus::Input)
     }
+
+    /// The snapshot a run of `agent` stamps, on an empty store (`None` when
+    /// the composition has no such agent).
+    pub fn agent_snapshot(&self, agent: &str) -> Option<Result<SnapshotRecord, ExitStatus>> {
+        let decl = self.composition.agents.get(agent)?;
+        let active: Vec<&crate::engine::model::Entry> = self
+            .plan
+            .activation_order
+            .iter()
+            .filter_map(|id| self.composition.entries.get(id))
+            .collect();
+        Some(
+            crate::engine::agent::agent_snapshot_context(
+                &self.composition,
+                decl,
+                &active,
+                SnapshotContext::default(),
+            )
+            .and_then(|ctx| build_snapshot(&self.composition, &self.tree, &self.plan, &ctx))
+            .map_err(|_| ExitStatus::Input),
+        )
+    }
 }
 
 /// Load and resolve the composition at `path`, reporting diagnostics.
@@ -162,4 +184,54 @@ fn reason_code(reason: crate::engine::snapshot::SnapshotLoadReason) -> &'static 
         R::MalformedVersion => Code::SnapshotMalformedVersion.as_str(),
         R::Corrupted => Code::SnapshotCorrupted.as_str(),
     }
+}
+
+/// The runtime catalog for a composition at `file`: the built-in kinds,
+/// with relative paths in their configuration resolved beside the file.
+pub fn catalog(file: &Path) -> crate::runtime::Catalog {
+    let base = file
+        .parent()
+        .filter(|p| !p.as_os_str().is_empty())
+        .unwrap_or(Path::new("."));
+    let mut catalog = crate::runtime::Catalog::new();
+    crate::plugins::register_builtins(&mut catalog, &crate::plugins::BuiltinEnv::new(base));
+    catalog
+}
+
+/// The process environment with `env_file` on top (exit 2 when the file
+/// is unusable).
+pub fn run_env(ui: &Ui, env_file: Option<&Path>) -> Result<super::env::RunEnv, ExitStatus> {
+    match env_file {
+        None => Ok(super::env::RunEnv::process()),
+        Some(path) => super::env::RunEnv::with_file(path).map_err(|e| {
+            ui.err(&format!("error: {e}"));
+            ExitStatus::Input
+        }),
+    }
+}
+
+/// Harness options for commands that mount plugins: `telemetry`, and
+/// secrets from the environment (and `env_file`) that `redactor` learns
+/// as they are resolved.
+pub fn harness_options(
+    ui: &Ui,
+    telemetry: std::sync::Arc<dyn crate::engine::telemetry::Telemetry>,
+    redactor: &crate::engine::secret::Redactor,
+    env_file: Option<&Path>,
+) -> Result<crate::runtime::HarnessOptions, ExitStatus> {
+    use crate::engine::secret::{EnvSecretProvider, RedactingSecretProvider};
+    let env = run_env(ui, env_file)?;
+    // Values from an env file are secrets-in-waiting: learn them now, so
+    // one a plugin never asks for still cannot leak through a tool's output.
+    for value in env.file_vars().values() {
+        if value.len() >= crate::engine::secret::MIN_SECRET_LEN {
+            redactor.learn(&crate::engine::secret::SecretValue::new(value.clone()));
+        }
+    }
+    let secrets = RedactingSecretProvider::new(EnvSecretProvider::new(env), redactor.clone());
+    Ok(crate::runtime::HarnessOptions {
+        telemetry,
+        secrets: std::sync::Arc::new(secrets),
+        ..crate::runtime::HarnessOptions::default()
+    })
 }

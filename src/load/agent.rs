@@ -37,6 +37,7 @@ pub const AGENT_KEYS: &[&str] = &[
     "budget",
     "temperature",
     "max_tokens",
+    "default_input",
 ];
 
 /// An agent as walked: the declaration plus the prompt file still to read.
@@ -221,6 +222,9 @@ pub(crate) fn agent(cx: &mut FileCtx<'_>, node: &Node<'_, '_>) -> Option<WalkedA
             ),
             None => {}
         }
+    }
+    if let Some(n) = r.get("default_input") {
+        d.default_input = n.str(cx).map(|s| s.value.to_owned());
     }
     if let Some(n) = r.get("budget") {
         d.budget = budget(cx, &n);

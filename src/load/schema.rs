@@ -69,6 +69,8 @@ struct AgentTable {
     /// Upper bound on generated tokens per model call.
     #[schemars(range(min = 1))]
     max_tokens: Option<u64>,
+    /// The input `chassis run` uses when it is given none (`--input`, `--input-file`, stdin).
+    default_input: Option<String>,
 }
 
 /// `[policy]`: who may do what at the tool boundary. Deny rules win over

@@ -10,6 +10,7 @@ pub mod graph;
 pub mod plan;
 pub mod publish;
 pub mod reuse;
+pub mod run;
 pub mod runs;
 pub mod schema;
 pub mod snapshot;

@@ -8,7 +8,7 @@ use std::path::PathBuf;
 use crate::engine::resolve::PendingReason;
 use crate::engine::snapshot::envelope;
 use crate::runtime::identity::{Decision, NodeImpact};
-use crate::runtime::{Catalog, Harness, HarnessOptions, ReconcileError};
+use crate::runtime::{Harness, ReconcileError};
 use crate::store::{
     OpenMode, PublishRecord, Store, StoredIdentity, StoredImpact, StoredNode, decision_name,
     seed_state,
@@ -380,7 +380,7 @@ pub(crate) fn reconcile_failure(ui: &Ui, e: &ReconcileError) -> ExitStatus {
 
 pub(crate) fn runtime() -> Result<tokio::runtime::Runtime, String> {
     tokio::runtime::Builder::new_current_thread()
-        .enable_time()
+        .enable_all()
         .build()
         .map_err(|e| e.to_string())
 }
@@ -391,10 +391,10 @@ pub(crate) fn runtime() -> Result<tokio::runtime::Runtime, String> {
 pub(crate) fn trace_telemetry(
     ui: &Ui,
     trace: Option<&std::path::Path>,
+    redactor: &crate::engine::secret::Redactor,
 ) -> Result<std::sync::Arc<dyn crate::engine::telemetry::Telemetry>, ExitStatus> {
-    use crate::engine::secret::Redactor;
     use crate::engine::telemetry::harness_chain;
-    let redactor = Redactor::new();
+    let redactor = redactor.clone();
     Ok(match trace {
         Some(path) => {
             let file = crate::trace::JsonLinesTelemetry::create(path).map_err(|e| {
@@ -432,19 +432,18 @@ pub fn run(ui: &Ui, args: &PublishArgs) -> Result<ExitStatus, ExitStatus> {
     let previous = (seed.sequence > 0)
         .then(|| crate::engine::identity::GenerationId::from_sequence(seed.sequence));
     let fingerprint = store.config_fingerprint();
-    let mut mounts = seed.mounts.clone();
+    let mounts = seed.mounts.clone();
     let rt = runtime().map_err(|e| {
         ui.err(&format!("error: cannot start the runtime: {e}"));
         ExitStatus::Failure
     })?;
     let composition = resolved.composition.clone();
-    let telemetry = trace_telemetry(ui, args.trace.as_deref())?;
+    let redactor = crate::engine::secret::Redactor::new();
+    let telemetry = trace_telemetry(ui, args.trace.as_deref(), &redactor)?;
+    let options = super::super::workspace::harness_options(ui, telemetry, &redactor, None)?;
+    let catalog = super::super::workspace::catalog(&args.file);
     let (report, nodes, generation, cleanup) = rt.block_on(async move {
-        let options = HarnessOptions {
-            telemetry,
-            ..HarnessOptions::default()
-        };
-        let harness = Harness::new(Catalog::new(), options);
+        let harness = Harness::new(catalog, options);
         // A fresh harness has no generation, so seeding cannot fail.
         let _ = harness.seed(seed).await;
         let report = harness.reconcile(composition).await;
@@ -467,34 +466,16 @@ pub fn run(ui: &Ui, args: &PublishArgs) -> Result<ExitStatus, ExitStatus> {
         return Err(ExitStatus::Failure);
     };
     if report.published {
-        let snapshot = envelope(&generation.snapshot)
-            .map(|c| c.to_json())
-            .map_err(|e| {
-                ui.err(&format!("error: {e}"));
-                ExitStatus::Failure
-            })?;
-        for n in &nodes {
-            let m = mounts.entry(n.entry_id.clone()).or_default();
-            *m = (*m).max(n.mount);
-        }
-        let record = PublishRecord {
-            generation_id: generation.id.clone(),
-            expected_current: previous.clone(),
-            snapshot,
-            digests: generation.digests.clone(),
-            nodes: nodes
-                .iter()
-                .map(|n| StoredNode {
-                    entry_id: n.entry_id.clone(),
-                    instance_id: n.instance_id.clone(),
-                    mount: n.mount,
-                    identity: StoredIdentity::from_identity(&n.identity, Some(&fingerprint)),
-                })
-                .collect(),
-            impact: report.impact.iter().map(StoredImpact::from).collect(),
+        record_publication(
+            ui,
+            &mut store,
+            &report,
+            &nodes,
+            &generation,
+            previous.clone(),
             mounts,
-        };
-        store.publish(record).map_err(|e| store_error(ui, &e))?;
+            &fingerprint,
+        )?;
     }
     let d = &generation.digests;
     let pending = pending_lines(&resolved);
@@ -543,4 +524,47 @@ pub fn run(ui: &Ui, args: &PublishArgs) -> Result<ExitStatus, ExitStatus> {
         }
     }
     Ok(ExitStatus::Success)
+}
+
+/// Record a published generation in `store` (one transaction).
+#[allow(clippy::too_many_arguments)]
+pub(crate) fn record_publication(
+    ui: &Ui,
+    store: &mut crate::store::SqliteStore,
+    report: &crate::runtime::ReconcileReport,
+    nodes: &[crate::runtime::harness::SeedNode],
+    generation: &crate::runtime::Generation,
+    previous: Option<crate::engine::identity::GenerationId>,
+    mut mounts: BTreeMap<String, u64>,
+    fingerprint: &crate::runtime::harness::ConfigFingerprint,
+) -> Result<(), ExitStatus> {
+    let snapshot = envelope(&generation.snapshot)
+        .map(|c| c.to_json())
+        .map_err(|e| {
+            ui.err(&format!("error: {e}"));
+            ExitStatus::Failure
+        })?;
+    for n in nodes {
+        let m = mounts.entry(n.entry_id.clone()).or_default();
+        *m = (*m).max(n.mount);
+    }
+    let record = PublishRecord {
+        generation_id: generation.id.clone(),
+        expected_current: previous,
+        snapshot,
+        digests: generation.digests.clone(),
+        nodes: nodes
+            .iter()
+            .map(|n| StoredNode {
+                entry_id: n.entry_id.clone(),
+                instance_id: n.instance_id.clone(),
+                mount: n.mount,
+                identity: StoredIdentity::from_identity(&n.identity, Some(fingerprint)),
+            })
+            .collect(),
+        impact: report.impact.iter().map(StoredImpact::from).collect(),
+        mounts,
+    };
+    store.publish(record).map_err(|e| store_error(ui, &e))?;
+    Ok(())
 }

@@ -18,7 +18,7 @@ use super::super::workspace::load_file;
 /// values never appear, only `config_hash` over the redacted payload.
 #[derive(Debug, clap::Args)]
 #[command(
-    after_long_help = "Examples:\n  chassis snapshot composition.toml\n  chassis snapshot composition.toml --out snapshot.json"
+    after_long_help = "Examples:\n  chassis snapshot composition.toml\n  chassis snapshot composition.toml --out snapshot.json\n  chassis snapshot composition.toml --agent assistant"
 )]
 pub struct SnapshotArgs {
     /// Composition file.
@@ -27,6 +27,11 @@ pub struct SnapshotArgs {
     /// Write the snapshot here instead of stdout (stdout then gets the digests).
     #[arg(long, value_name = "PATH")]
     pub out: Option<PathBuf>,
+    /// Snapshot what a run of this agent executes against (its revision,
+    /// `prompt_hash` and `graph_definition_hash`): the digest `chassis run`
+    /// stamps on a run without a store.
+    #[arg(long, value_name = "NAME")]
+    pub agent: Option<String>,
 }
 
 /// Run `snapshot`.
@@ -44,7 +49,30 @@ pub fn run(ui: &Ui, args: &SnapshotArgs) -> Result<ExitStatus, ExitStatus> {
             }
         ));
     }
-    let record = resolved.snapshot()?;
+    let record = match &args.agent {
+        None => resolved.snapshot()?,
+        Some(name) => match resolved.agent_snapshot(name) {
+            Some(r) => r?,
+            None => {
+                let names: Vec<&str> = resolved
+                    .composition
+                    .agents
+                    .keys()
+                    .map(String::as_str)
+                    .collect();
+                ui.err(&format!(
+                    "error: `{}` declares no agent `{name}`; agents: {}",
+                    resolved.display,
+                    if names.is_empty() {
+                        "none".to_owned()
+                    } else {
+                        names.join(", ")
+                    }
+                ));
+                return Err(ExitStatus::Input);
+            }
+        },
+    };
     let doc = envelope(&record).map_err(|e| {
         ui.err(&format!("error: {e}"));
         ExitStatus::Input

@@ -59,6 +59,8 @@ pub struct AgentDecl {
     pub temperature: Option<f64>,
     /// Generated-token cap passed to the model.
     pub max_tokens: Option<u64>,
+    /// The input a run uses when it is given none (examples, demos).
+    pub default_input: Option<String>,
     /// Preferred provider for the model capability (an entry id).
     pub prefer_model: Option<super::composition::EntryRef>,
     /// Where it was declared.
@@ -88,6 +90,7 @@ impl AgentDecl {
             budget: BudgetLimits::unlimited(),
             temperature: None,
             max_tokens: None,
+            default_input: None,
             prefer_model: None,
             origin: None,
         })

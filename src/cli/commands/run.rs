@@ -1,0 +1,495 @@
+//! `chassis run`: publish a generation and run an agent against exactly it.
+
+use std::fmt::Write as _;
+use std::io::Read;
+use std::path::PathBuf;
+use std::sync::Arc;
+
+use crate::engine::budget::BudgetDimension;
+use crate::runtime::agent::{
+    AgentError, AgentRequest, AgentResult, AgentRunner, MonotonicClock, StopReason,
+};
+use crate::runtime::{ExecutorServices, Harness, ToolExecutor};
+use crate::store::{NewRun, OpenMode, Store, now_rfc3339, seed_state};
+
+use super::super::approval::{CliApprovals, Terminal};
+use super::super::exit::ExitStatus;
+use super::super::progress::Progress;
+use super::super::ui::{Format, Ui};
+use super::super::workspace::{Resolved, catalog, harness_options, load_file};
+use super::generations::{open_store, state_path, store_error};
+use super::publish::{
+    reconcile_failure, record_publication, refusal, report_refusal, runtime, trace_telemetry,
+};
+
+/// Run an agent of a composition.
+///
+/// Resolves FILE, publishes it as a generation (in memory, or in the store
+/// with `--state`), and runs the agent against exactly that generation: the
+/// model's tool calls cross the tool boundary (hooks, policy, approval,
+/// budget, tracing) and every model call the model boundary. The answer is
+/// printed on stdout; progress and a summary (generation, snapshot digest,
+/// steps, tool calls, budget) on stderr.
+///
+/// Input comes from `--input`, `--input-file`, `--input -` (stdin), or the
+/// agent's `default_input`. A tool that needs approval is asked about on
+/// the terminal; without one it is refused unless `--approve TOOL` or
+/// `--yes` was given. Secrets are read from the environment (`{ secret =
+/// "OPENAI_API_KEY" }` reads `OPENAI_API_KEY`) and `--env-file`.
+///
+/// Exit status: 0 answered; 1 stopped without an answer (step limit,
+/// refusal) or the composition is pending; 2 unusable input; 3 budget
+/// exhausted, a model or plugin failed; 130 interrupted.
+#[derive(Debug, clap::Args)]
+#[command(
+    after_long_help = "Examples:\n  chassis run examples/quickstart.toml\n  chassis run composition.toml --agent support --input \"Where is my order?\"\n  echo \"summarize this\" | chassis run composition.toml --input -\n  chassis run composition.toml --format json --trace run.jsonl --approve save_note"
+)]
+pub struct RunArgs {
+    /// Composition file.
+    #[arg(value_name = "FILE")]
+    pub file: PathBuf,
+    /// The agent to run (required when the composition declares several).
+    #[arg(long, value_name = "NAME")]
+    pub agent: Option<String>,
+    /// The input; `-` reads it from stdin.
+    #[arg(long, value_name = "TEXT", conflicts_with = "input_file")]
+    pub input: Option<String>,
+    /// Read the input from a file.
+    #[arg(long, value_name = "PATH")]
+    pub input_file: Option<PathBuf>,
+    /// Approve every call of this tool without asking (repeatable).
+    #[arg(long, value_name = "TOOL")]
+    pub approve: Vec<String>,
+    /// Approve every tool call that needs approval.
+    #[arg(long)]
+    pub yes: bool,
+    /// Read secrets and `enabled_if` variables from this env file too
+    /// (`KEY=VALUE` lines; its values win over the environment's).
+    #[arg(long, value_name = "PATH")]
+    pub env_file: Option<PathBuf>,
+    /// Record the publication and the run in this store (default
+    /// `.chassis/state.db` beside FILE when given without a value).
+    #[arg(long, value_name = "PATH", num_args = 0..=1, default_missing_value = "")]
+    pub state: Option<PathBuf>,
+    /// Run even when some entries are pending (they are left out).
+    #[arg(long)]
+    pub allow_pending: bool,
+    /// Write every telemetry signal of the run (redacted) to FILE as JSON lines.
+    #[arg(long, value_name = "FILE")]
+    pub trace: Option<PathBuf>,
+}
+
+/// The exit status of a finished run.
+pub(crate) fn exit_for(stop: &StopReason) -> ExitStatus {
+    match stop {
+        StopReason::Answered => ExitStatus::Success,
+        StopReason::StepLimit { .. } | StopReason::Refused { .. } => ExitStatus::Negative,
+        StopReason::BudgetExhausted { .. }
+        | StopReason::ModelFailed { .. }
+        | StopReason::Failed { .. } => ExitStatus::Failure,
+    }
+}
+
+fn pick_agent(ui: &Ui, r: &Resolved, asked: Option<&str>) -> Result<String, ExitStatus> {
+    let names: Vec<&String> = r.composition.agents.keys().collect();
+    match asked {
+        Some(name) if r.composition.agents.contains_key(name) => Ok(name.to_owned()),
+        Some(name) => {
+            let help = crate::engine::diag::did_you_mean(name, names.iter().map(|s| s.as_str()))
+                .map(|s| format!("\n  help: did you mean `{s}`?"))
+                .unwrap_or_default();
+            ui.err(&format!(
+                "error: `{}` declares no agent `{name}`; agents: {}{help}",
+                r.display,
+                if names.is_empty() {
+                    "none".to_owned()
+                } else {
+                    names
+                        .iter()
+                        .map(|s| s.as_str())
+                        .collect::<Vec<_>>()
+                        .join(", ")
+                }
+            ));
+            Err(ExitStatus::Input)
+        }
+        None => match names.as_slice() {
+            [only] => Ok((*only).clone()),
+            [] => {
+                ui.err(&format!(
+                    "error: `{}` declares no agent\n  help: add one, e.g.\n\n    [agents.assistant]\n    prompt = \"You are a helpful assistant.\"\n",
+                    r.display
+                ));
+                Err(ExitStatus::Input)
+            }
+            many => {
+                ui.err(&format!(
+                    "error: `{}` declares {} agents; choose one with --agent: {}",
+                    r.display,
+                    many.len(),
+                    many.iter()
+                        .map(|s| s.as_str())
+                        .collect::<Vec<_>>()
+                        .join(", ")
+                ));
+                Err(ExitStatus::Input)
+            }
+        },
+    }
+}
+
+fn read_input(ui: &Ui, args: &RunArgs, r: &Resolved, agent: &str) -> Result<String, ExitStatus> {
+    if let Some(path) = &args.input_file {
+        return std::fs::read_to_string(path).map_err(|e| {
+            ui.err(&format!(
+                "error: cannot read the input file `{}`: {e}",
+                path.display()
+            ));
+            ExitStatus::Input
+        });
+    }
+    match args.input.as_deref() {
+        Some("-") => {
+            let mut text = String::new();
+            std::io::stdin().read_to_string(&mut text).map_err(|e| {
+                ui.err(&format!("error: cannot read the input from stdin: {e}"));
+                ExitStatus::Input
+            })?;
+            Ok(text)
+        }
+        Some(text) => Ok(text.to_owned()),
+        None => match r
+            .composition
+            .agents
+            .get(agent)
+            .and_then(|a| a.default_input.clone())
+        {
+            Some(text) => Ok(text),
+            None => {
+                ui.err(&format!(
+                    "error: no input for agent `{agent}`\n  help: pass --input TEXT, --input-file PATH or --input - (stdin), or set `default_input` on the agent"
+                ));
+                Err(ExitStatus::Input)
+            }
+        },
+    }
+}
+
+/// Run `run`.
+pub fn run(ui: &Ui, args: &RunArgs) -> Result<ExitStatus, ExitStatus> {
+    super::super::require_format(ui, &[Format::Text, Format::Json], "run")?;
+    let resolved = load_file(ui, &args.file)?;
+    if let Some(r) = refusal(&resolved, args.allow_pending) {
+        report_refusal(ui, "run", &resolved.display, &r);
+        return Err(ExitStatus::Negative);
+    }
+    let agent = pick_agent(ui, &resolved, args.agent.as_deref())?;
+    let input = read_input(ui, args, &resolved, &agent)?;
+
+    // The store, when asked for: the run publishes into it and is recorded.
+    let mut store = match &args.state {
+        None => None,
+        Some(p) => {
+            let explicit = (!p.as_os_str().is_empty()).then_some(p.as_path());
+            let path = state_path(explicit, Some(&args.file));
+            Some((open_store(ui, &path, OpenMode::Create)?, path))
+        }
+    };
+    let seed = match &store {
+        Some((s, _)) => Some(seed_state(s).map_err(|e| store_error(ui, &e))?),
+        None => None,
+    };
+
+    let redactor = crate::engine::secret::Redactor::new();
+    let telemetry = trace_telemetry(ui, args.trace.as_deref(), &redactor)?;
+    let options = harness_options(
+        ui,
+        Arc::clone(&telemetry),
+        &redactor,
+        args.env_file.as_deref(),
+    )?;
+    let catalog = catalog(&args.file);
+    let rt = runtime().map_err(|e| {
+        ui.err(&format!("error: cannot start the runtime: {e}"));
+        ExitStatus::Failure
+    })?;
+    let approvals = CliApprovals::new(
+        args.approve.iter().cloned(),
+        args.yes,
+        Arc::new(Terminal),
+        Arc::clone(&telemetry),
+    );
+    let quiet = ui.quiet;
+    let composition = resolved.composition.clone();
+    let started_at = now_rfc3339();
+    let seed_for_harness = seed.clone();
+    let outcome = rt.block_on(async move {
+        let harness = Harness::new(catalog, options);
+        if let Some(seed) = seed_for_harness {
+            let _ = harness.seed(seed).await;
+        }
+        let report = match harness.reconcile(composition).await {
+            Ok(r) => r,
+            Err(e) => {
+                harness.shutdown().await;
+                return Outcome::Reconcile(e);
+            }
+        };
+        let nodes = harness.nodes().await;
+        let lease = match harness.acquire() {
+            Ok(l) => l,
+            Err(e) => {
+                harness.shutdown().await;
+                return Outcome::Other(e.to_string());
+            }
+        };
+        let generation = Arc::clone(lease.generation());
+        let services = ExecutorServices {
+            approvals: Arc::new(approvals),
+            telemetry: Arc::clone(&telemetry),
+            redactor: redactor.clone(),
+            ..ExecutorServices::permissive()
+        }
+        .with_generation_policy(&generation);
+        let mut runner =
+            AgentRunner::new(ToolExecutor::new(services), Arc::new(MonotonicClock::new()));
+        if !quiet {
+            runner = runner.with_observer(Arc::new(Progress));
+        }
+        let runner = Arc::new(runner);
+        let request = AgentRequest {
+            agent,
+            input,
+            run_id: None,
+        };
+        let result = tokio::select! {
+            r = runner.run(&generation, request) => Some(r),
+            _ = tokio::signal::ctrl_c() => {
+                runner.cancellation().cancel();
+                None
+            }
+        };
+        drop(lease);
+        harness.shutdown().await;
+        match result {
+            None => Outcome::Interrupted,
+            Some(Err(e)) => Outcome::Agent(e),
+            Some(Ok(r)) => Outcome::Ran(Box::new((r, report, nodes, generation, redactor))),
+        }
+    });
+    let (result, report, nodes, generation, redactor) = match outcome {
+        Outcome::Ran(b) => *b,
+        Outcome::Reconcile(e) => return Err(reconcile_failure(ui, &e)),
+        Outcome::Interrupted => {
+            ui.err("interrupted: the run was cancelled; nothing was recorded");
+            return Err(ExitStatus::Interrupted);
+        }
+        Outcome::Agent(e) => {
+            ui.err(&format!("error: {e}"));
+            return Err(match e {
+                AgentError::UnknownAgent { .. } => ExitStatus::Input,
+                AgentError::ModelUnavailable { .. } => ExitStatus::Negative,
+                AgentError::Snapshot(_) => ExitStatus::Failure,
+            });
+        }
+        Outcome::Other(e) => {
+            ui.err(&format!("error: {e}"));
+            return Err(ExitStatus::Failure);
+        }
+    };
+    let status = exit_for(&result.stop);
+    if let (Some((store, path)), Some(seed)) = (store.as_mut(), seed) {
+        if report.published {
+            let previous = (seed.sequence > 0)
+                .then(|| crate::engine::identity::GenerationId::from_sequence(seed.sequence));
+            let fingerprint = store.config_fingerprint();
+            let mounts = seed.mounts.clone();
+            record_publication(
+                ui,
+                store,
+                &report,
+                &nodes,
+                &generation,
+                previous,
+                mounts,
+                &fingerprint,
+            )?;
+        }
+        let stored = store
+            .record_run(NewRun {
+                generation_id: generation.id.to_string(),
+                agent: result.agent.clone(),
+                status: match status {
+                    ExitStatus::Success => "succeeded",
+                    _ => "failed",
+                }
+                .to_owned(),
+                started_at,
+                finished_at: Some(now_rfc3339()),
+            })
+            .map_err(|e| store_error(ui, &e))?;
+        if !ui.quiet {
+            ui.err(&format!("recorded {stored} in {}", path.display()));
+        }
+    }
+    render(ui, &result, &generation, &redactor);
+    Ok(status)
+}
+
+/// What a finished run hands back to be recorded and rendered.
+type Ran = (
+    AgentResult,
+    crate::runtime::ReconcileReport,
+    Vec<crate::runtime::harness::SeedNode>,
+    Arc<crate::runtime::Generation>,
+    crate::engine::secret::Redactor,
+);
+
+enum Outcome {
+    Ran(Box<Ran>),
+    Reconcile(crate::runtime::ReconcileError),
+    Agent(AgentError),
+    Interrupted,
+    Other(String),
+}
+
+fn number(v: f64) -> String {
+    if v.fract() == 0.0 && v.abs() < 1e15 {
+        format!("{}", v as i64)
+    } else {
+        format!("{v:.4}")
+    }
+}
+
+/// The result document of `--format json`.
+pub(crate) fn result_json(
+    result: &AgentResult,
+    generation: &crate::runtime::Generation,
+) -> serde_json::Value {
+    let snap = &generation.snapshot;
+    // Rows, not a map keyed by dimension: `tokens` is also a secret-looking
+    // key name, and a report must never look redacted.
+    let budget: Vec<serde_json::Value> = result
+        .budget
+        .as_ref()
+        .map(|b| {
+            b.dimensions
+                .iter()
+                .map(|d| {
+                    serde_json::json!({
+                        "dimension": d.dimension.as_str(),
+                        "limit": d.limit,
+                        "used": d.used,
+                        "enforcement": d.enforcement.as_str(),
+                    })
+                })
+                .collect()
+        })
+        .unwrap_or_default();
+    serde_json::json!({
+        "format_version": 1,
+        "agent": result.agent,
+        "agent_revision": result.agent_revision,
+        "answer": result.answer,
+        "stop": result.stop,
+        "steps": result.steps,
+        "messages": result.messages,
+        "tool_calls": result.tool_calls,
+        "usage": {
+            "input_tokens": result.usage.input_tokens,
+            "output_tokens": result.usage.output_tokens,
+            "estimated_cost": result.estimated_cost,
+        },
+        "model": result.model,
+        "budget": budget,
+        "run_id": result.run_id,
+        "generation_id": result.generation_id,
+        "snapshot_digest": result.snapshot_digest,
+        "duration_seconds": result.duration_seconds,
+        "composition": {
+            "generation_id": result.generation_id,
+            "chassis_version": crate::engine::snapshot::CHASSIS_VERSION,
+            "agent_runtime": crate::engine::agent::LOOP_RUNTIME,
+            "plugins": snap.plugins,
+            "capabilities": snap.capabilities,
+            "config_hash": snap.config_hash,
+            "plugin_graph_hash": snap.plugin_graph_hash,
+            "tool_schema_hash": snap.tool_schema_hash,
+            "graph_definition_hash": result.graph_definition_hash,
+            "prompt_hash": result.prompt_hash,
+            "snapshot_digest": result.snapshot_digest,
+            "semantic_digest": result.semantic_digest,
+        },
+    })
+}
+
+fn render(
+    ui: &Ui,
+    result: &AgentResult,
+    generation: &crate::runtime::Generation,
+    redactor: &crate::engine::secret::Redactor,
+) {
+    if ui.format == Format::Json {
+        let doc = result_json(result, generation);
+        ui.out_json(&redactor.redact_json(&doc));
+        return;
+    }
+    if let Some(answer) = &result.answer {
+        ui.out(answer.trim_end());
+    }
+    if ui.quiet && result.stop == StopReason::Answered {
+        return;
+    }
+    let mut text = String::new();
+    if result.stop != StopReason::Answered {
+        let _ = writeln!(
+            text,
+            "error: agent `{}` {}",
+            result.agent,
+            result.stop.describe()
+        );
+    }
+    let refused = result
+        .tool_calls
+        .iter()
+        .filter(|c| c.status == "refused")
+        .count();
+    let _ = write!(
+        text,
+        "\n{} in {:.2}s · {} step{} · {} tool call{}{}\n  generation       {}\n  run              {}\n  snapshot_digest  {}\n",
+        result.stop.kind(),
+        result.duration_seconds,
+        result.steps,
+        if result.steps == 1 { "" } else { "s" },
+        result.tool_calls.len(),
+        if result.tool_calls.len() == 1 {
+            ""
+        } else {
+            "s"
+        },
+        if refused > 0 {
+            format!(" ({refused} refused)")
+        } else {
+            String::new()
+        },
+        result.generation_id,
+        result.run_id,
+        result.snapshot_digest,
+    );
+    if let Some(b) = &result.budget {
+        let parts: Vec<String> = b
+            .dimensions
+            .iter()
+            .filter(|d| d.used > 0.0 || d.limit.is_some())
+            .filter(|d| d.dimension != BudgetDimension::WallClockSeconds || d.limit.is_some())
+            .map(|d| match d.limit {
+                Some(l) => format!("{} {}/{}", d.dimension.as_str(), number(d.used), number(l)),
+                None => format!("{} {}", d.dimension.as_str(), number(d.used)),
+            })
+            .collect();
+        if !parts.is_empty() {
+            let _ = writeln!(text, "  budget           {}", parts.join(", "));
+        }
+    }
+    ui.err(redactor.redact(text.trim_end()).as_ref());
+}

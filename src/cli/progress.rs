@@ -1,0 +1,96 @@
+//! Progress of `chassis run` on stderr: one plain line per model call and
+//! tool call, with timings, that a person can follow and a log keeps.
+//! (No spinner: the lines are the same on a terminal and in CI, and they
+//! interleave cleanly with an approval prompt.)
+
+use std::io::Write;
+
+use crate::runtime::agent::{AgentEvent, AgentObserver};
+
+/// Writes step events to stderr.
+#[derive(Debug, Default)]
+pub struct Progress;
+
+fn indent(depth: usize) -> String {
+    "  ".repeat(depth + 1)
+}
+
+fn args_text(v: &serde_json::Value) -> String {
+    let s = v.to_string();
+    if s.chars().count() > 80 {
+        let cut: String = s.chars().take(77).collect();
+        format!("{cut}...")
+    } else {
+        s
+    }
+}
+
+impl AgentObserver for Progress {
+    fn on_event(&self, event: &AgentEvent) {
+        let line = match event {
+            AgentEvent::RunStarted {
+                agent,
+                generation_id,
+                depth,
+                ..
+            } => {
+                if *depth == 0 {
+                    format!("running agent `{agent}` on {generation_id}")
+                } else {
+                    format!("{}sub-agent `{agent}` started", indent(*depth - 1))
+                }
+            }
+            AgentEvent::ModelCallStarted { .. } => return,
+            AgentEvent::ModelCallFinished {
+                step,
+                duration_seconds,
+                usage,
+                finish_reason,
+                tool_calls,
+                replayed,
+                ..
+            } => {
+                let tokens = usage.map_or_else(String::new, |u| format!(", {} tokens", u.total()));
+                let calls = match tool_calls {
+                    0 => String::new(),
+                    1 => ", 1 tool call".into(),
+                    n => format!(", {n} tool calls"),
+                };
+                format!(
+                    "  model  step {step}  {:.3}s{tokens}{calls}{}{}",
+                    duration_seconds,
+                    finish_reason
+                        .as_deref()
+                        .map(|f| format!(" ({f})"))
+                        .unwrap_or_default(),
+                    if *replayed { " [replayed]" } else { "" }
+                )
+            }
+            AgentEvent::ToolCallStarted { .. } => return,
+            AgentEvent::ToolCallFinished { record, .. } => {
+                let status = match record.refusal {
+                    Some(kind) => format!("refused ({kind})"),
+                    None => record.status.to_owned(),
+                };
+                format!(
+                    "  tool   {}  {status}  {:.3}s{}",
+                    record.name,
+                    record.duration_seconds,
+                    if record.replayed { " [replayed]" } else { "" }
+                )
+            }
+            AgentEvent::RunFinished { stop, depth, .. } => {
+                if *depth == 0 {
+                    return;
+                }
+                format!("{}sub-agent {}", indent(*depth - 1), stop.describe())
+            }
+        };
+        let _ = writeln!(std::io::stderr().lock(), "{line}");
+    }
+}
+
+/// Arguments as shown in progress and prompts (redacted by the caller).
+pub fn short_args(v: &serde_json::Value) -> String {
+    args_text(v)
+}
