@@ -295,6 +295,7 @@ impl TestHarness {
             telemetry: Arc::clone(&self.telemetry) as Arc<dyn crate::engine::telemetry::Telemetry>,
             redactor: self.redactor.clone(),
             default_timeout: None,
+            replay: None,
         };
         let run = RunContext {
             run_id: "run_test".into(),

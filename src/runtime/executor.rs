@@ -41,6 +41,8 @@ pub struct ExecutorServices {
     pub redactor: Redactor,
     /// Timeout for tools whose policy sets none.
     pub default_timeout: Option<Duration>,
+    /// Record or replay of tool calls (`--record` / `--replay`).
+    pub replay: Option<Arc<super::replay::Replay>>,
 }
 
 impl std::fmt::Debug for ExecutorServices {
@@ -69,6 +71,7 @@ impl ExecutorServices {
             telemetry: Arc::new(NoopTelemetry::default()),
             redactor: Redactor::new(),
             default_timeout: None,
+            replay: None,
         }
     }
 }
@@ -211,6 +214,9 @@ pub enum ExecError {
     /// A hook with the `raise` policy failed.
     #[error(transparent)]
     Hook(HookExecutionError),
+    /// A replay had no recorded answer for the call.
+    #[error("{0}")]
+    Replay(String),
     /// The tool failed and the caller asked to raise.
     #[error("tool `{}` failed: {}", .0.name, .0.error.as_deref().unwrap_or(""))]
     Failed(Box<ToolResult>),
@@ -419,7 +425,89 @@ impl ToolExecutor {
             }
         }
 
-        // 7. Span, the call under its timeout, normalization.
+        // 7. Replay answers what the tool returned (after policy, approval
+        // and budget); otherwise the span, the call under its timeout,
+        // normalization.
+        let lookup = s
+            .replay
+            .as_ref()
+            .map_or(super::replay::ToolLookup::Live, |r| {
+                r.tool_lookup(&call.name, &args, run)
+            });
+        let (status, content, artifact, error, duration_seconds, replayed) = match lookup {
+            super::replay::ToolLookup::Miss(message) => return Err(ExecError::Replay(message)),
+            super::replay::ToolLookup::Hit(rec) => {
+                (rec.status, rec.content, rec.artifact, rec.error, 0.0, true)
+            }
+            super::replay::ToolLookup::Live => {
+                let (status, content, artifact, error, duration_seconds) =
+                    self.call_live(run, reg, &call, &args, &generation_id).await;
+                if let Some(r) = &s.replay {
+                    r.tool_record(
+                        &call.name,
+                        &args,
+                        &super::replay::RecordedTool {
+                            status,
+                            content: content.clone(),
+                            artifact: artifact.clone(),
+                            error: error.clone(),
+                        },
+                        run,
+                    );
+                }
+                (status, content, artifact, error, duration_seconds, false)
+            }
+        };
+        let result = ToolResult {
+            name: call.name.clone(),
+            status,
+            content,
+            artifact,
+            error,
+            duration_seconds,
+            call_id: call.call_id.clone(),
+            generation_id: generation_id.clone(),
+            run_id: run.run_id.clone(),
+            replayed,
+        };
+
+        // 8. after_tool_execute on success, tool_error otherwise.
+        let (event, payload) = if status == ToolStatus::Ok {
+            (
+                HookEvent::AfterToolExecute,
+                json!({ "tool": call.name, "status": "ok", "duration_seconds": duration_seconds, "run_id": run.run_id }),
+            )
+        } else {
+            (
+                HookEvent::ToolError,
+                json!({ "tool": call.name, "error": result.error, "run_id": run.run_id }),
+            )
+        };
+        if g.hooks.for_event(event).next().is_some() {
+            let out = g
+                .hooks
+                .dispatch(event, payload)
+                .await
+                .map_err(ExecError::Hook)?;
+            self.hook_failures(&out.failures);
+        }
+        if raise_on_error && status != ToolStatus::Ok {
+            return Err(ExecError::Failed(Box::new(result)));
+        }
+        Ok(result)
+    }
+
+    /// The tool under its timeout, inside a `tool.execute` span.
+    async fn call_live(
+        &self,
+        run: &RunContext,
+        reg: &super::tool::ToolRegistration,
+        call: &ToolCall,
+        args: &Value,
+        generation_id: &str,
+    ) -> (ToolStatus, Value, Option<Value>, Option<String>, f64) {
+        let s = &self.services;
+        let generation_id = generation_id.to_owned();
         let span_attrs = attributes([
             ("tool", AttrValue::from(call.name.clone())),
             ("generation_id", AttrValue::from(generation_id.clone())),
@@ -484,43 +572,7 @@ impl ToolExecutor {
             let end = attributes([("status", format!("{status:?}").to_lowercase())]);
             let _ = s.telemetry.span_end(id, &end, error.as_deref());
         }
-        let result = ToolResult {
-            name: call.name.clone(),
-            status,
-            content,
-            artifact,
-            error,
-            duration_seconds,
-            call_id: call.call_id.clone(),
-            generation_id: generation_id.clone(),
-            run_id: run.run_id.clone(),
-            replayed: false,
-        };
-
-        // 8. after_tool_execute on success, tool_error otherwise.
-        let (event, payload) = if status == ToolStatus::Ok {
-            (
-                HookEvent::AfterToolExecute,
-                json!({ "tool": call.name, "status": "ok", "duration_seconds": duration_seconds, "run_id": run.run_id }),
-            )
-        } else {
-            (
-                HookEvent::ToolError,
-                json!({ "tool": call.name, "error": result.error, "run_id": run.run_id }),
-            )
-        };
-        if g.hooks.for_event(event).next().is_some() {
-            let out = g
-                .hooks
-                .dispatch(event, payload)
-                .await
-                .map_err(ExecError::Hook)?;
-            self.hook_failures(&out.failures);
-        }
-        if raise_on_error && status != ToolStatus::Ok {
-            return Err(ExecError::Failed(Box::new(result)));
-        }
-        Ok(result)
+        (status, content, artifact, error, duration_seconds)
     }
 
     async fn policy_decision(

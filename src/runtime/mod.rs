@@ -20,6 +20,7 @@ pub mod lifecycle;
 pub mod model;
 pub mod plugin;
 pub mod reconcile;
+pub mod replay;
 pub mod scope;
 pub mod signals;
 pub mod testing_kinds;

@@ -186,6 +186,9 @@ pub enum ModelError {
     /// The run was cancelled.
     #[error("model call cancelled")]
     Cancelled,
+    /// A replay had no recorded answer.
+    #[error("{0}")]
+    Replay(String),
     /// A scripted model ran out of turns or was told to fail.
     #[error("{0}")]
     Scripted(String),

@@ -9,6 +9,7 @@ use crate::engine::budget::BudgetDimension;
 use crate::runtime::agent::{
     AgentError, AgentRequest, AgentResult, AgentRunner, MonotonicClock, StopReason,
 };
+use crate::runtime::replay::{Fallback, Replay, ReplayDocument};
 use crate::runtime::{ExecutorServices, Harness, ToolExecutor};
 use crate::store::{NewRun, OpenMode, Store, now_rfc3339, seed_state};
 
@@ -77,6 +78,31 @@ pub struct RunArgs {
     /// Write every telemetry signal of the run (redacted) to FILE as JSON lines.
     #[arg(long, value_name = "FILE")]
     pub trace: Option<PathBuf>,
+    /// Record every model call and tool call (redacted) to FILE.
+    #[arg(long, value_name = "FILE", conflicts_with = "replay")]
+    pub record: Option<PathBuf>,
+    /// Answer model and tool calls from a recording; policy, approval and
+    /// budget still run.
+    #[arg(long, value_name = "FILE")]
+    pub replay: Option<PathBuf>,
+    /// What a replay does for a call it has no recording of: fail the run
+    /// (`error`) or make the call live (`live`).
+    #[arg(
+        long,
+        value_name = "MODE",
+        default_value = "error",
+        requires = "replay"
+    )]
+    pub replay_fallback: ReplayFallback,
+}
+
+/// `--replay-fallback`.
+#[derive(Clone, Copy, Debug, PartialEq, Eq, clap::ValueEnum)]
+pub enum ReplayFallback {
+    /// Fail the run, naming the boundary.
+    Error,
+    /// Make the call live (it is not recorded).
+    Live,
 }
 
 /// The exit status of a finished run.
@@ -213,6 +239,37 @@ pub fn run(ui: &Ui, args: &RunArgs) -> Result<ExitStatus, ExitStatus> {
         ui.err(&format!("error: cannot start the runtime: {e}"));
         ExitStatus::Failure
     })?;
+    let replay = match (&args.record, &args.replay) {
+        (Some(_), _) => Some(Arc::new(Replay::recording(
+            redactor.clone(),
+            Arc::clone(&telemetry),
+        ))),
+        (None, Some(path)) => {
+            let text = std::fs::read_to_string(path).map_err(|e| {
+                ui.err(&format!(
+                    "error: cannot read the replay file `{}`: {e}",
+                    path.display()
+                ));
+                ExitStatus::Input
+            })?;
+            let doc = ReplayDocument::parse(&text).map_err(|e| {
+                ui.err(&format!("error: `{}`: {e}", path.display()));
+                ExitStatus::Input
+            })?;
+            let fallback = match args.replay_fallback {
+                ReplayFallback::Error => Fallback::Error,
+                ReplayFallback::Live => Fallback::Live,
+            };
+            Some(Arc::new(Replay::replaying(
+                doc,
+                fallback,
+                redactor.clone(),
+                Arc::clone(&telemetry),
+            )))
+        }
+        (None, None) => None,
+    };
+    let replay_for_run = replay.clone();
     let approvals = CliApprovals::new(
         args.approve.iter().cloned(),
         args.yes,
@@ -248,11 +305,15 @@ pub fn run(ui: &Ui, args: &RunArgs) -> Result<ExitStatus, ExitStatus> {
             approvals: Arc::new(approvals),
             telemetry: Arc::clone(&telemetry),
             redactor: redactor.clone(),
+            replay: replay_for_run.clone(),
             ..ExecutorServices::permissive()
         }
         .with_generation_policy(&generation);
         let mut runner =
             AgentRunner::new(ToolExecutor::new(services), Arc::new(MonotonicClock::new()));
+        if let Some(r) = replay_for_run {
+            runner = runner.with_models(r);
+        }
         if !quiet {
             runner = runner.with_observer(Arc::new(Progress));
         }
@@ -298,6 +359,34 @@ pub fn run(ui: &Ui, args: &RunArgs) -> Result<ExitStatus, ExitStatus> {
         }
     };
     let status = exit_for(&result.stop);
+    if let (Some(path), Some(replay)) = (&args.record, &replay) {
+        let metadata = [
+            ("agent".to_owned(), serde_json::json!(result.agent)),
+            (
+                "chassis_version".to_owned(),
+                serde_json::json!(crate::engine::snapshot::CHASSIS_VERSION),
+            ),
+            (
+                "snapshot_digest".to_owned(),
+                serde_json::json!(result.snapshot_digest),
+            ),
+        ]
+        .into_iter()
+        .collect();
+        let doc = replay.document(metadata);
+        let text = serde_json::to_string_pretty(&doc).unwrap_or_default() + "\n";
+        std::fs::write(path, redactor.redact(&text).as_ref()).map_err(|e| {
+            ui.err(&format!("error: cannot write `{}`: {e}", path.display()));
+            ExitStatus::Failure
+        })?;
+        if !ui.quiet {
+            ui.err(&format!(
+                "recorded {} boundaries to {}",
+                doc.records.len(),
+                path.display()
+            ));
+        }
+    }
     if let (Some((store, path)), Some(seed)) = (store.as_mut(), seed) {
         if report.published {
             let previous = (seed.sequence > 0)
@@ -444,7 +533,7 @@ fn render(
     if result.stop != StopReason::Answered {
         let _ = writeln!(
             text,
-            "error: agent `{}` {}",
+            "error: agent `{}`: {}",
             result.agent,
             result.stop.describe()
         );

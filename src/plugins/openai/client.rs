@@ -209,6 +209,7 @@ impl OpenAiModel {
             ModelError::Protocol(m) => ModelError::Protocol(self.redact(&m)),
             ModelError::Refused(m) => ModelError::Refused(self.redact(&m)),
             ModelError::Scripted(m) => ModelError::Scripted(self.redact(&m)),
+            ModelError::Replay(m) => ModelError::Replay(self.redact(&m)),
             other @ (ModelError::Timeout(_) | ModelError::Cancelled) => other,
         }
     }

@@ -802,7 +802,7 @@ impl AgentRunner {
                         message: e.to_string(),
                     });
                 }
-                Err(e @ (ExecError::Hook(_) | ExecError::Failed(_))) => {
+                Err(e @ (ExecError::Hook(_) | ExecError::Failed(_) | ExecError::Replay(_))) => {
                     let error = redactor.redact(&e.to_string()).into_owned();
                     record.status = "error";
                     record.error = Some(error.clone());
