@@ -50,6 +50,12 @@ pub enum ExplainCommand {
         after_long_help = "Examples:\n  chassis explain reuse gen_0001 gen_0002 app\n  chassis explain reuse gen_0001 gen_0002 app --state deploy/.chassis/state.db"
     )]
     Reuse(super::reuse::ReuseArgs),
+    /// Each agent's budget limits per dimension and how they are enforced
+    /// (the built-in loop enforces every dimension at its boundaries).
+    #[command(
+        after_long_help = "Examples:\n  chassis explain budgets composition.toml\n  chassis explain budgets composition.toml --agent assistant --format json"
+    )]
+    Budgets(super::budgets::BudgetsArgs),
 }
 
 /// Run `explain`.
@@ -70,6 +76,7 @@ pub fn run(ui: &Ui, cmd: &ExplainCommand) -> Result<ExitStatus, ExitStatus> {
             scope_report(ui, &resolved, path)
         }
         ExplainCommand::Reuse(args) => super::reuse::run(ui, args),
+        ExplainCommand::Budgets(args) => super::budgets::run(ui, args),
     }
 }
 

@@ -1,6 +1,7 @@
 //! One module per command: arguments (whose doc comments are the `--help`
 //! text) and a `run` function that loads, calls the engine and renders.
 
+pub mod budgets;
 pub mod check;
 pub mod completions;
 pub mod diff;
