@@ -566,6 +566,18 @@ impl Harness {
                 entry: id.clone(),
                 error: e.to_string(),
             })?;
+        // Every secret the configuration references is resolved before the
+        // plugin mounts (fail closed: a missing secret stops the attempt),
+        // so the redactor knows the values whether or not the plugin reads
+        // them.
+        for secret in entry.config.secret_refs() {
+            if let Err(e) = self.shared.options.secrets.get(&secret.name) {
+                return Err(PlaceError::Instantiate {
+                    entry: id.clone(),
+                    error: e.to_string(),
+                });
+            }
+        }
         let mounted_so_far = control.mounts.get(&id).copied().unwrap_or(0);
         let mount = keep_mount.unwrap_or(mounted_so_far + 1);
         let iid = instance_id(entry_id, mount);

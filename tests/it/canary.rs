@@ -30,6 +30,32 @@ config = { dsn = "postgres://app:sk-canary-7f3a9c2e51@db/app", api_key = "sk-can
 scope = "/team"
 "#;
 
+/// An agent run: the canary is a resolved secret (so the redactor knows
+/// it) that the scripted model and a tool then repeat in every boundary.
+const AGENT: &str = r#"version = 1
+
+[plugins.echo]
+version = "1.0.0"
+[[plugins.echo.tools]]
+name = "echo"
+description = "Echoes."
+args = { type = "object", properties = { value = { type = "string" } } }
+result = "echo sk-canary-7f3a9c2e51"
+
+[entries.echo]
+config = { password = { secret = "DB_PASSWORD" } }
+
+[entries.model]
+plugin = "scripted"
+[[entries.model.config.turns]]
+tool_calls = [{ name = "echo", args = { value = "sk-canary-7f3a9c2e51" } }]
+[[entries.model.config.turns]]
+text = "the password is sk-canary-7f3a9c2e51"
+
+[agents.a]
+default_input = "repeat sk-canary-7f3a9c2e51"
+"#;
+
 const BROKEN: &str = r#"version = 1
 
 [entries.db]
@@ -136,7 +162,18 @@ fn invocations(path: &str) -> Option<Vec<Vec<&'static str>>> {
             vec!["graph", "{F}"],
             vec!["--format", "mermaid", "graph", "{F}"],
         ],
-        "schema" => vec![vec!["schema"]],
+        "schema" => vec![vec!["schema"], vec!["schema", "--kind", "scripted"]],
+        "run" => vec![
+            vec!["run", "{A}"],
+            vec!["--format", "json", "run", "{A}", "--trace", "{OUT}"],
+            vec!["run", "{A}", "--record", "{OUT}"],
+            vec!["run", "{A}", "--state", "{STATE}"],
+            vec!["run", "{F}"],
+        ],
+        "explain budgets" => vec![
+            vec!["explain", "budgets", "{A}"],
+            vec!["--format", "json", "explain", "budgets", "{F}"],
+        ],
         "completions" => vec![vec!["completions", "bash"]],
         _ => return None,
     })
@@ -149,6 +186,8 @@ fn the_canary_appears_in_no_output_of_any_command() {
     let broken = dir.path().join("broken.toml");
     std::fs::write(&valid, VALID).unwrap();
     std::fs::write(&broken, BROKEN).unwrap();
+    let agent = dir.path().join("agent.toml");
+    std::fs::write(&agent, AGENT).unwrap();
     let mut paths = Vec::new();
     leaves(&chassis::cli::Cli::command(), Vec::new(), &mut paths);
     assert!(paths.len() >= 7, "{paths:?}");
@@ -168,6 +207,7 @@ fn the_canary_appears_in_no_output_of_any_command() {
                     .iter()
                     .map(|a| {
                         a.replace("{F}", file.to_str().unwrap())
+                            .replace("{A}", agent.to_str().unwrap())
                             .replace("{OUT}", out.to_str().unwrap())
                             .replace("{STATE}", state.to_str().unwrap())
                     })
