@@ -54,6 +54,9 @@ Register-ArgumentCompleter -Native -CommandName 'chassis' -ScriptBlock {
             [CompletionResult]::new('--env-file', '--env-file', [CompletionResultType]::ParameterName, 'Read secrets and `enabled_if` variables from this env file too (`KEY=VALUE` lines; its values win over the environment''s)')
             [CompletionResult]::new('--state', '--state', [CompletionResultType]::ParameterName, 'Record the publication and the run in this store (default `.chassis/state.db` beside FILE when given without a value)')
             [CompletionResult]::new('--trace', '--trace', [CompletionResultType]::ParameterName, 'Write every telemetry signal of the run (redacted) to FILE as JSON lines')
+            [CompletionResult]::new('--record', '--record', [CompletionResultType]::ParameterName, 'Record every model call and tool call (redacted) to FILE')
+            [CompletionResult]::new('--replay', '--replay', [CompletionResultType]::ParameterName, 'Answer model and tool calls from a recording; policy, approval and budget still run')
+            [CompletionResult]::new('--replay-fallback', '--replay-fallback', [CompletionResultType]::ParameterName, 'What a replay does for a call it has no recording of: fail the run (`error`) or make the call live (`live`)')
             [CompletionResult]::new('--format', '--format', [CompletionResultType]::ParameterName, 'Output format: text, or json (one document with `format_version`); some commands also take markdown, dot or mermaid')
             [CompletionResult]::new('--color', '--color', [CompletionResultType]::ParameterName, 'When to colour diagnostics')
             [CompletionResult]::new('--yes', '--yes', [CompletionResultType]::ParameterName, 'Approve every tool call that needs approval')
@@ -102,6 +105,7 @@ Register-ArgumentCompleter -Native -CommandName 'chassis' -ScriptBlock {
             [CompletionResult]::new('requirement', 'requirement', [CompletionResultType]::ParameterValue, 'Every candidate for one requirement: origin, visibility, eligibility, selection, and the reason each was rejected')
             [CompletionResult]::new('scope', 'scope', [CompletionResultType]::ParameterValue, 'A scope: parent, children, effective view, providers (local, inherited, visible), entries, requirements, tools. Metadata values are redacted')
             [CompletionResult]::new('reuse', 'reuse', [CompletionResultType]::ParameterValue, 'Why a node was reused, rebuilt or rewired between two stored generations: which identity parts changed')
+            [CompletionResult]::new('budgets', 'budgets', [CompletionResultType]::ParameterValue, 'Each agent''s budget limits per dimension and how they are enforced (the built-in loop enforces every dimension at its boundaries)')
             [CompletionResult]::new('help', 'help', [CompletionResultType]::ParameterValue, 'Print this message or the help of the given subcommand(s)')
             break
         }
@@ -140,10 +144,23 @@ Register-ArgumentCompleter -Native -CommandName 'chassis' -ScriptBlock {
             [CompletionResult]::new('--help', '--help', [CompletionResultType]::ParameterName, 'Print help (see more with ''--help'')')
             break
         }
+        'chassis;explain;budgets' {
+            [CompletionResult]::new('--agent', '--agent', [CompletionResultType]::ParameterName, 'Only this agent')
+            [CompletionResult]::new('--format', '--format', [CompletionResultType]::ParameterName, 'Output format: text, or json (one document with `format_version`); some commands also take markdown, dot or mermaid')
+            [CompletionResult]::new('--color', '--color', [CompletionResultType]::ParameterName, 'When to colour diagnostics')
+            [CompletionResult]::new('-v', '-v', [CompletionResultType]::ParameterName, 'More logging on stderr (-v info, -vv debug, -vvv trace); `RUST_LOG` overrides')
+            [CompletionResult]::new('--verbose', '--verbose', [CompletionResultType]::ParameterName, 'More logging on stderr (-v info, -vv debug, -vvv trace); `RUST_LOG` overrides')
+            [CompletionResult]::new('-q', '-q', [CompletionResultType]::ParameterName, 'Only errors on stderr')
+            [CompletionResult]::new('--quiet', '--quiet', [CompletionResultType]::ParameterName, 'Only errors on stderr')
+            [CompletionResult]::new('-h', '-h', [CompletionResultType]::ParameterName, 'Print help (see more with ''--help'')')
+            [CompletionResult]::new('--help', '--help', [CompletionResultType]::ParameterName, 'Print help (see more with ''--help'')')
+            break
+        }
         'chassis;explain;help' {
             [CompletionResult]::new('requirement', 'requirement', [CompletionResultType]::ParameterValue, 'Every candidate for one requirement: origin, visibility, eligibility, selection, and the reason each was rejected')
             [CompletionResult]::new('scope', 'scope', [CompletionResultType]::ParameterValue, 'A scope: parent, children, effective view, providers (local, inherited, visible), entries, requirements, tools. Metadata values are redacted')
             [CompletionResult]::new('reuse', 'reuse', [CompletionResultType]::ParameterValue, 'Why a node was reused, rebuilt or rewired between two stored generations: which identity parts changed')
+            [CompletionResult]::new('budgets', 'budgets', [CompletionResultType]::ParameterValue, 'Each agent''s budget limits per dimension and how they are enforced (the built-in loop enforces every dimension at its boundaries)')
             [CompletionResult]::new('help', 'help', [CompletionResultType]::ParameterValue, 'Print this message or the help of the given subcommand(s)')
             break
         }
@@ -154,6 +171,9 @@ Register-ArgumentCompleter -Native -CommandName 'chassis' -ScriptBlock {
             break
         }
         'chassis;explain;help;reuse' {
+            break
+        }
+        'chassis;explain;help;budgets' {
             break
         }
         'chassis;explain;help;help' {
@@ -395,6 +415,7 @@ Register-ArgumentCompleter -Native -CommandName 'chassis' -ScriptBlock {
             [CompletionResult]::new('requirement', 'requirement', [CompletionResultType]::ParameterValue, 'Every candidate for one requirement: origin, visibility, eligibility, selection, and the reason each was rejected')
             [CompletionResult]::new('scope', 'scope', [CompletionResultType]::ParameterValue, 'A scope: parent, children, effective view, providers (local, inherited, visible), entries, requirements, tools. Metadata values are redacted')
             [CompletionResult]::new('reuse', 'reuse', [CompletionResultType]::ParameterValue, 'Why a node was reused, rebuilt or rewired between two stored generations: which identity parts changed')
+            [CompletionResult]::new('budgets', 'budgets', [CompletionResultType]::ParameterValue, 'Each agent''s budget limits per dimension and how they are enforced (the built-in loop enforces every dimension at its boundaries)')
             break
         }
         'chassis;help;explain;requirement' {
@@ -404,6 +425,9 @@ Register-ArgumentCompleter -Native -CommandName 'chassis' -ScriptBlock {
             break
         }
         'chassis;help;explain;reuse' {
+            break
+        }
+        'chassis;help;explain;budgets' {
             break
         }
         'chassis;help;diff' {

@@ -67,6 +67,9 @@ _chassis() {
             chassis__subcmd__diff__subcmd__help,help)
                 cmd="chassis__subcmd__diff__subcmd__help__subcmd__help"
                 ;;
+            chassis__subcmd__explain,budgets)
+                cmd="chassis__subcmd__explain__subcmd__budgets"
+                ;;
             chassis__subcmd__explain,help)
                 cmd="chassis__subcmd__explain__subcmd__help"
                 ;;
@@ -78,6 +81,9 @@ _chassis() {
                 ;;
             chassis__subcmd__explain,scope)
                 cmd="chassis__subcmd__explain__subcmd__scope"
+                ;;
+            chassis__subcmd__explain__subcmd__help,budgets)
+                cmd="chassis__subcmd__explain__subcmd__help__subcmd__budgets"
                 ;;
             chassis__subcmd__explain__subcmd__help,help)
                 cmd="chassis__subcmd__explain__subcmd__help__subcmd__help"
@@ -150,6 +156,9 @@ _chassis() {
                 ;;
             chassis__subcmd__help__subcmd__diff,generations)
                 cmd="chassis__subcmd__help__subcmd__diff__subcmd__generations"
+                ;;
+            chassis__subcmd__help__subcmd__explain,budgets)
+                cmd="chassis__subcmd__help__subcmd__explain__subcmd__budgets"
                 ;;
             chassis__subcmd__help__subcmd__explain,requirement)
                 cmd="chassis__subcmd__help__subcmd__explain__subcmd__requirement"
@@ -357,7 +366,7 @@ _chassis() {
             return 0
             ;;
         chassis__subcmd__explain)
-            opts="-v -q -h --format --color --verbose --quiet --help requirement scope reuse help"
+            opts="-v -q -h --format --color --verbose --quiet --help requirement scope reuse budgets help"
             if [[ ${cur} == -* || ${COMP_CWORD} -eq 2 ]] ; then
                 COMPREPLY=( $(compgen -W "${opts}" -- "${cur}") )
                 return 0
@@ -378,9 +387,49 @@ _chassis() {
             COMPREPLY=( $(compgen -W "${opts}" -- "${cur}") )
             return 0
             ;;
-        chassis__subcmd__explain__subcmd__help)
-            opts="requirement scope reuse help"
+        chassis__subcmd__explain__subcmd__budgets)
+            opts="-v -q -h --agent --format --color --verbose --quiet --help"
             if [[ ${cur} == -* || ${COMP_CWORD} -eq 3 ]] ; then
+                COMPREPLY=( $(compgen -W "${opts}" -- "${cur}") )
+                return 0
+            fi
+            case "${prev}" in
+                --agent)
+                    COMPREPLY=($(compgen -f "${cur}"))
+                    return 0
+                    ;;
+                --format)
+                    COMPREPLY=($(compgen -W "text json markdown dot mermaid" -- "${cur}"))
+                    return 0
+                    ;;
+                --color)
+                    COMPREPLY=($(compgen -W "auto always never" -- "${cur}"))
+                    return 0
+                    ;;
+                *)
+                    COMPREPLY=()
+                    ;;
+            esac
+            COMPREPLY=( $(compgen -W "${opts}" -- "${cur}") )
+            return 0
+            ;;
+        chassis__subcmd__explain__subcmd__help)
+            opts="requirement scope reuse budgets help"
+            if [[ ${cur} == -* || ${COMP_CWORD} -eq 3 ]] ; then
+                COMPREPLY=( $(compgen -W "${opts}" -- "${cur}") )
+                return 0
+            fi
+            case "${prev}" in
+                *)
+                    COMPREPLY=()
+                    ;;
+            esac
+            COMPREPLY=( $(compgen -W "${opts}" -- "${cur}") )
+            return 0
+            ;;
+        chassis__subcmd__explain__subcmd__help__subcmd__budgets)
+            opts=""
+            if [[ ${cur} == -* || ${COMP_CWORD} -eq 4 ]] ; then
                 COMPREPLY=( $(compgen -W "${opts}" -- "${cur}") )
                 return 0
             fi
@@ -745,8 +794,22 @@ _chassis() {
             return 0
             ;;
         chassis__subcmd__help__subcmd__explain)
-            opts="requirement scope reuse"
+            opts="requirement scope reuse budgets"
             if [[ ${cur} == -* || ${COMP_CWORD} -eq 3 ]] ; then
+                COMPREPLY=( $(compgen -W "${opts}" -- "${cur}") )
+                return 0
+            fi
+            case "${prev}" in
+                *)
+                    COMPREPLY=()
+                    ;;
+            esac
+            COMPREPLY=( $(compgen -W "${opts}" -- "${cur}") )
+            return 0
+            ;;
+        chassis__subcmd__help__subcmd__explain__subcmd__budgets)
+            opts=""
+            if [[ ${cur} == -* || ${COMP_CWORD} -eq 4 ]] ; then
                 COMPREPLY=( $(compgen -W "${opts}" -- "${cur}") )
                 return 0
             fi
@@ -1039,7 +1102,7 @@ _chassis() {
             return 0
             ;;
         chassis__subcmd__run)
-            opts="-v -q -h --agent --input --input-file --approve --yes --env-file --state --allow-pending --trace --format --color --verbose --quiet --help"
+            opts="-v -q -h --agent --input --input-file --approve --yes --env-file --state --allow-pending --trace --record --replay --replay-fallback --format --color --verbose --quiet --help"
             if [[ ${cur} == -* || ${COMP_CWORD} -eq 2 ]] ; then
                 COMPREPLY=( $(compgen -W "${opts}" -- "${cur}") )
                 return 0
@@ -1071,6 +1134,18 @@ _chassis() {
                     ;;
                 --trace)
                     COMPREPLY=($(compgen -f "${cur}"))
+                    return 0
+                    ;;
+                --record)
+                    COMPREPLY=($(compgen -f "${cur}"))
+                    return 0
+                    ;;
+                --replay)
+                    COMPREPLY=($(compgen -f "${cur}"))
+                    return 0
+                    ;;
+                --replay-fallback)
+                    COMPREPLY=($(compgen -W "error live" -- "${cur}"))
                     return 0
                     ;;
                 --format)

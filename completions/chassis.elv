@@ -50,6 +50,9 @@ set edit:completion:arg-completer[chassis] = {|@words|
             cand --env-file 'Read secrets and `enabled_if` variables from this env file too (`KEY=VALUE` lines; its values win over the environment''s)'
             cand --state 'Record the publication and the run in this store (default `.chassis/state.db` beside FILE when given without a value)'
             cand --trace 'Write every telemetry signal of the run (redacted) to FILE as JSON lines'
+            cand --record 'Record every model call and tool call (redacted) to FILE'
+            cand --replay 'Answer model and tool calls from a recording; policy, approval and budget still run'
+            cand --replay-fallback 'What a replay does for a call it has no recording of: fail the run (`error`) or make the call live (`live`)'
             cand --format 'Output format: text, or json (one document with `format_version`); some commands also take markdown, dot or mermaid'
             cand --color 'When to colour diagnostics'
             cand --yes 'Approve every tool call that needs approval'
@@ -95,6 +98,7 @@ set edit:completion:arg-completer[chassis] = {|@words|
             cand requirement 'Every candidate for one requirement: origin, visibility, eligibility, selection, and the reason each was rejected'
             cand scope 'A scope: parent, children, effective view, providers (local, inherited, visible), entries, requirements, tools. Metadata values are redacted'
             cand reuse 'Why a node was reused, rebuilt or rewired between two stored generations: which identity parts changed'
+            cand budgets 'Each agent''s budget limits per dimension and how they are enforced (the built-in loop enforces every dimension at its boundaries)'
             cand help 'Print this message or the help of the given subcommand(s)'
         }
         &'chassis;explain;requirement'= {
@@ -129,10 +133,22 @@ set edit:completion:arg-completer[chassis] = {|@words|
             cand -h 'Print help (see more with ''--help'')'
             cand --help 'Print help (see more with ''--help'')'
         }
+        &'chassis;explain;budgets'= {
+            cand --agent 'Only this agent'
+            cand --format 'Output format: text, or json (one document with `format_version`); some commands also take markdown, dot or mermaid'
+            cand --color 'When to colour diagnostics'
+            cand -v 'More logging on stderr (-v info, -vv debug, -vvv trace); `RUST_LOG` overrides'
+            cand --verbose 'More logging on stderr (-v info, -vv debug, -vvv trace); `RUST_LOG` overrides'
+            cand -q 'Only errors on stderr'
+            cand --quiet 'Only errors on stderr'
+            cand -h 'Print help (see more with ''--help'')'
+            cand --help 'Print help (see more with ''--help'')'
+        }
         &'chassis;explain;help'= {
             cand requirement 'Every candidate for one requirement: origin, visibility, eligibility, selection, and the reason each was rejected'
             cand scope 'A scope: parent, children, effective view, providers (local, inherited, visible), entries, requirements, tools. Metadata values are redacted'
             cand reuse 'Why a node was reused, rebuilt or rewired between two stored generations: which identity parts changed'
+            cand budgets 'Each agent''s budget limits per dimension and how they are enforced (the built-in loop enforces every dimension at its boundaries)'
             cand help 'Print this message or the help of the given subcommand(s)'
         }
         &'chassis;explain;help;requirement'= {
@@ -140,6 +156,8 @@ set edit:completion:arg-completer[chassis] = {|@words|
         &'chassis;explain;help;scope'= {
         }
         &'chassis;explain;help;reuse'= {
+        }
+        &'chassis;explain;help;budgets'= {
         }
         &'chassis;explain;help;help'= {
         }
@@ -351,12 +369,15 @@ set edit:completion:arg-completer[chassis] = {|@words|
             cand requirement 'Every candidate for one requirement: origin, visibility, eligibility, selection, and the reason each was rejected'
             cand scope 'A scope: parent, children, effective view, providers (local, inherited, visible), entries, requirements, tools. Metadata values are redacted'
             cand reuse 'Why a node was reused, rebuilt or rewired between two stored generations: which identity parts changed'
+            cand budgets 'Each agent''s budget limits per dimension and how they are enforced (the built-in loop enforces every dimension at its boundaries)'
         }
         &'chassis;help;explain;requirement'= {
         }
         &'chassis;help;explain;scope'= {
         }
         &'chassis;help;explain;reuse'= {
+        }
+        &'chassis;help;explain;budgets'= {
         }
         &'chassis;help;diff'= {
             cand generations 'Compare two generations'

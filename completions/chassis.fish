@@ -56,6 +56,10 @@ complete -c chassis -n "__fish_chassis_using_subcommand run" -l approve -d 'Appr
 complete -c chassis -n "__fish_chassis_using_subcommand run" -l env-file -d 'Read secrets and `enabled_if` variables from this env file too (`KEY=VALUE` lines; its values win over the environment\'s)' -r -F
 complete -c chassis -n "__fish_chassis_using_subcommand run" -l state -d 'Record the publication and the run in this store (default `.chassis/state.db` beside FILE when given without a value)' -r -F
 complete -c chassis -n "__fish_chassis_using_subcommand run" -l trace -d 'Write every telemetry signal of the run (redacted) to FILE as JSON lines' -r -F
+complete -c chassis -n "__fish_chassis_using_subcommand run" -l record -d 'Record every model call and tool call (redacted) to FILE' -r -F
+complete -c chassis -n "__fish_chassis_using_subcommand run" -l replay -d 'Answer model and tool calls from a recording; policy, approval and budget still run' -r -F
+complete -c chassis -n "__fish_chassis_using_subcommand run" -l replay-fallback -d 'What a replay does for a call it has no recording of: fail the run (`error`) or make the call live (`live`)' -r -f -a "error\t'Fail the run, naming the boundary'
+live\t'Make the call live (it is not recorded)'"
 complete -c chassis -n "__fish_chassis_using_subcommand run" -l format -d 'Output format: text, or json (one document with `format_version`); some commands also take markdown, dot or mermaid' -r -f -a "text\t'Human-readable text'
 json\t'One JSON document with `format_version`'
 markdown\t'Markdown (diff: a pull-request comment)'
@@ -93,21 +97,22 @@ never\t'Never colour'"
 complete -c chassis -n "__fish_chassis_using_subcommand snapshot" -s v -l verbose -d 'More logging on stderr (-v info, -vv debug, -vvv trace); `RUST_LOG` overrides'
 complete -c chassis -n "__fish_chassis_using_subcommand snapshot" -s q -l quiet -d 'Only errors on stderr'
 complete -c chassis -n "__fish_chassis_using_subcommand snapshot" -s h -l help -d 'Print help (see more with \'--help\')'
-complete -c chassis -n "__fish_chassis_using_subcommand explain; and not __fish_seen_subcommand_from requirement scope reuse help" -l format -d 'Output format: text, or json (one document with `format_version`); some commands also take markdown, dot or mermaid' -r -f -a "text\t'Human-readable text'
+complete -c chassis -n "__fish_chassis_using_subcommand explain; and not __fish_seen_subcommand_from requirement scope reuse budgets help" -l format -d 'Output format: text, or json (one document with `format_version`); some commands also take markdown, dot or mermaid' -r -f -a "text\t'Human-readable text'
 json\t'One JSON document with `format_version`'
 markdown\t'Markdown (diff: a pull-request comment)'
 dot\t'Graphviz dot (graph)'
 mermaid\t'Mermaid flowchart (graph)'"
-complete -c chassis -n "__fish_chassis_using_subcommand explain; and not __fish_seen_subcommand_from requirement scope reuse help" -l color -d 'When to colour diagnostics' -r -f -a "auto\t'Colour when stderr is a terminal and `NO_COLOR` is unset'
+complete -c chassis -n "__fish_chassis_using_subcommand explain; and not __fish_seen_subcommand_from requirement scope reuse budgets help" -l color -d 'When to colour diagnostics' -r -f -a "auto\t'Colour when stderr is a terminal and `NO_COLOR` is unset'
 always\t'Always colour'
 never\t'Never colour'"
-complete -c chassis -n "__fish_chassis_using_subcommand explain; and not __fish_seen_subcommand_from requirement scope reuse help" -s v -l verbose -d 'More logging on stderr (-v info, -vv debug, -vvv trace); `RUST_LOG` overrides'
-complete -c chassis -n "__fish_chassis_using_subcommand explain; and not __fish_seen_subcommand_from requirement scope reuse help" -s q -l quiet -d 'Only errors on stderr'
-complete -c chassis -n "__fish_chassis_using_subcommand explain; and not __fish_seen_subcommand_from requirement scope reuse help" -s h -l help -d 'Print help (see more with \'--help\')'
-complete -c chassis -n "__fish_chassis_using_subcommand explain; and not __fish_seen_subcommand_from requirement scope reuse help" -f -a "requirement" -d 'Every candidate for one requirement: origin, visibility, eligibility, selection, and the reason each was rejected'
-complete -c chassis -n "__fish_chassis_using_subcommand explain; and not __fish_seen_subcommand_from requirement scope reuse help" -f -a "scope" -d 'A scope: parent, children, effective view, providers (local, inherited, visible), entries, requirements, tools. Metadata values are redacted'
-complete -c chassis -n "__fish_chassis_using_subcommand explain; and not __fish_seen_subcommand_from requirement scope reuse help" -f -a "reuse" -d 'Why a node was reused, rebuilt or rewired between two stored generations: which identity parts changed'
-complete -c chassis -n "__fish_chassis_using_subcommand explain; and not __fish_seen_subcommand_from requirement scope reuse help" -f -a "help" -d 'Print this message or the help of the given subcommand(s)'
+complete -c chassis -n "__fish_chassis_using_subcommand explain; and not __fish_seen_subcommand_from requirement scope reuse budgets help" -s v -l verbose -d 'More logging on stderr (-v info, -vv debug, -vvv trace); `RUST_LOG` overrides'
+complete -c chassis -n "__fish_chassis_using_subcommand explain; and not __fish_seen_subcommand_from requirement scope reuse budgets help" -s q -l quiet -d 'Only errors on stderr'
+complete -c chassis -n "__fish_chassis_using_subcommand explain; and not __fish_seen_subcommand_from requirement scope reuse budgets help" -s h -l help -d 'Print help (see more with \'--help\')'
+complete -c chassis -n "__fish_chassis_using_subcommand explain; and not __fish_seen_subcommand_from requirement scope reuse budgets help" -f -a "requirement" -d 'Every candidate for one requirement: origin, visibility, eligibility, selection, and the reason each was rejected'
+complete -c chassis -n "__fish_chassis_using_subcommand explain; and not __fish_seen_subcommand_from requirement scope reuse budgets help" -f -a "scope" -d 'A scope: parent, children, effective view, providers (local, inherited, visible), entries, requirements, tools. Metadata values are redacted'
+complete -c chassis -n "__fish_chassis_using_subcommand explain; and not __fish_seen_subcommand_from requirement scope reuse budgets help" -f -a "reuse" -d 'Why a node was reused, rebuilt or rewired between two stored generations: which identity parts changed'
+complete -c chassis -n "__fish_chassis_using_subcommand explain; and not __fish_seen_subcommand_from requirement scope reuse budgets help" -f -a "budgets" -d 'Each agent\'s budget limits per dimension and how they are enforced (the built-in loop enforces every dimension at its boundaries)'
+complete -c chassis -n "__fish_chassis_using_subcommand explain; and not __fish_seen_subcommand_from requirement scope reuse budgets help" -f -a "help" -d 'Print this message or the help of the given subcommand(s)'
 complete -c chassis -n "__fish_chassis_using_subcommand explain; and __fish_seen_subcommand_from requirement" -l scope -d 'The consumer\'s scope, to make sure it is the one you mean' -r
 complete -c chassis -n "__fish_chassis_using_subcommand explain; and __fish_seen_subcommand_from requirement" -l format -d 'Output format: text, or json (one document with `format_version`); some commands also take markdown, dot or mermaid' -r -f -a "text\t'Human-readable text'
 json\t'One JSON document with `format_version`'
@@ -143,9 +148,22 @@ never\t'Never colour'"
 complete -c chassis -n "__fish_chassis_using_subcommand explain; and __fish_seen_subcommand_from reuse" -s v -l verbose -d 'More logging on stderr (-v info, -vv debug, -vvv trace); `RUST_LOG` overrides'
 complete -c chassis -n "__fish_chassis_using_subcommand explain; and __fish_seen_subcommand_from reuse" -s q -l quiet -d 'Only errors on stderr'
 complete -c chassis -n "__fish_chassis_using_subcommand explain; and __fish_seen_subcommand_from reuse" -s h -l help -d 'Print help (see more with \'--help\')'
+complete -c chassis -n "__fish_chassis_using_subcommand explain; and __fish_seen_subcommand_from budgets" -l agent -d 'Only this agent' -r
+complete -c chassis -n "__fish_chassis_using_subcommand explain; and __fish_seen_subcommand_from budgets" -l format -d 'Output format: text, or json (one document with `format_version`); some commands also take markdown, dot or mermaid' -r -f -a "text\t'Human-readable text'
+json\t'One JSON document with `format_version`'
+markdown\t'Markdown (diff: a pull-request comment)'
+dot\t'Graphviz dot (graph)'
+mermaid\t'Mermaid flowchart (graph)'"
+complete -c chassis -n "__fish_chassis_using_subcommand explain; and __fish_seen_subcommand_from budgets" -l color -d 'When to colour diagnostics' -r -f -a "auto\t'Colour when stderr is a terminal and `NO_COLOR` is unset'
+always\t'Always colour'
+never\t'Never colour'"
+complete -c chassis -n "__fish_chassis_using_subcommand explain; and __fish_seen_subcommand_from budgets" -s v -l verbose -d 'More logging on stderr (-v info, -vv debug, -vvv trace); `RUST_LOG` overrides'
+complete -c chassis -n "__fish_chassis_using_subcommand explain; and __fish_seen_subcommand_from budgets" -s q -l quiet -d 'Only errors on stderr'
+complete -c chassis -n "__fish_chassis_using_subcommand explain; and __fish_seen_subcommand_from budgets" -s h -l help -d 'Print help (see more with \'--help\')'
 complete -c chassis -n "__fish_chassis_using_subcommand explain; and __fish_seen_subcommand_from help" -f -a "requirement" -d 'Every candidate for one requirement: origin, visibility, eligibility, selection, and the reason each was rejected'
 complete -c chassis -n "__fish_chassis_using_subcommand explain; and __fish_seen_subcommand_from help" -f -a "scope" -d 'A scope: parent, children, effective view, providers (local, inherited, visible), entries, requirements, tools. Metadata values are redacted'
 complete -c chassis -n "__fish_chassis_using_subcommand explain; and __fish_seen_subcommand_from help" -f -a "reuse" -d 'Why a node was reused, rebuilt or rewired between two stored generations: which identity parts changed'
+complete -c chassis -n "__fish_chassis_using_subcommand explain; and __fish_seen_subcommand_from help" -f -a "budgets" -d 'Each agent\'s budget limits per dimension and how they are enforced (the built-in loop enforces every dimension at its boundaries)'
 complete -c chassis -n "__fish_chassis_using_subcommand explain; and __fish_seen_subcommand_from help" -f -a "help" -d 'Print this message or the help of the given subcommand(s)'
 complete -c chassis -n "__fish_chassis_using_subcommand diff; and not __fish_seen_subcommand_from generations help" -l format -d 'Output format: text, or json (one document with `format_version`); some commands also take markdown, dot or mermaid' -r -f -a "text\t'Human-readable text'
 json\t'One JSON document with `format_version`'
@@ -337,6 +355,7 @@ complete -c chassis -n "__fish_chassis_using_subcommand help; and not __fish_see
 complete -c chassis -n "__fish_chassis_using_subcommand help; and __fish_seen_subcommand_from explain" -f -a "requirement" -d 'Every candidate for one requirement: origin, visibility, eligibility, selection, and the reason each was rejected'
 complete -c chassis -n "__fish_chassis_using_subcommand help; and __fish_seen_subcommand_from explain" -f -a "scope" -d 'A scope: parent, children, effective view, providers (local, inherited, visible), entries, requirements, tools. Metadata values are redacted'
 complete -c chassis -n "__fish_chassis_using_subcommand help; and __fish_seen_subcommand_from explain" -f -a "reuse" -d 'Why a node was reused, rebuilt or rewired between two stored generations: which identity parts changed'
+complete -c chassis -n "__fish_chassis_using_subcommand help; and __fish_seen_subcommand_from explain" -f -a "budgets" -d 'Each agent\'s budget limits per dimension and how they are enforced (the built-in loop enforces every dimension at its boundaries)'
 complete -c chassis -n "__fish_chassis_using_subcommand help; and __fish_seen_subcommand_from diff" -f -a "generations" -d 'Compare two generations'
 complete -c chassis -n "__fish_chassis_using_subcommand help; and __fish_seen_subcommand_from generations" -f -a "list" -d 'Every published generation, oldest first'
 complete -c chassis -n "__fish_chassis_using_subcommand help; and __fish_seen_subcommand_from generations" -f -a "show" -d 'One generation: digests, nodes (entry, instance id, mount, identity hashes) and what its publish did to each node'

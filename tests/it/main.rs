@@ -5,5 +5,6 @@ mod canary;
 mod generated;
 mod golden;
 mod harness;
+mod run;
 mod store;
 mod vectors;

@@ -70,7 +70,7 @@ pub struct RunArgs {
     pub env_file: Option<PathBuf>,
     /// Record the publication and the run in this store (default
     /// `.chassis/state.db` beside FILE when given without a value).
-    #[arg(long, value_name = "PATH", num_args = 0..=1, default_missing_value = "")]
+    #[arg(long, value_name = "PATH", num_args = 0..=1, default_missing_value = "@", hide_default_value = true)]
     pub state: Option<PathBuf>,
     /// Run even when some entries are pending (they are left out).
     #[arg(long)]
@@ -216,7 +216,7 @@ pub fn run(ui: &Ui, args: &RunArgs) -> Result<ExitStatus, ExitStatus> {
     let mut store = match &args.state {
         None => None,
         Some(p) => {
-            let explicit = (!p.as_os_str().is_empty()).then_some(p.as_path());
+            let explicit = (p.as_os_str() != "@").then_some(p.as_path());
             let path = state_path(explicit, Some(&args.file));
             Some((open_store(ui, &path, OpenMode::Create)?, path))
         }

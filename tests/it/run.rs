@@ -1,0 +1,334 @@
+//! `chassis run` through the binary: exit codes, the result document, the
+//! digest it stamps, replay, approvals with and without a terminal, and the
+//! store.
+
+use std::io::{Read, Write};
+use std::path::{Path, PathBuf};
+
+use crate::harness::{Run, run_in};
+
+const BASE: &str = r#"version = 1
+
+[plugins.toolbox]
+version = "1.0.0"
+permissions = ["notes.write"]
+[[plugins.toolbox.tools]]
+name = "lookup"
+description = "Looks a word up."
+args = { type = "object", required = ["word"], properties = { word = { type = "string" } } }
+result = "a small domesticated feline"
+[[plugins.toolbox.tools]]
+name = "save_note"
+description = "Saves a note."
+args = { type = "object", required = ["note"], properties = { note = { type = "string" } } }
+result = "saved"
+
+[entries.toolbox]
+
+[policy]
+grants = ["notes.write"]
+[policy.tools.save_note]
+permissions = ["notes.write"]
+approval_required = true
+"#;
+
+const ANSWERING: &str = r#"
+[entries.model]
+plugin = "scripted"
+[[entries.model.config.turns]]
+tool_calls = [{ name = "lookup", args = { word = "cat" } }]
+usage = { input_tokens = 30, output_tokens = 5 }
+[[entries.model.config.turns]]
+tool_calls = [{ name = "save_note", args = { note = "cats" } }]
+[[entries.model.config.turns]]
+text = "A cat is a small domesticated feline."
+usage = { input_tokens = 50, output_tokens = 9 }
+
+[agents.helper]
+prompt = "Be brief."
+default_input = "What is a cat?"
+"#;
+
+struct Dir {
+    dir: tempfile::TempDir,
+}
+
+impl Dir {
+    fn new(text: &str) -> Self {
+        let dir = tempfile::tempdir().unwrap();
+        std::fs::write(dir.path().join("c.toml"), text).unwrap();
+        Self { dir }
+    }
+
+    fn path(&self, name: &str) -> PathBuf {
+        self.dir.path().join(name)
+    }
+
+    fn run(&self, args: &[&str]) -> Run {
+        let mut all = vec!["--color", "never"];
+        all.extend_from_slice(args);
+        run_in(self.dir.path(), &all, &[])
+    }
+
+    fn json(&self, args: &[&str]) -> (i32, serde_json::Value, String) {
+        let mut all = vec!["--format", "json"];
+        all.extend_from_slice(args);
+        let r = self.run(&all);
+        let v =
+            serde_json::from_str(&r.stdout).unwrap_or_else(|e| panic!("{e}: {}", r.transcript()));
+        (r.code, v, r.stderr)
+    }
+}
+
+fn composition(extra: &str) -> String {
+    format!("{BASE}{ANSWERING}{extra}")
+}
+
+#[test]
+fn an_answer_exits_0_with_the_digest_snapshot_agrees_on() {
+    let d = Dir::new(&composition(""));
+    let (code, doc, stderr) = d.json(&["run", "c.toml", "--approve", "save_note"]);
+    assert_eq!(code, 0, "{stderr}");
+    assert_eq!(doc["format_version"], 1);
+    assert_eq!(doc["answer"], "A cat is a small domesticated feline.");
+    assert_eq!(doc["stop"]["kind"], "answered");
+    assert_eq!(doc["steps"], 3);
+    assert_eq!(doc["generation_id"], "gen_0001");
+    assert_eq!(doc["tool_calls"][1]["name"], "save_note");
+    assert_eq!(doc["tool_calls"][1]["status"], "ok");
+    assert_eq!(
+        doc["composition"]["chassis_version"],
+        env!("CARGO_PKG_VERSION")
+    );
+    assert!(doc["composition"]["plugins"]["scripted"].is_string());
+    let tokens = doc["budget"]
+        .as_array()
+        .unwrap()
+        .iter()
+        .find(|r| r["dimension"] == "tokens")
+        .cloned()
+        .unwrap();
+    assert_eq!(tokens["used"], 94.0);
+    let (code, snap, _) = d.json(&["snapshot", "c.toml", "--agent", "helper"]);
+    assert_eq!(code, 0);
+    assert_eq!(snap["digests"]["digest"], doc["snapshot_digest"]);
+    assert_eq!(snap["snapshot"]["agent"], "helper");
+    assert_eq!(
+        snap["snapshot"]["prompt_hash"],
+        doc["composition"]["prompt_hash"]
+    );
+    // The text form: the answer alone on stdout, the summary on stderr.
+    let r = d.run(&["run", "c.toml", "--yes"]);
+    assert_eq!(r.code, 0, "{}", r.transcript());
+    assert_eq!(r.stdout.trim(), "A cat is a small domesticated feline.");
+    assert!(r.stderr.contains("tool   lookup  ok"), "{}", r.stderr);
+    assert!(r.stderr.contains("snapshot_digest"), "{}", r.stderr);
+}
+
+#[test]
+fn without_a_terminal_an_approval_is_refused_and_the_model_reads_why() {
+    let d = Dir::new(&composition(""));
+    let (code, doc, _) = d.json(&["run", "c.toml"]);
+    assert_eq!(code, 0, "the scripted model still answers");
+    assert_eq!(doc["tool_calls"][1]["status"], "refused");
+    assert_eq!(doc["tool_calls"][1]["refusal"], "approval_denied");
+    let msg = doc["tool_calls"][1]["error"].as_str().unwrap();
+    assert!(msg.contains("--approve save_note"), "{msg}");
+}
+
+#[test]
+fn exit_codes_follow_the_table() {
+    // 1: the step limit without an answer.
+    let d = Dir::new(&composition("max_steps = 2\n"));
+    let r = d.run(&["run", "c.toml", "--yes"]);
+    assert_eq!(r.code, 1, "{}", r.transcript());
+    assert!(r.stderr.contains("step limit (2)"), "{}", r.stderr);
+    // 3: a budget runs out.
+    let d = Dir::new(&composition("budget = { tool_calls = 1 }\n"));
+    let r = d.run(&["run", "c.toml", "--yes"]);
+    assert_eq!(r.code, 3, "{}", r.transcript());
+    assert!(r.stderr.contains("budget exhausted"), "{}", r.stderr);
+    // 2: no input and no default; an unknown agent; a bad flag.
+    let d = Dir::new(&composition("").replace("default_input = \"What is a cat?\"\n", ""));
+    assert_eq!(d.run(&["run", "c.toml"]).code, 2);
+    assert_eq!(
+        d.run(&["run", "c.toml", "--agent", "nope", "--input", "x"])
+            .code,
+        2
+    );
+    // --input - reads stdin (empty here).
+    assert_eq!(d.run(&["run", "c.toml", "--input", "-", "--yes"]).code, 0);
+    // 1: a pending hard requirement, refused before anything runs.
+    let d = Dir::new(&format!(
+        "{}\n[plugins.needy]\nversion = \"1.0.0\"\nrequires = {{ database = \">=1\" }}\n[entries.needy]\n",
+        composition("")
+    ));
+    let r = d.run(&["run", "c.toml"]);
+    assert_eq!(r.code, 1, "{}", r.transcript());
+    assert!(
+        r.stderr.contains("pending hard requirement"),
+        "{}",
+        r.stderr
+    );
+    assert_eq!(
+        d.run(&["run", "c.toml", "--allow-pending", "--yes"]).code,
+        0
+    );
+    // 3: a missing secret fails the mount.
+    let d = Dir::new(&composition(
+        "[plugins.vault]\nversion = \"1.0.0\"\n[entries.vault]\nconfig = { token = { secret = \"CHASSIS_TEST_UNSET\" } }\n",
+    ));
+    let r = d.run(&["run", "c.toml"]);
+    assert_eq!(r.code, 3, "{}", r.transcript());
+    assert!(r.stderr.contains("CHASSIS_TEST_UNSET"), "{}", r.stderr);
+    // 1: the model refuses.
+    let d = Dir::new(&format!(
+        "{BASE}[entries.model]\nplugin = \"scripted\"\n[[entries.model.config.turns]]\nrefusal = \"no\"\n[agents.a]\ndefault_input = \"x\"\n"
+    ));
+    assert_eq!(d.run(&["run", "c.toml"]).code, 1);
+}
+
+#[test]
+fn an_env_file_supplies_secrets() {
+    let d = Dir::new(&composition(
+        "[plugins.vault]\nversion = \"1.0.0\"\n[entries.vault]\nconfig = { token = { secret = \"CHASSIS_TEST_TOKEN\" } }\n",
+    ));
+    assert_eq!(
+        d.run(&["run", "c.toml", "--yes"]).code,
+        3,
+        "unset: the mount fails"
+    );
+    std::fs::write(d.path(".env"), "CHASSIS_TEST_TOKEN=tok-from-env-file\n").unwrap();
+    let r = d.run(&["run", "c.toml", "--env-file", ".env", "--yes"]);
+    assert_eq!(r.code, 0, "{}", r.transcript());
+    assert!(!r.stderr.contains("tok-from-env-file"), "{}", r.stderr);
+    let r = d.run(&["run", "c.toml", "--env-file", "missing.env"]);
+    assert_eq!(r.code, 2, "{}", r.transcript());
+}
+
+#[test]
+fn a_recording_replays_and_a_changed_run_misses() {
+    let d = Dir::new(&composition(""));
+    let rec = d.path("rec.json");
+    let rec_s = rec.to_str().unwrap();
+    let r = d.run(&["run", "c.toml", "--yes", "--record", rec_s]);
+    assert_eq!(r.code, 0, "{}", r.transcript());
+    let doc: serde_json::Value =
+        serde_json::from_str(&std::fs::read_to_string(&rec).unwrap()).unwrap();
+    let kinds: Vec<&str> = doc["records"]
+        .as_array()
+        .unwrap()
+        .iter()
+        .map(|r| r["kind"].as_str().unwrap())
+        .collect();
+    assert_eq!(kinds, ["model", "tool", "model", "tool", "model"]);
+    let trace = d.path("trace.jsonl");
+    let (code, out, _) = d.json(&[
+        "run",
+        "c.toml",
+        "--yes",
+        "--replay",
+        rec_s,
+        "--trace",
+        trace.to_str().unwrap(),
+    ]);
+    assert_eq!(code, 0);
+    assert!(
+        out["tool_calls"]
+            .as_array()
+            .unwrap()
+            .iter()
+            .all(|c| c["replayed"] == true)
+    );
+    let signals = std::fs::read_to_string(&trace).unwrap();
+    assert!(signals.contains("replay.hit"), "{signals}");
+    // Policy still runs on a replayed call: without approval it is refused.
+    let (_, out, _) = d.json(&["run", "c.toml", "--replay", rec_s]);
+    assert_eq!(out["tool_calls"][1]["refusal"], "approval_denied");
+    // Another input misses: exit 3 naming the boundary, unless live fallback.
+    let r = d.run(&[
+        "run", "c.toml", "--yes", "--replay", rec_s, "--input", "a dog?",
+    ]);
+    assert_eq!(r.code, 3, "{}", r.transcript());
+    assert!(r.stderr.contains("replay missing"), "{}", r.stderr);
+    let r = d.run(&[
+        "run",
+        "c.toml",
+        "--yes",
+        "--replay",
+        rec_s,
+        "--input",
+        "a dog?",
+        "--replay-fallback",
+        "live",
+    ]);
+    assert_eq!(r.code, 0, "{}", r.transcript());
+    std::fs::write(&rec, "{\"format_version\": 9}").unwrap();
+    assert_eq!(d.run(&["run", "c.toml", "--replay", rec_s]).code, 2);
+}
+
+#[test]
+fn with_state_the_run_is_recorded_against_its_generation() {
+    let d = Dir::new(&composition(""));
+    let r = d.run(&["run", "c.toml", "--yes", "--state"]);
+    assert_eq!(r.code, 0, "{}", r.transcript());
+    assert!(d.path(".chassis/state.db").exists());
+    let (code, runs, _) = d.json(&["runs", "list", "--state", ".chassis/state.db"]);
+    assert_eq!(code, 0);
+    let text = runs.to_string();
+    assert!(
+        text.contains("gen_0001") && text.contains("helper"),
+        "{text}"
+    );
+    // A second run reuses the generation and is recorded too.
+    assert_eq!(d.run(&["run", "c.toml", "--yes", "--state"]).code, 0);
+    let (_, gens, _) = d.json(&["generations", "list", "--state", ".chassis/state.db"]);
+    assert_eq!(gens.to_string().matches("gen_0002").count(), 0, "{gens}");
+}
+
+fn read_until(pty: &mut pty_process::blocking::Pty, needle: &str, seen: &mut String) -> bool {
+    let mut buf = [0u8; 4096];
+    while !seen.contains(needle) {
+        match pty.read(&mut buf) {
+            Ok(0) | Err(_) => return false,
+            Ok(n) => seen.push_str(&String::from_utf8_lossy(&buf[..n])),
+        }
+    }
+    true
+}
+
+fn run_on_terminal(dir: &Path, answer: &str) -> (i32, String) {
+    let (mut pty, pts) = pty_process::blocking::open().expect("a pty");
+    let mut child = pty_process::blocking::Command::new(env!("CARGO_BIN_EXE_chassis"))
+        .args(["--color", "never", "run", "c.toml"])
+        .current_dir(dir)
+        .env_clear()
+        .env("PATH", std::env::var_os("PATH").unwrap_or_default())
+        .env("NO_COLOR", "1")
+        .spawn(pts)
+        .expect("spawns on the pty");
+    let mut seen = String::new();
+    assert!(
+        read_until(&mut pty, "[N]o: ", &mut seen),
+        "the prompt appears: {seen}"
+    );
+    assert!(seen.contains("approve tool `save_note`"), "{seen}");
+    pty.write_all(answer.as_bytes()).unwrap();
+    let _ = read_until(&mut pty, "snapshot_digest", &mut seen);
+    let status = child.wait().expect("exits");
+    (status.code().unwrap_or(-1), seen)
+}
+
+#[test]
+fn on_a_terminal_the_prompt_decides() {
+    let d = Dir::new(&composition(""));
+    let (code, seen) = run_on_terminal(d.dir.path(), "y\n");
+    assert_eq!(code, 0, "{seen}");
+    assert!(seen.contains("tool   save_note  ok"), "{seen}");
+    let (code, seen) = run_on_terminal(d.dir.path(), "n\n");
+    assert_eq!(code, 0, "{seen}");
+    assert!(
+        seen.contains("save_note  refused (approval_denied)"),
+        "{seen}"
+    );
+}
