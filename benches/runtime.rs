@@ -219,4 +219,155 @@ fn main() {
         fmt(boundary.saturating_sub(direct))
     );
     drop(lease);
+
+    agent_steps(&rt, quick);
+}
+
+/// Harness overhead per agent step: the built-in loop with the scripted
+/// model calling an in-process tool, minus the model and the tool alone.
+fn agent_steps(rt: &tokio::runtime::Runtime, quick: bool) {
+    use chassis::runtime::agent::{AgentRequest, AgentRunner, MonotonicClock};
+    use chassis::runtime::model::{ChatMessage, ChatModel, ModelRequest, Role};
+    let steps: u32 = if quick { 2_000 } else { 10_000 };
+    let toml = format!(
+        r#"version = 1
+[plugins.tools]
+version = "1.0.0"
+[entries.tools]
+[entries.model]
+plugin = "scripted"
+[entries.model.config]
+repeat_last = true
+[[entries.model.config.turns]]
+tool_calls = [{{ name = "echo", args = {{ q = "x" }} }}]
+usage = {{ input_tokens = 10, output_tokens = 2 }}
+[agents.bench]
+prompt = "Benchmark."
+max_steps = {steps}
+budget = {{ model_calls = {limit}, tool_calls = {limit}, tokens = {tokens} }}
+"#,
+        limit = steps * 2,
+        tokens = steps * 100
+    );
+    let composition = chassis::load::load_str("bench.toml", &toml)
+        .composition
+        .expect("the bench composition loads");
+    let mut catalog = Catalog::new();
+    chassis::plugins::register_builtins(&mut catalog, &chassis::plugins::BuiltinEnv::new("."));
+    catalog.register_plugin(
+        "tools",
+        Arc::new(plugin_fn(
+            Manifest::new("tools", Version::parse("1.0.0").expect("v")),
+            |ctx: PluginContext| async move {
+                ctx.tools()
+                    .register(Arc::new(Echo), ToolPolicy::default())?;
+                Ok(())
+            },
+        )),
+    );
+    let h = Harness::new(catalog, HarnessOptions::default());
+    rt.block_on(h.reconcile(composition)).expect("reconcile");
+    let lease = h.acquire().expect("lease");
+    let services = ExecutorServices {
+        telemetry: Arc::new(RecordingTelemetry::new()),
+        ..ExecutorServices::permissive()
+    };
+    let runner = Arc::new(AgentRunner::new(
+        ToolExecutor::new(services),
+        Arc::new(MonotonicClock::new()),
+    ));
+    let t = Instant::now();
+    let result = rt
+        .block_on(runner.run(
+            lease.generation(),
+            AgentRequest {
+                agent: "bench".into(),
+                input: "go".into(),
+                run_id: None,
+            },
+        ))
+        .expect("runs");
+    let total = t.elapsed();
+    assert_eq!(result.steps, steps, "{:?}", result.stop);
+    let per_step_long = total / steps;
+    // Typical runs: 10 steps each, run after run (per-run work amortized).
+    let short_runs = steps / 10;
+    let agent10 = toml.replace(&format!("max_steps = {steps}"), "max_steps = 10");
+    let composition = chassis::load::load_str("bench.toml", &agent10)
+        .composition
+        .expect("loads");
+    rt.block_on(h.reconcile(composition)).expect("reconcile");
+    drop(lease);
+    let lease = h.acquire().expect("lease");
+    let t = Instant::now();
+    rt.block_on(async {
+        for _ in 0..short_runs {
+            let r = runner
+                .run(
+                    lease.generation(),
+                    AgentRequest {
+                        agent: "bench".into(),
+                        input: "go".into(),
+                        run_id: None,
+                    },
+                )
+                .await
+                .expect("runs");
+            assert_eq!(r.steps, 10);
+        }
+    });
+    let per_step = t.elapsed() / (short_runs * 10);
+    // The model alone, with a conversation of the same average length.
+    let model = chassis::plugins::scripted::ScriptedModel::new(
+        "m",
+        vec![
+            chassis::plugins::scripted::parse_turn(
+                &json!({ "tool_calls": [{ "name": "echo", "args": { "q": "x" } }] }),
+                0,
+            )
+            .expect("turn"),
+        ],
+        true,
+    );
+    let messages = vec![ChatMessage::text(Role::User, "go"); 4];
+    let request = ModelRequest {
+        messages: &messages,
+        tools: &[],
+        options: Default::default(),
+        cancel: Default::default(),
+    };
+    let t = Instant::now();
+    rt.block_on(async {
+        for _ in 0..steps {
+            std::hint::black_box(model.complete(&request).await.expect("model"));
+        }
+    });
+    let model_alone = t.elapsed() / steps;
+    let ctx = ToolCallContext {
+        run_id: "bench".into(),
+        generation_id: "gen_0001".into(),
+        agent: None,
+        scope: "/".into(),
+        cancel: Default::default(),
+    };
+    let t = Instant::now();
+    rt.block_on(async {
+        for _ in 0..steps {
+            std::hint::black_box(Echo.call(json!({ "q": "x" }), &ctx).await.expect("tool"));
+        }
+    });
+    let tool_alone = t.elapsed() / steps;
+    println!(
+        "| agent step, {steps}-step run (scripted model + in-process tool) | — | {} |",
+        fmt(per_step_long)
+    );
+    println!(
+        "| agent step, 10-step runs (scripted model + in-process tool) | — | {} |",
+        fmt(per_step)
+    );
+    println!(
+        "| harness overhead per agent step | — | {} |",
+        fmt(per_step.saturating_sub(model_alone + tool_alone))
+    );
+    drop(lease);
 }

@@ -113,13 +113,14 @@ pub struct ModelOptions {
     pub max_tokens: Option<u64>,
 }
 
-/// One request to a model.
+/// One request to a model. It borrows the conversation and the tool specs
+/// from the loop, so a step copies neither.
 #[derive(Clone, Debug)]
-pub struct ModelRequest {
+pub struct ModelRequest<'a> {
     /// The conversation so far, system message first.
-    pub messages: Vec<ChatMessage>,
+    pub messages: &'a [ChatMessage],
     /// Tools the model may call.
-    pub tools: Vec<ToolSpec>,
+    pub tools: &'a [ToolSpec],
     /// Options.
     pub options: ModelOptions,
     /// Fires when the run is interrupted or out of time.

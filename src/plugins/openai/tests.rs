@@ -222,8 +222,27 @@ fn model(settings: Settings, max_retries: u32) -> OpenAiModel {
         .with_retry(fast(max_retries))
 }
 
-fn ask(text: &str) -> ModelRequest {
-    ModelRequest {
+/// An owned request (`ModelRequest` borrows from the agent loop).
+struct Ask {
+    messages: Vec<ChatMessage>,
+    tools: Vec<ToolSpec>,
+    options: ModelOptions,
+    cancel: Cancellation,
+}
+
+impl Ask {
+    fn req(&self) -> ModelRequest<'_> {
+        ModelRequest {
+            messages: &self.messages,
+            tools: &self.tools,
+            options: self.options.clone(),
+            cancel: self.cancel.clone(),
+        }
+    }
+}
+
+fn ask(text: &str) -> Ask {
+    Ask {
         messages: vec![
             ChatMessage::text(Role::System, "You are terse."),
             ChatMessage::text(Role::User, text),
@@ -294,7 +313,7 @@ async fn recorded_plain_text_answer() {
     let m = model(s, 2);
     assert_eq!(m.model_name(), "gpt-4o-mini");
     assert_eq!(m.provider(), "openai");
-    let r = m.complete(&ask("Hello!")).await.unwrap();
+    let r = m.complete(&ask("Hello!").req()).await.unwrap();
     assert_eq!(r.message.role, Role::Assistant);
     assert_eq!(
         r.message.content,
@@ -366,7 +385,7 @@ async fn recorded_tool_calls_with_string_arguments() {
     let m = model(settings(&server.base_url), 0);
     let mut request = ask("Weather in Boston and Paris?");
     request.tools.push(weather_tool());
-    let r = m.complete(&request).await.unwrap();
+    let r = m.complete(&request.req()).await.unwrap();
     assert_eq!(r.message.content, "");
     assert_eq!(r.finish_reason.as_deref(), Some("tool_calls"));
     let calls = &r.message.tool_calls;
@@ -418,7 +437,7 @@ async fn recorded_tool_round_trip_sends_assistant_calls_and_tool_results() {
         "get_current_weather",
         "{\"celsius\": 22}".into(),
     ));
-    let r = m.complete(&request).await.unwrap();
+    let r = m.complete(&request.req()).await.unwrap();
     assert_eq!(r.message.content, "It is 22 °C in Boston.");
     let body = &server.requests()[0].body;
     assert_eq!(
@@ -448,7 +467,7 @@ async fn synthetic_malformed_arguments_keep_the_call_with_a_reason() {
     )])
     .await;
     let r = model(settings(&server.base_url), 0)
-        .complete(&ask("weather"))
+        .complete(&ask("weather").req())
         .await
         .unwrap();
     let call = &r.message.tool_calls[0];
@@ -473,7 +492,7 @@ async fn synthetic_arguments_as_an_object_are_accepted() {
     )])
     .await;
     let r = model(settings(&server.base_url), 0)
-        .complete(&ask("weather"))
+        .complete(&ask("weather").req())
         .await
         .unwrap();
     let call = &r.message.tool_calls[0];
@@ -501,7 +520,7 @@ async fn synthetic_ollama_like_answer_without_usage_and_with_empty_finish_reason
         input_per_million: 1.0,
         output_per_million: 1.0,
     });
-    let r = model(s, 0).complete(&ask("hi")).await.unwrap();
+    let r = model(s, 0).complete(&ask("hi").req()).await.unwrap();
     assert_eq!(r.message.content, "Hi.");
     assert_eq!(r.finish_reason, None);
     assert_eq!(r.usage, None);
@@ -531,7 +550,7 @@ async fn synthetic_429_with_retry_after_zero_then_success() {
             ..RetryPolicy::new(2)
         });
     let started = Instant::now();
-    let r = m.complete(&ask("hi")).await.unwrap();
+    let r = m.complete(&ask("hi").req()).await.unwrap();
     assert_eq!(r.message.content, "ok");
     assert_eq!(server.requests().len(), 2);
     assert!(
@@ -557,7 +576,7 @@ async fn recorded_429_for_an_exhausted_quota_is_not_retried() {
     ])
     .await;
     let err = model(settings(&server.base_url), 2)
-        .complete(&ask("hi"))
+        .complete(&ask("hi").req())
         .await
         .unwrap_err();
     assert!(
@@ -585,7 +604,7 @@ async fn synthetic_500_twice_then_success() {
     ])
     .await;
     let r = model(settings(&server.base_url), 2)
-        .complete(&ask("hi"))
+        .complete(&ask("hi").req())
         .await
         .unwrap();
     assert_eq!(r.message.content, "third time");
@@ -613,7 +632,7 @@ async fn recorded_400_is_not_retried_and_surfaces_the_server_message() {
     ])
     .await;
     let err = model(settings(&server.base_url), 2)
-        .complete(&ask("hi"))
+        .complete(&ask("hi").req())
         .await
         .unwrap_err();
     assert_eq!(
@@ -643,7 +662,7 @@ async fn synthetic_retries_exhausted_report_the_last_status() {
     ])
     .await;
     let err = model(settings(&server.base_url), 2)
-        .complete(&ask("hi"))
+        .complete(&ask("hi").req())
         .await
         .unwrap_err();
     assert_eq!(
@@ -661,7 +680,7 @@ async fn synthetic_non_json_error_body_is_a_bounded_excerpt() {
     let page = format!("<html><body>{}</body></html>", "Bad gateway. ".repeat(200));
     let server = Server::start(vec![Reply::text(502, "text/html", &page)]).await;
     let err = model(settings(&server.base_url), 0)
-        .complete(&ask("hi"))
+        .complete(&ask("hi").req())
         .await
         .unwrap_err();
     let ModelError::Http { status, message } = err else {
@@ -681,7 +700,7 @@ async fn synthetic_unparseable_success_body_is_a_protocol_error() {
     )])
     .await;
     let err = model(settings(&server.base_url), 2)
-        .complete(&ask("hi"))
+        .complete(&ask("hi").req())
         .await
         .unwrap_err();
     assert!(matches!(err, ModelError::Protocol(_)), "{err:?}");
@@ -705,7 +724,7 @@ async fn synthetic_timeout_is_reported_and_not_retried() {
     let mut s = settings(&server.base_url);
     s.timeout = Duration::from_millis(200);
     let started = Instant::now();
-    let err = model(s, 2).complete(&ask("hi")).await.unwrap_err();
+    let err = model(s, 2).complete(&ask("hi").req()).await.unwrap_err();
     assert_eq!(err, ModelError::Timeout(0.2));
     assert!(started.elapsed() < Duration::from_secs(2));
     assert_eq!(server.requests().len(), 1);
@@ -717,7 +736,7 @@ async fn a_refused_connection_is_a_retried_transport_error() {
     let addr = listener.local_addr().unwrap();
     drop(listener);
     let err = model(settings(&format!("http://{addr}/v1")), 2)
-        .complete(&ask("hi"))
+        .complete(&ask("hi").req())
         .await
         .unwrap_err();
     let ModelError::Transport(message) = err else {
@@ -744,7 +763,7 @@ async fn cancellation_aborts_a_pending_request() {
         cancel.cancel();
     });
     let started = Instant::now();
-    let err = m.complete(&request).await.unwrap_err();
+    let err = m.complete(&request.req()).await.unwrap_err();
     assert_eq!(err, ModelError::Cancelled);
     assert!(started.elapsed() < Duration::from_secs(2));
 }
@@ -777,7 +796,7 @@ async fn synthetic_the_key_is_a_bearer_token_on_the_wire_and_nowhere_else() {
     ];
     let settings_debug = format!("{s:?}");
     let m = model(s, 2);
-    let err = m.complete(&ask("hi")).await.unwrap_err();
+    let err = m.complete(&ask("hi").req()).await.unwrap_err();
 
     let seen = server.requests();
     assert_eq!(seen.len(), 1, "401 is not retried");
@@ -979,7 +998,7 @@ async fn the_harness_mounts_the_model_and_agents_call_it_through_the_capability(
         .expect("the value is a ModelHandle");
     assert_eq!(handle.0.provider(), "openai");
     assert_eq!(handle.0.model_name(), "gpt-4o-mini");
-    let r = handle.0.complete(&ask("hi")).await.unwrap();
+    let r = handle.0.complete(&ask("hi").req()).await.unwrap();
     assert_eq!(r.message.content, "mounted");
     assert_eq!(
         server.requests()[0].headers["authorization"],

@@ -426,29 +426,31 @@ mod tests {
 
     #[test]
     fn the_request_body_has_the_documented_shape() {
+        let messages = vec![
+            ChatMessage::text(Role::System, "be brief"),
+            ChatMessage::text(Role::User, "count"),
+            ChatMessage {
+                role: Role::Assistant,
+                content: String::new(),
+                tool_calls: vec![ModelToolCall {
+                    id: "call_1".into(),
+                    name: "word_count".into(),
+                    arguments: json!({"text": "a b"}),
+                    malformed: None,
+                }],
+                tool_call_id: None,
+                name: None,
+            },
+            ChatMessage::tool("call_1", "word_count", "2".into()),
+        ];
+        let tools = vec![ToolSpec {
+            name: "word_count".into(),
+            description: "Counts words".into(),
+            parameters: json!({"type": "object"}),
+        }];
         let request = ModelRequest {
-            messages: vec![
-                ChatMessage::text(Role::System, "be brief"),
-                ChatMessage::text(Role::User, "count"),
-                ChatMessage {
-                    role: Role::Assistant,
-                    content: String::new(),
-                    tool_calls: vec![ModelToolCall {
-                        id: "call_1".into(),
-                        name: "word_count".into(),
-                        arguments: json!({"text": "a b"}),
-                        malformed: None,
-                    }],
-                    tool_call_id: None,
-                    name: None,
-                },
-                ChatMessage::tool("call_1", "word_count", "2".into()),
-            ],
-            tools: vec![ToolSpec {
-                name: "word_count".into(),
-                description: "Counts words".into(),
-                parameters: json!({"type": "object"}),
-            }],
+            messages: &messages,
+            tools: &tools,
             options: ModelOptions {
                 temperature: None,
                 max_tokens: Some(10),
@@ -487,9 +489,10 @@ mod tests {
 
     #[test]
     fn no_tools_means_no_tools_key() {
+        let messages = vec![ChatMessage::text(Role::User, "hi")];
         let request = ModelRequest {
-            messages: vec![ChatMessage::text(Role::User, "hi")],
-            tools: vec![],
+            messages: &messages,
+            tools: &[],
             options: ModelOptions::default(),
             cancel: Cancellation::new(),
         };

@@ -574,8 +574,8 @@ impl AgentRunner {
             }
 
             let request = ModelRequest {
-                messages: state.messages.clone(),
-                tools: bound.plan.tools.clone(),
+                messages: &state.messages,
+                tools: &bound.plan.tools,
                 options: ModelOptions {
                     temperature: agent.temperature,
                     max_tokens,
