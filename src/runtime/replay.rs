@@ -119,7 +119,7 @@ pub fn tool_key(name: &str, args: &Value) -> String {
 
 /// The boundary key of a model call.
 pub fn model_key(model: &str, request: &ModelRequest) -> String {
-    let messages = serde_json::to_value(&request.messages).unwrap_or(Value::Null);
+    let messages = serde_json::to_value(request.messages).unwrap_or(Value::Null);
     let options = serde_json::to_value(&request.options).unwrap_or(Value::Null);
     key(&Canon::List(vec![
         Canon::from("model"),
@@ -393,7 +393,7 @@ impl super::agent::ModelBoundary for Replay {
             }
         }
         let response = model.complete(request).await?;
-        let messages = serde_json::to_value(&request.messages).unwrap_or(Value::Null);
+        let messages = serde_json::to_value(request.messages).unwrap_or(Value::Null);
         self.push(
             "model",
             key,
