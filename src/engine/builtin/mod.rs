@@ -13,6 +13,7 @@
 //! same name.
 
 pub mod command;
+pub mod hooks;
 pub mod openai;
 pub mod scripted;
 
@@ -65,7 +66,14 @@ impl std::fmt::Debug for BuiltinKind {
 
 /// Every built-in kind, sorted by name.
 pub fn kinds() -> &'static [BuiltinKind] {
-    static KINDS: &[BuiltinKind] = &[command::KIND, openai::KIND, scripted::KIND];
+    static KINDS: &[BuiltinKind] = &[
+        hooks::AUDIT,
+        command::KIND,
+        hooks::DENY,
+        hooks::HOOK_COMMAND,
+        openai::KIND,
+        scripted::KIND,
+    ];
     KINDS
 }
 
