@@ -41,7 +41,7 @@ use tokio::io::{AsyncRead, AsyncReadExt, AsyncWriteExt};
 use crate::runtime::Cancellation;
 
 #[cfg(test)]
-mod tests;
+pub(crate) mod tests;
 
 /// How long the output of a killed or exited group is still read, for a
 /// descendant that left the group and kept the pipes open.
