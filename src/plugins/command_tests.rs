@@ -452,3 +452,61 @@ async fn an_invalid_configuration_fails_setup_with_pointers() {
     assert!(err.contains("invalid `command` configuration"), "{err}");
     assert!(err.contains("/tools/0/name"), "{err}");
 }
+
+#[tokio::test]
+async fn a_toml_entry_naming_the_kind_loads_without_a_plugins_table_and_runs() {
+    let text = r#"
+version = 1
+
+[entries.text-tools]
+plugin = "command"
+[entries.text-tools.config]
+env = ["LANG"]
+[[entries.text-tools.config.tools]]
+name = "word_count"
+description = "Count the words in a text."
+args = { type = "object", required = ["text"], properties = { text = { type = "string" } } }
+argv = ["wc", "-w"]
+stdin = "{/text}"
+timeout_seconds = 10
+permissions = ["text.count"]
+
+[entries.guard]
+plugin = "deny"
+config = { tools = ["shell*"], reason = "no shells" }
+"#;
+    let loaded = crate::load::load_str("chassis.toml", text);
+    assert!(!loaded.has_errors(), "{:#?}", loaded.diagnostics);
+    let c = loaded.composition.unwrap();
+    let m = &c.entries[&EntryId::new("text-tools").unwrap()].manifest;
+    assert_eq!(m.kind.as_deref(), Some("command"));
+    assert_eq!(m.permissions, ["text.count"]);
+    assert_eq!(m.tools[0].name.as_str(), "word_count");
+    let dir = tempfile::tempdir().unwrap();
+    let h = harness(dir.path(), &Redactor::new());
+    h.reconcile(c).await.unwrap();
+    let got = ok(&h, "word_count", json!({ "text": "a b" })).await;
+    assert_eq!(got.as_str().map(str::trim), Some("2"));
+}
+
+#[test]
+fn a_toml_entry_with_a_bad_configuration_points_at_the_value() {
+    let text = r#"
+version = 1
+
+[entries.t]
+plugin = "command"
+[[entries.t.config.tools]]
+name = "bad"
+description = "x"
+argv = ["echo", "{oops}"]
+"#;
+    let loaded = crate::load::load_str("chassis.toml", text);
+    assert!(loaded.has_errors());
+    let d = loaded
+        .diagnostics
+        .iter()
+        .find(|d| d.message.contains("config.tools[0].argv[1]"))
+        .unwrap_or_else(|| panic!("{:#?}", loaded.diagnostics));
+    assert!(d.message.contains("JSON Pointer"), "{}", d.message);
+}
