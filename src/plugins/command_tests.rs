@@ -311,7 +311,7 @@ async fn a_timeout_kills_the_process_group_and_the_harness_goes_on() {
             "t",
             "command",
             json!({ "tools": [
-                tool("hang", &["sh", "-c", &script], json!({ "timeout_seconds": 0.5 })),
+                tool("hang", &["sh", "-c", &script], json!({ "timeout_seconds": 2 })),
                 tool("crash", &["sh", "-c", "kill -SEGV $$"], json!({})),
                 tool("fine", &["echo", "still here"], json!({})),
             ] }),
