@@ -355,3 +355,92 @@ async fn hook_command_failures_are_recorded_redacted_or_raised() {
     };
     assert!(e.error.contains("timed out"), "{e}");
 }
+
+#[tokio::test]
+async fn an_agent_calls_command_tools_under_deny_and_audit_end_to_end() {
+    use crate::runtime::agent::{AgentRequest, AgentRunner, MonotonicClock, StopReason};
+    let text = r#"
+version = 1
+
+[entries.text-tools]
+plugin = "command"
+[[entries.text-tools.config.tools]]
+name = "word_count"
+description = "Count the words in a text."
+args = { type = "object", required = ["text"], properties = { text = { type = "string" } } }
+argv = ["wc", "-w"]
+stdin = "{/text}"
+[[entries.text-tools.config.tools]]
+name = "shell_exec"
+description = "Run a shell command."
+argv = ["sh", "-c", "echo ran >> ran"]
+
+[entries.guard]
+plugin = "deny"
+config = { tools = ["shell*"], reason = "no shells here" }
+
+[entries.audit]
+plugin = "audit"
+config = { path = "audit.jsonl" }
+
+[entries.model]
+plugin = "scripted"
+[[entries.model.config.turns]]
+tool_calls = [{ name = "shell_exec", args = {} }, { name = "word_count", args = { text = "one two three" } }]
+[[entries.model.config.turns]]
+text = "Three words."
+
+[agents.helper]
+prompt = "Count."
+tools = ["word_count", "shell_exec"]
+"#;
+    let loaded = crate::load::load_str("chassis.toml", text);
+    assert!(!loaded.has_errors(), "{:#?}", loaded.diagnostics);
+    let dir = tempfile::tempdir().unwrap();
+    let h = harness(dir.path(), &Redactor::new());
+    h.reconcile(loaded.composition.unwrap()).await.unwrap();
+    let runner = Arc::new(AgentRunner::new(
+        ToolExecutor::new(ExecutorServices::permissive()),
+        Arc::new(MonotonicClock::new()),
+    ));
+    let lease = h.acquire().unwrap();
+    let r = runner
+        .run(
+            lease.generation(),
+            AgentRequest {
+                agent: "helper".into(),
+                input: "How many words?".into(),
+                run_id: None,
+            },
+        )
+        .await
+        .unwrap();
+    assert_eq!(r.stop, StopReason::Answered);
+    assert_eq!(r.answer.as_deref(), Some("Three words."));
+    let tool_messages: Vec<&str> = r
+        .messages
+        .iter()
+        .filter(|m| m.role == crate::runtime::model::Role::Tool)
+        .map(|m| m.content.as_str())
+        .collect();
+    assert_eq!(tool_messages.len(), 2, "{tool_messages:?}");
+    assert!(
+        tool_messages[0].contains("no shells here"),
+        "{tool_messages:?}"
+    );
+    assert_eq!(tool_messages[1].trim(), "3");
+    assert!(!dir.path().join("ran").exists());
+    let events: Vec<String> = lines(&dir.path().join("audit.jsonl"))
+        .iter()
+        .map(|l| l["event"].as_str().unwrap_or_default().to_owned())
+        .collect();
+    for e in [
+        "before_agent_run",
+        "before_model_call",
+        "before_tool_execute",
+        "after_tool_execute",
+        "after_agent_run",
+    ] {
+        assert!(events.iter().any(|x| x == e), "{e} missing from {events:?}");
+    }
+}
