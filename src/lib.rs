@@ -18,6 +18,7 @@ pub mod cli;
 pub mod engine;
 pub mod load;
 pub mod plugins;
+pub mod process;
 pub mod runtime;
 pub mod store;
 pub mod testing;

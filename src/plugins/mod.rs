@@ -11,6 +11,8 @@ use std::sync::Arc;
 
 use crate::runtime::Catalog;
 
+pub mod command;
+pub mod hooks;
 pub mod openai;
 pub mod scripted;
 
@@ -45,6 +47,8 @@ impl BuiltinEnv {
 /// Install every built-in kind into `catalog`.
 pub fn register_builtins(catalog: &mut Catalog, env: &BuiltinEnv) {
     let env = Arc::new(env.clone());
+    command::register(catalog, &env);
+    hooks::register(catalog, &env);
     openai::register(catalog);
     scripted::register(catalog, &env);
 }

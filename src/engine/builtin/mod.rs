@@ -12,6 +12,8 @@
 //! A `[plugins.NAME]` table in the composition wins over a built-in of the
 //! same name.
 
+pub mod command;
+pub mod hooks;
 pub mod openai;
 pub mod scripted;
 
@@ -64,7 +66,14 @@ impl std::fmt::Debug for BuiltinKind {
 
 /// Every built-in kind, sorted by name.
 pub fn kinds() -> &'static [BuiltinKind] {
-    static KINDS: &[BuiltinKind] = &[openai::KIND, scripted::KIND];
+    static KINDS: &[BuiltinKind] = &[
+        hooks::AUDIT,
+        command::KIND,
+        hooks::DENY,
+        hooks::HOOK_COMMAND,
+        openai::KIND,
+        scripted::KIND,
+    ];
     KINDS
 }
 
