@@ -332,3 +332,56 @@ fn on_a_terminal_the_prompt_decides() {
         "{seen}"
     );
 }
+
+/// Replace what changes between runs (run ids, timings) with placeholders.
+fn stable(text: &str) -> String {
+    let mut out = Vec::new();
+    for line in text.lines() {
+        let words: Vec<String> = line
+            .split(' ')
+            .map(|w| {
+                let hex = w
+                    .strip_prefix("run_")
+                    .is_some_and(|h| h.len() == 12 && h.bytes().all(|b| b.is_ascii_hexdigit()));
+                let core = w.trim_end_matches(',');
+                let comma = if core.len() < w.len() { "," } else { "" };
+                let secs = core.strip_suffix('s').is_some_and(|n| {
+                    n.contains('.') && n.bytes().all(|b| b.is_ascii_digit() || b == b'.')
+                });
+                let wall = w.starts_with("0.") && w.contains('/');
+                let wall_comma = w.trim_end_matches(',');
+                let wall2 = wall_comma.contains('/')
+                    && wall_comma
+                        .split('/')
+                        .next()
+                        .is_some_and(|n| n.contains('.'));
+                if hex {
+                    "run_[ID]".to_owned()
+                } else if secs {
+                    format!("[T]s{comma}")
+                } else if wall || wall2 {
+                    format!("[T]/{}", w.split('/').nth(1).unwrap_or_default())
+                } else {
+                    w.to_owned()
+                }
+            })
+            .collect();
+        out.push(words.join(" "));
+    }
+    out.join("\n")
+}
+
+#[test]
+fn the_quickstart_runs_offline() {
+    let r = crate::harness::run(&["run", "examples/quickstart.toml"]);
+    assert_eq!(r.code, 0, "{}", r.transcript());
+    insta::assert_snapshot!("run_quickstart", stable(&r.transcript()));
+    let r = crate::harness::run(&["check", "examples/quickstart.toml"]);
+    assert_eq!(r.code, 0, "{}", r.transcript());
+    insta::assert_snapshot!("check_quickstart", r.transcript());
+    let r = crate::harness::run(&["check", "examples/openai.toml"]);
+    assert_eq!(r.code, 0, "{}", r.transcript());
+    let r = crate::harness::run(&["explain", "budgets", "examples/quickstart.toml"]);
+    assert_eq!(r.code, 0, "{}", r.transcript());
+    insta::assert_snapshot!("explain_budgets_quickstart", r.transcript());
+}

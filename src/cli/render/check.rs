@@ -62,6 +62,37 @@ pub fn check_text(r: &Resolved, refused: bool) -> String {
         }
         let _ = writeln!(out, "  cycle     {}", path.join(" -> "));
     }
+    for agent in r.composition.agents.values() {
+        let scope = agent.scope.as_str();
+        let model = plan
+            .resolutions_of(scope)
+            .iter()
+            .find(|x| x.capability() == &agent.model.capability);
+        let wiring = match model {
+            Some(x) if x.status == Status::Resolved => {
+                x.selected.as_ref().map_or_else(String::new, |s| {
+                    format!("{} -> {}", x.requirement.render(), s.entry)
+                })
+            }
+            Some(x) => format!("{} {}", x.requirement.render(), x.status.as_str()),
+            None => "no model requirement".to_owned(),
+        };
+        let tools = agent.tools.as_ref().map_or_else(
+            || "every visible tool".to_owned(),
+            |t| {
+                if t.is_empty() {
+                    "no tools".to_owned()
+                } else {
+                    t.iter().map(|t| t.as_str()).collect::<Vec<_>>().join(", ")
+                }
+            },
+        );
+        let _ = writeln!(
+            out,
+            "  agent     {} ({scope}): {wiring}; tools: {tools}",
+            agent.name
+        );
+    }
     if !plan.activation_order.is_empty() {
         let order: Vec<&str> = plan.activation_order.iter().map(|e| e.as_str()).collect();
         let _ = writeln!(out, "  order     {}", order.join(", "));
