@@ -66,8 +66,17 @@ impl Resolved {
 /// Load and resolve the composition at `path`, reporting diagnostics.
 /// Load errors end the command with exit 2.
 pub fn load_file(ui: &Ui, path: &Path) -> Result<Resolved, ExitStatus> {
+    load_file_in(ui, path, &super::env::RunEnv::process())
+}
+
+/// [`load_file`], evaluating `enabled_if` conditions against `env`.
+pub fn load_file_in(
+    ui: &Ui,
+    path: &Path,
+    env: &super::env::RunEnv,
+) -> Result<Resolved, ExitStatus> {
     let loaded = load(&FsSource, path);
-    finish(ui, loaded, path.display().to_string())
+    finish(ui, loaded, path.display().to_string(), env)
 }
 
 /// Load and resolve `path` as it is at git revision `rev`.
@@ -77,12 +86,22 @@ pub fn load_git(ui: &Ui, rev: &str, path: &str) -> Result<Resolved, ExitStatus> 
         rev,
     );
     let loaded = load(&source, Path::new(path));
-    finish(ui, loaded, format!("{rev}:{path}"))
+    finish(
+        ui,
+        loaded,
+        format!("{rev}:{path}"),
+        &super::env::RunEnv::process(),
+    )
 }
 
-fn finish(ui: &Ui, loaded: crate::load::Loaded, display: String) -> Result<Resolved, ExitStatus> {
+fn finish(
+    ui: &Ui,
+    loaded: crate::load::Loaded,
+    display: String,
+    env: &super::env::RunEnv,
+) -> Result<Resolved, ExitStatus> {
     ui.diagnostics(&loaded.diagnostics, &loaded.sources);
-    let Some(composition) = loaded.composition else {
+    let Some(mut composition) = loaded.composition else {
         let errors = loaded.diagnostics.iter().filter(|d| d.is_error()).count();
         if ui.format != super::ui::Format::Json {
             ui.err(&format!(
@@ -92,6 +111,7 @@ fn finish(ui: &Ui, loaded: crate::load::Loaded, display: String) -> Result<Resol
         }
         return Err(ExitStatus::Input);
     };
+    composition.apply_conditions(&|name| env.is_set(name));
     let shown: &str = &display;
     tracing::info!(
         composition = shown,

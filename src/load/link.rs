@@ -99,6 +99,9 @@ pub(crate) fn link(
     }
     for def in &entries {
         refs.extend(def.value.prefer.values());
+        if let (Some(id), Some(c)) = (&def.value.id, &def.value.enabled_if) {
+            comp.conditions.insert(id.clone(), c.clone());
+        }
         if let Some(entry) = entry(&def.value, def, &catalog, &mut comp, diags, check_refs) {
             comp.entries.insert(entry.id.clone(), entry);
         }

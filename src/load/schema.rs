@@ -173,10 +173,29 @@ struct EntryTable {
     scope: Option<String>,
     /// `false` leaves the entry out of the composition (it is still listed as disabled).
     enabled: Option<bool>,
+    /// Enable the entry only when a condition holds: `{ env = "OPENAI_API_KEY" }` (or a list; every variable must be set and non-empty), read from the environment and `--env-file`.
+    enabled_if: Option<ConditionTable>,
     /// Plugin configuration. Write secrets as `{ secret = "NAME" }`, never as literal values.
     config: Option<BTreeMap<String, serde_json::Value>>,
     /// Preferences for this entry's own requirements: capability = entry id.
     prefer: Option<BTreeMap<String, String>>,
+}
+
+/// An `enabled_if` condition.
+#[derive(JsonSchema)]
+#[schemars(deny_unknown_fields)]
+struct ConditionTable {
+    /// Environment variables that must be set (a name or a list).
+    env: EnvNames,
+}
+
+/// One variable name or several.
+#[derive(JsonSchema)]
+#[serde(untagged)]
+#[allow(dead_code)]
+enum EnvNames {
+    One(String),
+    Many(Vec<String>),
 }
 
 /// A declared scope.

@@ -28,7 +28,14 @@ pub const ROOT_KEYS: &[&str] = &[
     "version", "include", "prefer", "plugins", "entries", "scopes", "policy", "agents",
 ];
 /// Keys of an `[entries.<id>]` table.
-pub const ENTRY_KEYS: &[&str] = &["plugin", "scope", "enabled", "config", "prefer"];
+pub const ENTRY_KEYS: &[&str] = &[
+    "plugin",
+    "scope",
+    "enabled",
+    "enabled_if",
+    "config",
+    "prefer",
+];
 /// Keys of a `[scopes."<path>"]` table.
 pub const SCOPE_KEYS: &[&str] = &["capabilities", "tools", "requires", "prefer", "metadata"];
 
@@ -71,6 +78,8 @@ pub(crate) struct EntryDecl {
     pub config: Option<ConfigValue>,
     pub prefer: BTreeMap<CapabilityName, EntryRef>,
     pub broken: bool,
+    /// `enabled_if`, when given.
+    pub enabled_if: Option<crate::engine::model::Condition>,
     /// For an entry naming a built-in kind: its derived manifest or the
     /// configuration's problems (used unless a `[plugins]` table shadows it).
     pub builtin: Option<super::builtin::BuiltinOutcome>,
@@ -333,6 +342,7 @@ fn entry(cx: &mut FileCtx<'_>, node: &Node<'_, '_>) -> EntryDecl {
         prefer: BTreeMap::new(),
         broken: false,
         builtin: None,
+        enabled_if: None,
     };
     let Some(r) = node.reader(cx, ENTRY_KEYS) else {
         decl.broken = true;
@@ -363,6 +373,9 @@ fn entry(cx: &mut FileCtx<'_>, node: &Node<'_, '_>) -> EntryDecl {
     if let Some(n) = r.get("enabled") {
         decl.enabled = n.bool(cx).unwrap_or(true);
     }
+    if let Some(n) = r.get("enabled_if") {
+        decl.enabled_if = condition(cx, &n);
+    }
     let config_node = r.get("config");
     decl.config = match &config_node {
         Some(n) => config_table(cx, n, true).map(ConfigValue::Table),
@@ -386,6 +399,46 @@ fn entry(cx: &mut FileCtx<'_>, node: &Node<'_, '_>) -> EntryDecl {
     r.finish(cx);
     decl.broken = cx.errors() > before;
     decl
+}
+
+/// `enabled_if = { env = "NAME" }` or `{ env = ["A", "B"] }`.
+fn condition(cx: &mut FileCtx<'_>, node: &Node<'_, '_>) -> Option<crate::engine::model::Condition> {
+    let r = node.reader(cx, &["env"])?;
+    let mut env = Vec::new();
+    if let Some(n) = r.get("env") {
+        let items = match n.value {
+            toml::de::DeValue::Array(_) => n.items(cx).unwrap_or_default(),
+            _ => vec![n.clone()],
+        };
+        for item in items {
+            if let Some(s) = item.str(cx) {
+                if s.value.is_empty() || s.value.contains('=') {
+                    invalid(
+                        cx,
+                        s.span,
+                        format!("`{}` must name environment variables", n.path),
+                        "not a variable name",
+                    );
+                } else {
+                    env.push(s.value.to_owned());
+                }
+            }
+        }
+    }
+    r.finish(cx);
+    if env.is_empty() {
+        invalid(
+            cx,
+            node.span,
+            format!("`{}` needs `env = \"VARIABLE\"` (or a list)", node.path),
+            "no condition",
+        );
+        return None;
+    }
+    Some(crate::engine::model::Condition {
+        env,
+        origin: Some(cx.origin(node.span)),
+    })
 }
 
 fn scope(cx: &mut FileCtx<'_>, node: &Node<'_, '_>) -> (Option<ScopePath>, ScopeDecl, bool) {

@@ -385,3 +385,40 @@ fn the_quickstart_runs_offline() {
     assert_eq!(r.code, 0, "{}", r.transcript());
     insta::assert_snapshot!("explain_budgets_quickstart", r.transcript());
 }
+
+#[test]
+fn enabled_if_skips_an_entry_and_says_so() {
+    let text = r#"version = 1
+[entries.live]
+plugin = "openai"
+enabled_if = { env = "CHASSIS_TRY_LIVE" }
+config = { model = "gpt-4o-mini", api_key = { secret = "OPENAI_API_KEY" } }
+[entries.offline]
+plugin = "scripted"
+config.turns = [{ text = "offline answer" }]
+[agents.a]
+default_input = "hi"
+"#;
+    let d = Dir::new(text);
+    let (code, doc, _) = d.json(&["check", "c.toml"]);
+    assert_eq!(code, 0);
+    assert_eq!(doc["files"][0]["skipped"][0]["entry_id"], "live", "{doc}");
+    let (_, snap, _) = d.json(&["snapshot", "c.toml"]);
+    assert_eq!(
+        snap["snapshot"]["metadata"]["skipped_entries"]["live"]["unset"][0],
+        "CHASSIS_TRY_LIVE"
+    );
+    let r = d.run(&["run", "c.toml"]);
+    assert_eq!(r.code, 0, "{}", r.transcript());
+    assert_eq!(r.stdout.trim(), "offline answer");
+    // Set in an env file, the entry is back (and the agent's model is then
+    // ambiguous: a negative answer, exit 1).
+    std::fs::write(
+        d.path(".env"),
+        "CHASSIS_TRY_LIVE=1\nOPENAI_API_KEY=sk-test-0000\n",
+    )
+    .unwrap();
+    let r = d.run(&["run", "c.toml", "--env-file", ".env"]);
+    assert_eq!(r.code, 1, "{}", r.transcript());
+    assert!(r.stderr.contains("ambiguous"), "{}", r.stderr);
+}

@@ -17,7 +17,7 @@ use super::super::approval::{CliApprovals, Terminal};
 use super::super::exit::ExitStatus;
 use super::super::progress::Progress;
 use super::super::ui::{Format, Ui};
-use super::super::workspace::{Resolved, catalog, harness_options, load_file};
+use super::super::workspace::{Resolved, catalog, harness_options, load_file_in};
 use super::generations::{open_store, state_path, store_error};
 use super::publish::{
     reconcile_failure, record_publication, refusal, report_refusal, runtime, trace_telemetry,
@@ -204,7 +204,8 @@ fn read_input(ui: &Ui, args: &RunArgs, r: &Resolved, agent: &str) -> Result<Stri
 /// Run `run`.
 pub fn run(ui: &Ui, args: &RunArgs) -> Result<ExitStatus, ExitStatus> {
     super::super::require_format(ui, &[Format::Text, Format::Json], "run")?;
-    let resolved = load_file(ui, &args.file)?;
+    let env = super::super::workspace::run_env(ui, args.env_file.as_deref())?;
+    let resolved = load_file_in(ui, &args.file, &env)?;
     if let Some(r) = refusal(&resolved, args.allow_pending) {
         report_refusal(ui, "run", &resolved.display, &r);
         return Err(ExitStatus::Negative);

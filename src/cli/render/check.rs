@@ -41,6 +41,14 @@ pub fn check_text(r: &Resolved, refused: bool) -> String {
         let names: Vec<&str> = r.composition.disabled.keys().map(|e| e.as_str()).collect();
         let _ = writeln!(out, "  disabled  {}", names.join(", "));
     }
+    for (id, s) in &r.composition.skipped {
+        let _ = writeln!(
+            out,
+            "  skipped   {id}: enabled_if {} (not set: {})",
+            s.condition.describe(),
+            s.unset.join(", ")
+        );
+    }
     for x in hard.iter().filter(|x| x.status != Status::Resolved) {
         let detail = if x.status == Status::Ambiguous {
             let c: Vec<&str> = x.ambiguous_between.iter().map(|e| e.as_str()).collect();
@@ -114,6 +122,11 @@ pub fn check_json(r: &Resolved, refused: bool) -> serde_json::Value {
         "ok": plan.is_complete() && !refused,
         "entries": r.composition.entries.len(),
         "disabled": r.composition.disabled.keys().map(|e| e.as_str()).collect::<Vec<_>>(),
+        "skipped": r.composition.skipped.iter().map(|(id, s)| serde_json::json!({
+            "entry_id": id.as_str(),
+            "condition": s.condition.describe(),
+            "unset": s.unset,
+        })).collect::<Vec<_>>(),
         "scopes": r.composition.scopes.len(),
         "activation_order": plan.activation_order.iter().map(|e| e.as_str()).collect::<Vec<_>>(),
         "pending": plan.pending.iter().map(|e| e.as_str()).collect::<Vec<_>>(),

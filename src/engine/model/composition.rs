@@ -78,6 +78,10 @@ pub struct Composition {
     pub policy: Option<super::policy::PolicyDecl>,
     /// Declared agents by name (each also owns a scope in `scopes`).
     pub agents: BTreeMap<String, super::agent::AgentDecl>,
+    /// `enabled_if` conditions of entries, evaluated at the edge.
+    pub conditions: BTreeMap<EntryId, super::condition::Condition>,
+    /// Entries left out because their condition did not hold.
+    pub skipped: BTreeMap<EntryId, super::condition::SkippedEntry>,
 }
 
 impl Default for Composition {
@@ -98,6 +102,8 @@ impl Composition {
             preferences: Preferences::default(),
             policy: None,
             agents: BTreeMap::new(),
+            conditions: BTreeMap::new(),
+            skipped: BTreeMap::new(),
         }
     }
 

@@ -8,6 +8,7 @@
 
 mod agent;
 mod composition;
+mod condition;
 mod config;
 mod ids;
 mod manifest;
@@ -18,6 +19,7 @@ pub use agent::{
     AGENT_METADATA_KEY, AGENT_REVISION_METADATA_KEY, AgentDecl, DEFAULT_MAX_STEPS, PromptSource,
 };
 pub use composition::{Composition, Entry, EntryRef, Preferences};
+pub use condition::{Condition, SkippedEntry};
 pub use config::{ConfigValue, SecretRef};
 pub use ids::{CapabilityName, EntryId, IdError, ScopePath, ToolName};
 pub use manifest::{Manifest, Provided, Requirement, ToolDecl};

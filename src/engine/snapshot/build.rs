@@ -277,7 +277,13 @@ pub fn build_snapshot(
         graph_definition_hash: ctx.graph_definition_hash.clone(),
         tool_schema_hash: tool_schema_hash(&active)?,
         prompt_hash: ctx.prompt_hash.clone(),
-        metadata: ctx.metadata.clone(),
+        metadata: {
+            let mut metadata = ctx.metadata.clone();
+            if let Some(skipped) = composition.skipped_metadata() {
+                metadata.insert("skipped_entries".to_owned(), skipped);
+            }
+            metadata
+        },
         scopes,
         semantic_scopes,
         runtime_instance_ids,
