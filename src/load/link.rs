@@ -102,6 +102,9 @@ pub(crate) fn link(
         if let (Some(id), Some(c)) = (&def.value.id, &def.value.enabled_if) {
             comp.conditions.insert(id.clone(), c.clone());
         }
+        if let (Some(id), true) = (&def.value.id, def.value.skip_on_failure) {
+            comp.skip_on_failure.insert(id.clone());
+        }
         if let Some(entry) = entry(&def.value, def, &catalog, &mut comp, diags, check_refs) {
             comp.entries.insert(entry.id.clone(), entry);
         }

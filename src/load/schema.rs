@@ -175,10 +175,21 @@ struct EntryTable {
     enabled: Option<bool>,
     /// Enable the entry only when a condition holds: `{ env = "OPENAI_API_KEY" }` (or a list; every variable must be set and non-empty), read from the environment and `--env-file`.
     enabled_if: Option<ConditionTable>,
+    /// What a failed setup does: `fail` (default: nothing is published) or `skip` (the entry is quarantined, its consumers go pending, the rest publishes).
+    on_failure: Option<OnFailure>,
     /// Plugin configuration. Write secrets as `{ secret = "NAME" }`, never as literal values.
     config: Option<BTreeMap<String, serde_json::Value>>,
     /// Preferences for this entry's own requirements: capability = entry id.
     prefer: Option<BTreeMap<String, String>>,
+}
+
+/// `on_failure`.
+#[derive(JsonSchema)]
+#[serde(rename_all = "lowercase")]
+#[allow(dead_code)]
+enum OnFailure {
+    Fail,
+    Skip,
 }
 
 /// An `enabled_if` condition.

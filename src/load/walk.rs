@@ -33,6 +33,7 @@ pub const ENTRY_KEYS: &[&str] = &[
     "scope",
     "enabled",
     "enabled_if",
+    "on_failure",
     "config",
     "prefer",
 ];
@@ -78,6 +79,8 @@ pub(crate) struct EntryDecl {
     pub config: Option<ConfigValue>,
     pub prefer: BTreeMap<CapabilityName, EntryRef>,
     pub broken: bool,
+    /// `on_failure = "skip"`.
+    pub skip_on_failure: bool,
     /// `enabled_if`, when given.
     pub enabled_if: Option<crate::engine::model::Condition>,
     /// For an entry naming a built-in kind: its derived manifest or the
@@ -343,6 +346,7 @@ fn entry(cx: &mut FileCtx<'_>, node: &Node<'_, '_>) -> EntryDecl {
         broken: false,
         builtin: None,
         enabled_if: None,
+        skip_on_failure: false,
     };
     let Some(r) = node.reader(cx, ENTRY_KEYS) else {
         decl.broken = true;
@@ -372,6 +376,23 @@ fn entry(cx: &mut FileCtx<'_>, node: &Node<'_, '_>) -> EntryDecl {
     };
     if let Some(n) = r.get("enabled") {
         decl.enabled = n.bool(cx).unwrap_or(true);
+    }
+    if let Some(n) = r.get("on_failure") {
+        if let Some(s) = n.str(cx) {
+            match s.value {
+                "skip" => decl.skip_on_failure = true,
+                "fail" => {}
+                other => invalid(
+                    cx,
+                    s.span,
+                    format!(
+                        "`{}` must be `fail` (the default) or `skip`, not `{other}`",
+                        n.path
+                    ),
+                    "unknown policy",
+                ),
+            }
+        }
     }
     if let Some(n) = r.get("enabled_if") {
         decl.enabled_if = condition(cx, &n);

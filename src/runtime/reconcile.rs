@@ -123,6 +123,8 @@ pub struct ReconcileReport {
     pub impact: Vec<NodeImpact>,
     /// Cleanup failures met while reclaiming.
     pub failures: Vec<CleanupFailure>,
+    /// Entries quarantined by `on_failure = "skip"`, with their error.
+    pub quarantined: Vec<(String, String)>,
 }
 
 struct Attempt {
@@ -145,7 +147,7 @@ impl Harness {
             "harness.reconcile",
             signals::attrs([("harness", "chassis".into()), ("desired", desired.into())]),
         );
-        let result = self.reconcile_attempt(composition).await;
+        let result = self.reconcile_quarantining(composition).await;
         let count = |v: usize| AttrValue::from(i64::try_from(v).unwrap_or(i64::MAX));
         match &result {
             Ok(r) => {
@@ -179,6 +181,50 @@ impl Harness {
             Err(e) => self.span_end(span, Default::default(), Some(&e.to_string())),
         }
         result
+    }
+
+    /// Reconcile; an entry with `on_failure = "skip"` whose instantiation
+    /// or setup fails is quarantined (removed, its consumers go pending, its
+    /// failure recorded) and the attempt is made again without it — after
+    /// the failed attempt rolled back, so the current generation is never
+    /// touched by a failure.
+    async fn reconcile_quarantining(
+        &self,
+        composition: Composition,
+    ) -> Result<ReconcileReport, ReconcileError> {
+        if composition.skip_on_failure.is_empty() {
+            return self.reconcile_attempt(composition).await;
+        }
+        let mut composition = composition;
+        let mut quarantined = Vec::new();
+        loop {
+            let result = self.reconcile_attempt(composition.clone()).await;
+            let failed = match &result {
+                Err(ReconcileError::Setup { error, .. }) => {
+                    Some((error.entry_id.clone(), error.error.clone(), "setup_failed"))
+                }
+                Err(ReconcileError::Instantiate { entry, error, .. }) => {
+                    Some((entry.clone(), error.clone(), "instantiate_failed"))
+                }
+                _ => None,
+            };
+            let skippable = failed.and_then(|(entry, error, kind)| {
+                let id = crate::engine::model::EntryId::new(&entry).ok()?;
+                composition
+                    .skip_on_failure
+                    .contains(&id)
+                    .then_some((id, entry, error, kind))
+            });
+            let Some((id, entry, error, kind)) = skippable else {
+                return result.map(|mut r| {
+                    r.quarantined = quarantined;
+                    r
+                });
+            };
+            composition.entries.remove(&id);
+            composition.quarantined.insert(id, kind.to_owned());
+            quarantined.push((entry, error));
+        }
     }
 
     async fn reconcile_attempt(
@@ -306,6 +352,7 @@ impl Harness {
             if same_instances && *current.composition == composition {
                 control.current_by_entry = chosen;
                 return Ok(ReconcileReport {
+                    quarantined: Vec::new(),
                     generation_id: current.id.to_string(),
                     published: false,
                     mounted,
@@ -440,6 +487,7 @@ impl Harness {
             .filter(|id| !control.instances.contains_key(id))
             .collect();
         Ok(ReconcileReport {
+            quarantined: Vec::new(),
             generation_id: generation.id.to_string(),
             published: !adopt,
             mounted,

@@ -422,3 +422,40 @@ default_input = "hi"
     assert_eq!(r.code, 1, "{}", r.transcript());
     assert!(r.stderr.contains("ambiguous"), "{}", r.stderr);
 }
+
+#[test]
+fn on_failure_skip_quarantines_a_failed_setup_and_publishes_the_rest() {
+    let text = r#"version = 1
+[plugins.flaky]
+kind = "testing.failing-setup"
+version = "1.0.0"
+provides = { search = "1.0.0" }
+[plugins.needs-search]
+version = "1.0.0"
+requires = { search = ">=1" }
+[entries.flaky]
+on_failure = "skip"
+config = { message = "the index is unavailable" }
+[entries.needs-search]
+[entries.model]
+plugin = "scripted"
+config.turns = [{ text = "still here" }]
+[agents.a]
+default_input = "hi"
+"#;
+    let d = Dir::new(text);
+    let r = d.run(&["publish", "c.toml", "--state", "s.db"]);
+    assert_eq!(r.code, 0, "{}", r.transcript());
+    assert!(
+        r.stderr.contains("entry `flaky` was quarantined"),
+        "{}",
+        r.stderr
+    );
+    let r = d.run(&["run", "c.toml"]);
+    assert_eq!(r.code, 0, "{}", r.transcript());
+    assert_eq!(r.stdout.trim(), "still here");
+    // Without the policy, the failure stops the publication.
+    let d = Dir::new(&text.replace("on_failure = \"skip\"\n", ""));
+    let r = d.run(&["publish", "c.toml", "--state", "s.db"]);
+    assert_eq!(r.code, 3, "{}", r.transcript());
+}

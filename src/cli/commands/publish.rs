@@ -461,6 +461,7 @@ pub fn run(ui: &Ui, args: &PublishArgs) -> Result<ExitStatus, ExitStatus> {
         }
     }
     let report = report.map_err(|e| reconcile_failure(ui, &e))?;
+    warn_quarantined(ui, &report);
     let Some(generation) = generation else {
         ui.err("error: the reconcile published no generation");
         return Err(ExitStatus::Failure);
@@ -567,4 +568,16 @@ pub(crate) fn record_publication(
     };
     store.publish(record).map_err(|e| store_error(ui, &e))?;
     Ok(())
+}
+
+/// Warn about entries quarantined by `on_failure = "skip"`.
+pub(crate) fn warn_quarantined(ui: &Ui, report: &crate::runtime::ReconcileReport) {
+    if ui.quiet {
+        return;
+    }
+    for (entry, error) in &report.quarantined {
+        ui.err(&format!(
+            "warning: entry `{entry}` was quarantined (on_failure = \"skip\"): {error}; its consumers are pending"
+        ));
+    }
 }

@@ -359,6 +359,7 @@ pub fn run(ui: &Ui, args: &RunArgs) -> Result<ExitStatus, ExitStatus> {
             return Err(ExitStatus::Failure);
         }
     };
+    super::publish::warn_quarantined(ui, &report);
     let status = exit_for(&result.stop);
     if let (Some(path), Some(replay)) = (&args.record, &replay) {
         let metadata = [

@@ -82,6 +82,11 @@ pub struct Composition {
     pub conditions: BTreeMap<EntryId, super::condition::Condition>,
     /// Entries left out because their condition did not hold.
     pub skipped: BTreeMap<EntryId, super::condition::SkippedEntry>,
+    /// Entries with `on_failure = "skip"`: a failed setup quarantines the
+    /// entry (its consumers go pending) instead of failing the publication.
+    pub skip_on_failure: std::collections::BTreeSet<EntryId>,
+    /// Entries quarantined by a failed setup, with the failure kind.
+    pub quarantined: BTreeMap<EntryId, String>,
 }
 
 impl Default for Composition {
@@ -104,6 +109,8 @@ impl Composition {
             agents: BTreeMap::new(),
             conditions: BTreeMap::new(),
             skipped: BTreeMap::new(),
+            skip_on_failure: std::collections::BTreeSet::new(),
+            quarantined: BTreeMap::new(),
         }
     }
 

@@ -282,6 +282,18 @@ pub fn build_snapshot(
             if let Some(skipped) = composition.skipped_metadata() {
                 metadata.insert("skipped_entries".to_owned(), skipped);
             }
+            if !composition.quarantined.is_empty() {
+                metadata.insert(
+                    "quarantined_entries".to_owned(),
+                    Canon::Map(
+                        composition
+                            .quarantined
+                            .iter()
+                            .map(|(id, kind)| (id.to_string(), Canon::Str(kind.clone())))
+                            .collect(),
+                    ),
+                );
+            }
             metadata
         },
         scopes,
