@@ -15,6 +15,7 @@ pub mod command;
 pub mod hooks;
 pub mod openai;
 pub mod scripted;
+pub mod shared;
 
 /// What the built-in adapters need to know about where they run.
 #[derive(Clone, Debug)]
@@ -51,4 +52,5 @@ pub fn register_builtins(catalog: &mut Catalog, env: &BuiltinEnv) {
     hooks::register(catalog, &env);
     openai::register(catalog);
     scripted::register(catalog, &env);
+    shared::register(catalog);
 }

@@ -16,6 +16,7 @@ pub mod command;
 pub mod hooks;
 pub mod openai;
 pub mod scripted;
+pub mod shared;
 
 use serde_json::Value;
 
@@ -73,6 +74,7 @@ pub fn kinds() -> &'static [BuiltinKind] {
         hooks::HOOK_COMMAND,
         openai::KIND,
         scripted::KIND,
+        shared::KIND,
     ];
     KINDS
 }
