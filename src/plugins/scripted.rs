@@ -254,3 +254,76 @@ pub fn register(catalog: &mut Catalog, env: &Arc<BuiltinEnv>) {
         }),
     );
 }
+
+#[cfg(test)]
+mod tests {
+    use super::*;
+    use crate::runtime::tool::Cancellation;
+
+    fn request(messages: &[ChatMessage]) -> ModelRequest<'_> {
+        ModelRequest {
+            messages,
+            tools: &[],
+            options: Default::default(),
+            cancel: Cancellation::new(),
+        }
+    }
+
+    #[tokio::test]
+    async fn turns_come_from_the_config_then_the_file_then_run_out() {
+        let dir = tempfile::tempdir().unwrap();
+        std::fs::write(
+            dir.path().join("turns.jsonl"),
+            "{\"text\": \"from the file\"}\n\n{\"tool_calls\": [{\"name\": \"t\", \"raw_args\": \"{oops\"}]}\n",
+        )
+        .unwrap();
+        let config = crate::load::load_str(
+            "c.toml",
+            "version = 1\n[entries.m]\nplugin = \"scripted\"\nconfig = { turns = [{ text = \"inline\" }], turns_file = \"turns.jsonl\" }\n",
+        )
+        .composition
+        .unwrap()
+        .entries
+        .values()
+        .next()
+        .unwrap()
+        .config
+        .clone();
+        let model = ScriptedModel::from_config(&config, &BuiltinEnv::new(dir.path())).unwrap();
+        let m = [ChatMessage::text(Role::User, "hi")];
+        assert_eq!(
+            model.complete(&request(&m)).await.unwrap().message.content,
+            "inline"
+        );
+        assert_eq!(
+            model.complete(&request(&m)).await.unwrap().message.content,
+            "from the file"
+        );
+        let third = model.complete(&request(&m)).await.unwrap();
+        assert!(third.message.tool_calls[0].malformed.is_some());
+        assert_eq!(third.finish_reason.as_deref(), Some("tool_calls"));
+        let err = model.complete(&request(&m)).await.unwrap_err();
+        assert!(
+            err.to_string().contains("has no turn 4 (it has 3)"),
+            "{err}"
+        );
+    }
+
+    #[test]
+    fn a_bad_turns_file_names_its_line() {
+        let dir = tempfile::tempdir().unwrap();
+        std::fs::write(
+            dir.path().join("t.jsonl"),
+            "{\"text\": \"ok\"}\n{\"txt\": 1}\n",
+        )
+        .unwrap();
+        let config = ConfigValue::Table(
+            [("turns_file".to_owned(), ConfigValue::Str("t.jsonl".into()))].into(),
+        );
+        let err = ScriptedModel::from_config(&config, &BuiltinEnv::new(dir.path())).unwrap_err();
+        assert!(
+            err.contains("t.jsonl:2") && err.contains("unknown key `txt`"),
+            "{err}"
+        );
+    }
+}
