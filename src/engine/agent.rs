@@ -41,17 +41,28 @@ pub fn graph_definition_hash(
     let mut named: Vec<(&str, Canon)> = Vec::new();
     for e in active {
         for t in &e.manifest.tools {
-            if agent_sees(agent, t.name.as_str()) {
-                let args = t.args_schema.as_ref().map_or(Canon::Null, Canon::from_json);
-                named.push((
-                    t.name.as_str(),
-                    Canon::map([
-                        ("name", Canon::from(t.name.as_str())),
-                        ("description", Canon::from(t.description.as_str())),
-                        ("args", args),
-                    ]),
-                ));
+            if !agent_sees(agent, t.name.as_str()) {
+                continue;
             }
+            // What the model is told, guide included; a silent tool is not
+            // part of the plan.
+            let Some(description) = crate::engine::model::render_description(
+                t.name.as_str(),
+                &t.description,
+                t.guide.as_ref(),
+                e.manifest.guide.as_ref(),
+            ) else {
+                continue;
+            };
+            let args = t.args_schema.as_ref().map_or(Canon::Null, Canon::from_json);
+            named.push((
+                t.name.as_str(),
+                Canon::map([
+                    ("name", Canon::from(t.name.as_str())),
+                    ("description", Canon::Str(description)),
+                    ("args", args),
+                ]),
+            ));
         }
     }
     named.sort_by(|a, b| a.0.cmp(b.0));

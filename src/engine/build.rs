@@ -265,6 +265,7 @@ impl CompositionBuilder {
                     description,
                     args_schema: args,
                     result: None,
+                    guide: None,
                     origin: None,
                 });
             }

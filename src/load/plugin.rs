@@ -8,7 +8,9 @@ use super::reader::{FileCtx, Node, Str};
 use super::values::json_value;
 use super::walk::{bad_name, capability, invalid, key_value_origin, metadata, requirements};
 use crate::engine::diag::{Code, Diagnostic};
-use crate::engine::model::{Manifest, Provided, ToolDecl, ToolName};
+use crate::engine::model::{
+    AgentGuide, GuideExample, Manifest, Provided, ToolDecl, ToolName, Visibility,
+};
 use crate::engine::version::Version;
 
 /// Keys of a `[plugins.<name>]` table.
@@ -23,9 +25,86 @@ pub const PLUGIN_KEYS: &[&str] = &[
     "metadata",
     "tools",
     "kind",
+    "agent",
 ];
 /// Keys of a `[[plugins.<name>.tools]]` table.
-pub const TOOL_KEYS: &[&str] = &["name", "description", "args", "result"];
+pub const TOOL_KEYS: &[&str] = &["name", "description", "args", "result", "agent"];
+/// Keys of an `agent = { … }` guide (plugins and tools).
+pub const GUIDE_KEYS: &[&str] = &[
+    "title",
+    "summary",
+    "when_to_use",
+    "when_not_to_use",
+    "examples",
+    "visibility",
+];
+
+/// An `agent = { … }` guide; `plugin_level` examples must name a tool.
+fn guide(cx: &mut FileCtx<'_>, node: &Node<'_, '_>, plugin_level: bool) -> Option<AgentGuide> {
+    let r = node.reader(cx, GUIDE_KEYS)?;
+    let mut g = AgentGuide::default();
+    let text = |cx: &mut FileCtx<'_>, key: &str| {
+        r.get(key)
+            .and_then(|n| n.str(cx).map(|s| s.value.to_owned()))
+    };
+    g.title = text(cx, "title");
+    g.summary = text(cx, "summary");
+    g.when_to_use = text(cx, "when_to_use");
+    g.when_not_to_use = text(cx, "when_not_to_use");
+    if let Some(n) = r.get("visibility") {
+        if let Some(s) = n.str(cx) {
+            match Visibility::parse(s.value) {
+                Some(v) => g.visibility = v,
+                None => invalid(
+                    cx,
+                    s.span,
+                    format!(
+                        "`{}` must be `always`, `on-demand` or `silent`, not `{}`",
+                        n.path, s.value
+                    ),
+                    "unknown visibility",
+                ),
+            }
+        }
+    }
+    if let Some(n) = r.get("examples") {
+        for item in n.items(cx).unwrap_or_default() {
+            let Some(er) = item.reader(cx, &["tool", "args", "description"]) else {
+                continue;
+            };
+            let tool = er
+                .get("tool")
+                .and_then(|t| t.str(cx).map(|s| (s.value.to_owned(), cx.origin(s.span))));
+            if plugin_level && tool.is_none() {
+                invalid(
+                    cx,
+                    item.span,
+                    format!("`{}` needs the `tool` it calls", item.path),
+                    "which tool?",
+                );
+            }
+            let args = er
+                .get("args")
+                .and_then(|a| json_value(cx, &a))
+                .unwrap_or_else(|| serde_json::json!({}));
+            let description = er
+                .get("description")
+                .and_then(|d| d.str(cx).map(|s| s.value.to_owned()))
+                .unwrap_or_default();
+            er.finish(cx);
+            if let Some((_, origin)) = &tool {
+                g.example_origins.push(*origin);
+            }
+            g.examples.push(GuideExample {
+                tool: tool.map(|(t, _)| t),
+                args,
+                description,
+            });
+        }
+    }
+    r.finish(cx);
+    Some(g)
+}
 
 /// A version string, reporting `load::bad-version` inside the string.
 fn version(cx: &mut FileCtx<'_>, node: &Node<'_, '_>, s: Str<'_>) -> Option<Version> {
@@ -148,6 +227,31 @@ pub(crate) fn plugin(cx: &mut FileCtx<'_>, node: &Node<'_, '_>) -> Option<Manife
     }
     if let Some(n) = r.get("tools") {
         manifest.tools = tools(cx, &n, node.key);
+    }
+    if let Some(n) = r.get("agent") {
+        manifest.guide = guide(cx, &n, true);
+        if let Some(g) = &manifest.guide {
+            let named = g.examples.iter().filter(|e| e.tool.is_some());
+            for (ex, origin) in named.zip(&g.example_origins) {
+                let Some(tool) = &ex.tool else { continue };
+                if !manifest.tools.iter().any(|t| t.name.as_str() == tool) {
+                    let names: Vec<&str> = manifest.tools.iter().map(|t| t.name.as_str()).collect();
+                    let d = Diagnostic::error(
+                        Code::UnknownTool,
+                        format!(
+                            "an example of plugin `{}` calls `{tool}`, which the plugin does not declare",
+                            node.key
+                        ),
+                    )
+                    .at(Some(*origin), "unknown tool")
+                    .with_help_opt(
+                        crate::engine::diag::did_you_mean(tool, names.iter().copied())
+                            .map(|s| format!("did you mean `{s}`?")),
+                    );
+                    cx.push(d);
+                }
+            }
+        }
     }
     if let Some(n) = r.get("kind") {
         if let Some(s) = n.str(cx) {
@@ -280,6 +384,7 @@ fn tools(cx: &mut FileCtx<'_>, node: &Node<'_, '_>, plugin: &str) -> Vec<ToolDec
             None => Some(None),
         };
         let result = r.get("result").and_then(|n| json_value(cx, &n));
+        let tool_guide = r.get("agent").and_then(|n| guide(cx, &n, false));
         r.finish(cx);
         let (Some(name), Some(s)) = (name, name_str) else {
             continue;
@@ -304,6 +409,7 @@ fn tools(cx: &mut FileCtx<'_>, node: &Node<'_, '_>, plugin: &str) -> Vec<ToolDec
                     description,
                     args_schema,
                     result,
+                    guide: tool_guide,
                     origin,
                 },
             );

@@ -135,6 +135,8 @@ struct PluginTable {
     /// failure paths reachable: `testing.liar`, `testing.failing-setup`,
     /// `testing.slow-teardown`, `testing.task`.
     kind: Option<String>,
+    /// The agent-facing guide: what a model should know about this plugin's tools.
+    agent: Option<GuideTable>,
 }
 
 /// One provided version, or several with distinct majors.
@@ -161,6 +163,8 @@ struct ToolTable {
     /// A static result: a declared tool answers with it; without one, a call
     /// fails with `tool_not_implemented`.
     result: Option<serde_json::Value>,
+    /// The agent-facing guide of this tool.
+    agent: Option<GuideTable>,
 }
 
 /// A plugin entry: an implementation placed in a scope with a configuration.
@@ -190,6 +194,36 @@ struct EntryTable {
 enum OnFailure {
     Fail,
     Skip,
+}
+
+/// The agent-facing manifest, rendered into the tool descriptions a model sees.
+#[derive(JsonSchema)]
+#[schemars(deny_unknown_fields)]
+struct GuideTable {
+    /// A short name.
+    title: Option<String>,
+    /// One or two sentences.
+    summary: Option<String>,
+    /// When the model should use it.
+    when_to_use: Option<String>,
+    /// When it should not.
+    when_not_to_use: Option<String>,
+    /// Example calls; on a plugin, each names its `tool` (checked at load).
+    examples: Option<Vec<GuideExampleTable>>,
+    /// `always` (default: the whole guide), `on-demand` (title and summary only) or `silent` (not offered to the model).
+    visibility: Option<String>,
+}
+
+/// An example call.
+#[derive(JsonSchema)]
+#[schemars(deny_unknown_fields)]
+struct GuideExampleTable {
+    /// The tool called (required on a plugin's guide).
+    tool: Option<String>,
+    /// Its arguments.
+    args: Option<serde_json::Value>,
+    /// What the example shows.
+    description: Option<String>,
 }
 
 /// An `enabled_if` condition.

@@ -93,6 +93,7 @@ fn expected_full() -> Composition {
         description: description.into(),
         args_schema,
         result: None,
+        guide: None,
         origin: None,
     };
     app.tools = vec![

@@ -624,6 +624,7 @@ fn manifest(config: &ConfigValue) -> Result<Manifest, Vec<ConfigProblem>> {
             description: t.description.clone(),
             args_schema: t.args_schema.clone(),
             result: None,
+            guide: None,
             origin: None,
         })
         .collect();

@@ -84,6 +84,8 @@ pub struct ToolDecl {
     /// A static result a declared tool answers with (not part of the
     /// contract hash: it is behaviour, not interface).
     pub result: Option<serde_json::Value>,
+    /// The agent-facing guide of this tool.
+    pub guide: Option<super::guide::AgentGuide>,
     /// Where it was declared.
     pub origin: Option<Origin>,
 }
@@ -111,6 +113,8 @@ pub struct Manifest {
     /// The catalog kind implementing this manifest (`testing.liar`);
     /// `None` is the declared kind.
     pub kind: Option<String>,
+    /// The agent-facing guide of the plugin (applies to its tools).
+    pub guide: Option<super::guide::AgentGuide>,
     /// Where the manifest was declared.
     pub origin: Option<Origin>,
 }
@@ -128,6 +132,7 @@ impl Manifest {
             metadata: BTreeMap::new(),
             tools: Vec::new(),
             kind: None,
+            guide: None,
             origin: None,
         }
     }

@@ -10,6 +10,7 @@ mod agent;
 mod composition;
 mod condition;
 mod config;
+mod guide;
 mod ids;
 mod manifest;
 mod policy;
@@ -21,6 +22,7 @@ pub use agent::{
 pub use composition::{Composition, Entry, EntryRef, Preferences};
 pub use condition::{Condition, SkippedEntry};
 pub use config::{ConfigValue, SecretRef};
+pub use guide::{AgentGuide, GuideExample, Visibility, render_description};
 pub use ids::{CapabilityName, EntryId, IdError, ScopePath, ToolName};
 pub use manifest::{Manifest, Provided, Requirement, ToolDecl};
 pub use policy::PolicyDecl;

@@ -883,7 +883,7 @@ fn redact_message(redactor: &crate::engine::secret::Redactor, m: &ChatMessage) -
 
 /// The plan: the system prompt and the tools the agent's scope shows, with
 /// its sub-agents.
-fn compile(g: &Generation, agent: &AgentDecl, definition_hash: String) -> CompiledPlan {
+pub(crate) fn compile(g: &Generation, agent: &AgentDecl, definition_hash: String) -> CompiledPlan {
     let scope = ScopePath::new(agent.scope.as_str()).ok();
     let ix = scope.as_ref().and_then(|p| g.tree.find(p));
     let mut tools: Vec<ToolSpec> = g
@@ -896,14 +896,33 @@ fn compile(g: &Generation, agent: &AgentDecl, definition_hash: String) -> Compil
                     _ => false,
                 }
         })
-        .map(|(name, reg)| ToolSpec {
-            name: name.clone(),
-            description: reg.tool.description().to_owned(),
-            parameters: reg
-                .tool
-                .args_schema()
-                .cloned()
-                .unwrap_or_else(|| json!({ "type": "object" })),
+        .filter_map(|(name, reg)| {
+            // The agent-facing guide of the tool and of its plugin.
+            let manifest = crate::engine::model::EntryId::new(&reg.owner)
+                .ok()
+                .and_then(|id| g.composition.entries.get(&id))
+                .map(|e| &e.manifest);
+            let tool_guide = manifest.and_then(|m| {
+                m.tools
+                    .iter()
+                    .find(|t| t.name.as_str() == name)
+                    .and_then(|t| t.guide.as_ref())
+            });
+            let description = crate::engine::model::render_description(
+                name,
+                reg.tool.description(),
+                tool_guide,
+                manifest.and_then(|m| m.guide.as_ref()),
+            )?;
+            Some(ToolSpec {
+                name: name.clone(),
+                description,
+                parameters: reg
+                    .tool
+                    .args_schema()
+                    .cloned()
+                    .unwrap_or_else(|| json!({ "type": "object" })),
+            })
         })
         .collect();
     for sub in &agent.sub_agents {

@@ -604,3 +604,46 @@ async fn an_unknown_agent_and_an_unbound_model_cannot_start() {
         .unwrap_err();
     assert!(matches!(err, AgentError::ModelUnavailable { .. }), "{err}");
 }
+
+#[tokio::test]
+async fn the_agent_facing_guide_is_rendered_and_silent_tools_are_not_offered() {
+    let toml = r#"
+version = 1
+[plugins.kit]
+version = "1.0.0"
+agent = { title = "Word kit", when_to_use = "questions about words", examples = [{ tool = "lookup", args = { word = "cat" }, description = "define cat" }] }
+[[plugins.kit.tools]]
+name = "lookup"
+description = "Looks a word up."
+[[plugins.kit.tools]]
+name = "internal"
+description = "Bookkeeping."
+agent = { visibility = "silent" }
+[entries.kit]
+[entries.model]
+plugin = "scripted"
+[agents.a]
+"#;
+    let s = setup(toml).await;
+    let lease = s.harness.acquire().unwrap();
+    let g = lease.generation();
+    let plan = super::run::compile(g, &g.composition.agents["a"], "h".into());
+    let names: Vec<&str> = plan.tools.iter().map(|t| t.name.as_str()).collect();
+    assert_eq!(names, ["lookup"], "the silent tool is not offered");
+    assert_eq!(
+        plan.tools[0].description,
+        "Looks a word up.\nWord kit\nUse when: questions about words\nExample: lookup({\"word\":\"cat\"}) — define cat"
+    );
+    // An example naming a tool the plugin does not declare fails the load.
+    let bad = toml.replace("tool = \"lookup\", args", "tool = \"lookpu\", args");
+    let loaded = crate::load::load_str("c.toml", &bad);
+    let d = loaded
+        .diagnostics
+        .iter()
+        .find(|d| d.code == crate::engine::diag::Code::UnknownTool)
+        .expect("an unknown-tool error");
+    assert!(
+        d.is_error() && d.help.iter().any(|h| h.contains("`lookup`")),
+        "{d:?}"
+    );
+}
