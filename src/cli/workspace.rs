@@ -255,3 +255,21 @@ pub fn harness_options(
         ..crate::runtime::HarnessOptions::default()
     })
 }
+
+/// Report that `r` declares no agent `name` (with a did-you-mean), exit 2.
+pub fn unknown_agent(ui: &Ui, r: &Resolved, name: &str) -> ExitStatus {
+    let names: Vec<&str> = r.composition.agents.keys().map(String::as_str).collect();
+    let help = crate::engine::diag::did_you_mean(name, names.iter().copied())
+        .map(|s| format!("\n  help: did you mean `{s}`?"))
+        .unwrap_or_default();
+    ui.err(&format!(
+        "error: `{}` declares no agent `{name}`; agents: {}{help}",
+        r.display,
+        if names.is_empty() {
+            "none".to_owned()
+        } else {
+            names.join(", ")
+        }
+    ));
+    ExitStatus::Input
+}

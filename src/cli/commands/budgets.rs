@@ -44,22 +44,7 @@ pub fn run(ui: &Ui, args: &BudgetsArgs) -> Result<ExitStatus, ExitStatus> {
         .collect();
     if let Some(name) = &args.agent {
         if agents.is_empty() {
-            let names: Vec<&str> = resolved
-                .composition
-                .agents
-                .keys()
-                .map(String::as_str)
-                .collect();
-            ui.err(&format!(
-                "error: `{}` declares no agent `{name}`; agents: {}",
-                resolved.display,
-                if names.is_empty() {
-                    "none".to_owned()
-                } else {
-                    names.join(", ")
-                }
-            ));
-            return Err(ExitStatus::Input);
+            return Err(super::super::workspace::unknown_agent(ui, &resolved, name));
         }
     }
     // The built-in loop owns the model boundary: every dimension enforced.

@@ -120,25 +120,7 @@ fn pick_agent(ui: &Ui, r: &Resolved, asked: Option<&str>) -> Result<String, Exit
     let names: Vec<&String> = r.composition.agents.keys().collect();
     match asked {
         Some(name) if r.composition.agents.contains_key(name) => Ok(name.to_owned()),
-        Some(name) => {
-            let help = crate::engine::diag::did_you_mean(name, names.iter().map(|s| s.as_str()))
-                .map(|s| format!("\n  help: did you mean `{s}`?"))
-                .unwrap_or_default();
-            ui.err(&format!(
-                "error: `{}` declares no agent `{name}`; agents: {}{help}",
-                r.display,
-                if names.is_empty() {
-                    "none".to_owned()
-                } else {
-                    names
-                        .iter()
-                        .map(|s| s.as_str())
-                        .collect::<Vec<_>>()
-                        .join(", ")
-                }
-            ));
-            Err(ExitStatus::Input)
-        }
+        Some(name) => Err(super::super::workspace::unknown_agent(ui, r, name)),
         None => match names.as_slice() {
             [only] => Ok((*only).clone()),
             [] => {

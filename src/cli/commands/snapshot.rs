@@ -53,24 +53,7 @@ pub fn run(ui: &Ui, args: &SnapshotArgs) -> Result<ExitStatus, ExitStatus> {
         None => resolved.snapshot()?,
         Some(name) => match resolved.agent_snapshot(name) {
             Some(r) => r?,
-            None => {
-                let names: Vec<&str> = resolved
-                    .composition
-                    .agents
-                    .keys()
-                    .map(String::as_str)
-                    .collect();
-                ui.err(&format!(
-                    "error: `{}` declares no agent `{name}`; agents: {}",
-                    resolved.display,
-                    if names.is_empty() {
-                        "none".to_owned()
-                    } else {
-                        names.join(", ")
-                    }
-                ));
-                return Err(ExitStatus::Input);
-            }
+            None => return Err(super::super::workspace::unknown_agent(ui, &resolved, name)),
         },
     };
     let doc = envelope(&record).map_err(|e| {
