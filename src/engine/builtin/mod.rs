@@ -12,6 +12,7 @@
 //! A `[plugins.NAME]` table in the composition wins over a built-in of the
 //! same name.
 
+pub mod mcp;
 pub mod openai;
 pub mod scripted;
 
@@ -64,7 +65,7 @@ impl std::fmt::Debug for BuiltinKind {
 
 /// Every built-in kind, sorted by name.
 pub fn kinds() -> &'static [BuiltinKind] {
-    static KINDS: &[BuiltinKind] = &[openai::KIND, scripted::KIND];
+    static KINDS: &[BuiltinKind] = &[mcp::KIND, openai::KIND, scripted::KIND];
     KINDS
 }
 
