@@ -17,6 +17,7 @@
 pub mod cli;
 pub mod engine;
 pub mod load;
+pub mod lock;
 pub mod plugins;
 pub mod process;
 pub mod runtime;

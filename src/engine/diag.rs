@@ -56,6 +56,8 @@ codes! {
     LiteralSecret => "load::literal-secret", "a literal string under a key that looks secret";
     BadPermission => "load::bad-permission", "a permission, grant or tool policy that cannot be parsed";
     UnknownTool => "load::unknown-tool", "a tool policy names a tool no declared plugin offers";
+    McpLockMissing => "load::mcp-lock-missing", "an `mcp` entry has no tools pinned in `chassis.lock`";
+    BadLock => "load::bad-lock", "`chassis.lock` cannot be read";
     UndeclaredPermission => "resolve::undeclared-permission", "a tool requires a permission its plugin does not declare";
     Unresolved => "resolve::unresolved", "a hard requirement did not resolve";
     Ambiguous => "resolve::ambiguous", "several providers qualify and no preference selects one";

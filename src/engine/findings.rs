@@ -60,10 +60,10 @@ pub fn plan_diagnostics(composition: &Composition, plan: &Plan) -> Vec<Diagnosti
             Diagnostic::warning(code, message)
         };
         d = d.at(r.requirement.origin, r.status.as_str());
-        if let Consumer::Entry(id) = &r.consumer {
-            if r.requirement.origin.is_none() {
-                d = d.at(entry_origin(composition, id), r.status.as_str());
-            }
+        if let Consumer::Entry(id) = &r.consumer
+            && r.requirement.origin.is_none()
+        {
+            d = d.at(entry_origin(composition, id), r.status.as_str());
         }
         if r.status == Status::Ambiguous {
             let names: Vec<String> = r

@@ -122,15 +122,15 @@ fn walk(
             return;
         }
     }
-    if let Some(e) = s.get("enum").and_then(Value::as_array) {
-        if !e.contains(v) {
-            push(format!("must be one of {}", Value::Array(e.clone())));
-        }
+    if let Some(e) = s.get("enum").and_then(Value::as_array)
+        && !e.contains(v)
+    {
+        push(format!("must be one of {}", Value::Array(e.clone())));
     }
-    if let Some(c) = s.get("const") {
-        if c != v {
-            push(format!("must be {c}"));
-        }
+    if let Some(c) = s.get("const")
+        && c != v
+    {
+        push(format!("must be {c}"));
     }
     if let Some(n) = v.as_f64() {
         let bound = |k: &str| s.get(k).and_then(Value::as_f64);

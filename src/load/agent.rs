@@ -84,68 +84,68 @@ pub(crate) fn agent(cx: &mut FileCtx<'_>, node: &Node<'_, '_>) -> Option<WalkedA
     if let Some(n) = r.get("description") {
         d.description = n.str(cx).map(|s| s.value.to_owned()).unwrap_or_default();
     }
-    if let Some(n) = r.get("revision") {
-        if let Some(s) = n.str(cx) {
-            let rev = s.value.trim();
-            if rev.is_empty() || rev.contains('/') {
-                invalid(
-                    cx,
+    if let Some(n) = r.get("revision")
+        && let Some(s) = n.str(cx)
+    {
+        let rev = s.value.trim();
+        if rev.is_empty() || rev.contains('/') {
+            invalid(
+                cx,
+                s.span,
+                format!("`{}` must be a non-empty revision without `/`", n.path),
+                "invalid revision",
+            );
+        } else {
+            d.revision = rev.to_owned();
+        }
+    }
+    if let Some(n) = r.get("scope")
+        && let Some(s) = n.str(cx)
+    {
+        match ScopePath::new(s.value) {
+            Ok(p) if p == ScopePath::root() => invalid(
+                cx,
+                s.span,
+                "an agent cannot own the root scope".into(),
+                "the root scope",
+            ),
+            Ok(p) => {
+                d.scope = p;
+                out.scope_origin = Some(cx.origin(s.span));
+            }
+            Err(e) => bad_name(cx, s.span, e),
+        }
+    }
+    if let Some(n) = r.get("model")
+        && let Some(s) = n.str(cx)
+    {
+        match CapabilityName::new(s.value) {
+            Ok(c) => d.model.capability = c,
+            Err(e) => bad_name(cx, s.span, e),
+        }
+    }
+    if let Some(n) = r.get("model_version")
+        && let Some(s) = n.str(cx)
+    {
+        match Specifier::parse(s.value) {
+            Ok(spec) => d.model.specifier = spec,
+            Err(e) => {
+                cx.error(
+                    Code::BadSpecifier,
                     s.span,
-                    format!("`{}` must be a non-empty revision without `/`", n.path),
-                    "invalid revision",
+                    format!("`{}`: {e}", n.path),
+                    "invalid specifier",
                 );
-            } else {
-                d.revision = rev.to_owned();
-            }
-        }
-    }
-    if let Some(n) = r.get("scope") {
-        if let Some(s) = n.str(cx) {
-            match ScopePath::new(s.value) {
-                Ok(p) if p == ScopePath::root() => invalid(
-                    cx,
-                    s.span,
-                    "an agent cannot own the root scope".into(),
-                    "the root scope",
-                ),
-                Ok(p) => {
-                    d.scope = p;
-                    out.scope_origin = Some(cx.origin(s.span));
-                }
-                Err(e) => bad_name(cx, s.span, e),
-            }
-        }
-    }
-    if let Some(n) = r.get("model") {
-        if let Some(s) = n.str(cx) {
-            match CapabilityName::new(s.value) {
-                Ok(c) => d.model.capability = c,
-                Err(e) => bad_name(cx, s.span, e),
-            }
-        }
-    }
-    if let Some(n) = r.get("model_version") {
-        if let Some(s) = n.str(cx) {
-            match Specifier::parse(s.value) {
-                Ok(spec) => d.model.specifier = spec,
-                Err(e) => {
-                    cx.error(
-                        Code::BadSpecifier,
-                        s.span,
-                        format!("`{}`: {e}", n.path),
-                        "invalid specifier",
-                    );
-                }
             }
         }
     }
     d.model.origin = Some(cx.origin(node.key_span));
-    if let Some(n) = r.get("prefer_model") {
-        if let Some(s) = n.str(cx) {
-            match EntryId::new(s.value) {
-                Ok(id) => d.prefer_model = Some(Located::new(id, Some(cx.origin(s.span)))),
-                Err(e) => bad_name(cx, s.span, e),
-            }
+    if let Some(n) = r.get("prefer_model")
+        && let Some(s) = n.str(cx)
+    {
+        match EntryId::new(s.value) {
+            Ok(id) => d.prefer_model = Some(Located::new(id, Some(cx.origin(s.span)))),
+            Err(e) => bad_name(cx, s.span, e),
         }
     }
     if let Some(n) = r.get("tools") {

@@ -49,6 +49,7 @@ pub(crate) fn link(
     files: Vec<Walked>,
     diags: &mut Vec<Diagnostic>,
     check_refs: bool,
+    lock: Option<&crate::lock::Lock>,
 ) -> Composition {
     let (mut plugins, mut entries, mut scopes, mut prefer) =
         (Vec::new(), Vec::new(), Vec::new(), Vec::new());
@@ -109,6 +110,7 @@ pub(crate) fn link(
             comp.entries.insert(entry.id.clone(), entry);
         }
     }
+    super::mcp_lock::apply(&mut comp, lock, diags);
     if check_refs {
         check_agent_refs(&walked_agents, &comp, diags);
         for r in refs {

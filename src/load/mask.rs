@@ -195,12 +195,11 @@ fn url_password_ranges(text: &str, out: &mut Vec<(usize, usize)>) {
             end += 1;
         }
         let auth = &text[authority..end];
-        if let Some(at) = auth.rfind('@') {
-            if let Some(colon) = auth[..at].find(':') {
-                if colon + 1 < at {
-                    out.push((authority + colon + 1, authority + at));
-                }
-            }
+        if let Some(at) = auth.rfind('@')
+            && let Some(colon) = auth[..at].find(':')
+            && colon + 1 < at
+        {
+            out.push((authority + colon + 1, authority + at));
         }
         from = end.max(authority);
     }

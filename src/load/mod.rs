@@ -17,6 +17,7 @@ mod git;
 mod includes;
 mod link;
 mod mask;
+mod mcp_lock;
 mod plugin;
 mod policy;
 mod reader;
@@ -81,10 +82,15 @@ pub fn load(source: &dyn Source, root: &Path) -> Loaded {
     reader.read(root, None);
     let check_refs = !reader.syntax_errors;
     let mut diagnostics = std::mem::take(&mut reader.diags);
+    let lock = mcp_lock::read(source, root).unwrap_or_else(|d| {
+        diagnostics.push(d);
+        None
+    });
     let composition = link::link(
         std::mem::take(&mut reader.files),
         &mut diagnostics,
         check_refs,
+        lock.as_ref(),
     );
     sort_diagnostics(&mut diagnostics);
     let failed = diagnostics.iter().any(Diagnostic::is_error) || reader.sources.is_empty();

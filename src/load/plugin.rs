@@ -51,20 +51,20 @@ fn guide(cx: &mut FileCtx<'_>, node: &Node<'_, '_>, plugin_level: bool) -> Optio
     g.summary = text(cx, "summary");
     g.when_to_use = text(cx, "when_to_use");
     g.when_not_to_use = text(cx, "when_not_to_use");
-    if let Some(n) = r.get("visibility") {
-        if let Some(s) = n.str(cx) {
-            match Visibility::parse(s.value) {
-                Some(v) => g.visibility = v,
-                None => invalid(
-                    cx,
-                    s.span,
-                    format!(
-                        "`{}` must be `always`, `on-demand` or `silent`, not `{}`",
-                        n.path, s.value
-                    ),
-                    "unknown visibility",
+    if let Some(n) = r.get("visibility")
+        && let Some(s) = n.str(cx)
+    {
+        match Visibility::parse(s.value) {
+            Some(v) => g.visibility = v,
+            None => invalid(
+                cx,
+                s.span,
+                format!(
+                    "`{}` must be `always`, `on-demand` or `silent`, not `{}`",
+                    n.path, s.value
                 ),
-            }
+                "unknown visibility",
+            ),
         }
     }
     if let Some(n) = r.get("examples") {
@@ -209,17 +209,17 @@ pub(crate) fn plugin(cx: &mut FileCtx<'_>, node: &Node<'_, '_>) -> Option<Manife
             manifest.permissions.push(s.value.to_owned());
         }
     }
-    if let Some(n) = r.get("config_version") {
-        if let Some(v) = n.int(cx) {
-            match u32::try_from(v) {
-                Ok(v) => manifest.config_version = v,
-                Err(_) => invalid(
-                    cx,
-                    n.span,
-                    format!("`{}` must be between 0 and {}", n.path, u32::MAX),
-                    "out of range",
-                ),
-            }
+    if let Some(n) = r.get("config_version")
+        && let Some(v) = n.int(cx)
+    {
+        match u32::try_from(v) {
+            Ok(v) => manifest.config_version = v,
+            Err(_) => invalid(
+                cx,
+                n.span,
+                format!("`{}` must be between 0 and {}", n.path, u32::MAX),
+                "out of range",
+            ),
         }
     }
     if let Some(n) = r.get("metadata") {
@@ -253,28 +253,27 @@ pub(crate) fn plugin(cx: &mut FileCtx<'_>, node: &Node<'_, '_>) -> Option<Manife
             }
         }
     }
-    if let Some(n) = r.get("kind") {
-        if let Some(s) = n.str(cx) {
-            let kinds = crate::runtime::Catalog::new().kinds();
-            if kinds.iter().any(|k| k == s.value) {
-                manifest.kind = Some(s.value.to_owned());
-            } else {
-                let hint =
-                    crate::engine::diag::did_you_mean(s.value, kinds.iter().map(String::as_str));
-                let d = cx.error(
-                    Code::UnknownPlugin,
-                    s.span,
-                    format!("unknown plugin kind `{}` for `{}`", s.value, n.path),
-                    "unknown kind",
-                );
-                if let Some(h) = hint {
-                    d.help.push(format!("did you mean `{h}`?"));
-                }
-                d.help.push(format!(
-                    "known kinds: {} (omit `kind` for a declared plugin)",
-                    kinds.join(", ")
-                ));
+    if let Some(n) = r.get("kind")
+        && let Some(s) = n.str(cx)
+    {
+        let kinds = crate::runtime::Catalog::new().kinds();
+        if kinds.iter().any(|k| k == s.value) {
+            manifest.kind = Some(s.value.to_owned());
+        } else {
+            let hint = crate::engine::diag::did_you_mean(s.value, kinds.iter().map(String::as_str));
+            let d = cx.error(
+                Code::UnknownPlugin,
+                s.span,
+                format!("unknown plugin kind `{}` for `{}`", s.value, n.path),
+                "unknown kind",
+            );
+            if let Some(h) = hint {
+                d.help.push(format!("did you mean `{h}`?"));
             }
+            d.help.push(format!(
+                "known kinds: {} (omit `kind` for a declared plugin)",
+                kinds.join(", ")
+            ));
         }
     }
     r.finish(cx);

@@ -278,10 +278,8 @@ fn format_version(cx: &mut FileCtx<'_>, r: &TableReader<'_, '_>, root: bool) -> 
         r.get("version")
     };
     let Some(node) = node else {
-        if root {
-            if let Some(d) = cx.diags.last_mut() {
-                d.help.push("start the file with `version = 1`".into());
-            }
+        if root && let Some(d) = cx.diags.last_mut() {
+            d.help.push("start the file with `version = 1`".into());
         }
         return true;
     };
@@ -377,21 +375,21 @@ fn entry(cx: &mut FileCtx<'_>, node: &Node<'_, '_>) -> EntryDecl {
     if let Some(n) = r.get("enabled") {
         decl.enabled = n.bool(cx).unwrap_or(true);
     }
-    if let Some(n) = r.get("on_failure") {
-        if let Some(s) = n.str(cx) {
-            match s.value {
-                "skip" => decl.skip_on_failure = true,
-                "fail" => {}
-                other => invalid(
-                    cx,
-                    s.span,
-                    format!(
-                        "`{}` must be `fail` (the default) or `skip`, not `{other}`",
-                        n.path
-                    ),
-                    "unknown policy",
+    if let Some(n) = r.get("on_failure")
+        && let Some(s) = n.str(cx)
+    {
+        match s.value {
+            "skip" => decl.skip_on_failure = true,
+            "fail" => {}
+            other => invalid(
+                cx,
+                s.span,
+                format!(
+                    "`{}` must be `fail` (the default) or `skip`, not `{other}`",
+                    n.path
                 ),
-            }
+                "unknown policy",
+            ),
         }
     }
     if let Some(n) = r.get("enabled_if") {
@@ -402,17 +400,17 @@ fn entry(cx: &mut FileCtx<'_>, node: &Node<'_, '_>) -> EntryDecl {
         Some(n) => config_table(cx, n, true).map(ConfigValue::Table),
         None => Some(ConfigValue::empty_table()),
     };
-    if let (Some(plugin), Some(config)) = (&decl.plugin, &decl.config) {
-        if let Some(kind) = crate::engine::builtin::find(&plugin.value) {
-            decl.builtin = Some(super::builtin::check(
-                cx,
-                kind,
-                node.key,
-                config,
-                config_node.as_ref(),
-                node.key_span,
-            ));
-        }
+    if let (Some(plugin), Some(config)) = (&decl.plugin, &decl.config)
+        && let Some(kind) = crate::engine::builtin::find(&plugin.value)
+    {
+        decl.builtin = Some(super::builtin::check(
+            cx,
+            kind,
+            node.key,
+            config,
+            config_node.as_ref(),
+            node.key_span,
+        ));
     }
     if let Some(n) = r.get("prefer") {
         decl.prefer = preferences(cx, &n);

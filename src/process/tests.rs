@@ -32,10 +32,10 @@ pub(crate) async fn wait_gone(pid: u32) -> bool {
 
 async fn read_pid(file: &Path) -> u32 {
     for _ in 0..100 {
-        if let Ok(text) = std::fs::read_to_string(file) {
-            if let Ok(pid) = text.trim().parse() {
-                return pid;
-            }
+        if let Ok(text) = std::fs::read_to_string(file)
+            && let Ok(pid) = text.trim().parse()
+        {
+            return pid;
         }
         tokio::time::sleep(Duration::from_millis(50)).await;
     }

@@ -566,21 +566,20 @@ impl Harness {
                 &bindings,
             ),
         };
-        if let Some(prev) = previous {
-            if prev.identity == identity
-                && prev.instance.state() == super::lifecycle::PluginState::Active
-            {
-                let iid = prev.instance.instance_id.clone();
-                chosen.insert(id.clone(), iid.clone());
-                let impact = NodeImpact {
-                    entry_id: id,
-                    decision: Decision::Reused,
-                    reasons: vec![],
-                    old_instance_id: Some(iid.clone()),
-                    new_instance_id: Some(iid),
-                };
-                return Ok((identity, impact));
-            }
+        if let Some(prev) = previous
+            && prev.identity == identity
+            && prev.instance.state() == super::lifecycle::PluginState::Active
+        {
+            let iid = prev.instance.instance_id.clone();
+            chosen.insert(id.clone(), iid.clone());
+            let impact = NodeImpact {
+                entry_id: id,
+                decision: Decision::Reused,
+                reasons: vec![],
+                old_instance_id: Some(iid.clone()),
+                new_instance_id: Some(iid),
+            };
+            return Ok((identity, impact));
         }
         let seeded = match previous {
             None => control

@@ -151,13 +151,13 @@ impl OwnershipScope {
         let sink = Arc::clone(&self.task_failures);
         let label = name.clone();
         let handle = tokio::spawn(async move {
-            if let Err(e) = task.await {
-                if let Ok(mut failures) = sink.lock() {
-                    failures.push(CleanupFailure {
-                        description: format!("task {label}"),
-                        error: e.to_string(),
-                    });
-                }
+            if let Err(e) = task.await
+                && let Ok(mut failures) = sink.lock()
+            {
+                failures.push(CleanupFailure {
+                    description: format!("task {label}"),
+                    error: e.to_string(),
+                });
             }
         });
         self.effects.push(Effect::Task {
@@ -204,13 +204,13 @@ impl OwnershipScope {
             failures.splice(0..0, reported.drain(..));
         }
         for effect in cleanups.into_iter().rev() {
-            if let Effect::Cleanup { description, f } = effect {
-                if let Err(e) = f().await {
-                    failures.push(CleanupFailure {
-                        description,
-                        error: e.to_string(),
-                    });
-                }
+            if let Effect::Cleanup { description, f } = effect
+                && let Err(e) = f().await
+            {
+                failures.push(CleanupFailure {
+                    description,
+                    error: e.to_string(),
+                });
             }
         }
         self.state = ScopeState::Closed;

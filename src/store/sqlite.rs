@@ -103,10 +103,11 @@ impl SqliteStore {
         if mode == OpenMode::ReadOnly && !exists {
             return Err(StoreError::Missing { path: shown });
         }
-        if mode == OpenMode::Create && !exists {
-            if let Some(dir) = path.parent().filter(|d| !d.as_os_str().is_empty()) {
-                std::fs::create_dir_all(dir).map_err(|e| backend(&e))?;
-            }
+        if mode == OpenMode::Create
+            && !exists
+            && let Some(dir) = path.parent().filter(|d| !d.as_os_str().is_empty())
+        {
+            std::fs::create_dir_all(dir).map_err(|e| backend(&e))?;
         }
         let conn = match mode {
             OpenMode::Create => Connection::open(path).map_err(|e| backend(&e))?,

@@ -42,10 +42,10 @@ pub fn run(ui: &Ui, args: &BudgetsArgs) -> Result<ExitStatus, ExitStatus> {
         .values()
         .filter(|a| args.agent.as_deref().is_none_or(|n| n == a.name))
         .collect();
-    if let Some(name) = &args.agent {
-        if agents.is_empty() {
-            return Err(super::super::workspace::unknown_agent(ui, &resolved, name));
-        }
+    if let Some(name) = &args.agent
+        && agents.is_empty()
+    {
+        return Err(super::super::workspace::unknown_agent(ui, &resolved, name));
     }
     // The built-in loop owns the model boundary: every dimension enforced.
     let profile = EnforcementProfile::owning_model_boundary();

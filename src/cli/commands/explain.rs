@@ -117,14 +117,14 @@ fn requirement(
         ui.err(&message);
         return Err(ExitStatus::Input);
     };
-    if let Some(scope) = scope {
-        if report.resolution.scope.as_str() != scope {
-            ui.err(&format!(
-                "error: `{consumer}` is declared in scope `{}`, not `{scope}`",
-                report.resolution.scope
-            ));
-            return Err(ExitStatus::Input);
-        }
+    if let Some(scope) = scope
+        && report.resolution.scope.as_str() != scope
+    {
+        ui.err(&format!(
+            "error: `{consumer}` is declared in scope `{}`, not `{scope}`",
+            report.resolution.scope
+        ));
+        return Err(ExitStatus::Input);
     }
     match ui.format {
         Format::Json => ui.out_json(&render::requirement_json(&report)),

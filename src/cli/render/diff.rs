@@ -56,15 +56,15 @@ fn compact_opt(v: Option<&Canon>) -> String {
 /// `old -> new`; two maps over the same fields read field by field
 /// (`tools: none -> [search]; entries: [a] -> [a, b]`).
 fn transition(old: Option<&Canon>, new: Option<&Canon>) -> String {
-    if let (Some(Canon::Map(o)), Some(Canon::Map(n))) = (old, new) {
-        if o.keys().eq(n.keys()) {
-            return o
-                .iter()
-                .zip(n.values())
-                .map(|((k, x), y)| format!("{k}: {} -> {}", compact(x), compact(y)))
-                .collect::<Vec<_>>()
-                .join("; ");
-        }
+    if let (Some(Canon::Map(o)), Some(Canon::Map(n))) = (old, new)
+        && o.keys().eq(n.keys())
+    {
+        return o
+            .iter()
+            .zip(n.values())
+            .map(|((k, x), y)| format!("{k}: {} -> {}", compact(x), compact(y)))
+            .collect::<Vec<_>>()
+            .join("; ");
     }
     let show = |v: Option<&Canon>| v.map_or_else(|| "none".to_owned(), compact);
     format!("{} -> {}", show(old), show(new))

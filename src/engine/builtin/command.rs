@@ -580,13 +580,13 @@ pub fn parse(config: &ConfigValue) -> Result<CommandConfig, Vec<ConfigProblem>> 
         .cloned()
         .unwrap_or_default();
     for (i, t) in items.iter().enumerate() {
-        if let Some(name) = t.get("name").and_then(Value::as_str) {
-            if !seen.insert(name.to_owned()) {
-                problems.push(ConfigProblem::new(
-                    format!("/tools/{i}/name"),
-                    format!("the tool name `{name}` is used twice"),
-                ));
-            }
+        if let Some(name) = t.get("name").and_then(Value::as_str)
+            && !seen.insert(name.to_owned())
+        {
+            problems.push(ConfigProblem::new(
+                format!("/tools/{i}/name"),
+                format!("the tool name `{name}` is used twice"),
+            ));
         }
         if let Some(spec) = parse_tool(i, t, &mut problems) {
             tools.push(spec);

@@ -14,6 +14,7 @@
 
 pub mod command;
 pub mod hooks;
+pub mod mcp;
 pub mod openai;
 pub mod scripted;
 pub mod shared;
@@ -72,6 +73,7 @@ pub fn kinds() -> &'static [BuiltinKind] {
         command::KIND,
         hooks::DENY,
         hooks::HOOK_COMMAND,
+        mcp::KIND,
         openai::KIND,
         scripted::KIND,
         shared::KIND,

@@ -172,10 +172,10 @@ const RESERVED_HEADERS: &[&str] = &["content-type", "content-length", "host"];
 
 fn manifest(config: &ConfigValue) -> Result<Manifest, Vec<ConfigProblem>> {
     let mut problems = Vec::new();
-    if let Some(ConfigValue::Str(url)) = config.get("base_url") {
-        if let Some(p) = base_url_problem(url) {
-            problems.push(ConfigProblem::new("/base_url", p));
-        }
+    if let Some(ConfigValue::Str(url)) = config.get("base_url")
+        && let Some(p) = base_url_problem(url)
+    {
+        problems.push(ConfigProblem::new("/base_url", p));
     }
     if let Some(ConfigValue::Table(headers)) = config.get("headers") {
         for (name, value) in headers {
@@ -200,13 +200,13 @@ fn manifest(config: &ConfigValue) -> Result<Manifest, Vec<ConfigProblem>> {
                     "give `api_key` or an `Authorization` header, not both",
                 ));
             }
-            if let ConfigValue::Str(v) = value {
-                if v.chars().any(|c| c == '\r' || c == '\n' || c == '\0') {
-                    problems.push(ConfigProblem::new(
-                        &pointer,
-                        "a header value cannot contain line breaks or NUL",
-                    ));
-                }
+            if let ConfigValue::Str(v) = value
+                && v.chars().any(|c| c == '\r' || c == '\n' || c == '\0')
+            {
+                problems.push(ConfigProblem::new(
+                    &pointer,
+                    "a header value cannot contain line breaks or NUL",
+                ));
             }
         }
     }

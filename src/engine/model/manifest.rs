@@ -58,10 +58,10 @@ impl Requirement {
     /// Whether `version` of this capability is accepted, including the
     /// contract generation pin.
     pub fn accepts(&self, version: &Version) -> bool {
-        if let Some(major) = self.specifier.pinned_major() {
-            if version.major() != major {
-                return false;
-            }
+        if let Some(major) = self.specifier.pinned_major()
+            && version.major() != major
+        {
+            return false;
         }
         self.specifier.matches(version.semver())
     }

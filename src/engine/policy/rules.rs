@@ -274,12 +274,12 @@ impl PolicyRules {
     /// Decide `request`: resource sanity, then deny rules, then grants.
     pub fn evaluate(&self, request: &PolicyRequest) -> PolicyDecision {
         let permission = &request.permission;
-        if let Some(resource) = permission.resource() {
-            if let Err(e) = prepare(resource) {
-                return PolicyDecision::deny(format!(
-                    "resource {resource:?} of `{permission}` matches nothing: it {e}"
-                ));
-            }
+        if let Some(resource) = permission.resource()
+            && let Err(e) = prepare(resource)
+        {
+            return PolicyDecision::deny(format!(
+                "resource {resource:?} of `{permission}` matches nothing: it {e}"
+            ));
         }
         if let Some(rule) = self.deny.iter().find(|d| d.denies(permission)) {
             return PolicyDecision {

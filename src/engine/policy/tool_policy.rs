@@ -61,10 +61,10 @@ pub enum ToolPolicyError {
 impl ToolPolicy {
     /// Check the timeout, the permission templates and the labels.
     pub fn validate(&self) -> Result<(), ToolPolicyError> {
-        if let Some(t) = self.timeout_seconds {
-            if !(t.is_finite() && t > 0.0) {
-                return Err(ToolPolicyError::Timeout(t));
-            }
+        if let Some(t) = self.timeout_seconds
+            && !(t.is_finite() && t > 0.0)
+        {
+            return Err(ToolPolicyError::Timeout(t));
         }
         self.templates()?;
         if let Some(i) = self.side_effects.iter().position(|s| s.trim().is_empty()) {

@@ -106,12 +106,13 @@ pub fn resolve_with_tree(composition: &Composition, tree: &ScopeTree) -> Plan {
             Selection::None => (unselected_status(req, &eligible), None, None, Vec::new()),
         };
         if let Holder::Entry(c) = req.holder {
-            if status == Status::Resolved && eligible[c] {
-                if let Some(p) = selected {
-                    edges.push((p, c));
-                    if !req.requirement.optional {
-                        hard_edges.push((p, c));
-                    }
+            if status == Status::Resolved
+                && eligible[c]
+                && let Some(p) = selected
+            {
+                edges.push((p, c));
+                if !req.requirement.optional {
+                    hard_edges.push((p, c));
                 }
             }
             if status != Status::Resolved && !req.requirement.optional {
@@ -169,15 +170,14 @@ pub fn resolve_with_tree(composition: &Composition, tree: &ScopeTree) -> Plan {
             // Ineligible only through a provider: say which requirement.
             for ri in entry_reqs[e].clone() {
                 let (req, sel) = (&g.requirements[ri], &selections[ri]);
-                if !req.requirement.optional {
-                    if let Selection::One(p, _) = sel {
-                        if !eligible[*p] {
-                            pending.push(PendingReason::Requirement {
-                                capability: req.requirement.capability.clone(),
-                                status: Status::ProviderPending,
-                            });
-                        }
-                    }
+                if !req.requirement.optional
+                    && let Selection::One(p, _) = sel
+                    && !eligible[*p]
+                {
+                    pending.push(PendingReason::Requirement {
+                        capability: req.requirement.capability.clone(),
+                        status: Status::ProviderPending,
+                    });
                 }
             }
         }
@@ -311,23 +311,24 @@ fn viability(g: &Gathered<'_>, cycle_of: &[Option<usize>]) -> Vec<bool> {
     // are queued, so every decrement matches an increment.
     let mut queue: Vec<usize> = Vec::new();
     for (ri, req) in g.requirements.iter().enumerate() {
-        if let Holder::Entry(c) = req.holder {
-            if req.gates() && count[ri] == 0 && viable[c] {
-                viable[c] = false;
-                queue.push(c);
-            }
+        if let Holder::Entry(c) = req.holder
+            && req.gates()
+            && count[ri] == 0
+            && viable[c]
+        {
+            viable[c] = false;
+            queue.push(c);
         }
     }
     while let Some(e) = queue.pop() {
         for &ri in &reverse[e] {
             count[ri] -= 1;
-            if count[ri] == 0 {
-                if let Holder::Entry(c) = g.requirements[ri].holder {
-                    if viable[c] {
-                        viable[c] = false;
-                        queue.push(c);
-                    }
-                }
+            if count[ri] == 0
+                && let Holder::Entry(c) = g.requirements[ri].holder
+                && viable[c]
+            {
+                viable[c] = false;
+                queue.push(c);
             }
         }
     }

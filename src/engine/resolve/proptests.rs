@@ -436,11 +436,12 @@ fn oracle(c: &Composition) -> Oracle {
     loop {
         let mut changed = false;
         for r in &reqs {
-            if let Some(i) = r.hard_entry() {
-                if viable[i] && !r.accepting.iter().any(|(p, _)| viable[*p]) {
-                    viable[i] = false;
-                    changed = true;
-                }
+            if let Some(i) = r.hard_entry()
+                && viable[i]
+                && !r.accepting.iter().any(|(p, _)| viable[*p])
+            {
+                viable[i] = false;
+                changed = true;
             }
         }
         if !changed {
@@ -533,10 +534,10 @@ fn oracle(c: &Composition) -> Oracle {
                 }
             }
         };
-        if let (Status::Resolved, Some(i), Sel::One(p, _)) = (r.status, r.holder, &r.selection) {
-            if eligible[i] {
-                edges.insert((*p, i));
-            }
+        if let (Status::Resolved, Some(i), Sel::One(p, _)) = (r.status, r.holder, &r.selection)
+            && eligible[i]
+        {
+            edges.insert((*p, i));
         }
     }
 

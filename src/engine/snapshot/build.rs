@@ -374,10 +374,10 @@ struct SpecTexts<'p> {
 impl<'p> SpecTexts<'p> {
     fn spec(&mut self, r: &'p Requirement) -> usize {
         let clauses = r.specifier.clauses();
-        if let Some((c, i)) = self.last_spec {
-            if std::ptr::eq(c, clauses) || c == clauses {
-                return i;
-            }
+        if let Some((c, i)) = self.last_spec
+            && (std::ptr::eq(c, clauses) || c == clauses)
+        {
+            return i;
         }
         let i = self.lookup(clauses, r);
         self.last_spec = Some((clauses, i));
@@ -412,10 +412,10 @@ impl<'p> SpecTexts<'p> {
     fn render(&mut self, r: &'p Requirement) -> Arc<str> {
         let spec = self.spec(r);
         let key = (r.capability.as_arc().as_ptr() as usize, spec, r.optional);
-        if let Some((k, text)) = &self.last {
-            if *k == key {
-                return Arc::clone(text);
-            }
+        if let Some((k, text)) = &self.last
+            && *k == key
+        {
+            return Arc::clone(text);
         }
         let suffix = if r.optional { " (optional)" } else { "" };
         self.scratch.clear();
@@ -474,10 +474,11 @@ fn scope_indices(
                 while k < facts.entries.len() && facts.entries[k].id < *id {
                     k += 1;
                 }
-                if let (Some(e), Some(ix)) = (facts.entries.get(k), entry_scope.get(k)) {
-                    if e.id == *id && e.scope.value == r.scope {
-                        return *ix;
-                    }
+                if let (Some(e), Some(ix)) = (facts.entries.get(k), entry_scope.get(k))
+                    && e.id == *id
+                    && e.scope.value == r.scope
+                {
+                    return *ix;
                 }
             }
             by_path.get(r.scope.as_str()).copied()

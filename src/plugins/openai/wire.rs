@@ -344,10 +344,11 @@ pub fn parse_response(
         .enumerate()
         .map(|(i, c)| tool_call(i, c))
         .collect();
-    if let Some(refusal) = message.refusal.filter(|r| !r.is_empty()) {
-        if content.is_empty() && tool_calls.is_empty() {
-            return Err(ModelError::Refused(refusal));
-        }
+    if let Some(refusal) = message.refusal.filter(|r| !r.is_empty())
+        && content.is_empty()
+        && tool_calls.is_empty()
+    {
+        return Err(ModelError::Refused(refusal));
     }
     let usage = body.usage.and_then(|u| {
         if u.prompt_tokens.is_none() && u.completion_tokens.is_none() {

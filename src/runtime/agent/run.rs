@@ -529,10 +529,10 @@ impl AgentRunner {
                 return self.exhausted(run, "model.call", &e);
             }
             if let Some(left) = budget.remaining(BudgetDimension::Tokens) {
-                if left < 1.0 {
-                    if let Err(e) = budget.check(BudgetDimension::Tokens, 1.0) {
-                        return self.exhausted(run, "model.call", &e);
-                    }
+                if left < 1.0
+                    && let Err(e) = budget.check(BudgetDimension::Tokens, 1.0)
+                {
+                    return self.exhausted(run, "model.call", &e);
                 }
                 let cap = left as u64;
                 max_tokens = Some(max_tokens.map_or(cap, |m| m.min(cap)));
@@ -687,10 +687,10 @@ impl AgentRunner {
                     };
                 }
                 Ok(HookOutcome::Payload(p)) => {
-                    if let Some(m) = p.get("message") {
-                        if let Ok(m) = serde_json::from_value::<ChatMessage>(m.clone()) {
-                            message = m;
-                        }
+                    if let Some(m) = p.get("message")
+                        && let Ok(m) = serde_json::from_value::<ChatMessage>(m.clone())
+                    {
+                        message = m;
                     }
                 }
                 Ok(_) => {}

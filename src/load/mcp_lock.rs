@@ -1,0 +1,70 @@
+//! Threading `chassis.lock` into the manifests of `mcp` entries.
+//!
+//! An `mcp` entry's tools are what its server offers, which the pure
+//! commands must not start; the lock file pins them. It is read through the
+//! same [`Source`] as the composition (so `REV:PATH` reads the lock at that
+//! revision), beside the root file, and each `mcp` entry's manifest is
+//! derived again with its locked tools before references to tools are
+//! checked.
+
+use std::path::Path;
+use std::sync::Arc;
+
+use super::source::{Source, SourceErrorKind};
+use crate::engine::builtin::mcp;
+use crate::engine::diag::{Code, Diagnostic};
+use crate::engine::model::Composition;
+use crate::lock::{LOCK_FILE, Lock};
+
+/// The lock beside `root`: `Ok(None)` when there is none, `Err` with the
+/// diagnostic when it cannot be read.
+pub(crate) fn read(source: &dyn Source, root: &Path) -> Result<Option<Lock>, Diagnostic> {
+    let path = root
+        .parent()
+        .map_or_else(|| Path::new(LOCK_FILE).to_path_buf(), |d| d.join(LOCK_FILE));
+    match source.read(&path) {
+        Ok(text) => Lock::parse(&text).map(Some).map_err(|e| {
+            Diagnostic::error(Code::BadLock, e.to_string()).with_help(
+                "`chassis tools FILE --update-lock` writes it again from the live servers",
+            )
+        }),
+        Err(e) if e.kind == SourceErrorKind::NotFound => Ok(None),
+        Err(e) => Err(Diagnostic::error(
+            Code::BadLock,
+            format!(
+                "cannot read `{}`: {}",
+                source.display_name(&path),
+                e.message
+            ),
+        )),
+    }
+}
+
+/// Give every `mcp` entry of `comp` its locked tools; an entry the lock does
+/// not know is reported (`load::mcp-lock-missing`, a warning the `check`
+/// command turns into exit 1).
+pub(crate) fn apply(comp: &mut Composition, lock: Option<&Lock>, diags: &mut Vec<Diagnostic>) {
+    for (id, entry) in comp.entries.iter_mut() {
+        if entry.manifest.kind.as_deref() != Some(mcp::KIND.name) {
+            continue;
+        }
+        let locked = lock.and_then(|l| l.entries.get(id.as_str()));
+        if locked.is_none() {
+            diags.push(
+                Diagnostic::warning(
+                    Code::McpLockMissing,
+                    format!("the `mcp` entry `{id}` has no tools in `{LOCK_FILE}`"),
+                )
+                .at(entry.origin, "its tools are unknown to the pure commands")
+                .with_help(
+                    "run `chassis tools FILE --update-lock` to start the server and pin its tools",
+                ),
+            );
+            continue;
+        }
+        if let Ok(mut m) = mcp::manifest_with_lock(&entry.config, locked) {
+            m.origin = entry.manifest.origin;
+            entry.manifest = Arc::new(m);
+        }
+    }
+}

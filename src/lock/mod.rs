@@ -1,0 +1,332 @@
+//! The lock file (`chassis.lock`, TOML, beside the root composition).
+//!
+//! Why it exists: the pure commands (`check`, `snapshot`, `explain`,
+//! `diff`) never start a process, yet an `mcp` entry's tools — names,
+//! descriptions, argument schemas — belong in `tool_schema_hash` like any
+//! declared tool. So what a live server offered (after the entry's
+//! allow/deny filter and prefix) is pinned here by
+//! `chassis tools FILE --update-lock`, and the `mcp` kind derives its
+//! manifest from it. The file is data, written by chassis and reviewed in
+//! diffs; schemas are stored as canonical JSON strings (TOML has no `null`,
+//! JSON Schemas may contain one, and one line per schema diffs well).
+//!
+//! ```toml
+//! version = 1
+//!
+//! [entries.fs]
+//! server_name = "secure-filesystem-server"
+//! server_version = "0.2.0"
+//! protocol_version = "2025-11-25"
+//!
+//! [[entries.fs.tools]]
+//! name = "fs_read_file"
+//! remote_name = "read_file"
+//! description = "Read a file"
+//! input_schema = '{"properties":{"path":{"type":"string"}},"type":"object"}'
+//! annotations = '{"readOnlyHint":true}'
+//! ```
+//!
+//! Parsing is pure ([`Lock::parse`]) so the loader can call it on the text
+//! it read through its `Source` (a `REV:PATH` diff reads the lock at that
+//! revision).
+
+use std::collections::BTreeMap;
+
+use serde::{Deserialize, Serialize};
+use serde_json::Value;
+
+/// The lock file's name, beside the root composition file.
+pub const LOCK_FILE: &str = "chassis.lock";
+
+/// The format version this build reads and writes.
+pub const LOCK_VERSION: u32 = 1;
+
+/// A lock file.
+#[derive(Clone, Debug, Default, PartialEq, Serialize, Deserialize)]
+#[serde(deny_unknown_fields)]
+pub struct Lock {
+    /// Format version ([`LOCK_VERSION`]).
+    pub version: u32,
+    /// Per `mcp` entry id, what its server offered.
+    #[serde(default)]
+    pub entries: BTreeMap<String, LockEntry>,
+}
+
+/// What one `mcp` entry's server offered when the lock was written.
+#[derive(Clone, Debug, Default, PartialEq, Serialize, Deserialize)]
+#[serde(deny_unknown_fields)]
+pub struct LockEntry {
+    /// `serverInfo.name` (empty when the server gave none).
+    #[serde(default)]
+    pub server_name: String,
+    /// `serverInfo.version`.
+    #[serde(default)]
+    pub server_version: String,
+    /// The negotiated protocol version (`2025-11-25`, `2026-07-28`, …).
+    #[serde(default)]
+    pub protocol_version: String,
+    /// The tools after the entry's filter and prefix, sorted by name.
+    #[serde(default)]
+    pub tools: Vec<LockedTool>,
+}
+
+/// One tool of a locked entry.
+#[derive(Clone, Debug, Default, PartialEq, Serialize, Deserialize)]
+#[serde(deny_unknown_fields)]
+pub struct LockedTool {
+    /// The name chassis exposes (with the entry's prefix).
+    pub name: String,
+    /// The name the server knows.
+    pub remote_name: String,
+    /// Description.
+    #[serde(default)]
+    pub description: String,
+    /// The argument JSON Schema, as canonical JSON text.
+    pub input_schema: String,
+    /// The output schema, as canonical JSON text, if the server gave one.
+    #[serde(default, skip_serializing_if = "Option::is_none")]
+    pub output_schema: Option<String>,
+    /// The server's annotations (`readOnlyHint`, …), as canonical JSON text.
+    #[serde(default, skip_serializing_if = "Option::is_none")]
+    pub annotations: Option<String>,
+}
+
+impl LockedTool {
+    /// The parsed argument schema (`None` when the text is not JSON).
+    pub fn input_schema_json(&self) -> Option<Value> {
+        serde_json::from_str(&self.input_schema).ok()
+    }
+
+    /// The parsed annotations.
+    pub fn annotations_json(&self) -> Option<Value> {
+        self.annotations
+            .as_deref()
+            .and_then(|a| serde_json::from_str(a).ok())
+    }
+}
+
+/// Why a lock file could not be read.
+#[derive(Clone, Debug, PartialEq, Eq, thiserror::Error)]
+pub enum LockError {
+    /// Not TOML of the lock's shape.
+    #[error("`{LOCK_FILE}` is not a valid lock file: {0}")]
+    Syntax(String),
+    /// A version this build does not read.
+    #[error("`{LOCK_FILE}` has format version {0}; this chassis reads version {LOCK_VERSION}")]
+    Version(u32),
+    /// A schema that is not JSON.
+    #[error("`{LOCK_FILE}`: tool `{tool}` of entry `{entry}` has a schema that is not JSON")]
+    Schema {
+        /// Entry id.
+        entry: String,
+        /// Tool name.
+        tool: String,
+    },
+}
+
+/// Canonical JSON text: object keys sorted, no whitespace (serde_json's
+/// map is sorted without the `preserve_order` feature).
+pub fn canonical_json(value: &Value) -> String {
+    serde_json::to_string(value).unwrap_or_else(|_| "null".to_owned())
+}
+
+impl Lock {
+    /// An empty lock of the current version.
+    pub fn new() -> Self {
+        Self {
+            version: LOCK_VERSION,
+            entries: BTreeMap::new(),
+        }
+    }
+
+    /// Parse a lock file's text.
+    pub fn parse(text: &str) -> Result<Self, LockError> {
+        let lock: Lock = toml::from_str(text).map_err(|e| LockError::Syntax(e.message().into()))?;
+        if lock.version != LOCK_VERSION {
+            return Err(LockError::Version(lock.version));
+        }
+        for (id, entry) in &lock.entries {
+            for tool in &entry.tools {
+                let bad = tool.input_schema_json().is_none()
+                    || tool
+                        .output_schema
+                        .as_deref()
+                        .is_some_and(|s| serde_json::from_str::<Value>(s).is_err())
+                    || tool.annotations.is_some() && tool.annotations_json().is_none();
+                if bad {
+                    return Err(LockError::Schema {
+                        entry: id.clone(),
+                        tool: tool.name.clone(),
+                    });
+                }
+            }
+        }
+        Ok(lock)
+    }
+
+    /// The lock file's text (deterministic: entries and tools sorted).
+    pub fn to_text(&self) -> String {
+        let mut lock = self.clone();
+        for entry in lock.entries.values_mut() {
+            entry.tools.sort_by(|a, b| a.name.cmp(&b.name));
+        }
+        let body = toml::to_string(&lock).unwrap_or_default();
+        format!(
+            "# chassis.lock: what each `mcp` entry's server offered, written by\n# `chassis tools FILE --update-lock`. Review changes; do not edit by hand.\n{body}"
+        )
+    }
+}
+
+/// How one tool differs between two entry locks.
+#[derive(Clone, Debug, PartialEq, Eq, Serialize)]
+#[serde(tag = "change", rename_all = "snake_case")]
+pub enum ToolChange {
+    /// Offered now, not in the lock.
+    Added {
+        /// Tool name.
+        name: String,
+    },
+    /// In the lock, not offered now.
+    Removed {
+        /// Tool name.
+        name: String,
+    },
+    /// Offered under the same name with another contract.
+    Changed {
+        /// Tool name.
+        name: String,
+        /// Which fields differ.
+        fields: Vec<String>,
+    },
+}
+
+impl std::fmt::Display for ToolChange {
+    fn fmt(&self, f: &mut std::fmt::Formatter<'_>) -> std::fmt::Result {
+        match self {
+            Self::Added { name } => write!(f, "+ {name}"),
+            Self::Removed { name } => write!(f, "- {name}"),
+            Self::Changed { name, fields } => write!(f, "~ {name} ({})", fields.join(", ")),
+        }
+    }
+}
+
+/// The tool differences from `locked` to `live` (server identity and
+/// protocol changes are not tool changes), sorted by name.
+pub fn diff_tools(locked: &LockEntry, live: &LockEntry) -> Vec<ToolChange> {
+    let old: BTreeMap<&str, &LockedTool> =
+        locked.tools.iter().map(|t| (t.name.as_str(), t)).collect();
+    let new: BTreeMap<&str, &LockedTool> =
+        live.tools.iter().map(|t| (t.name.as_str(), t)).collect();
+    let mut out = Vec::new();
+    let names: std::collections::BTreeSet<&str> = old.keys().chain(new.keys()).copied().collect();
+    for name in names {
+        match (old.get(name), new.get(name)) {
+            (None, Some(_)) => out.push(ToolChange::Added { name: name.into() }),
+            (Some(_), None) => out.push(ToolChange::Removed { name: name.into() }),
+            (Some(a), Some(b)) => {
+                let mut fields = Vec::new();
+                if a.remote_name != b.remote_name {
+                    fields.push("remote_name".to_owned());
+                }
+                if a.description != b.description {
+                    fields.push("description".to_owned());
+                }
+                if a.input_schema != b.input_schema {
+                    fields.push("input_schema".to_owned());
+                }
+                if a.output_schema != b.output_schema {
+                    fields.push("output_schema".to_owned());
+                }
+                if a.annotations != b.annotations {
+                    fields.push("annotations".to_owned());
+                }
+                if !fields.is_empty() {
+                    out.push(ToolChange::Changed {
+                        name: name.into(),
+                        fields,
+                    });
+                }
+            }
+            (None, None) => {}
+        }
+    }
+    out
+}
+
+#[cfg(test)]
+mod tests {
+    use super::*;
+
+    fn sample() -> Lock {
+        let mut lock = Lock::new();
+        lock.entries.insert(
+            "fs".into(),
+            LockEntry {
+                server_name: "srv".into(),
+                server_version: "1.2.3".into(),
+                protocol_version: "2025-11-25".into(),
+                tools: vec![
+                    LockedTool {
+                        name: "fs_b".into(),
+                        remote_name: "b".into(),
+                        description: "B".into(),
+                        input_schema: r#"{"default":null,"type":"object"}"#.into(),
+                        output_schema: None,
+                        annotations: Some(r#"{"readOnlyHint":true}"#.into()),
+                    },
+                    LockedTool {
+                        name: "fs_a".into(),
+                        remote_name: "a".into(),
+                        description: String::new(),
+                        input_schema: r#"{"type":"object"}"#.into(),
+                        output_schema: Some(r#"{"type":"object"}"#.into()),
+                        annotations: None,
+                    },
+                ],
+            },
+        );
+        lock
+    }
+
+    #[test]
+    fn round_trips_sorted() {
+        let text = sample().to_text();
+        let back = Lock::parse(&text).unwrap();
+        let names: Vec<&str> = back.entries["fs"]
+            .tools
+            .iter()
+            .map(|t| t.name.as_str())
+            .collect();
+        assert_eq!(names, ["fs_a", "fs_b"]);
+        assert_eq!(back.to_text(), text);
+    }
+
+    #[test]
+    fn rejects_other_versions_and_bad_schemas() {
+        assert_eq!(Lock::parse("version = 2"), Err(LockError::Version(2)));
+        assert!(matches!(
+            Lock::parse("version = 1\nbogus = 1"),
+            Err(LockError::Syntax(_))
+        ));
+        let bad = "version = 1\n[[entries.x.tools]]\nname = \"t\"\nremote_name = \"t\"\ninput_schema = \"{\"\n";
+        assert!(matches!(Lock::parse(bad), Err(LockError::Schema { .. })));
+    }
+
+    #[test]
+    fn diff_names_added_removed_changed() {
+        let old = sample().entries["fs"].clone();
+        let mut new = old.clone();
+        new.tools.retain(|t| t.name != "fs_a");
+        new.tools[0].input_schema = r#"{"type":"string"}"#.into();
+        new.tools.push(LockedTool {
+            name: "fs_c".into(),
+            remote_name: "c".into(),
+            input_schema: "{}".into(),
+            ..LockedTool::default()
+        });
+        let d = diff_tools(&old, &new);
+        let shown: Vec<String> = d.iter().map(ToString::to_string).collect();
+        assert_eq!(shown, ["- fs_a", "~ fs_b (input_schema)", "+ fs_c"]);
+        assert!(diff_tools(&old, &old).is_empty());
+    }
+}
