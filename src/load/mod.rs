@@ -82,10 +82,15 @@ pub fn load(source: &dyn Source, root: &Path) -> Loaded {
     reader.read(root, None);
     let check_refs = !reader.syntax_errors;
     let mut diagnostics = std::mem::take(&mut reader.diags);
-    let lock = mcp_lock::read(source, root).unwrap_or_else(|d| {
-        diagnostics.push(d);
+    // No lock is looked for when the root file itself could not be read.
+    let lock = if reader.sources.is_empty() {
         None
-    });
+    } else {
+        mcp_lock::read(source, root).unwrap_or_else(|d| {
+            diagnostics.push(d);
+            None
+        })
+    };
     let composition = link::link(
         std::mem::take(&mut reader.files),
         &mut diagnostics,
