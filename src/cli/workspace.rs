@@ -213,8 +213,13 @@ pub fn catalog(file: &Path) -> crate::runtime::Catalog {
         .parent()
         .filter(|p| !p.as_os_str().is_empty())
         .unwrap_or(Path::new("."));
+    // The loader already refused an unreadable lock; here it is only read.
+    let lock = std::fs::read_to_string(base.join(crate::lock::LOCK_FILE))
+        .ok()
+        .and_then(|t| crate::lock::Lock::parse(&t).ok());
     let mut catalog = crate::runtime::Catalog::new();
-    crate::plugins::register_builtins(&mut catalog, &crate::plugins::BuiltinEnv::new(base));
+    let env = crate::plugins::BuiltinEnv::new(base).with_lock(lock);
+    crate::plugins::register_builtins(&mut catalog, &env);
     catalog
 }
 

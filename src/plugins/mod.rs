@@ -13,6 +13,7 @@ use crate::runtime::Catalog;
 
 pub mod command;
 pub mod hooks;
+pub mod mcp;
 pub mod openai;
 pub mod scripted;
 pub mod shared;
@@ -24,6 +25,9 @@ pub struct BuiltinEnv {
     /// built-in's configuration (`turns_file`, `cwd`, audit files) are
     /// relative to it.
     pub base_dir: PathBuf,
+    /// The composition's `chassis.lock`, if it has one: what `mcp` entries
+    /// may publish.
+    pub lock: Option<Arc<crate::lock::Lock>>,
 }
 
 impl BuiltinEnv {
@@ -31,7 +35,15 @@ impl BuiltinEnv {
     pub fn new(base_dir: impl AsRef<Path>) -> Self {
         Self {
             base_dir: base_dir.as_ref().to_path_buf(),
+            lock: None,
         }
+    }
+
+    /// The same environment with the composition's lock file.
+    #[must_use]
+    pub fn with_lock(mut self, lock: Option<crate::lock::Lock>) -> Self {
+        self.lock = lock.map(Arc::new);
+        self
     }
 
     /// `path` resolved against the base directory.
@@ -50,6 +62,7 @@ pub fn register_builtins(catalog: &mut Catalog, env: &BuiltinEnv) {
     let env = Arc::new(env.clone());
     command::register(catalog, &env);
     hooks::register(catalog, &env);
+    mcp::register_with(catalog, &env, crate::engine::secret::Redactor::new());
     openai::register(catalog);
     scripted::register(catalog, &env);
     shared::register(catalog);

@@ -859,6 +859,18 @@ fn validate_contract(
             }
         }
     }
+    // Tools are promises too: the manifest's tools are what the pure
+    // commands hashed and showed, so each must be registered.
+    for t in &entry.manifest.tools {
+        if !all.tools.iter().any(|r| r.tool.name() == t.name.as_str()) {
+            let promised = format!("tool `{}`", t.name);
+            return Err(error(
+                format!("promised {promised} but did not register it"),
+                promised,
+                Vec::new(),
+            ));
+        }
+    }
     for r in &plan.resolutions {
         let (Status::Resolved, Some(sel)) = (r.status, &r.selected) else {
             continue;

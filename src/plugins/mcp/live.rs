@@ -1,0 +1,170 @@
+//! What a live server offers, in the lock's terms.
+//!
+//! [`lock_entry`] applies the entry's filter and prefix to a server's tool
+//! list and turns it into a [`LockEntry`] (canonical JSON schemas), so the
+//! lock file, the publication check and a restart all compare the same
+//! thing. [`probe`] starts a server just to read that (`chassis tools`,
+//! `--update-lock`) and stops it again.
+
+use serde_json::Value;
+
+use super::client::{McpSession, RemoteTool, ServerIdentity};
+use super::spec::{ServerSpec, server_spec};
+use crate::engine::builtin::mcp::ToolFilter;
+use crate::engine::model::ToolName;
+use crate::engine::secret::{Redactor, SecretValue};
+use crate::lock::{LockEntry, LockedTool, canonical_json};
+use crate::plugins::BuiltinEnv;
+
+/// The lock entry of `tools` offered by `identity`, after the filter and
+/// prefix of `config`; tools whose exposed name is not a valid chassis tool
+/// name are an error naming them.
+pub fn lock_entry(
+    identity: &ServerIdentity,
+    tools: &[RemoteTool],
+    config: &Value,
+) -> Result<LockEntry, String> {
+    let filter = ToolFilter::from_config(config);
+    let mut out = Vec::new();
+    let mut bad = Vec::new();
+    for t in tools.iter().filter(|t| filter.admits(&t.name)) {
+        let name = filter.exposed(&t.name);
+        if ToolName::new(&name).is_err() {
+            bad.push(name);
+            continue;
+        }
+        out.push(LockedTool {
+            name,
+            remote_name: t.name.clone(),
+            description: t.description.clone(),
+            input_schema: canonical_json(&t.input_schema),
+            output_schema: t.output_schema.as_ref().map(canonical_json),
+            annotations: t.annotations.as_ref().map(canonical_json),
+        });
+    }
+    if !bad.is_empty() {
+        return Err(format!(
+            "the server offers tools whose names are not valid chassis tool names: {}; leave them out with `tools.deny`",
+            bad.join(", ")
+        ));
+    }
+    out.sort_by(|a, b| a.name.cmp(&b.name));
+    if let Some(w) = out.windows(2).find(|w| w[0].name == w[1].name) {
+        return Err(format!("the server lists the tool `{}` twice", w[0].name));
+    }
+    Ok(LockEntry {
+        server_name: identity.name.clone(),
+        server_version: identity.version.clone(),
+        protocol_version: identity.protocol_version.clone(),
+        tools: out,
+    })
+}
+
+/// The `expect_tools` of `config` the server's `tools` do not offer.
+pub fn missing_expected(config: &Value, tools: &[RemoteTool]) -> Vec<String> {
+    config
+        .get("expect_tools")
+        .and_then(Value::as_array)
+        .into_iter()
+        .flatten()
+        .filter_map(Value::as_str)
+        .filter(|n| !tools.iter().any(|t| t.name == *n))
+        .map(str::to_owned)
+        .collect()
+}
+
+/// Start the server of entry `entry` (configuration `config`), read what
+/// it offers, stop it.
+pub async fn probe(
+    entry: &str,
+    config: &Value,
+    env: &BuiltinEnv,
+    secret: &dyn Fn(&str) -> Result<SecretValue, String>,
+    redactor: &Redactor,
+) -> Result<LockEntry, String> {
+    let spec = server_spec(entry, config, env, secret, redactor)?;
+    let (session, tools) = start(&spec, redactor).await?;
+    session.close().await;
+    let missing = missing_expected(config, &tools);
+    if !missing.is_empty() {
+        return Err(format!(
+            "the server does not offer the expected tool(s) {}",
+            missing.join(", ")
+        ));
+    }
+    lock_entry(session.identity(), &tools, config)
+}
+
+/// Connect and list the tools, both within the start-up timeout.
+pub async fn start(
+    spec: &ServerSpec,
+    redactor: &Redactor,
+) -> Result<(std::sync::Arc<dyn McpSession>, Vec<RemoteTool>), String> {
+    let session: std::sync::Arc<dyn McpSession> = std::sync::Arc::new(
+        super::rmcp_session::connect(spec, redactor)
+            .await
+            .map_err(|e| e.to_string())?,
+    );
+    let listed = tokio::time::timeout(spec.startup_timeout, session.list_tools()).await;
+    match listed {
+        Ok(Ok(tools)) => Ok((session, tools)),
+        Ok(Err(e)) => {
+            session.close().await;
+            Err(format!("`tools/list` failed: {e}"))
+        }
+        Err(_) => {
+            session.close().await;
+            Err(format!(
+                "`tools/list` did not answer within {:.1} s",
+                spec.startup_timeout.as_secs_f64()
+            ))
+        }
+    }
+}
+
+#[cfg(test)]
+mod tests {
+    use super::*;
+    use serde_json::json;
+
+    fn tool(name: &str) -> RemoteTool {
+        RemoteTool {
+            name: name.into(),
+            description: format!("{name} things"),
+            input_schema: json!({ "type": "object", "properties": { "b": {}, "a": {} } }),
+            output_schema: None,
+            annotations: Some(json!({ "readOnlyHint": true })),
+        }
+    }
+
+    #[test]
+    fn filters_prefixes_sorts_and_canonicalizes() {
+        let id = ServerIdentity {
+            name: "srv".into(),
+            version: "1".into(),
+            protocol_version: "2025-11-25".into(),
+        };
+        let config = json!({ "tools": { "deny": ["rm"], "prefix": "fs_" } });
+        let e = lock_entry(&id, &[tool("write"), tool("rm"), tool("read")], &config).unwrap();
+        let names: Vec<&str> = e.tools.iter().map(|t| t.name.as_str()).collect();
+        assert_eq!(names, ["fs_read", "fs_write"]);
+        assert_eq!(e.tools[0].remote_name, "read");
+        assert_eq!(
+            e.tools[0].input_schema,
+            r#"{"properties":{"a":{},"b":{}},"type":"object"}"#
+        );
+        assert_eq!(
+            e.tools[0].annotations.as_deref(),
+            Some(r#"{"readOnlyHint":true}"#)
+        );
+        let err = lock_entry(&id, &[tool("bad name!")], &json!({})).unwrap_err();
+        assert!(err.contains("bad name!"), "{err}");
+        assert_eq!(
+            missing_expected(
+                &json!({ "expect_tools": ["read", "nope"] }),
+                &[tool("read")]
+            ),
+            ["nope"]
+        );
+    }
+}

@@ -1,0 +1,364 @@
+//! [`McpSession`] over rmcp: stdio child processes and streamable HTTP.
+//!
+//! The only module that names rmcp types. Stdio servers are spawned here,
+//! not by rmcp, so chassis owns the process rules: stdin/stdout piped,
+//! stderr piped into tracing line by line (redacted, never the user's
+//! terminal), a cleared environment, and a process group of its own that
+//! is killed whole on close or drop.
+//!
+//! Lifecycles: `initialize` and `discover` map to rmcp's modes directly.
+//! `auto` does not use rmcp's own probe (it waits 10 s on a silent server):
+//! it probes `server/discover` under [`AUTO_PROBE_SECONDS`], and when the
+//! server errors, exits or stays silent, starts it again (a new process or
+//! a new HTTP connection) in `initialize` mode. Servers built on older SDKs
+//! often exit on an unknown first request, so retrying on the same pipe
+//! would not work.
+
+use std::sync::Arc;
+use std::sync::atomic::{AtomicBool, Ordering};
+use std::time::Duration;
+
+use rmcp::model::{
+    CallToolRequestParams, ClientCapabilities, ClientConfig, Implementation, ProtocolVersion,
+};
+use rmcp::service::{ClientLifecycleMode, ClientServiceExt, RunningService};
+use rmcp::{ClientHandler, RoleClient};
+use serde_json::{Map, Value};
+use tokio::io::AsyncBufReadExt;
+
+use super::client::{CallReply, McpError, McpSession, RemoteTool, ServerIdentity};
+use super::spec::{Lifecycle, ServerSpec, Transport};
+use crate::engine::builtin::mcp::AUTO_PROBE_SECONDS;
+use crate::engine::secret::Redactor;
+
+/// How long a closing server may take to exit after its stdin closed
+/// before its process group is killed.
+pub const CLOSE_GRACE: Duration = Duration::from_millis(500);
+
+/// The client side of the connection: announces chassis and notes
+/// `notifications/tools/list_changed`.
+#[derive(Clone)]
+struct Handler {
+    changed: Arc<AtomicBool>,
+}
+
+impl ClientHandler for Handler {
+    fn get_info(&self) -> ClientConfig {
+        ClientConfig::new(
+            ClientCapabilities::default(),
+            Implementation::new("chassis", env!("CARGO_PKG_VERSION")),
+        )
+    }
+
+    fn on_tool_list_changed(
+        &self,
+        _context: rmcp::service::NotificationContext<RoleClient>,
+    ) -> impl Future<Output = ()> + Send + '_ {
+        self.changed.store(true, Ordering::SeqCst);
+        std::future::ready(())
+    }
+}
+
+/// A stdio server's process group, killed when dropped.
+struct ProcessGroup {
+    pgid: Option<i32>,
+    child: tokio::sync::Mutex<Option<tokio::process::Child>>,
+}
+
+impl ProcessGroup {
+    fn kill(&self) {
+        if let Some(pgid) = self.pgid {
+            let _ = nix::sys::signal::killpg(
+                nix::unistd::Pid::from_raw(pgid),
+                nix::sys::signal::Signal::SIGKILL,
+            );
+        }
+    }
+
+    /// Wait up to `grace` for the leader to exit, then kill the group.
+    async fn stop(&self, grace: Duration) {
+        let mut child = self.child.lock().await;
+        if let Some(c) = child.as_mut() {
+            let _ = tokio::time::timeout(grace, c.wait()).await;
+        }
+        self.kill();
+        if let Some(mut c) = child.take() {
+            let _ = c.wait().await;
+        }
+    }
+}
+
+impl Drop for ProcessGroup {
+    fn drop(&mut self) {
+        self.kill();
+    }
+}
+
+/// A live rmcp connection.
+pub struct RmcpSession {
+    identity: ServerIdentity,
+    service: tokio::sync::Mutex<Option<RunningService<RoleClient, Handler>>>,
+    peer: rmcp::Peer<RoleClient>,
+    changed: Arc<AtomicBool>,
+    closed: Arc<AtomicBool>,
+    group: Option<Arc<ProcessGroup>>,
+}
+
+fn start_error(spec: &ServerSpec, what: impl std::fmt::Display) -> McpError {
+    McpError::Start(format!("the MCP server {} {what}", spec.target()))
+}
+
+fn service_error(e: rmcp::ServiceError) -> McpError {
+    match e {
+        rmcp::ServiceError::McpError(data) => McpError::Rpc {
+            code: data.code.0,
+            message: data.message.into_owned(),
+        },
+        rmcp::ServiceError::TransportClosed => {
+            McpError::Closed("the server closed the connection".into())
+        }
+        rmcp::ServiceError::TransportSend(e) => McpError::Closed(format!("cannot send: {e}")),
+        other => McpError::Other(other.to_string()),
+    }
+}
+
+/// Connect to the server `spec` describes; its stderr lines go to tracing
+/// through `redactor`.
+pub async fn connect(spec: &ServerSpec, redactor: &Redactor) -> Result<RmcpSession, McpError> {
+    let probe = Duration::from_secs_f64(AUTO_PROBE_SECONDS).min(spec.startup_timeout);
+    let attempt = |mode: ClientLifecycleMode, limit: Duration| async move {
+        match tokio::time::timeout(limit, connect_once(spec, redactor, mode)).await {
+            Ok(r) => r,
+            Err(_) => Err(start_error(
+                spec,
+                format_args!(
+                    "did not complete its handshake within {:.1} s",
+                    limit.as_secs_f64()
+                ),
+            )),
+        }
+    };
+    let discover = || ClientLifecycleMode::Discover {
+        preferred_versions: vec![ProtocolVersion::V_2026_07_28],
+    };
+    match spec.lifecycle {
+        Lifecycle::Initialize => {
+            attempt(ClientLifecycleMode::Initialize, spec.startup_timeout).await
+        }
+        Lifecycle::Discover => attempt(discover(), spec.startup_timeout).await,
+        Lifecycle::Auto => match attempt(discover(), probe).await {
+            Ok(s) => Ok(s),
+            Err(probe_error) => {
+                tracing::debug!(
+                    target: "chassis::mcp",
+                    entry = %spec.entry,
+                    "server/discover probe failed ({probe_error}); starting again with initialize"
+                );
+                attempt(ClientLifecycleMode::Initialize, spec.startup_timeout).await
+            }
+        },
+    }
+}
+
+async fn connect_once(
+    spec: &ServerSpec,
+    redactor: &Redactor,
+    mode: ClientLifecycleMode,
+) -> Result<RmcpSession, McpError> {
+    let changed = Arc::new(AtomicBool::new(false));
+    let handler = Handler {
+        changed: Arc::clone(&changed),
+    };
+    let (service, group) = match &spec.transport {
+        Transport::Stdio {
+            program,
+            args,
+            cwd,
+            env,
+        } => {
+            let mut cmd = tokio::process::Command::new(program);
+            cmd.args(args)
+                .current_dir(cwd)
+                .env_clear()
+                .envs(env.iter().map(|(k, v)| (k, v)))
+                .stdin(std::process::Stdio::piped())
+                .stdout(std::process::Stdio::piped())
+                .stderr(std::process::Stdio::piped())
+                .process_group(0)
+                .kill_on_drop(true);
+            let mut child = cmd
+                .spawn()
+                .map_err(|e| start_error(spec, format_args!("cannot be started: {e}")))?;
+            let pgid = child.id().and_then(|p| i32::try_from(p).ok());
+            let (Some(stdout), Some(stdin)) = (child.stdout.take(), child.stdin.take()) else {
+                return Err(start_error(spec, "has no stdio pipes"));
+            };
+            if let Some(stderr) = child.stderr.take() {
+                forward_stderr(spec.entry.clone(), stderr, redactor.clone());
+            }
+            let group = Arc::new(ProcessGroup {
+                pgid,
+                child: tokio::sync::Mutex::new(Some(child)),
+            });
+            let service = handler
+                .serve_with_lifecycle((stdout, stdin), mode)
+                .await
+                .map_err(|e| start_error(spec, format_args!("failed its handshake: {e}")));
+            match service {
+                Ok(s) => (s, Some(group)),
+                Err(e) => {
+                    group.stop(Duration::ZERO).await;
+                    return Err(e);
+                }
+            }
+        }
+        Transport::Http { url, headers } => {
+            use rmcp::transport::StreamableHttpClientTransport;
+            use rmcp::transport::streamable_http_client::StreamableHttpClientTransportConfig;
+            let mut custom = std::collections::HashMap::new();
+            let mut auth = None;
+            for (k, v) in headers {
+                if k.eq_ignore_ascii_case("authorization") {
+                    // rmcp sends the auth header itself, as `Bearer <value>`.
+                    auth = Some(v.strip_prefix("Bearer ").unwrap_or(v).to_owned());
+                    continue;
+                }
+                let name = reqwest::header::HeaderName::from_bytes(k.as_bytes()).map_err(|_| {
+                    start_error(spec, format_args!("header `{k}` is not a valid name"))
+                })?;
+                let value = reqwest::header::HeaderValue::from_str(v).map_err(|_| {
+                    start_error(spec, format_args!("header `{k}` has an invalid value"))
+                })?;
+                custom.insert(name, value);
+            }
+            let mut config = StreamableHttpClientTransportConfig::with_uri(url.as_str());
+            config.custom_headers = custom;
+            config.auth_header = auth;
+            let client = reqwest::Client::builder()
+                .build()
+                .map_err(|e| start_error(spec, format_args!("has no HTTP client: {e}")))?;
+            let transport = StreamableHttpClientTransport::with_client(client, config);
+            let service = handler
+                .serve_with_lifecycle(transport, mode)
+                .await
+                .map_err(|e| start_error(spec, format_args!("failed its handshake: {e}")))?;
+            (service, None)
+        }
+    };
+    let info = service.peer_info();
+    let identity = ServerIdentity {
+        name: info
+            .as_ref()
+            .and_then(|i| i.server_info.as_ref())
+            .map(|s| s.name.clone())
+            .unwrap_or_default(),
+        version: info
+            .as_ref()
+            .and_then(|i| i.server_info.as_ref())
+            .map(|s| s.version.clone())
+            .unwrap_or_default(),
+        protocol_version: info
+            .as_ref()
+            .map(|i| i.protocol_version.to_string())
+            .unwrap_or_default(),
+    };
+    let peer = service.peer().clone();
+    let closed = Arc::new(AtomicBool::new(false));
+    Ok(RmcpSession {
+        identity,
+        service: tokio::sync::Mutex::new(Some(service)),
+        peer,
+        changed,
+        closed,
+        group,
+    })
+}
+
+/// Read `stderr` line by line into tracing (redacted) until it closes.
+fn forward_stderr(entry: String, stderr: tokio::process::ChildStderr, redactor: Redactor) {
+    tokio::spawn(async move {
+        let mut lines = tokio::io::BufReader::new(stderr).lines();
+        while let Ok(Some(line)) = lines.next_line().await {
+            tracing::info!(target: "chassis::mcp::stderr", entry = %entry, "{}", redactor.redact(&line));
+        }
+    });
+}
+
+fn remote_tool(tool: rmcp::model::Tool) -> RemoteTool {
+    let annotations = tool
+        .annotations
+        .as_ref()
+        .and_then(|a| serde_json::to_value(a).ok())
+        .filter(|a| a.as_object().is_some_and(|o| !o.is_empty()));
+    RemoteTool {
+        name: tool.name.into_owned(),
+        description: tool.description.map(|d| d.into_owned()).unwrap_or_default(),
+        input_schema: Value::Object((*tool.input_schema).clone()),
+        output_schema: tool.output_schema.map(|s| Value::Object((*s).clone())),
+        annotations,
+    }
+}
+
+#[async_trait::async_trait]
+impl McpSession for RmcpSession {
+    fn identity(&self) -> &ServerIdentity {
+        &self.identity
+    }
+
+    async fn list_tools(&self) -> Result<Vec<RemoteTool>, McpError> {
+        let tools = self.peer.list_all_tools().await.map_err(|e| {
+            self.note_closed(&e);
+            service_error(e)
+        })?;
+        Ok(tools.into_iter().map(remote_tool).collect())
+    }
+
+    async fn call_tool(&self, name: &str, args: Map<String, Value>) -> Result<CallReply, McpError> {
+        let params = CallToolRequestParams::new(name.to_owned()).with_arguments(args);
+        let result = self.peer.call_tool(params).await.map_err(|e| {
+            self.note_closed(&e);
+            service_error(e)
+        })?;
+        Ok(CallReply {
+            content: result
+                .content
+                .iter()
+                .filter_map(|b| serde_json::to_value(b).ok())
+                .collect(),
+            structured: result.structured_content,
+            is_error: result.is_error.unwrap_or(false),
+        })
+    }
+
+    fn is_closed(&self) -> bool {
+        self.closed.load(Ordering::SeqCst) || self.peer.is_transport_closed()
+    }
+
+    fn take_tools_changed(&self) -> bool {
+        self.changed.swap(false, Ordering::SeqCst)
+    }
+
+    async fn close(&self) {
+        self.closed.store(true, Ordering::SeqCst);
+        let service = self.service.lock().await.take();
+        if let Some(service) = service {
+            // Closing the transport closes the server's stdin; a bounded
+            // wait, then the group is killed.
+            let _ = tokio::time::timeout(CLOSE_GRACE, service.cancel()).await;
+        }
+        if let Some(group) = &self.group {
+            group.stop(CLOSE_GRACE).await;
+        }
+    }
+}
+
+impl RmcpSession {
+    fn note_closed(&self, e: &rmcp::ServiceError) {
+        if matches!(
+            e,
+            rmcp::ServiceError::TransportClosed | rmcp::ServiceError::TransportSend(_)
+        ) {
+            self.closed.store(true, Ordering::SeqCst);
+        }
+    }
+}

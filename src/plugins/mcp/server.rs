@@ -1,0 +1,190 @@
+//! One mounted server, supervised.
+//!
+//! Why it exists: a server is a process (or a connection) that can die or
+//! change under a running generation. [`Server`] owns the live session and
+//! hands it to each call. A crash fails the call in flight at once (the
+//! transport closes, the pending request errors); the next call restarts
+//! the server, with a bounded exponential backoff between attempts. After a
+//! restart, or after `notifications/tools/list_changed`, the tool list is
+//! fetched again and compared with the one this generation published: a
+//! generation is immutable, so when the contract changed the server's tools
+//! stop answering with an error that says to publish a new generation
+//! (`chassis tools --update-lock`, then publish), instead of silently
+//! calling tools whose schemas no longer match what the model was shown.
+
+use std::sync::Arc;
+use std::time::{Duration, Instant};
+
+use serde_json::Value;
+
+use super::client::McpSession;
+use super::live::lock_entry;
+use super::spec::ServerSpec;
+use crate::engine::secret::Redactor;
+use crate::lock::{LockEntry, diff_tools};
+
+/// The first restart waits this long after a failure; each further one
+/// doubles it, up to [`MAX_BACKOFF`].
+pub const FIRST_BACKOFF: Duration = Duration::from_millis(200);
+/// The longest wait between two restart attempts.
+pub const MAX_BACKOFF: Duration = Duration::from_secs(30);
+
+struct State {
+    session: Option<Arc<dyn McpSession>>,
+    /// Consecutive failed restarts.
+    failures: u32,
+    /// No restart before this instant.
+    not_before: Option<Instant>,
+    /// Why the tools no longer answer (their contract changed).
+    drifted: Option<String>,
+    /// Restarts so far.
+    restarts: u32,
+}
+
+/// A supervised server.
+pub struct Server {
+    spec: ServerSpec,
+    config: Value,
+    published: LockEntry,
+    redactor: Redactor,
+    state: tokio::sync::Mutex<State>,
+}
+
+impl Server {
+    /// Supervise `session`, started from `spec`, whose published tools are
+    /// `published`.
+    pub fn new(
+        spec: ServerSpec,
+        config: Value,
+        published: LockEntry,
+        redactor: Redactor,
+        session: Arc<dyn McpSession>,
+    ) -> Self {
+        Self {
+            spec,
+            config,
+            published,
+            redactor,
+            state: tokio::sync::Mutex::new(State {
+                session: Some(session),
+                failures: 0,
+                not_before: None,
+                drifted: None,
+                restarts: 0,
+            }),
+        }
+    }
+
+    /// The entry id.
+    pub fn entry(&self) -> &str {
+        &self.spec.entry
+    }
+
+    /// How many times the server was restarted.
+    pub async fn restarts(&self) -> u32 {
+        self.state.lock().await.restarts
+    }
+
+    /// A live session for one call: the current one, or a restarted one.
+    pub async fn session(&self) -> Result<Arc<dyn McpSession>, String> {
+        let mut state = self.state.lock().await;
+        if let Some(why) = &state.drifted {
+            return Err(why.clone());
+        }
+        if let Some(s) = state.session.as_ref().filter(|s| !s.is_closed()) {
+            let s = Arc::clone(s);
+            if s.take_tools_changed() {
+                // The server announced a new list: compare before calling.
+                match s.list_tools().await {
+                    Ok(tools) => self.compare(&mut state, &tools, "changed its tool list")?,
+                    Err(e) => {
+                        return Err(format!(
+                            "the server changed its tool list and listing it failed: {e}"
+                        ));
+                    }
+                }
+            }
+            return Ok(s);
+        }
+        if let Some(old) = state.session.take() {
+            old.close().await;
+            tracing::warn!(target: "chassis::mcp", entry = %self.spec.entry, "the MCP server is gone; restarting it");
+        }
+        let now = Instant::now();
+        if let Some(t) = state.not_before.filter(|t| *t > now) {
+            return Err(format!(
+                "the MCP server of entry `{}` is down; the next restart is allowed in {:.1} s",
+                self.spec.entry,
+                (t - now).as_secs_f64()
+            ));
+        }
+        match super::live::start(&self.spec, &self.redactor).await {
+            Ok((session, tools)) => {
+                state.failures = 0;
+                state.not_before = None;
+                state.restarts += 1;
+                if let Err(e) = self.compare(
+                    &mut state,
+                    &tools,
+                    "was restarted and now offers other tools",
+                ) {
+                    session.close().await;
+                    return Err(e);
+                }
+                state.session = Some(Arc::clone(&session));
+                Ok(session)
+            }
+            Err(e) => {
+                state.failures += 1;
+                let backoff = FIRST_BACKOFF
+                    .saturating_mul(2u32.saturating_pow(state.failures - 1))
+                    .min(MAX_BACKOFF);
+                state.not_before = Some(Instant::now() + backoff);
+                Err(format!(
+                    "the MCP server of entry `{}` is down and could not be restarted: {e}",
+                    self.spec.entry
+                ))
+            }
+        }
+    }
+
+    /// Mark the tools drifted when `tools` differ from the published ones.
+    fn compare(
+        &self,
+        state: &mut State,
+        tools: &[super::client::RemoteTool],
+        what: &str,
+    ) -> Result<(), String> {
+        let identity = state
+            .session
+            .as_ref()
+            .map(|s| s.identity().clone())
+            .unwrap_or_default();
+        let live = lock_entry(&identity, tools, &self.config)?;
+        let changes = diff_tools(&self.published, &live);
+        if changes.is_empty() {
+            return Ok(());
+        }
+        let list: Vec<String> = changes.iter().map(ToString::to_string).collect();
+        let why = format!(
+            "the MCP server of entry `{}` {what} ({}); this generation keeps the tools it published, so its tools are unavailable until a new generation is published (`chassis tools FILE --update-lock`, then publish)",
+            self.spec.entry,
+            list.join(", ")
+        );
+        tracing::warn!(target: "chassis::mcp", entry = %self.spec.entry, "{why}");
+        state.drifted = Some(why.clone());
+        Err(why)
+    }
+
+    /// Stop the server (unload).
+    pub async fn close(&self) {
+        let mut state = self.state.lock().await;
+        if let Some(s) = state.session.take() {
+            s.close().await;
+        }
+        state.drifted = Some(format!(
+            "the MCP server of entry `{}` was unloaded",
+            self.spec.entry
+        ));
+    }
+}
