@@ -40,6 +40,7 @@ Register-ArgumentCompleter -Native -CommandName 'chassis' -ScriptBlock {
             [CompletionResult]::new('plan', 'plan', [CompletionResultType]::ParameterValue, 'Show what `publish` would do, changing nothing')
             [CompletionResult]::new('generations', 'generations', [CompletionResultType]::ParameterValue, 'List or show the generations in the store')
             [CompletionResult]::new('runs', 'runs', [CompletionResultType]::ParameterValue, 'List or show the runs recorded in the store')
+            [CompletionResult]::new('tools', 'tools', [CompletionResultType]::ParameterValue, 'List the tools a composition mounts, per scope, with their policy; start MCP servers and pin their tools in `chassis.lock`')
             [CompletionResult]::new('graph', 'graph', [CompletionResultType]::ParameterValue, 'Draw the dependency graph, scopes as clusters')
             [CompletionResult]::new('schema', 'schema', [CompletionResultType]::ParameterValue, 'Print the JSON Schema of the composition format')
             [CompletionResult]::new('completions', 'completions', [CompletionResultType]::ParameterValue, 'Print a shell completion script')
@@ -61,6 +62,7 @@ Register-ArgumentCompleter -Native -CommandName 'chassis' -ScriptBlock {
             [CompletionResult]::new('--color', '--color', [CompletionResultType]::ParameterName, 'When to colour diagnostics')
             [CompletionResult]::new('--yes', '--yes', [CompletionResultType]::ParameterName, 'Approve every tool call that needs approval')
             [CompletionResult]::new('--allow-pending', '--allow-pending', [CompletionResultType]::ParameterName, 'Run even when some entries are pending (they are left out)')
+            [CompletionResult]::new('--update-lock', '--update-lock', [CompletionResultType]::ParameterName, 'Start the `mcp` servers first and pin what they offer in `chassis.lock` (otherwise a server that differs from the lock fails the run before the agent starts, with the tool diff)')
             [CompletionResult]::new('-v', '-v', [CompletionResultType]::ParameterName, 'More logging on stderr (-v info, -vv debug, -vvv trace); `RUST_LOG` overrides')
             [CompletionResult]::new('--verbose', '--verbose', [CompletionResultType]::ParameterName, 'More logging on stderr (-v info, -vv debug, -vvv trace); `RUST_LOG` overrides')
             [CompletionResult]::new('-q', '-q', [CompletionResultType]::ParameterName, 'Only errors on stderr')
@@ -223,6 +225,7 @@ Register-ArgumentCompleter -Native -CommandName 'chassis' -ScriptBlock {
             [CompletionResult]::new('--format', '--format', [CompletionResultType]::ParameterName, 'Output format: text, or json (one document with `format_version`); some commands also take markdown, dot or mermaid')
             [CompletionResult]::new('--color', '--color', [CompletionResultType]::ParameterName, 'When to colour diagnostics')
             [CompletionResult]::new('--allow-pending', '--allow-pending', [CompletionResultType]::ParameterName, 'Publish even when some entries are pending (they are left out)')
+            [CompletionResult]::new('--update-lock', '--update-lock', [CompletionResultType]::ParameterName, 'Start the `mcp` servers first and pin what they offer in `chassis.lock` (otherwise a server that differs from the lock fails the publication with the tool diff)')
             [CompletionResult]::new('-v', '-v', [CompletionResultType]::ParameterName, 'More logging on stderr (-v info, -vv debug, -vvv trace); `RUST_LOG` overrides')
             [CompletionResult]::new('--verbose', '--verbose', [CompletionResultType]::ParameterName, 'More logging on stderr (-v info, -vv debug, -vvv trace); `RUST_LOG` overrides')
             [CompletionResult]::new('-q', '-q', [CompletionResultType]::ParameterName, 'Only errors on stderr')
@@ -350,6 +353,22 @@ Register-ArgumentCompleter -Native -CommandName 'chassis' -ScriptBlock {
         'chassis;runs;help;help' {
             break
         }
+        'chassis;tools' {
+            [CompletionResult]::new('--entry', '--entry', [CompletionResultType]::ParameterName, 'Only the tools of this entry (and only its server with `--live`)')
+            [CompletionResult]::new('--scope', '--scope', [CompletionResultType]::ParameterName, 'Only this scope in the per-scope listing (e.g. `/research`)')
+            [CompletionResult]::new('--env-file', '--env-file', [CompletionResultType]::ParameterName, 'Read KEY=VALUE lines as extra environment (secrets for the servers)')
+            [CompletionResult]::new('--format', '--format', [CompletionResultType]::ParameterName, 'Output format: text, or json (one document with `format_version`); some commands also take markdown, dot or mermaid')
+            [CompletionResult]::new('--color', '--color', [CompletionResultType]::ParameterName, 'When to colour diagnostics')
+            [CompletionResult]::new('--live', '--live', [CompletionResultType]::ParameterName, 'Start the `mcp` servers and compare what they offer with the lock')
+            [CompletionResult]::new('--update-lock', '--update-lock', [CompletionResultType]::ParameterName, 'Start the `mcp` servers and write what they offer to `chassis.lock`')
+            [CompletionResult]::new('-v', '-v', [CompletionResultType]::ParameterName, 'More logging on stderr (-v info, -vv debug, -vvv trace); `RUST_LOG` overrides')
+            [CompletionResult]::new('--verbose', '--verbose', [CompletionResultType]::ParameterName, 'More logging on stderr (-v info, -vv debug, -vvv trace); `RUST_LOG` overrides')
+            [CompletionResult]::new('-q', '-q', [CompletionResultType]::ParameterName, 'Only errors on stderr')
+            [CompletionResult]::new('--quiet', '--quiet', [CompletionResultType]::ParameterName, 'Only errors on stderr')
+            [CompletionResult]::new('-h', '-h', [CompletionResultType]::ParameterName, 'Print help (see more with ''--help'')')
+            [CompletionResult]::new('--help', '--help', [CompletionResultType]::ParameterName, 'Print help (see more with ''--help'')')
+            break
+        }
         'chassis;graph' {
             [CompletionResult]::new('--format', '--format', [CompletionResultType]::ParameterName, 'Output format: text, or json (one document with `format_version`); some commands also take markdown, dot or mermaid')
             [CompletionResult]::new('--color', '--color', [CompletionResultType]::ParameterName, 'When to colour diagnostics')
@@ -396,6 +415,7 @@ Register-ArgumentCompleter -Native -CommandName 'chassis' -ScriptBlock {
             [CompletionResult]::new('plan', 'plan', [CompletionResultType]::ParameterValue, 'Show what `publish` would do, changing nothing')
             [CompletionResult]::new('generations', 'generations', [CompletionResultType]::ParameterValue, 'List or show the generations in the store')
             [CompletionResult]::new('runs', 'runs', [CompletionResultType]::ParameterValue, 'List or show the runs recorded in the store')
+            [CompletionResult]::new('tools', 'tools', [CompletionResultType]::ParameterValue, 'List the tools a composition mounts, per scope, with their policy; start MCP servers and pin their tools in `chassis.lock`')
             [CompletionResult]::new('graph', 'graph', [CompletionResultType]::ParameterValue, 'Draw the dependency graph, scopes as clusters')
             [CompletionResult]::new('schema', 'schema', [CompletionResultType]::ParameterValue, 'Print the JSON Schema of the composition format')
             [CompletionResult]::new('completions', 'completions', [CompletionResultType]::ParameterValue, 'Print a shell completion script')
@@ -463,6 +483,9 @@ Register-ArgumentCompleter -Native -CommandName 'chassis' -ScriptBlock {
             break
         }
         'chassis;help;runs;show' {
+            break
+        }
+        'chassis;help;tools' {
             break
         }
         'chassis;help;graph' {

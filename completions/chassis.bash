@@ -55,6 +55,9 @@ _chassis() {
             chassis,snapshot)
                 cmd="chassis__subcmd__snapshot"
                 ;;
+            chassis,tools)
+                cmd="chassis__subcmd__tools"
+                ;;
             chassis__subcmd__diff,generations)
                 cmd="chassis__subcmd__diff__subcmd__generations"
                 ;;
@@ -154,6 +157,9 @@ _chassis() {
             chassis__subcmd__help,snapshot)
                 cmd="chassis__subcmd__help__subcmd__snapshot"
                 ;;
+            chassis__subcmd__help,tools)
+                cmd="chassis__subcmd__help__subcmd__tools"
+                ;;
             chassis__subcmd__help__subcmd__diff,generations)
                 cmd="chassis__subcmd__help__subcmd__diff__subcmd__generations"
                 ;;
@@ -206,7 +212,7 @@ _chassis() {
 
     case "${cmd}" in
         chassis)
-            opts="-v -q -h -V --format --color --verbose --quiet --help --version run check snapshot explain diff publish plan generations runs graph schema completions help"
+            opts="-v -q -h -V --format --color --verbose --quiet --help --version run check snapshot explain diff publish plan generations runs tools graph schema completions help"
             if [[ ${cur} == -* || ${COMP_CWORD} -eq 1 ]] ; then
                 COMPREPLY=( $(compgen -W "${opts}" -- "${cur}") )
                 return 0
@@ -724,7 +730,7 @@ _chassis() {
             return 0
             ;;
         chassis__subcmd__help)
-            opts="run check snapshot explain diff publish plan generations runs graph schema completions help"
+            opts="run check snapshot explain diff publish plan generations runs tools graph schema completions help"
             if [[ ${cur} == -* || ${COMP_CWORD} -eq 2 ]] ; then
                 COMPREPLY=( $(compgen -W "${opts}" -- "${cur}") )
                 return 0
@@ -1045,6 +1051,20 @@ _chassis() {
             COMPREPLY=( $(compgen -W "${opts}" -- "${cur}") )
             return 0
             ;;
+        chassis__subcmd__help__subcmd__tools)
+            opts=""
+            if [[ ${cur} == -* || ${COMP_CWORD} -eq 3 ]] ; then
+                COMPREPLY=( $(compgen -W "${opts}" -- "${cur}") )
+                return 0
+            fi
+            case "${prev}" in
+                *)
+                    COMPREPLY=()
+                    ;;
+            esac
+            COMPREPLY=( $(compgen -W "${opts}" -- "${cur}") )
+            return 0
+            ;;
         chassis__subcmd__plan)
             opts="-v -q -h --state --allow-pending --format --color --verbose --quiet --help"
             if [[ ${cur} == -* || ${COMP_CWORD} -eq 2 ]] ; then
@@ -1072,7 +1092,7 @@ _chassis() {
             return 0
             ;;
         chassis__subcmd__publish)
-            opts="-v -q -h --state --allow-pending --trace --format --color --verbose --quiet --help"
+            opts="-v -q -h --state --allow-pending --trace --update-lock --format --color --verbose --quiet --help"
             if [[ ${cur} == -* || ${COMP_CWORD} -eq 2 ]] ; then
                 COMPREPLY=( $(compgen -W "${opts}" -- "${cur}") )
                 return 0
@@ -1102,7 +1122,7 @@ _chassis() {
             return 0
             ;;
         chassis__subcmd__run)
-            opts="-v -q -h --agent --input --input-file --approve --yes --env-file --state --allow-pending --trace --record --replay --replay-fallback --format --color --verbose --quiet --help"
+            opts="-v -q -h --agent --input --input-file --approve --yes --env-file --state --allow-pending --trace --record --replay --replay-fallback --update-lock --format --color --verbose --quiet --help"
             if [[ ${cur} == -* || ${COMP_CWORD} -eq 2 ]] ; then
                 COMPREPLY=( $(compgen -W "${opts}" -- "${cur}") )
                 return 0
@@ -1335,6 +1355,40 @@ _chassis() {
                     return 0
                     ;;
                 --agent)
+                    COMPREPLY=($(compgen -f "${cur}"))
+                    return 0
+                    ;;
+                --format)
+                    COMPREPLY=($(compgen -W "text json markdown dot mermaid" -- "${cur}"))
+                    return 0
+                    ;;
+                --color)
+                    COMPREPLY=($(compgen -W "auto always never" -- "${cur}"))
+                    return 0
+                    ;;
+                *)
+                    COMPREPLY=()
+                    ;;
+            esac
+            COMPREPLY=( $(compgen -W "${opts}" -- "${cur}") )
+            return 0
+            ;;
+        chassis__subcmd__tools)
+            opts="-v -q -h --entry --scope --live --update-lock --env-file --format --color --verbose --quiet --help"
+            if [[ ${cur} == -* || ${COMP_CWORD} -eq 2 ]] ; then
+                COMPREPLY=( $(compgen -W "${opts}" -- "${cur}") )
+                return 0
+            fi
+            case "${prev}" in
+                --entry)
+                    COMPREPLY=($(compgen -f "${cur}"))
+                    return 0
+                    ;;
+                --scope)
+                    COMPREPLY=($(compgen -f "${cur}"))
+                    return 0
+                    ;;
+                --env-file)
                     COMPREPLY=($(compgen -f "${cur}"))
                     return 0
                     ;;

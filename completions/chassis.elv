@@ -37,6 +37,7 @@ set edit:completion:arg-completer[chassis] = {|@words|
             cand plan 'Show what `publish` would do, changing nothing'
             cand generations 'List or show the generations in the store'
             cand runs 'List or show the runs recorded in the store'
+            cand tools 'List the tools a composition mounts, per scope, with their policy; start MCP servers and pin their tools in `chassis.lock`'
             cand graph 'Draw the dependency graph, scopes as clusters'
             cand schema 'Print the JSON Schema of the composition format'
             cand completions 'Print a shell completion script'
@@ -57,6 +58,7 @@ set edit:completion:arg-completer[chassis] = {|@words|
             cand --color 'When to colour diagnostics'
             cand --yes 'Approve every tool call that needs approval'
             cand --allow-pending 'Run even when some entries are pending (they are left out)'
+            cand --update-lock 'Start the `mcp` servers first and pin what they offer in `chassis.lock` (otherwise a server that differs from the lock fails the run before the agent starts, with the tool diff)'
             cand -v 'More logging on stderr (-v info, -vv debug, -vvv trace); `RUST_LOG` overrides'
             cand --verbose 'More logging on stderr (-v info, -vv debug, -vvv trace); `RUST_LOG` overrides'
             cand -q 'Only errors on stderr'
@@ -200,6 +202,7 @@ set edit:completion:arg-completer[chassis] = {|@words|
             cand --format 'Output format: text, or json (one document with `format_version`); some commands also take markdown, dot or mermaid'
             cand --color 'When to colour diagnostics'
             cand --allow-pending 'Publish even when some entries are pending (they are left out)'
+            cand --update-lock 'Start the `mcp` servers first and pin what they offer in `chassis.lock` (otherwise a server that differs from the lock fails the publication with the tool diff)'
             cand -v 'More logging on stderr (-v info, -vv debug, -vvv trace); `RUST_LOG` overrides'
             cand --verbose 'More logging on stderr (-v info, -vv debug, -vvv trace); `RUST_LOG` overrides'
             cand -q 'Only errors on stderr'
@@ -311,6 +314,21 @@ set edit:completion:arg-completer[chassis] = {|@words|
         }
         &'chassis;runs;help;help'= {
         }
+        &'chassis;tools'= {
+            cand --entry 'Only the tools of this entry (and only its server with `--live`)'
+            cand --scope 'Only this scope in the per-scope listing (e.g. `/research`)'
+            cand --env-file 'Read KEY=VALUE lines as extra environment (secrets for the servers)'
+            cand --format 'Output format: text, or json (one document with `format_version`); some commands also take markdown, dot or mermaid'
+            cand --color 'When to colour diagnostics'
+            cand --live 'Start the `mcp` servers and compare what they offer with the lock'
+            cand --update-lock 'Start the `mcp` servers and write what they offer to `chassis.lock`'
+            cand -v 'More logging on stderr (-v info, -vv debug, -vvv trace); `RUST_LOG` overrides'
+            cand --verbose 'More logging on stderr (-v info, -vv debug, -vvv trace); `RUST_LOG` overrides'
+            cand -q 'Only errors on stderr'
+            cand --quiet 'Only errors on stderr'
+            cand -h 'Print help (see more with ''--help'')'
+            cand --help 'Print help (see more with ''--help'')'
+        }
         &'chassis;graph'= {
             cand --format 'Output format: text, or json (one document with `format_version`); some commands also take markdown, dot or mermaid'
             cand --color 'When to colour diagnostics'
@@ -354,6 +372,7 @@ set edit:completion:arg-completer[chassis] = {|@words|
             cand plan 'Show what `publish` would do, changing nothing'
             cand generations 'List or show the generations in the store'
             cand runs 'List or show the runs recorded in the store'
+            cand tools 'List the tools a composition mounts, per scope, with their policy; start MCP servers and pin their tools in `chassis.lock`'
             cand graph 'Draw the dependency graph, scopes as clusters'
             cand schema 'Print the JSON Schema of the composition format'
             cand completions 'Print a shell completion script'
@@ -403,6 +422,8 @@ set edit:completion:arg-completer[chassis] = {|@words|
         &'chassis;help;runs;list'= {
         }
         &'chassis;help;runs;show'= {
+        }
+        &'chassis;help;tools'= {
         }
         &'chassis;help;graph'= {
         }

@@ -9,6 +9,7 @@ pub mod commands;
 pub mod diagnostic;
 pub mod env;
 pub mod exit;
+pub mod lockfile;
 pub mod progress;
 pub mod render;
 pub mod ui;
@@ -88,6 +89,9 @@ pub enum Command {
     /// List or show the runs recorded in the store.
     #[command(subcommand)]
     Runs(commands::runs::RunsCommand),
+    /// List the tools a composition mounts, per scope, with their policy;
+    /// start MCP servers and pin their tools in `chassis.lock`.
+    Tools(commands::tools::ToolsArgs),
     /// Draw the dependency graph, scopes as clusters.
     Graph(commands::graph::GraphArgs),
     /// Print the JSON Schema of the composition format.
@@ -150,6 +154,7 @@ pub fn run(cli: Cli) -> ExitStatus {
         Command::Plan(args) => commands::plan::run(&ui, args),
         Command::Generations(cmd) => commands::generations::run(&ui, cmd),
         Command::Runs(cmd) => commands::runs::run(&ui, cmd),
+        Command::Tools(args) => commands::tools::run(&ui, args),
         Command::Graph(args) => commands::graph::run(&ui, args),
         Command::Schema(args) => commands::schema::run(&ui, args),
         Command::Completions(args) => commands::completions::run(&ui, args),

@@ -25,9 +25,24 @@ pub struct Resolved {
     pub sources: SourceMap,
     /// How the user named it.
     pub display: String,
+    /// The loader's warnings (already reported), for commands whose exit
+    /// status depends on one (`check` and a missing lock entry).
+    pub warnings: Vec<crate::engine::diag::Code>,
 }
 
 impl Resolved {
+    /// The codes of the loader's `chassis.lock` findings: an `mcp` entry
+    /// without locked tools, or whose lock lacks a tool it expects. Such a
+    /// composition cannot publish as checked (`check` exits 1).
+    pub fn lock_findings(&self) -> Vec<&'static str> {
+        use crate::engine::diag::Code;
+        self.warnings
+            .iter()
+            .filter(|c| matches!(c, Code::McpLockMissing | Code::McpExpectedToolMissing))
+            .map(|c| c.as_str())
+            .collect()
+    }
+
     /// The snapshot of this composition as the first generation of an empty
     /// store.
     pub fn snapshot(&self) -> Result<SnapshotRecord, ExitStatus> {
@@ -101,6 +116,12 @@ fn finish(
     env: &super::env::RunEnv,
 ) -> Result<Resolved, ExitStatus> {
     ui.diagnostics(&loaded.diagnostics, &loaded.sources);
+    let warnings = loaded
+        .diagnostics
+        .iter()
+        .filter(|d| !d.is_error())
+        .map(|d| d.code)
+        .collect();
     let Some(mut composition) = loaded.composition else {
         let errors = loaded.diagnostics.iter().filter(|d| d.is_error()).count();
         if ui.format != super::ui::Format::Json {
@@ -135,6 +156,7 @@ fn finish(
         plan,
         sources: loaded.sources,
         display,
+        warnings,
     })
 }
 
@@ -207,8 +229,9 @@ fn reason_code(reason: crate::engine::snapshot::SnapshotLoadReason) -> &'static 
 }
 
 /// The runtime catalog for a composition at `file`: the built-in kinds,
-/// with relative paths in their configuration resolved beside the file.
-pub fn catalog(file: &Path) -> crate::runtime::Catalog {
+/// with relative paths in their configuration resolved beside the file,
+/// scrubbing with `redactor` (the one the harness's secrets learn into).
+pub fn catalog(file: &Path, redactor: &crate::engine::secret::Redactor) -> crate::runtime::Catalog {
     let base = file
         .parent()
         .filter(|p| !p.as_os_str().is_empty())
@@ -218,7 +241,9 @@ pub fn catalog(file: &Path) -> crate::runtime::Catalog {
         .ok()
         .and_then(|t| crate::lock::Lock::parse(&t).ok());
     let mut catalog = crate::runtime::Catalog::new();
-    let env = crate::plugins::BuiltinEnv::new(base).with_lock(lock);
+    let env = crate::plugins::BuiltinEnv::new(base)
+        .with_lock(lock)
+        .with_redactor(redactor.clone());
     crate::plugins::register_builtins(&mut catalog, &env);
     catalog
 }
@@ -235,15 +260,13 @@ pub fn run_env(ui: &Ui, env_file: Option<&Path>) -> Result<super::env::RunEnv, E
     }
 }
 
-/// Harness options for commands that mount plugins: `telemetry`, and
-/// secrets from the environment (and `env_file`) that `redactor` learns
-/// as they are resolved.
-pub fn harness_options(
+/// The secrets of commands that start plugins: the environment (and
+/// `env_file`), each value learned by `redactor` as it is resolved.
+pub fn secret_provider(
     ui: &Ui,
-    telemetry: std::sync::Arc<dyn crate::engine::telemetry::Telemetry>,
     redactor: &crate::engine::secret::Redactor,
     env_file: Option<&Path>,
-) -> Result<crate::runtime::HarnessOptions, ExitStatus> {
+) -> Result<std::sync::Arc<dyn crate::engine::secret::SecretProvider>, ExitStatus> {
     use crate::engine::secret::{EnvSecretProvider, RedactingSecretProvider};
     let env = run_env(ui, env_file)?;
     // Values from an env file are secrets-in-waiting: learn them now, so
@@ -253,10 +276,23 @@ pub fn harness_options(
             redactor.learn(&crate::engine::secret::SecretValue::new(value.clone()));
         }
     }
-    let secrets = RedactingSecretProvider::new(EnvSecretProvider::new(env), redactor.clone());
+    Ok(std::sync::Arc::new(RedactingSecretProvider::new(
+        EnvSecretProvider::new(env),
+        redactor.clone(),
+    )))
+}
+
+/// Harness options for commands that mount plugins: `telemetry`, and
+/// [`secret_provider`].
+pub fn harness_options(
+    ui: &Ui,
+    telemetry: std::sync::Arc<dyn crate::engine::telemetry::Telemetry>,
+    redactor: &crate::engine::secret::Redactor,
+    env_file: Option<&Path>,
+) -> Result<crate::runtime::HarnessOptions, ExitStatus> {
     Ok(crate::runtime::HarnessOptions {
         telemetry,
-        secrets: std::sync::Arc::new(secrets),
+        secrets: secret_provider(ui, redactor, env_file)?,
         ..crate::runtime::HarnessOptions::default()
     })
 }

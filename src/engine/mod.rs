@@ -27,5 +27,6 @@ pub mod snapshot;
 pub mod span;
 pub mod specifier;
 pub mod telemetry;
+pub mod tool_listing;
 pub mod tree;
 pub mod version;

@@ -49,7 +49,7 @@ pub(crate) fn apply(comp: &mut Composition, lock: Option<&Lock>, diags: &mut Vec
             continue;
         }
         let locked = lock.and_then(|l| l.entries.get(id.as_str()));
-        if locked.is_none() {
+        let Some(locked) = locked else {
             diags.push(
                 Diagnostic::warning(
                     Code::McpLockMissing,
@@ -61,10 +61,44 @@ pub(crate) fn apply(comp: &mut Composition, lock: Option<&Lock>, diags: &mut Vec
                 ),
             );
             continue;
+        };
+        let expected = missing_expected(&entry.config.to_json(), locked);
+        if !expected.is_empty() {
+            diags.push(
+                Diagnostic::warning(
+                    Code::McpExpectedToolMissing,
+                    format!(
+                        "the `mcp` entry `{id}` expects {} that its server does not offer in `{LOCK_FILE}`",
+                        expected
+                            .iter()
+                            .map(|t| format!("`{t}`"))
+                            .collect::<Vec<_>>()
+                            .join(", ")
+                    ),
+                )
+                .at(entry.origin, "publication would fail: the promise is broken")
+                .with_help(
+                    "check the server's tool names (`chassis tools FILE --live`) and the entry's `tools.allow`/`tools.deny`",
+                ),
+            );
         }
-        if let Ok(mut m) = mcp::manifest_with_lock(&entry.config, locked) {
+        if let Ok(mut m) = mcp::manifest_with_lock(&entry.config, Some(locked)) {
             m.origin = entry.manifest.origin;
             entry.manifest = Arc::new(m);
         }
     }
+}
+
+/// The `expect_tools` of `config` (server names) that `locked` does not
+/// offer.
+fn missing_expected(config: &serde_json::Value, locked: &crate::lock::LockEntry) -> Vec<String> {
+    config
+        .get("expect_tools")
+        .and_then(serde_json::Value::as_array)
+        .into_iter()
+        .flatten()
+        .filter_map(serde_json::Value::as_str)
+        .filter(|n| !locked.tools.iter().any(|t| t.remote_name == *n))
+        .map(str::to_owned)
+        .collect()
 }

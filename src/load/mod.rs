@@ -51,6 +51,14 @@ pub use walk::{ENTRY_KEYS, ROOT_KEYS, SCOPE_KEYS, SUPPORTED_VERSIONS, TABLE_KEYS
 use crate::engine::diag::Diagnostic;
 use crate::engine::model::Composition;
 
+/// Give the `mcp` entries of a loaded `composition` the tools of `lock`
+/// (what the loader does with `chassis.lock`; `chassis tools --live` uses
+/// it with what the servers offer now). Findings are dropped: the loader
+/// already reported them.
+pub fn apply_lock(composition: &mut Composition, lock: Option<&crate::lock::Lock>) {
+    mcp_lock::apply(composition, lock, &mut Vec::new());
+}
+
 /// The result of loading a composition.
 #[derive(Debug)]
 pub struct Loaded {

@@ -28,6 +28,9 @@ pub struct BuiltinEnv {
     /// The composition's `chassis.lock`, if it has one: what `mcp` entries
     /// may publish.
     pub lock: Option<Arc<crate::lock::Lock>>,
+    /// The harness's redactor: it learns every secret the harness resolves,
+    /// so audit lines, tool stderr and server logs never carry one.
+    pub redactor: crate::engine::secret::Redactor,
 }
 
 impl BuiltinEnv {
@@ -36,7 +39,16 @@ impl BuiltinEnv {
         Self {
             base_dir: base_dir.as_ref().to_path_buf(),
             lock: None,
+            redactor: crate::engine::secret::Redactor::new(),
         }
+    }
+
+    /// The same environment with the harness's redactor (give it the one
+    /// the harness's secret provider learns into).
+    #[must_use]
+    pub fn with_redactor(mut self, redactor: crate::engine::secret::Redactor) -> Self {
+        self.redactor = redactor;
+        self
     }
 
     /// The same environment with the composition's lock file.
@@ -60,9 +72,9 @@ impl BuiltinEnv {
 /// Install every built-in kind into `catalog`.
 pub fn register_builtins(catalog: &mut Catalog, env: &BuiltinEnv) {
     let env = Arc::new(env.clone());
-    command::register(catalog, &env);
-    hooks::register(catalog, &env);
-    mcp::register_with(catalog, &env, crate::engine::secret::Redactor::new());
+    command::register_with(catalog, &env, env.redactor.clone());
+    hooks::register_with(catalog, &env, env.redactor.clone());
+    mcp::register_with(catalog, &env, env.redactor.clone());
     openai::register(catalog);
     scripted::register(catalog, &env);
     shared::register(catalog);

@@ -175,6 +175,10 @@ fn invocations(path: &str) -> Option<Vec<Vec<&'static str>>> {
             vec!["--format", "json", "explain", "budgets", "{F}"],
         ],
         "completions" => vec![vec!["completions", "bash"]],
+        "tools" => vec![
+            vec!["tools", "{F}"],
+            vec!["--format", "json", "tools", "{A}"],
+        ],
         _ => return None,
     })
 }

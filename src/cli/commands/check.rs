@@ -16,8 +16,13 @@ use super::super::workspace::load_file;
 /// (with their status), ambiguities, cycles, and preferences that chose
 /// nothing. Nothing is started and nothing is written.
 ///
-/// Exit status: 0 when every hard requirement resolves, 1 when some do not,
-/// 2 when a file is unusable.
+/// An `mcp` entry is checked against `chassis.lock` beside the file (its
+/// tools as last pinned by `chassis tools --update-lock`); an entry missing
+/// from the lock, or whose locked server lacks a tool in `expect_tools`,
+/// is a finding.
+///
+/// Exit status: 0 when every hard requirement resolves, 1 when some do not
+/// (or an `mcp` entry's lock finding), 2 when a file is unusable.
 #[derive(Debug, clap::Args)]
 #[command(
     after_long_help = "Examples:\n  chassis check composition.toml\n  chassis check --format json a.toml b.toml"
@@ -51,11 +56,21 @@ pub fn run(ui: &Ui, args: &CheckArgs) -> Result<ExitStatus, ExitStatus> {
         let refused = findings
             .iter()
             .any(|d| d.code == crate::engine::diag::Code::UndeclaredPermission);
-        if !resolved.plan.is_complete() || refused {
+        let lock_findings = resolved.lock_findings();
+        if !resolved.plan.is_complete() || refused || !lock_findings.is_empty() {
             status = status.max(ExitStatus::Negative);
         }
         match ui.format {
-            Format::Json => reports.push(render::check_json(&resolved, refused)),
+            Format::Json => {
+                let mut report = render::check_json(&resolved, refused);
+                if let Some(o) = report.as_object_mut() {
+                    if !lock_findings.is_empty() {
+                        o.insert("ok".into(), serde_json::Value::Bool(false));
+                    }
+                    o.insert("lock_findings".into(), serde_json::json!(lock_findings));
+                }
+                reports.push(report);
+            }
             _ => ui.out(&render::check_text(&resolved, refused)),
         }
     }

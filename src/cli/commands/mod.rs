@@ -15,3 +15,4 @@ pub mod run;
 pub mod runs;
 pub mod schema;
 pub mod snapshot;
+pub mod tools;

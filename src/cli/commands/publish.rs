@@ -52,6 +52,11 @@ pub struct PublishArgs {
     /// Write every telemetry signal of the publish (redacted) to FILE as JSON lines.
     #[arg(long, value_name = "FILE")]
     pub trace: Option<PathBuf>,
+    /// Start the `mcp` servers first and pin what they offer in
+    /// `chassis.lock` (otherwise a server that differs from the lock fails
+    /// the publication with the tool diff).
+    #[arg(long)]
+    pub update_lock: bool,
 }
 
 /// Why a composition is refused before anything runs.
@@ -415,6 +420,10 @@ pub(crate) fn trace_telemetry(
 
 pub fn run(ui: &Ui, args: &PublishArgs) -> Result<ExitStatus, ExitStatus> {
     super::super::require_format(ui, &[Format::Text, Format::Json], "publish")?;
+    let redactor = crate::engine::secret::Redactor::new();
+    if args.update_lock {
+        super::super::lockfile::update_for(ui, &args.file, None, &redactor)?;
+    }
     let resolved = load_file(ui, &args.file)?;
     if let Some(r) = refusal(&resolved, args.allow_pending) {
         report_refusal(ui, "publish", &resolved.display, &r);
@@ -438,10 +447,9 @@ pub fn run(ui: &Ui, args: &PublishArgs) -> Result<ExitStatus, ExitStatus> {
         ExitStatus::Failure
     })?;
     let composition = resolved.composition.clone();
-    let redactor = crate::engine::secret::Redactor::new();
     let telemetry = trace_telemetry(ui, args.trace.as_deref(), &redactor)?;
     let options = super::super::workspace::harness_options(ui, telemetry, &redactor, None)?;
-    let catalog = super::super::workspace::catalog(&args.file);
+    let catalog = super::super::workspace::catalog(&args.file, &redactor);
     let (report, nodes, generation, cleanup) = rt.block_on(async move {
         let harness = Harness::new(catalog, options);
         // A fresh harness has no generation, so seeding cannot fail.

@@ -94,6 +94,11 @@ pub struct RunArgs {
         requires = "replay"
     )]
     pub replay_fallback: ReplayFallback,
+    /// Start the `mcp` servers first and pin what they offer in
+    /// `chassis.lock` (otherwise a server that differs from the lock fails
+    /// the run before the agent starts, with the tool diff).
+    #[arg(long)]
+    pub update_lock: bool,
 }
 
 /// `--replay-fallback`.
@@ -187,6 +192,10 @@ fn read_input(ui: &Ui, args: &RunArgs, r: &Resolved, agent: &str) -> Result<Stri
 pub fn run(ui: &Ui, args: &RunArgs) -> Result<ExitStatus, ExitStatus> {
     super::super::require_format(ui, &[Format::Text, Format::Json], "run")?;
     let env = super::super::workspace::run_env(ui, args.env_file.as_deref())?;
+    let redactor = crate::engine::secret::Redactor::new();
+    if args.update_lock {
+        super::super::lockfile::update_for(ui, &args.file, args.env_file.as_deref(), &redactor)?;
+    }
     let resolved = load_file_in(ui, &args.file, &env)?;
     if let Some(r) = refusal(&resolved, args.allow_pending) {
         report_refusal(ui, "run", &resolved.display, &r);
@@ -209,7 +218,6 @@ pub fn run(ui: &Ui, args: &RunArgs) -> Result<ExitStatus, ExitStatus> {
         None => None,
     };
 
-    let redactor = crate::engine::secret::Redactor::new();
     let telemetry = trace_telemetry(ui, args.trace.as_deref(), &redactor)?;
     let options = harness_options(
         ui,
@@ -217,7 +225,7 @@ pub fn run(ui: &Ui, args: &RunArgs) -> Result<ExitStatus, ExitStatus> {
         &redactor,
         args.env_file.as_deref(),
     )?;
-    let catalog = catalog(&args.file);
+    let catalog = catalog(&args.file, &redactor);
     let rt = runtime().map_err(|e| {
         ui.err(&format!("error: cannot start the runtime: {e}"));
         ExitStatus::Failure

@@ -20,6 +20,7 @@ pub fn check_text(r: &Resolved, refused: bool) -> String {
     let resolved = hard.iter().filter(|x| x.status == Status::Resolved).count();
     let mut out = String::new();
     let verdict = match (plan.is_complete(), refused) {
+        (true, false) if !r.lock_findings().is_empty() => "unlocked",
         (true, false) => "ok",
         (true, true) => "refused",
         _ => "pending",

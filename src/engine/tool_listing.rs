@@ -1,0 +1,213 @@
+//! Every tool a composition mounts, with the policy each call will run
+//! under — what a user writing `[policy]` needs to see (`chassis tools`).
+//!
+//! Why it exists: a tool's effective policy comes from three places — the
+//! composition's `[policy.tools.<name>]` (which replaces everything), the
+//! plugin's registration (a `command` tool's configured policy, an `mcp`
+//! tool's defaults from its server's annotations plus the entry's
+//! `config.policy`), or nothing (a declared tool). The runtime merges them
+//! at publication; this module derives the same answer from the
+//! composition and the lock, without starting anything, so it can be shown
+//! and reviewed before a run.
+
+use serde::Serialize;
+
+use super::builtin::{command, mcp};
+use super::model::{Composition, ToolName};
+use super::policy::ToolPolicy;
+use super::resolve::Plan;
+use super::tree::ScopeTree;
+use crate::lock::Lock;
+
+/// Where a tool's effective policy came from.
+#[derive(Clone, Copy, Debug, PartialEq, Eq, Serialize)]
+#[serde(rename_all = "snake_case")]
+pub enum PolicySource {
+    /// The composition's `[policy.tools.<name>]` replaced it.
+    Override,
+    /// The `command` entry's tool configuration.
+    Config,
+    /// An `mcp` server's annotations with the entry's `config.policy`.
+    Annotations,
+    /// Nothing: the default policy (a declared tool).
+    Default,
+    /// Registered by the plugin at mount; not known before it runs (the
+    /// `testing.*` kinds).
+    Runtime,
+}
+
+impl PolicySource {
+    /// The name used in reports.
+    pub fn as_str(self) -> &'static str {
+        match self {
+            Self::Override => "override",
+            Self::Config => "config",
+            Self::Annotations => "annotations",
+            Self::Default => "default",
+            Self::Runtime => "runtime",
+        }
+    }
+}
+
+/// One tool of the composition.
+#[derive(Clone, Debug, PartialEq, Serialize)]
+pub struct ListedTool {
+    /// The name a model calls.
+    pub name: String,
+    /// The entry that registers it.
+    pub entry: String,
+    /// The entry's catalog kind (`mcp`, `command`, `declared`, …).
+    pub kind: String,
+    /// The server's name for it (`mcp` tools).
+    #[serde(skip_serializing_if = "Option::is_none")]
+    pub remote_name: Option<String>,
+    /// Description.
+    pub description: String,
+    /// Whether the entry is eligible for publication (not pending).
+    pub active: bool,
+    /// The policy calls run under.
+    pub policy: ToolPolicy,
+    /// Where [`Self::policy`] came from.
+    pub policy_source: PolicySource,
+}
+
+/// The tools one scope sees.
+#[derive(Clone, Debug, PartialEq, Serialize)]
+pub struct ScopeTools {
+    /// The scope's path.
+    pub scope: String,
+    /// Whether a tool view on its lineage restricts it.
+    pub restricted: bool,
+    /// Names of the tools it sees, sorted.
+    pub tools: Vec<String>,
+}
+
+/// Every tool of `composition` (the `mcp` entries' from `lock`), sorted by
+/// name then entry.
+pub fn list_tools(composition: &Composition, plan: &Plan, lock: Option<&Lock>) -> Vec<ListedTool> {
+    let mut out = Vec::new();
+    for (id, entry) in &composition.entries {
+        let kind = entry.manifest.kind.as_deref().unwrap_or("declared");
+        let config = entry.config.to_json();
+        let active = plan.activation_order.iter().any(|a| a == id);
+        let commands = (kind == command::KIND.name)
+            .then(|| command::parse(&entry.config).ok())
+            .flatten();
+        let locked = (kind == mcp::KIND.name)
+            .then(|| lock.and_then(|l| l.entries.get(id.as_str())))
+            .flatten();
+        for t in &entry.manifest.tools {
+            let (policy, source, remote_name) = if kind == mcp::KIND.name {
+                let lt = locked.and_then(|l| l.tools.iter().find(|x| x.name == t.name.as_str()));
+                let remote = lt.map_or_else(|| t.name.to_string(), |x| x.remote_name.clone());
+                let annotations = lt.and_then(|x| x.annotations_json());
+                (
+                    mcp::tool_policy(&config, &remote, annotations.as_ref()),
+                    PolicySource::Annotations,
+                    Some(remote),
+                )
+            } else if let Some(c) = &commands {
+                match c.tools.iter().find(|x| x.name == t.name) {
+                    Some(spec) => (spec.policy.clone(), PolicySource::Config, None),
+                    None => (ToolPolicy::default(), PolicySource::Default, None),
+                }
+            } else if kind == "declared" {
+                (ToolPolicy::default(), PolicySource::Default, None)
+            } else {
+                (ToolPolicy::default(), PolicySource::Runtime, None)
+            };
+            let (policy, source) = match composition
+                .policy
+                .as_ref()
+                .and_then(|p| p.tools.get(t.name.as_str()))
+            {
+                Some(o) => (o.clone(), PolicySource::Override),
+                None => (policy, source),
+            };
+            out.push(ListedTool {
+                name: t.name.to_string(),
+                entry: id.to_string(),
+                kind: kind.to_owned(),
+                remote_name,
+                description: t.description.clone(),
+                active,
+                policy,
+                policy_source: source,
+            });
+        }
+    }
+    out.sort_by(|a, b| (&a.name, &a.entry).cmp(&(&b.name, &b.entry)));
+    out
+}
+
+/// For every scope of `tree`, the active tools of `tools` its tool views
+/// show (a generation's tools are visible everywhere unless a view on the
+/// scope's lineage restricts them).
+pub fn scope_tools(tree: &ScopeTree, tools: &[ListedTool]) -> Vec<ScopeTools> {
+    tree.scopes()
+        .iter()
+        .enumerate()
+        .map(|(ix, s)| {
+            let mut names: Vec<String> = tools
+                .iter()
+                .filter(|t| t.active)
+                .filter(|t| ToolName::new(&t.name).is_ok_and(|n| tree.shows_tool(ix, &n)))
+                .map(|t| t.name.clone())
+                .collect();
+            names.dedup();
+            ScopeTools {
+                scope: s.path.to_string(),
+                restricted: s.tools.is_some(),
+                tools: names,
+            }
+        })
+        .collect()
+}
+
+#[cfg(test)]
+mod tests {
+    use super::*;
+    use crate::engine::build::CompositionBuilder;
+    use crate::engine::resolve::resolve_with_tree;
+
+    #[test]
+    fn overrides_win_and_views_restrict() {
+        let mut comp = CompositionBuilder::new()
+            .scope("/sub", None)
+            .tool_view(&["search"])
+            .entry("a")
+            .tool("write", "writes", None)
+            .tool("search", "finds", None)
+            .build()
+            .unwrap();
+        let over = ToolPolicy {
+            approval_required: true,
+            ..ToolPolicy::default()
+        };
+        comp.policy = Some(crate::engine::model::PolicyDecl {
+            tools: [("write".to_owned(), over.clone())].into(),
+            ..Default::default()
+        });
+        let tree = ScopeTree::new(&comp);
+        let plan = resolve_with_tree(&comp, &tree);
+        let tools = list_tools(&comp, &plan, None);
+        let names: Vec<(&str, PolicySource)> = tools
+            .iter()
+            .map(|t| (t.name.as_str(), t.policy_source))
+            .collect();
+        assert_eq!(
+            names,
+            [
+                ("search", PolicySource::Default),
+                ("write", PolicySource::Override)
+            ]
+        );
+        assert_eq!(tools[1].policy, over);
+        let scopes = scope_tools(&tree, &tools);
+        assert_eq!(scopes[0].tools, ["search", "write"]);
+        assert!(!scopes[0].restricted);
+        assert_eq!(scopes[1].scope, "/sub");
+        assert_eq!(scopes[1].tools, ["search"]);
+        assert!(scopes[1].restricted);
+    }
+}
