@@ -242,16 +242,12 @@ fn copy(from: &Path, to: &Path) -> Result<(), String> {
 /// Run `cmd` with stdout and stderr appended to `log`; `Err` names the command.
 fn run_logged(mut cmd: Command, log: &Path) -> Result<(), String> {
     let shown = format!("{cmd:?}");
-    let open = || {
-        File::options()
-            .append(true)
-            .open(log)
-            .map_err(|e| format!("{shown} (opening {}: {e})", log.display()))
-    };
-    let (out, err) = (open()?, open()?);
-    if let Ok(mut f) = File::options().append(true).open(log) {
-        let _ = writeln!(f, "$ {shown}");
-    }
+    let opened = File::options().append(true).open(log).and_then(|mut out| {
+        writeln!(out, "$ {shown}")?;
+        let err = out.try_clone()?;
+        Ok((out, err))
+    });
+    let (out, err) = opened.map_err(|e| format!("{shown} (opening {}: {e})", log.display()))?;
     let status = cmd
         .stdin(Stdio::null())
         .stdout(out)
