@@ -1,0 +1,189 @@
+#!/usr/bin/env python3
+"""A scripted MCP server for chassis's integration tests (stdlib only).
+
+Speaks newline-delimited JSON-RPC 2.0 on stdio, the `initialize` handshake
+era (protocolVersion "2025-06-18"), with tools that misbehave on purpose so a
+test can drive a client through crashes, hangs, noise and tool-list changes.
+
+Environment:
+  SCRIPTED_LOG   file to append one JSON line per received message to
+                 (flushed per line); unparseable lines are logged as
+                 {"unparsed": "<line>"}.
+  SCRIPTED_MODE  "garbage_start": print a non-JSON line to stdout first;
+                 "exit_on_start": exit with status 3 before reading anything.
+
+Tools (each with an inputSchema):
+  echo {text}  -> text content equal to `text`
+  crash        -> the process exits with status 1 mid-call, no reply
+  hang         -> never replies (stdin is still read and logged, so a
+                  `notifications/cancelled` shows up in SCRIPTED_LOG)
+  env          -> text content = JSON object of the server's os.environ
+  noisy        -> 200 lines on stderr, then "ok"
+  garbage      -> a `this is not json` line on stdout, then a valid reply
+  flip         -> replies "flipped", then adds tool `extra` and sends
+                  `notifications/tools/list_changed`
+  extra        -> (only after flip) "extra"
+
+Also: `ping` -> {}, notifications are logged and ignored, any other request
+-> JSON-RPC error -32601.
+"""
+
+import json
+import os
+import sys
+
+PROTOCOL_VERSION = "2025-06-18"
+SERVER_INFO = {"name": "scripted", "version": "1.0.0"}
+
+NO_ARGS = {"type": "object", "properties": {}, "additionalProperties": False}
+
+TOOLS = [
+    {
+        "name": "echo",
+        "description": "Echo the text back.",
+        "inputSchema": {
+            "type": "object",
+            "properties": {"text": {"type": "string", "description": "what to echo"}},
+            "required": ["text"],
+            "additionalProperties": False,
+        },
+    },
+    {"name": "crash", "description": "Exit the server (status 1) without replying.", "inputSchema": NO_ARGS},
+    {"name": "hang", "description": "Never reply.", "inputSchema": NO_ARGS},
+    {"name": "env", "description": "The server's environment, as JSON.", "inputSchema": NO_ARGS},
+    {"name": "noisy", "description": "Write 200 lines to stderr, then reply ok.", "inputSchema": NO_ARGS},
+    {"name": "garbage", "description": "Write a non-JSON line to stdout, then reply.", "inputSchema": NO_ARGS},
+    {"name": "flip", "description": "Reply, then add the tool `extra` and notify.", "inputSchema": NO_ARGS},
+]
+
+EXTRA_TOOL = {"name": "extra", "description": "Appears after flip.", "inputSchema": NO_ARGS}
+
+_log_file = None
+
+
+def log_message(entry):
+    if _log_file is None:
+        return
+    _log_file.write(json.dumps(entry, separators=(",", ":")) + "\n")
+    _log_file.flush()
+
+
+def write_line(text):
+    sys.stdout.write(text + "\n")
+    sys.stdout.flush()
+
+
+def send(message):
+    write_line(json.dumps(message, separators=(",", ":")))
+
+
+def reply(msg_id, result):
+    send({"jsonrpc": "2.0", "id": msg_id, "result": result})
+
+
+def error(msg_id, code, message):
+    send({"jsonrpc": "2.0", "id": msg_id, "error": {"code": code, "message": message}})
+
+
+def text_result(text):
+    return {"content": [{"type": "text", "text": text}], "isError": False}
+
+
+def call_tool(msg_id, params, tools):
+    name = params.get("name")
+    args = params.get("arguments") or {}
+    if name not in {t["name"] for t in tools}:
+        error(msg_id, -32602, f"unknown tool: {name}")
+        return
+    if name == "echo":
+        text = args.get("text")
+        if not isinstance(text, str):
+            error(msg_id, -32602, "echo: `text` must be a string")
+            return
+        reply(msg_id, text_result(text))
+    elif name == "crash":
+        sys.stderr.write("scripted: crashing on purpose\n")
+        sys.stderr.flush()
+        os._exit(1)
+    elif name == "hang":
+        pass  # never reply; the main loop keeps reading stdin
+    elif name == "env":
+        reply(msg_id, text_result(json.dumps(dict(os.environ), sort_keys=True)))
+    elif name == "noisy":
+        for i in range(200):
+            sys.stderr.write(f"scripted: noisy line {i}\n")
+        sys.stderr.flush()
+        reply(msg_id, text_result("ok"))
+    elif name == "garbage":
+        write_line("this is not json")
+        reply(msg_id, text_result("after garbage"))
+    elif name == "flip":
+        reply(msg_id, text_result("flipped"))
+        if EXTRA_TOOL not in tools:
+            tools.append(EXTRA_TOOL)
+        send({"jsonrpc": "2.0", "method": "notifications/tools/list_changed"})
+    elif name == "extra":
+        reply(msg_id, text_result("extra"))
+
+
+def handle(message, tools):
+    if not isinstance(message, dict):
+        error(None, -32600, "invalid request")
+        return
+    method = message.get("method")
+    msg_id = message.get("id")
+    is_request = "id" in message and method is not None
+    if method is None:
+        return  # a response to something we never sent: ignore
+    if not is_request:
+        return  # notifications (initialized, cancelled, ...) are only logged
+    params = message.get("params") or {}
+    if method == "initialize":
+        reply(
+            msg_id,
+            {
+                "protocolVersion": PROTOCOL_VERSION,
+                "capabilities": {"tools": {"listChanged": True}},
+                "serverInfo": SERVER_INFO,
+            },
+        )
+    elif method == "ping":
+        reply(msg_id, {})
+    elif method == "tools/list":
+        reply(msg_id, {"tools": list(tools)})
+    elif method == "tools/call":
+        call_tool(msg_id, params, tools)
+    else:
+        error(msg_id, -32601, f"method not found: {method}")
+
+
+def main():
+    global _log_file
+    mode = os.environ.get("SCRIPTED_MODE", "")
+    if mode == "exit_on_start":
+        sys.exit(3)
+    log_path = os.environ.get("SCRIPTED_LOG")
+    if log_path:
+        _log_file = open(log_path, "a", encoding="utf-8")
+    if mode == "garbage_start":
+        write_line("this is not json")
+    tools = [dict(t) for t in TOOLS]
+    for raw in sys.stdin.buffer:
+        line = raw.decode("utf-8", errors="replace").strip()
+        if not line:
+            continue
+        try:
+            message = json.loads(line)
+        except ValueError:
+            log_message({"unparsed": line})
+            error(None, -32700, "parse error")
+            continue
+        log_message(message)
+        handle(message, tools)
+
+
+if __name__ == "__main__":
+    try:
+        main()
+    except (BrokenPipeError, KeyboardInterrupt):
+        os._exit(0)
