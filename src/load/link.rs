@@ -281,10 +281,42 @@ fn check_agent_refs(agents: &[&WalkedAgent], comp: &Composition, diags: &mut Vec
     for e in comp.entries.values() {
         tools.extend(e.manifest.tools.iter().map(|t| t.name.as_str()));
     }
+    // An `mcp` entry without a lock entry has tools nobody has seen yet:
+    // a reference to an unknown tool may be one of them, so it is a warning
+    // (the missing lock is already a finding), and `chassis tools
+    // --update-lock` can still load the file to write the lock.
+    let unlocked: Vec<&str> = comp
+        .entries
+        .iter()
+        .filter(|(_, e)| {
+            e.manifest.kind.as_deref() == Some(crate::engine::builtin::mcp::KIND.name)
+                && !e.manifest.metadata.contains_key("mcp.server_name")
+        })
+        .map(|(id, _)| id.as_str())
+        .collect();
     let names: BTreeSet<&str> = agents.iter().map(|a| a.decl.name.as_str()).collect();
     for a in agents {
         for (tool, origin) in &a.tool_refs {
             if tools.contains(tool.as_str()) || a.decl.sub_agents.iter().any(|s| s == tool) {
+                continue;
+            }
+            if !unlocked.is_empty() {
+                diags.push(
+                    Diagnostic::warning(
+                        Code::UnknownTool,
+                        format!(
+                            "agent `{}` lists the tool `{tool}`, which no plugin declares; the unlocked `mcp` entr{} {} may offer it",
+                            a.decl.name,
+                            if unlocked.len() == 1 { "y" } else { "ies" },
+                            unlocked
+                                .iter()
+                                .map(|u| format!("`{u}`"))
+                                .collect::<Vec<_>>()
+                                .join(", ")
+                        ),
+                    )
+                    .at(Some(*origin), "not known until the lock is written"),
+                );
                 continue;
             }
             let mut d = Diagnostic::error(

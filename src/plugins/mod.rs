@@ -13,6 +13,7 @@ use crate::runtime::Catalog;
 
 pub mod command;
 pub mod hooks;
+pub mod http;
 pub mod mcp;
 pub mod openai;
 pub mod scripted;

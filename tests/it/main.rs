@@ -5,6 +5,7 @@ mod canary;
 mod generated;
 mod golden;
 mod harness;
+mod mcp;
 mod mcp_servers;
 mod run;
 mod store;

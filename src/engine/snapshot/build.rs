@@ -282,6 +282,9 @@ pub fn build_snapshot(
             if let Some(skipped) = composition.skipped_metadata() {
                 metadata.insert("skipped_entries".to_owned(), skipped);
             }
+            if let Some(servers) = mcp_servers(&active) {
+                metadata.insert("mcp_servers".to_owned(), servers);
+            }
             if !composition.quarantined.is_empty() {
                 metadata.insert(
                     "quarantined_entries".to_owned(),
@@ -650,4 +653,28 @@ fn fingerprints(
             scopes: physical,
         },
     )
+}
+
+/// Per active `mcp` entry, the locked server it runs against
+/// (`server_name`, `server_version`, `protocol_version`): part of what a
+/// run executed against, so it is in the snapshot (and its full digest).
+fn mcp_servers(active: &[&Entry]) -> Option<Canon> {
+    let servers: BTreeMap<String, Canon> = active
+        .iter()
+        .filter(|e| e.manifest.kind.as_deref() == Some(crate::engine::builtin::mcp::KIND.name))
+        .filter_map(|e| {
+            let fields: BTreeMap<String, Canon> =
+                ["server_name", "server_version", "protocol_version"]
+                    .iter()
+                    .filter_map(|k| match e.manifest.metadata.get(&format!("mcp.{k}")) {
+                        Some(crate::engine::model::ConfigValue::Str(v)) => {
+                            Some(((*k).to_owned(), Canon::Str(v.clone())))
+                        }
+                        _ => None,
+                    })
+                    .collect();
+            (!fields.is_empty()).then(|| (e.id.to_string(), Canon::Map(fields)))
+        })
+        .collect();
+    (!servers.is_empty()).then_some(Canon::Map(servers))
 }

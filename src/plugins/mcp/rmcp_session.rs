@@ -234,7 +234,7 @@ async fn connect_once(
             let mut config = StreamableHttpClientTransportConfig::with_uri(url.as_str());
             config.custom_headers = custom;
             config.auth_header = auth;
-            let client = reqwest::Client::builder()
+            let client = crate::plugins::http::client_builder()
                 .build()
                 .map_err(|e| start_error(spec, format_args!("has no HTTP client: {e}")))?;
             let transport = StreamableHttpClientTransport::with_client(client, config);

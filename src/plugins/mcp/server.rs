@@ -7,7 +7,8 @@
 //! the server, with a bounded exponential backoff between attempts. After a
 //! restart, or after `notifications/tools/list_changed`, the tool list is
 //! fetched again and compared with the one this generation published: a
-//! generation is immutable, so when the contract changed the server's tools
+//! generation is immutable, so tools the server adds wait for a new
+//! generation, and when a published tool is gone or changed the server's tools
 //! stop answering with an error that says to publish a new generation
 //! (`chassis tools --update-lock`, then publish), instead of silently
 //! calling tools whose schemas no longer match what the model was shown.
@@ -162,10 +163,24 @@ impl Server {
             .unwrap_or_default();
         let live = lock_entry(&identity, tools, &self.config)?;
         let changes = diff_tools(&self.published, &live);
-        if changes.is_empty() {
+        // New tools do not touch what this generation published: they wait
+        // for a new generation. A published tool gone or changed does.
+        let (added, broken): (Vec<_>, Vec<_>) = changes
+            .iter()
+            .partition(|c| matches!(c, crate::lock::ToolChange::Added { .. }));
+        if !added.is_empty() {
+            let list: Vec<String> = added.iter().map(ToString::to_string).collect();
+            tracing::info!(
+                target: "chassis::mcp",
+                entry = %self.spec.entry,
+                "the MCP server {what} ({}); a new generation would offer them",
+                list.join(", ")
+            );
+        }
+        if broken.is_empty() {
             return Ok(());
         }
-        let list: Vec<String> = changes.iter().map(ToString::to_string).collect();
+        let list: Vec<String> = broken.iter().map(ToString::to_string).collect();
         let why = format!(
             "the MCP server of entry `{}` {what} ({}); this generation keeps the tools it published, so its tools are unavailable until a new generation is published (`chassis tools FILE --update-lock`, then publish)",
             self.spec.entry,

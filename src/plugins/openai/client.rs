@@ -7,7 +7,6 @@
 //! that knows the key and every secret header value, so a server that
 //! echoes the credential back cannot put it into a trace or an error.
 
-use std::sync::Once;
 use std::time::Duration;
 
 use reqwest::header::{ACCEPT, AUTHORIZATION, CONTENT_TYPE, HeaderMap, HeaderName, HeaderValue};
@@ -54,27 +53,7 @@ pub struct Settings {
     pub prices: Option<Prices>,
 }
 
-/// Install the process's rustls crypto provider (ring) once. reqwest is
-/// built without a provider of its own (`rustls-no-provider`, to avoid
-/// aws-lc-rs), so every client in the binary needs this first; calling it
-/// again, or after another provider was installed, changes nothing.
-pub fn install_crypto_provider() {
-    static INSTALL: Once = Once::new();
-    INSTALL.call_once(|| {
-        // Err means a provider is already installed: that one is used.
-        let _ = rustls::crypto::ring::default_provider().install_default();
-    });
-}
-
-/// A client builder with the crypto provider installed and chassis's
-/// defaults (no redirects: an API endpoint does not redirect, and a
-/// redirect must not carry the key elsewhere).
-pub fn client_builder() -> reqwest::ClientBuilder {
-    install_crypto_provider();
-    reqwest::Client::builder()
-        .redirect(reqwest::redirect::Policy::none())
-        .user_agent(concat!("chassis/", env!("CARGO_PKG_VERSION")))
-}
+pub use crate::plugins::http::{client_builder, install_crypto_provider};
 
 /// Why an attempt failed, and whether another may succeed.
 struct Failure {

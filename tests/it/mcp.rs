@@ -1,0 +1,552 @@
+//! The `mcp` kind against real servers: the npm reference servers
+//! (server-everything over stdio and streamable HTTP, server-filesystem
+//! behind chassis policy), the PyPI time server over the stateless
+//! 2026-07-28 protocol, and the scripted server of `tests/servers/` for the
+//! failure paths (crash mid-call, hang past the deadline, garbage on
+//! stdout, noisy stderr, a changing tool list, a drifted lock) and the
+//! environment a server gets. Servers are installed pinned on first use
+//! (`mcp_servers`); every test writes its composition into a temporary
+//! directory, pins the lock with `chassis tools --update-lock`, and runs an
+//! agent whose scripted model calls the tools.
+
+use std::path::{Path, PathBuf};
+
+use serde_json::Value;
+
+use crate::harness::{Run, run_in};
+use crate::mcp_servers;
+
+/// A composition `text` written to `dir/name`.
+fn write(dir: &Path, name: &str, text: &str) -> PathBuf {
+    let path = dir.join(name);
+    std::fs::write(&path, text).unwrap();
+    path
+}
+
+/// `chassis ARGS` in `dir` with `env`.
+fn chassis(dir: &Path, args: &[&str], env: &[(&str, &str)]) -> Run {
+    let mut all = vec!["--color", "never"];
+    all.extend_from_slice(args);
+    run_in(dir, &all, env)
+}
+
+/// Pin the lock of `file` (must succeed).
+fn update_lock(dir: &Path, file: &str, env: &[(&str, &str)]) -> Run {
+    let r = chassis(dir, &["tools", file, "--update-lock"], env);
+    assert_eq!(r.code, 0, "{}", r.transcript());
+    r
+}
+
+/// `chassis --format json run FILE`, parsed.
+fn run_json(dir: &Path, file: &str, env: &[(&str, &str)]) -> (Run, Value) {
+    let r = chassis(dir, &["--format", "json", "run", file], env);
+    let v: Value = serde_json::from_str(&r.stdout)
+        .unwrap_or_else(|e| panic!("not JSON ({e}):\n{}", r.transcript()));
+    (r, v)
+}
+
+/// The content of each tool message, in order.
+fn tool_contents(v: &Value) -> Vec<String> {
+    v["messages"]
+        .as_array()
+        .unwrap()
+        .iter()
+        .filter(|m| m["role"] == "tool")
+        .map(|m| m["content"].as_str().unwrap_or_default().to_owned())
+        .collect()
+}
+
+/// The status of each tool call, in order.
+fn statuses(v: &Value) -> Vec<String> {
+    v["tool_calls"]
+        .as_array()
+        .unwrap()
+        .iter()
+        .map(|c| c["status"].as_str().unwrap().to_owned())
+        .collect()
+}
+
+/// A scripted model making `calls` (tool name, JSON args) one per turn,
+/// then answering "done"; and an agent that may call `tools`.
+fn agent(calls: &[(&str, &str)], tools: &[&str]) -> String {
+    let mut out = String::from("\n[entries.model]\nplugin = \"scripted\"\n");
+    for (name, args) in calls {
+        out.push_str(&format!(
+            "[[entries.model.config.turns]]\ntool_calls = [{{ name = \"{name}\", args = {args} }}]\n"
+        ));
+    }
+    out.push_str("[[entries.model.config.turns]]\ntext = \"done\"\n");
+    let list: Vec<String> = tools.iter().map(|t| format!("\"{t}\"")).collect();
+    out.push_str(&format!(
+        "\n[agents.a]\nprompt = \"use the tools\"\ntools = [{}]\ndefault_input = \"go\"\nmax_steps = 12\n",
+        list.join(", ")
+    ));
+    out
+}
+
+/// TOML string literal of a path.
+fn lit(p: &Path) -> String {
+    serde_json::to_string(&p.display().to_string()).unwrap()
+}
+
+/// The lines of a server-side log that are `tools/call` requests.
+fn calls_in_log(log: &Path) -> Vec<Value> {
+    std::fs::read_to_string(log)
+        .unwrap_or_default()
+        .lines()
+        .filter_map(|l| serde_json::from_str::<Value>(l).ok())
+        .filter(|m| m["method"] == "tools/call")
+        .collect()
+}
+
+/// The interpreter behind `python3` (not a pyenv shim, which adds its own
+/// variables to a child's environment).
+fn real_python() -> String {
+    let out = std::process::Command::new("python3")
+        .args(["-c", "import sys; print(sys.executable)"])
+        .output()
+        .expect("python3 runs");
+    String::from_utf8(out.stdout).unwrap().trim().to_owned()
+}
+
+#[test]
+fn everything_echo_and_sum_over_stdio() {
+    let dir = tempfile::tempdir().unwrap();
+    let text = format!(
+        "version = 1\n[entries.ev]\nplugin = \"mcp\"\nconfig.command = {}\nconfig.tools = {{ allow = [\"echo\", \"get-sum\"] }}\nconfig.expect_tools = [\"echo\", \"get-sum\"]\n{}",
+        lit(&mcp_servers::everything()),
+        agent(
+            &[
+                ("echo", r#"{ message = "hello from chassis" }"#),
+                ("get-sum", "{ a = 20, b = 22 }"),
+            ],
+            &["echo", "get-sum"],
+        )
+    );
+    write(dir.path(), "c.toml", &text);
+    // Before the lock: `check` is a negative answer, not a load failure.
+    let r = chassis(dir.path(), &["check", "c.toml"], &[]);
+    assert_eq!(r.code, 1, "{}", r.transcript());
+    assert!(r.stderr.contains("load::mcp-lock-missing"), "{}", r.stderr);
+    update_lock(dir.path(), "c.toml", &[]);
+    let lock = std::fs::read_to_string(dir.path().join("chassis.lock")).unwrap();
+    assert!(
+        lock.contains("server_name = \"mcp-servers/everything\""),
+        "{lock}"
+    );
+    assert!(lock.contains("name = \"get-sum\""), "{lock}");
+    assert!(!lock.contains("get-env"), "the allow-list filters: {lock}");
+    let r = chassis(dir.path(), &["check", "c.toml"], &[]);
+    assert_eq!(r.code, 0, "{}", r.transcript());
+    let (r, v) = run_json(dir.path(), "c.toml", &[]);
+    assert_eq!(r.code, 0, "{}", r.transcript());
+    assert_eq!(statuses(&v), ["ok", "ok"], "{}", r.transcript());
+    let contents = tool_contents(&v);
+    assert!(contents[0].contains("hello from chassis"), "{contents:?}");
+    assert!(contents[1].contains("42"), "{contents:?}");
+    // The snapshot records what the run executed against.
+    let snap = chassis(dir.path(), &["--format", "json", "snapshot", "c.toml"], &[]);
+    assert_eq!(snap.code, 0, "{}", snap.transcript());
+    assert!(
+        snap.stdout.contains("mcp-servers/everything") && snap.stdout.contains("2025-11-25"),
+        "{}",
+        snap.stdout
+    );
+}
+
+/// A free port on 127.0.0.1 (bound, read, released).
+fn free_port() -> u16 {
+    std::net::TcpListener::bind("127.0.0.1:0")
+        .unwrap()
+        .local_addr()
+        .unwrap()
+        .port()
+}
+
+/// Kills the child on drop.
+struct Killed(std::process::Child);
+
+impl Drop for Killed {
+    fn drop(&mut self) {
+        let _ = self.0.kill();
+        let _ = self.0.wait();
+    }
+}
+
+#[test]
+fn everything_over_streamable_http_on_loopback() {
+    let exe = mcp_servers::everything();
+    // `.bin/mcp-server-everything` links to `dist/index.js`.
+    let index = std::fs::canonicalize(&exe).unwrap();
+    let port = free_port();
+    let loopback = crate::harness::root().join("tests/servers/loopback.cjs");
+    let child = std::process::Command::new("node")
+        .arg("--require")
+        .arg(&loopback)
+        .arg(&index)
+        .arg("streamableHttp")
+        .env("PORT", port.to_string())
+        .stdin(std::process::Stdio::null())
+        .stdout(std::process::Stdio::null())
+        .stderr(std::process::Stdio::null())
+        .spawn()
+        .expect("node starts");
+    let _guard = Killed(child);
+    let deadline = std::time::Instant::now() + std::time::Duration::from_secs(20);
+    while std::net::TcpStream::connect(("127.0.0.1", port)).is_err() {
+        assert!(
+            std::time::Instant::now() < deadline,
+            "server-everything did not listen on 127.0.0.1:{port}"
+        );
+        std::thread::sleep(std::time::Duration::from_millis(50));
+    }
+    let dir = tempfile::tempdir().unwrap();
+    let text = format!(
+        "version = 1\n[entries.ev]\nplugin = \"mcp\"\nconfig.url = \"http://127.0.0.1:{port}/mcp\"\nconfig.protocol = \"initialize\"\nconfig.tools = {{ allow = [\"echo\", \"get-sum\"], prefix = \"ev_\" }}\n{}",
+        agent(
+            &[
+                ("ev_echo", r#"{ message = "over http" }"#),
+                ("ev_get-sum", "{ a = 1, b = 2 }"),
+            ],
+            &["ev_echo", "ev_get-sum"],
+        )
+    );
+    write(dir.path(), "c.toml", &text);
+    update_lock(dir.path(), "c.toml", &[]);
+    let (r, v) = run_json(dir.path(), "c.toml", &[]);
+    assert_eq!(r.code, 0, "{}", r.transcript());
+    assert_eq!(statuses(&v), ["ok", "ok"], "{}", r.transcript());
+    let contents = tool_contents(&v);
+    assert!(contents[0].contains("over http"), "{contents:?}");
+    assert!(contents[1].contains('3'), "{contents:?}");
+}
+
+#[test]
+fn time_server_over_the_stateless_protocol() {
+    let dir = tempfile::tempdir().unwrap();
+    let text = format!(
+        "version = 1\n[entries.time]\nplugin = \"mcp\"\nconfig.command = {}\nconfig.args = [\"--local-timezone\", \"UTC\"]\n{}",
+        lit(&mcp_servers::time_server()),
+        agent(
+            &[(
+                "convert_time",
+                r#"{ source_timezone = "Europe/London", time = "12:00", target_timezone = "Asia/Tokyo" }"#,
+            )],
+            &["convert_time"],
+        )
+    );
+    write(dir.path(), "c.toml", &text);
+    update_lock(dir.path(), "c.toml", &[]);
+    // `protocol = "auto"` chose the stateless era.
+    let lock = std::fs::read_to_string(dir.path().join("chassis.lock")).unwrap();
+    assert!(lock.contains("protocol_version = \"2026-07-28\""), "{lock}");
+    let (r, v) = run_json(dir.path(), "c.toml", &[]);
+    assert_eq!(r.code, 0, "{}", r.transcript());
+    assert_eq!(statuses(&v), ["ok"], "{}", r.transcript());
+    let out = &tool_contents(&v)[0];
+    // 12:00 in London on any date is 20:00 or 21:00 in Tokyo.
+    assert!(
+        out.contains("Asia/Tokyo") && (out.contains("T20:00") || out.contains("T21:00")),
+        "{out}"
+    );
+}
+
+#[test]
+fn filesystem_policy_refuses_before_the_server_sees_the_call() {
+    let dir = tempfile::tempdir().unwrap();
+    let ws = std::fs::canonicalize(dir.path()).unwrap().join("workspace");
+    std::fs::create_dir(&ws).unwrap();
+    std::fs::write(ws.join("notes.txt"), "inside the workspace\n").unwrap();
+    std::fs::write(dir.path().join("outside.txt"), "outside\n").unwrap();
+    let log = dir.path().join("fs-calls.jsonl");
+    let inside = ws.join("notes.txt");
+    let written = ws.join("new.txt");
+    let outside = std::fs::canonicalize(dir.path())
+        .unwrap()
+        .join("outside.txt");
+    let dotdot = format!("{}/../outside.txt", ws.display());
+    let ws_glob = format!("{}/**", ws.display());
+    let text = format!(
+        r#"version = 1
+[entries.fs]
+plugin = "mcp"
+config.command = {proxy}
+config.args = [{log}, "--", {server}, {ws}]
+config.tools = {{ allow = ["read_text_file", "write_file"] }}
+config.policy.read_text_file = {{ permissions = ["filesystem.read:{{/path}}"] }}
+config.policy.write_file = {{ permissions = ["filesystem.write:{{/path}}"] }}
+
+[policy]
+grants = ["filesystem.read:{ws_glob}"]
+{agent}"#,
+        proxy = lit(&mcp_servers::log_proxy()),
+        log = lit(&log),
+        server = lit(&mcp_servers::filesystem()),
+        ws = lit(&ws),
+        agent = agent(
+            &[
+                ("read_text_file", &format!("{{ path = {} }}", lit(&inside))),
+                (
+                    "write_file",
+                    &format!("{{ path = {}, content = \"x\" }}", lit(&written)),
+                ),
+                ("read_text_file", &format!("{{ path = {} }}", lit(&outside))),
+                (
+                    "read_text_file",
+                    &format!("{{ path = {} }}", serde_json::to_string(&dotdot).unwrap()),
+                ),
+            ],
+            &["read_text_file", "write_file"],
+        ),
+    );
+    write(dir.path(), "c.toml", &text);
+    update_lock(dir.path(), "c.toml", &[]);
+    // The policy each tool runs under is visible before anything runs.
+    let listed = chassis(dir.path(), &["tools", "c.toml"], &[]);
+    assert_eq!(listed.code, 0, "{}", listed.transcript());
+    assert!(
+        listed
+            .stdout
+            .contains("permissions filesystem.write:{/path}"),
+        "{}",
+        listed.stdout
+    );
+    let _ = std::fs::remove_file(&log);
+    let (r, v) = run_json(dir.path(), "c.toml", &[]);
+    assert_eq!(r.code, 0, "{}", r.transcript());
+    let st = statuses(&v);
+    assert_eq!(st[0], "ok", "{}", r.transcript());
+    assert!(
+        st[1..].iter().all(|s| s != "ok"),
+        "refused: {st:?}\n{}",
+        r.transcript()
+    );
+    let contents = tool_contents(&v);
+    assert!(contents[0].contains("inside the workspace"), "{contents:?}");
+    assert!(!written.exists(), "write_file reached the server");
+    // From the server's side: exactly one call arrived, the allowed read.
+    let calls = calls_in_log(&log);
+    assert_eq!(calls.len(), 1, "{calls:?}");
+    assert_eq!(calls[0]["params"]["name"], "read_text_file");
+    assert_eq!(
+        calls[0]["params"]["arguments"]["path"],
+        inside.display().to_string()
+    );
+}
+
+#[test]
+fn scripted_server_failures_fail_one_call_and_recover() {
+    let dir = tempfile::tempdir().unwrap();
+    let log = dir.path().join("server.jsonl");
+    let text = format!(
+        "version = 1\n[entries.s]\nplugin = \"mcp\"\nconfig.command = {}\nconfig.env = [\"SCRIPTED_LOG\"]\nconfig.policy.hang = {{ timeout_seconds = 1 }}\n{}",
+        lit(&mcp_servers::scripted_server()),
+        agent(
+            &[
+                ("crash", "{}"),
+                ("echo", r#"{ text = "after the crash" }"#),
+                ("hang", "{}"),
+                ("garbage", "{}"),
+                ("noisy", "{}"),
+                ("flip", "{}"),
+                ("echo", r#"{ text = "after the flip" }"#),
+            ],
+            &["crash", "echo", "hang", "garbage", "noisy", "flip"],
+        )
+    );
+    write(dir.path(), "c.toml", &text);
+    let env = [("SCRIPTED_LOG", log.to_str().unwrap())];
+    update_lock(dir.path(), "c.toml", &env);
+    let _ = std::fs::remove_file(&log);
+    let (r, v) = run_json(dir.path(), "c.toml", &env);
+    assert_eq!(r.code, 0, "{}", r.transcript());
+    assert_eq!(
+        statuses(&v),
+        ["error", "ok", "timeout", "ok", "ok", "ok", "ok"],
+        "{}",
+        r.transcript()
+    );
+    let contents = tool_contents(&v);
+    assert!(
+        contents[0].contains("went away during the call"),
+        "{contents:?}"
+    );
+    assert_eq!(contents[1], "after the crash", "restarted");
+    assert!(contents[2].contains("deadline"), "{contents:?}");
+    assert_eq!(contents[3], "after garbage");
+    assert_eq!(contents[6], "after the flip", "a new tool breaks nothing");
+    // The server's stderr goes to tracing, not to the user's terminal.
+    assert!(!r.stderr.contains("noisy line"), "{}", r.stderr);
+    // The hung request was cancelled on the wire.
+    let text = std::fs::read_to_string(&log).unwrap();
+    let hang_id = calls_in_log(&log)
+        .iter()
+        .find(|c| c["params"]["name"] == "hang")
+        .map(|c| c["id"].clone())
+        .expect("hang arrived");
+    let cancelled = text
+        .lines()
+        .filter_map(|l| serde_json::from_str::<Value>(l).ok())
+        .any(|m| m["method"] == "notifications/cancelled" && m["params"]["requestId"] == hang_id);
+    assert!(cancelled, "{text}");
+    // With -v the server's stderr is there, as a tracing event.
+    let (r, _) = {
+        let r = chassis(
+            dir.path(),
+            &["-vv", "--format", "json", "run", "c.toml"],
+            &env,
+        );
+        (r, ())
+    };
+    assert!(r.stderr.contains("noisy line"), "{}", r.stderr);
+}
+
+#[test]
+fn a_server_that_differs_from_the_lock_fails_publication_with_the_diff() {
+    let dir = tempfile::tempdir().unwrap();
+    let text = format!(
+        "version = 1\n[entries.s]\nplugin = \"mcp\"\nconfig.command = {}\nconfig.tools = {{ allow = [\"echo\", \"env\"] }}\n",
+        lit(&mcp_servers::scripted_server()),
+    );
+    write(dir.path(), "c.toml", &text);
+    update_lock(dir.path(), "c.toml", &[]);
+    let lock_path = dir.path().join("chassis.lock");
+    let good = std::fs::read_to_string(&lock_path).unwrap();
+    let state = dir.path().join("state.db");
+    let state = state.to_str().unwrap();
+
+    // A changed description: publication fails with the diff (exit 3) and
+    // nothing is published.
+    std::fs::write(&lock_path, good.replace("Echo the text back.", "Echo.")).unwrap();
+    let r = chassis(dir.path(), &["publish", "c.toml", "--state", state], &[]);
+    assert_eq!(r.code, 3, "{}", r.transcript());
+    assert!(r.stderr.contains("~ echo (description)"), "{}", r.stderr);
+    assert!(r.stderr.contains("--update-lock"), "{}", r.stderr);
+    let live = chassis(dir.path(), &["tools", "c.toml", "--live"], &[]);
+    assert_eq!(live.code, 1, "{}", live.transcript());
+    assert!(
+        live.stdout.contains("differs from chassis.lock"),
+        "{}",
+        live.stdout
+    );
+
+    // `--update-lock` accepts it and publishes.
+    let r = chassis(
+        dir.path(),
+        &["publish", "c.toml", "--state", state, "--update-lock"],
+        &[],
+    );
+    assert_eq!(r.code, 0, "{}", r.transcript());
+    assert_eq!(std::fs::read_to_string(&lock_path).unwrap(), good);
+
+    // A locked tool the server no longer offers: a broken promise,
+    // rolled back (PluginContractError).
+    let extra = "\n[[entries.s.tools]]\nname = \"vanished\"\nremote_name = \"vanished\"\ndescription = \"gone\"\ninput_schema = '{\"type\":\"object\"}'\n";
+    std::fs::write(&lock_path, format!("{good}{extra}")).unwrap();
+    let r = chassis(dir.path(), &["publish", "c.toml", "--state", state], &[]);
+    assert_eq!(r.code, 3, "{}", r.transcript());
+    assert!(r.stderr.contains("runtime::contract"), "{}", r.stderr);
+    assert!(r.stderr.contains("vanished"), "{}", r.stderr);
+    assert!(
+        r.stderr.contains("current generation is unchanged"),
+        "{}",
+        r.stderr
+    );
+}
+
+#[test]
+fn expected_tools_are_a_contract() {
+    let dir = tempfile::tempdir().unwrap();
+    let text = format!(
+        "version = 1\n[entries.s]\nplugin = \"mcp\"\nconfig.command = {}\nconfig.expect_tools = [\"echo\", \"teleport\"]\n",
+        lit(&mcp_servers::scripted_server()),
+    );
+    write(dir.path(), "c.toml", &text);
+    // The server does not offer `teleport`: no lock is written.
+    let r = chassis(dir.path(), &["tools", "c.toml", "--update-lock"], &[]);
+    assert_eq!(r.code, 3, "{}", r.transcript());
+    assert!(r.stderr.contains("teleport"), "{}", r.stderr);
+    assert!(!dir.path().join("chassis.lock").exists());
+    // A lock that lacks it is a `check` finding.
+    write(dir.path(), "c.toml", &text.replace(", \"teleport\"", ""));
+    update_lock(dir.path(), "c.toml", &[]);
+    write(dir.path(), "c.toml", &text);
+    let r = chassis(dir.path(), &["check", "c.toml"], &[]);
+    assert_eq!(r.code, 1, "{}", r.transcript());
+    assert!(
+        r.stderr.contains("load::mcp-expected-tool-missing") && r.stderr.contains("teleport"),
+        "{}",
+        r.stderr
+    );
+}
+
+#[test]
+fn a_server_gets_only_the_allowed_environment_and_its_secrets_stay_hidden() {
+    let dir = tempfile::tempdir().unwrap();
+    let canary = "mcp-canary-7f3a9c1e5b";
+    let text = format!(
+        "version = 1\n[entries.s]\nplugin = \"mcp\"\nconfig.command = {}\nconfig.args = [{}]\nconfig.env = [\"ALLOWED_VAR\"]\nconfig.secret_env = {{ API_TOKEN = {{ secret = \"MCP_TOKEN\" }} }}\n{}",
+        lit(Path::new(&real_python())),
+        lit(&mcp_servers::scripted_server()),
+        agent(&[("env", "{}")], &["env"])
+    );
+    write(dir.path(), "c.toml", &text);
+    let env = [
+        ("ALLOWED_VAR", "yes"),
+        ("NOT_ALLOWED", "leak"),
+        ("AWS_SECRET_ACCESS_KEY", "leak-too"),
+        ("MCP_TOKEN", canary),
+    ];
+    update_lock(dir.path(), "c.toml", &env);
+    let trace = dir.path().join("trace.jsonl");
+    let r = chassis(
+        dir.path(),
+        &[
+            "--format",
+            "json",
+            "run",
+            "c.toml",
+            "--trace",
+            trace.to_str().unwrap(),
+        ],
+        &env,
+    );
+    assert_eq!(r.code, 0, "{}", r.transcript());
+    let v: Value = serde_json::from_str(&r.stdout).unwrap();
+    let seen: Value = serde_json::from_str(&tool_contents(&v)[0]).unwrap();
+    let keys: Vec<&str> = seen
+        .as_object()
+        .unwrap()
+        .keys()
+        .map(String::as_str)
+        .collect();
+    for k in &keys {
+        assert!(
+            [
+                "PATH",
+                "HOME",
+                "LANG",
+                "TMPDIR",
+                "ALLOWED_VAR",
+                "API_TOKEN",
+                "LC_CTYPE"
+            ]
+            .contains(k),
+            "the server saw `{k}`: {keys:?}"
+        );
+    }
+    assert_eq!(seen["ALLOWED_VAR"], "yes");
+    assert!(seen.get("NOT_ALLOWED").is_none());
+    // The secret reached the server, and no output carries it.
+    assert!(seen["API_TOKEN"].as_str().is_some_and(|s| !s.is_empty()));
+    let trace_text = std::fs::read_to_string(&trace).unwrap();
+    let lock = std::fs::read_to_string(dir.path().join("chassis.lock")).unwrap();
+    for (what, text) in [
+        ("stdout", r.stdout.as_str()),
+        ("stderr", r.stderr.as_str()),
+        ("trace", trace_text.as_str()),
+        ("lock", lock.as_str()),
+    ] {
+        assert!(!text.contains(canary), "the secret is in the {what}");
+    }
+}
