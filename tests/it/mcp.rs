@@ -550,3 +550,45 @@ fn a_server_gets_only_the_allowed_environment_and_its_secrets_stay_hidden() {
         assert!(!text.contains(canary), "the secret is in the {what}");
     }
 }
+
+#[test]
+fn the_bundled_example_matches_its_lock_and_runs() {
+    let dir = tempfile::tempdir().unwrap();
+    let example = crate::harness::root().join("examples/mcp");
+    std::fs::create_dir(dir.path().join("workspace")).unwrap();
+    for f in ["mcp.toml", "chassis.lock", "workspace/notes.md"] {
+        std::fs::copy(example.join(f), dir.path().join(f)).unwrap();
+    }
+    // The same server, from the pinned install instead of `npx`.
+    let text = std::fs::read_to_string(dir.path().join("mcp.toml")).unwrap();
+    let command = r#"command = "npx""#;
+    let args = r#"args = ["-y", "@modelcontextprotocol/server-filesystem@2026.8.31", "."]"#;
+    assert!(
+        text.contains(command) && text.contains(args),
+        "the example's server lines changed"
+    );
+    let text = text
+        .replace(
+            command,
+            &format!("command = {}", lit(&mcp_servers::filesystem())),
+        )
+        .replace(args, r#"args = ["."]"#);
+    write(dir.path(), "mcp.toml", &text);
+    let live = chassis(dir.path(), &["tools", "mcp.toml", "--live"], &[]);
+    assert_eq!(
+        live.code,
+        0,
+        "the shipped lock is stale:\n{}",
+        live.transcript()
+    );
+    assert!(
+        live.stdout.contains("matches chassis.lock"),
+        "{}",
+        live.stdout
+    );
+    let (r, v) = run_json(dir.path(), "mcp.toml", &[]);
+    assert_eq!(r.code, 0, "{}", r.transcript());
+    assert_eq!(statuses(&v), ["ok", "ok", "refused"], "{}", r.transcript());
+    assert!(tool_contents(&v)[1].contains("Release notes"));
+    assert!(!dir.path().join("workspace/summary.md").exists());
+}

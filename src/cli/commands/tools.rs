@@ -91,7 +91,13 @@ pub fn run(ui: &Ui, args: &ToolsArgs) -> Result<ExitStatus, ExitStatus> {
         )?;
         lockfile::require_probed(ui, &probed)?;
         let new = lockfile::updated(old.as_ref(), &resolved.composition, &probed);
-        if args.update_lock {
+        // A composition without `mcp` entries has nothing to pin: leave a
+        // lock beside it (another composition's) alone.
+        if args.update_lock && ids.is_empty() {
+            if !ui.quiet && ui.format != Format::Json {
+                ui.err("note: no `mcp` entries to pin; the lock is left as it is");
+            }
+        } else if args.update_lock {
             written = Some(lockfile::write(ui, &args.file, &new)?);
             // Load again, so the listing is what the pure commands now see.
             resolved = load_file(
