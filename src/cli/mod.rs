@@ -116,12 +116,63 @@ fn init_tracing(verbose: u8, quiet: bool) {
     let filter = from_env
         .and_then(|v| EnvFilter::try_new(v).ok())
         .unwrap_or_else(|| EnvFilter::new(default));
+    let redactor = process_redactor();
     let _ = tracing_subscriber::fmt()
         .with_env_filter(filter)
-        .with_writer(std::io::stderr)
+        .with_writer(move || RedactingStderr::new(redactor.clone()))
         .with_ansi(false)
         .without_time()
         .try_init();
+}
+
+/// The process's redactor: every secret a command resolves is learned
+/// here, and every log line (chassis's own and its dependencies', e.g.
+/// rmcp's protocol frames at `-vvv`) is scrubbed with it before it
+/// reaches stderr.
+pub fn process_redactor() -> crate::engine::secret::Redactor {
+    static REDACTOR: std::sync::OnceLock<crate::engine::secret::Redactor> =
+        std::sync::OnceLock::new();
+    REDACTOR
+        .get_or_init(crate::engine::secret::Redactor::new)
+        .clone()
+}
+
+/// One log event, buffered and written to stderr redacted when dropped
+/// (tracing-subscriber makes one writer per event).
+struct RedactingStderr {
+    redactor: crate::engine::secret::Redactor,
+    buf: Vec<u8>,
+}
+
+impl RedactingStderr {
+    fn new(redactor: crate::engine::secret::Redactor) -> Self {
+        Self {
+            redactor,
+            buf: Vec::new(),
+        }
+    }
+}
+
+impl std::io::Write for RedactingStderr {
+    fn write(&mut self, data: &[u8]) -> std::io::Result<usize> {
+        self.buf.extend_from_slice(data);
+        Ok(data.len())
+    }
+
+    fn flush(&mut self) -> std::io::Result<()> {
+        Ok(())
+    }
+}
+
+impl Drop for RedactingStderr {
+    fn drop(&mut self) {
+        if self.buf.is_empty() {
+            return;
+        }
+        let text = String::from_utf8_lossy(&self.buf);
+        let clean = self.redactor.redact(&text);
+        let _ = std::io::Write::write_all(&mut std::io::stderr().lock(), clean.as_bytes());
+    }
 }
 
 /// Run the CLI with the process arguments.

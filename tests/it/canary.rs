@@ -52,9 +52,43 @@ tool_calls = [{ name = "echo", args = { value = "sk-canary-7f3a9c2e51" } }]
 [[entries.model.config.turns]]
 text = "the password is sk-canary-7f3a9c2e51"
 
+[entries.audit]
+plugin = "audit"
+config = { path = "audit.jsonl" }
+
 [agents.a]
 default_input = "repeat sk-canary-7f3a9c2e51"
 "#;
+
+/// An MCP server started with the canary as a secret environment variable,
+/// whose `env` tool then answers with it (and whose lock is written).
+fn mcp_composition() -> String {
+    format!(
+        r#"version = 1
+
+[entries.s]
+plugin = "mcp"
+config.command = {}
+config.tools = {{ allow = ["env", "echo"] }}
+config.secret_env = {{ API_TOKEN = {{ secret = "DB_PASSWORD" }} }}
+
+[entries.model]
+plugin = "scripted"
+[[entries.model.config.turns]]
+tool_calls = [{{ name = "env", args = {{}} }}]
+[[entries.model.config.turns]]
+tool_calls = [{{ name = "echo", args = {{ text = "sk-canary-7f3a9c2e51" }} }}]
+[[entries.model.config.turns]]
+text = "done"
+
+[agents.a]
+tools = ["env", "echo"]
+default_input = "go"
+"#,
+        serde_json::to_string(&crate::mcp_servers::scripted_server().display().to_string())
+            .unwrap()
+    )
+}
 
 const BROKEN: &str = r#"version = 1
 
@@ -178,6 +212,10 @@ fn invocations(path: &str) -> Option<Vec<Vec<&'static str>>> {
         "tools" => vec![
             vec!["tools", "{F}"],
             vec!["--format", "json", "tools", "{A}"],
+            vec!["tools", "{M}", "--update-lock"],
+            vec!["--format", "json", "tools", "{M}", "--live"],
+            vec!["run", "{M}", "--trace", "{OUT}"],
+            vec!["--format", "json", "publish", "{M}", "--state", "{STATE}"],
         ],
         _ => return None,
     })
@@ -192,6 +230,8 @@ fn the_canary_appears_in_no_output_of_any_command() {
     std::fs::write(&broken, BROKEN).unwrap();
     let agent = dir.path().join("agent.toml");
     std::fs::write(&agent, AGENT).unwrap();
+    let mcp = dir.path().join("mcp.toml");
+    std::fs::write(&mcp, mcp_composition()).unwrap();
     let mut paths = Vec::new();
     leaves(&chassis::cli::Cli::command(), Vec::new(), &mut paths);
     assert!(paths.len() >= 7, "{paths:?}");
@@ -212,6 +252,7 @@ fn the_canary_appears_in_no_output_of_any_command() {
                     .map(|a| {
                         a.replace("{F}", file.to_str().unwrap())
                             .replace("{A}", agent.to_str().unwrap())
+                            .replace("{M}", mcp.to_str().unwrap())
                             .replace("{OUT}", out.to_str().unwrap())
                             .replace("{STATE}", state.to_str().unwrap())
                     })
@@ -250,4 +291,16 @@ fn the_canary_appears_in_no_output_of_any_command() {
             }
         }
     }
+    // What the plugins wrote: the audit hook's lines (it scrubs with the
+    // harness's redactor, which learned the secret) and the MCP lock.
+    let audit =
+        std::fs::read_to_string(dir.path().join("audit.jsonl")).expect("the audit hook ran");
+    assert!(audit.contains("before_tool_execute"), "{audit}");
+    assert!(
+        !audit.contains(CANARY),
+        "the audit file has the canary:\n{audit}"
+    );
+    let lock =
+        std::fs::read_to_string(dir.path().join("chassis.lock")).expect("the lock was written");
+    assert!(!lock.contains(CANARY), "{lock}");
 }

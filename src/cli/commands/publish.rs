@@ -420,7 +420,7 @@ pub(crate) fn trace_telemetry(
 
 pub fn run(ui: &Ui, args: &PublishArgs) -> Result<ExitStatus, ExitStatus> {
     super::super::require_format(ui, &[Format::Text, Format::Json], "publish")?;
-    let redactor = crate::engine::secret::Redactor::new();
+    let redactor = super::super::process_redactor();
     if args.update_lock {
         super::super::lockfile::update_for(ui, &args.file, None, &redactor)?;
     }

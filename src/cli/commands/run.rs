@@ -192,7 +192,7 @@ fn read_input(ui: &Ui, args: &RunArgs, r: &Resolved, agent: &str) -> Result<Stri
 pub fn run(ui: &Ui, args: &RunArgs) -> Result<ExitStatus, ExitStatus> {
     super::super::require_format(ui, &[Format::Text, Format::Json], "run")?;
     let env = super::super::workspace::run_env(ui, args.env_file.as_deref())?;
-    let redactor = crate::engine::secret::Redactor::new();
+    let redactor = super::super::process_redactor();
     if args.update_lock {
         super::super::lockfile::update_for(ui, &args.file, args.env_file.as_deref(), &redactor)?;
     }

@@ -5,7 +5,6 @@
 use std::fmt::Write as _;
 use std::path::PathBuf;
 
-use crate::engine::secret::Redactor;
 use crate::engine::tool_listing::{ListedTool, PolicySource, ScopeTools, list_tools, scope_tools};
 use crate::lock::Lock;
 
@@ -79,7 +78,7 @@ pub fn run(ui: &Ui, args: &ToolsArgs) -> Result<ExitStatus, ExitStatus> {
             .into_iter()
             .filter(|id| args.entry.as_ref().is_none_or(|e| e == id))
             .collect();
-        let redactor = Redactor::new();
+        let redactor = super::super::process_redactor();
         probed = lockfile::probe_entries(
             ui,
             &args.file,
