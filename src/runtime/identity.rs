@@ -28,8 +28,15 @@ pub struct NodeIdentity {
 }
 
 impl NodeIdentity {
-    /// The identity of `entry` mounted with `bindings`.
-    pub fn of(entry: &Entry, kind: &str, bindings: &[(String, String, String)]) -> Self {
+    /// The identity of `entry` mounted with `bindings`; `secrets` is the
+    /// [`secret_fingerprint`] of its configuration's secret values (so a
+    /// rotated secret rebuilds the node), `None` when it references none.
+    pub fn of(
+        entry: &Entry,
+        kind: &str,
+        bindings: &[(String, String, String)],
+        secrets: Option<&str>,
+    ) -> Self {
         let m = &entry.manifest;
         let h = |c: Canon| stable_hash(&c).unwrap_or_default();
         let provides = Canon::Map(
@@ -88,7 +95,13 @@ impl NodeIdentity {
                     ),
                 ),
             ])),
-            config: h(entry.config.to_canon_unredacted()),
+            config: match secrets {
+                None => h(entry.config.to_canon_unredacted()),
+                Some(fp) => h(Canon::list([
+                    entry.config.to_canon_unredacted(),
+                    Canon::from(fp),
+                ])),
+            },
             scope: entry.scope.value.to_string(),
             dependencies: h(Canon::List(
                 bindings
@@ -98,6 +111,40 @@ impl NodeIdentity {
             )),
         }
     }
+}
+
+/// A fingerprint of the values of the secrets `entry`'s configuration
+/// references, as `secrets` resolves them now (a missing one counts as
+/// missing: its mount fails anyway); `None` when it references none. Each
+/// value is hashed before it is combined, and the result only ever enters
+/// a node identity's `config`, which is compared, never emitted, and stored
+/// only under the store's keyed fingerprint.
+pub fn secret_fingerprint(
+    entry: &Entry,
+    secrets: &dyn crate::engine::secret::SecretProvider,
+) -> Option<String> {
+    let mut names: Vec<&str> = entry
+        .config
+        .secret_refs()
+        .iter()
+        .map(|r| r.name.as_str())
+        .collect();
+    if names.is_empty() {
+        return None;
+    }
+    names.sort_unstable();
+    names.dedup();
+    let items: Vec<Canon> = names
+        .iter()
+        .map(|name| {
+            let value = secrets
+                .get(name)
+                .ok()
+                .and_then(|v| stable_hash(&Canon::from(v.reveal())).ok());
+            Canon::list([Canon::from(*name), value.map_or(Canon::Null, Canon::from)])
+        })
+        .collect();
+    stable_hash(&Canon::List(items)).ok()
 }
 
 /// What a reconcile did with one node.

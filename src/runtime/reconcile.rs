@@ -551,9 +551,12 @@ impl Harness {
             .current_by_entry
             .get(&id)
             .and_then(|iid| control.instances.get(iid));
+        // Unchanged inputs keep the identity without hashing again, unless
+        // the configuration references secrets (their values may rotate).
         let unchanged_inputs = previous
             .and_then(|p| p.inputs.as_ref())
-            .is_some_and(|(e, b)| e == entry && *b == bindings);
+            .is_some_and(|(e, b)| e == entry && *b == bindings)
+            && entry.config.secret_refs().is_empty();
         let identity = match previous {
             Some(p) if unchanged_inputs => p.identity.clone(),
             _ => NodeIdentity::of(
@@ -564,6 +567,8 @@ impl Harness {
                     .as_deref()
                     .unwrap_or(&entry.plugin.value),
                 &bindings,
+                super::identity::secret_fingerprint(entry, self.shared.options.secrets.as_ref())
+                    .as_deref(),
             ),
         };
         if let Some(prev) = previous
@@ -1034,11 +1039,14 @@ pub struct Prediction {
 /// cycle refusal, identities, decisions, instance ids, generation id and
 /// digests. Failures only a mount can reveal (setup errors, broken
 /// contracts) are not predicted; duplicate declared tool names are.
+/// `secrets` resolves the values that enter node identities (as the
+/// harness's provider does); without it, secret values are not compared.
 pub fn predict(
     composition: &Composition,
     tree: &ScopeTree,
     plan: &Plan,
     seed: Option<&SeedState>,
+    secrets: Option<&dyn crate::engine::secret::SecretProvider>,
 ) -> Result<Prediction, ReconcileError> {
     if let Some(cycle) = cycle_error(plan) {
         return Err(cycle);
@@ -1077,6 +1085,9 @@ pub fn predict(
                 .as_deref()
                 .unwrap_or(&entry.plugin.value),
             &bindings,
+            secrets
+                .and_then(|s| super::identity::secret_fingerprint(entry, s))
+                .as_deref(),
         );
         let (decision, reasons, old_iid, keep_mount) = seed_decision(seed, &id, &identity)
             .unwrap_or((Decision::Added, vec!["entry_added"], None, None));

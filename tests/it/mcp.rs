@@ -224,8 +224,12 @@ fn everything_over_streamable_http_on_loopback() {
 #[test]
 fn time_server_over_the_stateless_protocol() {
     let dir = tempfile::tempdir().unwrap();
+    // `protocol = "discover"`: the stateless era, pinned (under `auto` a
+    // server that takes over 2 s to answer its first request, as this
+    // Python server can on a loaded machine, is started again with
+    // `initialize`, which it also speaks).
     let text = format!(
-        "version = 1\n[entries.time]\nplugin = \"mcp\"\nconfig.command = {}\nconfig.args = [\"--local-timezone\", \"UTC\"]\n{}",
+        "version = 1\n[entries.time]\nplugin = \"mcp\"\nconfig.command = {}\nconfig.args = [\"--local-timezone\", \"UTC\"]\nconfig.protocol = \"discover\"\n{}",
         lit(&mcp_servers::time_server()),
         agent(
             &[(
@@ -237,7 +241,6 @@ fn time_server_over_the_stateless_protocol() {
     );
     write(dir.path(), "c.toml", &text);
     update_lock(dir.path(), "c.toml", &[]);
-    // `protocol = "auto"` chose the stateless era.
     let lock = std::fs::read_to_string(dir.path().join("chassis.lock")).unwrap();
     assert!(lock.contains("protocol_version = \"2026-07-28\""), "{lock}");
     let (r, v) = run_json(dir.path(), "c.toml", &[]);
@@ -248,6 +251,24 @@ fn time_server_over_the_stateless_protocol() {
     assert!(
         out.contains("Asia/Tokyo") && (out.contains("T20:00") || out.contains("T21:00")),
         "{out}"
+    );
+    // `auto` reaches it too, in one era or the other, with the same tools.
+    write(
+        dir.path(),
+        "c.toml",
+        &text.replace("config.protocol = \"discover\"\n", ""),
+    );
+    let live = chassis(
+        dir.path(),
+        &["--format", "json", "tools", "c.toml", "--live"],
+        &[],
+    );
+    assert_eq!(live.code, 0, "{}", live.transcript());
+    let v: Value = serde_json::from_str(&live.stdout).unwrap();
+    let protocol = v["servers"][0]["protocol_version"].as_str().unwrap();
+    assert!(
+        ["2026-07-28", "2025-11-25"].contains(&protocol),
+        "{protocol}"
     );
 }
 

@@ -688,3 +688,63 @@ fn publish_trace_writes_the_contract_signals_as_json_lines_without_secrets() {
         assert!(names.contains(expected), "missing {expected}: {names:?}");
     }
 }
+
+#[test]
+fn a_rotated_secret_rebuilds_the_node_that_reads_it_and_plan_predicts_it() {
+    let w = Workspace::new();
+    w.write(&flat("postgres://a").replace(
+        "[entries.app]",
+        "[entries.app.config]\npassword = { secret = \"APP_PASSWORD\" }\n\n[entries.app2]\nplugin = \"app\"",
+    ));
+    let publish = |value: &str| {
+        let r = run_in(
+            w.path(),
+            &["--format", "json", "publish", "c.toml"],
+            &[("APP_PASSWORD", value)],
+        );
+        let doc: serde_json::Value = serde_json::from_str(&r.stdout)
+            .unwrap_or_else(|e| panic!("not JSON ({e}):\n{}", r.transcript()));
+        (r, doc)
+    };
+    let plan = |value: &str| {
+        let r = run_in(
+            w.path(),
+            &["--format", "json", "plan", "c.toml"],
+            &[("APP_PASSWORD", value)],
+        );
+        serde_json::from_str::<serde_json::Value>(&r.stdout)
+            .unwrap_or_else(|e| panic!("not JSON ({e}):\n{}", r.transcript()))
+    };
+    let (r, _) = publish("first-password-value");
+    assert_eq!(r.code, 0, "{}", r.transcript());
+    // The same value: nothing to publish.
+    let (_, doc) = publish("first-password-value");
+    assert_eq!(doc["published"], false, "{doc}");
+    // A rotated value: plan says so, and publish rebuilds only that node.
+    let predicted = plan("second-password-value");
+    let (_, doc) = publish("second-password-value");
+    assert_eq!(doc["published"], true, "{doc}");
+    assert_eq!(decisions(&predicted), decisions(&doc));
+    let by: std::collections::BTreeMap<String, String> = doc["nodes"]
+        .as_array()
+        .unwrap()
+        .iter()
+        .map(|n| {
+            (
+                n["entry_id"].as_str().unwrap().to_owned(),
+                n["decision"].as_str().unwrap().to_owned(),
+            )
+        })
+        .collect();
+    assert_eq!(by["app"], "rebuilt", "{doc}");
+    assert_eq!(by["app2"], "reused", "{doc}");
+    assert_eq!(by["db"], "reused", "{doc}");
+    // Neither value is in the store.
+    let bytes = std::fs::read(w.state()).unwrap();
+    for v in ["first-password-value", "second-password-value"] {
+        assert!(
+            !bytes.windows(v.len()).any(|w| w == v.as_bytes()),
+            "{v} stored"
+        );
+    }
+}

@@ -86,11 +86,15 @@ pub fn run(ui: &Ui, args: &PlanArgs) -> Result<ExitStatus, ExitStatus> {
         .as_ref()
         .filter(|s| s.sequence > 0)
         .map(|s| crate::engine::identity::GenerationId::from_sequence(s.sequence).to_string());
+    // Secret values enter node identities, as at publication.
+    let secrets =
+        super::super::workspace::secret_provider(ui, &super::super::process_redactor(), None)?;
     let prediction = match predict(
         &resolved.composition,
         &resolved.tree,
         &resolved.plan,
         seed.as_ref(),
+        Some(secrets.as_ref()),
     ) {
         Ok(p) => p,
         Err(e) => return Err(super::publish::reconcile_failure(ui, &e)),
