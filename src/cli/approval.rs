@@ -27,6 +27,7 @@ impl Prompter for Terminal {
     }
 
     fn ask(&self, question: &str) -> Option<String> {
+        let _quiet_spinner = super::spinner::pause();
         let mut err = std::io::stderr().lock();
         let _ = write!(err, "{question}");
         let _ = err.flush();

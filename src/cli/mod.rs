@@ -12,6 +12,7 @@ pub mod exit;
 pub mod lockfile;
 pub mod progress;
 pub mod render;
+pub mod spinner;
 pub mod ui;
 pub mod workspace;
 

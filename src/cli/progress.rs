@@ -1,9 +1,7 @@
 //! Progress of `chassis run` on stderr: one plain line per model call and
-//! tool call, with timings, that a person can follow and a log keeps.
-//! (No spinner: the lines are the same on a terminal and in CI, and they
-//! interleave cleanly with an approval prompt.)
-
-use std::io::Write;
+//! tool call, with timings, that a person can follow and a log keeps. On a
+//! terminal a spinner ([`super::spinner`]) shows what is being waited on
+//! between the lines; the lines themselves are the same everywhere.
 
 use crate::runtime::agent::{AgentEvent, AgentObserver};
 
@@ -40,7 +38,10 @@ impl AgentObserver for Progress {
                     format!("{}sub-agent `{agent}` started", indent(*depth - 1))
                 }
             }
-            AgentEvent::ModelCallStarted { .. } => return,
+            AgentEvent::ModelCallStarted { step, model, .. } => {
+                super::spinner::waiting(format!("model step {step} ({model})"));
+                return;
+            }
             AgentEvent::ModelCallFinished {
                 step,
                 duration_seconds,
@@ -66,7 +67,10 @@ impl AgentObserver for Progress {
                     if *replayed { " [replayed]" } else { "" }
                 )
             }
-            AgentEvent::ToolCallStarted { .. } => return,
+            AgentEvent::ToolCallStarted { name, .. } => {
+                super::spinner::waiting(format!("tool {name}"));
+                return;
+            }
             AgentEvent::ToolCallFinished { record, .. } => {
                 let status = match record.refusal {
                     Some(kind) => format!("refused ({kind})"),
@@ -86,7 +90,7 @@ impl AgentObserver for Progress {
                 format!("{}sub-agent {}", indent(*depth - 1), stop.describe())
             }
         };
-        let _ = writeln!(std::io::stderr().lock(), "{line}");
+        super::spinner::clear_then(&line);
     }
 }
 

@@ -459,3 +459,33 @@ default_input = "hi"
     let r = d.run(&["publish", "c.toml", "--state", "s.db"]);
     assert_eq!(r.code, 3, "{}", r.transcript());
 }
+
+#[test]
+fn on_a_terminal_a_spinner_shows_the_wait_and_the_lines_stay_plain() {
+    let dir = tempfile::tempdir().unwrap();
+    std::fs::write(
+        dir.path().join("c.toml"),
+        "version = 1\n[entries.model]\nplugin = \"scripted\"\n[[entries.model.config.turns]]\ntext = \"slow answer\"\ndelay_ms = 600\n[agents.a]\ndefault_input = \"hi\"\n",
+    )
+    .unwrap();
+    let (mut pty, pts) = pty_process::blocking::open().expect("a pty");
+    let mut child = pty_process::blocking::Command::new(env!("CARGO_BIN_EXE_chassis"))
+        .args(["--color", "never", "run", "c.toml"])
+        .current_dir(dir.path())
+        .env_clear()
+        .env("PATH", std::env::var_os("PATH").unwrap_or_default())
+        .env("TERM", "xterm")
+        .spawn(pts)
+        .expect("spawns on the pty");
+    let mut seen = String::new();
+    let _ = read_until(&mut pty, "snapshot_digest", &mut seen);
+    assert_eq!(child.wait().expect("exits").code(), Some(0), "{seen}");
+    // The spinner drew the wait, then erased itself before the line.
+    assert!(seen.contains("model step 1 (scripted)"), "{seen:?}");
+    assert!(seen.contains("\r\x1b[2K  model  step 1"), "{seen:?}");
+    // Off a terminal: the same lines, no spinner.
+    let r = run_in(dir.path(), &["run", "c.toml"], &[]);
+    assert_eq!(r.code, 0, "{}", r.transcript());
+    assert!(!r.stderr.contains('\x1b'), "{:?}", r.stderr);
+    assert!(r.stderr.contains("  model  step 1"), "{}", r.stderr);
+}

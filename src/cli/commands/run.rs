@@ -1,7 +1,7 @@
 //! `chassis run`: publish a generation and run an agent against exactly it.
 
 use std::fmt::Write as _;
-use std::io::Read;
+use std::io::{IsTerminal, Read};
 use std::path::PathBuf;
 use std::sync::Arc;
 
@@ -307,6 +307,11 @@ pub fn run(ui: &Ui, args: &RunArgs) -> Result<ExitStatus, ExitStatus> {
         }
         if !quiet {
             runner = runner.with_observer(Arc::new(Progress));
+            if std::io::stderr().is_terminal()
+                && std::env::var_os("TERM").is_none_or(|t| t != "dumb")
+            {
+                super::super::spinner::start();
+            }
         }
         let runner = Arc::new(runner);
         let request = AgentRequest {
@@ -329,6 +334,7 @@ pub fn run(ui: &Ui, args: &RunArgs) -> Result<ExitStatus, ExitStatus> {
             Some(Ok(r)) => Outcome::Ran(Box::new((r, report, nodes, generation, redactor))),
         }
     });
+    super::super::spinner::stop();
     let (result, report, nodes, generation, redactor) = match outcome {
         Outcome::Ran(b) => *b,
         Outcome::Reconcile(e) => return Err(reconcile_failure(ui, &e)),
