@@ -117,6 +117,17 @@ pub enum ToolStatus {
     Timeout,
 }
 
+impl ToolStatus {
+    /// The name in results and signals (`ok`, `error`, `timeout`).
+    pub fn as_str(self) -> &'static str {
+        match self {
+            Self::Ok => "ok",
+            Self::Error => "error",
+            Self::Timeout => "timeout",
+        }
+    }
+}
+
 /// A normalized result of a call that ran.
 #[derive(Clone, Debug, PartialEq, serde::Serialize)]
 pub struct ToolResult {
@@ -314,7 +325,8 @@ impl ToolExecutor {
         };
 
         // 2. before_tool_execute: bail refuses; transform may replace args.
-        let mut args = call.args.clone();
+        let mut call = call;
+        let mut args = std::mem::take(&mut call.args);
         if g.hooks
             .for_event(HookEvent::BeforeToolExecute)
             .next()
@@ -440,12 +452,14 @@ impl ToolExecutor {
                 (rec.status, rec.content, rec.artifact, rec.error, 0.0, true)
             }
             super::replay::ToolLookup::Live => {
+                // The tool takes the arguments; a recording keeps a copy.
+                let recorded_args = s.replay.as_ref().map(|_| args.clone());
                 let (status, content, artifact, error, duration_seconds) =
-                    self.call_live(run, reg, &call, &args, &generation_id).await;
-                if let Some(r) = &s.replay {
+                    self.call_live(run, reg, &call, args, &generation_id).await;
+                if let (Some(r), Some(args)) = (&s.replay, &recorded_args) {
                     r.tool_record(
                         &call.name,
-                        &args,
+                        args,
                         &super::replay::RecordedTool {
                             status,
                             content: content.clone(),
@@ -472,18 +486,17 @@ impl ToolExecutor {
         };
 
         // 8. after_tool_execute on success, tool_error otherwise.
-        let (event, payload) = if status == ToolStatus::Ok {
-            (
-                HookEvent::AfterToolExecute,
-                json!({ "tool": call.name, "status": "ok", "duration_seconds": duration_seconds, "run_id": run.run_id }),
-            )
+        let event = if status == ToolStatus::Ok {
+            HookEvent::AfterToolExecute
         } else {
-            (
-                HookEvent::ToolError,
-                json!({ "tool": call.name, "error": result.error, "run_id": run.run_id }),
-            )
+            HookEvent::ToolError
         };
         if g.hooks.for_event(event).next().is_some() {
+            let payload = if status == ToolStatus::Ok {
+                json!({ "tool": call.name, "status": "ok", "duration_seconds": duration_seconds, "run_id": run.run_id })
+            } else {
+                json!({ "tool": call.name, "error": result.error, "run_id": run.run_id })
+            };
             let out = g
                 .hooks
                 .dispatch(event, payload)
@@ -503,7 +516,7 @@ impl ToolExecutor {
         run: &RunContext,
         reg: &super::tool::ToolRegistration,
         call: &ToolCall,
-        args: &Value,
+        args: Value,
         generation_id: &str,
     ) -> (ToolStatus, Value, Option<Value>, Option<String>, f64) {
         let s = &self.services;
@@ -533,7 +546,7 @@ impl ToolExecutor {
             .or(s.default_timeout);
         let started = tokio::time::Instant::now();
         let tool = Arc::clone(&reg.tool);
-        let work = tool.call(args.clone(), &ctx);
+        let work = tool.call(args, &ctx);
         let outcome = match timeout {
             Some(t) => match tokio::time::timeout(t, work).await {
                 Ok(r) => Some(r),
@@ -569,7 +582,7 @@ impl ToolExecutor {
             ),
         };
         if let Some(id) = span {
-            let end = attributes([("status", format!("{status:?}").to_lowercase())]);
+            let end = attributes([("status", status.as_str().to_owned())]);
             let _ = s.telemetry.span_end(id, &end, error.as_deref());
         }
         (status, content, artifact, error, duration_seconds)
