@@ -98,11 +98,17 @@ pub fn probe_entries(
         }
         let config = entry.1.config.to_json();
         let started = std::time::Instant::now();
-        let live = rt
-            .block_on(crate::plugins::mcp::probe(
-                id, &config, &env, &secret, redactor,
-            ))
-            .map_err(|e| redactor.redact(&e).into_owned());
+        let probed = rt.block_on(async {
+            tokio::select! {
+                r = crate::plugins::mcp::probe(id, &config, &env, &secret, redactor) => Some(r),
+                () = super::interrupt::signalled() => None,
+            }
+        });
+        let Some(live) = probed else {
+            ui.err("interrupted: the lock was not changed");
+            return Err(ExitStatus::Interrupted);
+        };
+        let live = live.map_err(|e| redactor.redact(&e).into_owned());
         tracing::info!(
             entry = id.as_str(),
             ok = live.is_ok(),

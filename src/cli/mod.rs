@@ -9,6 +9,7 @@ pub mod commands;
 pub mod diagnostic;
 pub mod env;
 pub mod exit;
+pub mod interrupt;
 pub mod lockfile;
 pub mod progress;
 pub mod render;

@@ -504,7 +504,9 @@ fn expected_tools_are_a_contract() {
 #[test]
 fn a_server_gets_only_the_allowed_environment_and_its_secrets_stay_hidden() {
     let dir = tempfile::tempdir().unwrap();
-    let canary = "mcp-canary-7f3a9c1e5b";
+    // Quotes and backslashes: the value also travels JSON-escaped (the
+    // server's reply, the result document) and Debug-escaped (logs).
+    let canary = r#"mcp-canary"7f3a\9c1e5b"#;
     let text = format!(
         "version = 1\n[entries.s]\nplugin = \"mcp\"\nconfig.command = {}\nconfig.args = [{}]\nconfig.env = [\"ALLOWED_VAR\"]\nconfig.secret_env = {{ API_TOKEN = {{ secret = \"MCP_TOKEN\" }} }}\n{}",
         lit(Path::new(&real_python())),
@@ -523,6 +525,7 @@ fn a_server_gets_only_the_allowed_environment_and_its_secrets_stay_hidden() {
     let r = chassis(
         dir.path(),
         &[
+            "-vvv",
             "--format",
             "json",
             "run",
@@ -568,7 +571,10 @@ fn a_server_gets_only_the_allowed_environment_and_its_secrets_stay_hidden() {
         ("trace", trace_text.as_str()),
         ("lock", lock.as_str()),
     ] {
-        assert!(!text.contains(canary), "the secret is in the {what}");
+        assert!(
+            !text.contains("7f3a") && !text.contains("9c1e5b"),
+            "the secret is in the {what}:\n{text}"
+        );
     }
 }
 
@@ -612,4 +618,76 @@ fn the_bundled_example_matches_its_lock_and_runs() {
     assert_eq!(statuses(&v), ["ok", "ok", "refused"], "{}", r.transcript());
     assert!(tool_contents(&v)[1].contains("Release notes"));
     assert!(!dir.path().join("workspace/summary.md").exists());
+}
+
+/// Whether a process whose command line contains `needle` is running.
+fn running(needle: &str) -> bool {
+    std::fs::read_dir("/proc").unwrap().flatten().any(|p| {
+        std::fs::read(p.path().join("cmdline"))
+            .map(|c| {
+                String::from_utf8_lossy(&c)
+                    .replace('\0', " ")
+                    .contains(needle)
+            })
+            .unwrap_or(false)
+    })
+}
+
+#[test]
+fn an_interrupt_while_a_server_starts_exits_130_and_leaves_no_process() {
+    let dir = tempfile::tempdir().unwrap();
+    // A "server" that never answers: chassis waits in its handshake.
+    let marker = "313.25";
+    write(
+        dir.path(),
+        "c.toml",
+        &format!(
+            "version = 1\n[entries.s]\nplugin = \"mcp\"\nconfig.command = \"sleep\"\nconfig.args = [\"{marker}\"]\nconfig.protocol = \"initialize\"\nconfig.startup_timeout_seconds = 60\n"
+        ),
+    );
+    for (signal, args) in [
+        (
+            nix::sys::signal::Signal::SIGINT,
+            vec!["tools", "c.toml", "--live"],
+        ),
+        (
+            nix::sys::signal::Signal::SIGTERM,
+            vec!["tools", "c.toml", "--update-lock"],
+        ),
+    ] {
+        let child = std::process::Command::new(env!("CARGO_BIN_EXE_chassis"))
+            .args(&args)
+            .current_dir(dir.path())
+            .stdin(std::process::Stdio::null())
+            .stdout(std::process::Stdio::piped())
+            .stderr(std::process::Stdio::piped())
+            .spawn()
+            .unwrap();
+        let deadline = std::time::Instant::now() + std::time::Duration::from_secs(20);
+        while !running(&format!("sleep {marker}")) {
+            assert!(
+                std::time::Instant::now() < deadline,
+                "the server never started"
+            );
+            std::thread::sleep(std::time::Duration::from_millis(20));
+        }
+        std::thread::sleep(std::time::Duration::from_millis(200));
+        nix::sys::signal::kill(
+            nix::unistd::Pid::from_raw(i32::try_from(child.id()).unwrap()),
+            signal,
+        )
+        .unwrap();
+        let out = child.wait_with_output().unwrap();
+        assert_eq!(
+            out.status.code(),
+            Some(130),
+            "{signal}: {}",
+            String::from_utf8_lossy(&out.stderr)
+        );
+        assert!(
+            !running(&format!("sleep {marker}")),
+            "{signal}: the server outlived chassis"
+        );
+    }
+    assert!(!dir.path().join("chassis.lock").exists());
 }

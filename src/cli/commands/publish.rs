@@ -454,12 +454,19 @@ pub fn run(ui: &Ui, args: &PublishArgs) -> Result<ExitStatus, ExitStatus> {
         let harness = Harness::new(catalog, options);
         // A fresh harness has no generation, so seeding cannot fail.
         let _ = harness.seed(seed).await;
-        let report = harness.reconcile(composition).await;
+        let report = tokio::select! {
+            r = harness.reconcile(composition) => Some(r),
+            () = super::super::interrupt::signalled() => None,
+        };
         let nodes = harness.nodes().await;
         let generation = harness.current();
         let cleanup = harness.shutdown().await;
         (report, nodes, generation, cleanup)
     });
+    let Some(report) = report else {
+        ui.err("interrupted: nothing was published");
+        return Err(ExitStatus::Interrupted);
+    };
     for f in &cleanup {
         if !ui.quiet {
             ui.err(&format!(

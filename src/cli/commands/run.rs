@@ -276,11 +276,19 @@ pub fn run(ui: &Ui, args: &RunArgs) -> Result<ExitStatus, ExitStatus> {
         if let Some(seed) = seed_for_harness {
             let _ = harness.seed(seed).await;
         }
-        let report = match harness.reconcile(composition).await {
-            Ok(r) => r,
-            Err(e) => {
+        let reconciled = tokio::select! {
+            r = harness.reconcile(composition) => Some(r),
+            () = super::super::interrupt::signalled() => None,
+        };
+        let report = match reconciled {
+            Some(Ok(r)) => r,
+            Some(Err(e)) => {
                 harness.shutdown().await;
                 return Outcome::Reconcile(e);
+            }
+            None => {
+                harness.shutdown().await;
+                return Outcome::Interrupted;
             }
         };
         let nodes = harness.nodes().await;
@@ -321,7 +329,7 @@ pub fn run(ui: &Ui, args: &RunArgs) -> Result<ExitStatus, ExitStatus> {
         };
         let result = tokio::select! {
             r = runner.run(&generation, request) => Some(r),
-            _ = tokio::signal::ctrl_c() => {
+            () = super::super::interrupt::signalled() => {
                 runner.cancellation().cancel();
                 None
             }

@@ -53,6 +53,26 @@ impl std::fmt::Debug for Redactor {
     }
 }
 
+/// The escaped spellings of `value` that differ from it: JSON string
+/// escaping once and twice, and `Debug` escaping of the value and of its
+/// JSON form (quotes stripped).
+fn escaped_forms(value: &str) -> Vec<String> {
+    let json = |v: &str| {
+        let quoted = serde_json::to_string(v).unwrap_or_default();
+        quoted[1..quoted.len().saturating_sub(1).max(1)].to_owned()
+    };
+    let debug = |v: &str| {
+        let quoted = format!("{v:?}");
+        quoted[1..quoted.len().saturating_sub(1).max(1)].to_owned()
+    };
+    let once = json(value);
+    let mut out = vec![json(&once), debug(value), debug(&once), once];
+    out.retain(|f| f != value);
+    out.sort();
+    out.dedup();
+    out
+}
+
 impl Redactor {
     /// A redactor that knows no values.
     #[must_use]
@@ -68,7 +88,14 @@ impl Redactor {
             return Learned::TooShort;
         }
         let mut trie = self.inner.write().unwrap_or_else(PoisonError::into_inner);
-        if trie.insert(value.as_bytes()) {
+        let added = trie.insert(value.as_bytes());
+        // The value as it appears once or twice escaped: inside a JSON
+        // string (a server's reply, a JSON document about that reply) and
+        // in Rust `Debug` output (a dependency's log line).
+        for form in escaped_forms(value) {
+            trie.insert(form.as_bytes());
+        }
+        if added {
             Learned::Added
         } else {
             Learned::AlreadyKnown
@@ -298,6 +325,20 @@ impl Trie {
 
 #[cfg(test)]
 mod tests {
+    #[test]
+    fn escaped_spellings_of_a_value_are_redacted_too() {
+        let r = super::Redactor::new();
+        r.learn(&super::SecretValue::new(r#"tok"en\sec123"#.to_owned()));
+        for text in [
+            r#"raw tok"en\sec123"#,
+            r#"json {"v":"tok\"en\\sec123"}"#,
+            r#"twice "{\"v\":\"tok\\\"en\\\\sec123\"}""#,
+        ] {
+            let out = r.redact(text);
+            assert!(!out.contains("sec123"), "{text} -> {out}");
+        }
+    }
+
     use super::*;
     use serde_json::json;
 
