@@ -6,10 +6,10 @@
 //! configuration and the same secrets a run would use, lists its tools
 //! (after the entry's filter and prefix), stops it, and compares what it
 //! offered with the lock. Writing keeps the locked entries that were not
-//! probed and drops entries the composition no longer has, so the file
-//! always describes exactly the composition beside it. It is written
-//! atomically (a temporary file renamed over the old one) and only when
-//! its text changes.
+//! probed, drops entries of this composition that are no longer `mcp`
+//! entries, and keeps ids it does not know (several compositions in one
+//! directory share the lock). It is written atomically (a temporary file
+//! renamed over the old one) and only when its text changes.
 
 use std::collections::BTreeMap;
 use std::path::{Path, PathBuf};
@@ -129,9 +129,25 @@ pub fn probe_entries(
 }
 
 /// The lock after `probed`: the probed entries replaced, the others of
-/// `composition` kept from `old`, entries it no longer has dropped.
+/// `composition` kept from `old`; an entry of `composition` that is no
+/// longer an `mcp` entry is dropped, and entries of ids `composition`
+/// does not have are kept (another composition in the same directory may
+/// own them).
 pub fn updated(old: Option<&Lock>, composition: &Composition, probed: &[Probed]) -> Lock {
-    let mut entries = BTreeMap::new();
+    let mut entries: BTreeMap<String, LockEntry> = old
+        .map(|l| {
+            l.entries
+                .iter()
+                .filter(|(id, _)| {
+                    !composition
+                        .entries
+                        .keys()
+                        .any(|k| k.as_str() == id.as_str())
+                })
+                .map(|(id, e)| (id.clone(), e.clone()))
+                .collect()
+        })
+        .unwrap_or_default();
     for id in mcp_entries(composition) {
         let live = probed
             .iter()
@@ -167,6 +183,35 @@ pub fn write(ui: &Ui, file: &Path, lock: &Lock) -> Result<bool, ExitStatus> {
     Ok(true)
 }
 
+/// Before `--update-lock` rewrites it: a lock beside `file` that cannot be
+/// read is renamed to `chassis.lock.invalid` (kept, not lost), so the
+/// composition loads and the lock is written afresh.
+pub fn set_aside_unreadable(ui: &Ui, file: &Path) -> Result<(), ExitStatus> {
+    let path = lock_path(file);
+    let Ok(text) = std::fs::read_to_string(&path) else {
+        return Ok(());
+    };
+    if Lock::parse(&text).is_ok() {
+        return Ok(());
+    }
+    let aside = path.with_extension("lock.invalid");
+    std::fs::rename(&path, &aside).map_err(|e| {
+        ui.err(&format!(
+            "error: cannot move `{}` aside: {e}",
+            path.display()
+        ));
+        ExitStatus::Failure
+    })?;
+    if !ui.quiet {
+        ui.err(&format!(
+            "warning: `{}` could not be read; it is kept as `{}` and written afresh",
+            path.display(),
+            aside.display()
+        ));
+    }
+    Ok(())
+}
+
 /// Report probe failures on stderr; `Err(3)` when there was one.
 pub fn require_probed(ui: &Ui, probed: &[Probed]) -> Result<(), ExitStatus> {
     let failed: Vec<&Probed> = probed.iter().filter(|p| p.live.is_err()).collect();
@@ -193,6 +238,7 @@ pub fn update_for(
     env_file: Option<&Path>,
     redactor: &Redactor,
 ) -> Result<(), ExitStatus> {
+    set_aside_unreadable(ui, file)?;
     let resolved = super::workspace::load_file(
         &Ui {
             quiet: true,

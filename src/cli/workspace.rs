@@ -38,7 +38,12 @@ impl Resolved {
         use crate::engine::diag::Code;
         self.warnings
             .iter()
-            .filter(|c| matches!(c, Code::McpLockMissing | Code::McpExpectedToolMissing))
+            .filter(|c| {
+                matches!(
+                    c,
+                    Code::McpLockMissing | Code::McpLockStale | Code::McpExpectedToolMissing
+                )
+            })
             .map(|c| c.as_str())
             .collect()
     }

@@ -58,6 +58,7 @@ codes! {
     UnknownTool => "load::unknown-tool", "a tool policy names a tool no declared plugin offers";
     McpLockMissing => "load::mcp-lock-missing", "an `mcp` entry has no tools pinned in `chassis.lock`";
     BadLock => "load::bad-lock", "`chassis.lock` cannot be read";
+    McpLockStale => "load::mcp-lock-stale", "an `mcp` entry's locked tools do not match its tools filter or prefix";
     McpExpectedToolMissing => "load::mcp-expected-tool-missing", "an `mcp` entry expects a tool its locked server does not offer";
     UndeclaredPermission => "resolve::undeclared-permission", "a tool requires a permission its plugin does not declare";
     Unresolved => "resolve::unresolved", "a hard requirement did not resolve";

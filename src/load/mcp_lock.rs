@@ -62,7 +62,32 @@ pub(crate) fn apply(comp: &mut Composition, lock: Option<&Lock>, diags: &mut Vec
             );
             continue;
         };
-        let expected = missing_expected(&entry.config.to_json(), locked);
+        let config = entry.config.to_json();
+        let filter = mcp::ToolFilter::from_config(&config);
+        let stale: Vec<&str> = locked
+            .tools
+            .iter()
+            .filter(|t| !filter.admits(&t.remote_name) || filter.exposed(&t.remote_name) != t.name)
+            .map(|t| t.name.as_str())
+            .collect();
+        if !stale.is_empty() {
+            diags.push(
+                Diagnostic::warning(
+                    Code::McpLockStale,
+                    format!(
+                        "the locked tools of the `mcp` entry `{id}` do not match its `tools` filter or prefix: {}",
+                        stale
+                            .iter()
+                            .map(|t| format!("`{t}`"))
+                            .collect::<Vec<_>>()
+                            .join(", ")
+                    ),
+                )
+                .at(entry.origin, "changed since the lock was written")
+                .with_help("run `chassis tools FILE --update-lock` to pin the tools it mounts now"),
+            );
+        }
+        let expected = mcp::missing_expected(&config, locked);
         if !expected.is_empty() {
             diags.push(
                 Diagnostic::warning(
@@ -87,18 +112,4 @@ pub(crate) fn apply(comp: &mut Composition, lock: Option<&Lock>, diags: &mut Vec
             entry.manifest = Arc::new(m);
         }
     }
-}
-
-/// The `expect_tools` of `config` (server names) that `locked` does not
-/// offer.
-fn missing_expected(config: &serde_json::Value, locked: &crate::lock::LockEntry) -> Vec<String> {
-    config
-        .get("expect_tools")
-        .and_then(serde_json::Value::as_array)
-        .into_iter()
-        .flatten()
-        .filter_map(serde_json::Value::as_str)
-        .filter(|n| !locked.tools.iter().any(|t| t.remote_name == *n))
-        .map(str::to_owned)
-        .collect()
 }

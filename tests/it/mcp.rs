@@ -202,7 +202,7 @@ fn everything_over_streamable_http_on_loopback() {
     }
     let dir = tempfile::tempdir().unwrap();
     let text = format!(
-        "version = 1\n[entries.ev]\nplugin = \"mcp\"\nconfig.url = \"http://127.0.0.1:{port}/mcp\"\nconfig.protocol = \"initialize\"\nconfig.tools = {{ allow = [\"echo\", \"get-sum\"], prefix = \"ev_\" }}\n{}",
+        "version = 1\n[entries.ev]\nplugin = \"mcp\"\nconfig.url = \"http://127.0.0.1:{port}/mcp\"\nconfig.protocol = \"initialize\"\nconfig.headers = {{ Authorization = {{ secret = \"EV_TOKEN\" }}, X-Request-Source = \"chassis-test\" }}\nconfig.tools = {{ allow = [\"echo\", \"get-sum\"], prefix = \"ev_\" }}\n{}",
         agent(
             &[
                 ("ev_echo", r#"{ message = "over http" }"#),
@@ -212,9 +212,12 @@ fn everything_over_streamable_http_on_loopback() {
         )
     );
     write(dir.path(), "c.toml", &text);
-    update_lock(dir.path(), "c.toml", &[]);
-    let (r, v) = run_json(dir.path(), "c.toml", &[]);
+    // Headers (one a secret, sent as written) reach the transport.
+    let env = [("EV_TOKEN", "Basic dGVzdDp0b2tlbi12YWx1ZQ==")];
+    update_lock(dir.path(), "c.toml", &env);
+    let (r, v) = run_json(dir.path(), "c.toml", &env);
     assert_eq!(r.code, 0, "{}", r.transcript());
+    assert!(!r.stdout.contains("dGVzdDp0"), "{}", r.stdout);
     assert_eq!(statuses(&v), ["ok", "ok"], "{}", r.transcript());
     let contents = tool_contents(&v);
     assert!(contents[0].contains("over http"), "{contents:?}");
@@ -690,4 +693,55 @@ fn an_interrupt_while_a_server_starts_exits_130_and_leaves_no_process() {
         );
     }
     assert!(!dir.path().join("chassis.lock").exists());
+}
+
+#[test]
+fn the_lock_is_shared_kept_checked_against_the_filter_and_rewritten_when_unreadable() {
+    let dir = tempfile::tempdir().unwrap();
+    let entry = |id: &str, extra: &str| {
+        format!(
+            "version = 1\n[entries.{id}]\nplugin = \"mcp\"\nconfig.command = {}\nconfig.tools = {{ allow = [\"echo\", \"env\"]{extra} }}\n",
+            lit(&mcp_servers::scripted_server())
+        )
+    };
+    write(dir.path(), "a.toml", &entry("s", ""));
+    write(dir.path(), "b.toml", &entry("t", ""));
+    update_lock(dir.path(), "a.toml", &[]);
+    update_lock(dir.path(), "b.toml", &[]);
+    // One lock, both compositions' entries.
+    for f in ["a.toml", "b.toml"] {
+        let r = chassis(dir.path(), &["check", f], &[]);
+        assert_eq!(r.code, 0, "{}", r.transcript());
+    }
+    // A changed prefix makes the lock stale: a `check` finding.
+    write(dir.path(), "a.toml", &entry("s", ", prefix = \"x_\""));
+    let r = chassis(dir.path(), &["check", "a.toml"], &[]);
+    assert_eq!(r.code, 1, "{}", r.transcript());
+    assert!(r.stderr.contains("load::mcp-lock-stale"), "{}", r.stderr);
+    update_lock(dir.path(), "a.toml", &[]);
+    let lock = std::fs::read_to_string(dir.path().join("chassis.lock")).unwrap();
+    assert!(
+        lock.contains("name = \"x_echo\"") && lock.contains("[entries.t]"),
+        "{lock}"
+    );
+    // An unreadable lock: kept aside, written afresh.
+    std::fs::write(dir.path().join("chassis.lock"), "version = 1\n[entries.s\n").unwrap();
+    let r = chassis(dir.path(), &["check", "a.toml"], &[]);
+    assert_eq!(r.code, 2, "{}", r.transcript());
+    let r = update_lock(dir.path(), "a.toml", &[]);
+    assert!(r.stderr.contains("chassis.lock.invalid"), "{}", r.stderr);
+    assert!(dir.path().join("chassis.lock.invalid").exists());
+    assert_eq!(chassis(dir.path(), &["check", "a.toml"], &[]).code, 0);
+    // `expect_tools` counts what the filter mounts: a denied tool is missing.
+    write(
+        dir.path(),
+        "c.toml",
+        &format!(
+            "version = 1\n[entries.u]\nplugin = \"mcp\"\nconfig.command = {}\nconfig.tools = {{ deny = [\"echo\"] }}\nconfig.expect_tools = [\"echo\"]\n",
+            lit(&mcp_servers::scripted_server())
+        ),
+    );
+    let r = chassis(dir.path(), &["tools", "c.toml", "--update-lock"], &[]);
+    assert_eq!(r.code, 3, "{}", r.transcript());
+    assert!(r.stderr.contains("expected tool(s) echo"), "{}", r.stderr);
 }

@@ -61,6 +61,9 @@ pub struct ToolsArgs {
 /// Run `tools`.
 pub fn run(ui: &Ui, args: &ToolsArgs) -> Result<ExitStatus, ExitStatus> {
     super::super::require_format(ui, &[Format::Text, Format::Json], "tools")?;
+    if args.update_lock {
+        lockfile::set_aside_unreadable(ui, &args.file)?;
+    }
     let mut resolved = load_file(ui, &args.file)?;
     if let Some(id) = &args.entry {
         check_entry(ui, &resolved, id)?;

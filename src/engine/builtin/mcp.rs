@@ -301,6 +301,16 @@ fn problems(config: &Value) -> Vec<ConfigProblem> {
     out
 }
 
+/// The `expect_tools` of `config` (server names) that `offered` — a server's
+/// tools after the entry's filter, as locked or as live — lacks. One check
+/// for `check` (the lock), `chassis tools` (the live list) and mount.
+pub fn missing_expected(config: &Value, offered: &LockEntry) -> Vec<String> {
+    strings(config.get("expect_tools"))
+        .into_iter()
+        .filter(|n| !offered.tools.iter().any(|t| &t.remote_name == n))
+        .collect()
+}
+
 fn manifest(config: &ConfigValue) -> Result<Manifest, Vec<ConfigProblem>> {
     manifest_with_lock(config, None)
 }

@@ -60,19 +60,6 @@ pub fn lock_entry(
     })
 }
 
-/// The `expect_tools` of `config` the server's `tools` do not offer.
-pub fn missing_expected(config: &Value, tools: &[RemoteTool]) -> Vec<String> {
-    config
-        .get("expect_tools")
-        .and_then(Value::as_array)
-        .into_iter()
-        .flatten()
-        .filter_map(Value::as_str)
-        .filter(|n| !tools.iter().any(|t| t.name == *n))
-        .map(str::to_owned)
-        .collect()
-}
-
 /// Start the server of entry `entry` (configuration `config`), read what
 /// it offers, stop it.
 pub async fn probe(
@@ -85,14 +72,22 @@ pub async fn probe(
     let spec = server_spec(entry, config, env, secret, redactor)?;
     let (session, tools) = start(&spec, redactor).await?;
     session.close().await;
-    let missing = missing_expected(config, &tools);
-    if !missing.is_empty() {
-        return Err(format!(
-            "the server does not offer the expected tool(s) {}",
+    let entry = lock_entry(session.identity(), &tools, config)?;
+    expected_offered(config, &entry)?;
+    Ok(entry)
+}
+
+/// `Err` naming the `expect_tools` that `offered` (after the filter) lacks.
+pub fn expected_offered(config: &Value, offered: &LockEntry) -> Result<(), String> {
+    let missing = crate::engine::builtin::mcp::missing_expected(config, offered);
+    if missing.is_empty() {
+        Ok(())
+    } else {
+        Err(format!(
+            "the server does not offer the expected tool(s) {} (after `tools.allow`/`tools.deny`)",
             missing.join(", ")
-        ));
+        ))
     }
-    lock_entry(session.identity(), &tools, config)
 }
 
 /// Connect and list the tools, both within the start-up timeout.
@@ -159,12 +154,20 @@ mod tests {
         );
         let err = lock_entry(&id, &[tool("bad name!")], &json!({})).unwrap_err();
         assert!(err.contains("bad name!"), "{err}");
+        let offered = lock_entry(&id, &[tool("read")], &json!({})).unwrap();
         assert_eq!(
-            missing_expected(
+            crate::engine::builtin::mcp::missing_expected(
                 &json!({ "expect_tools": ["read", "nope"] }),
-                &[tool("read")]
+                &offered
             ),
             ["nope"]
         );
+        let denied = lock_entry(
+            &id,
+            &[tool("read")],
+            &json!({ "tools": { "deny": ["read"] } }),
+        )
+        .unwrap();
+        assert!(expected_offered(&json!({ "expect_tools": ["read"] }), &denied).is_err());
     }
 }

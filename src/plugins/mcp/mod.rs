@@ -73,6 +73,9 @@ impl Plugin for McpPlugin {
             Ok(l) => l,
             Err(e) => return Err(close_on_error(e).await.into()),
         };
+        if let Err(e) = live::expected_offered(&config, &live) {
+            return Err(close_on_error(e).await.into());
+        }
         let changes = diff_tools(&locked, &live);
         let unexpected: Vec<String> = changes
             .iter()

@@ -215,14 +215,11 @@ async fn connect_once(
         Transport::Http { url, headers } => {
             use rmcp::transport::StreamableHttpClientTransport;
             use rmcp::transport::streamable_http_client::StreamableHttpClientTransportConfig;
+            // Every header goes out exactly as written, `Authorization`
+            // included (rmcp's own auth header would prefix `Bearer ` to
+            // whatever scheme the user wrote).
             let mut custom = std::collections::HashMap::new();
-            let mut auth = None;
             for (k, v) in headers {
-                if k.eq_ignore_ascii_case("authorization") {
-                    // rmcp sends the auth header itself, as `Bearer <value>`.
-                    auth = Some(v.strip_prefix("Bearer ").unwrap_or(v).to_owned());
-                    continue;
-                }
                 let name = reqwest::header::HeaderName::from_bytes(k.as_bytes()).map_err(|_| {
                     start_error(spec, format_args!("header `{k}` is not a valid name"))
                 })?;
@@ -233,7 +230,6 @@ async fn connect_once(
             }
             let mut config = StreamableHttpClientTransportConfig::with_uri(url.as_str());
             config.custom_headers = custom;
-            config.auth_header = auth;
             let client = crate::plugins::http::client_builder()
                 .build()
                 .map_err(|e| start_error(spec, format_args!("has no HTTP client: {e}")))?;

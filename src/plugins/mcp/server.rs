@@ -40,6 +40,9 @@ struct State {
     drifted: Option<String>,
     /// Restarts so far.
     restarts: u32,
+    /// A `list_changed` whose listing failed: compare again before the
+    /// next call.
+    relist: bool,
 }
 
 /// A supervised server.
@@ -71,6 +74,7 @@ impl Server {
                 failures: 0,
                 not_before: None,
                 drifted: None,
+                relist: false,
                 restarts: 0,
             }),
         }
@@ -94,14 +98,27 @@ impl Server {
         }
         if let Some(s) = state.session.as_ref().filter(|s| !s.is_closed()) {
             let s = Arc::clone(s);
-            if s.take_tools_changed() {
-                // The server announced a new list: compare before calling.
-                match s.list_tools().await {
-                    Ok(tools) => self.compare(&mut state, &tools, "changed its tool list")?,
-                    Err(e) => {
+            if s.take_tools_changed() || state.relist {
+                // The server announced a new list: compare before calling
+                // (within the start-up timeout; a failed listing is tried
+                // again on the next call, never skipped).
+                let listed = tokio::time::timeout(self.spec.startup_timeout, s.list_tools()).await;
+                match listed {
+                    Ok(Ok(tools)) => {
+                        state.relist = false;
+                        self.compare(&mut state, &tools, "changed its tool list")?;
+                    }
+                    Ok(Err(e)) => {
+                        state.relist = true;
                         return Err(format!(
                             "the server changed its tool list and listing it failed: {e}"
                         ));
+                    }
+                    Err(_) => {
+                        state.relist = true;
+                        return Err(
+                            "the server changed its tool list and did not list it in time".into(),
+                        );
                     }
                 }
             }
