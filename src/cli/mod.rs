@@ -105,9 +105,11 @@ pub enum Command {
 fn init_tracing(verbose: u8, quiet: bool) {
     use tracing_subscriber::EnvFilter;
     let default = match (quiet, verbose) {
-        (true, _) => "error",
-        (_, 0) => "warn",
-        (_, 1) => "info",
+        // rmcp reports a failed connection itself, URL and all; chassis
+        // says the same in its own error, so rmcp speaks from -vv on.
+        (true, _) => "error,rmcp=off",
+        (_, 0) => "warn,rmcp=off",
+        (_, 1) => "info,rmcp=off",
         (_, 2) => "debug",
         _ => "trace",
     };

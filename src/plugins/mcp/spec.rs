@@ -92,9 +92,20 @@ impl ServerSpec {
     pub fn target(&self) -> String {
         match &self.transport {
             Transport::Stdio { program, .. } => format!("`{}`", program.display()),
-            Transport::Http { url, .. } => format!("`{url}`"),
+            Transport::Http { url, .. } => format!("`{}`", shown_url(url)),
         }
     }
+}
+
+/// `url` without its query and fragment (tokens live there) or user info.
+fn shown_url(url: &str) -> String {
+    let no_query = url.split(['?', '#']).next().unwrap_or(url);
+    let Some((scheme, rest)) = no_query.split_once("://") else {
+        return no_query.to_owned();
+    };
+    let (authority, path) = rest.split_at(rest.find('/').unwrap_or(rest.len()));
+    let host = authority.rsplit_once('@').map_or(authority, |(_, h)| h);
+    format!("{scheme}://{host}{path}")
 }
 
 fn strings(v: Option<&Value>) -> Vec<String> {
@@ -197,6 +208,18 @@ pub fn server_spec(
 
 #[cfg(test)]
 mod tests {
+    #[test]
+    fn urls_are_shown_without_query_or_user_info() {
+        assert_eq!(
+            super::shown_url("https://u:pw@mcp.example.com:8443/mcp?api_key=x#f"),
+            "https://mcp.example.com:8443/mcp"
+        );
+        assert_eq!(
+            super::shown_url("http://127.0.0.1:3001/mcp"),
+            "http://127.0.0.1:3001/mcp"
+        );
+    }
+
     use super::*;
     use serde_json::json;
 
