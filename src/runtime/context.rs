@@ -8,7 +8,7 @@
 use crate::engine::secret::{SecretError, SecretProvider, SecretValue};
 use std::collections::BTreeMap;
 use std::future::Future;
-use std::sync::atomic::{AtomicU64, Ordering};
+use std::sync::atomic::{AtomicU8, AtomicU64, Ordering};
 use std::sync::{Arc, Mutex, MutexGuard};
 
 use super::hooks::{ErrorPolicy, HookEvent, HookHandler, HookMode, HookRegistration};
@@ -135,6 +135,29 @@ struct Inner {
     secrets: Arc<dyn SecretProvider>,
     state: Mutex<State>,
     hook_sequence: Arc<AtomicU64>,
+    /// Health the plugin reported after setup (0: none).
+    reported_health: Arc<AtomicU8>,
+}
+
+/// A handle a plugin keeps to report its health while it runs (a
+/// supervised server that crashed, recovered, or drifted). The harness
+/// shows the last report for an active instance instead of the health its
+/// lifecycle gave it.
+#[derive(Clone, Debug)]
+pub struct HealthReporter(Arc<AtomicU8>);
+
+impl HealthReporter {
+    /// Report `health`.
+    pub fn report(&self, health: super::lifecycle::Health) {
+        use super::lifecycle::Health;
+        let code = match health {
+            Health::Unknown => 1,
+            Health::Healthy => 2,
+            Health::Degraded => 3,
+            Health::Unhealthy => 4,
+        };
+        self.0.store(code, Ordering::Relaxed);
+    }
 }
 
 /// The context handed to `setup` (a cheap handle; clones share state).
@@ -205,7 +228,25 @@ impl PluginContext {
                     sealed: None,
                 }),
                 hook_sequence,
+                reported_health: Arc::new(AtomicU8::new(0)),
             }),
+        }
+    }
+
+    /// A handle to report this instance's health from its tools and tasks.
+    pub fn health_reporter(&self) -> HealthReporter {
+        HealthReporter(Arc::clone(&self.inner.reported_health))
+    }
+
+    /// The last health reported through [`Self::health_reporter`].
+    pub fn reported_health(&self) -> Option<super::lifecycle::Health> {
+        use super::lifecycle::Health;
+        match self.inner.reported_health.load(Ordering::Relaxed) {
+            1 => Some(Health::Unknown),
+            2 => Some(Health::Healthy),
+            3 => Some(Health::Degraded),
+            4 => Some(Health::Unhealthy),
+            _ => None,
         }
     }
 

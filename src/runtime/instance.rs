@@ -81,9 +81,13 @@ impl PluginInstance {
         self.machine.state()
     }
 
-    /// Current health.
+    /// Current health: what an active plugin last reported, else what its
+    /// lifecycle gave it.
     pub fn health(&self) -> Health {
-        self.health
+        match (&self.context, self.machine.state()) {
+            (Some(ctx), PluginState::Active) => ctx.reported_health().unwrap_or(self.health),
+            _ => self.health,
+        }
     }
 
     /// The last setup or teardown error.

@@ -29,7 +29,8 @@ pub mod value;
 
 pub use catalog::{Catalog, Factory, Resolver, UnknownKind};
 pub use context::{
-    Binding, CapabilityRegistration, ContextError, ContextSpec, PluginContext, Registrations,
+    Binding, CapabilityRegistration, ContextError, ContextSpec, HealthReporter, PluginContext,
+    Registrations,
 };
 pub use executor::{
     ExecError, ExecutorServices, RunContext, ToolCall, ToolExecutor, ToolRefusal, ToolResult,

@@ -751,3 +751,81 @@ fn the_lock_is_shared_kept_checked_against_the_filter_and_rewritten_when_unreada
     assert_eq!(r.code, 3, "{}", r.transcript());
     assert!(r.stderr.contains("expected tool(s) echo"), "{}", r.stderr);
 }
+
+#[test]
+fn a_crash_marks_the_plugin_unhealthy_until_its_restart() {
+    use chassis::runtime::{
+        Catalog, ExecutorServices, Harness, HarnessOptions, Health, RunContext, ToolCall,
+        ToolExecutor, ToolStatus,
+    };
+    let rt = tokio::runtime::Builder::new_current_thread()
+        .enable_all()
+        .build()
+        .unwrap();
+    let dir = tempfile::tempdir().unwrap();
+    let server = mcp_servers::scripted_server().display().to_string();
+    let config = serde_json::json!({ "command": server, "tools": { "allow": ["crash", "echo"] } });
+    let env = chassis::plugins::BuiltinEnv::new(dir.path());
+    let redactor = chassis::engine::secret::Redactor::new();
+    let no_secrets = |n: &str| -> Result<chassis::engine::secret::SecretValue, String> {
+        Err(format!("no secret {n}"))
+    };
+    let locked = rt
+        .block_on(chassis::plugins::mcp::probe(
+            "s",
+            &config,
+            &env,
+            &no_secrets,
+            &redactor,
+        ))
+        .expect("probe");
+    let mut lock = chassis::lock::Lock::new();
+    lock.entries.insert("s".into(), locked);
+    let toml = format!(
+        "version = 1\n[entries.s]\nplugin = \"mcp\"\nconfig.command = {}\nconfig.tools = {{ allow = [\"crash\", \"echo\"] }}\n",
+        lit(Path::new(&server))
+    );
+    let mut composition = chassis::load::load_str("c.toml", &toml)
+        .composition
+        .expect("loads");
+    chassis::load::apply_lock(&mut composition, Some(&lock));
+    let mut catalog = Catalog::new();
+    chassis::plugins::register_builtins(&mut catalog, &env.clone().with_lock(Some(lock)));
+    let harness = Harness::new(catalog, HarnessOptions::default());
+    rt.block_on(harness.reconcile(composition))
+        .expect("publishes");
+    let health = || rt.block_on(harness.instance_state("s")).expect("mounted").1;
+    assert_eq!(health(), Health::Healthy);
+    let lease = harness.acquire().expect("lease");
+    let executor = ToolExecutor::new(ExecutorServices::permissive());
+    let run = RunContext {
+        run_id: "t".into(),
+        generation: std::sync::Arc::clone(lease.generation()),
+        agent: None,
+        scope: "/".into(),
+        budget: None,
+        extra_tools: None,
+    };
+    let call = |name: &str, args: Value| {
+        rt.block_on(executor.execute(
+            &run,
+            ToolCall {
+                name: name.into(),
+                args,
+                call_id: None,
+            },
+            false,
+        ))
+        .expect("runs")
+    };
+    assert_eq!(
+        call("crash", serde_json::json!({})).status,
+        ToolStatus::Error
+    );
+    assert_eq!(health(), Health::Unhealthy, "a crash is reported");
+    let r = call("echo", serde_json::json!({ "text": "back" }));
+    assert_eq!(r.status, ToolStatus::Ok, "{r:?}");
+    assert_eq!(health(), Health::Healthy, "the restart is reported");
+    drop(lease);
+    rt.block_on(harness.shutdown());
+}

@@ -102,13 +102,16 @@ impl Plugin for McpPlugin {
                 locked.server_name, locked.server_version, locked.protocol_version
             );
         }
-        let server = Arc::new(server::Server::new(
-            spec,
-            config.clone(),
-            live.clone(),
-            self.redactor.clone(),
-            Arc::clone(&session),
-        ));
+        let server = Arc::new(
+            server::Server::new(
+                spec,
+                config.clone(),
+                live.clone(),
+                self.redactor.clone(),
+                Arc::clone(&session),
+            )
+            .with_health(ctx.health_reporter()),
+        );
         {
             let server = Arc::clone(&server);
             ctx.cleanup(

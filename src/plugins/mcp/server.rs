@@ -52,6 +52,9 @@ pub struct Server {
     published: LockEntry,
     redactor: Redactor,
     state: tokio::sync::Mutex<State>,
+    /// Where the plugin's health goes: unhealthy while the server is down,
+    /// degraded when its tools drifted, healthy again after a restart.
+    health: Option<crate::runtime::HealthReporter>,
 }
 
 impl Server {
@@ -77,6 +80,25 @@ impl Server {
                 relist: false,
                 restarts: 0,
             }),
+            health: None,
+        }
+    }
+
+    /// The same server, reporting its health through `reporter`.
+    #[must_use]
+    pub fn with_health(mut self, reporter: crate::runtime::HealthReporter) -> Self {
+        self.health = Some(reporter);
+        self
+    }
+
+    /// The session closed under a call: unhealthy until a restart.
+    pub fn went_away(&self) {
+        self.report(crate::runtime::Health::Unhealthy);
+    }
+
+    fn report(&self, health: crate::runtime::Health) {
+        if let Some(r) = &self.health {
+            r.report(health);
         }
     }
 
@@ -125,6 +147,7 @@ impl Server {
             return Ok(s);
         }
         if let Some(old) = state.session.take() {
+            self.report(crate::runtime::Health::Unhealthy);
             old.close().await;
             tracing::warn!(target: "chassis::mcp", entry = %self.spec.entry, "the MCP server is gone; restarting it");
         }
@@ -150,9 +173,11 @@ impl Server {
                     return Err(e);
                 }
                 state.session = Some(Arc::clone(&session));
+                self.report(crate::runtime::Health::Healthy);
                 Ok(session)
             }
             Err(e) => {
+                self.report(crate::runtime::Health::Unhealthy);
                 state.failures += 1;
                 let backoff = FIRST_BACKOFF
                     .saturating_mul(2u32.saturating_pow(state.failures - 1))
@@ -205,6 +230,7 @@ impl Server {
         );
         tracing::warn!(target: "chassis::mcp", entry = %self.spec.entry, "{why}");
         state.drifted = Some(why.clone());
+        self.report(crate::runtime::Health::Degraded);
         Err(why)
     }
 

@@ -110,11 +110,14 @@ impl Tool for McpTool {
                 })
             }
             Ok(r) => Ok(output(r)),
-            Err(McpError::Closed(why)) => Err(format!(
-                "the MCP server of entry `{}` went away during the call ({why}); it is restarted on the next call",
-                self.server.entry()
-            )
-            .into()),
+            Err(McpError::Closed(why)) => {
+                self.server.went_away();
+                Err(format!(
+                    "the MCP server of entry `{}` went away during the call ({why}); it is restarted on the next call",
+                    self.server.entry()
+                )
+                .into())
+            }
             Err(e) => Err(e.to_string().into()),
         }
     }
