@@ -829,3 +829,35 @@ fn a_crash_marks_the_plugin_unhealthy_until_its_restart() {
     drop(lease);
     rt.block_on(harness.shutdown());
 }
+
+#[test]
+fn a_paged_tool_list_is_read_to_the_end() {
+    let dir = tempfile::tempdir().unwrap();
+    let log = dir.path().join("server.jsonl");
+    write(
+        dir.path(),
+        "c.toml",
+        &format!(
+            "version = 1\n[entries.s]\nplugin = \"mcp\"\nconfig.command = {}\nconfig.env = [\"SCRIPTED_PAGE_SIZE\", \"SCRIPTED_LOG\"]\n",
+            lit(&mcp_servers::scripted_server())
+        ),
+    );
+    let env = [
+        ("SCRIPTED_PAGE_SIZE", "2"),
+        ("SCRIPTED_LOG", log.to_str().unwrap()),
+    ];
+    update_lock(dir.path(), "c.toml", &env);
+    let lock = std::fs::read_to_string(dir.path().join("chassis.lock")).unwrap();
+    for tool in ["crash", "echo", "env", "flip", "garbage", "hang", "noisy"] {
+        assert!(
+            lock.contains(&format!("name = \"{tool}\"")),
+            "{tool}: {lock}"
+        );
+    }
+    let pages = std::fs::read_to_string(&log)
+        .unwrap()
+        .lines()
+        .filter(|l| l.contains("\"tools/list\""))
+        .count();
+    assert!(pages >= 4, "7 tools in pages of 2: {pages} requests");
+}

@@ -25,7 +25,8 @@ Tools (each with an inputSchema):
   extra        -> (only after flip) "extra"
 
 Also: `ping` -> {}, notifications are logged and ignored, any other request
--> JSON-RPC error -32601.
+-> JSON-RPC error -32601. SCRIPTED_PAGE_SIZE=N pages `tools/list` (N tools
+per page, `nextCursor` until the last).
 """
 
 import json
@@ -150,7 +151,17 @@ def handle(message, tools):
     elif method == "ping":
         reply(msg_id, {})
     elif method == "tools/list":
-        reply(msg_id, {"tools": list(tools)})
+        # SCRIPTED_PAGE_SIZE=N lists N tools per page, with `nextCursor`.
+        size = int(os.environ.get("SCRIPTED_PAGE_SIZE", "0") or 0)
+        if size <= 0:
+            reply(msg_id, {"tools": list(tools)})
+        else:
+            cursor = (message.get("params") or {}).get("cursor")
+            start = int(cursor) if cursor else 0
+            page = {"tools": list(tools[start:start + size])}
+            if start + size < len(tools):
+                page["nextCursor"] = str(start + size)
+            reply(msg_id, page)
     elif method == "tools/call":
         call_tool(msg_id, params, tools)
     else:
