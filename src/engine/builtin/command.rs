@@ -376,17 +376,6 @@ pub struct CommandConfig {
     pub tools: Vec<CommandToolSpec>,
 }
 
-fn str_list(v: Option<&Value>) -> Vec<String> {
-    v.and_then(Value::as_array)
-        .map(|a| {
-            a.iter()
-                .filter_map(Value::as_str)
-                .map(str::to_owned)
-                .collect()
-        })
-        .unwrap_or_default()
-}
-
 /// Problems with an environment allow-list at `pointer` (shared with
 /// `hook-command`).
 pub fn check_env_names(names: &[String], pointer: &str, problems: &mut Vec<ConfigProblem>) {
@@ -429,7 +418,7 @@ fn parse_tool(i: usize, t: &Value, problems: &mut Vec<ConfigProblem>) -> Option<
             None
         }
     };
-    let argv_text = str_list(t.get("argv"));
+    let argv_text = super::string_array(t.get("argv"));
     let mut argv = Vec::new();
     match argv_text.split_first() {
         None => problems.push(ConfigProblem::new(
@@ -499,12 +488,12 @@ fn parse_tool(i: usize, t: &Value, problems: &mut Vec<ConfigProblem>) -> Option<
         },
     };
     let policy = ToolPolicy {
-        permissions: str_list(t.get("permissions")),
+        permissions: super::string_array(t.get("permissions")),
         idempotent: t
             .get("idempotent")
             .and_then(Value::as_bool)
             .unwrap_or(false),
-        side_effects: str_list(t.get("side_effects")),
+        side_effects: super::string_array(t.get("side_effects")),
         timeout_seconds: Some(timeout.as_secs_f64()),
         cost_class: t
             .get("cost_class")
@@ -570,7 +559,7 @@ pub fn parse(config: &ConfigValue) -> Result<CommandConfig, Vec<ConfigProblem>> 
     if !problems.is_empty() {
         return Err(problems);
     }
-    let env = str_list(json.get("env"));
+    let env = super::string_array(json.get("env"));
     check_env_names(&env, "/env", &mut problems);
     let mut tools: Vec<CommandToolSpec> = Vec::new();
     let mut seen: BTreeSet<String> = BTreeSet::new();

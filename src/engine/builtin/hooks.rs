@@ -224,17 +224,6 @@ fn hook_manifest(name: &str) -> Manifest {
     )
 }
 
-fn strings(v: Option<&Value>) -> Vec<String> {
-    v.and_then(Value::as_array)
-        .map(|a| {
-            a.iter()
-                .filter_map(Value::as_str)
-                .map(str::to_owned)
-                .collect()
-        })
-        .unwrap_or_default()
-}
-
 fn priority(v: Option<&Value>, default: i32) -> i32 {
     v.and_then(Value::as_i64)
         .and_then(|p| i32::try_from(p).ok())
@@ -248,7 +237,7 @@ fn events(
     pointer: &str,
     problems: &mut Vec<ConfigProblem>,
 ) -> Option<Vec<&'static EventInfo>> {
-    let names = v.map(|v| strings(Some(v)))?;
+    let names = v.map(|v| super::string_array(Some(v)))?;
     let mut out: Vec<&'static EventInfo> = Vec::new();
     for (i, n) in names.iter().enumerate() {
         match event(n) {
@@ -451,7 +440,11 @@ pub fn parse_deny(config: &ConfigValue) -> Result<DenySpec, Vec<ConfigProblem>> 
     if !problems.is_empty() {
         return Err(problems);
     }
-    let tools = globs(&strings(json.get("tools")), "/tools", &mut problems);
+    let tools = globs(
+        &super::string_array(json.get("tools")),
+        "/tools",
+        &mut problems,
+    );
     let mut arguments = Vec::new();
     let items = json
         .get("arguments")
@@ -475,7 +468,7 @@ pub fn parse_deny(config: &ConfigValue) -> Result<DenySpec, Vec<ConfigProblem>> 
             }
         };
         let only = globs(
-            &strings(item.get("tools")),
+            &super::string_array(item.get("tools")),
             &format!("/arguments/{i}/tools"),
             &mut problems,
         );
@@ -560,7 +553,7 @@ pub fn parse_hook_command(config: &ConfigValue) -> Result<HookCommandSpec, Vec<C
     if !problems.is_empty() {
         return Err(problems);
     }
-    let argv = strings(json.get("argv"));
+    let argv = super::string_array(json.get("argv"));
     let Some((program, args)) = argv.split_first() else {
         return Err(vec![ConfigProblem::new(
             "/argv",
@@ -601,7 +594,7 @@ pub fn parse_hook_command(config: &ConfigValue) -> Result<HookCommandSpec, Vec<C
         "/timeout_seconds",
         &mut problems,
     );
-    let env = strings(json.get("env"));
+    let env = super::string_array(json.get("env"));
     check_env_names(&env, "/env", &mut problems);
     if !problems.is_empty() {
         return Err(problems);

@@ -122,18 +122,6 @@ pub fn config_schema() -> Value {
     })
 }
 
-fn strings(value: Option<&Value>) -> Vec<String> {
-    value
-        .and_then(Value::as_array)
-        .map(|a| {
-            a.iter()
-                .filter_map(Value::as_str)
-                .map(str::to_owned)
-                .collect()
-        })
-        .unwrap_or_default()
-}
-
 /// The entry's tool filter and prefix.
 #[derive(Clone, Debug, Default, PartialEq, Eq)]
 pub struct ToolFilter {
@@ -150,8 +138,10 @@ impl ToolFilter {
     pub fn from_config(config: &Value) -> Self {
         let tools = config.get("tools");
         Self {
-            allow: tools.and_then(|t| t.get("allow")).map(|a| strings(Some(a))),
-            deny: strings(tools.and_then(|t| t.get("deny"))),
+            allow: tools
+                .and_then(|t| t.get("allow"))
+                .map(|a| super::string_array(Some(a))),
+            deny: super::string_array(tools.and_then(|t| t.get("deny"))),
             prefix: tools
                 .and_then(|t| t.get("prefix"))
                 .and_then(Value::as_str)
@@ -210,7 +200,7 @@ pub fn tool_policy(config: &Value, remote: &str, annotations: Option<&Value>) ->
     );
     if let Some(o) = config.get("policy").and_then(|p| p.get(remote)) {
         if let Some(v) = o.get("permissions") {
-            p.permissions = strings(Some(v));
+            p.permissions = super::string_array(Some(v));
         }
         if let Some(v) = o.get("approval_required").and_then(Value::as_bool) {
             p.approval_required = v;
@@ -225,7 +215,7 @@ pub fn tool_policy(config: &Value, remote: &str, annotations: Option<&Value>) ->
             p.idempotent = v;
         }
         if let Some(v) = o.get("side_effects") {
-            p.side_effects = strings(Some(v));
+            p.side_effects = super::string_array(Some(v));
         }
     }
     p
@@ -235,10 +225,12 @@ pub fn tool_policy(config: &Value, remote: &str, annotations: Option<&Value>) ->
 /// every template in `policy` (unscoped, so any resource its template
 /// expands to is declared).
 fn declared_permissions(config: &Value) -> Vec<String> {
-    let mut out: BTreeSet<String> = strings(config.get("permissions")).into_iter().collect();
+    let mut out: BTreeSet<String> = super::string_array(config.get("permissions"))
+        .into_iter()
+        .collect();
     if let Some(policy) = config.get("policy").and_then(Value::as_object) {
         for p in policy.values() {
-            for t in strings(p.get("permissions")) {
+            for t in super::string_array(p.get("permissions")) {
                 let name = t.split(':').next().unwrap_or_default().trim();
                 if !name.is_empty() {
                     out.insert(name.to_owned());
@@ -289,7 +281,7 @@ fn problems(config: &Value) -> Vec<ConfigProblem> {
     if let Some(policy) = config.get("policy").and_then(Value::as_object) {
         for (name, p) in policy {
             let mut tp = tool_policy(config, name, None);
-            tp.permissions = strings(p.get("permissions"));
+            tp.permissions = super::string_array(p.get("permissions"));
             if let Err(e) = tp.validate() {
                 out.push(ConfigProblem::new(
                     format!("/policy/{}", name.replace('~', "~0").replace('/', "~1")),
@@ -305,7 +297,7 @@ fn problems(config: &Value) -> Vec<ConfigProblem> {
 /// tools after the entry's filter, as locked or as live — lacks. One check
 /// for `check` (the lock), `chassis tools` (the live list) and mount.
 pub fn missing_expected(config: &Value, offered: &LockEntry) -> Vec<String> {
-    strings(config.get("expect_tools"))
+    super::string_array(config.get("expect_tools"))
         .into_iter()
         .filter(|n| !offered.tools.iter().any(|t| &t.remote_name == n))
         .collect()

@@ -24,6 +24,20 @@ use serde_json::Value;
 use crate::engine::model::{ConfigValue, Manifest};
 use crate::engine::schema_check;
 
+/// The strings of a JSON array in a built-in's configuration (other items
+/// are skipped; the config schema has already reported them).
+pub fn string_array(value: Option<&Value>) -> Vec<String> {
+    value
+        .and_then(Value::as_array)
+        .map(|a| {
+            a.iter()
+                .filter_map(Value::as_str)
+                .map(str::to_owned)
+                .collect()
+        })
+        .unwrap_or_default()
+}
+
 /// One problem with a built-in kind's configuration.
 #[derive(Clone, Debug, PartialEq, Eq)]
 pub struct ConfigProblem {

@@ -108,17 +108,6 @@ fn shown_url(url: &str) -> String {
     format!("{scheme}://{host}{path}")
 }
 
-fn strings(v: Option<&Value>) -> Vec<String> {
-    v.and_then(Value::as_array)
-        .map(|a| {
-            a.iter()
-                .filter_map(Value::as_str)
-                .map(str::to_owned)
-                .collect()
-        })
-        .unwrap_or_default()
-}
-
 /// The spec of `entry` with configuration `config` (as JSON); secrets are
 /// looked up with `secret` and taught to `redactor`.
 pub fn server_spec(
@@ -176,7 +165,7 @@ pub fn server_spec(
             crate::process::resolve_program(program, &cwd, std::env::var_os("PATH").as_deref())
                 .map_err(|e| e.to_string())?;
         let mut names: Vec<String> = BASE_ENV.iter().map(|s| (*s).to_owned()).collect();
-        names.extend(strings(config.get("env")));
+        names.extend(crate::engine::builtin::string_array(config.get("env")));
         names.sort();
         names.dedup();
         let mut vars = crate::process::allowed_env(&names);
@@ -193,7 +182,7 @@ pub fn server_spec(
         }
         Transport::Stdio {
             program,
-            args: strings(config.get("args")),
+            args: crate::engine::builtin::string_array(config.get("args")),
             cwd,
             env: vars,
         }
