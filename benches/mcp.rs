@@ -191,38 +191,25 @@ fn main() {
     let mut via_tool = Vec::with_capacity(calls);
     let mut boundary = Vec::with_capacity(calls);
     rt.block_on(async {
-        // Warm both paths (JIT of the server, first allocations).
-        for _ in 0..50 {
-            let args = json!({ "message": "warm" });
-            session
-                .call_tool("echo", args.as_object().cloned().unwrap_or_default())
-                .await
-                .expect("direct");
-            executor
-                .execute(
-                    &run,
-                    ToolCall {
-                        name: "echo".into(),
-                        args,
-                        call_id: None,
-                    },
-                    true,
-                )
-                .await
-                .expect("boundary");
-        }
-        for i in 0..calls {
+        // The first calls warm all three paths (the server's JIT, first
+        // allocations) and are not counted.
+        const WARM: usize = 50;
+        for i in 0..WARM + calls {
             let args = json!({ "message": format!("call {i}") });
             let t = Instant::now();
             let reply = session
                 .call_tool("echo", args.as_object().cloned().unwrap_or_default())
                 .await
                 .expect("direct");
-            direct.push(t.elapsed());
+            if i >= WARM {
+                direct.push(t.elapsed());
+            }
             std::hint::black_box(reply);
             let t = Instant::now();
             let out = tool.call(args.clone(), &ctx).await.expect("tool");
-            via_tool.push(t.elapsed());
+            if i >= WARM {
+                via_tool.push(t.elapsed());
+            }
             std::hint::black_box(out);
             let t = Instant::now();
             let r = executor
@@ -237,7 +224,9 @@ fn main() {
                 )
                 .await
                 .expect("boundary");
-            boundary.push(t.elapsed());
+            if i >= WARM {
+                boundary.push(t.elapsed());
+            }
             std::hint::black_box(r);
         }
     });

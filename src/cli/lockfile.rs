@@ -42,9 +42,11 @@ impl Probed {
 
 /// The lock file beside `file`.
 pub fn lock_path(file: &Path) -> PathBuf {
-    file.parent()
-        .filter(|p| !p.as_os_str().is_empty())
-        .map_or_else(|| PathBuf::from(LOCK_FILE), |d| d.join(LOCK_FILE))
+    match file.parent().filter(|p| !p.as_os_str().is_empty()) {
+        Some(dir) => dir.join(LOCK_FILE),
+        // Shown as `chassis.lock`, not `./chassis.lock`.
+        None => PathBuf::from(LOCK_FILE),
+    }
 }
 
 /// The lock beside `file`, if there is a readable one (the loader has
@@ -78,11 +80,7 @@ pub fn probe_entries(
     redactor: &Redactor,
 ) -> Result<Vec<Probed>, ExitStatus> {
     let secrets = super::workspace::secret_provider(ui, redactor, env_file)?;
-    let base = file
-        .parent()
-        .filter(|p| !p.as_os_str().is_empty())
-        .unwrap_or(Path::new("."));
-    let env = crate::plugins::BuiltinEnv::new(base);
+    let env = crate::plugins::BuiltinEnv::new(super::workspace::base_dir(file));
     let rt = super::commands::publish::runtime().map_err(|e| {
         ui.err(&format!("error: cannot start the runtime: {e}"));
         ExitStatus::Failure

@@ -233,18 +233,21 @@ fn reason_code(reason: crate::engine::snapshot::SnapshotLoadReason) -> &'static 
     }
 }
 
+/// The directory of the composition `file`: where relative paths in
+/// built-in configurations resolve, and where `chassis.lock` lives.
+pub fn base_dir(file: &Path) -> &Path {
+    file.parent()
+        .filter(|p| !p.as_os_str().is_empty())
+        .unwrap_or(Path::new("."))
+}
+
 /// The runtime catalog for a composition at `file`: the built-in kinds,
 /// with relative paths in their configuration resolved beside the file,
 /// scrubbing with `redactor` (the one the harness's secrets learn into).
 pub fn catalog(file: &Path, redactor: &crate::engine::secret::Redactor) -> crate::runtime::Catalog {
-    let base = file
-        .parent()
-        .filter(|p| !p.as_os_str().is_empty())
-        .unwrap_or(Path::new("."));
+    let base = base_dir(file);
     // The loader already refused an unreadable lock; here it is only read.
-    let lock = std::fs::read_to_string(base.join(crate::lock::LOCK_FILE))
-        .ok()
-        .and_then(|t| crate::lock::Lock::parse(&t).ok());
+    let lock = super::lockfile::read_lock(file);
     let mut catalog = crate::runtime::Catalog::new();
     let env = crate::plugins::BuiltinEnv::new(base)
         .with_lock(lock)

@@ -211,17 +211,7 @@ fn a_config_change_publishes_gen_0002_rebuilding_the_provider_and_rewiring_its_c
     assert_eq!(code, 0, "{doc}");
     assert_eq!(doc["generation_id"], "gen_0002");
     assert_eq!(doc["previous_generation_id"], "gen_0001");
-    let by: std::collections::BTreeMap<String, String> = doc["nodes"]
-        .as_array()
-        .unwrap()
-        .iter()
-        .map(|n| {
-            (
-                n["entry_id"].as_str().unwrap().to_owned(),
-                n["decision"].as_str().unwrap().to_owned(),
-            )
-        })
-        .collect();
+    let by = decision_by_entry(&doc);
     assert_eq!(by["db"], "rebuilt");
     assert_eq!(by["app"], "rewired");
     assert_eq!(by["cache"], "reused");
@@ -609,6 +599,21 @@ fn shape() -> impl Strategy<Value = Shape> {
 }
 
 /// What plan predicted and what publish then did, as comparable JSON.
+/// Entry id -> decision of a publish document's nodes.
+fn decision_by_entry(doc: &serde_json::Value) -> std::collections::BTreeMap<String, String> {
+    doc["nodes"]
+        .as_array()
+        .unwrap()
+        .iter()
+        .map(|n| {
+            (
+                n["entry_id"].as_str().unwrap().to_owned(),
+                n["decision"].as_str().unwrap().to_owned(),
+            )
+        })
+        .collect()
+}
+
 fn decisions(doc: &serde_json::Value) -> serde_json::Value {
     serde_json::json!({
         "action": doc["action"],
@@ -725,17 +730,7 @@ fn a_rotated_secret_rebuilds_the_node_that_reads_it_and_plan_predicts_it() {
     let (_, doc) = publish("second-password-value");
     assert_eq!(doc["published"], true, "{doc}");
     assert_eq!(decisions(&predicted), decisions(&doc));
-    let by: std::collections::BTreeMap<String, String> = doc["nodes"]
-        .as_array()
-        .unwrap()
-        .iter()
-        .map(|n| {
-            (
-                n["entry_id"].as_str().unwrap().to_owned(),
-                n["decision"].as_str().unwrap().to_owned(),
-            )
-        })
-        .collect();
+    let by = decision_by_entry(&doc);
     assert_eq!(by["app"], "rebuilt", "{doc}");
     assert_eq!(by["app2"], "reused", "{doc}");
     assert_eq!(by["db"], "reused", "{doc}");
