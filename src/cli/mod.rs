@@ -5,6 +5,7 @@
 //! [`exit::ExitStatus`] alone.
 
 pub mod approval;
+pub mod candidates;
 pub mod commands;
 pub mod diagnostic;
 pub mod env;

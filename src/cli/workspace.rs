@@ -245,6 +245,15 @@ pub fn base_dir(file: &Path) -> &Path {
 /// with relative paths in their configuration resolved beside the file,
 /// scrubbing with `redactor` (the one the harness's secrets learn into).
 pub fn catalog(file: &Path, redactor: &crate::engine::secret::Redactor) -> crate::runtime::Catalog {
+    catalog_with_env(file, redactor).0
+}
+
+/// [`catalog`], and the built-in kinds' environment it was built with (a
+/// candidate generation sets a new lock there).
+pub fn catalog_with_env(
+    file: &Path,
+    redactor: &crate::engine::secret::Redactor,
+) -> (crate::runtime::Catalog, crate::plugins::BuiltinEnv) {
     let base = base_dir(file);
     // The loader already refused an unreadable lock; here it is only read.
     let lock = super::lockfile::read_lock(file);
@@ -253,7 +262,7 @@ pub fn catalog(file: &Path, redactor: &crate::engine::secret::Redactor) -> crate
         .with_lock(lock)
         .with_redactor(redactor.clone());
     crate::plugins::register_builtins(&mut catalog, &env);
-    catalog
+    (catalog, env)
 }
 
 /// The process environment with `env_file` on top (exit 2 when the file

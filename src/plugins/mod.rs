@@ -27,8 +27,9 @@ pub struct BuiltinEnv {
     /// relative to it.
     pub base_dir: PathBuf,
     /// The composition's `chassis.lock`, if it has one: what `mcp` entries
-    /// may publish.
-    pub lock: Option<Arc<crate::lock::Lock>>,
+    /// may publish. Shared by the clones of this environment, so a
+    /// candidate generation built from a new lock mounts against it.
+    lock: Arc<std::sync::RwLock<Option<Arc<crate::lock::Lock>>>>,
     /// The harness's redactor: it learns every secret the harness resolves,
     /// so audit lines, tool stderr and server logs never carry one.
     pub redactor: crate::engine::secret::Redactor,
@@ -39,7 +40,7 @@ impl BuiltinEnv {
     pub fn new(base_dir: impl AsRef<Path>) -> Self {
         Self {
             base_dir: base_dir.as_ref().to_path_buf(),
-            lock: None,
+            lock: Arc::default(),
             redactor: crate::engine::secret::Redactor::new(),
         }
     }
@@ -54,9 +55,25 @@ impl BuiltinEnv {
 
     /// The same environment with the composition's lock file.
     #[must_use]
-    pub fn with_lock(mut self, lock: Option<crate::lock::Lock>) -> Self {
-        self.lock = lock.map(Arc::new);
+    pub fn with_lock(self, lock: Option<crate::lock::Lock>) -> Self {
+        self.set_lock(lock);
         self
+    }
+
+    /// The lock `mcp` entries mount against now.
+    pub fn lock(&self) -> Option<Arc<crate::lock::Lock>> {
+        self.lock
+            .read()
+            .unwrap_or_else(std::sync::PoisonError::into_inner)
+            .clone()
+    }
+
+    /// Mount against `lock` from now on (every clone of this environment).
+    pub fn set_lock(&self, lock: Option<crate::lock::Lock>) {
+        *self
+            .lock
+            .write()
+            .unwrap_or_else(std::sync::PoisonError::into_inner) = lock.map(Arc::new);
     }
 
     /// `path` resolved against the base directory.

@@ -137,6 +137,7 @@ struct Inner {
     hook_sequence: Arc<AtomicU64>,
     /// Health the plugin reported after setup (0: none).
     reported_health: Arc<AtomicU8>,
+    tool_sets: super::tool_set::ToolSetReporter,
 }
 
 /// A handle a plugin keeps to report its health while it runs (a
@@ -202,6 +203,8 @@ pub struct ContextSpec {
     /// Where `ctx.secret(name)` resolves (a redacting provider: every value
     /// resolved is learned by the harness's redactor).
     pub secrets: Arc<dyn SecretProvider>,
+    /// Where the plugin reports that its tools changed under its generation.
+    pub tool_sets: super::tool_set::ToolSetSink,
 }
 
 impl PluginContext {
@@ -213,6 +216,7 @@ impl PluginContext {
         task_timeout: std::time::Duration,
     ) -> Self {
         let scope = OwnershipScope::new(format!("plugin:{}", spec.entry_id), task_timeout);
+        let tool_sets = spec.tool_sets.reporter(&spec.entry_id, &spec.instance_id);
         Self {
             inner: Arc::new(Inner {
                 entry_id: spec.entry_id,
@@ -229,8 +233,15 @@ impl PluginContext {
                 }),
                 hook_sequence,
                 reported_health: Arc::new(AtomicU8::new(0)),
+                tool_sets,
             }),
         }
+    }
+
+    /// A handle to report that the tools this instance could offer differ
+    /// from those its generation published (see [`super::tool_set`]).
+    pub fn tool_set_reporter(&self) -> super::tool_set::ToolSetReporter {
+        self.inner.tool_sets.clone()
     }
 
     /// A handle to report this instance's health from its tools and tasks.

@@ -107,6 +107,8 @@ pub(crate) struct Shared {
     pub(crate) next_lease: AtomicU64,
     pub(crate) hook_sequence: Arc<AtomicU64>,
     pub(crate) stopping: std::sync::atomic::AtomicBool,
+    /// Where mounted plugins report tool-set changes.
+    pub(crate) tool_sets: super::tool_set::ToolSetSink,
 }
 
 /// The harness (a cheap handle).
@@ -279,6 +281,16 @@ fn release(
 }
 
 impl Harness {
+    /// Every tool-set change a mounted plugin reports from now on (an MCP
+    /// server that restarted with other tools, or announced a new list):
+    /// the owner of the harness builds a candidate generation from it; the
+    /// generations already published never change.
+    pub fn tool_set_changes(
+        &self,
+    ) -> tokio::sync::broadcast::Receiver<super::tool_set::ToolSetChange> {
+        self.shared.tool_sets.subscribe()
+    }
+
     /// A harness over `catalog`.
     pub fn new(catalog: Catalog, options: HarnessOptions) -> Self {
         Self {
@@ -291,6 +303,7 @@ impl Harness {
                 next_lease: AtomicU64::new(1),
                 hook_sequence: Arc::new(AtomicU64::new(1)),
                 stopping: std::sync::atomic::AtomicBool::new(false),
+                tool_sets: super::tool_set::ToolSetSink::default(),
             }),
         }
     }

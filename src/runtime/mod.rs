@@ -25,6 +25,7 @@ pub mod scope;
 pub mod signals;
 pub mod testing_kinds;
 pub mod tool;
+pub mod tool_set;
 pub mod value;
 
 pub use catalog::{Catalog, Factory, Resolver, UnknownKind};
@@ -47,6 +48,7 @@ pub use plugin::{FnPlugin, Plugin, plugin_fn};
 pub use reconcile::{PluginContractError, ReconcileError, ReconcileReport};
 pub use scope::{BoxError, BoxFuture, CleanupFn, EffectCleanupError, OwnershipScope};
 pub use tool::{Cancellation, DeclaredTool, Tool, ToolCallContext, ToolOutput, ToolRegistration};
+pub use tool_set::{ToolSetChange, ToolSetReporter, ToolSetSink};
 pub use value::CapabilityValue;
 
 #[cfg(test)]

@@ -641,6 +641,7 @@ impl Harness {
             config: entry.config.clone(),
             bindings: bound,
             secrets: Arc::clone(&self.shared.options.secrets),
+            tool_sets: self.shared.tool_sets.clone(),
         };
         let mut instance = PluginInstance::new(id.clone(), iid.clone(), plugin);
         let hook_failures = self
@@ -866,14 +867,29 @@ fn validate_contract(
     }
     // Tools are promises too: the manifest's tools are what the pure
     // commands hashed and showed, so each must be registered.
-    for t in &entry.manifest.tools {
-        if !all.tools.iter().any(|r| r.tool.name() == t.name.as_str()) {
-            let promised = format!("tool `{}`", t.name);
-            return Err(error(
-                format!("promised {promised} but did not register it"),
+    // So are the tools it promises by name only (`expect_tools`).
+    let declared = entry.manifest.tools.iter().map(|t| (&t.name, ""));
+    let expected = entry
+        .manifest
+        .expected_tools
+        .iter()
+        .map(|n| (n, " (expect_tools)"));
+    for (name, why) in declared.chain(expected) {
+        if !all.tools.iter().any(|r| r.tool.name() == name.as_str()) {
+            let promised = format!("tool `{name}`");
+            let mut registered: Vec<String> = all
+                .tools
+                .iter()
+                .map(|r| format!("tool `{}`", r.tool.name()))
+                .collect();
+            registered.sort();
+            let mut broken = error(
+                format!("promised {promised}{why} but did not register it"),
                 promised,
                 Vec::new(),
-            ));
+            );
+            broken.actual.extend(registered);
+            return Err(broken);
         }
     }
     for r in &plan.resolutions {

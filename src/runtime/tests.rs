@@ -672,3 +672,82 @@ permissions = ["filesystem.read:{/path}"]
         bad.diagnostics
     );
 }
+
+#[tokio::test]
+async fn a_tool_promised_by_name_and_not_registered_breaks_the_contract() {
+    use crate::engine::model::{EntryId, Manifest, ToolName};
+    let mut catalog = Catalog::new();
+    let quiet = plugin_fn(
+        Manifest::new(
+            "quiet",
+            crate::engine::version::Version::parse("1.0.0").unwrap(),
+        ),
+        |_ctx: PluginContext| async move { Ok(()) },
+    );
+    catalog.register_plugin("quiet", Arc::new(quiet));
+    let h = Harness::new(catalog, HarnessOptions::default());
+    let mut c = B::new()
+        .entry("q")
+        .plugin("quiet", "1.0.0")
+        .build()
+        .unwrap();
+    let entry = c.entries.get_mut(&EntryId::new("q").unwrap()).unwrap();
+    let mut manifest = (*entry.manifest).clone();
+    manifest.expected_tools = vec![ToolName::new("search").unwrap()];
+    entry.manifest = Arc::new(manifest);
+    let err = h.reconcile(c).await.unwrap_err();
+    let ReconcileError::Contract(broken) = err else {
+        panic!("{err}")
+    };
+    assert_eq!(broken.promised, "tool `search`");
+    assert_eq!(
+        broken.promise,
+        "promised tool `search` (expect_tools) but did not register it"
+    );
+    assert_eq!(broken.rolled_back, ["q"]);
+    assert!(h.current().is_none(), "nothing was published");
+}
+
+#[tokio::test]
+async fn a_plugin_reports_a_tool_set_change_to_the_harness_owner() {
+    use crate::engine::model::Manifest;
+    let mut catalog = Catalog::new();
+    let reporting = plugin_fn(
+        Manifest::new(
+            "upstream",
+            crate::engine::version::Version::parse("1.0.0").unwrap(),
+        ),
+        |ctx: PluginContext| async move {
+            let reporter = ctx.tool_set_reporter();
+            ctx.create_task("announce", async move {
+                reporter.report("changed its tool list", vec!["+ extra".into()], None);
+                Ok(())
+            })?;
+            Ok(())
+        },
+    );
+    catalog.register_plugin("upstream", Arc::new(reporting));
+    let h = Harness::new(catalog, HarnessOptions::default());
+    let mut changes = h.tool_set_changes();
+    let c = B::new()
+        .entry("u")
+        .plugin("upstream", "1.0.0")
+        .build()
+        .unwrap();
+    h.reconcile(c).await.unwrap();
+    let change = tokio::time::timeout(std::time::Duration::from_secs(5), changes.recv())
+        .await
+        .expect("reported")
+        .unwrap();
+    let generation = h.current().unwrap();
+    assert_eq!(change.entry_id, "u");
+    assert_eq!(change.changes, ["+ extra"]);
+    assert!(
+        generation
+            .instances
+            .iter()
+            .any(|i| i.instance_id == change.instance_id),
+        "the report names the instance of the current generation"
+    );
+    h.shutdown().await;
+}

@@ -40,9 +40,14 @@ fn update_lock(dir: &Path, file: &str, env: &[(&str, &str)]) -> Run {
 /// `chassis --format json run FILE`, parsed.
 fn run_json(dir: &Path, file: &str, env: &[(&str, &str)]) -> (Run, Value) {
     let r = chassis(dir, &["--format", "json", "run", file], env);
-    let v: Value = serde_json::from_str(&r.stdout)
-        .unwrap_or_else(|e| panic!("not JSON ({e}):\n{}", r.transcript()));
+    let v = stdout_json(&r);
     (r, v)
+}
+
+/// The command's stdout, parsed as JSON.
+fn stdout_json(r: &Run) -> Value {
+    serde_json::from_str(&r.stdout)
+        .unwrap_or_else(|e| panic!("not JSON ({e}):\n{}", r.transcript()))
 }
 
 /// The content of each tool message, in order.
@@ -502,6 +507,48 @@ fn expected_tools_are_a_contract() {
         "{}",
         r.stderr
     );
+    // Publishing it anyway mounts the server, which registers what it has:
+    // the missing promise is a `PluginContractError`, rolled back, and the
+    // store keeps what it had.
+    let state = dir.path().join("state.db");
+    let state = state.to_str().unwrap();
+    let r = chassis(
+        dir.path(),
+        &["--format", "json", "publish", "c.toml", "--state", state],
+        &[],
+    );
+    assert_eq!(r.code, 3, "{}", r.transcript());
+    let v: Value = r
+        .stderr
+        .lines()
+        .filter_map(|l| serde_json::from_str::<Value>(l).ok())
+        .find(|d| d["code"] == "runtime::contract")
+        .unwrap_or_else(|| panic!("{}", r.transcript()));
+    let v = &v["fields"];
+    assert_eq!(v["promised"], "tool `teleport`", "{v}");
+    assert!(
+        v["promise"]
+            .as_str()
+            .unwrap()
+            .contains("(expect_tools) but did not register it"),
+        "{v}"
+    );
+    assert_eq!(v["rolled_back"], serde_json::json!(["s"]), "{v}");
+    assert!(
+        v["actual"]
+            .as_array()
+            .unwrap()
+            .contains(&serde_json::json!("tool `echo`")),
+        "{v}"
+    );
+    let r = chassis(
+        dir.path(),
+        &["--format", "json", "generations", "list", "--state", state],
+        &[],
+    );
+    assert_eq!(r.code, 0, "{}", r.transcript());
+    let listed = stdout_json(&r);
+    assert_eq!(listed["generations"], serde_json::json!([]), "{listed}");
 }
 
 #[test]
@@ -860,4 +907,179 @@ fn a_paged_tool_list_is_read_to_the_end() {
         .filter(|l| l.contains("\"tools/list\""))
         .count();
     assert!(pages >= 4, "7 tools in pages of 2: {pages} requests");
+}
+
+#[test]
+fn a_changed_tool_list_builds_a_candidate_generation_and_the_run_keeps_its_own() {
+    let dir = tempfile::tempdir().unwrap();
+    let upgraded = dir.path().join("upgraded");
+    let text = format!(
+        "version = 1\n[entries.s]\nplugin = \"mcp\"\nconfig.command = {}\nconfig.env = [\"SCRIPTED_STATE\"]\n{}",
+        lit(&mcp_servers::scripted_server()),
+        agent(
+            &[("flip", "{}"), ("echo", r#"{ text = "after the flip" }"#)],
+            &["flip", "echo"],
+        )
+    );
+    write(dir.path(), "c.toml", &text);
+    let env = [("SCRIPTED_STATE", upgraded.to_str().unwrap())];
+    update_lock(dir.path(), "c.toml", &env);
+    let lock_path = dir.path().join("chassis.lock");
+    let pinned = std::fs::read_to_string(&lock_path).unwrap();
+    assert!(!pinned.contains("\"extra\""), "{pinned}");
+
+    // Without `--update-lock` the lock is the gate: the change is reported
+    // with its diff, no candidate is published, the lock stays.
+    let (r, v) = run_json(dir.path(), "c.toml", &env);
+    assert_eq!(r.code, 0, "{}", r.transcript());
+    assert_eq!(statuses(&v), ["ok", "ok"], "{}", r.transcript());
+    let candidates = v["candidate_generations"].as_array().unwrap();
+    assert_eq!(candidates.len(), 1, "{}", r.transcript());
+    assert_eq!(candidates[0]["entry"], "s");
+    assert_eq!(candidates[0]["changes"], serde_json::json!(["+ extra"]));
+    assert!(candidates[0]["generation_id"].is_null());
+    assert!(
+        candidates[0]["refused"]
+            .as_str()
+            .unwrap()
+            .contains("--update-lock"),
+        "{v}"
+    );
+    assert!(
+        r.stderr.contains("no candidate generation was published"),
+        "{}",
+        r.stderr
+    );
+    assert_eq!(std::fs::read_to_string(&lock_path).unwrap(), pinned);
+
+    // With it, the candidate is built from the new list and published while
+    // the run finishes on the generation it leased; the lock follows.
+    std::fs::remove_file(&upgraded).unwrap();
+    let state = dir.path().join("state.db");
+    let state = state.to_str().unwrap();
+    let r = chassis(
+        dir.path(),
+        &[
+            "--format",
+            "json",
+            "run",
+            "c.toml",
+            "--update-lock",
+            "--state",
+            state,
+        ],
+        &env,
+    );
+    assert_eq!(r.code, 0, "{}", r.transcript());
+    let v = stdout_json(&r);
+    assert_eq!(tool_contents(&v), ["flipped", "after the flip"]);
+    assert_eq!(v["generation_id"], "gen_0001", "the run stays on its lease");
+    let candidates = v["candidate_generations"].as_array().unwrap();
+    assert_eq!(candidates.len(), 1, "{}", r.transcript());
+    assert_eq!(candidates[0]["generation_id"], "gen_0002", "{v}");
+    assert!(candidates[0]["refused"].is_null(), "{v}");
+    assert!(
+        r.stderr
+            .contains("published candidate gen_0002 (this run continues on gen_0001)"),
+        "{}",
+        r.stderr
+    );
+    let relocked = std::fs::read_to_string(&lock_path).unwrap();
+    assert!(relocked.contains("name = \"extra\""), "{relocked}");
+    // The store holds both; the candidate is the active one and differs in
+    // exactly the entry's tools.
+    let r = chassis(
+        dir.path(),
+        &["--format", "json", "generations", "list", "--state", state],
+        &[],
+    );
+    let listed = stdout_json(&r);
+    let states: Vec<(String, String)> = listed["generations"]
+        .as_array()
+        .unwrap()
+        .iter()
+        .map(|g| {
+            (
+                g["id"].as_str().unwrap_or_default().to_owned(),
+                g["state"].as_str().unwrap_or_default().to_owned(),
+            )
+        })
+        .collect();
+    assert_eq!(
+        states,
+        [
+            ("gen_0001".to_owned(), "superseded".to_owned()),
+            ("gen_0002".to_owned(), "active".to_owned())
+        ],
+        "{listed}"
+    );
+    let r = chassis(
+        dir.path(),
+        &[
+            "--format",
+            "json",
+            "diff",
+            "generations",
+            "gen_0001",
+            "gen_0002",
+            "--state",
+            state,
+        ],
+        &[],
+    );
+    let diff = stdout_json(&r);
+    let nodes: Vec<(&str, &str)> = diff["nodes"]
+        .as_array()
+        .unwrap()
+        .iter()
+        .map(|n| (n["entry_id"].as_str().unwrap(), n["kind"].as_str().unwrap()))
+        .collect();
+    assert_eq!(nodes, [("model", "reused"), ("s", "rebuilt")], "{diff}");
+    assert_eq!(diff["changes"][0]["subject"], "tools", "{diff}");
+    // The composition checks clean against the lock the candidate wrote.
+    let r = chassis(dir.path(), &["check", "c.toml"], &env);
+    assert_eq!(r.code, 0, "{}", r.transcript());
+}
+
+#[test]
+fn a_server_restarted_with_other_tools_gets_a_candidate_generation() {
+    let dir = tempfile::tempdir().unwrap();
+    let upgraded = dir.path().join("upgraded");
+    let text = format!(
+        "version = 1\n[entries.s]\nplugin = \"mcp\"\nconfig.command = {}\nconfig.env = [\"SCRIPTED_STATE\", \"SCRIPTED_MODE\"]\n{}",
+        lit(&mcp_servers::scripted_server()),
+        agent(
+            &[("crash", "{}"), ("echo", r#"{ text = "restarted" }"#)],
+            &["crash", "echo"],
+        )
+    );
+    write(dir.path(), "c.toml", &text);
+    let env = [
+        ("SCRIPTED_STATE", upgraded.to_str().unwrap()),
+        ("SCRIPTED_MODE", "upgrade_on_crash"),
+    ];
+    update_lock(dir.path(), "c.toml", &env);
+    let r = chassis(
+        dir.path(),
+        &["--format", "json", "run", "c.toml", "--update-lock"],
+        &env,
+    );
+    assert_eq!(r.code, 0, "{}", r.transcript());
+    let v = stdout_json(&r);
+    // The crash fails its call; the restarted server answers, and its new
+    // tool waits for the candidate rather than joining this generation.
+    assert_eq!(statuses(&v), ["error", "ok"], "{}", r.transcript());
+    assert_eq!(v["generation_id"], "gen_0001");
+    let candidates = v["candidate_generations"].as_array().unwrap();
+    assert_eq!(candidates.len(), 1, "{}", r.transcript());
+    assert_eq!(candidates[0]["changes"], serde_json::json!(["+ extra"]));
+    assert_eq!(candidates[0]["generation_id"], "gen_0002", "{v}");
+    assert!(
+        r.stderr
+            .contains("was restarted and now offers other tools"),
+        "{}",
+        r.stderr
+    );
+    let relocked = std::fs::read_to_string(dir.path().join("chassis.lock")).unwrap();
+    assert!(relocked.contains("name = \"extra\""), "{relocked}");
 }

@@ -554,15 +554,15 @@ fn scripted_server_through_the_log_proxy() {
         server.reply(4)["result"]["content"][0]["text"],
         json!("after garbage")
     );
-    // flip: the reply, then list_changed, then the new tool is listed.
+    // flip: list_changed, then the reply, then the new tool is listed.
     server.send(&json!({"jsonrpc": "2.0", "id": 5, "method": "tools/call",
         "params": {"name": "flip", "arguments": {}}}));
+    let note: Value = serde_json::from_str(&server.line()).expect("a JSON line");
+    assert_eq!(note["method"], json!("notifications/tools/list_changed"));
     assert_eq!(
         server.reply(5)["result"]["content"][0]["text"],
         json!("flipped")
     );
-    let note: Value = serde_json::from_str(&server.line()).expect("a JSON line");
-    assert_eq!(note["method"], json!("notifications/tools/list_changed"));
     let list = server.request(6, "tools/list", json!({}));
     assert!(
         list["result"]["tools"]

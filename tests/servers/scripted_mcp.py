@@ -10,7 +10,12 @@ Environment:
                  (flushed per line); unparseable lines are logged as
                  {"unparsed": "<line>"}.
   SCRIPTED_MODE  "garbage_start": print a non-JSON line to stdout first;
-                 "exit_on_start": exit with status 3 before reading anything.
+                 "exit_on_start": exit with status 3 before reading anything;
+                 "upgrade_on_crash": `crash` creates SCRIPTED_STATE first
+                 (the restarted server offers `extra`).
+  SCRIPTED_STATE a file: `flip` creates it, and a server started while it
+                 exists offers `extra` from the start (an upgraded server,
+                 as seen by a restart or a second process).
 
 Tools (each with an inputSchema):
   echo {text}  -> text content equal to `text`
@@ -20,8 +25,10 @@ Tools (each with an inputSchema):
   env          -> text content = JSON object of the server's os.environ
   noisy        -> 200 lines on stderr, then "ok"
   garbage      -> a `this is not json` line on stdout, then a valid reply
-  flip         -> replies "flipped", then adds tool `extra` and sends
-                  `notifications/tools/list_changed`
+  flip         -> adds tool `extra`, sends
+                  `notifications/tools/list_changed`, then replies "flipped"
+                  (in that order: a client has the notification before the
+                  reply)
   extra        -> (only after flip) "extra"
 
 Also: `ping` -> {}, notifications are logged and ignored, any other request
@@ -54,7 +61,7 @@ TOOLS = [
     {"name": "env", "description": "The server's environment, as JSON.", "inputSchema": NO_ARGS},
     {"name": "noisy", "description": "Write 200 lines to stderr, then reply ok.", "inputSchema": NO_ARGS},
     {"name": "garbage", "description": "Write a non-JSON line to stdout, then reply.", "inputSchema": NO_ARGS},
-    {"name": "flip", "description": "Reply, then add the tool `extra` and notify.", "inputSchema": NO_ARGS},
+    {"name": "flip", "description": "Add the tool `extra`, notify, then reply.", "inputSchema": NO_ARGS},
 ]
 
 EXTRA_TOOL = {"name": "extra", "description": "Appears after flip.", "inputSchema": NO_ARGS}
@@ -103,6 +110,10 @@ def call_tool(msg_id, params, tools):
             return
         reply(msg_id, text_result(text))
     elif name == "crash":
+        state = os.environ.get("SCRIPTED_STATE")
+        if state and os.environ.get("SCRIPTED_MODE") == "upgrade_on_crash":
+            with open(state, "w", encoding="utf-8") as f:
+                f.write("upgraded\n")
         sys.stderr.write("scripted: crashing on purpose\n")
         sys.stderr.flush()
         os._exit(1)
@@ -119,10 +130,14 @@ def call_tool(msg_id, params, tools):
         write_line("this is not json")
         reply(msg_id, text_result("after garbage"))
     elif name == "flip":
-        reply(msg_id, text_result("flipped"))
         if EXTRA_TOOL not in tools:
             tools.append(EXTRA_TOOL)
+        state = os.environ.get("SCRIPTED_STATE")
+        if state:
+            with open(state, "w", encoding="utf-8") as f:
+                f.write("flipped\n")
         send({"jsonrpc": "2.0", "method": "notifications/tools/list_changed"})
+        reply(msg_id, text_result("flipped"))
     elif name == "extra":
         reply(msg_id, text_result("extra"))
 
@@ -179,6 +194,9 @@ def main():
     if mode == "garbage_start":
         write_line("this is not json")
     tools = [dict(t) for t in TOOLS]
+    state = os.environ.get("SCRIPTED_STATE")
+    if state and os.path.exists(state):
+        tools.append(dict(EXTRA_TOOL))
     for raw in sys.stdin.buffer:
         line = raw.decode("utf-8", errors="replace").strip()
         if not line:

@@ -14,10 +14,11 @@ use crate::runtime::{ExecutorServices, Harness, ToolExecutor};
 use crate::store::{NewRun, OpenMode, Store, now_rfc3339, seed_state};
 
 use super::super::approval::{CliApprovals, Terminal};
+use super::super::candidates::{Candidate, Follow, Follower};
 use super::super::exit::ExitStatus;
 use super::super::progress::Progress;
 use super::super::ui::{Format, Ui};
-use super::super::workspace::{Resolved, catalog, harness_options, load_file_in};
+use super::super::workspace::{Resolved, catalog_with_env, harness_options, load_file_in};
 use super::generations::{open_store, state_path, store_error};
 use super::publish::{
     reconcile_failure, record_publication, refusal, report_refusal, runtime, trace_telemetry,
@@ -225,7 +226,7 @@ pub fn run(ui: &Ui, args: &RunArgs) -> Result<ExitStatus, ExitStatus> {
         &redactor,
         args.env_file.as_deref(),
     )?;
-    let catalog = catalog(&args.file, &redactor);
+    let (catalog, builtin_env) = catalog_with_env(&args.file, &redactor);
     let rt = runtime().map_err(|e| {
         ui.err(&format!("error: cannot start the runtime: {e}"));
         ExitStatus::Failure
@@ -269,6 +270,7 @@ pub fn run(ui: &Ui, args: &RunArgs) -> Result<ExitStatus, ExitStatus> {
     );
     let quiet = ui.quiet;
     let composition = resolved.composition.clone();
+    let follow_ui = ui.clone();
     let started_at = now_rfc3339();
     let seed_for_harness = seed.clone();
     let outcome = rt.block_on(async move {
@@ -277,7 +279,7 @@ pub fn run(ui: &Ui, args: &RunArgs) -> Result<ExitStatus, ExitStatus> {
             let _ = harness.seed(seed).await;
         }
         let reconciled = tokio::select! {
-            r = harness.reconcile(composition) => Some(r),
+            r = harness.reconcile(composition.clone()) => Some(r),
             () = super::super::interrupt::signalled() => None,
         };
         let report = match reconciled {
@@ -300,6 +302,16 @@ pub fn run(ui: &Ui, args: &RunArgs) -> Result<ExitStatus, ExitStatus> {
             }
         };
         let generation = Arc::clone(lease.generation());
+        // A plugin whose tools change during the run gets a candidate
+        // generation; the run stays on the one it leased.
+        let follower = Follower::start(Follow {
+            harness: harness.clone(),
+            composition,
+            file: args.file.clone(),
+            env: builtin_env,
+            accept: args.update_lock,
+            ui: follow_ui,
+        });
         let services = ExecutorServices {
             approvals: Arc::new(approvals),
             telemetry: Arc::clone(&telemetry),
@@ -335,15 +347,18 @@ pub fn run(ui: &Ui, args: &RunArgs) -> Result<ExitStatus, ExitStatus> {
             }
         };
         drop(lease);
+        let candidates = follower.finish().await;
         harness.shutdown().await;
         match result {
             None => Outcome::Interrupted,
             Some(Err(e)) => Outcome::Agent(e),
-            Some(Ok(r)) => Outcome::Ran(Box::new((r, report, nodes, generation, redactor))),
+            Some(Ok(r)) => Outcome::Ran(Box::new((
+                r, report, nodes, generation, redactor, candidates,
+            ))),
         }
     });
     super::super::spinner::stop();
-    let (result, report, nodes, generation, redactor) = match outcome {
+    let (result, report, nodes, generation, redactor, candidates) = match outcome {
         Outcome::Ran(b) => *b,
         Outcome::Reconcile(e) => return Err(reconcile_failure(ui, &e)),
         Outcome::Interrupted => {
@@ -394,21 +409,42 @@ pub fn run(ui: &Ui, args: &RunArgs) -> Result<ExitStatus, ExitStatus> {
         }
     }
     if let (Some((store, path)), Some(seed)) = (store.as_mut(), seed) {
+        let mut previous = (seed.sequence > 0)
+            .then(|| crate::engine::identity::GenerationId::from_sequence(seed.sequence));
+        let fingerprint = store.config_fingerprint();
         if report.published {
-            let previous = (seed.sequence > 0)
-                .then(|| crate::engine::identity::GenerationId::from_sequence(seed.sequence));
-            let fingerprint = store.config_fingerprint();
-            let mounts = seed.mounts.clone();
             record_publication(
                 ui,
                 store,
                 &report,
                 &nodes,
                 &generation,
-                previous,
-                mounts,
+                previous.clone(),
+                seed.mounts.clone(),
                 &fingerprint,
             )?;
+            previous = Some(generation.id.clone());
+        }
+        // Candidates published during the run, in order.
+        for c in &candidates {
+            if let super::super::candidates::Outcome::Published {
+                report,
+                nodes,
+                generation,
+            } = &c.outcome
+            {
+                record_publication(
+                    ui,
+                    store,
+                    report,
+                    nodes,
+                    generation,
+                    previous.clone(),
+                    seed.mounts.clone(),
+                    &fingerprint,
+                )?;
+                previous = Some(generation.id.clone());
+            }
         }
         let stored = store
             .record_run(NewRun {
@@ -427,7 +463,7 @@ pub fn run(ui: &Ui, args: &RunArgs) -> Result<ExitStatus, ExitStatus> {
             ui.err(&format!("recorded {stored} in {}", path.display()));
         }
     }
-    render(ui, &result, &generation, &redactor);
+    render(ui, &result, &generation, &redactor, &candidates);
     Ok(status)
 }
 
@@ -438,6 +474,7 @@ type Ran = (
     Vec<crate::runtime::harness::SeedNode>,
     Arc<crate::runtime::Generation>,
     crate::engine::secret::Redactor,
+    Vec<Candidate>,
 );
 
 enum Outcome {
@@ -460,6 +497,7 @@ fn number(v: f64) -> String {
 pub(crate) fn result_json(
     result: &AgentResult,
     generation: &crate::runtime::Generation,
+    candidates: &[Candidate],
 ) -> serde_json::Value {
     let snap = &generation.snapshot;
     // Rows, not a map keyed by dimension: `tokens` is also a secret-looking
@@ -515,6 +553,9 @@ pub(crate) fn result_json(
             "snapshot_digest": result.snapshot_digest,
             "semantic_digest": result.semantic_digest,
         },
+        // Generations built while the run ran (a plugin's tools changed);
+        // the run itself stayed on `generation_id`.
+        "candidate_generations": candidates.iter().map(Candidate::to_json).collect::<Vec<_>>(),
     })
 }
 
@@ -523,9 +564,10 @@ fn render(
     result: &AgentResult,
     generation: &crate::runtime::Generation,
     redactor: &crate::engine::secret::Redactor,
+    candidates: &[Candidate],
 ) {
     if ui.format == Format::Json {
-        let doc = result_json(result, generation);
+        let doc = result_json(result, generation, candidates);
         ui.out_json(&redactor.redact_json(&doc));
         return;
     }
@@ -585,6 +627,20 @@ fn render(
         if !parts.is_empty() {
             let _ = writeln!(text, "  budget           {}", parts.join(", "));
         }
+    }
+    for c in candidates {
+        let _ = match &c.outcome {
+            super::super::candidates::Outcome::Published { generation, .. } => writeln!(
+                text,
+                "  candidate        {} (entry `{}`'s tools changed)",
+                generation.id, c.entry
+            ),
+            super::super::candidates::Outcome::Refused(_) => writeln!(
+                text,
+                "  candidate        refused (entry `{}`'s tools changed; see above)",
+                c.entry
+            ),
+        };
     }
     ui.err(redactor.redact(text.trim_end()).as_ref());
 }

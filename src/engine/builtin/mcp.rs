@@ -324,6 +324,13 @@ pub fn manifest_with_lock(
     let mut m = Manifest::new("mcp", version);
     m.kind = Some(KIND.name.to_owned());
     m.permissions = declared_permissions(&json);
+    let filter = ToolFilter::from_config(&json);
+    m.expected_tools = super::string_array(json.get("expect_tools"))
+        .iter()
+        .filter_map(|n| ToolName::new(&filter.exposed(n)).ok())
+        .collect();
+    m.expected_tools.sort();
+    m.expected_tools.dedup();
     if let Some(lock) = lock {
         for (k, v) in [
             ("mcp.server_name", &lock.server_name),

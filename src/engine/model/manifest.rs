@@ -110,6 +110,11 @@ pub struct Manifest {
     pub metadata: BTreeMap<String, ConfigValue>,
     /// Declared tools, sorted by name, unique.
     pub tools: Vec<ToolDecl>,
+    /// Tools promised by name only, whose interface is not declared here
+    /// (an `mcp` entry's `expect_tools`, as chassis names after its prefix):
+    /// a mount that does not register one breaks the contract. Not part of
+    /// any hash (the configuration that states them is).
+    pub expected_tools: Vec<ToolName>,
     /// The catalog kind implementing this manifest (`testing.liar`);
     /// `None` is the declared kind.
     pub kind: Option<String>,
@@ -131,6 +136,7 @@ impl Manifest {
             config_version: 1,
             metadata: BTreeMap::new(),
             tools: Vec::new(),
+            expected_tools: Vec::new(),
             kind: None,
             guide: None,
             origin: None,

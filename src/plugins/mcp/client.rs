@@ -96,6 +96,9 @@ pub trait McpSession: Send + Sync {
     /// Whether the server sent `notifications/tools/list_changed` since the
     /// last call of this method.
     fn take_tools_changed(&self) -> bool;
+    /// Resolves when the server sends `notifications/tools/list_changed`
+    /// (one sent since the last wait counts).
+    async fn tools_changed(&self);
     /// End the session and stop the server, bounded in time.
     async fn close(&self);
 }

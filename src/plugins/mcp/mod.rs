@@ -8,7 +8,11 @@
 //! commands saw, so a server offering anything else (a new tool, a changed
 //! schema) fails publication with the tool diff; a locked tool the server
 //! no longer offers is not registered, which the reconcile's contract check
-//! reports as a broken promise (`PluginContractError`) and rolls back.
+//! reports as a broken promise (`PluginContractError`) and rolls back; so is
+//! an `expect_tools` name (a manifest promise by name). Once mounted, the
+//! supervisor ([`server`]) reports a changed list through the context's
+//! tool-set reporter, from which the harness's owner builds a candidate
+//! generation.
 //!
 //! Layout: [`client`] is the seam (our trait and data types),
 //! [`rmcp_session`] the only module naming rmcp, [`spec`] reads the
@@ -50,10 +54,8 @@ impl Plugin for McpPlugin {
         let config = ctx.config().to_json();
         let locked = self
             .env
-            .lock
-            .as_ref()
-            .and_then(|l| l.entries.get(&entry))
-            .cloned()
+            .lock()
+            .and_then(|l| l.entries.get(&entry).cloned())
             .ok_or_else(|| {
                 format!(
                     "the `mcp` entry `{entry}` has no tools in `{LOCK_FILE}`; run `chassis tools FILE --update-lock` (or publish with `--update-lock`) to pin them"
@@ -73,9 +75,9 @@ impl Plugin for McpPlugin {
             Ok(l) => l,
             Err(e) => return Err(close_on_error(e).await.into()),
         };
-        if let Err(e) = live::expected_offered(&config, &live) {
-            return Err(close_on_error(e).await.into());
-        }
+        // `expect_tools` are manifest promises: a server that lacks one
+        // registers what it has and the reconcile's contract check fails
+        // the mount with a `PluginContractError`.
         let changes = diff_tools(&locked, &live);
         let unexpected: Vec<String> = changes
             .iter()
@@ -110,8 +112,16 @@ impl Plugin for McpPlugin {
                 self.redactor.clone(),
                 Arc::clone(&session),
             )
-            .with_health(ctx.health_reporter()),
+            .with_health(ctx.health_reporter())
+            .with_tool_sets(ctx.tool_set_reporter()),
         );
+        {
+            let server = Arc::clone(&server);
+            ctx.create_task("follow the MCP server's tool list", async move {
+                server.watch().await;
+                Ok(())
+            })?;
+        }
         {
             let server = Arc::clone(&server);
             ctx.cleanup(

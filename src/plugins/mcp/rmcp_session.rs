@@ -39,7 +39,16 @@ pub const CLOSE_GRACE: Duration = Duration::from_millis(500);
 /// `notifications/tools/list_changed`.
 #[derive(Clone)]
 struct Handler {
-    changed: Arc<AtomicBool>,
+    changed: Arc<ListChanged>,
+}
+
+/// `notifications/tools/list_changed` seen: a flag the call path takes, and
+/// a wake-up for the supervisor's watcher (a stored permit, so a
+/// notification between two waits is never lost).
+#[derive(Default)]
+struct ListChanged {
+    flag: AtomicBool,
+    notify: tokio::sync::Notify,
 }
 
 impl ClientHandler for Handler {
@@ -54,7 +63,8 @@ impl ClientHandler for Handler {
         &self,
         _context: rmcp::service::NotificationContext<RoleClient>,
     ) -> impl Future<Output = ()> + Send + '_ {
-        self.changed.store(true, Ordering::SeqCst);
+        self.changed.flag.store(true, Ordering::SeqCst);
+        self.changed.notify.notify_one();
         std::future::ready(())
     }
 }
@@ -99,7 +109,7 @@ pub struct RmcpSession {
     identity: ServerIdentity,
     service: tokio::sync::Mutex<Option<RunningService<RoleClient, Handler>>>,
     peer: rmcp::Peer<RoleClient>,
-    changed: Arc<AtomicBool>,
+    changed: Arc<ListChanged>,
     closed: Arc<AtomicBool>,
     group: Option<Arc<ProcessGroup>>,
 }
@@ -165,7 +175,7 @@ async fn connect_once(
     redactor: &Redactor,
     mode: ClientLifecycleMode,
 ) -> Result<RmcpSession, McpError> {
-    let changed = Arc::new(AtomicBool::new(false));
+    let changed = Arc::new(ListChanged::default());
     let handler = Handler {
         changed: Arc::clone(&changed),
     };
@@ -331,7 +341,11 @@ impl McpSession for RmcpSession {
     }
 
     fn take_tools_changed(&self) -> bool {
-        self.changed.swap(false, Ordering::SeqCst)
+        self.changed.flag.swap(false, Ordering::SeqCst)
+    }
+
+    async fn tools_changed(&self) {
+        self.changed.notify.notified().await;
     }
 
     async fn close(&self) {

@@ -12,6 +12,11 @@
 //! stop answering with an error that says to publish a new generation
 //! (`chassis tools --update-lock`, then publish), instead of silently
 //! calling tools whose schemas no longer match what the model was shown.
+//! Either way the change is reported once per distinct tool list through
+//! the context's [`ToolSetReporter`], with the lock entry that pins the new
+//! list, so the harness's owner can build a candidate generation from it.
+//! A watcher task ([`Server::watch`]) reacts to `list_changed` at once,
+//! without waiting for the next call.
 
 use std::sync::Arc;
 use std::time::{Duration, Instant};
@@ -23,6 +28,7 @@ use super::live::lock_entry;
 use super::spec::ServerSpec;
 use crate::engine::secret::Redactor;
 use crate::lock::{LockEntry, diff_tools};
+use crate::runtime::ToolSetReporter;
 
 /// The first restart waits this long after a failure; each further one
 /// doubles it, up to [`MAX_BACKOFF`].
@@ -43,6 +49,8 @@ struct State {
     /// A `list_changed` whose listing failed: compare again before the
     /// next call.
     relist: bool,
+    /// The last tool list reported as a change (reported once).
+    reported: Option<LockEntry>,
 }
 
 /// A supervised server.
@@ -55,6 +63,10 @@ pub struct Server {
     /// Where the plugin's health goes: unhealthy while the server is down,
     /// degraded when its tools drifted, healthy again after a restart.
     health: Option<crate::runtime::HealthReporter>,
+    /// Where tool-list changes go (a candidate generation is built there).
+    tool_sets: Option<ToolSetReporter>,
+    /// Woken when a restart replaced the session (the watcher follows it).
+    replaced: tokio::sync::Notify,
 }
 
 impl Server {
@@ -79,8 +91,49 @@ impl Server {
                 drifted: None,
                 relist: false,
                 restarts: 0,
+                reported: None,
             }),
             health: None,
+            tool_sets: None,
+            replaced: tokio::sync::Notify::new(),
+        }
+    }
+
+    /// The same server, reporting tool-list changes through `reporter`.
+    #[must_use]
+    pub fn with_tool_sets(mut self, reporter: ToolSetReporter) -> Self {
+        self.tool_sets = Some(reporter);
+        self
+    }
+
+    /// Follow the server's `notifications/tools/list_changed` until the
+    /// server is closed: each one is compared (and reported) at once,
+    /// not at the next call. Run as a task owned by the plugin.
+    pub async fn watch(self: Arc<Self>) {
+        loop {
+            let session = {
+                let state = self.state.lock().await;
+                if state.drifted.is_some() && state.session.is_none() {
+                    return; // closed
+                }
+                state.session.clone()
+            };
+            match session {
+                Some(s) if !s.is_closed() => {
+                    tokio::select! {
+                        () = s.tools_changed() => {
+                            let mut state = self.state.lock().await;
+                            // The call path may have taken it already.
+                            if s.take_tools_changed() || state.relist {
+                                let _ = self.relist(&mut state, &s).await;
+                            }
+                        }
+                        () = self.replaced.notified() => {}
+                    }
+                }
+                // Down: the next call restarts it and wakes us.
+                _ => self.replaced.notified().await,
+            }
         }
     }
 
@@ -121,28 +174,8 @@ impl Server {
         if let Some(s) = state.session.as_ref().filter(|s| !s.is_closed()) {
             let s = Arc::clone(s);
             if s.take_tools_changed() || state.relist {
-                // The server announced a new list: compare before calling
-                // (within the start-up timeout; a failed listing is tried
-                // again on the next call, never skipped).
-                let listed = tokio::time::timeout(self.spec.startup_timeout, s.list_tools()).await;
-                match listed {
-                    Ok(Ok(tools)) => {
-                        state.relist = false;
-                        self.compare(&mut state, &tools, "changed its tool list")?;
-                    }
-                    Ok(Err(e)) => {
-                        state.relist = true;
-                        return Err(format!(
-                            "the server changed its tool list and listing it failed: {e}"
-                        ));
-                    }
-                    Err(_) => {
-                        state.relist = true;
-                        return Err(
-                            "the server changed its tool list and did not list it in time".into(),
-                        );
-                    }
-                }
+                // The server announced a new list: compare before calling.
+                self.relist(&mut state, &s).await?;
             }
             return Ok(s);
         }
@@ -166,6 +199,7 @@ impl Server {
                 state.restarts += 1;
                 if let Err(e) = self.compare(
                     &mut state,
+                    session.identity(),
                     &tools,
                     "was restarted and now offers other tools",
                 ) {
@@ -173,6 +207,7 @@ impl Server {
                     return Err(e);
                 }
                 state.session = Some(Arc::clone(&session));
+                self.replaced.notify_one();
                 self.report(crate::runtime::Health::Healthy);
                 Ok(session)
             }
@@ -191,20 +226,51 @@ impl Server {
         }
     }
 
-    /// Mark the tools drifted when `tools` differ from the published ones.
+    /// List the tools of `session` after `list_changed` and compare them
+    /// (within the start-up timeout; a failed listing is tried again before
+    /// the next call, never skipped).
+    async fn relist(&self, state: &mut State, session: &Arc<dyn McpSession>) -> Result<(), String> {
+        let listed = tokio::time::timeout(self.spec.startup_timeout, session.list_tools()).await;
+        match listed {
+            Ok(Ok(tools)) => {
+                state.relist = false;
+                self.compare(state, session.identity(), &tools, "changed its tool list")
+            }
+            Ok(Err(e)) => {
+                state.relist = true;
+                Err(format!(
+                    "the server changed its tool list and listing it failed: {e}"
+                ))
+            }
+            Err(_) => {
+                state.relist = true;
+                Err("the server changed its tool list and did not list it in time".into())
+            }
+        }
+    }
+
+    /// Compare `tools` (offered by the server `identity`) with the
+    /// published ones: report a new list once, and mark the tools drifted
+    /// when a published one is gone or changed.
     fn compare(
         &self,
         state: &mut State,
+        identity: &super::client::ServerIdentity,
         tools: &[super::client::RemoteTool],
         what: &str,
     ) -> Result<(), String> {
-        let identity = state
-            .session
-            .as_ref()
-            .map(|s| s.identity().clone())
-            .unwrap_or_default();
-        let live = lock_entry(&identity, tools, &self.config)?;
+        let live = lock_entry(identity, tools, &self.config)?;
         let changes = diff_tools(&self.published, &live);
+        if !changes.is_empty() && state.reported.as_ref() != Some(&live) {
+            if let Some(r) = &self.tool_sets {
+                r.report(
+                    &format!("the MCP server {what}"),
+                    changes.iter().map(ToString::to_string).collect(),
+                    Some(live.clone()),
+                );
+            }
+            state.reported = Some(live);
+        }
         // New tools do not touch what this generation published: they wait
         // for a new generation. A published tool gone or changed does.
         let (added, broken): (Vec<_>, Vec<_>) = changes
@@ -215,7 +281,7 @@ impl Server {
             tracing::info!(
                 target: "chassis::mcp",
                 entry = %self.spec.entry,
-                "the MCP server {what} ({}); a new generation would offer them",
+                "the MCP server {what} ({}); a new generation offers them, this one keeps its tools",
                 list.join(", ")
             );
         }
@@ -244,5 +310,6 @@ impl Server {
             "the MCP server of entry `{}` was unloaded",
             self.spec.entry
         ));
+        self.replaced.notify_one();
     }
 }
