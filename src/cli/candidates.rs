@@ -12,8 +12,17 @@
 //! is refused with its diff and the current generation stays; with it the
 //! candidate is built and, once published, `chassis.lock` is rewritten.
 //!
+//! The candidate starts from the current generation's own composition (so
+//! entries quarantined there stay out), and the changed entry may not be
+//! quarantined itself: if its fresh mount fails, the candidate fails and
+//! the current generation stays. A fresh mount starts the server afresh, so
+//! a stdio server whose new tools exist only in the session that announced
+//! them fails the candidate's contract check (refused, nothing changes).
+//!
 //! `chassis run` follows for the length of one run; `chassis serve` will
-//! follow for its lifetime.
+//! follow for its lifetime. A change announced in the run's very last
+//! instant may end with the process; the lock check at the next `publish`
+//! or `run` reports it then, so it is never silently accepted.
 
 use std::path::PathBuf;
 use std::sync::Arc;
@@ -72,8 +81,11 @@ impl Candidate {
 pub struct Follow {
     /// The harness to publish into.
     pub harness: Harness,
-    /// The composition the current generation was built from.
-    pub composition: Composition,
+    /// The reports, subscribed before the first reconcile (a server may
+    /// announce a new list right after it starts).
+    pub changes: tokio::sync::broadcast::Receiver<ToolSetChange>,
+    /// The generation the run leased (named in the progress lines).
+    pub leased: String,
     /// The root composition file (its lock is beside it).
     pub file: PathBuf,
     /// The built-in kinds' environment (its lock is what `mcp` mounts check).
@@ -91,13 +103,18 @@ pub struct Follower {
 }
 
 impl Follower {
-    /// Start following the harness's tool-set changes (call it before the
-    /// run starts, after the first publication).
+    /// Start following (after the first publication, before the run).
     pub fn start(follow: Follow) -> Self {
         let stop = Arc::new(tokio::sync::Notify::new());
-        let changes = follow.harness.tool_set_changes();
-        let task = tokio::spawn(run(follow, changes, Arc::clone(&stop)));
+        let task = tokio::spawn(run(follow, Arc::clone(&stop)));
         Self { stop, task }
+    }
+
+    /// Stop at once, building nothing more (the run was interrupted): a
+    /// candidate being built is abandoned, and the harness's shutdown
+    /// disposes whatever it had mounted.
+    pub fn abort(self) {
+        self.task.abort();
     }
 
     /// Stop and return what happened, in order: a candidate being built is
@@ -117,29 +134,36 @@ fn line(ui: &Ui, text: &str) {
     }
 }
 
-async fn run(
-    mut follow: Follow,
-    mut changes: tokio::sync::broadcast::Receiver<ToolSetChange>,
-    stop: Arc<tokio::sync::Notify>,
-) -> Vec<Candidate> {
+fn missed(n: u64) {
+    tracing::warn!(target: "chassis::candidates", "{n} tool-set changes were missed (the lock check at the next publish reports them)");
+}
+
+async fn run(mut follow: Follow, stop: Arc<tokio::sync::Notify>) -> Vec<Candidate> {
+    use tokio::sync::broadcast::error::TryRecvError;
     let mut out = Vec::new();
     loop {
         let change = tokio::select! {
             biased;
             () = stop.notified() => {
-                while let Ok(c) = changes.try_recv() {
-                    if let Some(c) = candidate(&mut follow, c).await {
-                        out.push(c);
+                loop {
+                    match follow.changes.try_recv() {
+                        Ok(c) => {
+                            if let Some(c) = candidate(&mut follow, c).await {
+                                out.push(c);
+                            }
+                        }
+                        Err(TryRecvError::Lagged(n)) => missed(n),
+                        Err(TryRecvError::Empty | TryRecvError::Closed) => break,
                     }
                 }
                 break;
             }
-            c = changes.recv() => c,
+            c = follow.changes.recv() => c,
         };
         let change = match change {
             Ok(c) => c,
             Err(RecvError::Lagged(n)) => {
-                tracing::warn!(target: "chassis::candidates", "{n} tool-set changes were missed");
+                missed(n);
                 continue;
             }
             Err(RecvError::Closed) => break,
@@ -185,6 +209,9 @@ async fn candidate(follow: &mut Follow, change: ToolSetChange) -> Option<Candida
             change.reason, current.id
         ));
     }
+    let Ok(entry_id) = crate::engine::model::EntryId::new(&entry) else {
+        return None;
+    };
     let previous = follow.env.lock();
     let mut lock = previous.as_deref().cloned().unwrap_or(Lock {
         version: LOCK_VERSION,
@@ -192,19 +219,20 @@ async fn candidate(follow: &mut Follow, change: ToolSetChange) -> Option<Candida
     });
     lock.entries.insert(entry.clone(), pinned.clone());
     follow.env.set_lock(Some(lock.clone()));
-    let mut next = follow.composition.clone();
+    // From what the current generation runs (its quarantined entries stay
+    // out); the changed entry must mount or the candidate fails.
+    let mut next: Composition = (*current.composition).clone();
+    next.skip_on_failure.remove(&entry_id);
     crate::load::apply_lock(&mut next, Some(&lock));
-    match follow.harness.reconcile(next.clone()).await {
+    match follow.harness.reconcile(next).await {
         Ok(report) if report.published => {
             let generation = follow.harness.current()?;
             let nodes = follow.harness.nodes().await;
-            follow.composition = next;
             // Rewrite the lock on disk from what is there now (it is shared
-            // with the other compositions of the directory).
-            let mut on_disk = super::lockfile::read_lock(&follow.file).unwrap_or(Lock {
-                version: LOCK_VERSION,
-                entries: Default::default(),
-            });
+            // with the other compositions of the directory); one that cannot
+            // be read is replaced by what this process loaded, never by
+            // this entry alone.
+            let mut on_disk = super::lockfile::read_lock(&follow.file).unwrap_or(lock);
             on_disk.entries.insert(entry.clone(), pinned);
             let written = super::lockfile::write(&follow.ui, &follow.file, &on_disk).is_ok();
             line(
@@ -213,7 +241,7 @@ async fn candidate(follow: &mut Follow, change: ToolSetChange) -> Option<Candida
                     "entry `{entry}`: {} ({diff}); published candidate {} (this run continues on {}){}",
                     change.reason,
                     generation.id,
-                    current.id,
+                    follow.leased,
                     if written {
                         format!(
                             "; updated `{}`",
@@ -236,7 +264,10 @@ async fn candidate(follow: &mut Follow, change: ToolSetChange) -> Option<Candida
         }
         Ok(_) => {
             follow.env.set_lock(previous.as_deref().cloned());
-            None
+            refuse(format!(
+                "entry `{entry}`: {} ({diff}); the candidate equals {}, nothing was published",
+                change.reason, current.id
+            ))
         }
         Err(e) => {
             follow.env.set_lock(previous.as_deref().cloned());

@@ -55,8 +55,9 @@ impl BuiltinEnv {
 
     /// The same environment with the composition's lock file.
     #[must_use]
-    pub fn with_lock(self, lock: Option<crate::lock::Lock>) -> Self {
-        self.set_lock(lock);
+    pub fn with_lock(mut self, lock: Option<crate::lock::Lock>) -> Self {
+        // A cell of its own: the environment this was cloned from keeps its lock.
+        self.lock = Arc::new(std::sync::RwLock::new(lock.map(Arc::new)));
         self
     }
 

@@ -111,10 +111,14 @@ mod tests {
         }
     }
 
-    #[test]
-    fn a_report_without_subscribers_is_dropped() {
-        ToolSetSink::default()
-            .reporter("fs", "i")
-            .report("x", Vec::new(), None);
+    #[tokio::test]
+    async fn a_report_nobody_listened_to_is_not_delivered_later() {
+        let sink = ToolSetSink::default();
+        let reporter = sink.reporter("fs", "i");
+        reporter.report("before", Vec::new(), None);
+        let mut rx = sink.subscribe();
+        reporter.report("after", Vec::new(), None);
+        assert_eq!(rx.recv().await.unwrap().reason, "after");
+        assert!(rx.try_recv().is_err());
     }
 }

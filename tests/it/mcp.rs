@@ -1083,3 +1083,89 @@ fn a_server_restarted_with_other_tools_gets_a_candidate_generation() {
     let relocked = std::fs::read_to_string(dir.path().join("chassis.lock")).unwrap();
     assert!(relocked.contains("name = \"extra\""), "{relocked}");
 }
+
+#[test]
+fn a_list_announced_by_the_last_call_is_watched_and_gets_a_candidate() {
+    // No call follows `flip`: only the supervisor's watcher sees the
+    // notification (the model's last turn waits, as a slow model would).
+    let dir = tempfile::tempdir().unwrap();
+    let upgraded = dir.path().join("upgraded");
+    let text = format!(
+        "version = 1\n[entries.s]\nplugin = \"mcp\"\nconfig.command = {}\nconfig.env = [\"SCRIPTED_STATE\"]\n\n[entries.model]\nplugin = \"scripted\"\n[[entries.model.config.turns]]\ntool_calls = [{{ name = \"flip\", args = {{}} }}]\n[[entries.model.config.turns]]\ntext = \"done\"\ndelay_ms = 3000\n\n[agents.a]\nprompt = \"p\"\ntools = [\"flip\"]\ndefault_input = \"go\"\n",
+        lit(&mcp_servers::scripted_server()),
+    );
+    write(dir.path(), "c.toml", &text);
+    let env = [("SCRIPTED_STATE", upgraded.to_str().unwrap())];
+    update_lock(dir.path(), "c.toml", &env);
+    let r = chassis(
+        dir.path(),
+        &["--format", "json", "run", "c.toml", "--update-lock"],
+        &env,
+    );
+    assert_eq!(r.code, 0, "{}", r.transcript());
+    let v = stdout_json(&r);
+    assert_eq!(statuses(&v), ["ok"]);
+    let candidates = v["candidate_generations"].as_array().unwrap();
+    assert_eq!(candidates.len(), 1, "{}", r.transcript());
+    assert_eq!(candidates[0]["generation_id"], "gen_0002", "{v}");
+    assert_eq!(v["generation_id"], "gen_0001");
+}
+
+#[test]
+fn a_candidate_whose_fresh_mount_fails_is_refused_and_the_generation_stays() {
+    // `flip` without SCRIPTED_STATE: the new tool exists only in the session
+    // that announced it, so the candidate's fresh server lacks it — a broken
+    // promise even under `on_failure = "skip"`, which a candidate does not
+    // apply to the changed entry (that would publish without the server).
+    let dir = tempfile::tempdir().unwrap();
+    let text = format!(
+        "version = 1\n[entries.s]\nplugin = \"mcp\"\non_failure = \"skip\"\nconfig.command = {}\n{}",
+        lit(&mcp_servers::scripted_server()),
+        agent(
+            &[("flip", "{}"), ("echo", r#"{ text = "still here" }"#)],
+            &["flip", "echo"],
+        )
+    );
+    write(dir.path(), "c.toml", &text);
+    update_lock(dir.path(), "c.toml", &[]);
+    let lock_path = dir.path().join("chassis.lock");
+    let pinned = std::fs::read_to_string(&lock_path).unwrap();
+    let state = dir.path().join("state.db");
+    let state = state.to_str().unwrap();
+    let r = chassis(
+        dir.path(),
+        &[
+            "--format",
+            "json",
+            "run",
+            "c.toml",
+            "--update-lock",
+            "--state",
+            state,
+        ],
+        &[],
+    );
+    assert_eq!(r.code, 0, "{}", r.transcript());
+    let v = stdout_json(&r);
+    assert_eq!(tool_contents(&v), ["flipped", "still here"]);
+    let candidates = v["candidate_generations"].as_array().unwrap();
+    assert_eq!(candidates.len(), 1, "{}", r.transcript());
+    assert!(candidates[0]["generation_id"].is_null(), "{v}");
+    let why = candidates[0]["refused"].as_str().unwrap();
+    assert!(
+        why.contains("stays current") && why.contains("promised tool `extra`"),
+        "{why}"
+    );
+    assert_eq!(std::fs::read_to_string(&lock_path).unwrap(), pinned);
+    let r = chassis(
+        dir.path(),
+        &["--format", "json", "generations", "list", "--state", state],
+        &[],
+    );
+    let listed = stdout_json(&r);
+    assert_eq!(
+        listed["generations"].as_array().map(Vec::len),
+        Some(1),
+        "only the run's generation: {listed}"
+    );
+}

@@ -278,8 +278,11 @@ pub fn run(ui: &Ui, args: &RunArgs) -> Result<ExitStatus, ExitStatus> {
         if let Some(seed) = seed_for_harness {
             let _ = harness.seed(seed).await;
         }
+        // Subscribed before anything mounts: a server may announce a new
+        // tool list right after it starts.
+        let changes = harness.tool_set_changes();
         let reconciled = tokio::select! {
-            r = harness.reconcile(composition.clone()) => Some(r),
+            r = harness.reconcile(composition) => Some(r),
             () = super::super::interrupt::signalled() => None,
         };
         let report = match reconciled {
@@ -306,7 +309,8 @@ pub fn run(ui: &Ui, args: &RunArgs) -> Result<ExitStatus, ExitStatus> {
         // generation; the run stays on the one it leased.
         let follower = Follower::start(Follow {
             harness: harness.clone(),
-            composition,
+            changes,
+            leased: generation.id.to_string(),
             file: args.file.clone(),
             env: builtin_env,
             accept: args.update_lock,
@@ -347,7 +351,12 @@ pub fn run(ui: &Ui, args: &RunArgs) -> Result<ExitStatus, ExitStatus> {
             }
         };
         drop(lease);
-        let candidates = follower.finish().await;
+        let candidates = if result.is_some() {
+            follower.finish().await
+        } else {
+            follower.abort();
+            Vec::new()
+        };
         harness.shutdown().await;
         match result {
             None => Outcome::Interrupted,
@@ -635,11 +644,9 @@ fn render(
                 "  candidate        {} (entry `{}`'s tools changed)",
                 generation.id, c.entry
             ),
-            super::super::candidates::Outcome::Refused(_) => writeln!(
-                text,
-                "  candidate        refused (entry `{}`'s tools changed; see above)",
-                c.entry
-            ),
+            super::super::candidates::Outcome::Refused(why) => {
+                writeln!(text, "  candidate        refused: {why}")
+            }
         };
     }
     ui.err(redactor.redact(text.trim_end()).as_ref());

@@ -35,6 +35,8 @@ use crate::runtime::ToolSetReporter;
 pub const FIRST_BACKOFF: Duration = Duration::from_millis(200);
 /// The longest wait between two restart attempts.
 pub const MAX_BACKOFF: Duration = Duration::from_secs(30);
+/// The watcher lists a server at most this often.
+pub const WATCH_INTERVAL: Duration = Duration::from_millis(250);
 
 struct State {
     session: Option<Arc<dyn McpSession>>,
@@ -122,11 +124,10 @@ impl Server {
                 Some(s) if !s.is_closed() => {
                     tokio::select! {
                         () = s.tools_changed() => {
-                            let mut state = self.state.lock().await;
-                            // The call path may have taken it already.
-                            if s.take_tools_changed() || state.relist {
-                                let _ = self.relist(&mut state, &s).await;
-                            }
+                            self.relist_in_background(&s).await;
+                            // A server that announces on every listing
+                            // is not listed in a loop.
+                            tokio::time::sleep(WATCH_INTERVAL).await;
                         }
                         () = self.replaced.notified() => {}
                     }
@@ -135,6 +136,31 @@ impl Server {
                 _ => self.replaced.notified().await,
             }
         }
+    }
+
+    /// The watcher's listing: the flag is taken and a compare marked as
+    /// owed under the lock, the server is listed without it (calls go on;
+    /// one that comes meanwhile does its own compare first, as owed), and
+    /// the result is compared under the lock if nobody did it meanwhile.
+    async fn relist_in_background(&self, s: &Arc<dyn McpSession>) {
+        {
+            let mut state = self.state.lock().await;
+            if !s.take_tools_changed() {
+                return; // the call path took it
+            }
+            state.relist = true;
+        }
+        let listed = tokio::time::timeout(self.spec.startup_timeout, s.list_tools()).await;
+        let mut state = self.state.lock().await;
+        let same = state.session.as_ref().is_some_and(|c| Arc::ptr_eq(c, s));
+        if !same || !state.relist {
+            return;
+        }
+        if let Ok(Ok(tools)) = listed {
+            state.relist = false;
+            let _ = self.compare(&mut state, s.identity(), &tools, "changed its tool list");
+        }
+        // A failed listing stays owed: the next call lists again.
     }
 
     /// The same server, reporting its health through `reporter`.
