@@ -58,6 +58,7 @@ Register-ArgumentCompleter -Native -CommandName 'chassis' -ScriptBlock {
             [CompletionResult]::new('--record', '--record', [CompletionResultType]::ParameterName, 'Record every model call and tool call (redacted) to FILE')
             [CompletionResult]::new('--replay', '--replay', [CompletionResultType]::ParameterName, 'Answer model and tool calls from a recording; policy, approval and budget still run')
             [CompletionResult]::new('--replay-fallback', '--replay-fallback', [CompletionResultType]::ParameterName, 'What a replay does for a call it has no recording of: fail the run (`error`) or make the call live (`live`)')
+            [CompletionResult]::new('--request-tools', '--request-tools', [CompletionResultType]::ParameterName, 'Tools this run brings with its request: a composition of `command` entries. The run gets its own candidate generation with them (the published one never changes) and is stamped with its digest (`chassis snapshot FILE --agent NAME --request-tools FILE` gives it)')
             [CompletionResult]::new('--format', '--format', [CompletionResultType]::ParameterName, 'Output format: text, or json (one document with `format_version`); some commands also take markdown, dot or mermaid')
             [CompletionResult]::new('--color', '--color', [CompletionResultType]::ParameterName, 'When to colour diagnostics')
             [CompletionResult]::new('--yes', '--yes', [CompletionResultType]::ParameterName, 'Approve every tool call that needs approval')
@@ -85,6 +86,7 @@ Register-ArgumentCompleter -Native -CommandName 'chassis' -ScriptBlock {
         'chassis;snapshot' {
             [CompletionResult]::new('--out', '--out', [CompletionResultType]::ParameterName, 'Write the snapshot here instead of stdout (stdout then gets the digests)')
             [CompletionResult]::new('--agent', '--agent', [CompletionResultType]::ParameterName, 'Snapshot what a run of this agent executes against (its revision, `prompt_hash` and `graph_definition_hash`): the digest `chassis run` stamps on a run without a store')
+            [CompletionResult]::new('--request-tools', '--request-tools', [CompletionResultType]::ParameterName, 'With `--agent`: the digest of a run whose request brings the tools of this file (`chassis run --request-tools`)')
             [CompletionResult]::new('--format', '--format', [CompletionResultType]::ParameterName, 'Output format: text, or json (one document with `format_version`); some commands also take markdown, dot or mermaid')
             [CompletionResult]::new('--color', '--color', [CompletionResultType]::ParameterName, 'When to colour diagnostics')
             [CompletionResult]::new('-v', '-v', [CompletionResultType]::ParameterName, 'More logging on stderr (-v info, -vv debug, -vvv trace); `RUST_LOG` overrides')

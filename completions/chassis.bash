@@ -1122,7 +1122,7 @@ _chassis() {
             return 0
             ;;
         chassis__subcmd__run)
-            opts="-v -q -h --agent --input --input-file --approve --yes --env-file --state --allow-pending --trace --record --replay --replay-fallback --update-lock --format --color --verbose --quiet --help"
+            opts="-v -q -h --agent --input --input-file --approve --yes --env-file --state --allow-pending --trace --record --replay --replay-fallback --update-lock --request-tools --format --color --verbose --quiet --help"
             if [[ ${cur} == -* || ${COMP_CWORD} -eq 2 ]] ; then
                 COMPREPLY=( $(compgen -W "${opts}" -- "${cur}") )
                 return 0
@@ -1166,6 +1166,10 @@ _chassis() {
                     ;;
                 --replay-fallback)
                     COMPREPLY=($(compgen -W "error live" -- "${cur}"))
+                    return 0
+                    ;;
+                --request-tools)
+                    COMPREPLY=($(compgen -f "${cur}"))
                     return 0
                     ;;
                 --format)
@@ -1344,7 +1348,7 @@ _chassis() {
             return 0
             ;;
         chassis__subcmd__snapshot)
-            opts="-v -q -h --out --agent --format --color --verbose --quiet --help"
+            opts="-v -q -h --out --agent --request-tools --format --color --verbose --quiet --help"
             if [[ ${cur} == -* || ${COMP_CWORD} -eq 2 ]] ; then
                 COMPREPLY=( $(compgen -W "${opts}" -- "${cur}") )
                 return 0
@@ -1355,6 +1359,10 @@ _chassis() {
                     return 0
                     ;;
                 --agent)
+                    COMPREPLY=($(compgen -f "${cur}"))
+                    return 0
+                    ;;
+                --request-tools)
                     COMPREPLY=($(compgen -f "${cur}"))
                     return 0
                     ;;

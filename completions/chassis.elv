@@ -54,6 +54,7 @@ set edit:completion:arg-completer[chassis] = {|@words|
             cand --record 'Record every model call and tool call (redacted) to FILE'
             cand --replay 'Answer model and tool calls from a recording; policy, approval and budget still run'
             cand --replay-fallback 'What a replay does for a call it has no recording of: fail the run (`error`) or make the call live (`live`)'
+            cand --request-tools 'Tools this run brings with its request: a composition of `command` entries. The run gets its own candidate generation with them (the published one never changes) and is stamped with its digest (`chassis snapshot FILE --agent NAME --request-tools FILE` gives it)'
             cand --format 'Output format: text, or json (one document with `format_version`); some commands also take markdown, dot or mermaid'
             cand --color 'When to colour diagnostics'
             cand --yes 'Approve every tool call that needs approval'
@@ -79,6 +80,7 @@ set edit:completion:arg-completer[chassis] = {|@words|
         &'chassis;snapshot'= {
             cand --out 'Write the snapshot here instead of stdout (stdout then gets the digests)'
             cand --agent 'Snapshot what a run of this agent executes against (its revision, `prompt_hash` and `graph_definition_hash`): the digest `chassis run` stamps on a run without a store'
+            cand --request-tools 'With `--agent`: the digest of a run whose request brings the tools of this file (`chassis run --request-tools`)'
             cand --format 'Output format: text, or json (one document with `format_version`); some commands also take markdown, dot or mermaid'
             cand --color 'When to colour diagnostics'
             cand -v 'More logging on stderr (-v info, -vv debug, -vvv trace); `RUST_LOG` overrides'

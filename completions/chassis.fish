@@ -61,6 +61,7 @@ complete -c chassis -n "__fish_chassis_using_subcommand run" -l record -d 'Recor
 complete -c chassis -n "__fish_chassis_using_subcommand run" -l replay -d 'Answer model and tool calls from a recording; policy, approval and budget still run' -r -F
 complete -c chassis -n "__fish_chassis_using_subcommand run" -l replay-fallback -d 'What a replay does for a call it has no recording of: fail the run (`error`) or make the call live (`live`)' -r -f -a "error\t'Fail the run, naming the boundary'
 live\t'Make the call live (it is not recorded)'"
+complete -c chassis -n "__fish_chassis_using_subcommand run" -l request-tools -d 'Tools this run brings with its request: a composition of `command` entries. The run gets its own candidate generation with them (the published one never changes) and is stamped with its digest (`chassis snapshot FILE --agent NAME --request-tools FILE` gives it)' -r -F
 complete -c chassis -n "__fish_chassis_using_subcommand run" -l format -d 'Output format: text, or json (one document with `format_version`); some commands also take markdown, dot or mermaid' -r -f -a "text\t'Human-readable text'
 json\t'One JSON document with `format_version`'
 markdown\t'Markdown (diff: a pull-request comment)'
@@ -88,6 +89,7 @@ complete -c chassis -n "__fish_chassis_using_subcommand check" -s q -l quiet -d 
 complete -c chassis -n "__fish_chassis_using_subcommand check" -s h -l help -d 'Print help (see more with \'--help\')'
 complete -c chassis -n "__fish_chassis_using_subcommand snapshot" -l out -d 'Write the snapshot here instead of stdout (stdout then gets the digests)' -r -F
 complete -c chassis -n "__fish_chassis_using_subcommand snapshot" -l agent -d 'Snapshot what a run of this agent executes against (its revision, `prompt_hash` and `graph_definition_hash`): the digest `chassis run` stamps on a run without a store' -r
+complete -c chassis -n "__fish_chassis_using_subcommand snapshot" -l request-tools -d 'With `--agent`: the digest of a run whose request brings the tools of this file (`chassis run --request-tools`)' -r -F
 complete -c chassis -n "__fish_chassis_using_subcommand snapshot" -l format -d 'Output format: text, or json (one document with `format_version`); some commands also take markdown, dot or mermaid' -r -f -a "text\t'Human-readable text'
 json\t'One JSON document with `format_version`'
 markdown\t'Markdown (diff: a pull-request comment)'

@@ -14,6 +14,7 @@ pub mod interrupt;
 pub mod lockfile;
 pub mod progress;
 pub mod render;
+pub mod request_tools;
 pub mod spinner;
 pub mod ui;
 pub mod workspace;

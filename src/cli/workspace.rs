@@ -48,6 +48,31 @@ impl Resolved {
             .collect()
     }
 
+    /// The composition a run of `agent` executes when its request brings
+    /// the tools `decls` (`--request-tools`): exit 2 with the reason when
+    /// they cannot join it.
+    pub fn with_request_tools(
+        mut self,
+        ui: &Ui,
+        agent: &str,
+        decls: &[crate::engine::model::ToolDecl],
+    ) -> Result<Self, ExitStatus> {
+        let composition = crate::engine::request_tools::with_request_tools(
+            &self.composition,
+            agent,
+            decls,
+            &|_| false,
+        )
+        .map_err(|e| {
+            ui.err(&format!("error: {e}"));
+            ExitStatus::Input
+        })?;
+        self.tree = ScopeTree::new(&composition);
+        self.plan = resolve_with_tree(&composition, &self.tree);
+        self.composition = composition;
+        Ok(self)
+    }
+
     /// The snapshot of this composition as the first generation of an empty
     /// store.
     pub fn snapshot(&self) -> Result<SnapshotRecord, ExitStatus> {

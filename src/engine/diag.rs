@@ -60,6 +60,7 @@ codes! {
     BadLock => "load::bad-lock", "`chassis.lock` cannot be read";
     McpLockStale => "load::mcp-lock-stale", "an `mcp` entry's locked tools do not match its tools filter or prefix";
     McpExpectedToolMissing => "load::mcp-expected-tool-missing", "an `mcp` entry expects a tool its locked server does not offer";
+    RequestToolsKind => "load::request-tools-kind", "a `--request-tools` file holds an entry that is not a `command` entry";
     UndeclaredPermission => "resolve::undeclared-permission", "a tool requires a permission its plugin does not declare";
     Unresolved => "resolve::unresolved", "a hard requirement did not resolve";
     Ambiguous => "resolve::ambiguous", "several providers qualify and no preference selects one";

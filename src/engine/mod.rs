@@ -20,6 +20,7 @@ pub mod identity;
 pub mod model;
 pub mod policy;
 pub mod redact;
+pub mod request_tools;
 pub mod resolve;
 pub mod schema_check;
 pub mod secret;

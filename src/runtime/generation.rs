@@ -101,6 +101,9 @@ pub struct Generation {
     pub digests: Digests,
     /// When it was built.
     pub created_at: Instant,
+    /// The mount number of each entry's instance (what its snapshot's
+    /// instance ids were computed from).
+    pub mounts: BTreeMap<crate::engine::model::EntryId, u64>,
     accounting: Mutex<Accounting>,
 }
 
@@ -136,6 +139,13 @@ pub struct GenerationPressure {
 }
 
 impl Generation {
+    /// The same generation, recording the mount numbers its snapshot used.
+    #[must_use]
+    pub fn with_mounts(mut self, mounts: BTreeMap<crate::engine::model::EntryId, u64>) -> Self {
+        self.mounts = mounts;
+        self
+    }
+
     /// Assemble a generation in the building state.
     #[allow(clippy::too_many_arguments)]
     pub fn new(
@@ -162,6 +172,7 @@ impl Generation {
             snapshot,
             digests,
             created_at: Instant::now(),
+            mounts: BTreeMap::new(),
             accounting: Mutex::new(Accounting {
                 state: GenerationState::Building,
                 leases: BTreeMap::new(),

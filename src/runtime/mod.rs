@@ -21,6 +21,7 @@ pub mod model;
 pub mod plugin;
 pub mod reconcile;
 pub mod replay;
+pub mod request_tools;
 pub mod scope;
 pub mod signals;
 pub mod testing_kinds;

@@ -766,7 +766,7 @@ impl Harness {
         }
         let ctx = SnapshotContext {
             generation: GenerationId::from_sequence(sequence),
-            mounts,
+            mounts: mounts.clone(),
             ..SnapshotContext::default()
         };
         let snapshot = build_snapshot(&composition, &tree, &plan, &ctx)
@@ -785,7 +785,8 @@ impl Harness {
             HookSet::new(hooks),
             snapshot,
             digests,
-        ))
+        )
+        .with_mounts(mounts))
     }
 }
 

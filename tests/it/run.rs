@@ -489,3 +489,104 @@ fn on_a_terminal_a_spinner_shows_the_wait_and_the_lines_stay_plain() {
     assert!(!r.stderr.contains('\x1b'), "{:?}", r.stderr);
     assert!(r.stderr.contains("  model  step 1"), "{}", r.stderr);
 }
+
+const REQUEST_TOOLS: &str = r#"version = 1
+# Tools one request brings.
+[entries.clock]
+plugin = "command"
+[[entries.clock.config.tools]]
+name = "shout"
+description = "Upper-case a word."
+args = { type = "object", required = ["word"], properties = { word = { type = "string" } }, additionalProperties = false }
+argv = ["tr", "a-z", "A-Z"]
+stdin = "{/word}"
+timeout_seconds = 5
+"#;
+
+#[test]
+fn request_tools_run_on_their_own_candidate_generation() {
+    // The agent sees only `lookup` by its view; the request brings `shout`.
+    let text = format!(
+        "{BASE}\n[entries.model]\nplugin = \"scripted\"\n[[entries.model.config.turns]]\ntool_calls = [{{ name = \"shout\", args = {{ word = \"cat\" }} }}]\n[[entries.model.config.turns]]\ntext = \"done\"\n\n[agents.helper]\nprompt = \"p\"\ntools = [\"lookup\"]\ndefault_input = \"go\"\n"
+    );
+    let d = Dir::new(&text);
+    std::fs::write(d.path("extra.toml"), REQUEST_TOOLS).unwrap();
+    // Without the request's tools the call is refused as unknown.
+    let (code, plain, stderr) = d.json(&["run", "c.toml"]);
+    assert_eq!(code, 0, "{stderr}");
+    assert_ne!(plain["tool_calls"][0]["status"], "ok", "{plain}");
+    // With them the tool runs, on a candidate of gen_0001 with its own digest.
+    let (code, doc, stderr) = d.json(&["run", "c.toml", "--request-tools", "extra.toml"]);
+    assert_eq!(code, 0, "{stderr}");
+    assert_eq!(doc["tool_calls"][0]["name"], "shout");
+    assert_eq!(doc["tool_calls"][0]["status"], "ok", "{doc}");
+    assert_eq!(doc["messages"][3]["content"], "CAT", "{doc}");
+    assert_eq!(doc["generation_id"], "gen_0001");
+    assert_ne!(doc["snapshot_digest"], plain["snapshot_digest"]);
+    assert_ne!(
+        doc["composition"]["tool_schema_hash"],
+        plain["composition"]["tool_schema_hash"]
+    );
+    // The pure command derives the same digest, and the plain one is unchanged.
+    let (_, snap, _) = d.json(&[
+        "snapshot",
+        "c.toml",
+        "--agent",
+        "helper",
+        "--request-tools",
+        "extra.toml",
+    ]);
+    assert_eq!(snap["digests"]["digest"], doc["snapshot_digest"]);
+    let (_, base, _) = d.json(&["snapshot", "c.toml", "--agent", "helper"]);
+    assert_eq!(base["digests"]["digest"], plain["snapshot_digest"]);
+    // With a store, the published generation is the composition's own.
+    let state = d.path("state.db");
+    let state = state.to_str().unwrap();
+    let (code, _, stderr) = d.json(&[
+        "run",
+        "c.toml",
+        "--request-tools",
+        "extra.toml",
+        "--state",
+        state,
+    ]);
+    assert_eq!(code, 0, "{stderr}");
+    let (_, listed, _) = d.json(&["generations", "list", "--state", state]);
+    let (_, published, _) = d.json(&["snapshot", "c.toml"]);
+    assert_eq!(
+        listed["generations"][0]["digest"], published["digests"]["digest"],
+        "{listed}"
+    );
+    assert_eq!(listed["generations"].as_array().map(Vec::len), Some(1));
+}
+
+#[test]
+fn request_tools_that_collide_or_are_not_commands_are_refused_before_running() {
+    let d = Dir::new(&composition(""));
+    // A name the composition already has.
+    std::fs::write(
+        d.path("clash.toml"),
+        REQUEST_TOOLS.replace("name = \"shout\"", "name = \"lookup\""),
+    )
+    .unwrap();
+    let r = d.run(&["run", "c.toml", "--yes", "--request-tools", "clash.toml"]);
+    assert_eq!(r.code, 2, "{}", r.transcript());
+    assert!(
+        r.stderr.contains("`lookup` has the name of another tool"),
+        "{}",
+        r.stderr
+    );
+    // An entry of another kind, pointed at in the file.
+    std::fs::write(
+        d.path("declared.toml"),
+        "version = 1\n[plugins.p]\nversion = \"1.0.0\"\n[entries.p]\n",
+    )
+    .unwrap();
+    let r = d.run(&["run", "c.toml", "--yes", "--request-tools", "declared.toml"]);
+    assert_eq!(r.code, 2, "{}", r.transcript());
+    assert!(
+        r.stderr.contains("load::request-tools-kind") && r.stderr.contains("declared.toml:4"),
+        "{}",
+        r.stderr
+    );
+}

@@ -44,7 +44,7 @@ use super::publish::{
 /// exhausted, a model or plugin failed; 130 interrupted.
 #[derive(Debug, clap::Args)]
 #[command(
-    after_long_help = "Examples:\n  chassis run examples/quickstart.toml\n  chassis run composition.toml --agent support --input \"Where is my order?\"\n  echo \"summarize this\" | chassis run composition.toml --input -\n  chassis run composition.toml --format json --trace run.jsonl --approve save_note"
+    after_long_help = "Examples:\n  chassis run examples/quickstart.toml\n  chassis run composition.toml --agent support --input \"Where is my order?\"\n  echo \"summarize this\" | chassis run composition.toml --input -\n  chassis run composition.toml --format json --trace run.jsonl --approve save_note\n  chassis run examples/quickstart.toml --request-tools examples/request-tools.toml --yes"
 )]
 pub struct RunArgs {
     /// Composition file.
@@ -100,6 +100,12 @@ pub struct RunArgs {
     /// the run before the agent starts, with the tool diff).
     #[arg(long)]
     pub update_lock: bool,
+    /// Tools this run brings with its request: a composition of `command`
+    /// entries. The run gets its own candidate generation with them (the
+    /// published one never changes) and is stamped with its digest
+    /// (`chassis snapshot FILE --agent NAME --request-tools FILE` gives it).
+    #[arg(long, value_name = "FILE")]
+    pub request_tools: Option<PathBuf>,
 }
 
 /// `--replay-fallback`.
@@ -204,6 +210,12 @@ pub fn run(ui: &Ui, args: &RunArgs) -> Result<ExitStatus, ExitStatus> {
     }
     let agent = pick_agent(ui, &resolved, args.agent.as_deref())?;
     let input = read_input(ui, args, &resolved, &agent)?;
+    let request_tools = match &args.request_tools {
+        None => Vec::new(),
+        Some(path) => {
+            super::super::request_tools::load_file(ui, path)?.registrations(ui, &redactor)?
+        }
+    };
 
     // The store, when asked for: the run publishes into it and is recorded.
     let mut store = match &args.state {
@@ -343,6 +355,26 @@ pub fn run(ui: &Ui, args: &RunArgs) -> Result<ExitStatus, ExitStatus> {
             input,
             run_id: None,
         };
+        // A request that brings tools runs on its own candidate generation
+        // (what the result describes); the published one never changes.
+        let published = Arc::clone(&generation);
+        let generation = if request_tools.is_empty() {
+            generation
+        } else {
+            match crate::runtime::request_tools::candidate_for_request(
+                &generation,
+                &request.agent,
+                request_tools,
+            ) {
+                Ok(g) => g,
+                Err(e) => {
+                    drop(lease);
+                    follower.abort();
+                    harness.shutdown().await;
+                    return Outcome::Agent(AgentError::RequestTools(e));
+                }
+            }
+        };
         let result = tokio::select! {
             r = runner.run(&generation, request) => Some(r),
             () = super::super::interrupt::signalled() => {
@@ -362,12 +394,12 @@ pub fn run(ui: &Ui, args: &RunArgs) -> Result<ExitStatus, ExitStatus> {
             None => Outcome::Interrupted,
             Some(Err(e)) => Outcome::Agent(e),
             Some(Ok(r)) => Outcome::Ran(Box::new((
-                r, report, nodes, generation, redactor, candidates,
+                r, report, nodes, published, generation, redactor, candidates,
             ))),
         }
     });
     super::super::spinner::stop();
-    let (result, report, nodes, generation, redactor, candidates) = match outcome {
+    let (result, report, nodes, published, generation, redactor, candidates) = match outcome {
         Outcome::Ran(b) => *b,
         Outcome::Reconcile(e) => return Err(reconcile_failure(ui, &e)),
         Outcome::Interrupted => {
@@ -380,6 +412,7 @@ pub fn run(ui: &Ui, args: &RunArgs) -> Result<ExitStatus, ExitStatus> {
                 AgentError::UnknownAgent { .. } => ExitStatus::Input,
                 AgentError::ModelUnavailable { .. } => ExitStatus::Negative,
                 AgentError::Snapshot(_) => ExitStatus::Failure,
+                AgentError::RequestTools(_) => ExitStatus::Input,
             });
         }
         Outcome::Other(e) => {
@@ -427,12 +460,12 @@ pub fn run(ui: &Ui, args: &RunArgs) -> Result<ExitStatus, ExitStatus> {
                 store,
                 &report,
                 &nodes,
-                &generation,
+                &published,
                 previous.clone(),
                 seed.mounts.clone(),
                 &fingerprint,
             )?;
-            previous = Some(generation.id.clone());
+            previous = Some(published.id.clone());
         }
         // Candidates published during the run, in order.
         for c in &candidates {
@@ -481,6 +514,9 @@ type Ran = (
     AgentResult,
     crate::runtime::ReconcileReport,
     Vec<crate::runtime::harness::SeedNode>,
+    // The published generation, and the one the run ran on (a request's
+    // own candidate when it brought tools).
+    Arc<crate::runtime::Generation>,
     Arc<crate::runtime::Generation>,
     crate::engine::secret::Redactor,
     Vec<Candidate>,

@@ -32,12 +32,23 @@ pub struct SnapshotArgs {
     /// stamps on a run without a store.
     #[arg(long, value_name = "NAME")]
     pub agent: Option<String>,
+    /// With `--agent`: the digest of a run whose request brings the tools
+    /// of this file (`chassis run --request-tools`).
+    #[arg(long, value_name = "FILE", requires = "agent")]
+    pub request_tools: Option<PathBuf>,
 }
 
 /// Run `snapshot`.
 pub fn run(ui: &Ui, args: &SnapshotArgs) -> Result<ExitStatus, ExitStatus> {
     super::super::require_format(ui, &[Format::Text, Format::Json], "snapshot")?;
-    let resolved = load_file(ui, &args.file)?;
+    let mut resolved = load_file(ui, &args.file)?;
+    if let (Some(path), Some(agent)) = (&args.request_tools, &args.agent) {
+        if !resolved.composition.agents.contains_key(agent) {
+            return Err(super::super::workspace::unknown_agent(ui, &resolved, agent));
+        }
+        let tools = super::super::request_tools::load_file(ui, path)?;
+        resolved = resolved.with_request_tools(ui, agent, &tools.decls())?;
+    }
     if !resolved.plan.pending.is_empty() && !ui.quiet {
         ui.err(&format!(
             "warning: {} pending entr{} left out of the snapshot (see `chassis check`)",

@@ -62,6 +62,9 @@ pub enum AgentError {
     /// The run's snapshot could not be built.
     #[error("cannot snapshot the run: {0}")]
     Snapshot(String),
+    /// The request's own tools cannot join its generation.
+    #[error(transparent)]
+    RequestTools(#[from] crate::engine::request_tools::RequestToolsError),
 }
 
 /// How a model call is answered: live, or from a recording (replay).
@@ -194,6 +197,29 @@ impl AgentRunner {
         );
         self.run_with_budget(Arc::clone(generation), request, budget, 0)
             .await
+    }
+
+    /// [`Self::run`] with tools the request brings (the Oracle runtime's
+    /// `getRequestTools`): the run gets its own candidate generation, derived
+    /// from `generation` with these tools added to the agent's view, and is
+    /// stamped with that candidate's digest; `generation` itself never
+    /// changes and no other run sees them.
+    pub async fn run_with_request_tools(
+        self: &Arc<Self>,
+        generation: &Arc<Generation>,
+        request: AgentRequest,
+        tools: Vec<ToolRegistration>,
+    ) -> Result<AgentResult, AgentError> {
+        if tools.is_empty() {
+            return self.run(generation, request).await;
+        }
+        find_agent(generation, &request.agent)?;
+        let candidate = crate::runtime::request_tools::candidate_for_request(
+            generation,
+            &request.agent,
+            tools,
+        )?;
+        self.run(&candidate, request).await
     }
 
     /// Run with an existing budget allocation (a sub-agent's child budget).
