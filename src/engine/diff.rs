@@ -489,6 +489,29 @@ fn diff_plugins(out: &mut Collector, old: &SnapshotRecord, new: &SnapshotRecord)
             "contract_versions_changed",
         );
     }
+    // Tools by name, with the scopes that show each: the `tools` row below
+    // says that a contract changed, these say which tools came, went, or
+    // moved out of (or into) a scope's view.
+    let tool_scopes = |r: &SnapshotRecord| -> BTreeMap<String, Vec<String>> {
+        let mut m: BTreeMap<String, Vec<String>> = BTreeMap::new();
+        for s in &r.semantic_scopes.scopes {
+            for t in &s.visible_tools {
+                m.entry(t.to_string()).or_default().push(s.path.to_string());
+            }
+        }
+        m
+    };
+    let (a, b) = (tool_scopes(old), tool_scopes(new));
+    for name in union_keys(&a, &b) {
+        out.simple(
+            Category::Provider,
+            format!("tool:{name}"),
+            a.get(name).map(|p| strs(p)),
+            b.get(name).map(|p| strs(p)),
+            "tool",
+            "tool_visibility_changed",
+        );
+    }
     let hash = |s: &str| Some(Canon::from(s));
     out.simple(
         Category::Provider,
@@ -989,6 +1012,38 @@ mod tests {
         };
         let d = diff(with("find things"), with("find more things"));
         assert_eq!(rows(&d), ["provider changed tools tool_contract_changed"]);
+    }
+
+    #[test]
+    fn tools_that_come_go_or_leave_a_view_are_named() {
+        let with = |names: &[&str], view: Option<&[&str]>| {
+            let mut b = CompositionBuilder::new().entry("kit");
+            for n in names {
+                b = b.tool(n, "a tool", None);
+            }
+            b = b.scope("/ops", None);
+            if let Some(v) = view {
+                b = b.tool_view(v);
+            }
+            b.build().unwrap()
+        };
+        let d = diff_snapshots(
+            &snapshot_of(&with(&["fetch", "search"], None)),
+            &snapshot_of(&with(&["search", "write"], Some(&["write"]))),
+            false,
+        );
+        let tools: Vec<String> = rows(&d)
+            .into_iter()
+            .filter(|r| r.contains("tool:"))
+            .collect();
+        assert_eq!(
+            tools,
+            [
+                "provider removed tool:fetch tool_removed",
+                "provider changed tool:search tool_visibility_changed",
+                "provider added tool:write tool_added",
+            ]
+        );
     }
 
     #[test]
