@@ -18,8 +18,8 @@ golden!(check_minimal, 0, ["check", "examples/minimal.toml"]);
 golden!(check_scoped, 0, ["check", "examples/scoped.toml"]);
 golden!(check_migration, 0, ["check", "examples/migration.toml"]);
 golden!(check_pending, 1, ["check", "examples/broken/pending.toml"]);
-golden!(check_mcp, 0, ["check", "examples/mcp/mcp.toml"]);
-golden!(tools_mcp, 0, ["tools", "examples/mcp/mcp.toml"]);
+golden!(check_mcp, 0, ["check", "examples/mcp.toml"]);
+golden!(tools_mcp, 0, ["tools", "examples/mcp.toml"]);
 golden!(
     tools_json_quickstart,
     0,

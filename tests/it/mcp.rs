@@ -631,7 +631,7 @@ fn a_server_gets_only_the_allowed_environment_and_its_secrets_stay_hidden() {
 #[test]
 fn the_bundled_example_matches_its_lock_and_runs() {
     let dir = tempfile::tempdir().unwrap();
-    let example = crate::harness::root().join("examples/mcp");
+    let example = crate::harness::root().join("examples");
     std::fs::create_dir(dir.path().join("workspace")).unwrap();
     for f in ["mcp.toml", "chassis.lock", "workspace/notes.md"] {
         std::fs::copy(example.join(f), dir.path().join(f)).unwrap();
