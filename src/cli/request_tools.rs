@@ -3,10 +3,13 @@
 //! Why it exists: the command-line form of a request that carries its own
 //! tools (the Oracle runtime's `getRequestTools`; `chassis serve` will take
 //! them per request). FILE is a composition of `command` entries only,
-//! loaded by the ordinary loader — so its errors point into it — whose tools
-//! are handed to the run, which gets its own candidate generation
-//! ([`crate::runtime::request_tools`]). `chassis snapshot --request-tools`
-//! derives the same candidate's digest without running anything.
+//! loaded by the ordinary loader — so its errors point into it — with
+//! `enabled_if` evaluated like the composition's; anything else in it
+//! (agents, scopes, policy, other kinds) is refused. Its tools are handed to
+//! the run, which gets its own candidate generation
+//! ([`crate::runtime::request_tools`]); their configurations identify them
+//! in the digest. `chassis snapshot --request-tools` derives the same
+//! candidate's digest without running anything.
 
 use std::path::Path;
 use std::sync::Arc;
@@ -15,23 +18,61 @@ use super::exit::ExitStatus;
 use super::ui::Ui;
 use crate::engine::builtin::command::{self as kind, CommandConfig};
 use crate::engine::diag::{Code, Diagnostic};
-use crate::engine::model::ToolDecl;
+use crate::engine::model::{ConfigValue, ToolDecl};
+use crate::engine::request_tools::RequestToolsDecl;
 use crate::load::{FsSource, load};
 use crate::plugins::BuiltinEnv;
 use crate::runtime::ToolRegistration;
+use crate::runtime::request_tools::RequestTools;
 
 /// The tools of a request-tools file, per entry.
-pub struct RequestTools {
+pub struct RequestToolsFile {
     base: BuiltinEnv,
     entries: Vec<(String, CommandConfig)>,
+    /// Entry id → configuration: what identifies the tools.
+    config: ConfigValue,
 }
 
-/// Load `path` (exit 2 when it is unusable, with diagnostics).
-pub fn load_file(ui: &Ui, path: &Path) -> Result<RequestTools, ExitStatus> {
+fn refuse(code: Code, message: String, origin: Option<crate::engine::span::Origin>) -> Diagnostic {
+    Diagnostic::error(code, message)
+        .at(origin, "not allowed in a request-tools file")
+        .with_help("a request-tools file holds `command` entries only")
+}
+
+/// Load `path`, evaluating `enabled_if` against `env` (exit 2 when it is
+/// unusable or holds no tools, with diagnostics).
+pub fn load_file(
+    ui: &Ui,
+    path: &Path,
+    env: &super::env::RunEnv,
+) -> Result<RequestToolsFile, ExitStatus> {
     let loaded = load(&FsSource, path);
     let mut diagnostics = loaded.diagnostics.clone();
     let mut entries = Vec::new();
-    if let Some(c) = &loaded.composition {
+    let mut config = std::collections::BTreeMap::new();
+    if let Some(mut c) = loaded.composition.clone() {
+        c.apply_conditions(&|name| env.is_set(name));
+        for a in c.agents.values() {
+            diagnostics.push(refuse(
+                Code::RequestToolsKind,
+                format!("agent `{}` in a request-tools file", a.name),
+                a.origin,
+            ));
+        }
+        for s in c.scopes.values().filter(|s| !s.implied && s.origin.is_some()) {
+            diagnostics.push(refuse(
+                Code::RequestToolsKind,
+                format!("scope `{}` in a request-tools file", s.path),
+                s.origin,
+            ));
+        }
+        if c.policy.is_some() {
+            diagnostics.push(refuse(
+                Code::RequestToolsKind,
+                "`[policy]` in a request-tools file (the composition's policy applies)".into(),
+                None,
+            ));
+        }
         for (id, entry) in &c.entries {
             if entry.manifest.kind.as_deref() != Some(kind::KIND.name) {
                 diagnostics.push(
@@ -45,10 +86,18 @@ pub fn load_file(ui: &Ui, path: &Path) -> Result<RequestTools, ExitStatus> {
                 continue;
             }
             // The loader checked the configuration against its schema.
-            if let Ok(config) = kind::parse(&entry.config) {
-                entries.push((id.to_string(), config));
+            if let Ok(parsed) = kind::parse(&entry.config) {
+                config.insert(id.to_string(), entry.config.clone());
+                entries.push((id.to_string(), parsed));
             }
         }
+    }
+    let errors = diagnostics.iter().any(Diagnostic::is_error);
+    if !errors && loaded.composition.is_some() && entries.iter().all(|(_, c)| c.tools.is_empty()) {
+        diagnostics.push(Diagnostic::error(
+            Code::RequestToolsKind,
+            format!("`{}` brings no tools", path.display()),
+        ));
     }
     ui.diagnostics(&diagnostics, &loaded.sources);
     if loaded.composition.is_none() || diagnostics.iter().any(Diagnostic::is_error) {
@@ -58,38 +107,46 @@ pub fn load_file(ui: &Ui, path: &Path) -> Result<RequestTools, ExitStatus> {
         ));
         return Err(ExitStatus::Input);
     }
-    Ok(RequestTools {
+    Ok(RequestToolsFile {
         base: BuiltinEnv::new(super::workspace::base_dir(path)),
         entries,
+        config: ConfigValue::Table(config),
     })
 }
 
-impl RequestTools {
-    /// The tools' contracts (what the snapshot hashes).
-    pub fn decls(&self) -> Vec<ToolDecl> {
-        self.entries
+impl RequestToolsFile {
+    /// What the snapshot sees of the tools (the same as the runtime derives
+    /// from [`Self::request_tools`]).
+    pub fn decl(&self) -> RequestToolsDecl {
+        let tools = self
+            .entries
             .iter()
             .flat_map(|(_, c)| c.tools.iter())
-            .map(|t| ToolDecl {
-                name: t.name.clone(),
-                description: t.description.clone(),
-                args_schema: t.args_schema.clone(),
-                result: None,
-                guide: None,
-                origin: None,
-            })
-            .collect()
+            .map(|t| {
+                (
+                    ToolDecl {
+                        name: t.name.clone(),
+                        description: t.description.clone(),
+                        args_schema: t.args_schema.clone(),
+                        result: None,
+                        guide: None,
+                        origin: None,
+                    },
+                    &t.policy,
+                )
+            });
+        RequestToolsDecl::new(tools, self.config.clone())
     }
 
     /// The tools, ready to run (relative `cwd` resolves beside the file;
     /// only the allowed environment reaches them). Exit 2 when a working
     /// directory is missing.
-    pub fn registrations(
+    pub fn request_tools(
         &self,
         ui: &Ui,
         redactor: &crate::engine::secret::Redactor,
-    ) -> Result<Vec<ToolRegistration>, ExitStatus> {
-        let mut out = Vec::new();
+    ) -> Result<RequestTools, ExitStatus> {
+        let mut tools = Vec::new();
         for (id, config) in &self.entries {
             let cwd = crate::plugins::command::working_dir(&self.base, config.cwd.as_deref())
                 .map_err(|e| {
@@ -105,7 +162,7 @@ impl RequestTools {
                     env.clone(),
                     redactor.clone(),
                 );
-                out.push(ToolRegistration {
+                tools.push(ToolRegistration {
                     id: String::new(),
                     owner: id.clone(),
                     tool: Arc::new(tool),
@@ -113,6 +170,9 @@ impl RequestTools {
                 });
             }
         }
-        Ok(out)
+        Ok(RequestTools {
+            tools,
+            config: self.config.clone(),
+        })
     }
 }

@@ -49,18 +49,18 @@ impl Resolved {
     }
 
     /// The composition a run of `agent` executes when its request brings
-    /// the tools `decls` (`--request-tools`): exit 2 with the reason when
+    /// the tools `request` (`--request-tools`): exit 2 with the reason when
     /// they cannot join it.
     pub fn with_request_tools(
         mut self,
         ui: &Ui,
         agent: &str,
-        decls: &[crate::engine::model::ToolDecl],
+        request: &crate::engine::request_tools::RequestToolsDecl,
     ) -> Result<Self, ExitStatus> {
         let composition = crate::engine::request_tools::with_request_tools(
             &self.composition,
             agent,
-            decls,
+            request,
             &|_| false,
         )
         .map_err(|e| {

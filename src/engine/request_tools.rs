@@ -12,9 +12,11 @@
 //! (which adds the tool implementations) and `chassis snapshot`, so both
 //! compute the same digest.
 
+use std::collections::BTreeSet;
 use std::sync::Arc;
 
-use crate::engine::model::{Composition, Entry, EntryId, Manifest, ToolDecl};
+use crate::engine::model::{Composition, ConfigValue, Entry, EntryId, Manifest, ToolDecl};
+use crate::engine::policy::ToolPolicy;
 use crate::engine::version::Version;
 
 /// The id of the entry that holds a request's tools.
@@ -37,27 +39,91 @@ pub enum RequestToolsError {
     /// A request tool's name is not a tool name.
     #[error("the request's tool `{0}` does not have a valid tool name")]
     InvalidName(String),
+    /// A scope tool view above the agent hides a request tool.
+    #[error(
+        "the request's tool `{tool}` would be hidden from agent `{agent}` by a scope tool view on its path; request tools join the agent's view only"
+    )]
+    Hidden {
+        /// The tool.
+        tool: String,
+        /// The agent.
+        agent: String,
+    },
     /// The candidate's snapshot could not be built.
     #[error("the request's candidate generation cannot be snapshotted: {0}")]
     Snapshot(String),
 }
 
-/// `composition` with the request's `tools` declared by an entry
+/// What a request's tools are, as the snapshot sees them: their contracts,
+/// the permissions their policies use, and a configuration that identifies
+/// what they run (argv, environment names, policies: it enters
+/// `config_hash` like any entry's configuration, so two requests whose
+/// tools run different programs never share a digest).
+#[derive(Clone, Debug, PartialEq)]
+pub struct RequestToolsDecl {
+    /// The tools' contracts.
+    pub tools: Vec<ToolDecl>,
+    /// Permission names their policies use (the manifest declares them).
+    pub permissions: Vec<String>,
+    /// What identifies their behaviour.
+    pub config: ConfigValue,
+}
+
+impl RequestToolsDecl {
+    /// From each tool's contract and policy, and the identifying `config`.
+    pub fn new<'a>(
+        tools: impl IntoIterator<Item = (ToolDecl, &'a ToolPolicy)>,
+        config: ConfigValue,
+    ) -> Self {
+        let mut decls = Vec::new();
+        let mut permissions = BTreeSet::new();
+        for (decl, policy) in tools {
+            permissions.extend(
+                policy
+                    .templates()
+                    .unwrap_or_default()
+                    .iter()
+                    .map(|t| t.name().to_owned()),
+            );
+            decls.push(decl);
+        }
+        decls.sort_by(|a, b| a.name.cmp(&b.name));
+        Self {
+            tools: decls,
+            permissions: permissions.into_iter().collect(),
+            config,
+        }
+    }
+}
+
+/// `composition` with the request's tools declared by an entry
 /// [`ENTRY_ID`] in `agent`'s scope, and added to `agent`'s tool view.
-/// `taken` names the tools the generation already registers (a request
-/// tool may not shadow one). Tools are sorted by name, so the order the
-/// request lists them in does not change the digest.
+/// `taken` names the tools the generation already registers; a request
+/// tool may not reuse a name (nor a sub-agent's). Tools are sorted by name,
+/// so the order the request lists them in does not change the digest. No
+/// tools: the composition unchanged.
 pub fn with_request_tools(
     composition: &Composition,
     agent: &str,
-    tools: &[ToolDecl],
+    request: &RequestToolsDecl,
     taken: &dyn Fn(&str) -> bool,
 ) -> Result<Composition, RequestToolsError> {
+    if !composition.agents.contains_key(agent) {
+        return Err(RequestToolsError::UnknownAgent(agent.to_owned()));
+    }
+    if request.tools.is_empty() {
+        return Ok(composition.clone());
+    }
     let id = EntryId::new(ENTRY_ID).expect("a valid entry id");
-    if composition.entries.contains_key(&id) {
+    if composition.entries.contains_key(&id)
+        || composition
+            .entries
+            .values()
+            .any(|e| e.manifest.name == ENTRY_ID)
+    {
         return Err(RequestToolsError::ReservedEntry);
     }
-    let mut decls: Vec<ToolDecl> = tools.to_vec();
+    let mut decls: Vec<ToolDecl> = request.tools.clone();
     decls.sort_by(|a, b| a.name.cmp(&b.name));
     for pair in decls.windows(2) {
         if pair[0].name == pair[1].name {
@@ -70,6 +136,10 @@ pub fn with_request_tools(
                 .entries
                 .values()
                 .any(|e| e.manifest.tools.iter().any(|t| t.name.as_str() == name))
+            || composition
+                .agents
+                .values()
+                .any(|a| a.sub_agents.iter().any(|s| s == name))
     };
     if let Some(t) = decls.iter().find(|t| declared_elsewhere(t.name.as_str())) {
         return Err(RequestToolsError::Duplicate(t.name.to_string()));
@@ -88,11 +158,23 @@ pub fn with_request_tools(
     next.insert_agent(decl);
     let mut manifest = Manifest::new(ENTRY_ID, Version::parse("1.0.0").expect("a valid version"));
     manifest.kind = Some(ENTRY_ID.to_owned());
+    manifest.permissions = request.permissions.clone();
     manifest.tools = decls;
-    next.entries.insert(
-        id.clone(),
-        Entry::new(id, Arc::new(manifest)).in_scope(scope),
-    );
+    let names: Vec<_> = manifest.tools.iter().map(|t| t.name.clone()).collect();
+    let mut entry = Entry::new(id.clone(), Arc::new(manifest)).in_scope(scope.clone());
+    entry.config = request.config.clone();
+    next.entries.insert(id, entry);
+    // A scope tool view on the way down would hide them: say so instead of
+    // stamping a digest for tools the agent cannot call.
+    let tree = crate::engine::tree::ScopeTree::new(&next);
+    if let Some(ix) = tree.find(&scope)
+        && let Some(hidden) = names.iter().find(|n| !tree.shows_tool(ix, n))
+    {
+        return Err(RequestToolsError::Hidden {
+            tool: hidden.to_string(),
+            agent: agent.to_owned(),
+        });
+    }
     Ok(next)
 }
 
@@ -113,6 +195,14 @@ mod tests {
             guide: None,
             origin: None,
         }
+    }
+
+    fn req(names: &[&str]) -> RequestToolsDecl {
+        let policy = ToolPolicy::default();
+        RequestToolsDecl::new(
+            names.iter().map(|n| (decl(n), &policy)),
+            ConfigValue::empty_table(),
+        )
     }
 
     fn composition() -> Composition {
@@ -138,8 +228,8 @@ mod tests {
     fn request_tools_join_the_agent_view_and_change_the_digest_in_any_order() {
         let base = composition();
         let none = |_: &str| false;
-        let ab = with_request_tools(&base, "a", &[decl("alpha"), decl("beta")], &none).unwrap();
-        let ba = with_request_tools(&base, "a", &[decl("beta"), decl("alpha")], &none).unwrap();
+        let ab = with_request_tools(&base, "a", &req(&["alpha", "beta"]), &none).unwrap();
+        let ba = with_request_tools(&base, "a", &req(&["beta", "alpha"]), &none).unwrap();
         let view: Vec<&str> = ab.agents["a"]
             .tools
             .as_ref()
@@ -170,21 +260,41 @@ mod tests {
         let base = composition();
         let none = |_: &str| false;
         assert_eq!(
-            with_request_tools(&base, "a", &[decl("search")], &none).unwrap_err(),
+            with_request_tools(&base, "a", &req(&["search"]), &none).unwrap_err(),
             RequestToolsError::Duplicate("search".into())
         );
         assert_eq!(
-            with_request_tools(&base, "a", &[decl("x"), decl("x")], &none).unwrap_err(),
+            with_request_tools(&base, "a", &req(&["x", "x"]), &none).unwrap_err(),
             RequestToolsError::Duplicate("x".into())
         );
         let registered = |n: &str| n == "live";
         assert_eq!(
-            with_request_tools(&base, "a", &[decl("live")], &registered).unwrap_err(),
+            with_request_tools(&base, "a", &req(&["live"]), &registered).unwrap_err(),
             RequestToolsError::Duplicate("live".into())
         );
         assert_eq!(
-            with_request_tools(&base, "nobody", &[decl("x")], &none).unwrap_err(),
+            with_request_tools(&base, "nobody", &req(&["x"]), &none).unwrap_err(),
             RequestToolsError::UnknownAgent("nobody".into())
         );
+        // A sub-agent's name is a tool name too; a view above the agent
+        // would hide the tool.
+        let load = |extra: &str| {
+            crate::load::load_str(
+                "c.toml",
+                &format!("version = 1\n[plugins.m]\nversion = \"1.0.0\"\nprovides = {{ model = \"1.0.0\" }}\n[entries.m]\n[agents.a]\nprompt = \"p\"\n{extra}"),
+            )
+            .composition
+            .unwrap()
+        };
+        let with_sub = load("sub_agents = [\"w\"]\n[agents.w]\nprompt = \"q\"\n");
+        assert_eq!(
+            with_request_tools(&with_sub, "a", &req(&["w"]), &none).unwrap_err(),
+            RequestToolsError::Duplicate("w".into())
+        );
+        let viewed = load("scope = \"/team/a\"\n[scopes.\"/team\"]\ntools = []\n");
+        assert!(matches!(
+            with_request_tools(&viewed, "a", &req(&["x"]), &none).unwrap_err(),
+            RequestToolsError::Hidden { .. }
+        ));
     }
 }

@@ -514,7 +514,8 @@ fn request_tools_run_on_their_own_candidate_generation() {
     // Without the request's tools the call is refused as unknown.
     let (code, plain, stderr) = d.json(&["run", "c.toml"]);
     assert_eq!(code, 0, "{stderr}");
-    assert_ne!(plain["tool_calls"][0]["status"], "ok", "{plain}");
+    assert_eq!(plain["tool_calls"][0]["status"], "refused", "{plain}");
+    assert_eq!(plain["request_tools"], serde_json::json!([]));
     // With them the tool runs, on a candidate of gen_0001 with its own digest.
     let (code, doc, stderr) = d.json(&["run", "c.toml", "--request-tools", "extra.toml"]);
     assert_eq!(code, 0, "{stderr}");
@@ -522,6 +523,7 @@ fn request_tools_run_on_their_own_candidate_generation() {
     assert_eq!(doc["tool_calls"][0]["status"], "ok", "{doc}");
     assert_eq!(doc["messages"][3]["content"], "CAT", "{doc}");
     assert_eq!(doc["generation_id"], "gen_0001");
+    assert_eq!(doc["request_tools"], serde_json::json!(["shout"]));
     assert_ne!(doc["snapshot_digest"], plain["snapshot_digest"]);
     assert_ne!(
         doc["composition"]["tool_schema_hash"],
@@ -539,6 +541,24 @@ fn request_tools_run_on_their_own_candidate_generation() {
     assert_eq!(snap["digests"]["digest"], doc["snapshot_digest"]);
     let (_, base, _) = d.json(&["snapshot", "c.toml", "--agent", "helper"]);
     assert_eq!(base["digests"]["digest"], plain["snapshot_digest"]);
+    // What a request tool runs is in the digest, not only its contract.
+    std::fs::write(
+        d.path("other.toml"),
+        REQUEST_TOOLS.replace(
+            r#"argv = ["tr", "a-z", "A-Z"]"#,
+            r#"argv = ["tr", "a-y", "A-Y"]"#,
+        ),
+    )
+    .unwrap();
+    let (_, other, _) = d.json(&[
+        "snapshot",
+        "c.toml",
+        "--agent",
+        "helper",
+        "--request-tools",
+        "other.toml",
+    ]);
+    assert_ne!(other["digests"]["digest"], snap["digests"]["digest"]);
     // With a store, the published generation is the composition's own.
     let state = d.path("state.db");
     let state = state.to_str().unwrap();
@@ -589,4 +609,54 @@ fn request_tools_that_collide_or_are_not_commands_are_refused_before_running() {
         "{}",
         r.stderr
     );
+    // No tools (an empty file, or its only entry disabled by `enabled_if`).
+    std::fs::write(d.path("empty.toml"), "version = 1\n").unwrap();
+    let r = d.run(&["run", "c.toml", "--yes", "--request-tools", "empty.toml"]);
+    assert_eq!(r.code, 2, "{}", r.transcript());
+    assert!(r.stderr.contains("brings no tools"), "{}", r.stderr);
+    std::fs::write(
+        d.path("gated.toml"),
+        REQUEST_TOOLS.replace(
+            "plugin = \"command\"",
+            "plugin = \"command\"\nenabled_if = { env = \"CHASSIS_TEST_UNSET_GATE\" }",
+        ),
+    )
+    .unwrap();
+    let r = d.run(&[
+        "snapshot",
+        "c.toml",
+        "--agent",
+        "helper",
+        "--request-tools",
+        "gated.toml",
+    ]);
+    assert_eq!(r.code, 2, "{}", r.transcript());
+    assert!(r.stderr.contains("brings no tools"), "{}", r.stderr);
+    // A sub-agent's name, and a scope view that would hide the tool.
+    let sub = composition("sub_agents = [\"shout\"]\n[agents.shout]\nprompt = \"x\"\n");
+    let d = Dir::new(&sub);
+    std::fs::write(d.path("extra.toml"), REQUEST_TOOLS).unwrap();
+    let r = d.run(&[
+        "run",
+        "c.toml",
+        "--agent",
+        "helper",
+        "--yes",
+        "--request-tools",
+        "extra.toml",
+    ]);
+    assert_eq!(r.code, 2, "{}", r.transcript());
+    assert!(
+        r.stderr.contains("`shout` has the name of another tool"),
+        "{}",
+        r.stderr
+    );
+    let viewed = composition(
+        "scope = \"/team/helper\"\n[scopes.\"/team\"]\ntools = [\"lookup\", \"save_note\"]\n",
+    );
+    let d = Dir::new(&viewed);
+    std::fs::write(d.path("extra.toml"), REQUEST_TOOLS).unwrap();
+    let r = d.run(&["run", "c.toml", "--yes", "--request-tools", "extra.toml"]);
+    assert_eq!(r.code, 2, "{}", r.transcript());
+    assert!(r.stderr.contains("would be hidden"), "{}", r.stderr);
 }

@@ -211,11 +211,29 @@ pub fn run(ui: &Ui, args: &RunArgs) -> Result<ExitStatus, ExitStatus> {
     let agent = pick_agent(ui, &resolved, args.agent.as_deref())?;
     let input = read_input(ui, args, &resolved, &agent)?;
     let request_tools = match &args.request_tools {
-        None => Vec::new(),
+        None => crate::runtime::request_tools::RequestTools::default(),
         Some(path) => {
-            super::super::request_tools::load_file(ui, path)?.registrations(ui, &redactor)?
+            let file = super::super::request_tools::load_file(ui, path, &env)?;
+            // Refused before anything mounts when they cannot join.
+            crate::engine::request_tools::with_request_tools(
+                &resolved.composition,
+                &agent,
+                &file.decl(),
+                &|_| false,
+            )
+            .map_err(|e| {
+                ui.err(&format!("error: {e}"));
+                ExitStatus::Input
+            })?;
+            file.request_tools(ui, &redactor)?
         }
     };
+    let mut request_tool_names: Vec<String> = request_tools
+        .tools
+        .iter()
+        .map(|t| t.tool.name().to_owned())
+        .collect();
+    request_tool_names.sort();
 
     // The store, when asked for: the run publishes into it and is recorded.
     let mut store = match &args.state {
@@ -412,6 +430,9 @@ pub fn run(ui: &Ui, args: &RunArgs) -> Result<ExitStatus, ExitStatus> {
                 AgentError::UnknownAgent { .. } => ExitStatus::Input,
                 AgentError::ModelUnavailable { .. } => ExitStatus::Negative,
                 AgentError::Snapshot(_) => ExitStatus::Failure,
+                AgentError::RequestTools(
+                    crate::engine::request_tools::RequestToolsError::Snapshot(_),
+                ) => ExitStatus::Failure,
                 AgentError::RequestTools(_) => ExitStatus::Input,
             });
         }
@@ -505,7 +526,14 @@ pub fn run(ui: &Ui, args: &RunArgs) -> Result<ExitStatus, ExitStatus> {
             ui.err(&format!("recorded {stored} in {}", path.display()));
         }
     }
-    render(ui, &result, &generation, &redactor, &candidates);
+    render(
+        ui,
+        &result,
+        &generation,
+        &redactor,
+        &candidates,
+        &request_tool_names,
+    );
     Ok(status)
 }
 
@@ -543,6 +571,7 @@ pub(crate) fn result_json(
     result: &AgentResult,
     generation: &crate::runtime::Generation,
     candidates: &[Candidate],
+    request_tools: &[String],
 ) -> serde_json::Value {
     let snap = &generation.snapshot;
     // Rows, not a map keyed by dimension: `tokens` is also a secret-looking
@@ -601,6 +630,9 @@ pub(crate) fn result_json(
         // Generations built while the run ran (a plugin's tools changed);
         // the run itself stayed on `generation_id`.
         "candidate_generations": candidates.iter().map(Candidate::to_json).collect::<Vec<_>>(),
+        // Tools the request brought: the run ran on its own candidate of
+        // `generation_id`, which `snapshot_digest` describes.
+        "request_tools": request_tools,
     })
 }
 
@@ -610,9 +642,10 @@ fn render(
     generation: &crate::runtime::Generation,
     redactor: &crate::engine::secret::Redactor,
     candidates: &[Candidate],
+    request_tools: &[String],
 ) {
     if ui.format == Format::Json {
-        let doc = result_json(result, generation, candidates);
+        let doc = result_json(result, generation, candidates, request_tools);
         ui.out_json(&redactor.redact_json(&doc));
         return;
     }
@@ -672,6 +705,14 @@ fn render(
         if !parts.is_empty() {
             let _ = writeln!(text, "  budget           {}", parts.join(", "));
         }
+    }
+    if !request_tools.is_empty() {
+        let _ = writeln!(
+            text,
+            "  request tools    {} (this run's own candidate of {})",
+            request_tools.join(", "),
+            result.generation_id
+        );
     }
     for c in candidates {
         let _ = match &c.outcome {

@@ -46,8 +46,9 @@ pub fn run(ui: &Ui, args: &SnapshotArgs) -> Result<ExitStatus, ExitStatus> {
         if !resolved.composition.agents.contains_key(agent) {
             return Err(super::super::workspace::unknown_agent(ui, &resolved, agent));
         }
-        let tools = super::super::request_tools::load_file(ui, path)?;
-        resolved = resolved.with_request_tools(ui, agent, &tools.decls())?;
+        let env = super::super::env::RunEnv::process();
+        let tools = super::super::request_tools::load_file(ui, path, &env)?;
+        resolved = resolved.with_request_tools(ui, agent, &tools.decl())?;
     }
     if !resolved.plan.pending.is_empty() && !ui.quiet {
         ui.err(&format!(

@@ -208,7 +208,7 @@ impl AgentRunner {
         self: &Arc<Self>,
         generation: &Arc<Generation>,
         request: AgentRequest,
-        tools: Vec<ToolRegistration>,
+        tools: crate::runtime::request_tools::RequestTools,
     ) -> Result<AgentResult, AgentError> {
         if tools.is_empty() {
             return self.run(generation, request).await;

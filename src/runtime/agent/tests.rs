@@ -647,3 +647,73 @@ plugin = "scripted"
         "{d:?}"
     );
 }
+
+struct Echo;
+
+#[async_trait::async_trait]
+impl Tool for Echo {
+    fn name(&self) -> &str {
+        "echo"
+    }
+    fn description(&self) -> &str {
+        "Echo the arguments."
+    }
+    async fn call(
+        &self,
+        args: serde_json::Value,
+        _ctx: &ToolCallContext,
+    ) -> Result<ToolOutput, crate::runtime::BoxError> {
+        Ok(ToolOutput::content(args.to_string()))
+    }
+}
+
+#[tokio::test]
+async fn request_tools_reach_only_their_run_and_stamp_its_own_digest() {
+    let turns = r#"
+[[entries.model.config.turns]]
+tool_calls = [{ name = "echo", args = { said = "hi" } }]
+[[entries.model.config.turns]]
+text = "done"
+[[entries.model.config.turns]]
+tool_calls = [{ name = "echo", args = { said = "hi" } }]
+[[entries.model.config.turns]]
+text = "done"
+"#;
+    let s = setup(&with_agent(
+        turns,
+        "[agents.helper]\nprompt = \"p\"\ntools = [\"lookup\"]",
+    ))
+    .await;
+    let lease = s.harness.acquire().unwrap();
+    let request = |input: &str| AgentRequest {
+        agent: "helper".into(),
+        input: input.into(),
+        run_id: None,
+    };
+    let tools = crate::runtime::request_tools::RequestTools {
+        tools: vec![crate::runtime::ToolRegistration {
+            id: String::new(),
+            owner: "caller".into(),
+            tool: Arc::new(Echo),
+            policy: ToolPolicy::default(),
+        }],
+        config: crate::engine::model::ConfigValue::empty_table(),
+    };
+    let with = s
+        .runner
+        .run_with_request_tools(lease.generation(), request("one"), tools)
+        .await
+        .expect("starts");
+    assert_eq!(with.tool_calls[0].status, "ok", "{:?}", with.tool_calls);
+    assert_eq!(with.generation_id, "gen_0001");
+    // The published generation never saw the tool; a plain run is refused it
+    // and stamps another digest.
+    assert!(!lease.generation().tools.contains_key("echo"));
+    let plain = s
+        .runner
+        .run(lease.generation(), request("two"))
+        .await
+        .expect("starts");
+    assert_eq!(plain.tool_calls[0].status, "refused");
+    assert_ne!(plain.snapshot_digest, with.snapshot_digest);
+}
