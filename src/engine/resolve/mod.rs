@@ -64,7 +64,12 @@ pub fn resolve_with_tree(composition: &Composition, tree: &ScopeTree) -> Plan {
     let mut index_cache = preferences::IndexCache::default();
     for req in &g.requirements {
         cands.clear();
-        cands.extend(req.accepted.iter().map(|c| c.entry).filter(|&e| viable[e]));
+        cands.extend(
+            g.accepted(req)
+                .iter()
+                .map(|c| c.entry)
+                .filter(|&e| viable[e]),
+        );
         let cands = &cands[..];
         let applicable = preferences::applicable_indexed(composition, &g, req, &mut index_cache);
         let sel = match cands.len() {
@@ -103,7 +108,12 @@ pub fn resolve_with_tree(composition: &Composition, tree: &ScopeTree) -> Plan {
                 None,
                 c.iter().map(|&e| g.entries[e].id.clone()).collect(),
             ),
-            Selection::None => (unselected_status(req, &eligible), None, None, Vec::new()),
+            Selection::None => (
+                unselected_status(&g, req, &eligible),
+                None,
+                None,
+                Vec::new(),
+            ),
         };
         if let Holder::Entry(c) = req.holder {
             if status == Status::Resolved
@@ -123,8 +133,8 @@ pub fn resolve_with_tree(composition: &Composition, tree: &ScopeTree) -> Plan {
             }
         }
         let selected = selected.map(|p| {
-            let version = req
-                .accepted
+            let version = g
+                .accepted(req)
                 .iter()
                 .find(|c| c.entry == p)
                 .map(|c| c.version.clone())
@@ -271,12 +281,13 @@ enum Selection {
 
 /// Status of a requirement with no viable accepted candidate, in the
 /// reference's precedence.
-fn unselected_status(req: &gather::Req, eligible: &[bool]) -> Status {
-    if req.exposed_rejected.iter().any(|&e| eligible[e]) {
+fn unselected_status(g: &Gathered<'_>, req: &gather::Req<'_>, eligible: &[bool]) -> Status {
+    let rejected = g.exposed_rejected(req);
+    if rejected.iter().any(|&e| eligible[e]) {
         Status::VersionMismatch
-    } else if !req.accepted.is_empty() {
+    } else if !g.accepted(req).is_empty() {
         Status::ProviderPending
-    } else if !req.exposed_rejected.is_empty() {
+    } else if !rejected.is_empty() {
         Status::VersionMismatch
     } else if req.hidden_in_lineage || req.elsewhere {
         Status::NotVisible
@@ -300,7 +311,7 @@ fn viability(g: &Gathered<'_>, cycle_of: &[Option<usize>]) -> Vec<bool> {
         if !req.gates() {
             continue;
         }
-        for c in &req.accepted {
+        for c in g.accepted(req) {
             reverse[c.entry].push(ri);
             if viable[c.entry] {
                 count[ri] += 1;
