@@ -75,6 +75,9 @@ pub(super) struct Gathered<'a> {
     pub(super) scope_prefer: Vec<Option<&'a BTreeMap<CapabilityName, EntryRef>>>,
     /// Scope paths by scope index.
     pub(super) scope_paths: Vec<ScopePath>,
+    /// Whether each entry declares any preference (read once here, so
+    /// selection does not visit the entry again for an empty map).
+    pub(super) entry_prefers: Vec<bool>,
     /// Accepted candidates of every requirement, each requirement's sorted
     /// by entry.
     candidates: Vec<Candidate<'a>>,
@@ -123,9 +126,12 @@ pub(super) fn gather<'a>(composition: &'a Composition, tree: &ScopeTree) -> Gath
 
     // Intern provided capability names; count providers per capability.
     let mut caps: FxHashMap<&str, usize> = FxHashMap::default();
+    caps.reserve(entries.len().min(1 << 16));
     let mut provided: Vec<Vec<(usize, &Provided)>> = Vec::with_capacity(entries.len());
     let mut total: Vec<usize> = Vec::new();
+    let mut entry_prefers: Vec<bool> = Vec::with_capacity(entries.len());
     for entry in &entries {
+        entry_prefers.push(!entry.prefer.is_empty());
         let mut mine = Vec::with_capacity(entry.manifest.provides.len());
         for (name, p) in &entry.manifest.provides {
             let next = caps.len();
@@ -191,7 +197,11 @@ pub(super) fn gather<'a>(composition: &'a Composition, tree: &ScopeTree) -> Gath
             }
         }
     }
-    let scope_prefer = decls.iter().map(|d| d.map(|d| &d.prefer)).collect();
+    // Empty tables as `None`: selection then never visits the declaration.
+    let scope_prefer = decls
+        .iter()
+        .map(|d| d.map(|d| &d.prefer).filter(|p| !p.is_empty()))
+        .collect();
     let scope_paths = tree.scopes().iter().map(|s| s.path.clone()).collect();
     Gathered {
         entries,
@@ -199,6 +209,7 @@ pub(super) fn gather<'a>(composition: &'a Composition, tree: &ScopeTree) -> Gath
         requirements,
         scope_prefer,
         scope_paths,
+        entry_prefers,
         candidates: lists.candidates,
         rejected: lists.rejected,
     }

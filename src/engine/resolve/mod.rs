@@ -160,9 +160,9 @@ pub fn resolve_with_tree(composition: &Composition, tree: &ScopeTree) -> Plan {
             ambiguous_between,
         });
     }
-    edges.sort_unstable();
+    sort_edges(n, &mut edges);
     edges.dedup();
-    hard_edges.sort_unstable();
+    sort_edges(n, &mut hard_edges);
     hard_edges.dedup();
 
     let order = graph::activation_order(n, &eligible, &edges, &hard_edges);
@@ -269,6 +269,29 @@ fn output_order(g: &Gathered<'_>) -> (Vec<usize>, Vec<std::ops::Range<usize>>) {
     out.extend_from_slice(&from_entries[i..]);
     out.extend_from_slice(&scope_reqs[j..]);
     (out, entry_reqs)
+}
+
+/// Sort `(provider, consumer)` pairs of entry indices below `n`. Edges are
+/// collected in consumer order, so a stable counting sort by provider sorts
+/// them in linear time; anything else is sorted by comparison.
+fn sort_edges(n: usize, edges: &mut Vec<(usize, usize)>) {
+    if edges.len() < 64 || !edges.is_sorted_by_key(|&(_, c)| c) {
+        edges.sort_unstable();
+        return;
+    }
+    let mut start = vec![0usize; n + 1];
+    for &(p, _) in edges.iter() {
+        start[p + 1] += 1;
+    }
+    for i in 0..n {
+        start[i + 1] += start[i];
+    }
+    let mut sorted = vec![(0, 0); edges.len()];
+    for &(p, c) in edges.iter() {
+        sorted[start[p]] = (p, c);
+        start[p] += 1;
+    }
+    *edges = sorted;
 }
 
 /// What step 4 chose for one requirement.

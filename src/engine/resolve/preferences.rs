@@ -20,7 +20,8 @@ fn applicable<'a>(
 ) -> [(PreferenceLevel, Option<&'a EntryId>); 3] {
     let cap = &req.requirement.capability;
     let consumer = match req.holder {
-        Holder::Entry(e) => g.entries[e].prefer.get(cap).map(|r| &r.value),
+        Holder::Entry(e) if g.entry_prefers[e] => g.entries[e].prefer.get(cap).map(|r| &r.value),
+        Holder::Entry(_) => None,
         Holder::Scope(_) => None,
     };
     let scope = g.scope_prefer[req.scope]
