@@ -382,7 +382,7 @@ impl<'p> SpecTexts<'p> {
     fn spec(&mut self, r: &'p Requirement) -> usize {
         let clauses = r.specifier.clauses();
         if let Some((c, i)) = self.last_spec
-            && std::ptr::eq(c, clauses)
+            && (std::ptr::eq(c, clauses) || c == clauses)
         {
             return i;
         }
