@@ -415,12 +415,31 @@ const MIN_SAMPLE: Duration = Duration::from_micros(200);
 
 struct Measured {
     median: Duration,
+    /// The fastest sample: on a loaded machine, the closest to unloaded time.
+    min: Duration,
+    /// Mean CPU time of this thread per call, when the kernel reports it:
+    /// unlike wall time, barely affected by other processes on the machine.
+    cpu: Option<Duration>,
     runs: usize,
+}
+
+/// CPU time this thread has run, from `/proc/thread-self/schedstat` (updated
+/// at context switches and ticks, so only sums over many calls are exact).
+fn thread_cpu() -> Option<Duration> {
+    let text = std::fs::read_to_string("/proc/thread-self/schedstat").ok()?;
+    let ns: u64 = text.split_whitespace().next()?.parse().ok()?;
+    Some(Duration::from_nanos(ns))
 }
 
 /// Warm up, then the median of N samples (N adaptive, at least 3). The result
 /// of `f` is dropped outside the clock when samples are single calls.
 fn measure<T>(mut f: impl FnMut() -> T) -> Measured {
+    // `ENGINE_BENCH_RUNS` fixes the number of single-call samples (one
+    // warm-up), so counters read around the process compare across builds.
+    let fixed_runs: Option<usize> = std::env::var("ENGINE_BENCH_RUNS")
+        .ok()
+        .and_then(|v| v.parse::<usize>().ok())
+        .map(|n| n.max(1));
     let warm_start = Instant::now();
     let mut first = Duration::MAX;
     loop {
@@ -428,14 +447,30 @@ fn measure<T>(mut f: impl FnMut() -> T) -> Measured {
         let r = f();
         first = first.min(t.elapsed());
         drop(black_box(r));
-        if warm_start.elapsed() >= Duration::from_millis(30) || first > Duration::from_millis(100) {
+        if fixed_runs.is_some()
+            || warm_start.elapsed() >= Duration::from_millis(30)
+            || first > Duration::from_millis(100)
+        {
             break;
         }
     }
     let per = first.max(Duration::from_nanos(10));
-    let batch = (MIN_SAMPLE.as_nanos() / per.as_nanos()).max(1) as u32;
-    let samples = (TARGET.as_nanos() / (per * batch).as_nanos()).clamp(3, 101) as usize;
+    let batch = if fixed_runs.is_some() {
+        1
+    } else {
+        (MIN_SAMPLE.as_nanos() / per.as_nanos()).max(1) as u32
+    };
+    // `ENGINE_BENCH_TARGET_MS` stretches measurements (e.g. under a profiler).
+    let target = std::env::var("ENGINE_BENCH_TARGET_MS")
+        .ok()
+        .and_then(|v| v.parse().ok())
+        .map_or(TARGET, Duration::from_millis);
+    let max_samples = if target > TARGET { 100_000 } else { 101 };
+    let samples = fixed_runs.unwrap_or_else(|| {
+        (target.as_nanos() / (per * batch).as_nanos()).clamp(3, max_samples) as usize
+    });
     let mut times = Vec::with_capacity(samples);
+    let cpu_start = thread_cpu();
     for _ in 0..samples {
         if batch == 1 {
             let t = Instant::now();
@@ -450,10 +485,16 @@ fn measure<T>(mut f: impl FnMut() -> T) -> Measured {
             times.push(t.elapsed() / batch);
         }
     }
+    let runs = samples * batch as usize;
+    let cpu = cpu_start
+        .zip(thread_cpu())
+        .map(|(a, b)| b.saturating_sub(a) / runs as u32);
     times.sort_unstable();
     Measured {
         median: times[times.len() / 2],
-        runs: samples * batch as usize,
+        min: times[0],
+        cpu,
+        runs,
     }
 }
 
@@ -495,7 +536,12 @@ struct Row {
     snapshot: Duration,
     digests: Duration,
     headline: Duration,
+    headline_min: Duration,
+    headline_cpu: Option<Duration>,
     headline_runs: usize,
+    /// Canonical JSON bytes fed to the hashers by `digests` (the semantic
+    /// tree twice, the physical tree once, plus the small fields).
+    hashed: usize,
 }
 
 struct Extra {
@@ -515,7 +561,28 @@ fn snapshot_of(comp: &Composition) -> SnapshotRecord {
     build_snapshot(comp, &tree, &plan, &SnapshotContext::default()).expect("snapshot")
 }
 
-fn run_case(shape: &'static str, spec: &Spec, extras: bool) -> (Row, Option<Extra>) {
+/// Bytes the three digests hash: the record and the semantic composition
+/// (each with the semantic tree) and the instance ids.
+fn hashed_bytes(record: &SnapshotRecord) -> usize {
+    let record_text = record.to_canon().canonical_json().map_or(0, |t| t.len());
+    let semantic = record
+        .semantic_composition()
+        .canonical_json()
+        .map_or(0, |t| t.len());
+    let ids: usize = record
+        .runtime_instance_ids
+        .iter()
+        .map(|s| s.len() + 3)
+        .sum();
+    record_text + semantic + ids + 1
+}
+
+fn run_case(
+    shape: &'static str,
+    spec: &Spec,
+    extras: bool,
+    headline_only: bool,
+) -> (Row, Option<Extra>) {
     let comp = spec.composition();
     assert_eq!(
         comp.entries.len(),
@@ -533,9 +600,21 @@ fn run_case(shape: &'static str, spec: &Spec, extras: bool) -> (Row, Option<Extr
     );
     let record = build_snapshot(&comp, &tree, &plan, &ctx).expect("snapshot");
 
-    let resolve_m = measure(|| resolve(&comp));
-    let snapshot_m = measure(|| build_snapshot(&comp, &tree, &plan, &ctx).expect("snapshot"));
-    let digests_m = measure(|| record.digests().expect("digests"));
+    let skipped = || Measured {
+        median: Duration::ZERO,
+        min: Duration::ZERO,
+        cpu: None,
+        runs: 0,
+    };
+    let (resolve_m, snapshot_m, digests_m) = if headline_only {
+        (skipped(), skipped(), skipped())
+    } else {
+        (
+            measure(|| resolve(&comp)),
+            measure(|| build_snapshot(&comp, &tree, &plan, &ctx).expect("snapshot")),
+            measure(|| record.digests().expect("digests")),
+        )
+    };
     let headline_m = measure(|| {
         let tree = ScopeTree::new(&comp);
         let plan = resolve_with_tree(&comp, &tree);
@@ -552,7 +631,10 @@ fn run_case(shape: &'static str, spec: &Spec, extras: bool) -> (Row, Option<Extr
         snapshot: snapshot_m.median,
         digests: digests_m.median,
         headline: headline_m.median,
+        headline_min: headline_m.min,
+        headline_cpu: headline_m.cpu,
         headline_runs: headline_m.runs,
+        hashed: hashed_bytes(&record),
     };
     if !extras {
         return (row, None);
@@ -631,6 +713,7 @@ fn target_of(entries: usize) -> Option<Duration> {
 
 fn main() {
     let mut quick = false;
+    let mut headline_only = false;
     let mut extras = true;
     let mut extras_all = false;
     let mut sizes: Vec<usize> = vec![100, 1_000, 10_000, 100_000];
@@ -638,6 +721,10 @@ fn main() {
     for arg in std::env::args().skip(1) {
         if arg == "--quick" {
             quick = true;
+        } else if arg == "--headline-only" {
+            // For profiling: only the headline (implies --no-extras).
+            headline_only = true;
+            extras = false;
         } else if arg == "--no-extras" {
             extras = false;
         } else if arg == "--extras-all" {
@@ -649,7 +736,7 @@ fn main() {
                 .collect();
         } else if arg == "--help" || arg == "-h" {
             println!(
-                "usage: cargo bench --bench engine -- [--quick] [--no-extras] [--extras-all] [--sizes=100,1000] [FILTER…]"
+                "usage: cargo bench --bench engine -- [--quick] [--no-extras] [--headline-only] [--extras-all] [--sizes=100,1000] [FILTER…]"
             );
             println!(
                 "shapes: {}",
@@ -683,10 +770,17 @@ fn main() {
             }
             let t = Instant::now();
             let spec = generate(size);
-            let (row, extra) = run_case(shape, &spec, extras && (extras_all || size <= EXTRAS_MAX));
+            let (row, extra) = run_case(
+                shape,
+                &spec,
+                extras && (extras_all || size <= EXTRAS_MAX),
+                headline_only,
+            );
             eprintln!(
-                "  {shape}/{size}: headline {} ({} runs), case took {:.1} s",
+                "  {shape}/{size}: headline {} (min {}, cpu {}, {} runs), case took {:.1} s",
                 fmt_dur(row.headline),
+                fmt_dur(row.headline_min),
+                row.headline_cpu.map_or("?".into(), fmt_dur),
                 row.headline_runs,
                 t.elapsed().as_secs_f64()
             );
@@ -701,12 +795,12 @@ fn main() {
 
     println!("## chassis engine benchmark\n");
     println!(
-        "Median of N runs after warm-up; release build; `resolve` includes building the scope tree; `snapshot` is `build_snapshot` given tree and plan; `digests` is all three digests; `total` = tree + resolve + snapshot + digests (the headline).\n"
+        "Median of N runs after warm-up; release build; `resolve` includes building the scope tree; `snapshot` is `build_snapshot` given tree and plan; `digests` is all three digests; `hashed` is the canonical JSON the digests hash; `total` = tree + resolve + snapshot + digests (the headline).\n"
     );
     println!(
-        "| shape | entries | requirements | edges | scopes | resolve | snapshot | digests | **total** | per entry | target |"
+        "| shape | entries | requirements | edges | scopes | hashed | resolve | snapshot | digests | **total** | per entry | target |"
     );
-    println!("|---|---:|---:|---:|---:|---:|---:|---:|---:|---:|---|");
+    println!("|---|---:|---:|---:|---:|---:|---:|---:|---:|---:|---:|---|");
     for r in &rows {
         let target = match target_of(r.entries) {
             Some(t) if r.headline <= t => format!("< {} ✓", fmt_dur(t)),
@@ -714,12 +808,13 @@ fn main() {
             None => String::new(),
         };
         println!(
-            "| {} | {} | {} | {} | {} | {} | {} | {} | **{}** | {} | {} |",
+            "| {} | {} | {} | {} | {} | {:.1} MiB | {} | {} | {} | **{}** | {} | {} |",
             r.shape,
             fmt_count(r.entries),
             fmt_count(r.requirements),
             fmt_count(r.edges),
             fmt_count(r.scopes),
+            r.hashed as f64 / (1024.0 * 1024.0),
             fmt_dur(r.resolve),
             fmt_dur(r.snapshot),
             fmt_dur(r.digests),

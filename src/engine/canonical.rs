@@ -442,17 +442,88 @@ impl fmt::Write for Sha256Writer {
     }
 }
 
+/// Writes the same text into two [`Sha256Writer`]s through one buffer, so
+/// text shared by two hashed documents is produced once and copied to the
+/// hashers in large chunks. Everything is handed over on drop.
+pub(crate) struct Sha256Tee<'a> {
+    a: &'a mut Sha256Writer,
+    b: &'a mut Sha256Writer,
+    buf: [u8; TEE_BUF_LEN],
+    len: usize,
+}
+
+const TEE_BUF_LEN: usize = 4096;
+
+impl<'a> Sha256Tee<'a> {
+    const BUF_LEN: usize = TEE_BUF_LEN;
+
+    pub(crate) fn new(a: &'a mut Sha256Writer, b: &'a mut Sha256Writer) -> Self {
+        Self {
+            a,
+            b,
+            buf: [0; Self::BUF_LEN],
+            len: 0,
+        }
+    }
+
+    #[inline]
+    fn update(&mut self, bytes: &[u8]) {
+        if self.len + bytes.len() <= Self::BUF_LEN {
+            self.buf[self.len..self.len + bytes.len()].copy_from_slice(bytes);
+            self.len += bytes.len();
+            return;
+        }
+        self.flush();
+        if bytes.len() >= Self::BUF_LEN {
+            self.a.update(bytes);
+            self.b.update(bytes);
+        } else {
+            self.buf[..bytes.len()].copy_from_slice(bytes);
+            self.len = bytes.len();
+        }
+    }
+
+    fn flush(&mut self) {
+        if self.len > 0 {
+            self.a.update(&self.buf[..self.len]);
+            self.b.update(&self.buf[..self.len]);
+            self.len = 0;
+        }
+    }
+}
+
+impl Drop for Sha256Tee<'_> {
+    fn drop(&mut self) {
+        self.flush();
+    }
+}
+
+impl fmt::Write for Sha256Tee<'_> {
+    #[inline]
+    fn write_str(&mut self, s: &str) -> fmt::Result {
+        self.update(s.as_bytes());
+        Ok(())
+    }
+
+    #[inline]
+    fn write_char(&mut self, c: char) -> fmt::Result {
+        if c.is_ascii() && self.len < Self::BUF_LEN {
+            self.buf[self.len] = c as u8;
+            self.len += 1;
+            Ok(())
+        } else {
+            self.write_str(c.encode_utf8(&mut [0; 4]))
+        }
+    }
+}
+
 /// Writes `s` as a JSON string literal the way Python's
 /// `json.dumps(s, ensure_ascii=False)` does.
 pub fn write_json_string<W: fmt::Write>(s: &str, out: &mut W) -> fmt::Result {
     out.write_char('"')?;
     let bytes = s.as_bytes();
-    // Fast path: most strings need no escape. The check has no early exit,
-    // so it compiles to a branch-free (vectorisable) scan.
-    let needs_escape = bytes.iter().fold(false, |acc, &b| {
-        acc | (b < 0x20) | (b == b'"') | (b == b'\\')
-    });
-    if !needs_escape {
+    // Fast path: most strings need no escape.
+    if !needs_escape(bytes) {
         out.write_str(s)?;
         return out.write_char('"');
     }
@@ -480,6 +551,45 @@ pub fn write_json_string<W: fmt::Write>(s: &str, out: &mut W) -> fmt::Result {
     }
     out.write_str(&s[start..])?;
     out.write_char('"')
+}
+
+/// Whether any byte of `bytes` is a control character, `"` or `\\`.
+///
+/// Strings written here are mostly short names, so the scan takes eight
+/// bytes at a time (SWAR): a byte `b` of a word `x` is flagged by
+/// `(x - 0x01…) & !x & 0x80…` when zero and by `(x - 0x20…) & !x & 0x80…`
+/// when below 0x20. These expressions can flag the wrong byte of a word, but
+/// never flag a word with no matching byte, so "any" is exact. Bytes of
+/// 0x80 and above (UTF-8 continuations) are never flagged.
+#[inline]
+fn needs_escape(bytes: &[u8]) -> bool {
+    const ONES: u64 = 0x0101_0101_0101_0101;
+    const HIGH: u64 = 0x8080_8080_8080_8080;
+    #[inline]
+    fn word_needs_escape(x: u64) -> bool {
+        let quote = x ^ (ONES * u64::from(b'"'));
+        let backslash = x ^ (ONES * u64::from(b'\\'));
+        let control = x.wrapping_sub(ONES * 0x20) & !x;
+        let quote = quote.wrapping_sub(ONES) & !quote;
+        let backslash = backslash.wrapping_sub(ONES) & !backslash;
+        (control | quote | backslash) & HIGH != 0
+    }
+    let mut chunks = bytes.chunks_exact(8);
+    for chunk in &mut chunks {
+        let mut word = [0u8; 8];
+        word.copy_from_slice(chunk);
+        if word_needs_escape(u64::from_le_bytes(word)) {
+            return true;
+        }
+    }
+    let rest = chunks.remainder();
+    if rest.is_empty() {
+        return false;
+    }
+    // Pad with a byte that needs no escape.
+    let mut word = [b'a'; 8];
+    word[..rest.len()].copy_from_slice(rest);
+    word_needs_escape(u64::from_le_bytes(word))
 }
 
 /// 2^53: integral floats below this magnitude are written as integers.
@@ -727,6 +837,36 @@ mod tests {
 
     fn canon_text(v: &Canon) -> String {
         to_canonical_json(v).expect("finite")
+    }
+
+    fn needs_escape_naive(bytes: &[u8]) -> bool {
+        bytes.iter().any(|&b| b < 0x20 || b == b'"' || b == b'\\')
+    }
+
+    #[test]
+    fn escape_scan_flags_exactly_the_escaped_bytes() {
+        // Every byte value at every position of strings of 0..=17 bytes,
+        // over backgrounds that stress the word arithmetic's borrows.
+        for background in [b'a', 0x21, 0x7f, 0x80, 0xff, 0x20] {
+            for len in 0..=17usize {
+                let base = vec![background; len];
+                assert_eq!(needs_escape(&base), needs_escape_naive(&base));
+                for at in 0..len {
+                    for b in 0..=255u8 {
+                        let mut v = base.clone();
+                        v[at] = b;
+                        assert_eq!(needs_escape(&v), needs_escape_naive(&v), "{v:?}");
+                    }
+                }
+            }
+        }
+    }
+
+    proptest! {
+        #[test]
+        fn escape_scan_agrees_with_the_naive_scan(bytes in proptest::collection::vec(any::<u8>(), 0..64)) {
+            prop_assert_eq!(needs_escape(&bytes), needs_escape_naive(&bytes));
+        }
     }
 
     #[test]

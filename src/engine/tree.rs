@@ -3,9 +3,76 @@
 //! Built once per composition in linear time and shared by the resolver,
 //! snapshots and explain reports, so none of them re-derives visibility.
 
-use std::collections::BTreeSet;
+use std::collections::{BTreeSet, HashMap};
+use std::hash::{BuildHasherDefault, Hasher};
 
-use super::model::{CapabilityName, Composition, ScopePath, ToolName};
+use super::model::{CapabilityName, Composition, ScopeDecl, ScopePath, ToolName};
+
+/// A small, fast, non-cryptographic hasher for in-memory indexes keyed by
+/// names (the FxHash mixing step, eight bytes at a time). Indexes hashed
+/// with it are only looked up, never iterated, so nothing depends on its
+/// order.
+#[derive(Clone, Copy, Default)]
+pub(crate) struct FxHasher(u64);
+
+impl FxHasher {
+    const SEED: u64 = 0x51_7c_c1_b7_27_22_0a_95;
+
+    #[inline]
+    fn add(&mut self, word: u64) {
+        self.0 = (self.0.rotate_left(5) ^ word).wrapping_mul(Self::SEED);
+    }
+}
+
+impl Hasher for FxHasher {
+    #[inline]
+    fn write(&mut self, bytes: &[u8]) {
+        let mut chunks = bytes.chunks_exact(8);
+        for chunk in &mut chunks {
+            let mut word = [0u8; 8];
+            word.copy_from_slice(chunk);
+            self.add(u64::from_le_bytes(word));
+        }
+        let rest = chunks.remainder();
+        if !rest.is_empty() {
+            let mut word = [0u8; 8];
+            word[..rest.len()].copy_from_slice(rest);
+            self.add(u64::from_le_bytes(word));
+        }
+    }
+
+    #[inline]
+    fn write_u8(&mut self, i: u8) {
+        self.add(u64::from(i));
+    }
+
+    #[inline]
+    fn write_usize(&mut self, i: usize) {
+        self.add(i as u64);
+    }
+
+    #[inline]
+    fn finish(&self) -> u64 {
+        // The multiply leaves the best-mixed bits on top; hash tables index
+        // with the low ones.
+        self.0.rotate_left(26)
+    }
+}
+
+/// A hash map using [`FxHasher`].
+pub(crate) type FxHashMap<K, V> = HashMap<K, V, BuildHasherDefault<FxHasher>>;
+
+/// The parent path of a canonical scope path, without allocating.
+fn parent_str(path: &str) -> Option<&str> {
+    if path == "/" {
+        return None;
+    }
+    match path.rfind('/') {
+        Some(0) => Some("/"),
+        Some(i) => Some(&path[..i]),
+        None => None,
+    }
+}
 
 /// Index of a scope in pre-order (the root is 0).
 pub type ScopeIx = usize;
@@ -35,6 +102,13 @@ pub struct TreeScope {
 #[derive(Clone, Debug)]
 pub struct ScopeTree {
     scopes: Vec<TreeScope>,
+    /// Pre-order index of each path.
+    by_path: FxHashMap<ScopePath, ScopeIx>,
+    /// Per pre-order index, the position of the scope's declaration in the
+    /// composition's (sorted) scope map.
+    decl_ix: Vec<usize>,
+    /// Number of declarations the tree was built from.
+    decls: usize,
 }
 
 fn intersect<T: Ord + Clone>(
@@ -55,28 +129,39 @@ impl ScopeTree {
     pub fn new(composition: &Composition) -> Self {
         // BTreeMap order is not pre-order (`/a/b` sorts after `/a-x`), so walk
         // explicitly: group children by parent first.
-        let paths: Vec<&ScopePath> = composition.scopes.keys().collect();
+        let (paths, decls): (Vec<&ScopePath>, Vec<&ScopeDecl>) = composition.scopes.iter().unzip();
+        let mut sorted_ix: FxHashMap<&str, usize> = FxHashMap::default();
+        sorted_ix.reserve(paths.len());
+        for (i, p) in paths.iter().enumerate() {
+            sorted_ix.insert(p.as_str(), i);
+        }
         let mut children_of: Vec<Vec<usize>> = vec![Vec::new(); paths.len()];
         let mut root = None;
-        let position = |p: &ScopePath| paths.binary_search(&p).ok();
         for (i, path) in paths.iter().enumerate() {
-            match path.parent() {
+            match parent_str(path.as_str()) {
                 None => root = Some(i),
                 Some(parent) => {
-                    if let Some(pi) = position(&parent) {
+                    if let Some(&pi) = sorted_ix.get(parent) {
                         children_of[pi].push(i);
                     }
                 }
             }
         }
-        let mut scopes: Vec<TreeScope> = Vec::with_capacity(paths.len());
+        let mut scopes: Vec<TreeScope> = Vec::with_capacity(decls.len());
+        let mut decl_ix: Vec<usize> = Vec::with_capacity(decls.len());
         let Some(root) = root else {
-            return Self { scopes };
+            return Self {
+                scopes,
+                by_path: FxHashMap::default(),
+                decl_ix,
+                decls: decls.len(),
+            };
         };
         // Iterative pre-order; children lists are already in sorted path order.
         let mut stack: Vec<(usize, Option<ScopeIx>)> = vec![(root, None)];
         while let Some((sorted_ix, parent)) = stack.pop() {
-            let decl = &composition.scopes[paths[sorted_ix]];
+            let decl = decls[sorted_ix];
+            decl_ix.push(sorted_ix);
             let ix = scopes.len();
             let (depth, caps, tools) = match parent {
                 None => (0, decl.capabilities.clone(), decl.tools.clone()),
@@ -115,7 +200,42 @@ impl ScopeTree {
                 .unwrap_or(ix + 1);
             scopes[ix].end = end;
         }
-        Self { scopes }
+        let mut by_path = FxHashMap::default();
+        by_path.reserve(scopes.len());
+        for (ix, s) in scopes.iter().enumerate() {
+            by_path.insert(s.path.clone(), ix);
+        }
+        Self {
+            scopes,
+            by_path,
+            decl_ix,
+            decls: decls.len(),
+        }
+    }
+
+    /// The declaration of every scope of the tree, by pre-order index, as
+    /// `composition.scopes.get(path)` gives it, in linear time when the tree
+    /// was built from `composition` (checked), by lookups otherwise.
+    pub fn decls<'c>(&self, composition: &'c Composition) -> Vec<Option<&'c ScopeDecl>> {
+        if composition.scopes.len() == self.decls {
+            let decls: Vec<(&ScopePath, &ScopeDecl)> = composition.scopes.iter().collect();
+            let aligned: Option<Vec<Option<&ScopeDecl>>> = self
+                .scopes
+                .iter()
+                .zip(&self.decl_ix)
+                .map(|(s, &d)| {
+                    let (path, decl) = decls.get(d).copied()?;
+                    (*path == s.path).then_some(Some(decl))
+                })
+                .collect();
+            if let Some(aligned) = aligned {
+                return aligned;
+            }
+        }
+        self.scopes
+            .iter()
+            .map(|s| composition.scopes.get(&s.path))
+            .collect()
     }
 
     /// Scopes in pre-order.
@@ -138,10 +258,14 @@ impl ScopeTree {
         &self.scopes[ix]
     }
 
-    /// The index of `path`. Pre-order is not sorted order, so this is a
-    /// linear search; hot paths keep indices instead.
+    /// The index of `path` (a hash lookup).
     pub fn find(&self, path: &ScopePath) -> Option<ScopeIx> {
-        self.scopes.iter().position(|s| &s.path == path)
+        self.find_str(path.as_str())
+    }
+
+    /// The index of the scope whose path is `path`.
+    pub fn find_str(&self, path: &str) -> Option<ScopeIx> {
+        self.by_path.get(path).copied()
     }
 
     /// A sorted `(path, index)` table for repeated lookups.

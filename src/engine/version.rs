@@ -10,16 +10,20 @@
 use std::fmt;
 use std::ops::Range;
 use std::str::FromStr;
+use std::sync::Arc;
 
 /// A version as written, parsed to `semver::Version`.
 ///
 /// Missing components are zero (`1.2` is `1.2.0`). Equality and ordering
 /// follow the parsed semver value (a total order), while [`fmt::Display`]
 /// reproduces the text as written.
+///
+/// The written text is shared: a resolution plan binds a version per
+/// requirement, and cloning one must not allocate.
 #[derive(Clone, Debug)]
 pub struct Version {
     parsed: semver::Version,
-    written: String,
+    written: Arc<str>,
 }
 
 /// Why a version text was rejected; `span` is a byte range inside the text.
@@ -413,13 +417,13 @@ impl Version {
         }
         Ok(Self {
             parsed: scanned.semver(),
-            written: t.to_owned(),
+            written: Arc::from(t),
         })
     }
 
     /// Wrap an already parsed semver value; the written text is its display.
     pub fn from_semver(parsed: semver::Version) -> Self {
-        let written = parsed.to_string();
+        let written = Arc::from(parsed.to_string());
         Self { parsed, written }
     }
 

@@ -41,11 +41,54 @@ fn check_name(kind: &str, text: &str) -> Result<(), IdError> {
     Ok(())
 }
 
+/// Comparison and hashing of a shared-text id by its text, as derived, with
+/// a shortcut for two handles of one allocation: plans and snapshots clone
+/// the composition's ids, so most comparisons are between equal handles.
+macro_rules! shared_text_cmp {
+    ($name:ident) => {
+        impl PartialEq for $name {
+            #[inline]
+            fn eq(&self, other: &Self) -> bool {
+                Arc::ptr_eq(&self.0, &other.0) || *self.0 == *other.0
+            }
+        }
+
+        impl Eq for $name {}
+
+        impl PartialOrd for $name {
+            #[inline]
+            fn partial_cmp(&self, other: &Self) -> Option<std::cmp::Ordering> {
+                Some(self.cmp(other))
+            }
+        }
+
+        impl Ord for $name {
+            #[inline]
+            fn cmp(&self, other: &Self) -> std::cmp::Ordering {
+                if Arc::ptr_eq(&self.0, &other.0) {
+                    std::cmp::Ordering::Equal
+                } else {
+                    (*self.0).cmp(&*other.0)
+                }
+            }
+        }
+
+        impl std::hash::Hash for $name {
+            #[inline]
+            fn hash<H: std::hash::Hasher>(&self, state: &mut H) {
+                (*self.0).hash(state);
+            }
+        }
+    };
+}
+
 macro_rules! name_type {
     ($(#[$doc:meta])* $name:ident, $kind:literal, $check:expr) => {
         $(#[$doc])*
-        #[derive(Clone, PartialEq, Eq, PartialOrd, Ord, Hash)]
+        #[derive(Clone)]
         pub struct $name(Arc<str>);
+
+        shared_text_cmp!($name);
 
         impl $name {
             /// Validate and wrap `text`.
@@ -125,8 +168,10 @@ name_type!(
 
 /// A canonical scope path: `/`, or `/` followed by `/`-separated names with no
 /// empty, `.` or `..` segment, no surrounding whitespace and no trailing `/`.
-#[derive(Clone, PartialEq, Eq, PartialOrd, Ord, Hash)]
+#[derive(Clone)]
 pub struct ScopePath(Arc<str>);
+
+shared_text_cmp!(ScopePath);
 
 impl ScopePath {
     /// The root scope `/`.

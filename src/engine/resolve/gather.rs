@@ -1,14 +1,12 @@
 //! Step 1 of resolution: per requirement, the providers it can see and accept.
 
-use std::collections::HashMap;
-
 use super::plan::Consumer;
 use std::collections::BTreeMap;
 
 use crate::engine::model::{
     CapabilityName, Composition, Entry, EntryId, EntryRef, Provided, Requirement, ScopePath,
 };
-use crate::engine::tree::{ScopeIx, ScopeTree};
+use crate::engine::tree::{FxHashMap, ScopeIx, ScopeTree};
 use crate::engine::version::Version;
 
 /// Who holds a gathered requirement (indices into [`Gathered`]).
@@ -31,10 +29,13 @@ pub(super) struct Req<'a> {
     pub(super) holder: Holder,
     pub(super) scope: ScopeIx,
     pub(super) requirement: &'a Requirement,
-    /// Visible (lineage, exposed), accepting providers, by entry index.
-    pub(super) accepted: Vec<Candidate<'a>>,
-    /// Visible providers that accept no version of theirs.
-    pub(super) exposed_rejected: Vec<usize>,
+    /// Visible (lineage, exposed), accepting providers, by entry index: a
+    /// range of [`Gathered::candidates`] (one list for all requirements
+    /// spares an allocation per requirement).
+    accepted: std::ops::Range<usize>,
+    /// Visible providers that accept no version of theirs: a range of
+    /// [`Gathered::rejected`].
+    exposed_rejected: std::ops::Range<usize>,
     /// A lineage provider exists but a capability view hides it.
     pub(super) hidden_in_lineage: bool,
     /// A provider exists outside the lineage.
@@ -74,9 +75,28 @@ pub(super) struct Gathered<'a> {
     pub(super) scope_prefer: Vec<Option<&'a BTreeMap<CapabilityName, EntryRef>>>,
     /// Scope paths by scope index.
     pub(super) scope_paths: Vec<ScopePath>,
+    /// Whether each entry declares any preference (read once here, so
+    /// selection does not visit the entry again for an empty map).
+    pub(super) entry_prefers: Vec<bool>,
+    /// Accepted candidates of every requirement, each requirement's sorted
+    /// by entry.
+    candidates: Vec<Candidate<'a>>,
+    /// Exposed rejected providers of every requirement, each requirement's
+    /// sorted.
+    rejected: Vec<usize>,
 }
 
-impl Gathered<'_> {
+impl<'a> Gathered<'a> {
+    /// Visible, accepting providers of `req`, by entry index.
+    pub(super) fn accepted(&self, req: &Req<'a>) -> &[Candidate<'a>] {
+        &self.candidates[req.accepted.clone()]
+    }
+
+    /// Visible providers of `req` that accept no version of theirs.
+    pub(super) fn exposed_rejected(&self, req: &Req<'a>) -> &[usize] {
+        &self.rejected[req.exposed_rejected.clone()]
+    }
+
     /// Index of the entry with `id`.
     pub(super) fn index_of(&self, id: &EntryId) -> Option<usize> {
         self.entries.binary_search_by(|e| e.id.cmp(id)).ok()
@@ -94,24 +114,24 @@ pub fn best_accepted<'a>(provided: &'a Provided, requirement: &Requirement) -> O
 
 pub(super) fn gather<'a>(composition: &'a Composition, tree: &ScopeTree) -> Gathered<'a> {
     let entries: Vec<&Entry> = composition.entries.values().collect();
-    let table = tree.lookup_table();
-    let find = |p| {
-        table
-            .binary_search_by(|(q, _)| (*q).cmp(p))
-            .map(|i| table[i].1)
-            .unwrap_or(0)
-    };
-    let entry_scope: Vec<ScopeIx> = entries.iter().map(|e| find(&e.scope.value)).collect();
+    let entry_scope: Vec<ScopeIx> = entries
+        .iter()
+        .map(|e| tree.find(&e.scope.value).unwrap_or(0))
+        .collect();
+    let decls = tree.decls(composition);
     let mut by_scope: Vec<Vec<usize>> = vec![Vec::new(); tree.len()];
     for (e, &s) in entry_scope.iter().enumerate() {
         by_scope[s].push(e);
     }
 
     // Intern provided capability names; count providers per capability.
-    let mut caps: HashMap<&str, usize> = HashMap::new();
+    let mut caps: FxHashMap<&str, usize> = FxHashMap::default();
+    caps.reserve(entries.len().min(1 << 16));
     let mut provided: Vec<Vec<(usize, &Provided)>> = Vec::with_capacity(entries.len());
     let mut total: Vec<usize> = Vec::new();
+    let mut entry_prefers: Vec<bool> = Vec::with_capacity(entries.len());
     for entry in &entries {
+        entry_prefers.push(!entry.prefer.is_empty());
         let mut mine = Vec::with_capacity(entry.manifest.provides.len());
         for (name, p) in &entry.manifest.provides {
             let next = caps.len();
@@ -128,6 +148,7 @@ pub(super) fn gather<'a>(composition: &'a Composition, tree: &ScopeTree) -> Gath
     let mut on_lineage: Vec<Vec<usize>> = vec![Vec::new(); caps.len()];
     let mut lineage: Vec<(ScopeIx, Vec<usize>)> = Vec::new();
     let mut requirements = Vec::new();
+    let mut lists = Lists::default();
     let ctx = Ctx {
         provided: &provided,
         caps: &caps,
@@ -153,21 +174,33 @@ pub(super) fn gather<'a>(composition: &'a Composition, tree: &ScopeTree) -> Gath
             }
         }
         lineage.push((ix, pushed));
-        if let Some(decl) = composition.scopes.get(&tree.get(ix).path) {
+        if let Some(decl) = decls[ix] {
             for requirement in decl.requirements.values() {
-                requirements.push(ctx.req(Holder::Scope(ix), ix, requirement, &on_lineage));
+                requirements.push(ctx.req(
+                    Holder::Scope(ix),
+                    ix,
+                    requirement,
+                    &on_lineage,
+                    &mut lists,
+                ));
             }
         }
         for &e in in_scope {
             for requirement in entries[e].manifest.requires.values() {
-                requirements.push(ctx.req(Holder::Entry(e), ix, requirement, &on_lineage));
+                requirements.push(ctx.req(
+                    Holder::Entry(e),
+                    ix,
+                    requirement,
+                    &on_lineage,
+                    &mut lists,
+                ));
             }
         }
     }
-    let scope_prefer = tree
-        .scopes()
+    // Empty tables as `None`: selection then never visits the declaration.
+    let scope_prefer = decls
         .iter()
-        .map(|s| composition.scopes.get(&s.path).map(|d| &d.prefer))
+        .map(|d| d.map(|d| &d.prefer).filter(|p| !p.is_empty()))
         .collect();
     let scope_paths = tree.scopes().iter().map(|s| s.path.clone()).collect();
     Gathered {
@@ -176,12 +209,22 @@ pub(super) fn gather<'a>(composition: &'a Composition, tree: &ScopeTree) -> Gath
         requirements,
         scope_prefer,
         scope_paths,
+        entry_prefers,
+        candidates: lists.candidates,
+        rejected: lists.rejected,
     }
+}
+
+/// The shared candidate lists being filled.
+#[derive(Default)]
+struct Lists<'a> {
+    candidates: Vec<Candidate<'a>>,
+    rejected: Vec<usize>,
 }
 
 struct Ctx<'c, 'a> {
     provided: &'c [Vec<(usize, &'a Provided)>],
-    caps: &'c HashMap<&'a str, usize>,
+    caps: &'c FxHashMap<&'a str, usize>,
     total: &'c [usize],
     tree: &'c ScopeTree,
 }
@@ -193,13 +236,15 @@ impl<'a> Ctx<'_, 'a> {
         scope: ScopeIx,
         requirement: &'a Requirement,
         on_lineage: &[Vec<usize>],
+        lists: &mut Lists<'a>,
     ) -> Req<'a> {
+        let (c0, r0) = (lists.candidates.len(), lists.rejected.len());
         let mut out = Req {
             holder,
             scope,
             requirement,
-            accepted: Vec::new(),
-            exposed_rejected: Vec::new(),
+            accepted: c0..c0,
+            exposed_rejected: r0..r0,
             hidden_in_lineage: false,
             elsewhere: false,
             self_provides: false,
@@ -223,16 +268,18 @@ impl<'a> Ctx<'_, 'a> {
                     .find(|&&(c, _)| c == cap)
                     .map(|&(_, pr)| pr);
                 match prov.and_then(|pr| best_accepted(pr, requirement)) {
-                    Some(version) => out.accepted.push(Candidate { entry: p, version }),
-                    None => out.exposed_rejected.push(p),
+                    Some(version) => lists.candidates.push(Candidate { entry: p, version }),
+                    None => lists.rejected.push(p),
                 }
             }
         } else {
             lineage_count = visible.count();
             out.hidden_in_lineage = lineage_count > 0;
         }
-        out.accepted.sort_unstable_by_key(|c| c.entry);
-        out.exposed_rejected.sort_unstable();
+        lists.candidates[c0..].sort_unstable_by_key(|c| c.entry);
+        lists.rejected[r0..].sort_unstable();
+        out.accepted = c0..lists.candidates.len();
+        out.exposed_rejected = r0..lists.rejected.len();
         let own = usize::from(out.self_provides);
         out.elsewhere = self.total[cap] > lineage_count + own;
         out

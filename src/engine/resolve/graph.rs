@@ -23,7 +23,7 @@ pub(super) fn find_cycles(g: &Gathered<'_>) -> Vec<Cycle> {
         if !req.gates() {
             continue;
         }
-        arcs.extend(req.accepted.iter().map(|cand| (c, cand.entry)));
+        arcs.extend(g.accepted(req).iter().map(|cand| (c, cand.entry)));
     }
     let core = cyclic_core(n, &arcs);
     if core.iter().all(|&keep| !keep) {

@@ -64,7 +64,12 @@ pub fn resolve_with_tree(composition: &Composition, tree: &ScopeTree) -> Plan {
     let mut index_cache = preferences::IndexCache::default();
     for req in &g.requirements {
         cands.clear();
-        cands.extend(req.accepted.iter().map(|c| c.entry).filter(|&e| viable[e]));
+        cands.extend(
+            g.accepted(req)
+                .iter()
+                .map(|c| c.entry)
+                .filter(|&e| viable[e]),
+        );
         let cands = &cands[..];
         let applicable = preferences::applicable_indexed(composition, &g, req, &mut index_cache);
         let sel = match cands.len() {
@@ -103,7 +108,12 @@ pub fn resolve_with_tree(composition: &Composition, tree: &ScopeTree) -> Plan {
                 None,
                 c.iter().map(|&e| g.entries[e].id.clone()).collect(),
             ),
-            Selection::None => (unselected_status(req, &eligible), None, None, Vec::new()),
+            Selection::None => (
+                unselected_status(&g, req, &eligible),
+                None,
+                None,
+                Vec::new(),
+            ),
         };
         if let Holder::Entry(c) = req.holder {
             if status == Status::Resolved
@@ -123,8 +133,8 @@ pub fn resolve_with_tree(composition: &Composition, tree: &ScopeTree) -> Plan {
             }
         }
         let selected = selected.map(|p| {
-            let version = req
-                .accepted
+            let version = g
+                .accepted(req)
                 .iter()
                 .find(|c| c.entry == p)
                 .map(|c| c.version.clone())
@@ -150,9 +160,9 @@ pub fn resolve_with_tree(composition: &Composition, tree: &ScopeTree) -> Plan {
             ambiguous_between,
         });
     }
-    edges.sort_unstable();
+    sort_edges(n, &mut edges);
     edges.dedup();
-    hard_edges.sort_unstable();
+    sort_edges(n, &mut hard_edges);
     hard_edges.dedup();
 
     let order = graph::activation_order(n, &eligible, &edges, &hard_edges);
@@ -261,6 +271,29 @@ fn output_order(g: &Gathered<'_>) -> (Vec<usize>, Vec<std::ops::Range<usize>>) {
     (out, entry_reqs)
 }
 
+/// Sort `(provider, consumer)` pairs of entry indices below `n`. Edges are
+/// collected in consumer order, so a stable counting sort by provider sorts
+/// them in linear time; anything else is sorted by comparison.
+fn sort_edges(n: usize, edges: &mut Vec<(usize, usize)>) {
+    if edges.len() < 64 || !edges.is_sorted_by_key(|&(_, c)| c) {
+        edges.sort_unstable();
+        return;
+    }
+    let mut start = vec![0usize; n + 1];
+    for &(p, _) in edges.iter() {
+        start[p + 1] += 1;
+    }
+    for i in 0..n {
+        start[i + 1] += start[i];
+    }
+    let mut sorted = vec![(0, 0); edges.len()];
+    for &(p, c) in edges.iter() {
+        sorted[start[p]] = (p, c);
+        start[p] += 1;
+    }
+    *edges = sorted;
+}
+
 /// What step 4 chose for one requirement.
 #[derive(Clone, Debug)]
 enum Selection {
@@ -271,12 +304,13 @@ enum Selection {
 
 /// Status of a requirement with no viable accepted candidate, in the
 /// reference's precedence.
-fn unselected_status(req: &gather::Req, eligible: &[bool]) -> Status {
-    if req.exposed_rejected.iter().any(|&e| eligible[e]) {
+fn unselected_status(g: &Gathered<'_>, req: &gather::Req<'_>, eligible: &[bool]) -> Status {
+    let rejected = g.exposed_rejected(req);
+    if rejected.iter().any(|&e| eligible[e]) {
         Status::VersionMismatch
-    } else if !req.accepted.is_empty() {
+    } else if !g.accepted(req).is_empty() {
         Status::ProviderPending
-    } else if !req.exposed_rejected.is_empty() {
+    } else if !rejected.is_empty() {
         Status::VersionMismatch
     } else if req.hidden_in_lineage || req.elsewhere {
         Status::NotVisible
@@ -300,7 +334,7 @@ fn viability(g: &Gathered<'_>, cycle_of: &[Option<usize>]) -> Vec<bool> {
         if !req.gates() {
             continue;
         }
-        for c in &req.accepted {
+        for c in g.accepted(req) {
             reverse[c.entry].push(ri);
             if viable[c.entry] {
                 count[ri] += 1;

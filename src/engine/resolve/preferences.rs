@@ -10,6 +10,7 @@ use std::collections::HashMap;
 use super::gather::{Gathered, Holder, Req};
 use super::plan::{Consumer, PreferenceFinding, PreferenceLevel};
 use crate::engine::model::{CapabilityName, Composition, EntryId};
+use crate::engine::tree::FxHashMap;
 
 /// The preferences that apply to `req`, most specific first.
 fn applicable<'a>(
@@ -19,7 +20,8 @@ fn applicable<'a>(
 ) -> [(PreferenceLevel, Option<&'a EntryId>); 3] {
     let cap = &req.requirement.capability;
     let consumer = match req.holder {
-        Holder::Entry(e) => g.entries[e].prefer.get(cap).map(|r| &r.value),
+        Holder::Entry(e) if g.entry_prefers[e] => g.entries[e].prefer.get(cap).map(|r| &r.value),
+        Holder::Entry(_) => None,
         Holder::Scope(_) => None,
     };
     let scope = g.scope_prefer[req.scope]
@@ -99,8 +101,9 @@ pub(super) fn choose(
 /// A preference by index: level, holder (entry index, scope index, or 0 for
 /// the global table) and capability. Usage is looked up, never iterated, so
 /// a hash map keyed by indices keeps the output deterministic while sparing
-/// a string key per observed requirement.
-type UsageKey = (PreferenceLevel, usize, CapabilityName);
+/// a string key per observed requirement. The capability is borrowed from
+/// the composition, so observing clones nothing.
+type UsageKey<'a> = (PreferenceLevel, usize, &'a str);
 
 #[derive(Default)]
 struct Usage {
@@ -111,21 +114,21 @@ struct Usage {
 
 /// What each preference did, gathered while selecting.
 #[derive(Default)]
-pub(super) struct Log {
-    usage: HashMap<UsageKey, Usage>,
+pub(super) struct Log<'a> {
+    usage: FxHashMap<UsageKey<'a>, Usage>,
 }
 
-impl Log {
+impl<'a> Log<'a> {
     /// Record how the preferences that apply to `req` relate to its
     /// candidates.
     pub(super) fn observe(
         &mut self,
         applicable: &Applicable<'_>,
         g: &Gathered<'_>,
-        req: &Req<'_>,
+        req: &Req<'a>,
         cands: &[usize],
     ) {
-        let cap = &req.requirement.capability;
+        let cap: &'a str = req.requirement.capability.as_str();
         for &(level, preferred) in applicable {
             let Some((_, index)) = preferred else {
                 continue;
@@ -139,7 +142,7 @@ impl Log {
                 PreferenceLevel::Scope => req.scope,
                 PreferenceLevel::Global => 0,
             };
-            let usage = self.usage.entry((level, holder, cap.clone())).or_default();
+            let usage = self.usage.entry((level, holder, cap)).or_default();
             usage.applies += 1;
             let is_candidate = index.is_some_and(|ix| cands.binary_search(&ix).is_ok());
             if is_candidate {
@@ -161,8 +164,8 @@ impl Log {
     /// order.
     pub(super) fn findings(
         &self,
-        composition: &Composition,
-        g: &Gathered<'_>,
+        composition: &'a Composition,
+        g: &Gathered<'a>,
     ) -> Vec<PreferenceFinding> {
         // (level, holder name, capability, holder index, preferred); the
         // index is `None` for a scope outside the tree, which no requirement
@@ -213,7 +216,7 @@ impl Log {
         for (level, holder_name, cap, holder_ix, preferred) in declared {
             let holder = || holder_name.map(str::to_owned);
             let capability = cap.clone();
-            let usage = holder_ix.and_then(|h| self.usage.get(&(level, h, capability.clone())));
+            let usage = holder_ix.and_then(|h| self.usage.get(&(level, h, cap.as_str())));
             if composition.disabled.contains_key(preferred) {
                 let (holder, preferred) = (holder(), preferred.clone());
                 out.push(PreferenceFinding::Disabled {

@@ -19,9 +19,9 @@ use crate::engine::canonical::{
 use crate::engine::identity::{GenerationId, instance_id};
 use crate::engine::model::{CapabilityName, Composition, Entry, EntryId, Requirement, ToolName};
 use crate::engine::redact::redact_for_hash;
-use crate::engine::resolve::{Consumer, Plan, Status};
+use crate::engine::resolve::{Consumer, Plan, Resolution, Status};
 use crate::engine::specifier::Clause;
-use crate::engine::tree::{ScopeIx, ScopeTree};
+use crate::engine::tree::{FxHashMap, ScopeIx, ScopeTree};
 
 /// The version of this chassis, recorded in every snapshot.
 pub const CHASSIS_VERSION: &str = env!("CARGO_PKG_VERSION");
@@ -362,16 +362,20 @@ fn sorted_graph_hash(sorted: &[&Entry], plan: &Plan) -> Result<String, CanonErro
 /// looked up by the list's address and length (equal keys mean the same list
 /// while `plan` is borrowed), then by content, so equal specifiers of
 /// different manifests are rendered once too. Only the rendered text reaches
-/// the output. Consecutive rows with the same requirement share one text.
+/// the output. Rows with the same requirement (capability handle, specifier,
+/// optional) share one text.
 #[derive(Default)]
 struct SpecTexts<'p> {
-    by_address: HashMap<(usize, usize), usize>,
-    by_content: HashMap<&'p [Clause], usize>,
+    by_address: FxHashMap<(usize, usize), usize>,
+    by_content: FxHashMap<&'p [Clause], usize>,
     rendered: Vec<String>,
     scratch: String,
     /// The last specifier seen: consecutive requirements usually repeat it.
     last_spec: Option<(&'p [Clause], usize)>,
     last: Option<((usize, usize, bool), Arc<str>)>,
+    /// Every rendered requirement text, by (capability handle address,
+    /// specifier, optional); addresses are stable while `plan` is borrowed.
+    texts: FxHashMap<(usize, usize, bool), Arc<str>>,
 }
 
 impl<'p> SpecTexts<'p> {
@@ -420,6 +424,11 @@ impl<'p> SpecTexts<'p> {
         {
             return Arc::clone(text);
         }
+        if let Some(text) = self.texts.get(&key) {
+            let text = Arc::clone(text);
+            self.last = Some((key, Arc::clone(&text)));
+            return text;
+        }
         let suffix = if r.optional { " (optional)" } else { "" };
         self.scratch.clear();
         self.scratch.push_str(r.capability.as_str());
@@ -427,6 +436,7 @@ impl<'p> SpecTexts<'p> {
         self.scratch.push_str(&self.rendered[spec]);
         self.scratch.push_str(suffix);
         let text: Arc<str> = Arc::from(self.scratch.as_str());
+        self.texts.insert(key, Arc::clone(&text));
         self.last = Some((key, Arc::clone(&text)));
         text
     }
@@ -457,16 +467,10 @@ fn scope_indices(
     plan: &Plan,
     facts: &EntryFacts<'_>,
 ) -> (Vec<Option<ScopeIx>>, Vec<Option<ScopeIx>>) {
-    let by_path: HashMap<&str, ScopeIx> = tree
-        .scopes()
-        .iter()
-        .enumerate()
-        .map(|(i, s)| (s.path.as_str(), i))
-        .collect();
     let entry_scope: Vec<Option<ScopeIx>> = facts
         .entries
         .iter()
-        .map(|e| by_path.get(e.scope.value.as_str()).copied())
+        .map(|e| tree.find(&e.scope.value))
         .collect();
     let mut k = 0;
     let resolution_scope = plan
@@ -484,17 +488,17 @@ fn scope_indices(
                     return *ix;
                 }
             }
-            by_path.get(r.scope.as_str()).copied()
+            tree.find(&r.scope)
         })
         .collect();
     (entry_scope, resolution_scope)
 }
 
 /// Both scope fingerprints: by entry id and by instance id.
-fn fingerprints(
+fn fingerprints<'p>(
     composition: &Composition,
     tree: &ScopeTree,
-    plan: &Plan,
+    plan: &'p Plan,
     facts: &EntryFacts<'_>,
     instance_ids: &[String],
 ) -> (ScopesFingerprint, ScopesFingerprint) {
@@ -517,28 +521,44 @@ fn fingerprints(
         }
     }
 
+    // Resolutions of each scope, in plan order (counting sort), so each
+    // scope's rows are built straight into their shared slice.
+    let mut row_start = vec![0usize; n + 1];
+    for ix in resolution_scope.iter().flatten() {
+        row_start[ix + 1] += 1;
+    }
+    for i in 0..n {
+        row_start[i + 1] += row_start[i];
+    }
+    let mut row_fill = row_start.clone();
+    let mut rows_of = vec![0usize; row_start[n]];
+    for (ri, ix) in resolution_scope.iter().enumerate() {
+        if let Some(ix) = *ix {
+            rows_of[row_fill[ix]] = ri;
+            row_fill[ix] += 1;
+        }
+    }
     let mut texts = SpecTexts::default();
     let mut statuses = StatusTexts::default();
-    let mut semantic_rows: Vec<Vec<SelectionRow>> = vec![Vec::new(); n];
-    for (r, ix) in plan.resolutions.iter().zip(&resolution_scope) {
-        let Some(ix) = *ix else { continue };
+    let mut row = |r: &'p Resolution| {
         let resolved = r.status == Status::Resolved;
         let selected = r.selected.as_ref().filter(|_| resolved);
         let consumer = match &r.consumer {
             Consumer::Entry(id) => Arc::clone(id.as_arc()),
             Consumer::Scope(path) => Arc::clone(path.as_arc()),
         };
-        semantic_rows[ix].push(SelectionRow {
+        SelectionRow {
             consumer,
             requirement: texts.render(&r.requirement),
             status: statuses.get(r.status),
             provider: selected.map(|s| Arc::clone(s.entry.as_arc())),
             provider_scope: selected.map(|s| Arc::clone(s.scope.as_arc())),
-        });
-    }
+        }
+    };
 
     // Tools owned by active entries on each lineage, accumulated in
     // pre-order (a parent always precedes its children).
+    let decls = tree.decls(composition);
     let mut lineage_tools: Vec<Vec<&ToolName>> = vec![Vec::new(); n];
     let mut semantic = Vec::with_capacity(n);
     let mut physical = Vec::with_capacity(n);
@@ -608,8 +628,11 @@ fn fingerprints(
         visible.sort();
         visible.dedup();
         lineage_tools[ix] = acc;
-        let decl = composition.scopes.get(&scope.path);
-        let selections: Arc<[SelectionRow]> = std::mem::take(&mut semantic_rows[ix]).into();
+        let decl = decls[ix];
+        let selections: Arc<[SelectionRow]> = rows_of[row_start[ix]..row_start[ix + 1]]
+            .iter()
+            .map(|&ri| row(&plan.resolutions[ri]))
+            .collect();
         let sem = ScopeRow {
             path: Arc::clone(scope.path.as_arc()),
             parent: scope.parent.map(|p| Arc::clone(tree.get(p).path.as_arc())),

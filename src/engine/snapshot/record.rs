@@ -5,7 +5,7 @@ use std::fmt::{self, Write};
 
 use super::scopes::ScopesFingerprint;
 use crate::engine::canonical::{
-    Canon, CanonError, Sha256Writer, write_canonical, write_json_string,
+    Canon, CanonError, Sha256Tee, Sha256Writer, write_canonical, write_json_string,
 };
 
 /// The record format version written by this chassis.
@@ -198,8 +198,10 @@ impl SnapshotRecord {
         let (mut d, mut s) = (Sha256Writer::new(), Sha256Writer::new());
         self.write_record_head(&mut d)?;
         self.write_semantic_head(&mut s)?;
-        self.semantic_scopes
-            .write_canonical(&mut Tee(&mut d, &mut s))?;
+        {
+            let mut both = Sha256Tee::new(&mut d, &mut s);
+            self.semantic_scopes.write_canonical(&mut both)?;
+        }
         self.write_record_tail(&mut d)?;
         self.write_semantic_tail(&mut s)?;
         Ok(Digests {
@@ -312,21 +314,6 @@ impl SnapshotRecord {
             w_strs(v, out)?;
         }
         out.write_char('}')
-    }
-}
-
-/// Writes everything into two sinks at once.
-struct Tee<'a, A, B>(&'a mut A, &'a mut B);
-
-impl<A: Write, B: Write> Write for Tee<'_, A, B> {
-    fn write_str(&mut self, s: &str) -> fmt::Result {
-        self.0.write_str(s)?;
-        self.1.write_str(s)
-    }
-
-    fn write_char(&mut self, c: char) -> fmt::Result {
-        self.0.write_char(c)?;
-        self.1.write_char(c)
     }
 }
 
