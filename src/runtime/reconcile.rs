@@ -524,7 +524,7 @@ impl Harness {
                 continue;
             };
             bindings.push((
-                r.requirement.capability.to_string(),
+                r.requirement.capability.as_str().to_owned(),
                 provider_iid.clone(),
                 sel.version.to_string(),
             ));
@@ -739,10 +739,13 @@ impl Harness {
         let mut hooks = Vec::new();
         let mut mounts = BTreeMap::new();
         for entry_id in &plan.activation_order {
-            let id = entry_id.to_string();
-            let Some(managed) = chosen.get(&id).and_then(|iid| control.instances.get(iid)) else {
+            let Some(managed) = chosen
+                .get(entry_id.as_str())
+                .and_then(|iid| control.instances.get(iid))
+            else {
                 continue;
             };
+            let id = entry_id.as_str().to_owned();
             let regs = managed.instance.registrations();
             mounts.insert(entry_id.clone(), managed.mount);
             instances.push(GenerationInstance {
