@@ -233,10 +233,173 @@ pub enum ExecError {
     Failed(Box<ToolResult>),
 }
 
-/// The executor (stateless; cheap to clone).
+/// The executor (cheap to clone; clones share its attribute memos).
 #[derive(Clone, Debug)]
 pub struct ToolExecutor {
     services: ExecutorServices,
+    memo: Arc<Memos>,
+}
+
+/// A borrowed attribute value, compared with a memoized one.
+#[derive(Clone, Copy)]
+enum Val<'a> {
+    Str(&'a str),
+    Bool(bool),
+}
+
+impl Val<'_> {
+    fn matches(self, value: &AttrValue) -> bool {
+        match (self, value) {
+            (Val::Str(a), AttrValue::Str(b)) => a == b,
+            (Val::Bool(a), AttrValue::Bool(b)) => a == *b,
+            _ => false,
+        }
+    }
+
+    fn owned(self) -> AttrValue {
+        match self {
+            Val::Str(s) => AttrValue::from(s),
+            Val::Bool(b) => AttrValue::from(b),
+        }
+    }
+}
+
+/// The attributes of the last signal of one kind, reused while their values
+/// repeat (a run calling one tool emits the same maps call after call), so a
+/// call builds no map it already built.
+#[derive(Default)]
+struct AttrMemo(std::sync::Mutex<Option<Arc<Attributes>>>);
+
+impl AttrMemo {
+    /// Attributes holding exactly `pairs` (distinct keys in ascending order).
+    fn get(&self, pairs: &[(&'static str, Val<'_>)]) -> Arc<Attributes> {
+        debug_assert!(pairs.windows(2).all(|w| w[0].0 < w[1].0));
+        let mut slot = self
+            .0
+            .lock()
+            .unwrap_or_else(std::sync::PoisonError::into_inner);
+        if let Some(cached) = slot.as_ref()
+            && cached.len() == pairs.len()
+            && cached
+                .iter()
+                .zip(pairs)
+                .all(|((k, v), (key, val))| k == key && val.matches(v))
+        {
+            return Arc::clone(cached);
+        }
+        let fresh: Arc<Attributes> = Arc::new(
+            pairs
+                .iter()
+                .map(|(k, v)| ((*k).to_owned(), v.owned()))
+                .collect(),
+        );
+        *slot = Some(Arc::clone(&fresh));
+        fresh
+    }
+}
+
+/// What the executor builds on every call, kept for the next one: one
+/// attribute memo per signal it emits, the last `before_tool_execute`
+/// payload (its keys and fixed values), policy request and generation id.
+#[derive(Default)]
+struct Memos {
+    span_start: AttrMemo,
+    span_end: AttrMemo,
+    decision: AttrMemo,
+    payload: std::sync::Mutex<Option<serde_json::Map<String, Value>>>,
+    request: std::sync::Mutex<Option<PolicyRequest>>,
+    generation: std::sync::Mutex<Option<(crate::engine::identity::GenerationId, String)>>,
+}
+
+fn locked<T>(m: &std::sync::Mutex<T>) -> std::sync::MutexGuard<'_, T> {
+    m.lock().unwrap_or_else(std::sync::PoisonError::into_inner)
+}
+
+impl Memos {
+    /// `id` as text.
+    fn generation_id(&self, id: &crate::engine::identity::GenerationId) -> String {
+        let mut slot = locked(&self.generation);
+        match slot.as_ref() {
+            Some((cached, text)) if cached == id => text.clone(),
+            _ => {
+                let text = id.to_string();
+                *slot = Some((id.clone(), text.clone()));
+                text
+            }
+        }
+    }
+
+    /// The `before_tool_execute` payload: `tool`, `owner`, `args`,
+    /// `generation_id`, `run_id` (the memoized map when the fixed values
+    /// match, with `args` put in).
+    fn before_payload(
+        &self,
+        reuse: bool,
+        fixed: [(&str, &str); 4],
+        args: Value,
+    ) -> serde_json::Map<String, Value> {
+        let cached = if reuse {
+            locked(&self.payload).take()
+        } else {
+            None
+        };
+        let same = |m: &serde_json::Map<String, Value>| {
+            m.len() == 5
+                && fixed
+                    .iter()
+                    .all(|(k, v)| m.get(*k).and_then(Value::as_str) == Some(*v))
+        };
+        let mut map = match cached {
+            Some(m) if same(&m) => m,
+            _ => {
+                let [tool, owner, generation_id, run_id] = fixed.map(|(_, v)| v);
+                let mut m = serde_json::Map::new();
+                m.insert("tool".into(), Value::from(tool));
+                m.insert("owner".into(), Value::from(owner));
+                m.insert("args".into(), Value::Null);
+                m.insert("generation_id".into(), Value::from(generation_id));
+                m.insert("run_id".into(), Value::from(run_id));
+                m
+            }
+        };
+        if let Some(slot) = map.get_mut("args") {
+            *slot = args;
+        }
+        map
+    }
+
+    /// The request for `permission` on behalf of `tool` (subject
+    /// `tool:<tool>`, context `owner` and `generation_id`).
+    fn request(
+        &self,
+        tool: &str,
+        permission: &crate::engine::policy::Permission,
+        owner: &str,
+        generation_id: &str,
+    ) -> PolicyRequest {
+        let cached = locked(&self.request).take();
+        match cached {
+            Some(r)
+                if r.permission == *permission
+                    && r.subject.strip_prefix("tool:") == Some(tool)
+                    && r.context.len() == 2
+                    && r.context.get("owner").map(String::as_str) == Some(owner)
+                    && r.context.get("generation_id").map(String::as_str)
+                        == Some(generation_id) =>
+            {
+                r
+            }
+            _ => PolicyRequest::for_tool(tool, permission.clone())
+                .with_context("owner", owner)
+                .with_context("generation_id", generation_id),
+        }
+    }
+}
+
+impl std::fmt::Debug for Memos {
+    fn fmt(&self, f: &mut std::fmt::Formatter<'_>) -> std::fmt::Result {
+        f.debug_struct("Memos").finish_non_exhaustive()
+    }
 }
 
 fn emit(telemetry: &dyn Telemetry, name: &str, attrs: &Attributes) {
@@ -248,7 +411,10 @@ fn emit(telemetry: &dyn Telemetry, name: &str, attrs: &Attributes) {
 impl ToolExecutor {
     /// An executor over `services`.
     pub fn new(services: ExecutorServices) -> Self {
-        Self { services }
+        Self {
+            services,
+            memo: Arc::default(),
+        }
     }
 
     /// The services.
@@ -307,7 +473,7 @@ impl ToolExecutor {
     ) -> Result<ToolResult, ExecError> {
         let s = &self.services;
         let g = &run.generation;
-        let generation_id = g.id.to_string();
+        let generation_id = self.memo.generation_id(&g.id);
         let refuse = |r: ToolRefusal| Err(ExecError::Refused(r));
 
         // 1. Lookup through the generation and the scope's tool view.
@@ -332,10 +498,27 @@ impl ToolExecutor {
             .next()
             .is_some()
         {
-            let payload = json!({ "tool": call.name, "owner": reg.owner, "args": args, "generation_id": generation_id, "run_id": run.run_id });
+            // The payload takes the arguments and gives them back; only a
+            // transform can replace the payload (and perhaps drop them), so
+            // only then is a copy of the originals kept.
+            let transforms = g
+                .hooks
+                .for_event(HookEvent::BeforeToolExecute)
+                .any(|h| h.mode == super::hooks::HookMode::Transform);
+            let original = transforms.then(|| args.clone());
+            let payload = self.memo.before_payload(
+                !transforms,
+                [
+                    ("tool", &call.name),
+                    ("owner", &reg.owner),
+                    ("generation_id", &generation_id),
+                    ("run_id", &run.run_id),
+                ],
+                args,
+            );
             let out = g
                 .hooks
-                .dispatch(HookEvent::BeforeToolExecute, payload)
+                .dispatch(HookEvent::BeforeToolExecute, Value::Object(payload))
                 .await
                 .map_err(ExecError::Hook)?;
             self.hook_failures(&out.failures);
@@ -345,9 +528,18 @@ impl ToolExecutor {
                     reason,
                 });
             }
-            if let Some(new_args) = out.payload.get("args") {
-                args = new_args.clone();
-            }
+            let returned = match out.payload {
+                // Unchanged (no transform): take the arguments back and keep
+                // the map for the next call.
+                Value::Object(mut m) if !transforms => {
+                    let a = m.get_mut("args").map(std::mem::take);
+                    *locked(&self.memo.payload) = Some(m);
+                    a
+                }
+                Value::Object(mut m) => m.remove("args"),
+                _ => None,
+            };
+            args = returned.or(original).unwrap_or(Value::Null);
         }
 
         // 3. Arguments against the schema (after transforms, before policy).
@@ -374,15 +566,17 @@ impl ToolExecutor {
         };
         let mut approval = reg.policy.approval_required;
         for permission in &permissions {
-            let request = PolicyRequest::for_tool(&call.name, permission.clone())
-                .with_context("owner", reg.owner.clone())
-                .with_context("generation_id", generation_id.clone());
+            let request = self
+                .memo
+                .request(&call.name, permission, &reg.owner, &generation_id);
             let decision = evaluate_or_deny(s.policy.as_ref(), &request);
+            *locked(&self.memo.request) = Some(request);
+            let permission_text = permission.to_string();
             self.policy_decision(
                 run,
                 &call.name,
                 &reg.owner,
-                &permission.to_string(),
+                &permission_text,
                 decision.allowed,
                 &decision.reason,
             )
@@ -390,7 +584,7 @@ impl ToolExecutor {
             if !decision.allowed {
                 return refuse(ToolRefusal::PolicyDenied {
                     tool: call.name.clone(),
-                    permission: permission.to_string(),
+                    permission: permission_text,
                     reason: decision.reason,
                 });
             }
@@ -473,14 +667,14 @@ impl ToolExecutor {
             }
         };
         let result = ToolResult {
-            name: call.name.clone(),
+            name: call.name,
             status,
             content,
             artifact,
             error,
             duration_seconds,
-            call_id: call.call_id.clone(),
-            generation_id: generation_id.clone(),
+            call_id: call.call_id,
+            generation_id,
             run_id: run.run_id.clone(),
             replayed,
         };
@@ -493,9 +687,9 @@ impl ToolExecutor {
         };
         if g.hooks.for_event(event).next().is_some() {
             let payload = if status == ToolStatus::Ok {
-                json!({ "tool": call.name, "status": "ok", "duration_seconds": duration_seconds, "run_id": run.run_id })
+                json!({ "tool": result.name, "status": "ok", "duration_seconds": duration_seconds, "run_id": run.run_id })
             } else {
-                json!({ "tool": call.name, "error": result.error, "run_id": run.run_id })
+                json!({ "tool": result.name, "error": result.error, "run_id": run.run_id })
             };
             let out = g
                 .hooks
@@ -520,21 +714,21 @@ impl ToolExecutor {
         generation_id: &str,
     ) -> (ToolStatus, Value, Option<Value>, Option<String>, f64) {
         let s = &self.services;
-        let generation_id = generation_id.to_owned();
-        let span_attrs = attributes([
-            ("tool", AttrValue::from(call.name.clone())),
-            ("generation_id", AttrValue::from(generation_id.clone())),
-            ("owner", AttrValue::from(reg.owner.clone())),
-            ("registration_id", AttrValue::from(reg.id.clone())),
-            ("run_id", AttrValue::from(run.run_id.clone())),
-            ("idempotent", AttrValue::from(reg.policy.idempotent)),
-            ("replayed", AttrValue::from(false)),
+        let span_attrs = self.memo.span_start.get(&[
+            ("generation_id", Val::Str(generation_id)),
+            ("idempotent", Val::Bool(reg.policy.idempotent)),
+            ("owner", Val::Str(&reg.owner)),
+            ("registration_id", Val::Str(&reg.id)),
+            ("replayed", Val::Bool(false)),
+            ("run_id", Val::Str(&run.run_id)),
+            ("tool", Val::Str(&call.name)),
         ]);
         let span = s.telemetry.span_start("tool.execute", &span_attrs).ok();
+        drop(span_attrs);
         let cancel = Cancellation::new();
         let ctx = ToolCallContext {
             run_id: run.run_id.clone(),
-            generation_id: generation_id.clone(),
+            generation_id: generation_id.to_owned(),
             agent: run.agent.clone(),
             scope: run.scope.clone(),
             cancel: cancel.clone(),
@@ -582,7 +776,10 @@ impl ToolExecutor {
             ),
         };
         if let Some(id) = span {
-            let end = attributes([("status", status.as_str().to_owned())]);
+            let end = self
+                .memo
+                .span_end
+                .get(&[("status", Val::Str(status.as_str()))]);
             let _ = s.telemetry.span_end(id, &end, error.as_deref());
         }
         (status, content, artifact, error, duration_seconds)
@@ -597,13 +794,14 @@ impl ToolExecutor {
         allowed: bool,
         reason: &str,
     ) {
-        let attrs = attributes([
-            ("tool", AttrValue::from(tool)),
-            ("allowed", AttrValue::from(allowed)),
-            ("permission", AttrValue::from(permission)),
-            ("reason", AttrValue::from(reason)),
+        let attrs = self.memo.decision.get(&[
+            ("allowed", Val::Bool(allowed)),
+            ("permission", Val::Str(permission)),
+            ("reason", Val::Str(reason)),
+            ("tool", Val::Str(tool)),
         ]);
         emit(self.services.telemetry.as_ref(), "policy.decision", &attrs);
+        drop(attrs);
         let hooks = &run.generation.hooks;
         if hooks.for_event(HookEvent::PolicyDecision).next().is_some() {
             let payload = json!({

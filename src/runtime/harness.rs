@@ -6,7 +6,7 @@
 //! that generation only. An instance is disposed only when no live
 //! generation (current or draining) reaches it.
 
-use std::collections::{BTreeMap, BTreeSet};
+use std::collections::{BTreeMap, HashSet};
 use std::sync::atomic::{AtomicU64, Ordering};
 use std::sync::{Arc, Mutex, RwLock, Weak};
 use std::time::Duration;
@@ -437,18 +437,21 @@ impl Harness {
             }
             draining.retain(|g| g.state() != GenerationState::Retired);
         }
-        let reachable: BTreeSet<String> = self
-            .live_generations()
-            .iter()
-            .flat_map(|g| g.instance_ids().map(str::to_owned).collect::<Vec<_>>())
+        let live = self.live_generations();
+        // Membership only (the doomed keep the instances' order).
+        let reachable: HashSet<&str> = live.iter().flat_map(|g| g.instance_ids()).collect();
+        let wanted: HashSet<&str> = control
+            .current_by_entry
+            .values()
+            .map(String::as_str)
             .collect();
-        let wanted: BTreeSet<&String> = control.current_by_entry.values().collect();
         let doomed: Vec<String> = control
             .instances
             .keys()
-            .filter(|id| !reachable.contains(*id) && !wanted.contains(id))
+            .filter(|id| !reachable.contains(id.as_str()) && !wanted.contains(id.as_str()))
             .cloned()
             .collect();
+        drop(live);
         let doomed = control.newest_first(doomed);
         let mut failures = Vec::new();
         for id in &doomed {

@@ -239,8 +239,21 @@ impl Harness {
             return Err(ReconcileError::Stopping);
         }
         let mut control = self.shared.control.lock().await;
-        let tree = ScopeTree::new(&composition);
-        let plan = resolve_with_tree(&composition, &tree);
+        // The current generation only changes under the control lock.
+        let current = self.current();
+        // Resolution depends on the composition alone: an identical one
+        // shares the current generation's tree and plan.
+        let same_composition = current
+            .as_ref()
+            .is_some_and(|c| *c.composition == composition);
+        let (tree, plan) = match &current {
+            Some(c) if same_composition => (Arc::clone(&c.tree), Arc::clone(&c.plan)),
+            _ => {
+                let tree = ScopeTree::new(&composition);
+                let plan = resolve_with_tree(&composition, &tree);
+                (Arc::new(tree), Arc::new(plan))
+            }
+        };
         {
             let n = |v: usize| {
                 crate::engine::telemetry::AttrValue::from(i64::try_from(v).unwrap_or(i64::MAX))
@@ -265,7 +278,6 @@ impl Harness {
             hook_failures: Vec::new(),
         };
         let mut chosen: BTreeMap<String, String> = BTreeMap::new();
-        let mut identities: BTreeMap<String, NodeIdentity> = BTreeMap::new();
         let mut impact = Vec::new();
         for entry_id in &plan.activation_order {
             let result = self
@@ -279,17 +291,15 @@ impl Harness {
                 )
                 .await;
             match result {
-                Ok((identity, decision)) => {
-                    identities.insert(entry_id.to_string(), identity);
-                    impact.push(decision);
-                }
+                Ok(decision) => impact.push(decision),
                 Err(e) => {
                     let rolled_back = self.roll_back(&mut control, attempt).await;
                     return Err(e.with_rollback(rolled_back));
                 }
             }
         }
-        if let Some(dup) = duplicate_tool(&control, &chosen) {
+        let (duplicate, undeclared) = tool_problems(&control, &chosen, &composition);
+        if let Some(dup) = duplicate {
             let rolled_back = self.roll_back(&mut control, attempt).await;
             return Err(ReconcileError::DuplicateTool {
                 tool: dup.0,
@@ -297,9 +307,7 @@ impl Harness {
                 rolled_back: rolled_back.0,
             });
         }
-        if let Some((entry, tool, undeclared)) =
-            undeclared_permission(&control, &chosen, &composition)
-        {
+        if let Some((entry, tool, undeclared)) = undeclared {
             let rolled_back = self.roll_back(&mut control, attempt).await;
             return Err(ReconcileError::UndeclaredPermission {
                 entry,
@@ -333,23 +341,18 @@ impl Harness {
         let pending: Vec<String> = plan.pending.iter().map(ToString::to_string).collect();
 
         // An identical composition publishes nothing and keeps its digest.
-        if let Some(current) = self.current() {
+        if let Some(current) = &current {
             let same_instances = current
                 .instances
                 .iter()
-                .map(|i| (&i.entry_id, &i.instance_id))
-                .eq(plan
-                    .activation_order
-                    .iter()
-                    .map(|e| {
-                        let e = e.to_string();
-                        let i = chosen.get(&e).cloned().unwrap_or_default();
-                        (e, i)
-                    })
-                    .collect::<Vec<_>>()
-                    .iter()
-                    .map(|(e, i)| (e, i)));
-            if same_instances && *current.composition == composition {
+                .map(|i| (i.entry_id.as_str(), i.instance_id.as_str()))
+                .eq(plan.activation_order.iter().map(|e| {
+                    (
+                        e.as_str(),
+                        chosen.get(e.as_str()).map_or("", String::as_str),
+                    )
+                }));
+            if same_instances && same_composition {
                 control.current_by_entry = chosen;
                 return Ok(ReconcileReport {
                     quarantined: Vec::new(),
@@ -367,7 +370,7 @@ impl Harness {
 
         // Seeded from a store: rebuilding exactly the stored generation
         // publishes nothing; the harness adopts it (fresh mounts, same ids).
-        let adopt = match (&control.seed, self.current()) {
+        let adopt = match (&control.seed, &current) {
             (Some(seed), None)
                 if seed.sequence > 0 && impact.iter().all(|i| i.decision == Decision::Reused) =>
             {
@@ -508,12 +511,12 @@ impl Harness {
         entry_id: &EntryId,
         chosen: &mut BTreeMap<String, String>,
         attempt: &mut Attempt,
-    ) -> Result<(NodeIdentity, NodeImpact), PlaceError> {
+    ) -> Result<NodeImpact, PlaceError> {
         let entry = &composition.entries[entry_id];
-        let id = entry_id.to_string();
+        let id = entry_id.as_str().to_owned();
+        let resolutions = plan.resolutions_of(entry_id.as_str());
         let mut bindings = Vec::new();
-        let mut bound = BTreeMap::new();
-        for r in plan.resolutions_of(entry_id.as_str()) {
+        for r in resolutions {
             let (Status::Resolved, Some(sel)) = (r.status, &r.selected) else {
                 continue;
             };
@@ -521,10 +524,59 @@ impl Harness {
                 continue;
             };
             bindings.push((
-                r.requirement.capability.to_string(),
+                r.requirement.capability.as_str().to_owned(),
                 provider_iid.clone(),
                 sel.version.to_string(),
             ));
+        }
+        let previous = control
+            .current_by_entry
+            .get(&id)
+            .and_then(|iid| control.instances.get(iid));
+        // Unchanged inputs keep the identity without hashing again, unless
+        // the configuration references secrets (their values may rotate).
+        let unchanged_inputs = previous
+            .and_then(|p| p.inputs.as_ref())
+            .is_some_and(|(e, b)| same_entry(e, entry) && *b == bindings)
+            && entry.config.secret_refs().is_empty();
+        let identity = match previous {
+            Some(p) if unchanged_inputs => std::borrow::Cow::Borrowed(&p.identity),
+            _ => std::borrow::Cow::Owned(NodeIdentity::of(
+                entry,
+                entry
+                    .manifest
+                    .kind
+                    .as_deref()
+                    .unwrap_or(&entry.plugin.value),
+                &bindings,
+                super::identity::secret_fingerprint(entry, self.shared.options.secrets.as_ref())
+                    .as_deref(),
+            )),
+        };
+        if let Some(prev) = previous
+            && prev.identity == *identity
+            && prev.instance.state() == super::lifecycle::PluginState::Active
+        {
+            let iid = prev.instance.instance_id.clone();
+            chosen.insert(id.clone(), iid.clone());
+            return Ok(NodeImpact {
+                entry_id: id,
+                decision: Decision::Reused,
+                reasons: vec![],
+                old_instance_id: Some(iid.clone()),
+                new_instance_id: Some(iid),
+            });
+        }
+        let identity = identity.into_owned();
+        // What a mount binds: the providers' registered capabilities.
+        let mut bound = BTreeMap::new();
+        for r in resolutions {
+            let (Status::Resolved, Some(sel)) = (r.status, &r.selected) else {
+                continue;
+            };
+            let Some(provider_iid) = chosen.get(sel.entry.as_str()) else {
+                continue;
+            };
             let registration = control.instances.get(provider_iid).and_then(|m| {
                 m.instance
                     .registrations()
@@ -546,45 +598,6 @@ impl Harness {
                     },
                 );
             }
-        }
-        let previous = control
-            .current_by_entry
-            .get(&id)
-            .and_then(|iid| control.instances.get(iid));
-        // Unchanged inputs keep the identity without hashing again, unless
-        // the configuration references secrets (their values may rotate).
-        let unchanged_inputs = previous
-            .and_then(|p| p.inputs.as_ref())
-            .is_some_and(|(e, b)| e == entry && *b == bindings)
-            && entry.config.secret_refs().is_empty();
-        let identity = match previous {
-            Some(p) if unchanged_inputs => p.identity.clone(),
-            _ => NodeIdentity::of(
-                entry,
-                entry
-                    .manifest
-                    .kind
-                    .as_deref()
-                    .unwrap_or(&entry.plugin.value),
-                &bindings,
-                super::identity::secret_fingerprint(entry, self.shared.options.secrets.as_ref())
-                    .as_deref(),
-            ),
-        };
-        if let Some(prev) = previous
-            && prev.identity == identity
-            && prev.instance.state() == super::lifecycle::PluginState::Active
-        {
-            let iid = prev.instance.instance_id.clone();
-            chosen.insert(id.clone(), iid.clone());
-            let impact = NodeImpact {
-                entry_id: id,
-                decision: Decision::Reused,
-                reasons: vec![],
-                old_instance_id: Some(iid.clone()),
-                new_instance_id: Some(iid),
-            };
-            return Ok((identity, impact));
         }
         let seeded = match previous {
             None => control
@@ -678,16 +691,13 @@ impl Harness {
         );
         attempt.mounted.push((id.clone(), iid.clone()));
         chosen.insert(id.clone(), iid.clone());
-        Ok((
-            identity,
-            NodeImpact {
-                entry_id: id,
-                decision,
-                reasons,
-                old_instance_id: old_iid,
-                new_instance_id: Some(iid),
-            },
-        ))
+        Ok(NodeImpact {
+            entry_id: id,
+            decision,
+            reasons,
+            old_instance_id: old_iid,
+            new_instance_id: Some(iid),
+        })
     }
 
     /// Unmount every instance mounted by the attempt, newest first.
@@ -718,8 +728,8 @@ impl Harness {
         &self,
         control: &ControlState,
         composition: Composition,
-        tree: ScopeTree,
-        plan: Plan,
+        tree: Arc<ScopeTree>,
+        plan: Arc<Plan>,
         chosen: &BTreeMap<String, String>,
         sequence: u64,
     ) -> Result<Generation, ReconcileError> {
@@ -729,10 +739,13 @@ impl Harness {
         let mut hooks = Vec::new();
         let mut mounts = BTreeMap::new();
         for entry_id in &plan.activation_order {
-            let id = entry_id.to_string();
-            let Some(managed) = chosen.get(&id).and_then(|iid| control.instances.get(iid)) else {
+            let Some(managed) = chosen
+                .get(entry_id.as_str())
+                .and_then(|iid| control.instances.get(iid))
+            else {
                 continue;
             };
+            let id = entry_id.as_str().to_owned();
             let regs = managed.instance.registrations();
             mounts.insert(entry_id.clone(), managed.mount);
             instances.push(GenerationInstance {
@@ -777,8 +790,8 @@ impl Harness {
         Ok(Generation::new(
             GenerationId::from_sequence(sequence),
             Arc::new(composition),
-            Arc::new(tree),
-            Arc::new(plan),
+            tree,
+            plan,
             instances,
             capabilities,
             tools,
@@ -814,6 +827,22 @@ impl PlaceError {
                 ReconcileError::Contract(c)
             }
         }
+    }
+}
+
+/// Whether `a` equals `b`, as `==` says, without comparing a shared manifest
+/// with itself (only used to skip hashing an identity: a manifest unequal to
+/// itself hashes as it did).
+fn same_entry(a: &crate::engine::model::Entry, b: &crate::engine::model::Entry) -> bool {
+    if Arc::ptr_eq(&a.manifest, &b.manifest) {
+        a.id == b.id
+            && a.plugin == b.plugin
+            && a.scope == b.scope
+            && a.config == b.config
+            && a.prefer == b.prefer
+            && a.origin == b.origin
+    } else {
+        a == b
     }
 }
 
@@ -920,18 +949,34 @@ fn validate_contract(
     Ok(())
 }
 
-/// The first tool that requires a permission its plugin's manifest does not
-/// declare (after `[policy.tools]` overrides): `(entry, tool, problems)`.
-fn undeclared_permission(
+/// A tool name and the entries registering it.
+type DuplicateTool = (String, Vec<String>);
+/// An entry, its tool, and the permissions its manifest does not declare.
+type UndeclaredPermission = (String, String, Vec<String>);
+
+/// The first tool name registered by two chosen instances, with its owners;
+/// and the first tool that requires a permission its plugin's manifest does
+/// not declare (after `[policy.tools]` overrides): `(entry, tool, problems)`.
+/// One pass over the chosen instances' registrations.
+fn tool_problems(
     control: &ControlState,
     chosen: &BTreeMap<String, String>,
     composition: &Composition,
-) -> Option<(String, String, Vec<String>)> {
+) -> (Option<DuplicateTool>, Option<UndeclaredPermission>) {
+    let mut owners: BTreeMap<String, Vec<String>> = BTreeMap::new();
+    let mut undeclared = None;
     for (entry, iid) in chosen {
         let Some(m) = control.instances.get(iid) else {
             continue;
         };
         for t in m.instance.registrations().tools.iter() {
+            owners
+                .entry(t.tool.name().to_owned())
+                .or_default()
+                .push(entry.clone());
+            if undeclared.is_some() {
+                continue;
+            }
             let policy = composition
                 .policy
                 .as_ref()
@@ -941,30 +986,12 @@ fn undeclared_permission(
                 &policy.permissions,
                 &m.instance.manifest().permissions,
             ) {
-                return Some((entry.clone(), t.tool.name().to_owned(), problems));
+                undeclared = Some((entry.clone(), t.tool.name().to_owned(), problems));
             }
         }
     }
-    None
-}
-
-/// The first tool name registered by two chosen instances, with its owners.
-fn duplicate_tool(
-    control: &ControlState,
-    chosen: &BTreeMap<String, String>,
-) -> Option<(String, Vec<String>)> {
-    let mut owners: BTreeMap<String, Vec<String>> = BTreeMap::new();
-    for (entry, iid) in chosen {
-        if let Some(m) = control.instances.get(iid) {
-            for t in m.instance.registrations().tools.iter() {
-                owners
-                    .entry(t.tool.name().to_owned())
-                    .or_default()
-                    .push(entry.clone());
-            }
-        }
-    }
-    owners.into_iter().find(|(_, o)| o.len() > 1)
+    let duplicate = owners.into_iter().find(|(_, o)| o.len() > 1);
+    (duplicate, undeclared)
 }
 
 /// The cycle refusal for `plan`, when it has cycles.

@@ -97,6 +97,17 @@ impl ToolPolicy {
     pub fn required_permissions(&self, args: &Value) -> Result<Vec<Permission>, TemplateError> {
         let mut out: Vec<Permission> = Vec::new();
         for text in &self.permissions {
+            // A text without braces is a literal template: it expands to the
+            // permission it parses as (an invalid one takes the template
+            // path, for the template's error).
+            if !text.contains(['{', '}'])
+                && let Ok(p) = Permission::parse(text)
+            {
+                if !out.contains(&p) {
+                    out.push(p);
+                }
+                continue;
+            }
             for p in PermissionTemplate::parse(text)?.expand(args)? {
                 if !out.contains(&p) {
                     out.push(p);

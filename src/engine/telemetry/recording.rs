@@ -80,7 +80,8 @@ pub struct RecordedSpan {
 #[derive(Default)]
 struct State {
     records: Vec<Record>,
-    open: BTreeMap<SpanId, (String, Attributes)>,
+    /// Open spans: the index of their `SpanStart` in `records`.
+    open: BTreeMap<SpanId, usize>,
     violations: Vec<Violation>,
 }
 
@@ -238,7 +239,8 @@ impl Telemetry for RecordingTelemetry {
             found.extend(validate_limits(name, attrs));
             state.violations.extend(found);
         }
-        state.open.insert(id, (name.to_owned(), attrs.clone()));
+        let index = state.records.len();
+        state.open.insert(id, index);
         state.records.push(Record::SpanStart {
             id,
             name: name.to_owned(),
@@ -254,10 +256,21 @@ impl Telemetry for RecordingTelemetry {
         error: Option<&str>,
     ) -> Result<(), TelemetryError> {
         let mut state = self.lock();
-        let Some((name, mut merged)) = state.open.remove(&id) else {
+        let Some(index) = state.open.remove(&id) else {
             return Err(TelemetryError::UnknownSpan { id });
         };
+        let Some(Record::SpanStart {
+            name,
+            attrs: started,
+            ..
+        }) = state.records.get(index)
+        else {
+            // An open span always indexes its start record.
+            return Err(TelemetryError::UnknownSpan { id });
+        };
+        let name = name.clone();
         if self.strict {
+            let mut merged = started.clone();
             merged.extend(attrs.iter().map(|(k, v)| (k.clone(), v.clone())));
             let mut found = validate_required(&name, &merged);
             found.extend(validate_limits(&name, attrs));
