@@ -59,7 +59,11 @@ pub fn load_file(
                 a.origin,
             ));
         }
-        for s in c.scopes.values().filter(|s| !s.implied && s.origin.is_some()) {
+        for s in c
+            .scopes
+            .values()
+            .filter(|s| !s.implied && s.origin.is_some())
+        {
             diagnostics.push(refuse(
                 Code::RequestToolsKind,
                 format!("scope `{}` in a request-tools file", s.path),

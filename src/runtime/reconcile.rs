@@ -18,7 +18,7 @@ use super::scope::CleanupFailure;
 use super::signals;
 use crate::engine::identity::{GenerationId, instance_id};
 use crate::engine::model::{Composition, EntryId};
-use crate::engine::resolve::{Plan, Status, resolve_with_tree};
+use crate::engine::resolve::{Plan, Resolution, Status, resolve_with_tree};
 use crate::engine::snapshot::{Digests, SnapshotContext, build_snapshot};
 use crate::engine::tree::ScopeTree;
 
@@ -132,6 +132,29 @@ struct Attempt {
     saved_mounts: BTreeMap<String, u64>,
     /// Control-plane hook failures met while mounting.
     hook_failures: Vec<CleanupFailure>,
+    /// Indexes into `plan.resolutions` of the resolved ones, by the entry
+    /// they selected (built at the first mount that validates, so checking
+    /// every provider stays linear in resolutions).
+    selecting: Option<std::collections::HashMap<EntryId, Vec<usize>>>,
+}
+
+impl Attempt {
+    fn selecting<'p>(&mut self, plan: &'p Plan, provider: &EntryId) -> Vec<&'p Resolution> {
+        let index = self.selecting.get_or_insert_with(|| {
+            let mut m: std::collections::HashMap<EntryId, Vec<usize>> =
+                std::collections::HashMap::new();
+            for (i, r) in plan.resolutions.iter().enumerate() {
+                if let (Status::Resolved, Some(sel)) = (r.status, &r.selected) {
+                    m.entry(sel.entry.clone()).or_default().push(i);
+                }
+            }
+            m
+        });
+        index
+            .get(provider)
+            .map(|ix| ix.iter().map(|&i| &plan.resolutions[i]).collect())
+            .unwrap_or_default()
+    }
 }
 
 impl Harness {
@@ -276,6 +299,7 @@ impl Harness {
             mounted: Vec::new(),
             saved_mounts: control.mounts.clone(),
             hook_failures: Vec::new(),
+            selecting: None,
         };
         let mut chosen: BTreeMap<String, String> = BTreeMap::new();
         let mut impact = Vec::new();
@@ -662,7 +686,8 @@ impl Harness {
             .await
             .map_err(PlaceError::Setup)?;
         attempt.hook_failures.extend(hook_failures);
-        if let Err(mut contract) = validate_contract(composition, plan, entry_id, &instance) {
+        let selecting = attempt.selecting(plan, entry_id);
+        if let Err(mut contract) = validate_contract(composition, &selecting, entry_id, &instance) {
             let hooks = self.live_hooks(control);
             let failures = self.unmount_observed(&hooks, &mut instance).await;
             contract.rollback_failures.extend(
@@ -849,7 +874,7 @@ fn same_entry(a: &crate::engine::model::Entry, b: &crate::engine::model::Entry) 
 /// Check a freshly mounted provider against its manifest and its consumers.
 fn validate_contract(
     composition: &Composition,
-    plan: &Plan,
+    selecting: &[&Resolution],
     entry_id: &EntryId,
     instance: &PluginInstance,
 ) -> Result<(), Box<PluginContractError>> {
@@ -861,10 +886,9 @@ fn validate_contract(
         .map(|r| format!("{} {}", r.capability, r.version))
         .collect();
     let consumers_of = |cap: &str| -> Vec<String> {
-        plan.resolutions
+        selecting
             .iter()
-            .filter(|r| r.status == Status::Resolved && r.requirement.capability.as_str() == cap)
-            .filter(|r| r.selected.as_ref().is_some_and(|s| &s.entry == entry_id))
+            .filter(|r| r.requirement.capability.as_str() == cap)
             .map(|r| r.consumer.name().to_owned())
             .collect()
     };
@@ -922,13 +946,10 @@ fn validate_contract(
             return Err(broken);
         }
     }
-    for r in &plan.resolutions {
-        let (Status::Resolved, Some(sel)) = (r.status, &r.selected) else {
+    for r in selecting {
+        let Some(sel) = &r.selected else {
             continue;
         };
-        if &sel.entry != entry_id {
-            continue;
-        }
         let ok = regs.iter().any(|reg| {
             reg.capability == r.requirement.capability
                 && reg.version.major() == sel.version.major()
