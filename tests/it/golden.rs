@@ -372,3 +372,28 @@ golden!(
     1,
     ["check", "examples/broken/undeclared-permission.toml"]
 );
+
+#[test]
+fn a_long_activation_order_is_cut_in_text_and_whole_in_json() {
+    let dir = tempfile::tempdir().unwrap();
+    let mut text = String::from("version = 1\n[plugins.p]\nversion = \"1.0.0\"\n");
+    for i in 0..60 {
+        text.push_str(&format!("[entries.e{i:02}]\nplugin = \"p\"\n"));
+    }
+    std::fs::write(dir.path().join("c.toml"), text).unwrap();
+    let r = run_in(dir.path(), &["--color", "never", "check", "c.toml"], &[]);
+    assert_eq!(r.code, 0, "{}", r.transcript());
+    assert!(
+        r.stdout
+            .contains("e49, … (10 more; `--format json` lists all)"),
+        "{}",
+        r.stdout
+    );
+    assert!(!r.stdout.contains("e50"), "{}", r.stdout);
+    let r = run_in(dir.path(), &["--format", "json", "check", "c.toml"], &[]);
+    let v: serde_json::Value = serde_json::from_str(&r.stdout).unwrap();
+    assert_eq!(
+        v["files"][0]["activation_order"].as_array().map(Vec::len),
+        Some(60)
+    );
+}

@@ -103,11 +103,26 @@ pub fn check_text(r: &Resolved, refused: bool) -> String {
         );
     }
     if !plan.activation_order.is_empty() {
-        let order: Vec<&str> = plan.activation_order.iter().map(|e| e.as_str()).collect();
-        let _ = writeln!(out, "  order     {}", order.join(", "));
+        // A person reads the start of a long order; `--format json` has it all.
+        let n = plan.activation_order.len();
+        let order: Vec<&str> = plan
+            .activation_order
+            .iter()
+            .take(ORDER_SHOWN)
+            .map(|e| e.as_str())
+            .collect();
+        let more = if n > ORDER_SHOWN {
+            format!(", … ({} more; `--format json` lists all)", n - ORDER_SHOWN)
+        } else {
+            String::new()
+        };
+        let _ = writeln!(out, "  order     {}{more}", order.join(", "));
     }
     out
 }
+
+/// How many entries of the activation order the text report shows.
+const ORDER_SHOWN: usize = 50;
 
 /// The JSON report of one checked composition.
 pub fn check_json(r: &Resolved, refused: bool) -> serde_json::Value {
