@@ -18,7 +18,7 @@ use super::exit::ExitStatus;
 use super::ui::Ui;
 use crate::engine::builtin::command::{self as kind, CommandConfig};
 use crate::engine::diag::{Code, Diagnostic};
-use crate::engine::model::{ConfigValue, ToolDecl};
+use crate::engine::model::ConfigValue;
 use crate::engine::request_tools::RequestToolsDecl;
 use crate::load::{FsSource, load};
 use crate::plugins::BuiltinEnv;
@@ -126,19 +126,7 @@ impl RequestToolsFile {
             .entries
             .iter()
             .flat_map(|(_, c)| c.tools.iter())
-            .map(|t| {
-                (
-                    ToolDecl {
-                        name: t.name.clone(),
-                        description: t.description.clone(),
-                        args_schema: t.args_schema.clone(),
-                        result: None,
-                        guide: None,
-                        origin: None,
-                    },
-                    &t.policy,
-                )
-            });
+            .map(|t| (t.decl(), &t.policy));
         RequestToolsDecl::new(tools, self.config.clone())
     }
 

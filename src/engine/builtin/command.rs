@@ -299,6 +299,18 @@ pub struct Invocation {
 }
 
 impl CommandToolSpec {
+    /// The tool's contract, as a manifest declares it.
+    pub fn decl(&self) -> ToolDecl {
+        ToolDecl {
+            name: self.name.clone(),
+            description: self.description.clone(),
+            args_schema: self.args_schema.clone(),
+            result: None,
+            guide: None,
+            origin: None,
+        }
+    }
+
     /// The argv and stdin for a call with `args`.
     pub fn invocation(&self, args: &Value) -> Result<Invocation, ExpandError> {
         let mut argv = self
@@ -605,18 +617,7 @@ fn manifest(config: &ConfigValue) -> Result<Manifest, Vec<ConfigProblem>> {
         .map(|t| t.name().to_owned())
         .collect();
     manifest.permissions = names.into_iter().collect();
-    manifest.tools = parsed
-        .tools
-        .iter()
-        .map(|t| ToolDecl {
-            name: t.name.clone(),
-            description: t.description.clone(),
-            args_schema: t.args_schema.clone(),
-            result: None,
-            guide: None,
-            origin: None,
-        })
-        .collect();
+    manifest.tools = parsed.tools.iter().map(CommandToolSpec::decl).collect();
     Ok(manifest)
 }
 
