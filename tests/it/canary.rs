@@ -50,6 +50,8 @@ plugin = "scripted"
 [[entries.model.config.turns]]
 tool_calls = [{ name = "echo", args = { value = "sk-canary-7f3a9c2e51" } }]
 [[entries.model.config.turns]]
+tool_calls = [{ name = "leak", args = {} }]
+[[entries.model.config.turns]]
 text = "the password is sk-canary-7f3a9c2e51"
 
 [entries.audit]
@@ -58,6 +60,20 @@ config = { path = "audit.jsonl" }
 
 [agents.a]
 default_input = "repeat sk-canary-7f3a9c2e51"
+"#;
+
+/// Tools a request brings (`run --request-tools`): `leak` prints a variable
+/// whose value is the canary (runs without it are refused the tool).
+const REQUEST_TOOLS: &str = r#"version = 1
+[entries.leaky]
+plugin = "command"
+config.env = ["CHASSIS_CANARY"]
+[[entries.leaky.config.tools]]
+name = "leak"
+description = "Prints a variable."
+args = { type = "object", properties = {} }
+argv = ["printenv", "CHASSIS_CANARY"]
+timeout_seconds = 5
 "#;
 
 /// An MCP server started with the canary as a secret environment variable,
@@ -123,6 +139,7 @@ fn invocations(path: &str) -> Option<Vec<Vec<&'static str>>> {
         "snapshot" => vec![
             vec!["snapshot", "{F}"],
             vec!["snapshot", "{F}", "--out", "{OUT}"],
+            vec!["snapshot", "{A}", "--agent", "a", "--request-tools", "{R}"],
         ],
         "explain requirement" => vec![
             vec!["explain", "requirement", "app", "database", "{F}"],
@@ -202,6 +219,7 @@ fn invocations(path: &str) -> Option<Vec<Vec<&'static str>>> {
             vec!["--format", "json", "run", "{A}", "--trace", "{OUT}"],
             vec!["run", "{A}", "--record", "{OUT}"],
             vec!["run", "{A}", "--state", "{STATE}"],
+            vec!["--format", "json", "run", "{A}", "--request-tools", "{R}"],
             vec!["run", "{F}"],
         ],
         "explain budgets" => vec![
@@ -230,6 +248,8 @@ fn the_canary_appears_in_no_output_of_any_command() {
     std::fs::write(&broken, BROKEN).unwrap();
     let agent = dir.path().join("agent.toml");
     std::fs::write(&agent, AGENT).unwrap();
+    let request = dir.path().join("request-tools.toml");
+    std::fs::write(&request, REQUEST_TOOLS).unwrap();
     let mcp = dir.path().join("mcp.toml");
     std::fs::write(&mcp, mcp_composition()).unwrap();
     let mut paths = Vec::new();
@@ -253,6 +273,7 @@ fn the_canary_appears_in_no_output_of_any_command() {
                         a.replace("{F}", file.to_str().unwrap())
                             .replace("{A}", agent.to_str().unwrap())
                             .replace("{M}", mcp.to_str().unwrap())
+                            .replace("{R}", request.to_str().unwrap())
                             .replace("{OUT}", out.to_str().unwrap())
                             .replace("{STATE}", state.to_str().unwrap())
                     })
