@@ -1,9 +1,10 @@
 //! Named failpoints: crash the process at a chosen point inside a publish.
 //!
 //! Used only by the tests (`tests/it/store.rs`): they run the real binary
-//! with `CHASSIS_FAILPOINT=<name>`, the process aborts at that point (as a
-//! SIGKILL or a power cut would stop it), and the test then checks that the
-//! store is intact and its current generation unchanged. The points inside
+//! with `CHASSIS_FAILPOINT=<name>`, the process sends itself `SIGKILL` at
+//! that point (no destructor, no `atexit`, no SQLite rollback runs: what a
+//! `kill -9` or a power cut leaves), and the test then checks that the store
+//! is intact and its current generation unchanged. The points inside
 //! [`super::sqlite::SqliteStore::publish`], in order:
 //!
 //! - `publish.after_begin`: the `BEGIN IMMEDIATE` transaction is open;
@@ -25,9 +26,12 @@ pub const PUBLISH_FAILPOINTS: [&str; 4] = [
     "publish.before_commit",
 ];
 
-/// Abort the process immediately when `CHASSIS_FAILPOINT` is `name`.
+/// Kill the process with `SIGKILL` when `CHASSIS_FAILPOINT` is `name`.
 pub fn failpoint(name: &str) {
     if std::env::var_os(FAILPOINT_ENV).is_some_and(|v| v == name) {
+        let _ = nix::sys::signal::raise(nix::sys::signal::Signal::SIGKILL);
+        // SIGKILL cannot be caught; should raising it ever fail, still stop
+        // here without unwinding or flushing anything.
         std::process::abort();
     }
 }

@@ -432,9 +432,10 @@ fn killing_a_publish_at_any_failpoint_leaves_the_store_consistent() {
             .stderr(std::process::Stdio::null())
             .status()
             .unwrap();
-        assert!(
-            status.signal().is_some(),
-            "{point}: the process died by a signal, got {status:?}"
+        assert_eq!(
+            status.signal(),
+            Some(nix::sys::signal::Signal::SIGKILL as i32),
+            "{point}: the process was killed by SIGKILL, got {status:?}"
         );
         let store = chassis::store::open(&w.state(), OpenMode::ReadOnly).unwrap();
         assert_eq!(store.integrity_check().unwrap(), "ok", "{point}");
