@@ -3,7 +3,14 @@
 //! lease acquire + release, and the per-call overhead of the tool boundary
 //! with one observe hook, a grant policy, a budget and recording telemetry.
 //!
-//! `cargo bench --bench runtime` (add `-- --quick` for 1,000 entries only).
+//! ```text
+//! cargo bench --bench runtime                  # every case
+//! cargo bench --bench runtime -- --quick       # 1,000 entries only
+//! cargo bench --bench runtime -- noop replace  # cases whose name contains a filter
+//! cargo bench --bench runtime -- --sizes=10000 # reconcile at these sizes
+//! ```
+//!
+//! Case names: `noop`, `replace`, `lease`, `boundary`, `agent`.
 
 use std::sync::Arc;
 use std::time::{Duration, Instant};
@@ -68,7 +75,22 @@ impl Tool for Echo {
 }
 
 fn main() {
-    let quick = std::env::args().any(|a| a == "--quick");
+    let args: Vec<String> = std::env::args().skip(1).collect();
+    let quick = args.iter().any(|a| a == "--quick");
+    let filters: Vec<&str> = args
+        .iter()
+        .filter(|a| !a.starts_with("--"))
+        .map(String::as_str)
+        .collect();
+    let wants = |case: &str| filters.is_empty() || filters.iter().any(|f| case.contains(f));
+    let sizes: Vec<usize> = match args.iter().find_map(|a| a.strip_prefix("--sizes=")) {
+        Some(list) => list
+            .split(',')
+            .map(|n| n.trim().parse().expect("--sizes=N,M"))
+            .collect(),
+        None if quick => vec![1_000],
+        None => vec![1_000, 10_000],
+    };
     let rt = tokio::runtime::Builder::new_current_thread()
         .enable_all()
         .build()
@@ -76,8 +98,7 @@ fn main() {
     println!("## chassis runtime benchmark\n");
     println!("| case | entries | median |");
     println!("|---|---:|---:|");
-    let sizes: &[usize] = if quick { &[1_000] } else { &[1_000, 10_000] };
-    for &n in sizes {
+    for &n in sizes.iter().filter(|_| wants("noop") || wants("replace")) {
         let h = Harness::new(Catalog::new(), HarnessOptions::default());
         let a = chain(n, 1);
         let b = chain(n, 2);
@@ -85,14 +106,19 @@ fn main() {
             .expect("first reconcile");
         let runs = if n >= 10_000 { 5 } else { 15 };
         let mut noop = Vec::new();
-        for _ in 0..runs {
+        for _ in 0..runs * usize::from(wants("noop")) {
             let c = a.clone();
             let t = Instant::now();
             let r = rt.block_on(h.reconcile(c)).expect("no-op");
             noop.push(t.elapsed());
             assert!(!r.published);
         }
-        println!("| no-op reconcile (chain) | {n} | {} |", fmt(median(noop)));
+        if wants("noop") {
+            println!("| no-op reconcile (chain) | {n} | {} |", fmt(median(noop)));
+        }
+        if !wants("replace") {
+            continue;
+        }
         let mut replace = Vec::new();
         for i in 0..runs {
             let c = if i % 2 == 0 { b.clone() } else { a.clone() };
@@ -110,117 +136,123 @@ fn main() {
         );
     }
 
-    // Lease acquire + release.
-    let h = Harness::new(Catalog::new(), HarnessOptions::default());
-    rt.block_on(h.reconcile(chain(10, 1))).expect("reconcile");
-    let rounds = 200_000u32;
-    let t = Instant::now();
-    for _ in 0..rounds {
+    if wants("lease") {
+        // Lease acquire + release.
+        let h = Harness::new(Catalog::new(), HarnessOptions::default());
+        rt.block_on(h.reconcile(chain(10, 1))).expect("reconcile");
+        let rounds = 200_000u32;
+        let t = Instant::now();
+        for _ in 0..rounds {
+            let lease = h.acquire().expect("lease");
+            drop(lease);
+        }
+        println!("| acquire + release | — | {} |", fmt(t.elapsed() / rounds));
+    }
+
+    if wants("boundary") {
+        // Tool boundary: one observe hook, a grant policy, a budget, recording telemetry.
+        let mut catalog = Catalog::new();
+        let manifest = Manifest {
+            permissions: vec!["net.fetch".into()],
+            ..Manifest::new("tools", Version::parse("1.0.0").expect("v"))
+        };
+        catalog.register_plugin(
+            "tools",
+            Arc::new(plugin_fn(manifest, |ctx: PluginContext| async move {
+                ctx.tools().register(
+                    Arc::new(Echo),
+                    ToolPolicy {
+                        permissions: vec!["net.fetch".into()],
+                        ..ToolPolicy::default()
+                    },
+                )?;
+                ctx.hooks().register(
+                    HookEvent::BeforeToolExecute,
+                    Arc::new(FnHook(|_, _: &Value| Ok(HookReply::Continue))),
+                    HookMode::Observe,
+                    0,
+                )?;
+                Ok(())
+            })),
+        );
+        let h = Harness::new(catalog, HarnessOptions::default());
+        let c = CompositionBuilder::new()
+            .entry("tools")
+            .plugin("tools", "1.0.0")
+            .build()
+            .expect("valid");
+        rt.block_on(h.reconcile(c)).expect("reconcile");
         let lease = h.acquire().expect("lease");
+        let telemetry = Arc::new(RecordingTelemetry::new());
+        let mut services = ExecutorServices::permissive();
+        services.policy = Arc::new(PolicyRules {
+            grants: vec![Grant::parse("net.fetch").expect("grant")],
+            ..PolicyRules::default()
+        });
+        services.telemetry = telemetry.clone();
+        let ex = ToolExecutor::new(services);
+        let calls = 20_000u32;
+        let budget = BudgetGovernor::new(
+            BudgetLimits::builder()
+                .tool_calls(f64::from(calls) * 4.0)
+                .build()
+                .expect("limits"),
+            Arc::new(ManualClock::new()),
+        );
+        let run = RunContext {
+            run_id: "bench".into(),
+            generation: Arc::clone(lease.generation()),
+            agent: None,
+            scope: "/".into(),
+            budget: Some(budget),
+            extra_tools: None,
+        };
+        let args = json!({ "q": "x" });
+        let t = Instant::now();
+        rt.block_on(async {
+            for _ in 0..calls {
+                let r = ex
+                    .execute(
+                        &run,
+                        ToolCall {
+                            name: "echo".into(),
+                            args: args.clone(),
+                            call_id: None,
+                        },
+                        false,
+                    )
+                    .await
+                    .expect("call");
+                std::hint::black_box(r);
+            }
+        });
+        let boundary = t.elapsed() / calls;
+        let ctx = ToolCallContext {
+            run_id: "bench".into(),
+            generation_id: "gen_0001".into(),
+            agent: None,
+            scope: "/".into(),
+            cancel: Default::default(),
+        };
+        let t = Instant::now();
+        rt.block_on(async {
+            for _ in 0..calls {
+                std::hint::black_box(Echo.call(args.clone(), &ctx).await.expect("direct"));
+            }
+        });
+        let direct = t.elapsed() / calls;
+        println!("| tool call through the boundary | — | {} |", fmt(boundary));
+        println!("| tool call direct | — | {} |", fmt(direct));
+        println!(
+            "| boundary overhead per call | — | {} |",
+            fmt(boundary.saturating_sub(direct))
+        );
         drop(lease);
     }
-    println!("| acquire + release | — | {} |", fmt(t.elapsed() / rounds));
 
-    // Tool boundary: one observe hook, a grant policy, a budget, recording telemetry.
-    let mut catalog = Catalog::new();
-    let manifest = Manifest {
-        permissions: vec!["net.fetch".into()],
-        ..Manifest::new("tools", Version::parse("1.0.0").expect("v"))
-    };
-    catalog.register_plugin(
-        "tools",
-        Arc::new(plugin_fn(manifest, |ctx: PluginContext| async move {
-            ctx.tools().register(
-                Arc::new(Echo),
-                ToolPolicy {
-                    permissions: vec!["net.fetch".into()],
-                    ..ToolPolicy::default()
-                },
-            )?;
-            ctx.hooks().register(
-                HookEvent::BeforeToolExecute,
-                Arc::new(FnHook(|_, _: &Value| Ok(HookReply::Continue))),
-                HookMode::Observe,
-                0,
-            )?;
-            Ok(())
-        })),
-    );
-    let h = Harness::new(catalog, HarnessOptions::default());
-    let c = CompositionBuilder::new()
-        .entry("tools")
-        .plugin("tools", "1.0.0")
-        .build()
-        .expect("valid");
-    rt.block_on(h.reconcile(c)).expect("reconcile");
-    let lease = h.acquire().expect("lease");
-    let telemetry = Arc::new(RecordingTelemetry::new());
-    let mut services = ExecutorServices::permissive();
-    services.policy = Arc::new(PolicyRules {
-        grants: vec![Grant::parse("net.fetch").expect("grant")],
-        ..PolicyRules::default()
-    });
-    services.telemetry = telemetry.clone();
-    let ex = ToolExecutor::new(services);
-    let calls = 20_000u32;
-    let budget = BudgetGovernor::new(
-        BudgetLimits::builder()
-            .tool_calls(f64::from(calls) * 4.0)
-            .build()
-            .expect("limits"),
-        Arc::new(ManualClock::new()),
-    );
-    let run = RunContext {
-        run_id: "bench".into(),
-        generation: Arc::clone(lease.generation()),
-        agent: None,
-        scope: "/".into(),
-        budget: Some(budget),
-        extra_tools: None,
-    };
-    let args = json!({ "q": "x" });
-    let t = Instant::now();
-    rt.block_on(async {
-        for _ in 0..calls {
-            let r = ex
-                .execute(
-                    &run,
-                    ToolCall {
-                        name: "echo".into(),
-                        args: args.clone(),
-                        call_id: None,
-                    },
-                    false,
-                )
-                .await
-                .expect("call");
-            std::hint::black_box(r);
-        }
-    });
-    let boundary = t.elapsed() / calls;
-    let ctx = ToolCallContext {
-        run_id: "bench".into(),
-        generation_id: "gen_0001".into(),
-        agent: None,
-        scope: "/".into(),
-        cancel: Default::default(),
-    };
-    let t = Instant::now();
-    rt.block_on(async {
-        for _ in 0..calls {
-            std::hint::black_box(Echo.call(args.clone(), &ctx).await.expect("direct"));
-        }
-    });
-    let direct = t.elapsed() / calls;
-    println!("| tool call through the boundary | — | {} |", fmt(boundary));
-    println!("| tool call direct | — | {} |", fmt(direct));
-    println!(
-        "| boundary overhead per call | — | {} |",
-        fmt(boundary.saturating_sub(direct))
-    );
-    drop(lease);
-
-    agent_steps(&rt, quick);
+    if wants("agent") {
+        agent_steps(&rt, quick);
+    }
 }
 
 /// Harness overhead per agent step: the built-in loop with the scripted

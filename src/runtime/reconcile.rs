@@ -264,13 +264,18 @@ impl Harness {
         let mut control = self.shared.control.lock().await;
         // The current generation only changes under the control lock.
         let current = self.current();
-        // Resolution depends on the composition alone: an identical one
-        // shares the current generation's tree and plan.
-        let same_composition = current
-            .as_ref()
-            .is_some_and(|c| *c.composition == composition);
+        // Resolution depends on the composition alone, and never on an
+        // entry's configuration: a composition that is the current one, or
+        // differs from it only in configurations, shares the current
+        // generation's tree and plan.
+        let sameness = current.as_ref().map_or(Sameness::Different, |c| {
+            compare_compositions(&c.composition, &composition)
+        });
+        let same_composition = sameness == Sameness::Identical;
         let (tree, plan) = match &current {
-            Some(c) if same_composition => (Arc::clone(&c.tree), Arc::clone(&c.plan)),
+            Some(c) if sameness != Sameness::Different => {
+                (Arc::clone(&c.tree), Arc::clone(&c.plan))
+            }
             _ => {
                 let tree = ScopeTree::new(&composition);
                 let plan = resolve_with_tree(&composition, &tree);
@@ -294,6 +299,12 @@ impl Harness {
         }
         if let Some(cycle) = cycle_error(&plan) {
             return Err(cycle);
+        }
+        if same_composition
+            && let Some(current) = &current
+            && let Some(report) = self.unchanged(&control, current, &plan)
+        {
+            return Ok(report);
         }
         let mut attempt = Attempt {
             mounted: Vec::new(),
@@ -526,6 +537,101 @@ impl Harness {
         })
     }
 
+    /// The report of a reconcile that changes nothing, or `None` when one
+    /// might: the composition is the current generation's (the caller
+    /// checked), nothing is seeded from a store, every managed instance is
+    /// active, and every entry whose configuration references secrets
+    /// still has its identity with their current values. With the
+    /// composition and plan unchanged and every provider reused, every
+    /// binding is the one the identity was computed with, so this is exactly
+    /// the outcome of placing every entry — reached by walking the sorted
+    /// maps side by side instead of looking each entry up (a no-op reconcile
+    /// stays cheap at 10,000 entries).
+    fn unchanged(
+        &self,
+        control: &ControlState,
+        current: &Generation,
+        plan: &Plan,
+    ) -> Option<ReconcileReport> {
+        let placed = &control.current_by_entry;
+        if control.seed.is_some()
+            || current.instances.len() != plan.activation_order.len()
+            || placed.len() != current.instances.len()
+            || control
+                .instances
+                .values()
+                .any(|m| m.instance.state() != super::lifecycle::PluginState::Active)
+        {
+            return None;
+        }
+        // `current_by_entry` is assigned the map the current generation was
+        // built from, together with it, on every path that publishes or
+        // keeps a generation; checked in debug builds (the test suite).
+        debug_assert!({
+            let mut in_generation: Vec<(&str, &str)> = current
+                .instances
+                .iter()
+                .map(|i| (i.entry_id.as_str(), i.instance_id.as_str()))
+                .collect();
+            in_generation.sort_unstable();
+            in_generation
+                .into_iter()
+                .eq(placed.iter().map(|(e, i)| (e.as_str(), i.as_str())))
+        });
+        // Entry ids order as their text, so the composition's entries (a
+        // superset: pending ones are not placed) walk beside `placed`.
+        let mut entries = current.composition.entries.iter();
+        let mut impact = Vec::with_capacity(placed.len());
+        for (entry_id, iid) in placed {
+            let (id, entry) = entries.find(|(id, _)| id.as_str() == entry_id.as_str())?;
+            if !entry.config.secret_refs().is_empty() {
+                let managed = control.instances.get(iid)?;
+                let bindings = bindings_of(plan.resolutions_of(id.as_str()), placed);
+                if self.identity_of(entry, &bindings) != managed.identity {
+                    return None;
+                }
+            }
+            impact.push(NodeImpact {
+                entry_id: entry_id.clone(),
+                decision: Decision::Reused,
+                reasons: vec![],
+                old_instance_id: Some(iid.clone()),
+                new_instance_id: Some(iid.clone()),
+            });
+        }
+        Some(ReconcileReport {
+            quarantined: Vec::new(),
+            generation_id: current.id.to_string(),
+            published: false,
+            mounted: Vec::new(),
+            reused: placed.keys().cloned().collect(),
+            pending: plan.pending.iter().map(ToString::to_string).collect(),
+            disposed: Vec::new(),
+            impact,
+            failures: Vec::new(),
+        })
+    }
+
+    /// The identity of `entry` with these bindings and the current values
+    /// of the secrets its configuration references.
+    fn identity_of(
+        &self,
+        entry: &crate::engine::model::Entry,
+        bindings: &[(String, String, String)],
+    ) -> NodeIdentity {
+        NodeIdentity::of(
+            entry,
+            entry
+                .manifest
+                .kind
+                .as_deref()
+                .unwrap_or(&entry.plugin.value),
+            bindings,
+            super::identity::secret_fingerprint(entry, self.shared.options.secrets.as_ref())
+                .as_deref(),
+        )
+    }
+
     /// Reuse or mount one entry; validate a new mount's contract.
     async fn place(
         &self,
@@ -539,43 +645,26 @@ impl Harness {
         let entry = &composition.entries[entry_id];
         let id = entry_id.as_str().to_owned();
         let resolutions = plan.resolutions_of(entry_id.as_str());
-        let mut bindings = Vec::new();
-        for r in resolutions {
-            let (Status::Resolved, Some(sel)) = (r.status, &r.selected) else {
-                continue;
-            };
-            let Some(provider_iid) = chosen.get(sel.entry.as_str()) else {
-                continue;
-            };
-            bindings.push((
-                r.requirement.capability.as_str().to_owned(),
-                provider_iid.clone(),
-                sel.version.to_string(),
-            ));
-        }
         let previous = control
             .current_by_entry
             .get(&id)
             .and_then(|iid| control.instances.get(iid));
-        // Unchanged inputs keep the identity without hashing again, unless
-        // the configuration references secrets (their values may rotate).
+        // Unchanged inputs keep the identity without hashing again (or
+        // building the bindings), unless the configuration references
+        // secrets (their values may rotate).
         let unchanged_inputs = previous
             .and_then(|p| p.inputs.as_ref())
-            .is_some_and(|(e, b)| same_entry(e, entry) && *b == bindings)
+            .is_some_and(|(e, b)| same_entry(e, entry) && same_bindings(b, resolutions, chosen))
             && entry.config.secret_refs().is_empty();
+        let mut bindings = None;
         let identity = match previous {
             Some(p) if unchanged_inputs => std::borrow::Cow::Borrowed(&p.identity),
-            _ => std::borrow::Cow::Owned(NodeIdentity::of(
-                entry,
-                entry
-                    .manifest
-                    .kind
-                    .as_deref()
-                    .unwrap_or(&entry.plugin.value),
-                &bindings,
-                super::identity::secret_fingerprint(entry, self.shared.options.secrets.as_ref())
-                    .as_deref(),
-            )),
+            _ => {
+                let built = bindings_of(resolutions, chosen);
+                let identity = self.identity_of(entry, &built);
+                bindings = Some(built);
+                std::borrow::Cow::Owned(identity)
+            }
         };
         if let Some(prev) = previous
             && prev.identity == *identity
@@ -708,7 +797,10 @@ impl Harness {
             iid.clone(),
             Managed {
                 identity: identity.clone(),
-                inputs: Some((entry.clone(), bindings)),
+                inputs: Some((
+                    entry.clone(),
+                    bindings.unwrap_or_else(|| bindings_of(resolutions, chosen)),
+                )),
                 mount,
                 order,
                 instance,
@@ -855,6 +947,56 @@ impl PlaceError {
     }
 }
 
+/// What an entry's identity binds: (capability, provider instance id,
+/// selected version) for each of its resolved requirements whose provider
+/// is placed in `chosen` (entry id → instance id).
+fn bindings_of<'p>(
+    resolutions: impl IntoIterator<Item = &'p Resolution>,
+    chosen: &BTreeMap<String, String>,
+) -> Vec<(String, String, String)> {
+    let mut bindings = Vec::new();
+    for r in resolutions {
+        let (Status::Resolved, Some(sel)) = (r.status, &r.selected) else {
+            continue;
+        };
+        let Some(provider_iid) = chosen.get(sel.entry.as_str()) else {
+            continue;
+        };
+        bindings.push((
+            r.requirement.capability.as_str().to_owned(),
+            provider_iid.clone(),
+            sel.version.to_string(),
+        ));
+    }
+    bindings
+}
+
+/// Whether `stored` are the bindings [`bindings_of`] would build, compared
+/// in place (a reused entry allocates nothing for its bindings).
+fn same_bindings<'p>(
+    stored: &[(String, String, String)],
+    resolutions: impl IntoIterator<Item = &'p Resolution>,
+    chosen: &BTreeMap<String, String>,
+) -> bool {
+    let mut stored = stored.iter();
+    for r in resolutions {
+        let (Status::Resolved, Some(sel)) = (r.status, &r.selected) else {
+            continue;
+        };
+        let Some(provider_iid) = chosen.get(sel.entry.as_str()) else {
+            continue;
+        };
+        match stored.next() {
+            Some((capability, iid, version))
+                if capability == r.requirement.capability.as_str()
+                    && iid == provider_iid
+                    && version == sel.version.as_str() => {}
+            _ => return false,
+        }
+    }
+    stored.next().is_none()
+}
+
 /// Whether `a` equals `b`, as `==` says, without comparing a shared manifest
 /// with itself (only used to skip hashing an identity: a manifest unequal to
 /// itself hashes as it did).
@@ -869,6 +1011,72 @@ fn same_entry(a: &crate::engine::model::Entry, b: &crate::engine::model::Entry) 
     } else {
         a == b
     }
+}
+
+/// How a desired composition relates to the current one.
+#[derive(Clone, Copy, Debug, PartialEq, Eq)]
+enum Sameness {
+    /// Equal, as `==` says (entries compared by [`same_entry`]).
+    Identical,
+    /// Equal but for some entries' configurations: the same resolution.
+    ConfigsOnly,
+    /// Anything else.
+    Different,
+}
+
+/// Compare `a` (current) with `b` (desired), entries by [`same_entry`] (a
+/// composition cloned from the current one shares its manifests, and
+/// comparing 10,000 of them field by field with themselves was most of a
+/// no-op reconcile). Every field is named, so a new one cannot be missed.
+fn compare_compositions(a: &Composition, b: &Composition) -> Sameness {
+    let Composition {
+        scopes,
+        entries,
+        disabled,
+        preferences,
+        policy,
+        agents,
+        conditions,
+        skipped,
+        skip_on_failure,
+        quarantined,
+    } = a;
+    let rest_equal = entries.len() == b.entries.len()
+        && *scopes == b.scopes
+        && *disabled == b.disabled
+        && *preferences == b.preferences
+        && *policy == b.policy
+        && *agents == b.agents
+        && *conditions == b.conditions
+        && *skipped == b.skipped
+        && *skip_on_failure == b.skip_on_failure
+        && *quarantined == b.quarantined;
+    if !rest_equal {
+        return Sameness::Different;
+    }
+    let mut sameness = Sameness::Identical;
+    for ((ia, ea), (ib, eb)) in entries.iter().zip(&b.entries) {
+        if ia != ib {
+            return Sameness::Different;
+        }
+        if !same_entry(ea, eb) {
+            if ea.config == eb.config || !same_entry_but_config(ea, eb) {
+                return Sameness::Different;
+            }
+            sameness = Sameness::ConfigsOnly;
+        }
+    }
+    sameness
+}
+
+/// Whether `a` equals `b` in everything but the configuration.
+fn same_entry_but_config(a: &crate::engine::model::Entry, b: &crate::engine::model::Entry) -> bool {
+    a.id == b.id
+        && a.plugin == b.plugin
+        && a.scope == b.scope
+        && a.prefer == b.prefer
+        && a.origin == b.origin
+        && (Arc::ptr_eq(&a.manifest, &b.manifest) || a.manifest == b.manifest)
 }
 
 /// Check a freshly mounted provider against its manifest and its consumers.
@@ -1127,21 +1335,7 @@ pub fn predict(
     for entry_id in &plan.activation_order {
         let entry = &composition.entries[entry_id];
         let id = entry_id.to_string();
-        let bindings: Vec<(String, String, String)> = plan
-            .resolutions_of(entry_id.as_str())
-            .iter()
-            .filter_map(|r| {
-                let (Status::Resolved, Some(sel)) = (r.status, &r.selected) else {
-                    return None;
-                };
-                let provider = chosen.get(sel.entry.as_str())?;
-                Some((
-                    r.requirement.capability.to_string(),
-                    provider.clone(),
-                    sel.version.to_string(),
-                ))
-            })
-            .collect();
+        let bindings = bindings_of(plan.resolutions_of(entry_id.as_str()), &chosen);
         let identity = NodeIdentity::of(
             entry,
             entry

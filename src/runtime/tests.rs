@@ -751,3 +751,138 @@ async fn a_plugin_reports_a_tool_set_change_to_the_harness_owner() {
     );
     h.shutdown().await;
 }
+
+/// A secret provider whose one value can be changed between reconciles.
+struct Rotating(std::sync::Mutex<String>);
+
+impl crate::engine::secret::SecretProvider for Rotating {
+    fn get(
+        &self,
+        _name: &str,
+    ) -> Result<crate::engine::secret::SecretValue, crate::engine::secret::SecretError> {
+        Ok(crate::engine::secret::SecretValue::new(
+            self.0.lock().unwrap().clone(),
+        ))
+    }
+}
+
+fn with_secret_dsn() -> Composition {
+    B::new()
+        .entry("postgres")
+        .provides("database", &["1.4.2"])
+        .config(ConfigValue::Table(
+            [(
+                "dsn".to_owned(),
+                ConfigValue::Secret(crate::engine::model::SecretRef {
+                    name: "DB_DSN".into(),
+                }),
+            )]
+            .into(),
+        ))
+        .entry("app")
+        .requires("database", ">=1,<2")
+        .entry("cache")
+        .provides("cache", &["1.0.0"])
+        .build()
+        .unwrap()
+}
+
+#[tokio::test]
+async fn an_identical_composition_with_a_rotated_secret_rebuilds_what_reads_it() {
+    let secrets = Arc::new(Rotating(std::sync::Mutex::new("postgres://one".into())));
+    let h = Harness::new(
+        Catalog::new(),
+        HarnessOptions {
+            secrets: secrets.clone(),
+            ..HarnessOptions::default()
+        },
+    );
+    h.reconcile(with_secret_dsn()).await.unwrap();
+    let same = h.reconcile(with_secret_dsn()).await.unwrap();
+    assert!(!same.published, "same composition, same secret value");
+    *secrets.0.lock().unwrap() = "postgres://two".into();
+    let rotated = h.reconcile(with_secret_dsn()).await.unwrap();
+    assert!(
+        rotated.published,
+        "the composition is identical, the value is not"
+    );
+    let by: std::collections::BTreeMap<&str, Decision> = rotated
+        .impact
+        .iter()
+        .map(|i| (i.entry_id.as_str(), i.decision))
+        .collect();
+    assert_eq!(by["postgres"], Decision::Rebuilt);
+    assert_eq!(by["app"], Decision::Rewired);
+    assert_eq!(by["cache"], Decision::Reused);
+}
+
+#[tokio::test]
+async fn a_no_op_reports_every_node_reused_as_placing_them_would() {
+    let h = harness();
+    let first = h.reconcile(flat("a")).await.unwrap();
+    let again = h.reconcile(flat("a")).await.unwrap();
+    assert!(!again.published);
+    assert!(again.mounted.is_empty() && again.disposed.is_empty());
+    assert_eq!(again.reused, ["app", "cache", "postgres"]);
+    let expected: Vec<NodeImpact> = first
+        .impact
+        .iter()
+        .map(|i| NodeImpact {
+            entry_id: i.entry_id.clone(),
+            decision: Decision::Reused,
+            reasons: vec![],
+            old_instance_id: i.new_instance_id.clone(),
+            new_instance_id: i.new_instance_id.clone(),
+        })
+        .collect();
+    assert_eq!(again.impact, expected);
+    // After a configuration change and back, the no-op still holds for the
+    // instances now current.
+    h.reconcile(flat("b")).await.unwrap();
+    let back = h.reconcile(flat("a")).await.unwrap();
+    assert!(back.published);
+    let still = h.reconcile(flat("a")).await.unwrap();
+    assert!(!still.published);
+    assert_eq!(still.generation_id, back.generation_id);
+    assert!(
+        still
+            .impact
+            .iter()
+            .zip(&back.impact)
+            .all(|(s, b)| s.new_instance_id == b.new_instance_id)
+    );
+}
+
+#[tokio::test]
+async fn a_configuration_change_keeps_the_plan_and_matches_a_fresh_build() {
+    let h = harness();
+    h.reconcile(flat("a")).await.unwrap();
+    let before = h.current().unwrap();
+    let report = h.reconcile(flat("b")).await.unwrap();
+    assert!(report.published);
+    let after = h.current().unwrap();
+    assert!(
+        Arc::ptr_eq(&before.plan, &after.plan) && Arc::ptr_eq(&before.tree, &after.tree),
+        "only configurations changed: the resolution is shared"
+    );
+    let c = flat("b");
+    let tree = ScopeTree::new(&c);
+    let fresh = build_snapshot(&c, &tree, &resolve(&c), &SnapshotContext::default()).unwrap();
+    assert_eq!(
+        after.digests.semantic_digest,
+        fresh.semantic_digest().unwrap()
+    );
+    assert_eq!(*after.plan, resolve(&c));
+    // A change beyond configurations resolves afresh.
+    let moved = B::new()
+        .entry("postgres")
+        .provides("database", &["1.4.2"])
+        .entry("app")
+        .requires("database", ">=1,<2")
+        .build()
+        .unwrap();
+    h.reconcile(moved.clone()).await.unwrap();
+    let third = h.current().unwrap();
+    assert!(!Arc::ptr_eq(&after.plan, &third.plan));
+    assert_eq!(*third.plan, resolve(&moved));
+}
