@@ -82,6 +82,17 @@ fn main() {
         .filter(|a| !a.starts_with("--"))
         .map(String::as_str)
         .collect();
+    const CASES: [&str; 5] = ["noop", "replace", "lease", "boundary", "agent"];
+    if let Some(unknown) = filters
+        .iter()
+        .find(|f| !CASES.iter().any(|case| case.contains(**f)))
+    {
+        eprintln!(
+            "no case matches `{unknown}`; the cases are {}",
+            CASES.join(", ")
+        );
+        std::process::exit(2);
+    }
     let wants = |case: &str| filters.is_empty() || filters.iter().any(|f| case.contains(f));
     let sizes: Vec<usize> = match args.iter().find_map(|a| a.strip_prefix("--sizes=")) {
         Some(list) => list

@@ -109,6 +109,13 @@ pub(crate) struct Shared {
     pub(crate) stopping: std::sync::atomic::AtomicBool,
     /// Where mounted plugins report tool-set changes.
     pub(crate) tool_sets: super::tool_set::ToolSetSink,
+    /// Tests only: place every entry even when nothing changed, so the
+    /// no-op shortcut can be compared with what it stands for.
+    #[cfg(test)]
+    pub(crate) always_place: std::sync::atomic::AtomicBool,
+    /// Tests only: how many reconciles the no-op shortcut answered.
+    #[cfg(test)]
+    pub(crate) shortcuts: AtomicU64,
 }
 
 /// The harness (a cheap handle).
@@ -304,6 +311,10 @@ impl Harness {
                 hook_sequence: Arc::new(AtomicU64::new(1)),
                 stopping: std::sync::atomic::AtomicBool::new(false),
                 tool_sets: super::tool_set::ToolSetSink::default(),
+                #[cfg(test)]
+                always_place: std::sync::atomic::AtomicBool::new(false),
+                #[cfg(test)]
+                shortcuts: AtomicU64::new(0),
             }),
         }
     }

@@ -265,13 +265,20 @@ impl Harness {
         // The current generation only changes under the control lock.
         let current = self.current();
         // Resolution depends on the composition alone, and never on an
-        // entry's configuration: a composition that is the current one, or
-        // differs from it only in configurations, shares the current
-        // generation's tree and plan.
+        // entry's configuration or where it was declared: a composition that
+        // is the current one, or differs from it only in those, shares the
+        // current generation's tree and plan.
         let sameness = current.as_ref().map_or(Sameness::Different, |c| {
             compare_compositions(&c.composition, &composition)
         });
         let same_composition = sameness == Sameness::Identical;
+        #[cfg(test)]
+        let shortcut = !self
+            .shared
+            .always_place
+            .load(std::sync::atomic::Ordering::SeqCst);
+        #[cfg(not(test))]
+        let shortcut = true;
         let (tree, plan) = match &current {
             Some(c) if sameness != Sameness::Different => {
                 (Arc::clone(&c.tree), Arc::clone(&c.plan))
@@ -301,9 +308,14 @@ impl Harness {
             return Err(cycle);
         }
         if same_composition
+            && shortcut
             && let Some(current) = &current
             && let Some(report) = self.unchanged(&control, current, &plan)
         {
+            #[cfg(test)]
+            self.shared
+                .shortcuts
+                .fetch_add(1, std::sync::atomic::Ordering::SeqCst);
             return Ok(report);
         }
         let mut attempt = Attempt {
@@ -554,6 +566,9 @@ impl Harness {
         plan: &Plan,
     ) -> Option<ReconcileReport> {
         let placed = &control.current_by_entry;
+        // The first two cannot hold while a generation is current (a seed
+        // is dropped at the first publication; a generation places every
+        // entry of its plan): cheap guards, not cases.
         if control.seed.is_some()
             || current.instances.len() != plan.activation_order.len()
             || placed.len() != current.instances.len()
@@ -577,6 +592,7 @@ impl Harness {
             in_generation
                 .into_iter()
                 .eq(placed.iter().map(|(e, i)| (e.as_str(), i.as_str())))
+                && placed.values().all(|i| control.instances.contains_key(i))
         });
         // Entry ids order as their text, so the composition's entries (a
         // superset: pending ones are not placed) walk beside `placed`.
@@ -997,29 +1013,14 @@ fn same_bindings<'p>(
     stored.next().is_none()
 }
 
-/// Whether `a` equals `b`, as `==` says, without comparing a shared manifest
-/// with itself (only used to skip hashing an identity: a manifest unequal to
-/// itself hashes as it did).
-fn same_entry(a: &crate::engine::model::Entry, b: &crate::engine::model::Entry) -> bool {
-    if Arc::ptr_eq(&a.manifest, &b.manifest) {
-        a.id == b.id
-            && a.plugin == b.plugin
-            && a.scope == b.scope
-            && a.config == b.config
-            && a.prefer == b.prefer
-            && a.origin == b.origin
-    } else {
-        a == b
-    }
-}
-
 /// How a desired composition relates to the current one.
 #[derive(Clone, Copy, Debug, PartialEq, Eq)]
 enum Sameness {
     /// Equal, as `==` says (entries compared by [`same_entry`]).
     Identical,
-    /// Equal but for some entries' configurations: the same resolution.
-    ConfigsOnly,
+    /// Equal but for some entries' configurations or declaration spans:
+    /// the same scope tree and resolution.
+    SameResolution,
     /// Anything else.
     Different,
 }
@@ -1056,27 +1057,46 @@ fn compare_compositions(a: &Composition, b: &Composition) -> Sameness {
     }
     let mut sameness = Sameness::Identical;
     for ((ia, ea), (ib, eb)) in entries.iter().zip(&b.entries) {
-        if ia != ib {
+        if ia != ib || !same_resolution_inputs(ea, eb) {
             return Sameness::Different;
         }
-        if !same_entry(ea, eb) {
-            if ea.config == eb.config || !same_entry_but_config(ea, eb) {
-                return Sameness::Different;
-            }
-            sameness = Sameness::ConfigsOnly;
+        // A configuration with a NaN is unequal to itself: such an entry
+        // never counts as unchanged (as with `==`).
+        if ea.config != eb.config || ea.origin != eb.origin {
+            sameness = Sameness::SameResolution;
         }
     }
     sameness
 }
 
-/// Whether `a` equals `b` in everything but the configuration.
-fn same_entry_but_config(a: &crate::engine::model::Entry, b: &crate::engine::model::Entry) -> bool {
-    a.id == b.id
-        && a.plugin == b.plugin
-        && a.scope == b.scope
-        && a.prefer == b.prefer
-        && a.origin == b.origin
-        && (Arc::ptr_eq(&a.manifest, &b.manifest) || a.manifest == b.manifest)
+/// Whether `a` equals `b`, as `==` says, without comparing a shared manifest
+/// with itself (only used to skip hashing an identity: a manifest unequal to
+/// itself hashes as it did).
+fn same_entry(a: &crate::engine::model::Entry, b: &crate::engine::model::Entry) -> bool {
+    same_resolution_inputs(a, b) && a.config == b.config && a.origin == b.origin
+}
+
+/// Whether `a` equals `b` in everything the scope tree and the resolver
+/// read: all but the configuration and where the entry was declared. Every
+/// field is named, so a new one cannot be missed.
+fn same_resolution_inputs(
+    a: &crate::engine::model::Entry,
+    b: &crate::engine::model::Entry,
+) -> bool {
+    let crate::engine::model::Entry {
+        id,
+        plugin,
+        manifest,
+        scope,
+        config: _,
+        prefer,
+        origin: _,
+    } = a;
+    *id == b.id
+        && *plugin == b.plugin
+        && *scope == b.scope
+        && *prefer == b.prefer
+        && (Arc::ptr_eq(manifest, &b.manifest) || *manifest == b.manifest)
 }
 
 /// Check a freshly mounted provider against its manifest and its consumers.

@@ -766,23 +766,33 @@ impl crate::engine::secret::SecretProvider for Rotating {
     }
 }
 
+fn shortcuts(h: &Harness) -> u64 {
+    h.shared.shortcuts.load(Ordering::SeqCst)
+}
+
+/// A provider and a consumer that each read a secret, an entry without one,
+/// and a pending entry.
 fn with_secret_dsn() -> Composition {
+    let secret = |name: &str| {
+        ConfigValue::Table(
+            [(
+                "dsn".to_owned(),
+                ConfigValue::Secret(crate::engine::model::SecretRef { name: name.into() }),
+            )]
+            .into(),
+        )
+    };
     B::new()
         .entry("postgres")
         .provides("database", &["1.4.2"])
-        .config(ConfigValue::Table(
-            [(
-                "dsn".to_owned(),
-                ConfigValue::Secret(crate::engine::model::SecretRef {
-                    name: "DB_DSN".into(),
-                }),
-            )]
-            .into(),
-        ))
+        .config(secret("DB_DSN"))
         .entry("app")
         .requires("database", ">=1,<2")
+        .config(secret("APP_TOKEN"))
         .entry("cache")
         .provides("cache", &["1.0.0"])
+        .entry("orphan")
+        .requires("nothing", ">=1")
         .build()
         .unwrap()
 }
@@ -797,11 +807,15 @@ async fn an_identical_composition_with_a_rotated_secret_rebuilds_what_reads_it()
             ..HarnessOptions::default()
         },
     );
-    h.reconcile(with_secret_dsn()).await.unwrap();
+    let first = h.reconcile(with_secret_dsn()).await.unwrap();
+    assert_eq!(first.pending, ["orphan"]);
     let same = h.reconcile(with_secret_dsn()).await.unwrap();
     assert!(!same.published, "same composition, same secret value");
+    assert_eq!(same.pending, ["orphan"]);
+    assert_eq!(shortcuts(&h), 1, "answered by the no-op shortcut");
     *secrets.0.lock().unwrap() = "postgres://two".into();
     let rotated = h.reconcile(with_secret_dsn()).await.unwrap();
+    assert_eq!(shortcuts(&h), 1, "a rotated value is not a no-op");
     assert!(
         rotated.published,
         "the composition is identical, the value is not"
@@ -812,8 +826,30 @@ async fn an_identical_composition_with_a_rotated_secret_rebuilds_what_reads_it()
         .map(|i| (i.entry_id.as_str(), i.decision))
         .collect();
     assert_eq!(by["postgres"], Decision::Rebuilt);
-    assert_eq!(by["app"], Decision::Rewired);
+    assert_eq!(by["app"], Decision::Rebuilt);
     assert_eq!(by["cache"], Decision::Reused);
+    assert!(!by.contains_key("orphan"));
+}
+
+#[tokio::test]
+async fn the_no_op_shortcut_reports_what_placing_every_entry_reports() {
+    for composition in [flat("a"), with_secret_dsn()] {
+        let h = Harness::new(
+            Catalog::new(),
+            HarnessOptions {
+                secrets: Arc::new(Rotating(std::sync::Mutex::new("value-one".into()))),
+                ..HarnessOptions::default()
+            },
+        );
+        h.reconcile(composition.clone()).await.unwrap();
+        let fast = h.reconcile(composition.clone()).await.unwrap();
+        assert_eq!(shortcuts(&h), 1);
+        h.shared.always_place.store(true, Ordering::SeqCst);
+        let placed = h.reconcile(composition.clone()).await.unwrap();
+        assert_eq!(shortcuts(&h), 1, "the second no-op placed every entry");
+        assert!(!fast.published);
+        assert_eq!(fast, placed);
+    }
 }
 
 #[tokio::test]
@@ -844,13 +880,11 @@ async fn a_no_op_reports_every_node_reused_as_placing_them_would() {
     let still = h.reconcile(flat("a")).await.unwrap();
     assert!(!still.published);
     assert_eq!(still.generation_id, back.generation_id);
-    assert!(
-        still
-            .impact
-            .iter()
-            .zip(&back.impact)
-            .all(|(s, b)| s.new_instance_id == b.new_instance_id)
-    );
+    let ids = |r: &ReconcileReport| -> Vec<Option<String>> {
+        r.impact.iter().map(|i| i.new_instance_id.clone()).collect()
+    };
+    assert_eq!(ids(&still), ids(&back));
+    assert_eq!(still.impact.len(), 3);
 }
 
 #[tokio::test]
