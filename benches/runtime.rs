@@ -227,13 +227,7 @@ fn main() {
             }
         });
         let boundary = t.elapsed() / calls;
-        let ctx = ToolCallContext {
-            run_id: "bench".into(),
-            generation_id: "gen_0001".into(),
-            agent: None,
-            scope: "/".into(),
-            cancel: Default::default(),
-        };
+        let ctx = ToolCallContext::detached("bench", "gen_0001", "/");
         let t = Instant::now();
         rt.block_on(async {
             for _ in 0..calls {
@@ -375,13 +369,7 @@ budget = {{ model_calls = {limit}, tool_calls = {limit}, tokens = {tokens} }}
         }
     });
     let model_alone = t.elapsed() / steps;
-    let ctx = ToolCallContext {
-        run_id: "bench".into(),
-        generation_id: "gen_0001".into(),
-        agent: None,
-        scope: "/".into(),
-        cancel: Default::default(),
-    };
+    let ctx = ToolCallContext::detached("bench", "gen_0001", "/");
     let t = Instant::now();
     rt.block_on(async {
         for _ in 0..steps {
