@@ -368,6 +368,11 @@ fn entry_order_in_the_file_never_changes_the_digest() {
 }
 golden!(check_policy, 0, ["check", "examples/policy.toml"]);
 golden!(
+    check_scope_policy,
+    0,
+    ["check", "examples/scope-policy.toml"]
+);
+golden!(
     explain_scope_policy_provider,
     0,
     [

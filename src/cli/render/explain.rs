@@ -234,7 +234,7 @@ pub fn scope_text(r: &ScopeReport) -> String {
 }
 
 /// What governs a scope's `policy` or `secrets`, in words.
-fn governing_text(g: &Governing) -> String {
+pub(crate) fn governing_text(g: &Governing) -> String {
     match g {
         Governing::Default => "harness default".to_owned(),
         Governing::Provider {
