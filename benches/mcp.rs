@@ -179,13 +179,7 @@ fn main() {
         )),
         extra_tools: None,
     };
-    let ctx = ToolCallContext {
-        run_id: "bench".into(),
-        generation_id: "gen_0001".into(),
-        agent: None,
-        scope: "/".into(),
-        cancel: Default::default(),
-    };
+    let ctx = ToolCallContext::detached("bench", "gen_0001", "/");
 
     let mut direct = Vec::with_capacity(calls);
     let mut via_tool = Vec::with_capacity(calls);

@@ -296,6 +296,7 @@ impl TestHarness {
             redactor: self.redactor.clone(),
             default_timeout: None,
             replay: None,
+            secrets: Arc::new(self.secrets.clone()),
         };
         let run = RunContext {
             run_id: "run_test".into(),

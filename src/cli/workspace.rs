@@ -268,9 +268,14 @@ pub fn base_dir(file: &Path) -> &Path {
 
 /// The runtime catalog for a composition at `file`: the built-in kinds,
 /// with relative paths in their configuration resolved beside the file,
-/// scrubbing with `redactor` (the one the harness's secrets learn into).
-pub fn catalog(file: &Path, redactor: &crate::engine::secret::Redactor) -> crate::runtime::Catalog {
-    catalog_with_env(file, redactor).0
+/// scrubbing with `redactor` (the one the harness's secrets learn into),
+/// `secrets.env` entries reading `run_env`.
+pub fn catalog(
+    file: &Path,
+    redactor: &crate::engine::secret::Redactor,
+    run_env: &super::env::RunEnv,
+) -> crate::runtime::Catalog {
+    catalog_with_env(file, redactor, run_env).0
 }
 
 /// [`catalog`], and the built-in kinds' environment it was built with (a
@@ -278,6 +283,7 @@ pub fn catalog(file: &Path, redactor: &crate::engine::secret::Redactor) -> crate
 pub fn catalog_with_env(
     file: &Path,
     redactor: &crate::engine::secret::Redactor,
+    run_env: &super::env::RunEnv,
 ) -> (crate::runtime::Catalog, crate::plugins::BuiltinEnv) {
     let base = base_dir(file);
     // The loader already refused an unreadable lock; here it is only read.
@@ -285,7 +291,8 @@ pub fn catalog_with_env(
     let mut catalog = crate::runtime::Catalog::new();
     let env = crate::plugins::BuiltinEnv::new(base)
         .with_lock(lock)
-        .with_redactor(redactor.clone());
+        .with_redactor(redactor.clone())
+        .with_env(std::sync::Arc::new(run_env.clone()));
     crate::plugins::register_builtins(&mut catalog, &env);
     (catalog, env)
 }

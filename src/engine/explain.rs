@@ -9,6 +9,7 @@ use std::collections::BTreeMap;
 use super::model::{CapabilityName, Composition, ConfigValue, EntryId, ScopePath};
 use super::redact::{REDACTED, is_sensitive_key, redact_url_userinfo};
 use super::resolve::{Plan, ProviderOrigin, Rejection, Resolution, Status};
+use super::system::{Governing, SystemCapability, governing};
 use super::tree::ScopeTree;
 use super::version::Version;
 
@@ -169,6 +170,9 @@ pub struct ScopeReport {
     pub visible_tools: Vec<String>,
     /// Metadata with sensitive values replaced by `<redacted>`.
     pub metadata: BTreeMap<String, ConfigValue>,
+    /// What governs the scope's `policy` and `secrets`, in
+    /// [`SystemCapability::ALL`] order.
+    pub system: Vec<(SystemCapability, Governing)>,
 }
 
 impl ScopeReport {
@@ -303,6 +307,10 @@ pub fn explain_scope(
         local_tools,
         visible_tools,
         metadata,
+        system: SystemCapability::ALL
+            .into_iter()
+            .map(|system| (system, governing(composition, tree, plan, ix, system)))
+            .collect(),
     })
 }
 

@@ -27,6 +27,7 @@ pub mod secret;
 pub mod snapshot;
 pub mod span;
 pub mod specifier;
+pub mod system;
 pub mod telemetry;
 pub mod tool_listing;
 pub mod tree;

@@ -362,3 +362,36 @@ fn spans_inside_literal_and_multi_line_strings() {
         assert_eq!(f[0].2, col, "{text}: {f:?}");
     }
 }
+
+#[test]
+fn scope_policy_and_secrets_kinds_point_at_the_bad_rule() {
+    let text = r#"version = 1
+[entries.p]
+plugin = "policy"
+config = { grants = ["ok", "*"] }
+[entries.q]
+plugin = "policy"
+config = { tools = {} }
+[entries.s]
+plugin = "secrets.env"
+config = { aliases = { "db.password" = "A=B" } }
+"#;
+    let l = load_str("c.toml", text);
+    // The bare `*`, the per-tool overrides that belong to `[policy]`, the
+    // alias; the variable name under `db.password` is no literal secret.
+    assert_eq!(
+        found(&l),
+        vec![
+            (Code::BadConfig, 4, 28),
+            (Code::BadConfig, 7, 20),
+            (Code::BadConfig, 10, 40)
+        ]
+    );
+    assert!(
+        l.diagnostics[0]
+            .message
+            .contains("bad grant `*`: a bare `*` is not a permission name"),
+        "{:?}",
+        l.diagnostics
+    );
+}

@@ -396,8 +396,14 @@ fn entry(cx: &mut FileCtx<'_>, node: &Node<'_, '_>) -> EntryDecl {
         decl.enabled_if = condition(cx, &n);
     }
     let config_node = r.get("config");
+    // A `secrets.env` configuration holds variable names under secret
+    // names (`"db.password" = "FIN_DB_PW"`), never values.
+    let warn_literal = decl
+        .plugin
+        .as_ref()
+        .is_none_or(|p| p.value != crate::engine::builtin::system::SECRETS_ENV.name);
     decl.config = match &config_node {
-        Some(n) => config_table(cx, n, true).map(ConfigValue::Table),
+        Some(n) => config_table(cx, n, warn_literal).map(ConfigValue::Table),
         None => Some(ConfigValue::empty_table()),
     };
     if let (Some(plugin), Some(config)) = (&decl.plugin, &decl.config)

@@ -355,13 +355,7 @@ async fn the_runner_backstop_fails_a_call_whose_policy_lost_its_deadline() {
     .tools
     .remove(0);
     let tool = CommandTool::new(spec, std::env::temp_dir(), Vec::new(), Redactor::new());
-    let ctx = ToolCallContext {
-        run_id: "r".into(),
-        generation_id: "g".into(),
-        agent: None,
-        scope: "/".into(),
-        cancel: crate::runtime::Cancellation::new(),
-    };
+    let ctx = ToolCallContext::detached("r", "g", "/");
     let started = Instant::now();
     let err = tool.call(json!({}), &ctx).await.unwrap_err().to_string();
     assert!(started.elapsed() < Duration::from_secs(10));

@@ -18,9 +18,10 @@ pub mod mcp;
 pub mod openai;
 pub mod scripted;
 pub mod shared;
+pub mod system;
 
 /// What the built-in adapters need to know about where they run.
-#[derive(Clone, Debug)]
+#[derive(Clone)]
 pub struct BuiltinEnv {
     /// The directory of the root composition file: relative paths in a
     /// built-in's configuration (`turns_file`, `cwd`, audit files) are
@@ -33,6 +34,17 @@ pub struct BuiltinEnv {
     /// The harness's redactor: it learns every secret the harness resolves,
     /// so audit lines, tool stderr and server logs never carry one.
     pub redactor: crate::engine::secret::Redactor,
+    /// The environment `secrets.env` entries read (the process's by
+    /// default; the CLI adds `--env-file`).
+    pub env: Arc<dyn crate::engine::secret::EnvLookup>,
+}
+
+impl std::fmt::Debug for BuiltinEnv {
+    fn fmt(&self, f: &mut std::fmt::Formatter<'_>) -> std::fmt::Result {
+        f.debug_struct("BuiltinEnv")
+            .field("base_dir", &self.base_dir)
+            .finish_non_exhaustive()
+    }
 }
 
 impl BuiltinEnv {
@@ -42,7 +54,15 @@ impl BuiltinEnv {
             base_dir: base_dir.as_ref().to_path_buf(),
             lock: Arc::default(),
             redactor: crate::engine::secret::Redactor::new(),
+            env: Arc::new(system::ProcessEnv),
         }
+    }
+
+    /// The same environment reading variables through `env`.
+    #[must_use]
+    pub fn with_env(mut self, env: Arc<dyn crate::engine::secret::EnvLookup>) -> Self {
+        self.env = env;
+        self
     }
 
     /// The same environment with the harness's redactor (give it the one
@@ -97,4 +117,5 @@ pub fn register_builtins(catalog: &mut Catalog, env: &BuiltinEnv) {
     openai::register(catalog);
     scripted::register(catalog, &env);
     shared::register(catalog);
+    system::register(catalog, &env);
 }

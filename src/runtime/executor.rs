@@ -25,7 +25,7 @@ use crate::engine::policy::{
     ApprovalGate, ApprovalRequest, DenyAllApprovals, PolicyEngine, PolicyRequest, evaluate_or_deny,
 };
 use crate::engine::schema_check::check as check_schema;
-use crate::engine::secret::Redactor;
+use crate::engine::secret::{RedactingSecretProvider, Redactor, SecretProvider};
 use crate::engine::telemetry::{AttrValue, Attributes, NoopTelemetry, Telemetry, attributes};
 
 /// The services a run's tool calls go through.
@@ -43,6 +43,9 @@ pub struct ExecutorServices {
     pub default_timeout: Option<Duration>,
     /// Record or replay of tool calls (`--record` / `--replay`).
     pub replay: Option<Arc<super::replay::Replay>>,
+    /// The default secrets of tool calls (a scope governed by a `secrets`
+    /// provider uses that instead).
+    pub secrets: Arc<dyn SecretProvider>,
 }
 
 impl std::fmt::Debug for ExecutorServices {
@@ -55,7 +58,8 @@ impl std::fmt::Debug for ExecutorServices {
 
 impl ExecutorServices {
     /// Use the `[policy]` of `generation`'s composition, if it declares one
-    /// (a run sees the policy of the generation it leased).
+    /// (a run sees the policy of the generation it leased). It is the
+    /// default: a scope governed by a `policy` provider uses that instead.
     pub fn with_generation_policy(mut self, generation: &Generation) -> Self {
         if let Some(p) = &generation.composition.policy {
             self.policy = Arc::new(p.rules.clone());
@@ -72,6 +76,7 @@ impl ExecutorServices {
             redactor: Redactor::new(),
             default_timeout: None,
             replay: None,
+            secrets: Arc::new(crate::engine::secret::StaticSecretProvider::new()),
         }
     }
 }
@@ -565,11 +570,18 @@ impl ToolExecutor {
             }
         };
         let mut approval = reg.policy.approval_required;
+        // The scope's own policy provider, else the default.
+        let scope_policy = if permissions.is_empty() {
+            None
+        } else {
+            g.system(&run.scope).policy
+        };
+        let policy = scope_policy.as_deref().unwrap_or(s.policy.as_ref());
         for permission in &permissions {
             let request = self
                 .memo
                 .request(&call.name, permission, &reg.owner, &generation_id);
-            let decision = evaluate_or_deny(s.policy.as_ref(), &request);
+            let decision = evaluate_or_deny(policy, &request);
             *locked(&self.memo.request) = Some(request);
             let permission_text = permission.to_string();
             self.policy_decision(
@@ -732,6 +744,13 @@ impl ToolExecutor {
             agent: run.agent.clone(),
             scope: run.scope.clone(),
             cancel: cancel.clone(),
+            secrets: RedactingSecretProvider::new(
+                run.generation
+                    .system(&run.scope)
+                    .secrets
+                    .unwrap_or_else(|| Arc::clone(&s.secrets)),
+                s.redactor.clone(),
+            ),
         };
         let timeout = reg
             .policy

@@ -9,7 +9,7 @@
 //! side, so a run sees the old complete generation or the new complete one.
 
 use std::collections::BTreeMap;
-use std::sync::{Arc, Mutex, MutexGuard};
+use std::sync::{Arc, Mutex, MutexGuard, OnceLock};
 use std::time::Duration;
 
 use tokio::time::Instant;
@@ -19,8 +19,11 @@ use super::hooks::HookSet;
 use super::tool::ToolRegistration;
 use crate::engine::identity::GenerationId;
 use crate::engine::model::{CapabilityName, Composition};
+use crate::engine::policy::{FailClosed, PolicyEngine};
 use crate::engine::resolve::Plan;
+use crate::engine::secret::{SecretProvider, UnavailableSecrets};
 use crate::engine::snapshot::{Digests, SnapshotRecord};
+use crate::engine::system::{Governing, SystemCapability, governing};
 use crate::engine::tree::ScopeTree;
 
 /// Where a generation is in its life.
@@ -104,7 +107,41 @@ pub struct Generation {
     /// The mount number of each entry's instance (what its snapshot's
     /// instance ids were computed from).
     pub mounts: BTreeMap<crate::engine::model::EntryId, u64>,
+    /// The `policy` and `secrets` of each scope, bound on first use.
+    system: OnceLock<SystemIndex>,
     accounting: Mutex<Accounting>,
+}
+
+/// The `policy` and `secrets` a scope's tool calls use: the values of the
+/// providers that govern the scope ([`crate::engine::system`]), `None` for
+/// the harness default. What cannot be resolved or bound is a fail-closed
+/// stand-in (a policy denying everything, secrets failing every lookup,
+/// both with the reason).
+#[derive(Clone, Default)]
+pub struct ScopeSystem {
+    /// The scope's policy engine, unless it has the default.
+    pub policy: Option<Arc<dyn PolicyEngine>>,
+    /// The scope's secret provider, unless it has the default.
+    pub secrets: Option<Arc<dyn SecretProvider>>,
+}
+
+impl std::fmt::Debug for ScopeSystem {
+    fn fmt(&self, f: &mut std::fmt::Formatter<'_>) -> std::fmt::Result {
+        f.debug_struct("ScopeSystem")
+            .field("policy", &self.policy.is_some())
+            .field("secrets", &self.secrets.is_some())
+            .finish()
+    }
+}
+
+/// Per-scope [`ScopeSystem`]s, each bound when a run first asks.
+#[derive(Debug)]
+struct SystemIndex {
+    /// Whether any entry provides a system capability: when none does,
+    /// every scope has the defaults and nothing is looked up.
+    any: bool,
+    /// By scope index.
+    scopes: Vec<OnceLock<ScopeSystem>>,
 }
 
 /// A lease id was not held.
@@ -173,11 +210,115 @@ impl Generation {
             digests,
             created_at: Instant::now(),
             mounts: BTreeMap::new(),
+            system: OnceLock::new(),
             accounting: Mutex::new(Accounting {
                 state: GenerationState::Building,
                 leases: BTreeMap::new(),
             }),
         }
+    }
+
+    /// The `policy` and `secrets` governing runs in `scope` (a scope path),
+    /// resolved once per scope through the scope tree and capability views
+    /// ([`crate::engine::system::governing`]) and bound to the providers'
+    /// registered values. A scope outside the tree fails closed when the
+    /// composition has any such provider.
+    pub fn system(&self, scope: &str) -> ScopeSystem {
+        let index = self.system.get_or_init(|| SystemIndex {
+            any: crate::engine::system::any_provider(&self.composition),
+            scopes: std::iter::repeat_with(OnceLock::new)
+                .take(self.tree.len())
+                .collect(),
+        });
+        if !index.any {
+            return ScopeSystem::default();
+        }
+        match self.tree.find_str(scope) {
+            Some(ix) => index.scopes[ix]
+                .get_or_init(|| self.bind_system(ix))
+                .clone(),
+            None => {
+                let why = |system: SystemCapability| {
+                    format!(
+                        "{} resolution failed for scope {scope}: the scope is not in generation {}",
+                        system.name(),
+                        self.id
+                    )
+                };
+                ScopeSystem {
+                    policy: Some(Arc::new(FailClosed {
+                        reason: why(SystemCapability::Policy),
+                    })),
+                    secrets: Some(Arc::new(UnavailableSecrets {
+                        reason: why(SystemCapability::Secrets),
+                    })),
+                }
+            }
+        }
+    }
+
+    fn bind_system(&self, ix: crate::engine::tree::ScopeIx) -> ScopeSystem {
+        let path = &self.tree.get(ix).path;
+        let why = |system: SystemCapability, reason: String| {
+            format!(
+                "{} resolution failed for scope {path}: {reason}",
+                system.name()
+            )
+        };
+        ScopeSystem {
+            policy: self
+                .bind::<dyn PolicyEngine>(ix, SystemCapability::Policy, "a policy engine")
+                .map(|bound| {
+                    bound.unwrap_or_else(|reason| {
+                        Arc::new(FailClosed {
+                            reason: why(SystemCapability::Policy, reason),
+                        })
+                    })
+                }),
+            secrets: self
+                .bind::<dyn SecretProvider>(ix, SystemCapability::Secrets, "a secret provider")
+                .map(|bound| {
+                    bound.unwrap_or_else(|reason| {
+                        Arc::new(UnavailableSecrets {
+                            reason: why(SystemCapability::Secrets, reason),
+                        })
+                    })
+                }),
+        }
+    }
+
+    /// The `@1` value (an `Arc<T>`) of the entry governing `system` in
+    /// scope `ix`: `None` for the default, `Some(Err(why))` when the scope
+    /// fails closed.
+    fn bind<T: ?Sized + Send + Sync + 'static>(
+        &self,
+        ix: crate::engine::tree::ScopeIx,
+        system: SystemCapability,
+        what: &str,
+    ) -> Option<Result<Arc<T>, String>> {
+        let entry = match governing(&self.composition, &self.tree, &self.plan, ix, system) {
+            Governing::Default => return None,
+            Governing::FailClosed(failure) => return Some(Err(failure.to_string())),
+            Governing::Provider { entry, .. } => entry,
+        };
+        let registered = self
+            .capabilities
+            .get(system.name())
+            .into_iter()
+            .flatten()
+            .find(|p| {
+                p.entry_id == entry.as_str()
+                    && p.registration.version.major() == SystemCapability::CONTRACT
+            });
+        Some(match registered {
+            None => Err(format!("{entry} registered no {}@1", system.name())),
+            Some(p) => p
+                .registration
+                .value
+                .downcast::<Arc<T>>()
+                .map(|value| Arc::clone(value.as_ref()))
+                .ok_or_else(|| format!("the value {entry} provides is not {what}")),
+        })
     }
 
     fn accounting(&self) -> MutexGuard<'_, Accounting> {

@@ -38,7 +38,7 @@ pub use executor::{
     ExecError, ExecutorServices, RunContext, ToolCall, ToolExecutor, ToolRefusal, ToolResult,
     ToolStatus,
 };
-pub use generation::{Generation, GenerationState, PressureReport};
+pub use generation::{Generation, GenerationState, PressureReport, ScopeSystem};
 pub use harness::{AcquireError, Harness, HarnessOptions, Lease};
 pub use hooks::{ErrorPolicy, FnHook, HookEvent, HookHandler, HookMode, HookReply, HookSet};
 pub use identity::{Decision, NodeIdentity, NodeImpact};
@@ -48,11 +48,15 @@ pub use lifecycle::{Health, PluginState, StateError, StateMachine};
 pub use plugin::{FnPlugin, Plugin, plugin_fn};
 pub use reconcile::{PluginContractError, ReconcileError, ReconcileReport};
 pub use scope::{BoxError, BoxFuture, CleanupFn, EffectCleanupError, OwnershipScope};
-pub use tool::{Cancellation, DeclaredTool, Tool, ToolCallContext, ToolOutput, ToolRegistration};
+pub use tool::{
+    Cancellation, DeclaredTool, Tool, ToolCallContext, ToolOutput, ToolRegistration, ToolSecrets,
+};
 pub use tool_set::{ToolSetChange, ToolSetReporter, ToolSetSink};
 pub use value::CapabilityValue;
 
 #[cfg(test)]
 mod executor_tests;
+#[cfg(test)]
+mod system_tests;
 #[cfg(test)]
 mod tests;

@@ -8,6 +8,7 @@ use serde_json::Value;
 
 use super::scope::BoxError;
 use crate::engine::policy::ToolPolicy;
+use crate::engine::secret::{RedactingSecretProvider, SecretProvider};
 
 /// A cancellation signal handed to a running tool.
 #[derive(Clone, Debug, Default)]
@@ -45,8 +46,12 @@ impl Cancellation {
     }
 }
 
+/// The secrets a tool call resolves: its scope's provider (or the
+/// harness default), teaching the run's redactor every value it hands out.
+pub type ToolSecrets = RedactingSecretProvider<Arc<dyn SecretProvider>>;
+
 /// What a tool receives besides its arguments.
-#[derive(Clone, Debug)]
+#[derive(Clone)]
 pub struct ToolCallContext {
     /// The run.
     pub run_id: String,
@@ -58,6 +63,39 @@ pub struct ToolCallContext {
     pub scope: String,
     /// Fires when the call is cancelled (timeout, shutdown).
     pub cancel: Cancellation,
+    /// The secrets of the run's scope: `ctx.secrets.get("db.password")`
+    /// (a scope whose secrets provider cannot be resolved fails every
+    /// lookup).
+    pub secrets: ToolSecrets,
+}
+
+impl ToolCallContext {
+    /// A context outside any run (direct calls, tests, benchmarks): no
+    /// agent, no secrets, a cancellation that has not fired.
+    pub fn detached(run_id: &str, generation_id: &str, scope: &str) -> Self {
+        Self {
+            run_id: run_id.to_owned(),
+            generation_id: generation_id.to_owned(),
+            agent: None,
+            scope: scope.to_owned(),
+            cancel: Cancellation::new(),
+            secrets: RedactingSecretProvider::new(
+                Arc::new(crate::engine::secret::StaticSecretProvider::new()),
+                crate::engine::secret::Redactor::new(),
+            ),
+        }
+    }
+}
+
+impl std::fmt::Debug for ToolCallContext {
+    fn fmt(&self, f: &mut std::fmt::Formatter<'_>) -> std::fmt::Result {
+        f.debug_struct("ToolCallContext")
+            .field("run_id", &self.run_id)
+            .field("generation_id", &self.generation_id)
+            .field("agent", &self.agent)
+            .field("scope", &self.scope)
+            .finish_non_exhaustive()
+    }
 }
 
 /// What a tool returns.

@@ -22,6 +22,18 @@ impl CapabilityValue {
         Self::new(())
     }
 
+    /// A `policy` value: the engine the harness asks for the scopes this
+    /// provider governs (read back as `Arc<dyn PolicyEngine>`).
+    pub fn policy(engine: impl crate::engine::policy::PolicyEngine + 'static) -> Self {
+        Self::new(Arc::new(engine) as Arc<dyn crate::engine::policy::PolicyEngine>)
+    }
+
+    /// A `secrets` value: where tools of the scopes this provider governs
+    /// resolve secrets (read back as `Arc<dyn SecretProvider>`).
+    pub fn secrets(provider: impl crate::engine::secret::SecretProvider + 'static) -> Self {
+        Self::new(Arc::new(provider) as Arc<dyn crate::engine::secret::SecretProvider>)
+    }
+
     /// The value as `T`, if it is one.
     pub fn downcast<T: Any + Send + Sync>(&self) -> Option<Arc<T>> {
         Arc::clone(&self.0).downcast::<T>().ok()

@@ -28,6 +28,16 @@ config = { dsn = "postgres://app:sk-canary-7f3a9c2e51@db/app", api_key = "sk-can
 
 [entries.app]
 scope = "/team"
+
+[entries.team-policy]
+plugin = "policy"
+scope = "/team"
+config = { grants = ["database.read"] }
+
+[entries.team-secrets]
+plugin = "secrets.env"
+scope = "/team"
+config = { prefix = "TEAM_", aliases = { api_key = "DB_PASSWORD" } }
 "#;
 
 /// An agent run: the canary is a resolved secret (so the redactor knows
@@ -57,6 +67,15 @@ text = "the password is sk-canary-7f3a9c2e51"
 [entries.audit]
 plugin = "audit"
 config = { path = "audit.jsonl" }
+
+[entries.agent-secrets]
+plugin = "secrets.env"
+scope = "/agents/a"
+config = { aliases = { "db.password" = "DB_PASSWORD" } }
+
+[entries.agent-policy]
+plugin = "policy"
+scope = "/agents/a"
 
 [agents.a]
 default_input = "repeat sk-canary-7f3a9c2e51"

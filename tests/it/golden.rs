@@ -368,6 +368,43 @@ fn entry_order_in_the_file_never_changes_the_digest() {
 }
 golden!(check_policy, 0, ["check", "examples/policy.toml"]);
 golden!(
+    check_scope_policy,
+    0,
+    ["check", "examples/scope-policy.toml"]
+);
+golden!(
+    explain_scope_policy_provider,
+    0,
+    [
+        "explain",
+        "scope",
+        "/agents/finance",
+        "examples/scope-policy.toml"
+    ]
+);
+golden!(
+    explain_scope_policy_default,
+    0,
+    [
+        "explain",
+        "scope",
+        "/agents/support",
+        "examples/scope-policy.toml"
+    ]
+);
+golden!(
+    explain_scope_policy_json,
+    0,
+    [
+        "--format",
+        "json",
+        "explain",
+        "scope",
+        "/agents/finance",
+        "examples/scope-policy.toml"
+    ]
+);
+golden!(
     check_undeclared_permission,
     1,
     ["check", "examples/broken/undeclared-permission.toml"]

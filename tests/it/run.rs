@@ -660,3 +660,37 @@ fn request_tools_that_collide_or_are_not_commands_are_refused_before_running() {
     assert_eq!(r.code, 2, "{}", r.transcript());
     assert!(r.stderr.contains("would be hidden"), "{}", r.stderr);
 }
+
+#[test]
+fn a_scope_policy_allows_its_agent_and_its_sibling_keeps_the_global_policy() {
+    let text =
+        std::fs::read_to_string(crate::harness::root().join("examples/scope-policy.toml")).unwrap();
+    let d = Dir::new(&text);
+    let (code, doc, stderr) = d.json(&["run", "c.toml", "--agent", "finance"]);
+    assert_eq!(code, 0, "{stderr}");
+    assert_eq!(doc["tool_calls"][0]["name"], "read_ledger");
+    assert_eq!(doc["tool_calls"][0]["status"], "ok", "{doc}");
+    // The sibling agent: finance's policy does not leak to it.
+    let (code, doc, stderr) = d.json(&["run", "c.toml", "--agent", "support"]);
+    assert_eq!(code, 0, "the scripted model still answers: {stderr}");
+    assert_eq!(doc["tool_calls"][0]["status"], "refused", "{doc}");
+    assert_eq!(doc["tool_calls"][0]["refusal"], "policy_denied");
+    let msg = doc["tool_calls"][0]["error"].as_str().unwrap();
+    assert!(msg.contains("no grant covers `ledger.read`"), "{msg}");
+
+    // Two policies for the finance agent, no preference: it fails closed,
+    // naming both.
+    let d = Dir::new(&format!(
+        "{text}\n[entries.more-policy]\nplugin = \"policy\"\nscope = \"/agents\"\nconfig = {{ grants = [\"ledger.read\"] }}\n"
+    ));
+    let (code, doc, stderr) = d.json(&["run", "c.toml", "--agent", "finance"]);
+    assert_eq!(code, 0, "{stderr}");
+    assert_eq!(doc["tool_calls"][0]["status"], "refused", "{doc}");
+    let msg = doc["tool_calls"][0]["error"].as_str().unwrap();
+    assert!(
+        msg.contains(
+            "policy resolution failed for scope /agents/finance: ambiguous between finance-policy, more-policy"
+        ),
+        "{msg}"
+    );
+}

@@ -449,7 +449,11 @@ pub fn run(ui: &Ui, args: &PublishArgs) -> Result<ExitStatus, ExitStatus> {
     let composition = resolved.composition.clone();
     let telemetry = trace_telemetry(ui, args.trace.as_deref(), &redactor)?;
     let options = super::super::workspace::harness_options(ui, telemetry, &redactor, None)?;
-    let catalog = super::super::workspace::catalog(&args.file, &redactor);
+    let catalog = super::super::workspace::catalog(
+        &args.file,
+        &redactor,
+        &crate::cli::env::RunEnv::process(),
+    );
     let (report, nodes, generation, cleanup) = rt.block_on(async move {
         let harness = Harness::new(catalog, options);
         // A fresh harness has no generation, so seeding cannot fail.

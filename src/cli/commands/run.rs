@@ -256,7 +256,9 @@ pub fn run(ui: &Ui, args: &RunArgs) -> Result<ExitStatus, ExitStatus> {
         &redactor,
         args.env_file.as_deref(),
     )?;
-    let (catalog, builtin_env) = catalog_with_env(&args.file, &redactor);
+    let (catalog, builtin_env) = catalog_with_env(&args.file, &redactor, &env);
+    // Tools of scopes no `secrets` provider governs read what plugins read.
+    let default_secrets = Arc::clone(&options.secrets);
     let rt = runtime().map_err(|e| {
         ui.err(&format!("error: cannot start the runtime: {e}"));
         ExitStatus::Failure
@@ -351,6 +353,7 @@ pub fn run(ui: &Ui, args: &RunArgs) -> Result<ExitStatus, ExitStatus> {
             telemetry: Arc::clone(&telemetry),
             redactor: redactor.clone(),
             replay: replay_for_run.clone(),
+            secrets: default_secrets,
             ..ExecutorServices::permissive()
         }
         .with_generation_policy(&generation);

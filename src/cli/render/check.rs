@@ -4,7 +4,9 @@ use std::fmt::Write;
 
 use crate::cli::workspace::Resolved;
 use crate::engine::resolve::Status;
+use crate::engine::system::{Governing, SystemCapability, governing};
 
+use super::explain::governing_text;
 use super::resolution_json;
 
 /// The text summary of one checked composition.
@@ -96,9 +98,23 @@ pub fn check_text(r: &Resolved, refused: bool) -> String {
                 }
             },
         );
+        // A scope-level policy or secrets provider, when one governs.
+        let system: String = r
+            .tree
+            .find(&agent.scope)
+            .map(|ix| {
+                SystemCapability::ALL
+                    .into_iter()
+                    .filter_map(|s| match governing(&r.composition, &r.tree, plan, ix, s) {
+                        Governing::Default => None,
+                        g => Some(format!("; {}: {}", s.name(), governing_text(&g))),
+                    })
+                    .collect()
+            })
+            .unwrap_or_default();
         let _ = writeln!(
             out,
-            "  agent     {} ({scope}): {wiring}; tools: {tools}",
+            "  agent     {} ({scope}): {wiring}; tools: {tools}{system}",
             agent.name
         );
     }

@@ -4,6 +4,7 @@ use std::fmt::Write;
 
 use crate::engine::explain::{RequirementReport, ScopeReport};
 use crate::engine::resolve::{SelectionReason, Status};
+use crate::engine::system::Governing;
 
 use super::{config_json, config_text, resolution_json};
 
@@ -218,6 +219,9 @@ pub fn scope_text(r: &ScopeReport) -> String {
         .map(|q| format!("{} -> {}", q.consumer.name(), q.requirement.capability))
         .collect();
     let _ = writeln!(out, "unresolved   {}", list(&unresolved));
+    for (system, governing) in &r.system {
+        let _ = writeln!(out, "{:<12} {}", system.name(), governing_text(governing));
+    }
     let _ = writeln!(out, "tools        {}", list(&r.local_tools));
     let _ = writeln!(out, "visible tools {}", list(&r.visible_tools));
     if !r.metadata.is_empty() {
@@ -227,6 +231,50 @@ pub fn scope_text(r: &ScopeReport) -> String {
         }
     }
     out
+}
+
+/// What governs a scope's `policy` or `secrets`, in words.
+pub(crate) fn governing_text(g: &Governing) -> String {
+    match g {
+        Governing::Default => "harness default".to_owned(),
+        Governing::Provider {
+            entry,
+            origin,
+            reason,
+        } => {
+            let by = match reason {
+                SelectionReason::OnlyEligible => String::new(),
+                SelectionReason::ExplicitPreference(level) => {
+                    format!(", {} preference", level.as_str())
+                }
+            };
+            format!("{entry} ({}{by})", origin.as_str())
+        }
+        Governing::FailClosed(failure) => format!("fail closed: {failure}"),
+    }
+}
+
+fn governing_json(g: &Governing) -> serde_json::Value {
+    match g {
+        Governing::Default => serde_json::json!({ "status": "default" }),
+        Governing::Provider {
+            entry,
+            origin,
+            reason,
+        } => serde_json::json!({
+            "status": "provider",
+            "entry": entry.as_str(),
+            "origin": origin.as_str(),
+            "selection_reason": reason.as_str(),
+            "preference_level": match reason {
+                SelectionReason::ExplicitPreference(level) => Some(level.as_str()),
+                SelectionReason::OnlyEligible => None,
+            },
+        }),
+        Governing::FailClosed(failure) => {
+            serde_json::json!({ "status": "fail_closed", "reason": failure.to_string() })
+        }
+    }
 }
 
 /// JSON for `explain scope`.
@@ -261,6 +309,7 @@ pub fn scope_json(r: &ScopeReport) -> serde_json::Value {
         "unresolved": r.unresolved().map(resolution_json).collect::<Vec<_>>(),
         "local_tools": r.local_tools,
         "visible_tools": r.visible_tools,
+        "system": r.system.iter().map(|(s, g)| (s.name().to_owned(), governing_json(g))).collect::<serde_json::Map<_, _>>(),
         "metadata": r.metadata.iter().map(|(k, v)| (k.clone(), config_json(v))).collect::<serde_json::Map<_, _>>(),
     })
 }

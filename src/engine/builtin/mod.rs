@@ -18,6 +18,7 @@ pub mod mcp;
 pub mod openai;
 pub mod scripted;
 pub mod shared;
+pub mod system;
 
 use serde_json::Value;
 
@@ -89,7 +90,9 @@ pub fn kinds() -> &'static [BuiltinKind] {
         hooks::HOOK_COMMAND,
         mcp::KIND,
         openai::KIND,
+        system::POLICY,
         scripted::KIND,
+        system::SECRETS_ENV,
         shared::KIND,
     ];
     KINDS
@@ -145,6 +148,24 @@ pub fn config_schemas() -> serde_json::Map<String, Value> {
         .iter()
         .map(|k| (k.name.to_owned(), (k.config_schema)()))
         .collect()
+}
+
+/// A configuration table from JSON, for tests (TOML has no null).
+#[cfg(test)]
+pub(crate) fn test_config(json: Value) -> ConfigValue {
+    match json {
+        Value::Bool(b) => ConfigValue::Bool(b),
+        Value::Number(n) => n.as_i64().map_or_else(
+            || ConfigValue::Float(n.as_f64().unwrap_or(0.0)),
+            ConfigValue::Int,
+        ),
+        Value::String(s) => ConfigValue::Str(s),
+        Value::Array(a) => ConfigValue::Array(a.into_iter().map(test_config).collect()),
+        Value::Object(m) => {
+            ConfigValue::Table(m.into_iter().map(|(k, v)| (k, test_config(v))).collect())
+        }
+        Value::Null => ConfigValue::Table(Default::default()),
+    }
 }
 
 #[cfg(test)]

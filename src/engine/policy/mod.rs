@@ -38,8 +38,8 @@ pub use approval::{
 pub use glob::{ResourceError, ResourcePattern, normalize_path};
 pub use permission::{Permission, PermissionError};
 pub use rules::{
-    AllowAll, DenyAll, Grant, PROVIDER_FAILURE, PolicyDecision, PolicyEngine, PolicyError,
-    PolicyRequest, PolicyRules, evaluate_or_deny,
+    AllowAll, DenyAll, FailClosed, Grant, PROVIDER_FAILURE, PolicyDecision, PolicyEngine,
+    PolicyError, PolicyRequest, PolicyRules, evaluate_or_deny,
 };
 pub use template::{JsonPointer, MAX_EXPANSIONS, PermissionTemplate, TemplateError, expand};
 pub use tool_policy::{ToolPolicy, ToolPolicyError, check_declared};

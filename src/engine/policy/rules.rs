@@ -239,6 +239,20 @@ impl PolicyEngine for AllowAll {
     }
 }
 
+/// Stands in for a policy that could not be resolved: denies every
+/// request with the reason it could not be resolved (fail closed).
+#[derive(Clone, Debug, PartialEq, Eq)]
+pub struct FailClosed {
+    /// Why, e.g. "policy resolution failed for scope /x: ambiguous between a, b".
+    pub reason: String,
+}
+
+impl PolicyEngine for FailClosed {
+    fn evaluate(&self, _request: &PolicyRequest) -> Result<PolicyDecision, PolicyError> {
+        Ok(PolicyDecision::deny(self.reason.clone()))
+    }
+}
+
 /// Denies every request.
 #[derive(Clone, Copy, Debug, Default, PartialEq, Eq)]
 pub struct DenyAll;

@@ -228,6 +228,11 @@ impl<'a> Log<'a> {
                 continue;
             }
             let Some(usage) = usage.filter(|u| u.applies > 0) else {
+                // The harness consumes `policy` and `secrets` for every
+                // scope (`engine::system`), with or without a requirement.
+                if crate::engine::system::SystemCapability::is_system(cap.as_str()) {
+                    continue;
+                }
                 let (holder, preferred) = (holder(), preferred.clone());
                 out.push(PreferenceFinding::Unused {
                     level,

@@ -54,6 +54,12 @@ pub trait EnvLookup: Send + Sync {
     fn var(&self, name: &str) -> Option<String>;
 }
 
+impl<L: EnvLookup + ?Sized> EnvLookup for std::sync::Arc<L> {
+    fn var(&self, name: &str) -> Option<String> {
+        (**self).var(name)
+    }
+}
+
 /// An [`EnvLookup`] over a fixed map, for tests.
 #[derive(Clone, Default)]
 pub struct MapEnv(pub BTreeMap<String, String>);

@@ -35,6 +35,7 @@ pub use env::{EnvLookup, EnvSecretProvider, MapEnv, env_var_name};
 pub use fingerprint::{fingerprint, hmac_sha256};
 pub use provider::{
     RedactingSecretProvider, SecretError, SecretErrorKind, SecretProvider, StaticSecretProvider,
+    UnavailableSecrets,
 };
 pub use redactor::{Learned, MIN_SECRET_LEN, Redactor};
 pub use value::SecretValue;

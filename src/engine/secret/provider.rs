@@ -13,6 +13,9 @@ pub enum SecretErrorKind {
     Empty,
     /// The name cannot be looked up (for example, it is empty).
     InvalidName,
+    /// No provider can be asked: the scope's secrets provider could not be
+    /// resolved (fail closed); `provider` says why.
+    Unavailable,
 }
 
 impl SecretErrorKind {
@@ -21,6 +24,7 @@ impl SecretErrorKind {
             Self::Missing => "is not set",
             Self::Empty => "is empty",
             Self::InvalidName => "has an invalid name",
+            Self::Unavailable => "cannot be resolved",
         }
     }
 }
@@ -32,14 +36,21 @@ impl SecretErrorKind {
 /// value, because it never holds one.
 #[derive(Debug, Clone, PartialEq, Eq, thiserror::Error)]
 #[error(
-    "secret `{name}` {} (provider `{provider}`{})",
+    "secret `{name}` {}{}",
     kind.describe(),
-    environment_variable.as_deref().map(|v| format!(", environment variable `{v}`")).unwrap_or_default()
+    match kind {
+        SecretErrorKind::Unavailable => format!(": {provider}"),
+        _ => format!(
+            " (provider `{provider}`{})",
+            environment_variable.as_deref().map(|v| format!(", environment variable `{v}`")).unwrap_or_default()
+        ),
+    }
 )]
 pub struct SecretError {
     /// The secret's name, as requested.
     pub name: String,
-    /// The provider that was asked.
+    /// The provider that was asked (for [`SecretErrorKind::Unavailable`],
+    /// why none could be).
     pub provider: String,
     /// The environment variable that was read, for environment providers.
     pub environment_variable: Option<String>,
@@ -160,6 +171,26 @@ impl SecretProvider for StaticSecretProvider {
     }
 }
 
+/// Stands in for a secrets provider that could not be resolved: every
+/// lookup fails with [`SecretErrorKind::Unavailable`] and the reason (fail
+/// closed).
+#[derive(Clone, Debug, PartialEq, Eq)]
+pub struct UnavailableSecrets {
+    /// Why, e.g. "secrets resolution failed for scope /x: ambiguous between a, b".
+    pub reason: String,
+}
+
+impl SecretProvider for UnavailableSecrets {
+    fn get(&self, name: &str) -> Result<SecretValue, SecretError> {
+        Err(SecretError {
+            name: name.to_owned(),
+            provider: self.reason.clone(),
+            environment_variable: None,
+            kind: SecretErrorKind::Unavailable,
+        })
+    }
+}
+
 /// Wraps a provider so that every value it hands out is learned by a
 /// [`Redactor`] at the moment it is resolved.
 ///
@@ -250,6 +281,16 @@ mod tests {
         let (pin, learned) = provider.get_learned("pin").expect("set");
         assert_eq!((pin.reveal(), learned), ("12", Learned::TooShort));
         assert!(provider.get("nope").is_err());
+        let unavailable = UnavailableSecrets {
+            reason: "secrets resolution failed for scope /x: ambiguous between a, b".into(),
+        };
+        let e = unavailable.get("db.password").expect_err("fails closed");
+        assert_eq!(
+            e.to_string(),
+            "secret `db.password` cannot be resolved: secrets resolution failed for scope /x: ambiguous between a, b"
+        );
+        // Optional lookups fail closed too.
+        assert!(unavailable.get_optional("db.password").is_err());
         // Works through references and boxes as a trait object.
         let boxed: Box<dyn SecretProvider> = Box::new(provider);
         assert!(boxed.get("openai.api_key").is_ok());
