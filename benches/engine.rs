@@ -50,6 +50,10 @@ use chassis::engine::tree::ScopeTree;
 use chassis::engine::version::Version;
 use chassis::load::load_str;
 
+/// The allocator of the `chassis` binary, so the figures are what users run.
+#[global_allocator]
+static GLOBAL: mimalloc::MiMalloc = mimalloc::MiMalloc;
+
 // ---------------------------------------------------------------------------
 // Synthetic compositions, described once and rendered both as model values and
 // as TOML text.
