@@ -34,6 +34,10 @@ use chassis::runtime::{
 };
 use serde_json::json;
 
+/// The allocator of the `chassis` binary, so the figures are what users run.
+#[global_allocator]
+static GLOBAL: mimalloc::MiMalloc = mimalloc::MiMalloc;
+
 fn everything() -> PathBuf {
     let target = std::env::var_os("CARGO_TARGET_DIR")
         .map(PathBuf::from)

@@ -29,6 +29,10 @@ use chassis::runtime::{
 };
 use serde_json::{Value, json};
 
+/// The allocator of the `chassis` binary, so the figures are what users run.
+#[global_allocator]
+static GLOBAL: mimalloc::MiMalloc = mimalloc::MiMalloc;
+
 fn chain(n: usize, leaf_config: i64) -> Composition {
     let mut b = CompositionBuilder::new();
     for i in 0..n {
