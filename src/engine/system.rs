@@ -13,7 +13,10 @@
 //!
 //! Selection follows the reference's system requirements:
 //!
-//! * no visible provider → the harness default;
+//! * no provider in the scope or an ancestor → the harness default;
+//! * providers there, but a capability view hides the capability from the
+//!   scope → the scope **fails closed** (a narrower view never widens what
+//!   a scope may do);
 //! * one visible provider on contract generation 1 → it;
 //! * several → the scope's own `prefer`, then the global `[prefer]` (as for
 //!   a scope requirement, whose consumer has no `prefer` of its own);
@@ -101,6 +104,12 @@ pub enum SystemFailure {
         /// The provider.
         entry: EntryId,
     },
+    /// The scope or an ancestor declares providers, and a capability view
+    /// hides the capability from the scope.
+    Hidden {
+        /// The hidden providers, sorted.
+        providers: Vec<EntryId>,
+    },
 }
 
 impl fmt::Display for SystemFailure {
@@ -124,6 +133,11 @@ impl fmt::Display for SystemFailure {
                 SystemCapability::CONTRACT
             ),
             Self::Pending { entry } => write!(f, "provider {entry} is pending"),
+            Self::Hidden { providers } => write!(
+                f,
+                "a capability view hides {} from this scope (list the capability in the view, or move the provider)",
+                join(providers)
+            ),
         }
     }
 }
@@ -138,9 +152,6 @@ pub fn governing(
     system: SystemCapability,
 ) -> Governing {
     let cap = system.capability();
-    if !tree.exposes(scope, &cap) {
-        return Governing::Default;
-    }
     // (entry, origin), sorted by entry id (the map's order).
     let mut on_contract: Vec<(&EntryId, ProviderOrigin)> = Vec::new();
     let mut elsewhere: Vec<EntryId> = Vec::new();
@@ -165,8 +176,20 @@ pub fn governing(
             elsewhere.push(entry.id.clone());
         }
     }
+    if on_contract.is_empty() && elsewhere.is_empty() {
+        return Governing::Default;
+    }
+    // A view that hides the capability from a scope under (or at) a
+    // provider must not hand that scope the more permissive default: a
+    // child scope could otherwise escape its parent's policy by declaring a
+    // view without `policy`.
+    if !tree.exposes(scope, &cap) {
+        let mut providers: Vec<EntryId> = on_contract.iter().map(|(id, _)| (*id).clone()).collect();
+        providers.extend(elsewhere);
+        providers.sort();
+        return Governing::FailClosed(SystemFailure::Hidden { providers });
+    }
     let chosen = match on_contract.as_slice() {
-        [] if elsewhere.is_empty() => return Governing::Default,
         [] => {
             return Governing::FailClosed(SystemFailure::ContractMismatch {
                 providers: elsewhere,

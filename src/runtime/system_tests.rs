@@ -213,17 +213,18 @@ async fn a_scope_policy_governs_its_subtree_and_a_sibling_keeps_the_default() {
 }
 
 #[tokio::test]
-async fn a_capability_view_hiding_policy_keeps_the_default() {
+async fn a_capability_view_hiding_policy_fails_closed_instead_of_widening() {
     let f = fixture("").await;
-    assert_eq!(
-        f.ledger_refusal("/finance/sandbox").await.as_deref(),
-        Some("no grant covers `ledger.read`")
+    let refusal = f.ledger_refusal("/finance/sandbox").await.expect("refused");
+    assert!(
+        refusal.starts_with("policy resolution failed for scope /finance/sandbox: a capability view hides finance-policy"),
+        "{refusal}"
     );
-    assert_eq!(
-        f.secret("/finance/sandbox", "db.password").await,
-        Ok(24),
-        "the default secrets"
-    );
+    let err = f
+        .secret("/finance/sandbox", "db.password")
+        .await
+        .expect_err("not the process environment");
+    assert!(err.contains("hides finance-secrets"), "{err}");
 }
 
 #[tokio::test]

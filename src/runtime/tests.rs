@@ -920,3 +920,36 @@ async fn a_configuration_change_keeps_the_plan_and_matches_a_fresh_build() {
     assert!(!Arc::ptr_eq(&after.plan, &third.plan));
     assert_eq!(*third.plan, resolve(&moved));
 }
+
+#[tokio::test]
+async fn a_failing_policy_provider_is_never_skipped_into_the_default() {
+    let with = |capability: &str| {
+        let mut c = B::new()
+            .entry("a-db")
+            .provides("database", &["1.0.0"])
+            .entry("guard")
+            .plugin("testing.failing-setup", "1.0.0")
+            .provides(capability, &["1.0.0"])
+            .build()
+            .unwrap();
+        c.skip_on_failure
+            .insert(crate::engine::model::EntryId::new("guard").unwrap());
+        c
+    };
+    // An ordinary provider is quarantined and the rest publishes...
+    let h = harness();
+    let report = h.reconcile(with("queue")).await.unwrap();
+    assert!(report.published);
+    assert_eq!(report.quarantined.len(), 1);
+    // ...a policy (or secrets) provider is not: its scopes would fall back
+    // to the more permissive default.
+    for system in ["policy", "secrets"] {
+        let h = harness();
+        let err = h.reconcile(with(system)).await.unwrap_err();
+        assert!(
+            matches!(&err, ReconcileError::Setup { error, .. } if error.entry_id == "guard"),
+            "{system}: {err}"
+        );
+        assert!(h.current().is_none(), "{system}: nothing published");
+    }
+}

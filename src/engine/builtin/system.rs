@@ -158,24 +158,35 @@ pub struct EnvSecrets {
 
 /// The prefix and aliases of a `secrets.env` entry's configuration.
 pub fn secrets_env_config(config: &ConfigValue) -> Result<EnvSecrets, Vec<ConfigProblem>> {
+    let mut problems = Vec::new();
+    // Never echo a rejected value: a secret typed where a variable name
+    // belongs must stay out of every message.
+    let not_a_name = "not an environment variable name (upper-case letters, digits and `_`, \
+                      not starting with a digit); the value is not shown";
     let prefix = match config.get("prefix") {
-        Some(ConfigValue::Str(p)) => Some(p.clone()),
+        Some(ConfigValue::Str(p)) if p.is_empty() || is_variable_name(p) => Some(p.clone()),
+        Some(ConfigValue::Str(_)) => {
+            problems.push(ConfigProblem::new(
+                "/prefix",
+                format!("the prefix is {not_a_name}"),
+            ));
+            None
+        }
         _ => None,
     };
-    let mut problems = Vec::new();
     let mut aliases = Vec::new();
     if let Some(ConfigValue::Table(map)) = config.get("aliases") {
         for (name, variable) in map {
             let ConfigValue::Str(variable) = variable else {
                 continue;
             };
-            if variable.is_empty() || variable.contains(['=', '\0']) {
+            if is_variable_name(variable) {
+                aliases.push((name.clone(), variable.clone()));
+            } else {
                 problems.push(ConfigProblem::new(
                     format!("/aliases/{}", pointer_token(name)),
-                    format!("`{variable}` is not an environment variable name"),
+                    format!("the alias of `{name}` is {not_a_name}"),
                 ));
-            } else {
-                aliases.push((name.clone(), variable.clone()));
             }
         }
     }
@@ -194,6 +205,16 @@ fn pointer_token(name: &str) -> String {
 fn secrets_env_manifest(config: &ConfigValue) -> Result<Manifest, Vec<ConfigProblem>> {
     secrets_env_config(config)?;
     Ok(providing("secrets.env", "1.0.0", "secrets", "1.0.0"))
+}
+
+/// An environment variable name as chassis accepts one in a `secrets.env`
+/// configuration: `[A-Z_][A-Z0-9_]*`.
+fn is_variable_name(text: &str) -> bool {
+    let mut bytes = text.bytes();
+    bytes
+        .next()
+        .is_some_and(|b| b.is_ascii_uppercase() || b == b'_')
+        && bytes.all(|b| b.is_ascii_uppercase() || b.is_ascii_digit() || b == b'_')
 }
 
 #[cfg(test)]
@@ -255,5 +276,24 @@ mod tests {
             .expect_err("bad alias");
         assert_eq!(bad[0].pointer, "/aliases/a~1b");
         assert!(SECRETS_ENV.derive(&config(json!({ "prefix": 3 }))).is_err());
+        // A value typed where a variable name belongs is refused, and the
+        // message never repeats it.
+        let typed = SECRETS_ENV
+            .derive(&config(json!({
+                "prefix": "finance-",
+                "aliases": { "db.password": "Pr0dPassw0rd", "ok": "_OK_1" }
+            })))
+            .expect_err("not variable names");
+        assert_eq!(
+            typed.iter().map(|p| p.pointer.as_str()).collect::<Vec<_>>(),
+            ["/prefix", "/aliases/db.password"]
+        );
+        for p in &typed {
+            assert!(
+                !p.message.contains("Pr0dPassw0rd") && !p.message.contains("finance-"),
+                "{}",
+                p.message
+            );
+        }
     }
 }

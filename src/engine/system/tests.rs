@@ -64,13 +64,23 @@ fn a_scope_provider_governs_its_subtree_and_not_its_siblings() {
 }
 
 #[test]
-fn a_capability_view_hiding_the_capability_keeps_the_default() {
+fn a_capability_view_hiding_a_provider_fails_closed_instead_of_widening() {
     let c = tree_with_scope_policy()
         .scope("/finance/sandbox", Some(&["model"]))
+        .scope("/elsewhere", Some(&["model"]))
         .build()
         .expect("valid");
+    let g = governs(&c, "/finance/sandbox", SystemCapability::Policy);
+    let Governing::FailClosed(failure) = &g else {
+        panic!("a child must not escape its parent's policy through a view: {g:?}")
+    };
+    assert!(
+        failure.to_string().contains("hides finance-policy"),
+        "{failure}"
+    );
+    // A view with no provider on the scope's lineage keeps the default.
     assert_eq!(
-        governs(&c, "/finance/sandbox", SystemCapability::Policy),
+        governs(&c, "/elsewhere", SystemCapability::Policy),
         Governing::Default
     );
 }
