@@ -18,7 +18,7 @@ use super::scope::CleanupFailure;
 use super::signals;
 use crate::engine::identity::{GenerationId, instance_id};
 use crate::engine::model::{Composition, EntryId};
-use crate::engine::resolve::{Plan, Resolution, Status, resolve_with_tree};
+use crate::engine::resolve::{Plan, Resolution, Selected, Status, resolve_with_tree};
 use crate::engine::snapshot::{Digests, SnapshotContext, build_snapshot};
 use crate::engine::tree::ScopeTree;
 
@@ -706,13 +706,7 @@ impl Harness {
         let identity = identity.into_owned();
         // What a mount binds: the providers' registered capabilities.
         let mut bound = BTreeMap::new();
-        for r in resolutions {
-            let (Status::Resolved, Some(sel)) = (r.status, &r.selected) else {
-                continue;
-            };
-            let Some(provider_iid) = chosen.get(sel.entry.as_str()) else {
-                continue;
-            };
+        for (r, sel, provider_iid) in placed_selections(resolutions, chosen) {
             let registration = control.instances.get(provider_iid).and_then(|m| {
                 m.instance
                     .registrations()
@@ -977,21 +971,29 @@ fn bindings_of<'p>(
     resolutions: impl IntoIterator<Item = &'p Resolution>,
     chosen: &BTreeMap<String, String>,
 ) -> Vec<(String, String, String)> {
-    let mut bindings = Vec::new();
-    for r in resolutions {
+    placed_selections(resolutions, chosen)
+        .map(|(r, sel, provider_iid)| {
+            (
+                r.requirement.capability.as_str().to_owned(),
+                provider_iid.clone(),
+                sel.version.to_string(),
+            )
+        })
+        .collect()
+}
+
+/// The resolved requirements among `resolutions` whose selected provider is
+/// placed in `chosen`, with the selection and the provider's instance id.
+fn placed_selections<'p, 'c>(
+    resolutions: impl IntoIterator<Item = &'p Resolution>,
+    chosen: &'c BTreeMap<String, String>,
+) -> impl Iterator<Item = (&'p Resolution, &'p Selected, &'c String)> {
+    resolutions.into_iter().filter_map(move |r| {
         let (Status::Resolved, Some(sel)) = (r.status, &r.selected) else {
-            continue;
+            return None;
         };
-        let Some(provider_iid) = chosen.get(sel.entry.as_str()) else {
-            continue;
-        };
-        bindings.push((
-            r.requirement.capability.as_str().to_owned(),
-            provider_iid.clone(),
-            sel.version.to_string(),
-        ));
-    }
-    bindings
+        Some((r, sel, chosen.get(sel.entry.as_str())?))
+    })
 }
 
 /// Whether `stored` are the bindings [`bindings_of`] would build, compared
@@ -1002,13 +1004,7 @@ fn same_bindings<'p>(
     chosen: &BTreeMap<String, String>,
 ) -> bool {
     let mut stored = stored.iter();
-    for r in resolutions {
-        let (Status::Resolved, Some(sel)) = (r.status, &r.selected) else {
-            continue;
-        };
-        let Some(provider_iid) = chosen.get(sel.entry.as_str()) else {
-            continue;
-        };
+    for (r, sel, provider_iid) in placed_selections(resolutions, chosen) {
         match stored.next() {
             Some((capability, iid, version))
                 if capability == r.requirement.capability.as_str()
