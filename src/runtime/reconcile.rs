@@ -642,17 +642,7 @@ impl Harness {
         entry: &crate::engine::model::Entry,
         bindings: &[(String, String, String)],
     ) -> NodeIdentity {
-        NodeIdentity::of(
-            entry,
-            entry
-                .manifest
-                .kind
-                .as_deref()
-                .unwrap_or(&entry.plugin.value),
-            bindings,
-            super::identity::secret_fingerprint(entry, self.shared.options.secrets.as_ref())
-                .as_deref(),
-        )
+        node_identity(entry, bindings, Some(self.shared.options.secrets.as_ref()))
     }
 
     /// Reuse or mount one entry; validate a new mount's contract.
@@ -962,6 +952,28 @@ impl PlaceError {
             }
         }
     }
+}
+
+/// The identity of `entry` with these bindings and, when `secrets` is
+/// given, the current values of the secrets its configuration references
+/// (one computation for what `publish` mounts and what `plan` predicts).
+fn node_identity(
+    entry: &crate::engine::model::Entry,
+    bindings: &[(String, String, String)],
+    secrets: Option<&dyn crate::engine::secret::SecretProvider>,
+) -> NodeIdentity {
+    NodeIdentity::of(
+        entry,
+        entry
+            .manifest
+            .kind
+            .as_deref()
+            .unwrap_or(&entry.plugin.value),
+        bindings,
+        secrets
+            .and_then(|s| super::identity::secret_fingerprint(entry, s))
+            .as_deref(),
+    )
 }
 
 /// What an entry's identity binds: (capability, provider instance id,
@@ -1359,18 +1371,7 @@ pub fn predict(
         let entry = &composition.entries[entry_id];
         let id = entry_id.to_string();
         let bindings = bindings_of(plan.resolutions_of(entry_id.as_str()), &chosen);
-        let identity = NodeIdentity::of(
-            entry,
-            entry
-                .manifest
-                .kind
-                .as_deref()
-                .unwrap_or(&entry.plugin.value),
-            &bindings,
-            secrets
-                .and_then(|s| super::identity::secret_fingerprint(entry, s))
-                .as_deref(),
-        );
+        let identity = node_identity(entry, &bindings, secrets);
         let (decision, reasons, old_iid, keep_mount) = seed_decision(seed, &id, &identity)
             .unwrap_or((Decision::Added, vec!["entry_added"], None, None));
         let so_far = mounts.get(&id).copied().unwrap_or(0);
