@@ -70,6 +70,8 @@ codes! {
     PreferenceNotCandidate => "resolve::preference-not-candidate", "a preference names an entry that is not a candidate";
     PreferenceUnused => "resolve::preference-unused", "a preference that applies to no requirement";
     PreferenceDisabled => "resolve::preference-disabled", "a preference names a disabled entry";
+    SystemFailClosed => "resolve::system-fail-closed", "a scope's `policy` or `secrets` provider cannot be chosen: the scope fails closed";
+    SystemPreferenceNotProvider => "resolve::system-preference-not-provider", "a `policy` or `secrets` preference names an entry that does not provide it";
     SnapshotFutureVersion => "snapshot::future-version", "a snapshot written by a newer format";
     SnapshotMalformedVersion => "snapshot::malformed-version", "a snapshot whose format version is not a number";
     SnapshotCorrupted => "snapshot::corrupted", "a snapshot whose content or digests do not check";

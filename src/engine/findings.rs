@@ -5,6 +5,8 @@ use super::diag::{Code, Diagnostic};
 use super::model::{Composition, EntryId};
 use super::resolve::{Consumer, Plan, PreferenceFinding, PreferenceLevel, Status};
 use super::span::Origin;
+use super::system::{Governing, SystemCapability, SystemFailure, governing};
+use super::tree::ScopeTree;
 
 fn entry_origin(composition: &Composition, id: &EntryId) -> Option<Origin> {
     composition.entries.get(id).and_then(|e| e.origin)
@@ -25,7 +27,11 @@ fn status_text(status: Status) -> &'static str {
 /// Diagnostics for everything `check` reports about a plan, in a
 /// deterministic order: requirements (by consumer, capability), cycles,
 /// preferences.
-pub fn plan_diagnostics(composition: &Composition, plan: &Plan) -> Vec<Diagnostic> {
+pub fn plan_diagnostics(
+    composition: &Composition,
+    tree: &ScopeTree,
+    plan: &Plan,
+) -> Vec<Diagnostic> {
     let mut out = Vec::new();
     for r in &plan.resolutions {
         if r.status == Status::Resolved {
@@ -117,6 +123,112 @@ pub fn plan_diagnostics(composition: &Composition, plan: &Plan) -> Vec<Diagnosti
         out.push(preference_diagnostic(composition, f));
     }
     out.extend(policy_diagnostics(composition, plan));
+    out.extend(system_diagnostics(composition, tree, plan));
+    out
+}
+
+/// Scopes whose `policy` or `secrets` fails closed (warnings: every
+/// permission there is denied, every secret lookup fails), one per distinct
+/// failure with the scopes it affects; and `policy` / `secrets` preferences
+/// that name an entry not providing the capability (such a preference can
+/// never choose, so the scope it was meant for stays ambiguous).
+pub fn system_diagnostics(
+    composition: &Composition,
+    tree: &ScopeTree,
+    plan: &Plan,
+) -> Vec<Diagnostic> {
+    let mut out = Vec::new();
+    let scope_prefs = composition
+        .scopes
+        .iter()
+        .flat_map(|(path, s)| s.prefer.iter().map(move |(c, r)| (Some(path), c, r)));
+    let global_prefs = composition
+        .preferences
+        .global
+        .iter()
+        .map(|(c, r)| (None, c, r));
+    for (holder, cap, preferred) in scope_prefs.chain(global_prefs) {
+        if !SystemCapability::is_system(cap.as_str()) {
+            continue;
+        }
+        let Some(entry) = composition.entries.get(&preferred.value) else {
+            continue; // unknown or disabled entries are reported elsewhere
+        };
+        if entry.manifest.provides.contains_key(cap) {
+            continue;
+        }
+        let at = holder.map_or_else(|| "[prefer]".to_owned(), |p| format!("scope `{p}`"));
+        out.push(
+            Diagnostic::warning(
+                Code::SystemPreferenceNotProvider,
+                format!(
+                    "{at} prefers `{}` for `{cap}`, which it does not provide",
+                    preferred.value
+                ),
+            )
+            .at(preferred.origin, "does not provide it")
+            .with_help(format!(
+                "name an entry that provides `{cap}@{}`",
+                SystemCapability::CONTRACT
+            )),
+        );
+    }
+    if !crate::engine::system::any_provider(composition) {
+        return out;
+    }
+    for system in SystemCapability::ALL {
+        // failure text → (the failure, the scopes it affects), in first-seen
+        // (pre-order) order.
+        let mut failures: Vec<(String, SystemFailure, Vec<&str>)> = Vec::new();
+        for (ix, scope) in tree.scopes().iter().enumerate() {
+            let Governing::FailClosed(failure) = governing(composition, tree, plan, ix, system)
+            else {
+                continue;
+            };
+            let text = failure.to_string();
+            match failures.iter_mut().find(|(t, _, _)| *t == text) {
+                Some((_, _, scopes)) => scopes.push(scope.path.as_str()),
+                None => failures.push((text, failure, vec![scope.path.as_str()])),
+            }
+        }
+        for (text, failure, scopes) in failures {
+            let shown = match scopes.as_slice() {
+                [one] => format!("scope `{one}`"),
+                [first, rest @ ..] => format!(
+                    "scope `{first}` and {} more ({})",
+                    rest.len(),
+                    rest.iter()
+                        .take(5)
+                        .map(|s| format!("`{s}`"))
+                        .collect::<Vec<_>>()
+                        .join(", ")
+                        + if rest.len() > 5 { ", …" } else { "" }
+                ),
+                [] => continue,
+            };
+            let mut d = Diagnostic::warning(
+                Code::SystemFailClosed,
+                format!("`{}` fails closed in {shown}: {text}", system.name()),
+            );
+            let involved: &[EntryId] = match &failure {
+                SystemFailure::Ambiguous { candidates } => candidates,
+                SystemFailure::ContractMismatch { providers }
+                | SystemFailure::Hidden { providers } => providers,
+                SystemFailure::Pending { entry } => std::slice::from_ref(entry),
+            };
+            for (i, id) in involved.iter().enumerate() {
+                d = if i == 0 {
+                    d.at(entry_origin(composition, id), "provider")
+                } else {
+                    d.also(entry_origin(composition, id), "provider")
+                };
+            }
+            out.push(d.with_help(format!(
+                "every permission is denied and every secret lookup fails there; run `chassis explain scope {} FILE` to see why",
+                scopes[0]
+            )));
+        }
+    }
     out
 }
 

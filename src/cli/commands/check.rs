@@ -49,7 +49,7 @@ pub fn run(ui: &Ui, args: &CheckArgs) -> Result<ExitStatus, ExitStatus> {
                 continue;
             }
         };
-        let findings = plan_diagnostics(&resolved.composition, &resolved.plan);
+        let findings = plan_diagnostics(&resolved.composition, &resolved.tree, &resolved.plan);
         ui.diagnostics(&findings, &resolved.sources);
         // A tool whose permissions its plugin does not declare would be
         // refused at publication: a negative answer, like a pending entry.

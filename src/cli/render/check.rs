@@ -144,7 +144,7 @@ const ORDER_SHOWN: usize = 50;
 pub fn check_json(r: &Resolved, refused: bool) -> serde_json::Value {
     let plan = &r.plan;
     let findings: Vec<serde_json::Value> =
-        crate::engine::findings::plan_diagnostics(&r.composition, plan)
+        crate::engine::findings::plan_diagnostics(&r.composition, &r.tree, plan)
             .iter()
             .map(|d| crate::cli::ui::diagnostic_json(d, &r.sources))
             .collect();

@@ -200,3 +200,48 @@ fn any_provider_sees_system_capabilities_only() {
         .expect("valid");
     assert!(!any_provider(&c));
 }
+
+#[test]
+fn check_reports_each_fail_closed_failure_once_with_its_scopes() {
+    let c = tree_with_scope_policy()
+        .entry("other-policy")
+        .in_scope("/finance")
+        .provides("policy", &["1.0.0"])
+        .scope("/support/sandbox", Some(&["model"]))
+        .entry("support-secrets")
+        .in_scope("/support")
+        .provides("secrets", &["1.0.0"])
+        .entry("cache")
+        .provides("cache", &["1.0.0"])
+        .prefer_global("secrets", "cache")
+        .build()
+        .expect("valid");
+    let tree = ScopeTree::new(&c);
+    let plan = resolve(&c);
+    let found: Vec<(String, String)> =
+        crate::engine::findings::system_diagnostics(&c, &tree, &plan)
+            .iter()
+            .map(|d| (d.code.as_str().to_owned(), d.message.clone()))
+            .collect();
+    assert_eq!(
+        found,
+        [
+            (
+                "resolve::system-preference-not-provider".to_owned(),
+                "[prefer] prefers `cache` for `secrets`, which it does not provide".to_owned()
+            ),
+            (
+                "resolve::system-fail-closed".to_owned(),
+                "`policy` fails closed in scope `/finance` and 1 more (`/finance/reports`): ambiguous between finance-policy, other-policy (name one in the scope's `prefer` or in `[prefer]`)".to_owned()
+            ),
+            (
+                "resolve::system-fail-closed".to_owned(),
+                "`secrets` fails closed in scope `/support/sandbox`: a capability view hides support-secrets from this scope (list the capability in the view, or move the provider)".to_owned()
+            ),
+        ]
+    );
+    // Nothing to say about a composition whose scopes all resolve.
+    let fine = tree_with_scope_policy().build().expect("valid");
+    let tree = ScopeTree::new(&fine);
+    assert!(crate::engine::findings::system_diagnostics(&fine, &tree, &resolve(&fine)).is_empty());
+}
