@@ -223,8 +223,12 @@ pub fn system_diagnostics(
                     d.also(entry_origin(composition, id), "provider")
                 };
             }
+            let effect = match system {
+                SystemCapability::Policy => "every permission is denied there",
+                SystemCapability::Secrets => "every secret lookup fails there",
+            };
             out.push(d.with_help(format!(
-                "every permission is denied and every secret lookup fails there; run `chassis explain scope {} FILE` to see why",
+                "{effect}; run `chassis explain scope {} FILE` to see why",
                 scopes[0]
             )));
         }
