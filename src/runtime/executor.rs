@@ -25,7 +25,7 @@ use crate::engine::policy::{
     ApprovalGate, ApprovalRequest, DenyAllApprovals, PolicyEngine, PolicyRequest, evaluate_or_deny,
 };
 use crate::engine::schema_check::check as check_schema;
-use crate::engine::secret::{RedactingSecretProvider, Redactor, SecretProvider};
+use crate::engine::secret::{Redactor, SecretProvider};
 use crate::engine::telemetry::{AttrValue, Attributes, NoopTelemetry, Telemetry, attributes};
 
 /// The services a run's tool calls go through.
@@ -744,7 +744,7 @@ impl ToolExecutor {
             agent: run.agent.clone(),
             scope: run.scope.clone(),
             cancel: cancel.clone(),
-            secrets: RedactingSecretProvider::new(
+            secrets: super::tool::ToolSecrets::new(
                 run.generation
                     .system(&run.scope)
                     .secrets

@@ -48,7 +48,55 @@ impl Cancellation {
 
 /// The secrets a tool call resolves: its scope's provider (or the
 /// harness default), teaching the run's redactor every value it hands out.
-pub type ToolSecrets = RedactingSecretProvider<Arc<dyn SecretProvider>>;
+///
+/// Only lookups are offered: a tool cannot reach the provider behind it,
+/// so no value leaves it without the redactor learning it first.
+#[derive(Clone)]
+pub struct ToolSecrets(RedactingSecretProvider<Arc<dyn SecretProvider>>);
+
+impl std::fmt::Debug for ToolSecrets {
+    fn fmt(&self, f: &mut std::fmt::Formatter<'_>) -> std::fmt::Result {
+        f.write_str("ToolSecrets(..)")
+    }
+}
+
+impl ToolSecrets {
+    /// Secrets from `provider`, every value taught to `redactor`.
+    pub fn new(
+        provider: Arc<dyn SecretProvider>,
+        redactor: crate::engine::secret::Redactor,
+    ) -> Self {
+        Self(RedactingSecretProvider::new(provider, redactor))
+    }
+
+    /// Like [`SecretProvider::get`], also reporting what the redactor did
+    /// (a value too short to redact is returned but not learned).
+    ///
+    /// # Errors
+    ///
+    /// The provider's error.
+    pub fn get_learned(
+        &self,
+        name: &str,
+    ) -> Result<
+        (
+            crate::engine::secret::SecretValue,
+            crate::engine::secret::Learned,
+        ),
+        crate::engine::secret::SecretError,
+    > {
+        self.0.get_learned(name)
+    }
+}
+
+impl SecretProvider for ToolSecrets {
+    fn get(
+        &self,
+        name: &str,
+    ) -> Result<crate::engine::secret::SecretValue, crate::engine::secret::SecretError> {
+        self.0.get(name)
+    }
+}
 
 /// What a tool receives besides its arguments.
 #[derive(Clone)]
@@ -79,7 +127,7 @@ impl ToolCallContext {
             agent: None,
             scope: scope.to_owned(),
             cancel: Cancellation::new(),
-            secrets: RedactingSecretProvider::new(
+            secrets: ToolSecrets::new(
                 Arc::new(crate::engine::secret::StaticSecretProvider::new()),
                 crate::engine::secret::Redactor::new(),
             ),
@@ -195,5 +243,26 @@ impl Tool for DeclaredTool {
                 tool: self.name.clone(),
             })),
         }
+    }
+}
+
+#[cfg(test)]
+mod tool_secrets_tests {
+    use super::*;
+    use crate::engine::secret::{Redactor, StaticSecretProvider};
+
+    #[test]
+    fn a_lookup_teaches_the_runs_redactor_before_the_value_is_returned() {
+        let redactor = Redactor::new();
+        let secrets = ToolSecrets::new(
+            Arc::new(StaticSecretProvider::new().with("db.password", "hunter2-canary")),
+            redactor.clone(),
+        );
+        assert!(!redactor.contains_secret("hunter2-canary"));
+        let value = secrets.get("db.password").expect("present");
+        assert_eq!(value.reveal(), "hunter2-canary");
+        assert!(redactor.contains_secret("echo hunter2-canary"));
+        assert_eq!(format!("{secrets:?}"), "ToolSecrets(..)");
+        assert!(secrets.get("missing").is_err());
     }
 }
