@@ -5,19 +5,11 @@
 use std::sync::Arc;
 
 use super::BuiltinEnv;
+use super::command::problems_error;
 use crate::engine::builtin::{self, ConfigProblem};
 use crate::engine::model::{Entry, Manifest};
 use crate::engine::secret::{EnvLookup, EnvSecretProvider, RedactingSecretProvider};
 use crate::runtime::{BoxError, CapabilityValue, Catalog, Plugin, PluginContext};
-
-/// A configuration a built-in's schema let through but its derivation
-/// refuses (the loader reports these with spans first).
-#[derive(Debug, thiserror::Error)]
-#[error("invalid configuration of `{entry}`: {}", problems.iter().map(|p| format!("{}: {}", p.pointer, p.message)).collect::<Vec<_>>().join("; "))]
-struct BadConfig {
-    entry: String,
-    problems: Vec<ConfigProblem>,
-}
 
 struct SystemPlugin {
     manifest: Arc<Manifest>,
@@ -39,15 +31,15 @@ impl Plugin for SystemPlugin {
     }
 }
 
+/// A configuration a built-in's schema let through but its derivation
+/// refuses (the loader reports these with spans first) fails the mount.
 fn plugin(
     entry: &Entry,
+    kind: &str,
     capability: &'static str,
     value: Result<CapabilityValue, Vec<ConfigProblem>>,
 ) -> Result<Arc<dyn Plugin>, BoxError> {
-    let value = value.map_err(|problems| BadConfig {
-        entry: entry.id.to_string(),
-        problems,
-    })?;
+    let value = value.map_err(|problems| problems_error(kind, &problems))?;
     Ok(Arc::new(SystemPlugin {
         manifest: Arc::clone(&entry.manifest),
         provides: (capability, value),
@@ -61,7 +53,12 @@ pub fn register(catalog: &mut Catalog, env: &Arc<BuiltinEnv>) {
         builtin::system::POLICY.name,
         Arc::new(|entry: &Entry| {
             let rules = builtin::system::policy_rules(&entry.config);
-            plugin(entry, "policy", rules.map(CapabilityValue::policy))
+            plugin(
+                entry,
+                builtin::system::POLICY.name,
+                "policy",
+                rules.map(CapabilityValue::policy),
+            )
         }),
     );
     let env = Arc::clone(env);
@@ -80,7 +77,12 @@ pub fn register(catalog: &mut Catalog, env: &Arc<BuiltinEnv>) {
                     CapabilityValue::secrets(RedactingSecretProvider::new(p, env.redactor.clone()))
                 },
             );
-            plugin(entry, "secrets", provider)
+            plugin(
+                entry,
+                builtin::system::SECRETS_ENV.name,
+                "secrets",
+                provider,
+            )
         }),
     );
 }
