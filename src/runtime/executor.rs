@@ -17,7 +17,7 @@ use std::time::Duration;
 
 use serde_json::{Value, json};
 
-use super::generation::Generation;
+use super::generation::{Generation, ScopeSystem};
 use super::hooks::{HookEvent, HookExecutionError};
 use super::tool::{Cancellation, ToolCallContext};
 use crate::engine::budget::{BudgetDimension, BudgetError, BudgetExceeded, BudgetGovernor};
@@ -570,13 +570,19 @@ impl ToolExecutor {
             }
         };
         let mut approval = reg.policy.approval_required;
+        // The scope's policy and secrets providers, looked up once per call
+        // and only when needed (a permission to decide, a live call).
+        let mut system: Option<ScopeSystem> = None;
         // The scope's own policy provider, else the default.
-        let scope_policy = if permissions.is_empty() {
-            None
+        let policy = if permissions.is_empty() {
+            s.policy.as_ref()
         } else {
-            g.system(&run.scope).policy
+            system
+                .get_or_insert_with(|| g.system(&run.scope))
+                .policy
+                .as_deref()
+                .unwrap_or(s.policy.as_ref())
         };
-        let policy = scope_policy.as_deref().unwrap_or(s.policy.as_ref());
         for permission in &permissions {
             let request = self
                 .memo
@@ -660,8 +666,15 @@ impl ToolExecutor {
             super::replay::ToolLookup::Live => {
                 // The tool takes the arguments; a recording keeps a copy.
                 let recorded_args = s.replay.as_ref().map(|_| args.clone());
-                let (status, content, artifact, error, duration_seconds) =
-                    self.call_live(run, reg, &call, args, &generation_id).await;
+                // The scope's own secrets provider, else the default.
+                let secrets = system
+                    .get_or_insert_with(|| g.system(&run.scope))
+                    .secrets
+                    .take()
+                    .unwrap_or_else(|| Arc::clone(&s.secrets));
+                let (status, content, artifact, error, duration_seconds) = self
+                    .call_live(run, reg, &call, args, secrets, &generation_id)
+                    .await;
                 if let (Some(r), Some(args)) = (&s.replay, &recorded_args) {
                     r.tool_record(
                         &call.name,
@@ -723,6 +736,7 @@ impl ToolExecutor {
         reg: &super::tool::ToolRegistration,
         call: &ToolCall,
         args: Value,
+        secrets: Arc<dyn SecretProvider>,
         generation_id: &str,
     ) -> (ToolStatus, Value, Option<Value>, Option<String>, f64) {
         let s = &self.services;
@@ -744,13 +758,7 @@ impl ToolExecutor {
             agent: run.agent.clone(),
             scope: run.scope.clone(),
             cancel: cancel.clone(),
-            secrets: super::tool::ToolSecrets::new(
-                run.generation
-                    .system(&run.scope)
-                    .secrets
-                    .unwrap_or_else(|| Arc::clone(&s.secrets)),
-                s.redactor.clone(),
-            ),
+            secrets: super::tool::ToolSecrets::new(secrets, s.redactor.clone()),
         };
         let timeout = reg
             .policy
