@@ -133,7 +133,7 @@ struct PluginTable {
     /// The catalog kind that implements this manifest; absent = the
     /// declared kind (provides what it declares). The `testing.*` kinds make
     /// failure paths reachable: `testing.liar`, `testing.failing-setup`,
-    /// `testing.slow-teardown`, `testing.task`.
+    /// `testing.slow-teardown`, `testing.task`, `testing.secret-echo`.
     kind: Option<String>,
     /// The agent-facing guide: what a model should know about this plugin's tools.
     agent: Option<GuideTable>,

@@ -7,6 +7,7 @@
 //! | `testing.failing-setup` | registers its promises, then fails with `message` |
 //! | `testing.slow-teardown` | provides its promises; teardown sleeps `teardown_ms` and fails when `fail = true` |
 //! | `testing.task` | provides its promises and starts a task that runs until it is cancelled |
+//! | `testing.secret-echo` | provides its promises; each declared tool reads the secret named by its `name` argument through `ctx.secrets` and answers `{ "echo": <value>, "length": <chars> }` (the secret canary's tool: only the run's redactor stands between the value and every output) |
 
 use std::sync::Arc;
 use std::time::Duration;
@@ -16,8 +17,11 @@ use super::context::PluginContext;
 use super::declared::provide_declared;
 use super::plugin::Plugin;
 use super::scope::BoxError;
+use super::tool::{Tool, ToolCallContext, ToolOutput};
 use super::value::CapabilityValue;
 use crate::engine::model::{ConfigValue, Entry, Manifest};
+use crate::engine::policy::ToolPolicy;
+use crate::engine::secret::SecretProvider;
 
 fn config_str<'a>(config: &'a ConfigValue, key: &str) -> Option<&'a str> {
     match config {
@@ -49,6 +53,48 @@ enum Behaviour {
     FailingSetup,
     SlowTeardown,
     Task,
+    SecretEcho,
+}
+
+/// A `testing.secret-echo` tool: the secret named by `name`, read through
+/// the call's context, echoed back unredacted (and its length, so a test
+/// can tell the value arrived once the output has redacted it).
+struct SecretEcho {
+    name: String,
+    description: String,
+    args_schema: Option<serde_json::Value>,
+}
+
+#[async_trait::async_trait]
+impl Tool for SecretEcho {
+    fn name(&self) -> &str {
+        &self.name
+    }
+
+    fn description(&self) -> &str {
+        &self.description
+    }
+
+    fn args_schema(&self) -> Option<&serde_json::Value> {
+        self.args_schema.as_ref()
+    }
+
+    async fn call(
+        &self,
+        args: serde_json::Value,
+        ctx: &ToolCallContext,
+    ) -> Result<ToolOutput, BoxError> {
+        let name = args
+            .get("name")
+            .and_then(serde_json::Value::as_str)
+            .ok_or("`name` (the secret to read) must be a string")?;
+        let value = ctx.secrets.get(name)?;
+        let value = value.reveal();
+        Ok(ToolOutput::content(serde_json::json!({
+            "echo": value,
+            "length": value.chars().count(),
+        })))
+    }
 }
 
 struct TestingPlugin {
@@ -83,6 +129,28 @@ impl Plugin for TestingPlugin {
                 Err(message.to_owned().into())
             }
             Behaviour::SlowTeardown => provide_declared(&ctx, &self.manifest),
+            Behaviour::SecretEcho => {
+                for (cap, provided) in &self.manifest.provides {
+                    for version in &provided.versions {
+                        ctx.capabilities().provide(
+                            cap.as_str(),
+                            CapabilityValue::unit(),
+                            version.as_str(),
+                        )?;
+                    }
+                }
+                for tool in &self.manifest.tools {
+                    ctx.tools().register(
+                        Arc::new(SecretEcho {
+                            name: tool.name.to_string(),
+                            description: tool.description.clone(),
+                            args_schema: tool.args_schema.clone(),
+                        }),
+                        ToolPolicy::default(),
+                    )?;
+                }
+                Ok(())
+            }
             Behaviour::Task => {
                 provide_declared(&ctx, &self.manifest)?;
                 ctx.create_task("until-cancelled", async {
@@ -115,6 +183,7 @@ pub fn register(catalog: &mut Catalog) {
         ("testing.failing-setup", Behaviour::FailingSetup),
         ("testing.slow-teardown", Behaviour::SlowTeardown),
         ("testing.task", Behaviour::Task),
+        ("testing.secret-echo", Behaviour::SecretEcho),
     ] {
         catalog.register(
             name,

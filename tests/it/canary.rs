@@ -1,6 +1,7 @@
 //! A secret canary across every command: a recognisable value sits in the
 //! composition (as a literal under `api_key`, in scope metadata, in a DSN
-//! password) and in the environment; it must appear in no output. The
+//! password) and in the environment; it must appear in no output (nor
+//! when a tool reads it through its context and answers with it). The
 //! command tree is walked from clap, so a new command fails this test until
 //! it is given an invocation here.
 
@@ -343,4 +344,123 @@ fn the_canary_appears_in_no_output_of_any_command() {
     let lock =
         std::fs::read_to_string(dir.path().join("chassis.lock")).expect("the lock was written");
     assert!(!lock.contains(CANARY), "{lock}");
+}
+
+/// A second canary, reached through the `secrets.env` prefix.
+const PREFIX_CANARY: &str = "sk-canary-prefix-1b2c3d";
+
+/// An agent whose tool reads secrets through `ctx.secrets` (its scope's
+/// `secrets.env` provider, by prefix and by alias) and answers with them:
+/// nothing else in the composition resolves them, so only that lookup can
+/// teach the run's redactor.
+const SECRET_ECHO: &str = r#"version = 1
+
+[plugins.vault]
+version = "1.0.0"
+kind = "testing.secret-echo"
+[[plugins.vault.tools]]
+name = "reveal"
+description = "Echoes a secret of the run's scope."
+args = { type = "object", properties = { name = { type = "string" } }, required = ["name"] }
+
+[entries.vault]
+
+[entries.model]
+plugin = "scripted"
+[[entries.model.config.turns]]
+tool_calls = [{ name = "reveal", args = { name = "api.token" } }]
+[[entries.model.config.turns]]
+tool_calls = [{ name = "reveal", args = { name = "db.password" } }]
+[[entries.model.config.turns]]
+text = "done"
+
+[entries.audit]
+plugin = "audit"
+config = { path = "audit.jsonl" }
+
+[entries.agent-secrets]
+plugin = "secrets.env"
+scope = "/agents/a"
+config = { prefix = "VAULT_", aliases = { "db.password" = "VAULT_DB_PW" } }
+
+[agents.a]
+default_input = "go"
+"#;
+
+#[test]
+fn a_secret_a_tool_reads_through_its_context_appears_in_no_output() {
+    let dir = tempfile::tempdir().unwrap();
+    let file = dir.path().join("vault.toml");
+    std::fs::write(&file, SECRET_ECHO).unwrap();
+    let path = |name: &str| dir.path().join(name).to_str().unwrap().to_owned();
+    let (f, trace, record, state) = (
+        path("vault.toml"),
+        path("trace.jsonl"),
+        path("record.json"),
+        path(".chassis/state.db"),
+    );
+    let env = [("VAULT_DB_PW", CANARY), ("VAULT_API_TOKEN", PREFIX_CANARY)];
+    let leaks = |what: &str, bytes: &[u8]| {
+        for canary in [CANARY, PREFIX_CANARY] {
+            assert!(
+                !bytes.windows(canary.len()).any(|w| w == canary.as_bytes()),
+                "{what} has the canary `{canary}`:\n{}",
+                String::from_utf8_lossy(bytes)
+            );
+        }
+    };
+    let chassis = |args: &[&str]| {
+        let mut all = vec!["--color", "never", "-vvv"];
+        all.extend_from_slice(args);
+        let r = run_in(dir.path(), &all, &env);
+        let what = all.join(" ");
+        leaks(&format!("the stdout of `{what}`"), r.stdout.as_bytes());
+        leaks(&format!("the stderr of `{what}`"), r.stderr.as_bytes());
+        r
+    };
+
+    let run = chassis(&[
+        "--format", "json", "run", &f, "--trace", &trace, "--record", &record, "--state", &state,
+    ]);
+    assert_eq!(run.code, 0, "{}", run.stderr);
+    // The tool did receive both values: it answered their lengths, and the
+    // values themselves are redacted where it echoed them.
+    let doc: serde_json::Value = serde_json::from_str(&run.stdout).unwrap();
+    let answers: Vec<serde_json::Value> = doc["messages"]
+        .as_array()
+        .unwrap()
+        .iter()
+        .filter(|m| m["role"] == "tool")
+        .map(|m| serde_json::from_str(m["content"].as_str().unwrap()).unwrap())
+        .collect();
+    assert_eq!(
+        answers,
+        [
+            serde_json::json!({ "echo": "<redacted>", "length": PREFIX_CANARY.len() }),
+            serde_json::json!({ "echo": "<redacted>", "length": CANARY.len() }),
+        ],
+        "{}",
+        run.stdout
+    );
+    for written in [&trace, &record, &state, &path("audit.jsonl")] {
+        let bytes = std::fs::read(written).unwrap_or_else(|e| panic!("{written}: {e}"));
+        leaks(written, &bytes);
+    }
+    let trace_text = std::fs::read_to_string(&trace).unwrap();
+    assert!(trace_text.contains("reveal"), "{trace_text}");
+
+    // Follow-ups: the recording replayed, the run read back from the store.
+    let replay = chassis(&["run", &f, "--replay", &record, "--replay-fallback", "live"]);
+    assert_eq!(replay.code, 0, "{}", replay.stderr);
+    assert!(replay.stderr.contains("[replayed]"), "{}", replay.stderr);
+    chassis(&["runs", "list", "--state", &state]);
+    chassis(&[
+        "--format", "json", "runs", "show", "run_0001", "--state", &state,
+    ]);
+    chassis(&["run", &f]);
+    leaks("the store", &std::fs::read(&state).unwrap());
+    leaks(
+        "the audit file",
+        &std::fs::read(path("audit.jsonl")).unwrap(),
+    );
 }
