@@ -109,6 +109,10 @@ pub struct Generation {
     pub mounts: BTreeMap<crate::engine::model::EntryId, u64>,
     /// The `policy` and `secrets` of each scope, bound on first use.
     system: OnceLock<SystemIndex>,
+    /// The canonical text of the snapshot's semantic scope tree, written
+    /// when a generation of the same resolution is derived from this one
+    /// and handed on to it (the tree is shared, so is its text).
+    semantic_text: OnceLock<Arc<str>>,
     accounting: Mutex<Accounting>,
 }
 
@@ -183,6 +187,25 @@ impl Generation {
         self
     }
 
+    /// The same generation, with the canonical text of its snapshot's
+    /// semantic scope tree (handed on by the generation it was derived
+    /// from).
+    #[must_use]
+    pub(crate) fn with_semantic_text(self, text: Arc<str>) -> Self {
+        debug_assert_eq!(*text, self.snapshot.semantic_scopes.canonical_text());
+        let _ = self.semantic_text.set(text);
+        self
+    }
+
+    /// The canonical text of the snapshot's semantic scope tree, written
+    /// once.
+    pub(crate) fn semantic_text(&self) -> Arc<str> {
+        Arc::clone(
+            self.semantic_text
+                .get_or_init(|| self.snapshot.semantic_scopes.canonical_text().into()),
+        )
+    }
+
     /// Assemble a generation in the building state.
     #[allow(clippy::too_many_arguments)]
     pub fn new(
@@ -211,6 +234,7 @@ impl Generation {
             created_at: Instant::now(),
             mounts: BTreeMap::new(),
             system: OnceLock::new(),
+            semantic_text: OnceLock::new(),
             accounting: Mutex::new(Accounting {
                 state: GenerationState::Building,
                 leases: BTreeMap::new(),

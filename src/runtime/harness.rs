@@ -87,9 +87,46 @@ pub(crate) struct ControlState {
     pub(crate) hooked: std::collections::BTreeSet<String>,
     /// State carried over from a store, until the first publication.
     pub(crate) seed: Option<SeedState>,
+    /// Instance ids the current generation no longer uses (displaced by a
+    /// publication): the only candidates for disposal, so reclaiming after
+    /// a small change stays small.
+    pub(crate) stale: std::collections::BTreeSet<String>,
 }
 
 impl ControlState {
+    /// Make `chosen` (entry id → instance id) the current instances,
+    /// recording the instances it displaces as stale. `displaced` lists
+    /// them when the caller knows them (it placed only some entries);
+    /// otherwise both maps are walked side by side (both are sorted by
+    /// entry id).
+    pub(crate) fn set_current(
+        &mut self,
+        chosen: BTreeMap<String, String>,
+        displaced: Option<Vec<String>>,
+    ) {
+        match displaced {
+            Some(displaced) => self.stale.extend(displaced),
+            None => {
+                let mut new = chosen.iter().peekable();
+                for (entry, iid) in &self.current_by_entry {
+                    while new.next_if(|(e, _)| *e < entry).is_some() {}
+                    if new.peek().is_none_or(|(e, i)| *e != entry || *i != iid) {
+                        self.stale.insert(iid.clone());
+                    }
+                }
+            }
+        }
+        self.current_by_entry = chosen;
+        debug_assert!(
+            self.instances.keys().all(|iid| self.stale.contains(iid)
+                || self
+                    .instances
+                    .get(iid)
+                    .is_some_and(|m| self.current_by_entry.get(&m.instance.entry_id) == Some(iid))),
+            "every instance is current or stale"
+        );
+    }
+
     /// Instance ids, newest mount first (consumers before their providers).
     pub(crate) fn newest_first(&self, ids: impl IntoIterator<Item = String>) -> Vec<String> {
         let mut ids: Vec<String> = ids.into_iter().collect();
@@ -116,6 +153,10 @@ pub(crate) struct Shared {
     /// Tests only: how many reconciles the no-op shortcut answered.
     #[cfg(test)]
     pub(crate) shortcuts: AtomicU64,
+    /// Tests only: generations derived from the current one (the
+    /// incremental path) rather than built.
+    #[cfg(test)]
+    pub(crate) derived: AtomicU64,
 }
 
 /// The harness (a cheap handle).
@@ -315,6 +356,8 @@ impl Harness {
                 always_place: std::sync::atomic::AtomicBool::new(false),
                 #[cfg(test)]
                 shortcuts: AtomicU64::new(0),
+                #[cfg(test)]
+                derived: AtomicU64::new(0),
             }),
         }
     }
@@ -433,8 +476,12 @@ impl Harness {
     }
 
     /// Retire draining generations without leases and dispose instances no
-    /// live generation reaches (consumers first). Failures are collected.
-    pub(crate) async fn reclaim(&self, control: &mut ControlState) -> Vec<CleanupFailure> {
+    /// live generation reaches (consumers first). Failures are collected;
+    /// the disposed instance ids are returned with them.
+    pub(crate) async fn reclaim(
+        &self,
+        control: &mut ControlState,
+    ) -> (Vec<CleanupFailure>, Vec<String>) {
         {
             let mut draining = self.draining();
             for g in draining.iter() {
@@ -448,31 +495,46 @@ impl Harness {
             }
             draining.retain(|g| g.state() != GenerationState::Retired);
         }
-        let live = self.live_generations();
-        // Membership only (the doomed keep the instances' order).
-        let reachable: HashSet<&str> = live.iter().flat_map(|g| g.instance_ids()).collect();
-        let wanted: HashSet<&str> = control
-            .current_by_entry
-            .values()
-            .map(String::as_str)
-            .collect();
+        // Stale instances still current (cannot happen: instance ids never
+        // come back) or reached by a draining generation are kept.
+        let draining = self.draining().clone();
+        let reachable: HashSet<&str> = if control.stale.is_empty() {
+            HashSet::new()
+        } else {
+            draining.iter().flat_map(|g| g.instance_ids()).collect()
+        };
         let doomed: Vec<String> = control
-            .instances
-            .keys()
-            .filter(|id| !reachable.contains(id.as_str()) && !wanted.contains(id.as_str()))
+            .stale
+            .iter()
+            .filter(|iid| {
+                let current = control.instances.get(*iid).is_some_and(|m| {
+                    control.current_by_entry.get(&m.instance.entry_id) == Some(*iid)
+                });
+                !current && !reachable.contains(iid.as_str())
+            })
             .cloned()
             .collect();
-        drop(live);
+        drop(reachable);
+        drop(draining);
+        for id in &doomed {
+            control.stale.remove(id);
+        }
+        // Gone without being disposed here (rolled back): forget them.
+        control
+            .stale
+            .retain(|iid| control.instances.contains_key(iid));
         let doomed = control.newest_first(doomed);
         let mut failures = Vec::new();
-        for id in &doomed {
-            if let Some(mut managed) = control.instances.remove(id) {
-                control.hooked.remove(id);
+        let mut disposed = Vec::with_capacity(doomed.len());
+        for id in doomed {
+            if let Some(mut managed) = control.instances.remove(&id) {
+                control.hooked.remove(&id);
                 let hooks = self.live_hooks(control);
                 failures.extend(self.unmount_observed(&hooks, &mut managed.instance).await);
+                disposed.push(id);
             }
         }
-        failures
+        (failures, disposed)
     }
 
     /// Stop: refuse new runs, drain (bounded by the grace period), dispose
@@ -521,6 +583,7 @@ impl Harness {
             g.set_state(GenerationState::Retired);
         }
         control.current_by_entry.clear();
+        control.stale.clear();
         let ids = control.newest_first(control.instances.keys().cloned().collect::<Vec<_>>());
         for id in &ids {
             if let Some(mut managed) = control.instances.remove(id) {

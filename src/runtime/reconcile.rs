@@ -22,6 +22,8 @@ use crate::engine::resolve::{Plan, Resolution, Selected, Status, resolve_with_tr
 use crate::engine::snapshot::{Digests, SnapshotContext, build_snapshot};
 use crate::engine::tree::ScopeTree;
 
+mod incremental;
+
 /// A provider's registrations break its manifest's promise.
 #[derive(Clone, Debug, PartialEq, Eq, Serialize, thiserror::Error)]
 #[error("plugin `{provider_name}` (entry `{provider}`) {promise}; it registered [{}]; consumers affected: [{}]; rolled back: [{}]", actual.join(", "), consumers.join(", "), rolled_back.join(", "))]
@@ -136,10 +138,28 @@ struct Attempt {
     /// they selected (built at the first mount that validates, so checking
     /// every provider stays linear in resolutions).
     selecting: Option<std::collections::HashMap<EntryId, Vec<usize>>>,
+    /// Lookups answered by scanning so far.
+    scans: usize,
 }
 
 impl Attempt {
+    /// Lookups answered by scanning the resolutions before the index is
+    /// built: an attempt that mounts a few entries (a configuration change)
+    /// never pays for indexing every resolution.
+    const SCANS_BEFORE_INDEX: usize = 8;
+
     fn selecting<'p>(&mut self, plan: &'p Plan, provider: &EntryId) -> Vec<&'p Resolution> {
+        if self.selecting.is_none() && self.scans < Self::SCANS_BEFORE_INDEX {
+            self.scans += 1;
+            return plan
+                .resolutions
+                .iter()
+                .filter(|r| {
+                    r.status == Status::Resolved
+                        && r.selected.as_ref().is_some_and(|s| s.entry == *provider)
+                })
+                .collect();
+        }
         let index = self.selecting.get_or_insert_with(|| {
             let mut m: std::collections::HashMap<EntryId, Vec<usize>> =
                 std::collections::HashMap::new();
@@ -275,9 +295,11 @@ impl Harness {
         // entry's configuration or where it was declared: a composition that
         // is the current one, or differs from it only in those, shares the
         // current generation's tree and plan.
-        let sameness = current.as_ref().map_or(Sameness::Different, |c| {
-            compare_compositions(&c.composition, &composition)
-        });
+        let (sameness, changed) = current
+            .as_ref()
+            .map_or((Sameness::Different, Vec::new()), |c| {
+                compare_compositions(&c.composition, &composition)
+            });
         let same_composition = sameness == Sameness::Identical;
         #[cfg(test)]
         let shortcut = !self
@@ -330,29 +352,72 @@ impl Harness {
             saved_mounts: control.mounts.clone(),
             hook_failures: Vec::new(),
             selecting: None,
+            scans: 0,
+        };
+        // Resolving as the current generation does: place only what may
+        // differ, and derive the generation from the current one.
+        let incremental = match &current {
+            Some(c)
+                if sameness == Sameness::SameResolution
+                    && shortcut
+                    && control.seed.is_none()
+                    && c.instances.len() == plan.activation_order.len()
+                    && control.current_by_entry.len() == c.instances.len() =>
+            {
+                Some(Arc::clone(c))
+            }
+            _ => None,
         };
         let mut chosen: BTreeMap<String, String> = BTreeMap::new();
         let mut impact = Vec::new();
-        for entry_id in &plan.activation_order {
-            let result = self
-                .place(
-                    &mut control,
-                    &composition,
-                    &plan,
-                    entry_id,
-                    &mut chosen,
-                    &mut attempt,
-                )
-                .await;
-            match result {
-                Ok(decision) => impact.push(decision),
+        let mut remounted = None;
+        let mut displaced = None;
+        let mut tools_changed = true;
+        if incremental.is_some() {
+            match self
+                .place_changed(&mut control, &composition, &plan, &changed, &mut attempt)
+                .await
+            {
+                Ok(placed) => {
+                    chosen = placed.chosen;
+                    impact = placed.impact;
+                    tools_changed = placed.tools_changed;
+                    displaced = Some(placed.displaced);
+                    remounted = (!placed.hooks_changed).then_some(placed.remounted);
+                }
                 Err(e) => {
                     let rolled_back = self.roll_back(&mut control, attempt).await;
                     return Err(e.with_rollback(rolled_back));
                 }
             }
+        } else {
+            for entry_id in &plan.activation_order {
+                let result = self
+                    .place(
+                        &mut control,
+                        &composition,
+                        &plan,
+                        entry_id,
+                        &mut chosen,
+                        &mut attempt,
+                    )
+                    .await;
+                match result {
+                    Ok(decision) => impact.push(decision),
+                    Err(e) => {
+                        let rolled_back = self.roll_back(&mut control, attempt).await;
+                        return Err(e.with_rollback(rolled_back));
+                    }
+                }
+            }
         }
-        let (duplicate, undeclared) = tool_problems(&control, &chosen, &composition);
+        // Unchanged tools (no remounted instance registers any) were
+        // checked when the current generation was published.
+        let (duplicate, undeclared) = if tools_changed {
+            tool_problems(&control, &chosen, &composition)
+        } else {
+            (None, None)
+        };
         if let Some(dup) = duplicate {
             let rolled_back = self.roll_back(&mut control, attempt).await;
             return Err(ReconcileError::DuplicateTool {
@@ -370,22 +435,26 @@ impl Harness {
                 rolled_back: rolled_back.0,
             });
         }
-        let seeded_nodes = control
-            .seed
-            .iter()
-            .flat_map(|s| s.nodes.iter().map(|n| (&n.entry_id, &n.instance_id)));
-        for (entry, iid) in control.current_by_entry.iter().chain(seeded_nodes) {
-            if !chosen.contains_key(entry) {
-                impact.push(NodeImpact {
-                    entry_id: entry.clone(),
-                    decision: Decision::Removed,
-                    reasons: vec!["entry_removed"],
-                    old_instance_id: Some(iid.clone()),
-                    new_instance_id: None,
-                });
+        // The incremental path places every current entry (none removed)
+        // and lists the impact sorted.
+        if incremental.is_none() {
+            let seeded_nodes = control
+                .seed
+                .iter()
+                .flat_map(|s| s.nodes.iter().map(|n| (&n.entry_id, &n.instance_id)));
+            for (entry, iid) in control.current_by_entry.iter().chain(seeded_nodes) {
+                if !chosen.contains_key(entry) {
+                    impact.push(NodeImpact {
+                        entry_id: entry.clone(),
+                        decision: Decision::Removed,
+                        reasons: vec!["entry_removed"],
+                        old_instance_id: Some(iid.clone()),
+                        new_instance_id: None,
+                    });
+                }
             }
+            impact.sort_by(|a, b| a.entry_id.cmp(&b.entry_id));
         }
-        impact.sort_by(|a, b| a.entry_id.cmp(&b.entry_id));
         let mounted: Vec<String> = attempt.mounted.iter().map(|(e, _)| e.clone()).collect();
         let reused: Vec<String> = impact
             .iter()
@@ -395,7 +464,9 @@ impl Harness {
         let pending: Vec<String> = plan.pending.iter().map(ToString::to_string).collect();
 
         // An identical composition publishes nothing and keeps its digest.
-        if let Some(current) = &current {
+        if let Some(current) = &current
+            && same_composition
+        {
             let same_instances = current
                 .instances
                 .iter()
@@ -406,8 +477,8 @@ impl Harness {
                         chosen.get(e.as_str()).map_or("", String::as_str),
                     )
                 }));
-            if same_instances && same_composition {
-                control.current_by_entry = chosen;
+            if same_instances {
+                control.set_current(chosen, None);
                 return Ok(ReconcileReport {
                     quarantined: Vec::new(),
                     generation_id: current.id.to_string(),
@@ -445,14 +516,52 @@ impl Harness {
         } else {
             control.sequence + 1
         };
-        let generation =
-            match self.build_generation(&control, composition, tree, plan, &chosen, sequence) {
-                Ok(g) => Arc::new(g),
-                Err(e) => {
-                    let _ = self.roll_back(&mut control, attempt).await;
-                    return Err(e);
+        let built = match (&incremental, &remounted) {
+            (Some(previous), Some(remounted)) => {
+                #[cfg(debug_assertions)]
+                let check = composition.clone();
+                let derived = self.derive_generation(
+                    &control,
+                    previous,
+                    composition,
+                    Arc::clone(&tree),
+                    Arc::clone(&plan),
+                    &chosen,
+                    remounted,
+                    sequence,
+                );
+                match derived {
+                    Ok(Ok(derived)) => {
+                        #[cfg(test)]
+                        self.shared
+                            .derived
+                            .fetch_add(1, std::sync::atomic::Ordering::SeqCst);
+                        // Debug builds (the test suite) check it against
+                        // the generation placing every entry builds.
+                        #[cfg(debug_assertions)]
+                        incremental::assert_same_generation(
+                            &derived,
+                            &self
+                                .build_generation(&control, check, tree, plan, &chosen, sequence)
+                                .expect("the built generation"),
+                        );
+                        Ok(derived)
+                    }
+                    Ok(Err(composition)) => {
+                        self.build_generation(&control, composition, tree, plan, &chosen, sequence)
+                    }
+                    Err(e) => Err(e),
                 }
-            };
+            }
+            _ => self.build_generation(&control, composition, tree, plan, &chosen, sequence),
+        };
+        let generation = match built {
+            Ok(g) => Arc::new(g),
+            Err(e) => {
+                let _ = self.roll_back(&mut control, attempt).await;
+                return Err(e);
+            }
+        };
         control.sequence = sequence;
         control.seed = None;
         let n = |v: usize| {
@@ -484,7 +593,10 @@ impl Harness {
             generation.set_state(GenerationState::Active);
             *current = Some(Arc::clone(&generation));
         }
-        control.current_by_entry = chosen;
+        // The incremental path knows what it displaced: the old instances
+        // of what it mounted again.
+        let displaced = displaced.filter(|_| incremental.is_some());
+        control.set_current(chosen, displaced);
         let mut hook_failures = std::mem::take(&mut attempt.hook_failures);
         let gen_id = generation.id.to_string();
         if let Some(old) = &previous {
@@ -536,13 +648,10 @@ impl Harness {
             )
             .await,
         );
-        let before: Vec<String> = control.instances.keys().cloned().collect();
         let mut failures = hook_failures;
-        failures.extend(self.reclaim(&mut control).await);
-        let disposed = before
-            .into_iter()
-            .filter(|id| !control.instances.contains_key(id))
-            .collect();
+        let (reclaim_failures, mut disposed) = self.reclaim(&mut control).await;
+        failures.extend(reclaim_failures);
+        disposed.sort_unstable();
         Ok(ReconcileReport {
             quarantined: Vec::new(),
             generation_id: generation.id.to_string(),
@@ -903,7 +1012,7 @@ impl Harness {
         }
         let ctx = SnapshotContext {
             generation: GenerationId::from_sequence(sequence),
-            mounts: mounts.clone(),
+            mounts,
             ..SnapshotContext::default()
         };
         let snapshot = build_snapshot(&composition, &tree, &plan, &ctx)
@@ -923,7 +1032,7 @@ impl Harness {
             snapshot,
             digests,
         )
-        .with_mounts(mounts))
+        .with_mounts(ctx.mounts))
     }
 }
 
@@ -1044,7 +1153,9 @@ enum Sameness {
 /// composition cloned from the current one shares its manifests, and
 /// comparing 10,000 of them field by field with themselves was most of a
 /// no-op reconcile). Every field is named, so a new one cannot be missed.
-fn compare_compositions(a: &Composition, b: &Composition) -> Sameness {
+/// The entries whose configuration or declaration differ are listed (in id
+/// order) unless the answer is `Different`.
+fn compare_compositions(a: &Composition, b: &Composition) -> (Sameness, Vec<EntryId>) {
     let Composition {
         scopes,
         entries,
@@ -1068,20 +1179,25 @@ fn compare_compositions(a: &Composition, b: &Composition) -> Sameness {
         && *skip_on_failure == b.skip_on_failure
         && *quarantined == b.quarantined;
     if !rest_equal {
-        return Sameness::Different;
+        return (Sameness::Different, Vec::new());
     }
-    let mut sameness = Sameness::Identical;
+    let mut changed = Vec::new();
     for ((ia, ea), (ib, eb)) in entries.iter().zip(&b.entries) {
         if ia != ib || !same_resolution_inputs(ea, eb) {
-            return Sameness::Different;
+            return (Sameness::Different, Vec::new());
         }
         // A configuration with a NaN is unequal to itself: such an entry
         // never counts as unchanged (as with `==`).
         if ea.config != eb.config || ea.origin != eb.origin {
-            sameness = Sameness::SameResolution;
+            changed.push(ib.clone());
         }
     }
-    sameness
+    let sameness = if changed.is_empty() {
+        Sameness::Identical
+    } else {
+        Sameness::SameResolution
+    };
+    (sameness, changed)
 }
 
 /// Whether `a` equals `b`, as `==` says, without comparing a shared manifest

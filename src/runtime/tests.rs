@@ -953,3 +953,124 @@ async fn a_failing_policy_provider_is_never_skipped_into_the_default() {
         assert!(h.current().is_none(), "{system}: nothing published");
     }
 }
+
+/// Scopes, two providers of one capability, a chain across scopes, a
+/// tool-registering entry, a hook-registering entry and a secret reference;
+/// `v[i]` is the configuration of the i-th of `db-b`, `svc`, `web`,
+/// `searcher`, `hooked`.
+fn incremental_case(v: [i64; 5]) -> Composition {
+    let config = |v: i64| ConfigValue::Table([("v".to_owned(), ConfigValue::Int(v))].into());
+    B::new()
+        .scope("/team", None)
+        .entry("db-a")
+        .provides("database", &["1.0.0"])
+        .entry("db-b")
+        .provides("database", &["1.0.0"])
+        .provides("cache", &["1.0.0"])
+        .config(config(v[0]))
+        .entry("svc")
+        .in_scope("/team")
+        .requires("database", ">=1,<2")
+        .prefer("database", "db-b")
+        .provides("api", &["1.0.0"])
+        .config(config(v[1]))
+        .entry("web")
+        .in_scope("/team")
+        .requires("api", ">=1")
+        .optional("cache", "")
+        .config(config(v[2]))
+        .entry("searcher")
+        .tool("search", "search things", None)
+        .config(config(v[3]))
+        .entry("hooked")
+        .plugin("hooked", "1.0.0")
+        .config(config(v[4]))
+        .entry("reader")
+        .in_scope("/team")
+        .requires("cache", "")
+        .config(ConfigValue::Table(
+            [(
+                "token".to_owned(),
+                ConfigValue::Secret(crate::engine::model::SecretRef {
+                    name: "TOKEN".into(),
+                }),
+            )]
+            .into(),
+        ))
+        .build()
+        .unwrap()
+}
+
+#[tokio::test]
+async fn an_incremental_reconcile_reports_what_placing_every_entry_reports() {
+    let make = || {
+        let hooked = plugin_fn(
+            crate::engine::model::Manifest::new(
+                "hooked",
+                crate::engine::version::Version::parse("1.0.0").unwrap(),
+            ),
+            |ctx: PluginContext| async move {
+                ctx.hooks().register(
+                    HookEvent::BeforeToolExecute,
+                    Arc::new(FnHook(|_: HookEvent, _: &serde_json::Value| {
+                        Ok(HookReply::Continue)
+                    })),
+                    HookMode::Observe,
+                    0,
+                )?;
+                Ok(())
+            },
+        );
+        let mut catalog = Catalog::new();
+        catalog.register_plugin("hooked", Arc::new(hooked));
+        let secrets = Arc::new(Rotating(std::sync::Mutex::new("one".into())));
+        let h = Harness::new(
+            catalog,
+            HarnessOptions {
+                secrets: secrets.clone(),
+                ..HarnessOptions::default()
+            },
+        );
+        (h, secrets)
+    };
+    let ((fast, fast_secrets), (full, full_secrets)) = (make(), make());
+    full.shared.always_place.store(true, Ordering::SeqCst);
+    let derived = |h: &Harness| h.shared.derived.load(Ordering::SeqCst);
+    let steps = [
+        [1, 1, 1, 1, 1],
+        [2, 1, 1, 1, 1], // a provider: its consumers, transitively, follow
+        [2, 1, 2, 1, 1], // a leaf
+        [2, 1, 2, 2, 1], // a tool's entry
+        [2, 1, 2, 2, 2], // a hook's entry: the hook order is rebuilt
+        [1, 2, 1, 1, 1], // several at once, one back to its first value
+        [1, 2, 1, 1, 1], // nothing
+        [1, 3, 1, 1, 1], // after a secret rotated (below)
+    ];
+    for (i, step) in steps.into_iter().enumerate() {
+        if i == 7 {
+            *fast_secrets.0.lock().unwrap() = "two".into();
+            *full_secrets.0.lock().unwrap() = "two".into();
+        }
+        let a = fast.reconcile(incremental_case(step)).await.unwrap();
+        let b = full.reconcile(incremental_case(step)).await.unwrap();
+        assert_eq!(a, b, "step {i}");
+        let (ga, gb) = (fast.current().unwrap(), full.current().unwrap());
+        assert_eq!(ga.digests, gb.digests, "step {i}");
+        assert_eq!(ga.snapshot, gb.snapshot, "step {i}");
+        assert!(a.pending.is_empty(), "step {i}: {:?}", a.pending);
+        let rebuilt: Vec<&str> = a
+            .impact
+            .iter()
+            .filter(|n| n.decision != Decision::Reused)
+            .map(|n| n.entry_id.as_str())
+            .collect();
+        match i {
+            1 => assert_eq!(rebuilt, ["db-b", "reader", "svc", "web"]),
+            7 => assert_eq!(rebuilt, ["reader", "svc", "web"], "the rotated secret"),
+            _ => {}
+        }
+    }
+    // Steps 1, 2, 3 and 7 derived their generation; 4 and 5 (a hook's
+    // entry mounted again) built it; the full harness never derives.
+    assert_eq!((derived(&fast), derived(&full)), (4, 0));
+}

@@ -85,6 +85,17 @@ impl ConfigValue {
         out
     }
 
+    /// Whether the value references a secret anywhere (without collecting
+    /// the references).
+    pub fn has_secret_refs(&self) -> bool {
+        match self {
+            Self::Secret(_) => true,
+            Self::Array(items) => items.iter().any(Self::has_secret_refs),
+            Self::Table(map) => map.values().any(Self::has_secret_refs),
+            _ => false,
+        }
+    }
+
     fn collect_secret_refs<'a>(&'a self, out: &mut Vec<&'a SecretRef>) {
         match self {
             Self::Secret(s) => out.push(s),

@@ -167,6 +167,99 @@ impl<'a> EntryFacts<'a> {
     }
 }
 
+/// The active entries of a resolved composition, in the orders a snapshot
+/// needs them.
+struct Active<'a> {
+    facts: EntryFacts<'a>,
+    /// In activation order (ids the composition lacks are skipped).
+    in_order: Vec<&'a Entry>,
+    /// Sorted by id.
+    by_id: Vec<&'a Entry>,
+}
+
+impl<'a> Active<'a> {
+    fn new(composition: &'a Composition, plan: &Plan) -> Self {
+        let facts = EntryFacts::new(composition, plan);
+        let mut slots: Vec<Option<&Entry>> = vec![None; plan.activation_order.len()];
+        for (e, p) in facts.entries.iter().zip(&facts.position) {
+            if let Some(p) = *p {
+                slots[p] = Some(e);
+            }
+        }
+        let lined_up = slots.iter().all(Option::is_some);
+        let in_order: Vec<&Entry> = if lined_up {
+            slots.iter().flatten().copied().collect()
+        } else {
+            plan.activation_order
+                .iter()
+                .filter_map(|id| composition.entries.get(id))
+                .collect()
+        };
+        // When the plan lines up (the activation order holds each eligible
+        // entry once), the eligible entries in composition order.
+        let by_id: Vec<&Entry> = if lined_up
+            && facts
+                .position
+                .iter()
+                .zip(&facts.eligible)
+                .all(|(p, &e)| p.is_some() == e)
+        {
+            facts
+                .entries
+                .iter()
+                .zip(&facts.eligible)
+                .filter(|&(_, &e)| e)
+                .map(|(e, _)| *e)
+                .collect()
+        } else {
+            let mut sorted = in_order.clone();
+            sorted.sort_by(|a, b| a.id.cmp(&b.id));
+            sorted
+        };
+        Self {
+            facts,
+            in_order,
+            by_id,
+        }
+    }
+
+    /// `config_hash` (one key per id: a repeated id is the same entry).
+    fn config_hash(&self) -> Result<String, CanonError> {
+        let mut unique = self.by_id.clone();
+        unique.dedup_by(|a, b| a.id == b.id);
+        sorted_config_hash(&unique)
+    }
+
+    /// The snapshot's `metadata`: the context's, then what the composition
+    /// skipped and quarantined and the MCP servers its entries run against.
+    fn metadata(
+        &self,
+        composition: &Composition,
+        ctx: &SnapshotContext,
+    ) -> BTreeMap<String, Canon> {
+        let mut metadata = ctx.metadata.clone();
+        if let Some(skipped) = composition.skipped_metadata() {
+            metadata.insert("skipped_entries".to_owned(), skipped);
+        }
+        if let Some(servers) = mcp_servers(&self.in_order) {
+            metadata.insert("mcp_servers".to_owned(), servers);
+        }
+        if !composition.quarantined.is_empty() {
+            metadata.insert(
+                "quarantined_entries".to_owned(),
+                Canon::Map(
+                    composition
+                        .quarantined
+                        .iter()
+                        .map(|(id, kind)| (id.to_string(), Canon::Str(kind.clone())))
+                        .collect(),
+                ),
+            );
+        }
+        metadata
+    }
+}
+
 /// Build the snapshot of `composition` resolved as `plan`.
 pub fn build_snapshot(
     composition: &Composition,
@@ -174,24 +267,7 @@ pub fn build_snapshot(
     plan: &Plan,
     ctx: &SnapshotContext,
 ) -> Result<SnapshotRecord, CanonError> {
-    let facts = EntryFacts::new(composition, plan);
-    // Active entries in activation order (ids the composition lacks are
-    // skipped, but still get an instance id).
-    let mut slots: Vec<Option<&Entry>> = vec![None; plan.activation_order.len()];
-    for (e, p) in facts.entries.iter().zip(&facts.position) {
-        if let Some(p) = *p {
-            slots[p] = Some(e);
-        }
-    }
-    let lined_up = slots.iter().all(Option::is_some);
-    let active: Vec<&Entry> = if lined_up {
-        slots.iter().flatten().copied().collect()
-    } else {
-        plan.activation_order
-            .iter()
-            .filter_map(|id| composition.entries.get(id))
-            .collect()
-    };
+    let active = Active::new(composition, plan);
     let runtime_instance_ids: Vec<String> = plan
         .activation_order
         .iter()
@@ -202,6 +278,7 @@ pub fn build_snapshot(
     // reference), and capability -> sorted versions: sorted lists, then bulk
     // built maps.
     let mut named: Vec<(&str, &str)> = active
+        .in_order
         .iter()
         .map(|e| (e.manifest.name.as_str(), e.manifest.version.as_str()))
         .collect();
@@ -213,8 +290,8 @@ pub fn build_snapshot(
         }
     }
     let plugins: BTreeMap<String, String> = plugin_list.into_iter().collect();
-    let mut provided: Vec<(&str, &str)> = Vec::with_capacity(active.len());
-    for e in &active {
+    let mut provided: Vec<(&str, &str)> = Vec::with_capacity(active.in_order.len());
+    for e in &active.in_order {
         for (cap, p) in &e.manifest.provides {
             provided.extend(p.versions.iter().map(|v| (cap.as_str(), v.as_str())));
         }
@@ -229,35 +306,13 @@ pub fn build_snapshot(
     }
     let capabilities: BTreeMap<String, Vec<String>> = capability_list.into_iter().collect();
 
-    // Active entries sorted by id: when the plan lines up (the activation
-    // order holds each eligible entry once), the eligible entries in
-    // composition order.
-    let by_id: Vec<&Entry> = if lined_up
-        && facts
-            .position
-            .iter()
-            .zip(&facts.eligible)
-            .all(|(p, &e)| p.is_some() == e)
-    {
-        facts
-            .entries
-            .iter()
-            .zip(&facts.eligible)
-            .filter(|&(_, &e)| e)
-            .map(|(e, _)| *e)
-            .collect()
-    } else {
-        let mut sorted = active.clone();
-        sorted.sort_by(|a, b| a.id.cmp(&b.id));
-        sorted
-    };
-    // The configuration map has one key per id (a repeated id is the same
-    // entry, so the same value).
-    let mut unique = by_id.clone();
-    unique.dedup_by(|a, b| a.id == b.id);
-
-    let (semantic_scopes, scopes) =
-        fingerprints(composition, tree, plan, &facts, &runtime_instance_ids);
+    let (semantic_scopes, scopes) = fingerprints(
+        composition,
+        tree,
+        plan,
+        &active.facts,
+        &runtime_instance_ids,
+    );
     let (agent, agent_revision) = match &ctx.agent {
         Some((a, r)) => (Some(a.clone()), Some(r.clone())),
         None => (None, None),
@@ -272,35 +327,108 @@ pub fn build_snapshot(
         agent_revision,
         plugins,
         capabilities,
-        config_hash: sorted_config_hash(&unique)?,
-        plugin_graph_hash: sorted_graph_hash(&by_id, plan)?,
+        config_hash: active.config_hash()?,
+        plugin_graph_hash: sorted_graph_hash(&active.by_id, plan)?,
         graph_definition_hash: ctx.graph_definition_hash.clone(),
-        tool_schema_hash: tool_schema_hash(&active)?,
+        tool_schema_hash: tool_schema_hash(&active.in_order)?,
         prompt_hash: ctx.prompt_hash.clone(),
-        metadata: {
-            let mut metadata = ctx.metadata.clone();
-            if let Some(skipped) = composition.skipped_metadata() {
-                metadata.insert("skipped_entries".to_owned(), skipped);
+        metadata: active.metadata(composition, ctx),
+        scopes: Arc::new(scopes),
+        semantic_scopes: Arc::new(semantic_scopes),
+        runtime_instance_ids,
+    })
+}
+
+/// The snapshot [`build_snapshot`] builds for `composition` and `ctx`,
+/// derived from `previous`: the snapshot of a composition with the same
+/// scope tree and plan (`tree`, `plan`), differing at most in entries'
+/// configurations and declaration spans, whose instances are the same but
+/// for the entries at `remounted` (positions in the activation order, each
+/// with its mount number in `ctx.mounts`).
+///
+/// What can differ between the two is rewritten (the generation, the agent
+/// fields, `config_hash`, `metadata`, the remounted entries' instance ids,
+/// in `runtime_instance_ids` and in the physical scope tree); the rest,
+/// the semantic scope tree included, is shared, so a runtime publishing a
+/// changed configuration does work in proportion to the change, not to the
+/// composition. A `previous` that does not line up with `plan` (the
+/// caller broke the contract) is not patched: the snapshot is built.
+pub fn rederive_snapshot(
+    previous: &SnapshotRecord,
+    composition: &Composition,
+    tree: &ScopeTree,
+    plan: &Plan,
+    ctx: &SnapshotContext,
+    remounted: &[usize],
+) -> Result<SnapshotRecord, CanonError> {
+    if previous.runtime_instance_ids.len() != plan.activation_order.len()
+        || previous.scopes.scopes.len() != tree.len()
+    {
+        return build_snapshot(composition, tree, plan, ctx);
+    }
+    let active = Active::new(composition, plan);
+    let mut runtime_instance_ids = previous.runtime_instance_ids.clone();
+    let mut physical = Arc::clone(&previous.scopes);
+    for &p in remounted {
+        let (Some(id), Some(old)) = (
+            plan.activation_order.get(p),
+            previous.runtime_instance_ids.get(p),
+        ) else {
+            return build_snapshot(composition, tree, plan, ctx);
+        };
+        let new = instance_id(id, ctx.mounts.get(id).copied().unwrap_or(1));
+        if new == *old {
+            continue;
+        }
+        // The entry's instance id in each provider list of its scope row.
+        let (Some(entry), Some(ix)) = (
+            composition.entries.get(id),
+            composition
+                .entries
+                .get(id)
+                .and_then(|e| tree.find(&e.scope.value)),
+        ) else {
+            return build_snapshot(composition, tree, plan, ctx);
+        };
+        let row = &mut Arc::make_mut(&mut physical).scopes[ix];
+        for cap in entry.manifest.provides.keys() {
+            if !tree.exposes(ix, cap) {
+                continue;
             }
-            if let Some(servers) = mcp_servers(&active) {
-                metadata.insert("mcp_servers".to_owned(), servers);
+            let replaced = row.providers.get_mut(cap.as_str()).and_then(|list| {
+                let at = list.iter().position(|i| **i == **old)?;
+                list[at] = Arc::from(new.as_str());
+                list.sort();
+                Some(())
+            });
+            if replaced.is_none() {
+                return build_snapshot(composition, tree, plan, ctx);
             }
-            if !composition.quarantined.is_empty() {
-                metadata.insert(
-                    "quarantined_entries".to_owned(),
-                    Canon::Map(
-                        composition
-                            .quarantined
-                            .iter()
-                            .map(|(id, kind)| (id.to_string(), Canon::Str(kind.clone())))
-                            .collect(),
-                    ),
-                );
-            }
-            metadata
-        },
-        scopes,
-        semantic_scopes,
+        }
+        runtime_instance_ids[p] = new;
+    }
+    let (agent, agent_revision) = match &ctx.agent {
+        Some((a, r)) => (Some(a.clone()), Some(r.clone())),
+        None => (None, None),
+    };
+    Ok(SnapshotRecord {
+        format_version: SNAPSHOT_FORMAT_VERSION,
+        chassis_version: CHASSIS_VERSION.to_owned(),
+        generation_id: ctx.generation.to_string(),
+        sequence: ctx.generation.sequence(),
+        agent_runtime: ctx.agent_runtime.clone(),
+        agent,
+        agent_revision,
+        plugins: previous.plugins.clone(),
+        capabilities: previous.capabilities.clone(),
+        config_hash: active.config_hash()?,
+        plugin_graph_hash: previous.plugin_graph_hash.clone(),
+        graph_definition_hash: ctx.graph_definition_hash.clone(),
+        tool_schema_hash: previous.tool_schema_hash.clone(),
+        prompt_hash: ctx.prompt_hash.clone(),
+        metadata: active.metadata(composition, ctx),
+        scopes: physical,
+        semantic_scopes: Arc::clone(&previous.semantic_scopes),
         runtime_instance_ids,
     })
 }

@@ -185,8 +185,8 @@ fn parse_record(value: &Value) -> Result<(SnapshotRecord, u64), SnapshotLoadErro
             .iter()
             .map(|(k, v)| (k.clone(), Canon::from_json(v)))
             .collect(),
-        scopes: raw.scopes,
-        semantic_scopes,
+        scopes: std::sync::Arc::new(raw.scopes),
+        semantic_scopes: std::sync::Arc::new(semantic_scopes),
         runtime_instance_ids: raw.runtime_instance_ids,
     };
     Ok((record, found))

@@ -2,6 +2,7 @@
 
 use std::collections::BTreeMap;
 use std::fmt::{self, Write};
+use std::sync::Arc;
 
 use super::scopes::ScopesFingerprint;
 use crate::engine::canonical::{
@@ -48,9 +49,10 @@ pub struct SnapshotRecord {
     /// Redacted metadata of what ran (e.g. skipped entries, MCP servers).
     pub metadata: BTreeMap<String, Canon>,
     /// Scope fingerprint naming providers by instance id.
-    pub scopes: ScopesFingerprint,
-    /// Scope fingerprint naming providers by entry id.
-    pub semantic_scopes: ScopesFingerprint,
+    pub scopes: Arc<ScopesFingerprint>,
+    /// Scope fingerprint naming providers by entry id (shared between the
+    /// generations of one resolution).
+    pub semantic_scopes: Arc<ScopesFingerprint>,
     /// Instance ids in activation order.
     pub runtime_instance_ids: Vec<String>,
 }
@@ -195,12 +197,29 @@ impl SnapshotRecord {
     /// record's and the semantic hasher at the same time; no canonical text
     /// is ever held in memory.
     pub fn digests(&self) -> Result<Digests, CanonError> {
+        self.digests_inner(None)
+    }
+
+    /// [`Self::digests`], given the canonical text of `semantic_scopes`
+    /// ([`ScopesFingerprint::canonical_text`]): the generations of one
+    /// resolution share their semantic tree, so a runtime serializes it
+    /// once and hashes the text for each. The caller vouches that the text
+    /// is that tree's; debug builds check it.
+    pub fn digests_with_semantic_text(&self, semantic_text: &str) -> Result<Digests, CanonError> {
+        debug_assert_eq!(semantic_text, self.semantic_scopes.canonical_text());
+        self.digests_inner(Some(semantic_text))
+    }
+
+    fn digests_inner(&self, semantic_text: Option<&str>) -> Result<Digests, CanonError> {
         let (mut d, mut s) = (Sha256Writer::new(), Sha256Writer::new());
         self.write_record_head(&mut d)?;
         self.write_semantic_head(&mut s)?;
         {
             let mut both = Sha256Tee::new(&mut d, &mut s);
-            self.semantic_scopes.write_canonical(&mut both)?;
+            match semantic_text {
+                Some(text) => both.write_str(text)?,
+                None => self.semantic_scopes.write_canonical(&mut both)?,
+            }
         }
         self.write_record_tail(&mut d)?;
         self.write_semantic_tail(&mut s)?;
@@ -392,8 +411,8 @@ mod writer_tests {
                 ("skipped".into(), Canon::list(["x"])),
                 ("n".into(), Canon::Float(0.5)),
             ]),
-            scopes: physical,
-            semantic_scopes: tree,
+            scopes: Arc::new(physical),
+            semantic_scopes: Arc::new(tree),
             runtime_instance_ids: vec!["plugin_1".into(), "plugin_2".into()],
         }
     }

@@ -7,6 +7,7 @@ use crate::engine::model::{Composition, ConfigValue};
 use crate::engine::resolve::resolve;
 use crate::engine::tree::ScopeTree;
 use serde_json::Value;
+use std::sync::Arc;
 
 fn config_value(v: &Value) -> ConfigValue {
     match v {
@@ -301,4 +302,81 @@ fn direct_writers_agree_with_the_canon_path() {
             stable_hash(&r.semantic_composition()).unwrap()
         );
     }
+}
+
+/// A composition with scopes, two local providers of one capability (so a
+/// physical provider list holds several instance ids), a tool and a config
+/// on `db-b` that varies with `v`.
+fn rederive_case(v: i64) -> Composition {
+    let config = |v: i64| ConfigValue::Table([("v".to_owned(), ConfigValue::Int(v))].into());
+    CompositionBuilder::new()
+        .scope("/research", None)
+        .scope("/research/deep", Some(&["database", "cache"]))
+        .entry("db-a")
+        .provides("database", &["1.0.0"])
+        .entry("db-b")
+        .provides("database", &["1.0.0", "2.0.0"])
+        .provides("cache", &["1.0.0"])
+        .tool("lookup", "look up", None)
+        .config(config(v))
+        .entry("app")
+        .in_scope("/research/deep")
+        .requires("database", ">=1,<2")
+        .prefer("database", "db-b")
+        .requires("cache", "")
+        .config(config(1))
+        .entry("helper")
+        .in_scope("/research")
+        .requires("cache", ">=1")
+        .build()
+        .unwrap()
+}
+
+#[test]
+fn a_rederived_snapshot_is_the_built_one() {
+    let (a, b) = (rederive_case(1), rederive_case(2));
+    let tree = ScopeTree::new(&a);
+    let plan = crate::engine::resolve::resolve_with_tree(&a, &tree);
+    assert!(plan.pending.is_empty(), "{:?}", plan.pending);
+    let first = SnapshotContext::default();
+    let previous = build_snapshot(&a, &tree, &plan, &first).unwrap();
+    let position = |id: &str| {
+        plan.activation_order
+            .iter()
+            .position(|e| e.as_str() == id)
+            .unwrap()
+    };
+    // db-b is mounted again (mount 2), and app, bound to it, too (mount 3).
+    let mut ctx = SnapshotContext {
+        generation: crate::engine::identity::GenerationId::from_sequence(2),
+        ..SnapshotContext::default()
+    };
+    for (id, mount) in [("db-b", 2), ("app", 3)] {
+        ctx.mounts
+            .insert(crate::engine::model::EntryId::new(id).unwrap(), mount);
+    }
+    let remounted = [position("db-b"), position("app")];
+    let derived = rederive_snapshot(&previous, &b, &tree, &plan, &ctx, &remounted).unwrap();
+    let built = build_snapshot(&b, &tree, &plan, &ctx).unwrap();
+    assert_eq!(derived, built);
+    assert_ne!(derived.config_hash, previous.config_hash);
+    assert_ne!(derived.scopes, previous.scopes);
+    assert!(Arc::ptr_eq(
+        &derived.semantic_scopes,
+        &previous.semantic_scopes
+    ));
+    let text = derived.semantic_scopes.canonical_text();
+    assert_eq!(
+        derived.digests_with_semantic_text(&text).unwrap(),
+        built.digests().unwrap()
+    );
+    // Nothing remounted: only the generation and the configuration hash move.
+    let same = SnapshotContext {
+        generation: crate::engine::identity::GenerationId::from_sequence(3),
+        ..SnapshotContext::default()
+    };
+    assert_eq!(
+        rederive_snapshot(&previous, &b, &tree, &plan, &same, &[]).unwrap(),
+        build_snapshot(&b, &tree, &plan, &same).unwrap()
+    );
 }
