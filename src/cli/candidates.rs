@@ -182,7 +182,7 @@ async fn candidate(follow: &mut Follow, change: ToolSetChange) -> Option<Candida
     if !current
         .instances
         .iter()
-        .any(|i| i.instance_id == change.instance_id)
+        .any(|i| *i.instance_id == *change.instance_id)
     {
         tracing::debug!(target: "chassis::candidates", entry = %change.entry_id, "a report from a retired instance is ignored");
         return None;

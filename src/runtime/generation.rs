@@ -55,20 +55,20 @@ impl GenerationState {
 #[derive(Clone, Debug)]
 pub struct GenerationInstance {
     /// Entry id.
-    pub entry_id: String,
+    pub entry_id: Arc<str>,
     /// Instance id.
-    pub instance_id: String,
+    pub instance_id: Arc<str>,
     /// Manifest name.
-    pub plugin: String,
+    pub plugin: Arc<str>,
 }
 
 /// A provider of a capability in a generation.
 #[derive(Clone, Debug)]
 pub struct Provider {
     /// Entry id.
-    pub entry_id: String,
+    pub entry_id: Arc<str>,
     /// Instance id.
-    pub instance_id: String,
+    pub instance_id: Arc<str>,
     /// The registration.
     pub registration: CapabilityRegistration,
 }
@@ -112,7 +112,7 @@ pub struct Generation {
     /// The canonical text of the snapshot's semantic scope tree, written
     /// when a generation of the same resolution is derived from this one
     /// and handed on to it (the tree is shared, so is its text).
-    semantic_text: OnceLock<Arc<str>>,
+    semantic_text: OnceLock<Arc<crate::engine::snapshot::ScopesText>>,
     accounting: Mutex<Accounting>,
 }
 
@@ -191,18 +191,18 @@ impl Generation {
     /// semantic scope tree (handed on by the generation it was derived
     /// from).
     #[must_use]
-    pub(crate) fn with_semantic_text(self, text: Arc<str>) -> Self {
-        debug_assert_eq!(*text, self.snapshot.semantic_scopes.canonical_text());
+    pub(crate) fn with_semantic_text(self, text: Arc<crate::engine::snapshot::ScopesText>) -> Self {
+        debug_assert_eq!(*text, self.snapshot.semantic_scopes.text());
         let _ = self.semantic_text.set(text);
         self
     }
 
     /// The canonical text of the snapshot's semantic scope tree, written
     /// once.
-    pub(crate) fn semantic_text(&self) -> Arc<str> {
+    pub(crate) fn semantic_text(&self) -> Arc<crate::engine::snapshot::ScopesText> {
         Arc::clone(
             self.semantic_text
-                .get_or_init(|| self.snapshot.semantic_scopes.canonical_text().into()),
+                .get_or_init(|| Arc::new(self.snapshot.semantic_scopes.text())),
         )
     }
 
@@ -331,7 +331,7 @@ impl Generation {
             .into_iter()
             .flatten()
             .find(|p| {
-                p.entry_id == entry.as_str()
+                *p.entry_id == *entry.as_str()
                     && p.registration.version.major() == SystemCapability::CONTRACT
             });
         Some(match registered {
@@ -383,7 +383,7 @@ impl Generation {
 
     /// Instance ids this generation reaches.
     pub fn instance_ids(&self) -> impl Iterator<Item = &str> {
-        self.instances.iter().map(|i| i.instance_id.as_str())
+        self.instances.iter().map(|i| &*i.instance_id)
     }
 
     /// Pressure figures at `now`.
@@ -401,7 +401,7 @@ impl Generation {
             retained_plugins: self
                 .instances
                 .iter()
-                .map(|i| i.instance_id.clone())
+                .map(|i| i.instance_id.to_string())
                 .collect(),
         }
     }

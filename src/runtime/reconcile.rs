@@ -470,7 +470,7 @@ impl Harness {
             let same_instances = current
                 .instances
                 .iter()
-                .map(|i| (i.entry_id.as_str(), i.instance_id.as_str()))
+                .map(|i| (&*i.entry_id, &*i.instance_id))
                 .eq(plan.activation_order.iter().map(|e| {
                     (
                         e.as_str(),
@@ -702,7 +702,7 @@ impl Harness {
             let mut in_generation: Vec<(&str, &str)> = current
                 .instances
                 .iter()
-                .map(|i| (i.entry_id.as_str(), i.instance_id.as_str()))
+                .map(|i| (&*i.entry_id, &*i.instance_id))
                 .collect();
             in_generation.sort_unstable();
             in_generation
@@ -978,24 +978,24 @@ impl Harness {
             else {
                 continue;
             };
-            let id = entry_id.as_str().to_owned();
             let regs = managed.instance.registrations();
             mounts.insert(entry_id.clone(), managed.mount);
-            instances.push(GenerationInstance {
-                entry_id: id.clone(),
-                instance_id: managed.instance.instance_id.clone(),
-                plugin: composition.entries[entry_id].manifest.name.clone(),
-            });
+            let instance_id: Arc<str> = Arc::from(managed.instance.instance_id.as_str());
             for c in regs.capabilities.iter().cloned() {
                 capabilities
                     .entry(c.capability.clone())
                     .or_default()
                     .push(Provider {
-                        entry_id: id.clone(),
-                        instance_id: managed.instance.instance_id.clone(),
+                        entry_id: Arc::clone(entry_id.as_arc()),
+                        instance_id: Arc::clone(&instance_id),
                         registration: c,
                     });
             }
+            instances.push(GenerationInstance {
+                entry_id: Arc::clone(entry_id.as_arc()),
+                instance_id,
+                plugin: composition.entries[entry_id].manifest.name.as_str().into(),
+            });
             for mut t in regs.tools.iter().cloned() {
                 // The composition's `[policy.tools.<name>]` replaces the
                 // policy the plugin registered.

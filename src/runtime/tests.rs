@@ -746,7 +746,7 @@ async fn a_plugin_reports_a_tool_set_change_to_the_harness_owner() {
         generation
             .instances
             .iter()
-            .any(|i| i.instance_id == change.instance_id),
+            .any(|i| *i.instance_id == *change.instance_id),
         "the report names the instance of the current generation"
     );
     h.shutdown().await;

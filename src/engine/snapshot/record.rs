@@ -4,7 +4,7 @@ use std::collections::BTreeMap;
 use std::fmt::{self, Write};
 use std::sync::Arc;
 
-use super::scopes::ScopesFingerprint;
+use super::scopes::{ScopesFingerprint, ScopesText};
 use crate::engine::canonical::{
     Canon, CanonError, Sha256Tee, Sha256Writer, write_canonical, write_json_string,
 };
@@ -171,7 +171,7 @@ impl SnapshotRecord {
     /// Hash of the whole record.
     pub fn digest(&self) -> Result<String, CanonError> {
         let mut d = Sha256Writer::new();
-        self.write_record_head(&mut d)?;
+        self.write_record_head(&mut d, None)?;
         self.semantic_scopes.write_canonical(&mut d)?;
         self.write_record_tail(&mut d)?;
         Ok(d.finish_hex())
@@ -200,24 +200,28 @@ impl SnapshotRecord {
         self.digests_inner(None)
     }
 
-    /// [`Self::digests`], given the canonical text of `semantic_scopes`
-    /// ([`ScopesFingerprint::canonical_text`]): the generations of one
-    /// resolution share their semantic tree, so a runtime serializes it
-    /// once and hashes the text for each. The caller vouches that the text
-    /// is that tree's; debug builds check it.
-    pub fn digests_with_semantic_text(&self, semantic_text: &str) -> Result<Digests, CanonError> {
-        debug_assert_eq!(semantic_text, self.semantic_scopes.canonical_text());
-        self.digests_inner(Some(semantic_text))
+    /// [`Self::digests`], given the text of `semantic_scopes`
+    /// ([`ScopesFingerprint::text`]): the generations of one resolution
+    /// share their semantic tree, so a runtime serializes it once and hashes
+    /// its text for each — and the physical tree's, which is that text but
+    /// for the providers. The caller vouches that the text is that tree's
+    /// and that the physical tree differs from it only in providers (as
+    /// every built snapshot's does); debug builds check both.
+    pub fn digests_with_semantic_text(&self, semantic: &ScopesText) -> Result<Digests, CanonError> {
+        debug_assert_eq!(*semantic.text, self.semantic_scopes.canonical_text());
+        let digests = self.digests_inner(Some(semantic))?;
+        debug_assert_eq!(Ok(&digests), self.digests_inner(None).as_ref());
+        Ok(digests)
     }
 
-    fn digests_inner(&self, semantic_text: Option<&str>) -> Result<Digests, CanonError> {
+    fn digests_inner(&self, semantic: Option<&ScopesText>) -> Result<Digests, CanonError> {
         let (mut d, mut s) = (Sha256Writer::new(), Sha256Writer::new());
-        self.write_record_head(&mut d)?;
+        self.write_record_head(&mut d, semantic)?;
         self.write_semantic_head(&mut s)?;
         {
             let mut both = Sha256Tee::new(&mut d, &mut s);
-            match semantic_text {
-                Some(text) => both.write_str(text)?,
+            match semantic {
+                Some(text) => both.write_str(&text.text)?,
                 None => self.semantic_scopes.write_canonical(&mut both)?,
             }
         }
@@ -237,7 +241,11 @@ impl SnapshotRecord {
     // one pass over the semantic tree can feed both hashers.
 
     /// The record's canonical JSON up to the `semantic_scopes` value.
-    fn write_record_head<W: Write>(&self, out: &mut W) -> Result<(), CanonError> {
+    fn write_record_head<W: Write>(
+        &self,
+        out: &mut W,
+        semantic: Option<&ScopesText>,
+    ) -> Result<(), CanonError> {
         out.write_str("{\"agent\":")?;
         w_opt(&self.agent, out)?;
         out.write_str(",\"agent_revision\":")?;
@@ -273,7 +281,10 @@ impl SnapshotRecord {
         out.write_str(",\"runtime_instance_ids\":")?;
         w_strs(&self.runtime_instance_ids, out)?;
         out.write_str(",\"scopes\":")?;
-        self.scopes.write_canonical(out)?;
+        match semantic {
+            Some(text) => self.scopes.write_canonical_over(text, out)?,
+            None => self.scopes.write_canonical(out)?,
+        }
         out.write_str(",\"semantic_scopes\":")?;
         Ok(())
     }

@@ -186,6 +186,13 @@ impl SelectionRow {
 impl ScopeRow {
     /// Write the canonical JSON of this scope.
     pub fn write_canonical<W: Write>(&self, out: &mut W) -> fmt::Result {
+        self.write_head(out)?;
+        self.write_providers(out)?;
+        self.write_tail(out)
+    }
+
+    /// The canonical JSON up to the `providers` value.
+    fn write_head<W: Write>(&self, out: &mut W) -> fmt::Result {
         out.write_str("{\"capabilities\":")?;
         match &self.capabilities {
             Some(c) => w_strs(c, out)?,
@@ -199,7 +206,12 @@ impl ScopeRow {
         w_opt(&self.parent, out)?;
         out.write_str(",\"path\":")?;
         write_json_string(&self.path, out)?;
-        out.write_str(",\"providers\":{")?;
+        out.write_str(",\"providers\":")
+    }
+
+    /// The canonical JSON of the `providers` value.
+    fn write_providers<W: Write>(&self, out: &mut W) -> fmt::Result {
+        out.write_char('{')?;
         for (i, (cap, ids)) in self.providers.iter().enumerate() {
             if i > 0 {
                 out.write_char(',')?;
@@ -208,7 +220,12 @@ impl ScopeRow {
             out.write_char(':')?;
             w_strs(ids, out)?;
         }
-        out.write_str("},\"selections\":[")?;
+        out.write_char('}')
+    }
+
+    /// The canonical JSON after the `providers` value.
+    fn write_tail<W: Write>(&self, out: &mut W) -> fmt::Result {
+        out.write_str(",\"selections\":[")?;
         for (i, row) in self.selections.iter().enumerate() {
             if i > 0 {
                 out.write_char(',')?;
@@ -248,4 +265,61 @@ impl ScopesFingerprint {
         let _ = self.write_canonical(&mut out);
         out
     }
+
+    /// The canonical JSON text of the fingerprint, with where each scope's
+    /// `providers` value sits in it.
+    pub fn text(&self) -> ScopesText {
+        let mut out = String::with_capacity(64 + self.scopes.len() * 256);
+        let mut providers = Vec::with_capacity(self.scopes.len());
+        // Written as `write_canonical` writes it; writing into a String
+        // cannot fail.
+        let _ = (|| -> fmt::Result {
+            out.write_str("{\"root\":")?;
+            write_json_string(&self.root, &mut out)?;
+            out.write_str(",\"scopes\":[")?;
+            for (i, s) in self.scopes.iter().enumerate() {
+                if i > 0 {
+                    out.write_char(',')?;
+                }
+                s.write_head(&mut out)?;
+                let start = out.len();
+                s.write_providers(&mut out)?;
+                providers.push((start, out.len()));
+                s.write_tail(&mut out)?;
+            }
+            out.write_str("]}")
+        })();
+        ScopesText {
+            text: out.into(),
+            providers,
+        }
+    }
+
+    /// Write the canonical JSON of this fingerprint, which is the one
+    /// `base` is the text of but for the scopes' `providers` values (as a
+    /// snapshot's physical tree is its semantic tree): the shared text is
+    /// copied, only the providers are written. A fingerprint with another
+    /// number of scopes is written whole.
+    pub fn write_canonical_over<W: Write>(&self, base: &ScopesText, out: &mut W) -> fmt::Result {
+        if base.providers.len() != self.scopes.len() {
+            return self.write_canonical(out);
+        }
+        let mut at = 0;
+        for (row, &(start, end)) in self.scopes.iter().zip(&base.providers) {
+            out.write_str(&base.text[at..start])?;
+            row.write_providers(out)?;
+            at = end;
+        }
+        out.write_str(&base.text[at..])
+    }
+}
+
+/// The canonical text of a scope fingerprint, and the byte range of each
+/// scope's `providers` value in it ([`ScopesFingerprint::text`]).
+#[derive(Clone, Debug, PartialEq, Eq)]
+pub struct ScopesText {
+    /// The canonical JSON.
+    pub text: Arc<str>,
+    /// Per scope, where its `providers` value is.
+    pub providers: Vec<(usize, usize)>,
 }

@@ -365,11 +365,21 @@ fn a_rederived_snapshot_is_the_built_one() {
         &derived.semantic_scopes,
         &previous.semantic_scopes
     ));
-    let text = derived.semantic_scopes.canonical_text();
+    let text = derived.semantic_scopes.text();
+    assert_eq!(*text.text, derived.semantic_scopes.canonical_text());
+    assert_eq!(text.providers.len(), derived.scopes.scopes.len());
     assert_eq!(
         derived.digests_with_semantic_text(&text).unwrap(),
         built.digests().unwrap()
     );
+    // The physical tree written over the semantic text is its own text.
+    let mut over = String::new();
+    derived
+        .scopes
+        .write_canonical_over(&text, &mut over)
+        .unwrap();
+    assert_eq!(over, derived.scopes.canonical_text());
+    assert_ne!(over, *text.text);
     // Nothing remounted: only the generation and the configuration hash move.
     let same = SnapshotContext {
         generation: crate::engine::identity::GenerationId::from_sequence(3),

@@ -278,7 +278,7 @@ impl AgentRunner {
             .and_then(|providers| {
                 providers
                     .iter()
-                    .find(|p| p.entry_id == selected.entry.as_str())
+                    .find(|p| *p.entry_id == *selected.entry.as_str())
             })
             .and_then(|p| p.registration.value.downcast::<ModelHandle>())
             .ok_or_else(|| {

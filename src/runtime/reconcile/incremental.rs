@@ -190,22 +190,22 @@ impl Harness {
                 return Ok(Err(composition));
             };
             let (Some(old), Some(new)) = (
-                control.instances.get(&row.instance_id),
+                control.instances.get(&*row.instance_id),
                 control.instances.get(iid),
             ) else {
                 return Ok(Err(composition));
             };
-            if row.entry_id != entry_id.as_str() {
+            if *row.entry_id != *entry_id.as_str() {
                 return Ok(Err(composition));
             }
-            row.instance_id.clone_from(iid);
+            row.instance_id = Arc::from(iid.as_str());
             mounts.insert(entry_id.clone(), new.mount);
             // Capability providers: the old instance's rows out, the new
             // one's in at its place in the activation order (providers of
             // a capability are listed in that order).
             for reg in old.instance.registrations().capabilities.iter() {
                 if let Some(list) = capabilities.get_mut(&reg.capability) {
-                    list.retain(|pr| pr.entry_id != entry_id.as_str());
+                    list.retain(|pr| *pr.entry_id != *entry_id.as_str());
                     if list.is_empty() {
                         capabilities.remove(&reg.capability);
                     }
@@ -227,8 +227,8 @@ impl Harness {
                 list.insert(
                     at,
                     Provider {
-                        entry_id: row.entry_id.clone(),
-                        instance_id: iid.clone(),
+                        entry_id: Arc::clone(&row.entry_id),
+                        instance_id: Arc::clone(&row.instance_id),
                         registration: reg.clone(),
                     },
                 );
@@ -298,7 +298,13 @@ pub(super) fn assert_same_generation(derived: &Generation, built: &Generation) {
     let instances = |g: &Generation| -> Vec<(String, String, String)> {
         g.instances
             .iter()
-            .map(|i| (i.entry_id.clone(), i.instance_id.clone(), i.plugin.clone()))
+            .map(|i| {
+                (
+                    i.entry_id.to_string(),
+                    i.instance_id.to_string(),
+                    i.plugin.to_string(),
+                )
+            })
             .collect()
     };
     let providers = |g: &Generation| -> Vec<(String, String, String, String)> {
@@ -308,8 +314,8 @@ pub(super) fn assert_same_generation(derived: &Generation, built: &Generation) {
                 list.iter().map(move |p| {
                     (
                         cap.to_string(),
-                        p.entry_id.clone(),
-                        p.instance_id.clone(),
+                        p.entry_id.to_string(),
+                        p.instance_id.to_string(),
                         p.registration.version.to_string(),
                     )
                 })
