@@ -1,14 +1,17 @@
 //! Record and replay of a run's boundaries.
 //!
 //! `--record FILE` writes every model call and tool call of a run
-//! (redacted) with the reference's key scheme; `--replay FILE` answers those
+//! (redacted) with the reference's key scheme over the redacted request;
+//! `--replay FILE` answers those
 //! boundaries from the file. Policy, approval and budget still run on a
 //! replayed tool call — a recording answers what a tool returned, never
 //! whether it was allowed to ask — and a replayed model call still crosses
 //! its hooks and budget. Keys are the first 32 hex digits of the canonical
 //! hash of `["tool", name, args after hooks]` or `["model", model name,
-//! messages, options]`; each `(kind, key)` has a cursor in recording order,
-//! so a repeated identical call gets the next recorded answer.
+//! messages, options]` *as the record shows them*: redacted by the run's
+//! redactor (see [`tool_key`]); each `(kind, key)` has a cursor in
+//! recording order, so a repeated identical call gets the next recorded
+//! answer.
 
 use std::collections::BTreeMap;
 use std::sync::Mutex;
@@ -23,6 +26,16 @@ use crate::engine::secret::Redactor;
 use crate::engine::telemetry::{AttrValue, Telemetry, attributes};
 
 /// The replay document format version.
+///
+/// Still 1 although keys now hash the redacted request where earlier
+/// versions hashed the raw one: the two agree on every call the redactor
+/// leaves unchanged, so those recordings replay as before. A call it does
+/// change gets a key that an earlier record holds only if that record's
+/// raw request already read exactly like this call's redacted one (short
+/// of a hash collision) — the answer a new recording would give too — so
+/// otherwise it misses, naming the call: an earlier file is never answered
+/// from another call's record. Refusing every earlier file would refuse
+/// the recordings that still replay.
 pub const REPLAY_FORMAT_VERSION: u64 = 1;
 
 /// What a replay does when a boundary has no recording.
@@ -108,25 +121,81 @@ impl ReplayDocument {
     }
 }
 
-/// The boundary key of a tool call.
-pub fn tool_key(name: &str, args: &Value) -> String {
-    key(&Canon::List(vec![
-        Canon::from("tool"),
-        Canon::from(name),
-        Canon::from_json(args),
-    ]))
+/// The boundary key of a tool call: the first 32 hex digits of the
+/// canonical hash of `["tool", name, args]` after `redactor` has redacted
+/// them as a recording does ([`Redactor::redact_json`] of the request the
+/// record shows, `{"tool": name, "args": args}`).
+///
+/// A key is computed over the redacted request, never the raw one: a plain
+/// hash of content holding a secret is a guessing oracle for that secret
+/// (see `engine::secret::fingerprint`), and the record, the `replay.*`
+/// signals and the miss errors all carry the key. Keying on what the record
+/// shows is also what lets a replay match: a replayed answer is the
+/// redacted one, so the conversation a replay builds after a tool returned
+/// a secret holds `<redacted>` where the recorded run's held the value.
+/// Where the redactor changes nothing (no known secret, no URL password,
+/// no sensitive key) the key is the one earlier versions computed over the
+/// raw request, so their recordings still replay there.
+///
+/// Two calls that differ only in secret content (a known value, a URL
+/// password, the value under a sensitive key such as `password`) get the
+/// same key. That is accepted, not an accident: the record cannot tell them
+/// apart either — both requests read the same once redacted — and a key
+/// that could would be a function of the secret, which is the oracle (a
+/// keyed fingerprint would not be, but it would tie a recording to one
+/// installation's key and to the exact credentials, so a recording made
+/// with one token could not replay with a rotated one). Such calls share
+/// one cursor, so the n-th of them in a replay gets the n-th recorded
+/// answer: a replay of the recorded run makes them in the recorded order
+/// and gets each its own answer. Only a run that makes them in another
+/// order (or that depends on which secret it holds) would get them swapped;
+/// a recording is a re-run of one run, not a table of answers per secret.
+#[must_use]
+pub fn tool_key(redactor: &Redactor, name: &str, args: &Value) -> String {
+    request_key("tool", &redactor.redact_json(&tool_request(name, args)))
 }
 
-/// The boundary key of a model call.
-pub fn model_key(model: &str, request: &ModelRequest) -> String {
+/// The boundary key of a model call: the first 32 hex digits of the
+/// canonical hash of `["model", model, messages, options]` after `redactor`
+/// has redacted them as a recording does (the request the record shows,
+/// `{"model", "messages", "options"}`). What [`tool_key`] says about
+/// secrets and collisions holds here: a conversation that differs from the
+/// recorded one only in a secret value gets the recorded answer.
+#[must_use]
+pub fn model_key(redactor: &Redactor, model: &str, request: &ModelRequest) -> String {
+    request_key(
+        "model",
+        &redactor.redact_json(&model_request(model, request)),
+    )
+}
+
+/// The request of a tool call as a record shows it (before redaction).
+fn tool_request(name: &str, args: &Value) -> Value {
+    json!({ "tool": name, "args": args })
+}
+
+/// The request of a model call as a record shows it (before redaction).
+fn model_request(model: &str, request: &ModelRequest) -> Value {
     let messages = serde_json::to_value(request.messages).unwrap_or(Value::Null);
-    let options = serde_json::to_value(&request.options).unwrap_or(Value::Null);
-    key(&Canon::List(vec![
-        Canon::from("model"),
-        Canon::from(model),
-        Canon::from_json(&messages),
-        Canon::from_json(&options),
-    ]))
+    json!({ "model": model, "messages": messages, "options": request.options })
+}
+
+/// The key of a request already redacted ([`tool_request`] or
+/// [`model_request`] through the redactor): it is a function of what the
+/// record shows and of nothing else.
+fn request_key(kind: &str, request: &Value) -> String {
+    let part = |field: &str| Canon::from_json(request.get(field).unwrap_or(&Value::Null));
+    let parts = if kind == "tool" {
+        vec![Canon::from("tool"), part("tool"), part("args")]
+    } else {
+        vec![
+            Canon::from("model"),
+            part("model"),
+            part("messages"),
+            part("options"),
+        ]
+    };
+    key(&Canon::List(parts))
 }
 
 fn key(c: &Canon) -> String {
@@ -221,25 +290,52 @@ impl Replay {
     }
 
     /// The document of what was recorded.
+    ///
+    /// Every record is redacted again with what the redactor knows now and
+    /// its key recomputed from the request so redacted: a secret the run
+    /// learned after a call (a later tool looked it up) is then neither in
+    /// that call's request nor hashed into its key. The price is paid by a
+    /// value that reaches a call from outside the recording (the input, the
+    /// system prompt) before the run learns it is a secret: a replay, which
+    /// runs no tool and so never learns it, keys that call on the raw value
+    /// and misses it, naming the call, where a key over the raw request
+    /// would have matched by hashing the secret.
     pub fn document(&self, metadata: BTreeMap<String, Value>) -> ReplayDocument {
+        let records = self
+            .state()
+            .records
+            .iter()
+            .map(|r| {
+                let request = self.redactor.redact_json(&r.request);
+                ReplayRecord {
+                    key: request_key(&r.kind, &request),
+                    request,
+                    response: self.redactor.redact_json(&r.response),
+                    ..r.clone()
+                }
+            })
+            .collect();
         ReplayDocument {
             format_version: REPLAY_FORMAT_VERSION,
             mode: Mode::Record,
             fallback: self.fallback,
             metadata,
-            records: self.state().records.clone(),
+            records,
         }
     }
 
-    fn push(&self, kind: &str, key: String, request: Value, response: Value, run: &RunContext) {
+    /// Record a call: `request` as [`tool_request`] or [`model_request`]
+    /// built it, keyed once redacted.
+    fn push(&self, kind: &str, request: &Value, response: &Value, run: &RunContext) {
+        let request = self.redactor.redact_json(request);
         let mut st = self.state();
         let sequence = st.records.len() as u64 + 1;
         st.records.push(ReplayRecord {
             kind: kind.to_owned(),
             sequence,
-            key,
-            request: self.redactor.redact_json(&request),
-            response: self.redactor.redact_json(&response),
+            key: request_key(kind, &request),
+            request,
+            response: self.redactor.redact_json(response),
             generation_id: run.generation.id.to_string(),
             run_id: run.run_id.clone(),
         });
@@ -302,7 +398,7 @@ impl Replay {
         if self.mode != Mode::Replay {
             return ToolLookup::Live;
         }
-        let key = tool_key(name, args);
+        let key = tool_key(&self.redactor, name, args);
         match self.next("tool", &key) {
             Ok(v) => {
                 self.signal("replay.hit", "tool", Some(name), &key, run);
@@ -347,9 +443,8 @@ impl Replay {
         };
         self.push(
             "tool",
-            tool_key(name, args),
-            json!({ "tool": name, "args": args }),
-            json!({ "status": status, "content": recorded.content, "artifact": recorded.artifact, "error": recorded.error }),
+            &tool_request(name, args),
+            &json!({ "status": status, "content": recorded.content, "artifact": recorded.artifact, "error": recorded.error }),
             run,
         );
     }
@@ -363,8 +458,8 @@ impl super::agent::ModelBoundary for Replay {
         request: &ModelRequest,
         run: &RunContext,
     ) -> Result<(ModelResponse, bool), ModelError> {
-        let key = model_key(model.model_name(), request);
         if self.mode == Mode::Replay {
+            let key = model_key(&self.redactor, model.model_name(), request);
             match self.next("model", &key) {
                 Ok(v) => {
                     self.signal("replay.hit", "model", None, &key, run);
@@ -393,14 +488,264 @@ impl super::agent::ModelBoundary for Replay {
             }
         }
         let response = model.complete(request).await?;
-        let messages = serde_json::to_value(request.messages).unwrap_or(Value::Null);
         self.push(
             "model",
-            key,
-            json!({ "model": model.model_name(), "messages": messages, "options": request.options }),
-            serde_json::to_value(&response).unwrap_or(Value::Null),
+            &model_request(model.model_name(), request),
+            &serde_json::to_value(&response).unwrap_or(Value::Null),
             run,
         );
         Ok((response, false))
+    }
+}
+
+#[cfg(test)]
+mod tests {
+    use std::sync::Arc;
+
+    use serde_json::{Value, json};
+
+    use super::*;
+    use crate::engine::redact::REDACTED;
+    use crate::engine::secret::SecretValue;
+    use crate::engine::telemetry::NoopTelemetry;
+    use crate::runtime::agent::ModelBoundary;
+    use crate::runtime::model::{ChatMessage, ModelOptions, ModelToolCall, Role};
+    use crate::runtime::tool::Cancellation;
+
+    const SECRET: &str = "sk-live-4f9c2a";
+    const OTHER_SECRET: &str = "sk-live-7d1e0b";
+
+    fn redactor(values: &[&str]) -> Redactor {
+        let r = Redactor::new();
+        for v in values {
+            r.learn(&SecretValue::new(*v));
+        }
+        r
+    }
+
+    /// A conversation in which the tool `reveal` answered `echoed`.
+    fn conversation(echoed: &str) -> Vec<ChatMessage> {
+        let mut assistant = ChatMessage::text(Role::Assistant, "");
+        assistant.tool_calls = vec![ModelToolCall {
+            id: "call_1".into(),
+            name: "reveal".into(),
+            arguments: json!({ "name": "api.token" }),
+            malformed: None,
+        }];
+        vec![
+            ChatMessage::text(Role::System, "You are terse."),
+            ChatMessage::text(Role::User, "Read the token."),
+            assistant,
+            ChatMessage::tool("call_1", "reveal", json!({ "echo": echoed }).to_string()),
+        ]
+    }
+
+    fn request(messages: &[ChatMessage]) -> ModelRequest<'_> {
+        ModelRequest {
+            messages,
+            tools: &[],
+            options: ModelOptions {
+                temperature: Some(0.2),
+                max_tokens: Some(256),
+            },
+            cancel: Cancellation::new(),
+        }
+    }
+
+    /// The key earlier versions wrote: the hash of the raw request.
+    fn unredacted_model_key(model: &str, messages: &[ChatMessage]) -> String {
+        model_key(&Redactor::new(), model, &request(messages))
+    }
+
+    #[test]
+    fn requests_differing_only_in_a_secret_share_a_key_and_others_do_not() {
+        let r = redactor(&[SECRET, OTHER_SECRET]);
+        let (a, b) = (conversation(SECRET), conversation(OTHER_SECRET));
+        let replayed = conversation(REDACTED);
+        let key = |m: &[ChatMessage]| model_key(&r, "gpt-test", &request(m));
+        // Two secret values, and the redacted answer a replay reads back.
+        assert_eq!(key(&a), key(&b));
+        assert_eq!(key(&a), key(&replayed));
+        // The raw hash is not what is keyed (it is the guessing oracle).
+        assert_ne!(key(&a), unredacted_model_key("gpt-test", &a));
+        assert_eq!(key(&a), unredacted_model_key("gpt-test", &replayed));
+        // Non-secret content still tells calls apart.
+        let mut other_input = conversation(SECRET);
+        other_input[1].content = "Read the other token.".into();
+        assert_ne!(key(&a), key(&other_input));
+        assert_ne!(key(&a), model_key(&r, "gpt-other", &request(&a)));
+        let mut other_options = request(&a);
+        other_options.options.max_tokens = Some(512);
+        assert_ne!(key(&a), model_key(&r, "gpt-test", &other_options));
+
+        // Tool calls: a known value, the value under a sensitive key.
+        let tool = |args: Value| tool_key(&r, "login", &args);
+        assert_eq!(
+            tool(json!({ "user": "ann", "header": format!("Bearer {SECRET}") })),
+            tool(json!({ "user": "ann", "header": format!("Bearer {OTHER_SECRET}") })),
+        );
+        assert_eq!(
+            tool(json!({ "user": "ann", "password": "hunter2" })),
+            tool(json!({ "user": "ann", "password": "correct horse" })),
+        );
+        assert_eq!(
+            tool(json!({ "user": "ann", "password": "hunter2" })),
+            tool(json!({ "user": "ann", "password": REDACTED })),
+        );
+        assert_ne!(
+            tool(json!({ "user": "ann", "password": "hunter2" })),
+            tool(json!({ "user": "bob", "password": "hunter2" })),
+        );
+        assert_ne!(
+            tool(json!({ "user": "ann" })),
+            tool_key(&r, "logout", &json!({ "user": "ann" }))
+        );
+    }
+
+    #[test]
+    fn where_nothing_is_redacted_the_key_is_the_one_earlier_versions_wrote() {
+        // Computed by the previous scheme (`stable_hash` of the raw parts).
+        let messages = [
+            ChatMessage::text(Role::System, "You are terse."),
+            ChatMessage::text(Role::User, "What is the weather in Lyon?"),
+        ];
+        let r = redactor(&[SECRET]);
+        assert_eq!(
+            model_key(&r, "scripted", &request(&messages)),
+            "d2509c1521a0e21d2046a27b693c291c"
+        );
+        assert_eq!(
+            tool_key(&r, "weather", &json!({ "city": "Lyon", "days": 3 })),
+            "7b139b1ea5e860bcce46b581c57e421a"
+        );
+        // The field names of a request are not sensitive: a conversation
+        // with tool calls keys on its raw parts when it holds no secret.
+        let messages = conversation("sunny");
+        let raw = key(&Canon::List(vec![
+            Canon::from("model"),
+            Canon::from("scripted"),
+            Canon::from_json(&serde_json::to_value(&messages[..]).unwrap()),
+            Canon::from_json(&json!({ "temperature": 0.2, "max_tokens": 256 })),
+        ]));
+        assert_eq!(model_key(&r, "scripted", &request(&messages)), raw);
+    }
+
+    /// Answers every call with `done`.
+    struct Done;
+
+    #[async_trait::async_trait]
+    impl ChatModel for Done {
+        fn model_name(&self) -> &str {
+            "gpt-test"
+        }
+        fn provider(&self) -> &str {
+            "test"
+        }
+        async fn complete(&self, _: &ModelRequest) -> Result<ModelResponse, ModelError> {
+            Ok(ModelResponse {
+                message: ChatMessage::text(Role::Assistant, "done"),
+                usage: None,
+                finish_reason: Some("stop".into()),
+                model: "gpt-test".into(),
+                estimated_cost: None,
+            })
+        }
+    }
+
+    async fn run_context() -> (RunContext, crate::runtime::Lease) {
+        let harness = crate::runtime::Harness::new(
+            crate::runtime::Catalog::new(),
+            crate::runtime::HarnessOptions::default(),
+        );
+        harness
+            .reconcile(
+                crate::engine::build::CompositionBuilder::new()
+                    .build()
+                    .unwrap(),
+            )
+            .await
+            .unwrap();
+        let lease = harness.acquire().unwrap();
+        let run = RunContext {
+            run_id: "run_test".into(),
+            generation: Arc::clone(lease.generation()),
+            agent: None,
+            scope: "/".into(),
+            budget: None,
+            extra_tools: None,
+        };
+        (run, lease)
+    }
+
+    #[tokio::test]
+    async fn a_recording_hashes_no_secret_and_replays_after_a_tool_returned_one() {
+        let (run, _lease) = run_context().await;
+        let r = Redactor::new();
+        let rec = Replay::recording(r.clone(), Arc::new(NoopTelemetry::default()));
+        // The prompt holds a value the run learns only later.
+        let early = [ChatMessage::text(Role::User, format!("use {OTHER_SECRET}"))];
+        rec.complete(&Done, &request(&early), &run).await.unwrap();
+        // The tool looks the secret up (teaching the redactor) and echoes it.
+        r.learn(&SecretValue::new(SECRET));
+        r.learn(&SecretValue::new(OTHER_SECRET));
+        rec.tool_record(
+            "reveal",
+            &json!({ "name": "api.token" }),
+            &RecordedTool {
+                status: ToolStatus::Ok,
+                content: json!({ "echo": SECRET }),
+                artifact: None,
+                error: None,
+            },
+            &run,
+        );
+        // The model reads the raw answer.
+        let live = conversation(SECRET);
+        rec.complete(&Done, &request(&live), &run).await.unwrap();
+
+        let doc = rec.document(BTreeMap::new());
+        let text = serde_json::to_string(&doc).unwrap();
+        assert!(
+            !text.contains(SECRET) && !text.contains(OTHER_SECRET),
+            "{text}"
+        );
+        let keys: Vec<&str> = doc.records.iter().map(|r| r.key.as_str()).collect();
+        for raw in [
+            unredacted_model_key("gpt-test", &early),
+            unredacted_model_key("gpt-test", &live),
+        ] {
+            assert!(!keys.contains(&raw.as_str()), "{keys:?} has {raw}");
+        }
+        // Each key is the hash of the request as the record shows it, even
+        // for the call made before the run knew its prompt held a secret.
+        let redacted_early = [ChatMessage::text(Role::User, format!("use {REDACTED}"))];
+        assert_eq!(
+            keys[0],
+            unredacted_model_key("gpt-test", &redacted_early).as_str()
+        );
+        assert_eq!(doc.records[2].response["message"]["content"], "done");
+
+        // A replay that never runs the tool (its redactor never learns the
+        // value) reads the redacted answer back and still matches.
+        let doc = ReplayDocument::parse(&text).unwrap();
+        let replay = Replay::replaying(
+            doc,
+            Fallback::Error,
+            Redactor::new(),
+            Arc::new(NoopTelemetry::default()),
+        );
+        let ToolLookup::Hit(answer) =
+            replay.tool_lookup("reveal", &json!({ "name": "api.token" }), &run)
+        else {
+            panic!("the tool call missed");
+        };
+        assert_eq!(answer.content, json!({ "echo": REDACTED }));
+        let replayed = conversation(REDACTED);
+        let (answer, hit) = replay
+            .complete(&Done, &request(&replayed), &run)
+            .await
+            .unwrap();
+        assert!(hit);
+        assert_eq!(answer.message.content, "done");
     }
 }

@@ -450,9 +450,23 @@ fn a_secret_a_tool_reads_through_its_context_appears_in_no_output() {
     assert!(trace_text.contains("reveal"), "{trace_text}");
 
     // Follow-ups: the recording replayed, the run read back from the store.
-    let replay = chassis(&["run", &f, "--replay", &record, "--replay-fallback", "live"]);
+    // Plain `--replay`: the model call after the secret-bearing tool answer
+    // is keyed on the redacted conversation, which is what a replay reads
+    // back, so it hits without the live fallback and answers the same.
+    let replay = chassis(&["--format", "json", "run", &f, "--replay", &record]);
     assert_eq!(replay.code, 0, "{}", replay.stderr);
     assert!(replay.stderr.contains("[replayed]"), "{}", replay.stderr);
+    let replayed: serde_json::Value = serde_json::from_str(&replay.stdout).unwrap();
+    assert_eq!(doc["answer"], "done", "{}", run.stdout);
+    assert_eq!(replayed["answer"], doc["answer"], "{}", replay.stdout);
+    assert_eq!(replayed["messages"], doc["messages"], "{}", replay.stdout);
+    assert!(
+        replayed["tool_calls"]
+            .as_array()
+            .is_some_and(|c| c.len() == 2 && c.iter().all(|c| c["replayed"] == true)),
+        "{}",
+        replay.stdout
+    );
     chassis(&["runs", "list", "--state", &state]);
     chassis(&[
         "--format", "json", "runs", "show", "run_0001", "--state", &state,
