@@ -15,8 +15,11 @@
 //!   entries placed there or the children differ;
 //! - **provider**: local providers of a capability in a scope (subject
 //!   `<scope>::<capability>`), plugin versions (subject: manifest name), the
-//!   configuration (`config`) and tool contracts (`tools`) by hash, and the
-//!   registered contract versions (`capability:<name>`);
+//!   configuration (`config`) and tool contracts (`tools`) by hash, each
+//!   tool that came, went, left or entered a scope's view, or whose own
+//!   contract changed (`tool:<name>`, the last from the per-tool hashes a
+//!   snapshot records in its metadata, the one metadata a diff reads), and
+//!   the registered contract versions (`capability:<name>`);
 //! - **requirement** (subject `<scope>::<consumer>::<capability>`):
 //!   requirements added or removed, `rewired` when the selected provider
 //!   changed, `changed` when the status or the specifier changed.
@@ -27,7 +30,7 @@
 use std::collections::{BTreeMap, BTreeSet};
 
 use crate::engine::canonical::Canon;
-use crate::engine::snapshot::{ScopeRow, SelectionRow, SnapshotRecord};
+use crate::engine::snapshot::{ScopeRow, SelectionRow, SnapshotRecord, TOOL_CONTRACTS};
 
 /// The format version of [`GenerationDiff::to_canon`].
 pub const DIFF_FORMAT_VERSION: u64 = 1;
@@ -511,6 +514,30 @@ fn diff_plugins(out: &mut Collector, old: &SnapshotRecord, new: &SnapshotRecord)
             "tool",
             "tool_visibility_changed",
         );
+    }
+    // A tool in both whose contract (description, argument schema)
+    // changed, by the per-tool hashes a snapshot records in its metadata
+    // (a record without them, such as one the reference wrote, says only
+    // that some contract changed: the `tools` row).
+    let contracts = |r: &SnapshotRecord| match r.metadata.get(TOOL_CONTRACTS) {
+        Some(Canon::Map(m)) => Some(m.clone()),
+        _ => None,
+    };
+    if let (Some(a), Some(b)) = (contracts(old), contracts(new)) {
+        for (name, was) in &a {
+            if let Some(now) = b.get(name)
+                && now != was
+            {
+                out.push(
+                    Category::Provider,
+                    ChangeKind::Changed,
+                    format!("tool:{name}"),
+                    Some(was.clone()),
+                    Some(now.clone()),
+                    "tool_contract_changed",
+                );
+            }
+        }
     }
     let hash = |s: &str| Some(Canon::from(s));
     out.simple(
@@ -1011,6 +1038,25 @@ mod tests {
                 .tool("search", desc, None)
         };
         let d = diff(with("find things"), with("find more things"));
+        assert_eq!(
+            rows(&d),
+            [
+                "provider changed tool:search tool_contract_changed",
+                "provider changed tools tool_contract_changed"
+            ]
+        );
+        // A record without per-tool hashes (written by the reference) says
+        // only that some contract changed.
+        let bare = |b: CompositionBuilder| {
+            let mut r = snapshot_of(&b.build().unwrap());
+            r.metadata.remove(TOOL_CONTRACTS);
+            r
+        };
+        let d = diff_snapshots(
+            &bare(with("find things")),
+            &bare(with("find more things")),
+            false,
+        );
         assert_eq!(rows(&d), ["provider changed tools tool_contract_changed"]);
     }
 

@@ -23,6 +23,9 @@ use crate::engine::resolve::{Consumer, Plan, Resolution, Status};
 use crate::engine::specifier::Clause;
 use crate::engine::tree::{FxHashMap, ScopeIx, ScopeTree};
 
+/// The `metadata` key of each tool's contract hash, by tool name.
+pub const TOOL_CONTRACTS: &str = "tool_contracts";
+
 /// The version of this chassis, recorded in every snapshot.
 pub const CHASSIS_VERSION: &str = env!("CARGO_PKG_VERSION");
 
@@ -112,6 +115,38 @@ pub fn tool_schema_hash(active: &[&Entry]) -> Result<String, CanonError> {
         })
         .collect();
     stable_hash(&Canon::List(list))
+}
+
+/// Each tool's contract hash, by name: the canonical hash of the list of
+/// its declarations (`{name, description, args}`, as `tool_schema_hash`
+/// covers them; one unless two entries declare the name), so a diff can
+/// name the tool whose contract changed. `None` without tools.
+fn tool_contracts(active: &[&Entry]) -> Result<Option<Canon>, CanonError> {
+    let mut by_name: BTreeMap<&str, Vec<Canon>> = BTreeMap::new();
+    for e in active {
+        for t in &e.manifest.tools {
+            let args = t.args_schema.as_ref().map_or(Canon::Null, Canon::from_json);
+            by_name
+                .entry(t.name.as_str())
+                .or_default()
+                .push(Canon::map([
+                    ("name", Canon::from(t.name.as_str())),
+                    ("description", Canon::from(t.description.as_str())),
+                    ("args", args),
+                ]));
+        }
+    }
+    if by_name.is_empty() {
+        return Ok(None);
+    }
+    let mut out = BTreeMap::new();
+    for (name, decls) in by_name {
+        out.insert(
+            name.to_owned(),
+            Canon::Str(stable_hash(&Canon::List(decls))?),
+        );
+    }
+    Ok(Some(Canon::Map(out)))
 }
 
 /// Per composition entry (id order): whether it activates and its position
@@ -231,13 +266,17 @@ impl<'a> Active<'a> {
     }
 
     /// The snapshot's `metadata`: the context's, then what the composition
-    /// skipped and quarantined and the MCP servers its entries run against.
+    /// skipped and quarantined, the MCP servers its entries run against and
+    /// each tool's contract hash.
     fn metadata(
         &self,
         composition: &Composition,
         ctx: &SnapshotContext,
-    ) -> BTreeMap<String, Canon> {
+    ) -> Result<BTreeMap<String, Canon>, CanonError> {
         let mut metadata = ctx.metadata.clone();
+        if let Some(tools) = tool_contracts(&self.in_order)? {
+            metadata.insert(TOOL_CONTRACTS.to_owned(), tools);
+        }
         if let Some(skipped) = composition.skipped_metadata() {
             metadata.insert("skipped_entries".to_owned(), skipped);
         }
@@ -256,7 +295,7 @@ impl<'a> Active<'a> {
                 ),
             );
         }
-        metadata
+        Ok(metadata)
     }
 }
 
@@ -332,7 +371,7 @@ pub fn build_snapshot(
         graph_definition_hash: ctx.graph_definition_hash.clone(),
         tool_schema_hash: tool_schema_hash(&active.in_order)?,
         prompt_hash: ctx.prompt_hash.clone(),
-        metadata: active.metadata(composition, ctx),
+        metadata: active.metadata(composition, ctx)?,
         scopes: Arc::new(scopes),
         semantic_scopes: Arc::new(semantic_scopes),
         runtime_instance_ids,
@@ -426,7 +465,7 @@ pub fn rederive_snapshot(
         graph_definition_hash: ctx.graph_definition_hash.clone(),
         tool_schema_hash: previous.tool_schema_hash.clone(),
         prompt_hash: ctx.prompt_hash.clone(),
-        metadata: active.metadata(composition, ctx),
+        metadata: active.metadata(composition, ctx)?,
         scopes: physical,
         semantic_scopes: Arc::clone(&previous.semantic_scopes),
         runtime_instance_ids,

@@ -11,8 +11,8 @@ mod record;
 mod scopes;
 
 pub use build::{
-    CHASSIS_VERSION, SnapshotContext, build_snapshot, config_hash, plugin_graph_hash,
-    rederive_snapshot, tool_schema_hash,
+    CHASSIS_VERSION, SnapshotContext, TOOL_CONTRACTS, build_snapshot, config_hash,
+    plugin_graph_hash, rederive_snapshot, tool_schema_hash,
 };
 pub use document::{Envelope, SnapshotLoadError, SnapshotLoadReason, envelope, parse_document};
 pub use record::{Digests, SNAPSHOT_FORMAT_VERSION, SnapshotRecord};
