@@ -180,6 +180,19 @@ pub struct NodeImpact {
     pub new_instance_id: Option<String>,
 }
 
+impl NodeImpact {
+    /// An entry that keeps its instance.
+    pub fn reused(entry_id: String, instance_id: String) -> Self {
+        Self {
+            entry_id,
+            decision: Decision::Reused,
+            reasons: vec![],
+            old_instance_id: Some(instance_id.clone()),
+            new_instance_id: Some(instance_id),
+        }
+    }
+}
+
 /// Compare an old and a new identity of the same entry.
 pub fn changes(old: &NodeIdentity, new: &NodeIdentity) -> Vec<&'static str> {
     let mut out = Vec::new();

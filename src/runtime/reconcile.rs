@@ -723,13 +723,7 @@ impl Harness {
                     return None;
                 }
             }
-            impact.push(NodeImpact {
-                entry_id: entry_id.clone(),
-                decision: Decision::Reused,
-                reasons: vec![],
-                old_instance_id: Some(iid.clone()),
-                new_instance_id: Some(iid.clone()),
-            });
+            impact.push(NodeImpact::reused(entry_id.clone(), iid.clone()));
         }
         Some(ReconcileReport {
             quarantined: Vec::new(),
@@ -794,13 +788,7 @@ impl Harness {
         {
             let iid = prev.instance.instance_id.clone();
             chosen.insert(id.clone(), iid.clone());
-            return Ok(NodeImpact {
-                entry_id: id,
-                decision: Decision::Reused,
-                reasons: vec![],
-                old_instance_id: Some(iid.clone()),
-                new_instance_id: Some(iid),
-            });
+            return Ok(NodeImpact::reused(id, iid));
         }
         let identity = identity.into_owned();
         // What a mount binds: the providers' registered capabilities.

@@ -352,11 +352,54 @@ pub fn build_snapshot(
         &active.facts,
         &runtime_instance_ids,
     );
+    Ok(record(
+        ctx,
+        Contents {
+            plugins,
+            capabilities,
+            config_hash: active.config_hash()?,
+            plugin_graph_hash: sorted_graph_hash(&active.by_id, plan)?,
+            tool_schema_hash: tool_schema_hash(&active.in_order)?,
+            metadata: active.metadata(composition, ctx)?,
+            scopes: Arc::new(scopes),
+            semantic_scopes: Arc::new(semantic_scopes),
+            runtime_instance_ids,
+        },
+    ))
+}
+
+/// What a snapshot records of a composition (everything but what the
+/// context gives).
+struct Contents {
+    plugins: BTreeMap<String, String>,
+    capabilities: BTreeMap<String, Vec<String>>,
+    config_hash: String,
+    plugin_graph_hash: String,
+    tool_schema_hash: String,
+    metadata: BTreeMap<String, Canon>,
+    scopes: Arc<ScopesFingerprint>,
+    semantic_scopes: Arc<ScopesFingerprint>,
+    runtime_instance_ids: Vec<String>,
+}
+
+/// The record of `contents` in `ctx`'s generation, for its agent.
+fn record(ctx: &SnapshotContext, contents: Contents) -> SnapshotRecord {
+    let Contents {
+        plugins,
+        capabilities,
+        config_hash,
+        plugin_graph_hash,
+        tool_schema_hash,
+        metadata,
+        scopes,
+        semantic_scopes,
+        runtime_instance_ids,
+    } = contents;
     let (agent, agent_revision) = match &ctx.agent {
         Some((a, r)) => (Some(a.clone()), Some(r.clone())),
         None => (None, None),
     };
-    Ok(SnapshotRecord {
+    SnapshotRecord {
         format_version: SNAPSHOT_FORMAT_VERSION,
         chassis_version: CHASSIS_VERSION.to_owned(),
         generation_id: ctx.generation.to_string(),
@@ -366,16 +409,16 @@ pub fn build_snapshot(
         agent_revision,
         plugins,
         capabilities,
-        config_hash: active.config_hash()?,
-        plugin_graph_hash: sorted_graph_hash(&active.by_id, plan)?,
+        config_hash,
+        plugin_graph_hash,
         graph_definition_hash: ctx.graph_definition_hash.clone(),
-        tool_schema_hash: tool_schema_hash(&active.in_order)?,
+        tool_schema_hash,
         prompt_hash: ctx.prompt_hash.clone(),
-        metadata: active.metadata(composition, ctx)?,
-        scopes: Arc::new(scopes),
-        semantic_scopes: Arc::new(semantic_scopes),
+        metadata,
+        scopes,
+        semantic_scopes,
         runtime_instance_ids,
-    })
+    }
 }
 
 /// The snapshot [`build_snapshot`] builds for `composition` and `ctx`,
@@ -446,30 +489,20 @@ pub fn rederive_snapshot(
         }
         runtime_instance_ids[p] = new;
     }
-    let (agent, agent_revision) = match &ctx.agent {
-        Some((a, r)) => (Some(a.clone()), Some(r.clone())),
-        None => (None, None),
-    };
-    Ok(SnapshotRecord {
-        format_version: SNAPSHOT_FORMAT_VERSION,
-        chassis_version: CHASSIS_VERSION.to_owned(),
-        generation_id: ctx.generation.to_string(),
-        sequence: ctx.generation.sequence(),
-        agent_runtime: ctx.agent_runtime.clone(),
-        agent,
-        agent_revision,
-        plugins: previous.plugins.clone(),
-        capabilities: previous.capabilities.clone(),
-        config_hash: active.config_hash()?,
-        plugin_graph_hash: previous.plugin_graph_hash.clone(),
-        graph_definition_hash: ctx.graph_definition_hash.clone(),
-        tool_schema_hash: previous.tool_schema_hash.clone(),
-        prompt_hash: ctx.prompt_hash.clone(),
-        metadata: active.metadata(composition, ctx)?,
-        scopes: physical,
-        semantic_scopes: Arc::clone(&previous.semantic_scopes),
-        runtime_instance_ids,
-    })
+    Ok(record(
+        ctx,
+        Contents {
+            plugins: previous.plugins.clone(),
+            capabilities: previous.capabilities.clone(),
+            config_hash: active.config_hash()?,
+            plugin_graph_hash: previous.plugin_graph_hash.clone(),
+            tool_schema_hash: previous.tool_schema_hash.clone(),
+            metadata: active.metadata(composition, ctx)?,
+            scopes: physical,
+            semantic_scopes: Arc::clone(&previous.semantic_scopes),
+            runtime_instance_ids,
+        },
+    ))
 }
 
 /// [`config_hash`] of entries sorted by id without duplicates, written

@@ -25,7 +25,7 @@ use crate::engine::snapshot::{SnapshotContext, rederive_snapshot};
 use crate::engine::tree::ScopeTree;
 use crate::runtime::generation::{Generation, Provider};
 use crate::runtime::harness::{ControlState, Harness};
-use crate::runtime::identity::{Decision, NodeImpact};
+use crate::runtime::identity::NodeImpact;
 use crate::runtime::lifecycle::PluginState;
 
 /// What placing the changed entries did.
@@ -143,13 +143,7 @@ impl Harness {
         for (entry_id, iid) in &chosen {
             match placed.next_if(|d| d.entry_id == *entry_id) {
                 Some(d) => impact.push(d),
-                None => impact.push(NodeImpact {
-                    entry_id: entry_id.clone(),
-                    decision: Decision::Reused,
-                    reasons: vec![],
-                    old_instance_id: Some(iid.clone()),
-                    new_instance_id: Some(iid.clone()),
-                }),
+                None => impact.push(NodeImpact::reused(entry_id.clone(), iid.clone())),
             }
         }
         Ok(Placed {
