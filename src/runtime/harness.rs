@@ -87,9 +87,11 @@ pub(crate) struct ControlState {
     pub(crate) hooked: std::collections::BTreeSet<String>,
     /// State carried over from a store, until the first publication.
     pub(crate) seed: Option<SeedState>,
-    /// Instance ids the current generation no longer uses (displaced by a
-    /// publication): the only candidates for disposal, so reclaiming after
-    /// a small change stays small.
+    /// Instance ids the current generation does not use: displaced by a
+    /// publication, or mounted by an attempt that has not published (one
+    /// whose future was dropped midway leaves them here). The only
+    /// candidates for disposal, so reclaiming after a small change stays
+    /// small.
     pub(crate) stale: std::collections::BTreeSet<String>,
 }
 
@@ -516,9 +518,6 @@ impl Harness {
             .collect();
         drop(reachable);
         drop(draining);
-        for id in &doomed {
-            control.stale.remove(id);
-        }
         // Gone without being disposed here (rolled back): forget them.
         control
             .stale
@@ -527,7 +526,10 @@ impl Harness {
         let mut failures = Vec::new();
         let mut disposed = Vec::with_capacity(doomed.len());
         for id in doomed {
+            // Forgotten as stale only as it goes: a reclaim cut short (its
+            // future dropped) leaves the rest stale for the next one.
             if let Some(mut managed) = control.instances.remove(&id) {
+                control.stale.remove(&id);
                 control.hooked.remove(&id);
                 let hooks = self.live_hooks(control);
                 failures.extend(self.unmount_observed(&hooks, &mut managed.instance).await);

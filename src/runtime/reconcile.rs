@@ -143,6 +143,15 @@ struct Attempt {
 }
 
 impl Attempt {
+    /// The instances this attempt mounted become current: no longer stale
+    /// (each was recorded stale when mounted, so an attempt whose future is
+    /// dropped before it publishes or rolls back leaves nothing undisposable).
+    fn publish_mounts(&self, control: &mut ControlState) {
+        for (_, iid) in &self.mounted {
+            control.stale.remove(iid);
+        }
+    }
+
     /// Lookups answered by scanning the resolutions before the index is
     /// built: an attempt that mounts a few entries (a configuration change)
     /// never pays for indexing every resolution.
@@ -478,6 +487,7 @@ impl Harness {
                     )
                 }));
             if same_instances {
+                attempt.publish_mounts(&mut control);
                 control.set_current(chosen, None);
                 return Ok(ReconcileReport {
                     quarantined: Vec::new(),
@@ -596,6 +606,7 @@ impl Harness {
         // The incremental path knows what it displaced: the old instances
         // of what it mounted again.
         let displaced = displaced.filter(|_| incremental.is_some());
+        attempt.publish_mounts(&mut control);
         control.set_current(chosen, displaced);
         let mut hook_failures = std::mem::take(&mut attempt.hook_failures);
         let gen_id = generation.id.to_string();
@@ -897,6 +908,8 @@ impl Harness {
         if !instance.registrations().hooks.is_empty() {
             control.hooked.insert(iid.clone());
         }
+        // Stale until the attempt publishes (see `Attempt::publish_mounts`).
+        control.stale.insert(iid.clone());
         control.instances.insert(
             iid.clone(),
             Managed {
@@ -931,6 +944,7 @@ impl Harness {
         let mut failures = Vec::new();
         for (entry, iid) in attempt.mounted.into_iter().rev() {
             if let Some(mut managed) = control.instances.remove(&iid) {
+                control.stale.remove(&iid);
                 control.hooked.remove(&iid);
                 let hooks = self.live_hooks(control);
                 let met = self.unmount_observed(&hooks, &mut managed.instance).await;

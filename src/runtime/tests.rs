@@ -1074,3 +1074,112 @@ async fn an_incremental_reconcile_reports_what_placing_every_entry_reports() {
     // entry mounted again) built it; the full harness never derives.
     assert_eq!((derived(&fast), derived(&full)), (4, 0));
 }
+
+#[tokio::test]
+async fn a_tool_moving_between_remounted_entries_stays_in_the_derived_generation() {
+    use crate::engine::model::Manifest;
+    let named = plugin_fn(
+        Manifest::new(
+            "named",
+            crate::engine::version::Version::parse("1.0.0").unwrap(),
+        ),
+        |ctx: PluginContext| async move {
+            if let ConfigValue::Table(t) = ctx.config()
+                && let Some(ConfigValue::Str(name)) = t.get("tool")
+                && !name.is_empty()
+            {
+                ctx.tools().register(
+                    Arc::new(crate::runtime::tool::DeclaredTool {
+                        name: name.clone(),
+                        description: "d".into(),
+                        args_schema: None,
+                        result: Some(serde_json::json!("r")),
+                    }),
+                    crate::engine::policy::ToolPolicy::default(),
+                )?;
+            }
+            Ok(())
+        },
+    );
+    let mut catalog = Catalog::new();
+    catalog.register_plugin("named", Arc::new(named));
+    let h = Harness::new(catalog, HarnessOptions::default());
+    let make = |a: &str, b: &str| {
+        let cfg =
+            |t: &str| ConfigValue::Table([("tool".to_owned(), ConfigValue::Str(t.into()))].into());
+        B::new()
+            .entry("a")
+            .plugin("named", "1.0.0")
+            .config(cfg(a))
+            .entry("b")
+            .plugin("named", "1.0.0")
+            .config(cfg(b))
+            .build()
+            .unwrap()
+    };
+    h.reconcile(make("", "fetch")).await.unwrap();
+    // `fetch` moves from b to a (a comes first in the activation order).
+    h.reconcile(make("fetch", "")).await.unwrap();
+    let g = h.current().unwrap();
+    assert_eq!(g.tools.get("fetch").map(|t| t.owner.as_str()), Some("a"));
+    assert_eq!(h.shared.derived.load(Ordering::SeqCst), 1);
+}
+
+#[tokio::test]
+async fn a_cancelled_reconcile_leaves_nothing_behind_after_the_next_publication() {
+    use crate::engine::model::Manifest;
+    let slow = plugin_fn(
+        Manifest::new(
+            "slow",
+            crate::engine::version::Version::parse("1.0.0").unwrap(),
+        ),
+        |ctx: PluginContext| async move {
+            let m = ctx.manifest().clone();
+            crate::runtime::declared::provide_declared(&ctx, &m)?;
+            if matches!(ctx.config(), ConfigValue::Table(t) if t.get("block") == Some(&ConfigValue::Bool(true)))
+            {
+                tokio::time::sleep(std::time::Duration::from_secs(3600)).await;
+            }
+            Ok(())
+        },
+    );
+    let mut catalog = Catalog::new();
+    catalog.register_plugin("slow", Arc::new(slow));
+    let h = Harness::new(catalog, HarnessOptions::default());
+    let make = |v: i64, block: bool| {
+        B::new()
+            .entry("a")
+            .plugin("slow", "1.0.0")
+            .provides("database", &["1.0.0"])
+            .config(ConfigValue::Table(
+                [("v".to_owned(), ConfigValue::Int(v))].into(),
+            ))
+            .entry("b")
+            .plugin("slow", "1.0.0")
+            .requires("database", ">=1")
+            .config(ConfigValue::Table(
+                [("block".to_owned(), ConfigValue::Bool(block))].into(),
+            ))
+            .build()
+            .unwrap()
+    };
+    h.reconcile(make(1, false)).await.unwrap();
+    // `a` is mounted again, then `b` hangs in setup and the caller gives up.
+    assert!(
+        tokio::time::timeout(
+            std::time::Duration::from_millis(200),
+            h.reconcile(make(2, true))
+        )
+        .await
+        .is_err()
+    );
+    assert!(h.reconcile(make(3, false)).await.unwrap().published);
+    let control = h.shared.control.lock().await;
+    let current: Vec<&String> = control.current_by_entry.values().collect();
+    let leaked: Vec<&String> = control
+        .instances
+        .keys()
+        .filter(|i| !current.contains(i))
+        .collect();
+    assert!(leaked.is_empty(), "never disposed: {leaked:?}");
+}

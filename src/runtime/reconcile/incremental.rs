@@ -227,8 +227,15 @@ impl Harness {
                     },
                 );
             }
+            // Only the tools it still owns: an entry earlier in the order
+            // may have taken the name over in this reconcile.
             for t in old.instance.registrations().tools.iter() {
-                tools.remove(t.tool.name());
+                if tools
+                    .get(t.tool.name())
+                    .is_some_and(|r| r.owner == entry_id.as_str())
+                {
+                    tools.remove(t.tool.name());
+                }
             }
             for mut t in new.instance.registrations().tools.iter().cloned() {
                 if let Some(policy) = composition
