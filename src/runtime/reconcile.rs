@@ -998,17 +998,8 @@ impl Harness {
                 instance_id,
                 plugin: composition.entries[entry_id].manifest.name.as_str().into(),
             });
-            for mut t in regs.tools.iter().cloned() {
-                // The composition's `[policy.tools.<name>]` replaces the
-                // policy the plugin registered.
-                if let Some(p) = composition
-                    .policy
-                    .as_ref()
-                    .and_then(|p| p.tools.get(t.tool.name()))
-                {
-                    t.policy = p.clone();
-                }
-                tools.insert(t.tool.name().to_owned(), t);
+            for t in regs.tools.iter().cloned() {
+                insert_tool(&mut tools, &composition, t);
             }
             hooks.extend(regs.hooks.iter().cloned());
         }
@@ -1230,6 +1221,23 @@ fn same_resolution_inputs(
         && *scope == b.scope
         && *prefer == b.prefer
         && (Arc::ptr_eq(manifest, &b.manifest) || *manifest == b.manifest)
+}
+
+/// Add a registered tool to a generation's tools, the composition's
+/// `[policy.tools.<name>]` replacing the policy the plugin registered.
+fn insert_tool(
+    tools: &mut BTreeMap<String, super::tool::ToolRegistration>,
+    composition: &Composition,
+    mut t: super::tool::ToolRegistration,
+) {
+    if let Some(p) = composition
+        .policy
+        .as_ref()
+        .and_then(|p| p.tools.get(t.tool.name()))
+    {
+        t.policy = p.clone();
+    }
+    tools.insert(t.tool.name().to_owned(), t);
 }
 
 /// Check a freshly mounted provider against its manifest and its consumers.

@@ -237,15 +237,8 @@ impl Harness {
                     tools.remove(t.tool.name());
                 }
             }
-            for mut t in new.instance.registrations().tools.iter().cloned() {
-                if let Some(policy) = composition
-                    .policy
-                    .as_ref()
-                    .and_then(|policy| policy.tools.get(t.tool.name()))
-                {
-                    t.policy = policy.clone();
-                }
-                tools.insert(t.tool.name().to_owned(), t);
+            for t in new.instance.registrations().tools.iter().cloned() {
+                super::insert_tool(&mut tools, &composition, t);
             }
         }
         let ctx = SnapshotContext {
