@@ -630,26 +630,13 @@ mod tests {
         assert_eq!(model_key(&r, "scripted", &request(&messages)), raw);
     }
 
-    /// Answers every call with `done`.
-    struct Done;
-
-    #[async_trait::async_trait]
-    impl ChatModel for Done {
-        fn model_name(&self) -> &str {
-            "gpt-test"
-        }
-        fn provider(&self) -> &str {
-            "test"
-        }
-        async fn complete(&self, _: &ModelRequest) -> Result<ModelResponse, ModelError> {
-            Ok(ModelResponse {
-                message: ChatMessage::text(Role::Assistant, "done"),
-                usage: None,
-                finish_reason: Some("stop".into()),
-                model: "gpt-test".into(),
-                estimated_cost: None,
-            })
-        }
+    /// A model answering every call with `done`.
+    fn done() -> crate::plugins::scripted::ScriptedModel {
+        let turn = crate::plugins::scripted::Turn {
+            text: "done".into(),
+            ..Default::default()
+        };
+        crate::plugins::scripted::ScriptedModel::new("gpt-test", vec![turn], true)
     }
 
     async fn run_context() -> (RunContext, crate::runtime::Lease) {
@@ -684,7 +671,7 @@ mod tests {
         let rec = Replay::recording(r.clone(), Arc::new(NoopTelemetry::default()));
         // The prompt holds a value the run learns only later.
         let early = [ChatMessage::text(Role::User, format!("use {OTHER_SECRET}"))];
-        rec.complete(&Done, &request(&early), &run).await.unwrap();
+        rec.complete(&done(), &request(&early), &run).await.unwrap();
         // The tool looks the secret up (teaching the redactor) and echoes it.
         r.learn(&SecretValue::new(SECRET));
         r.learn(&SecretValue::new(OTHER_SECRET));
@@ -701,7 +688,7 @@ mod tests {
         );
         // The model reads the raw answer.
         let live = conversation(SECRET);
-        rec.complete(&Done, &request(&live), &run).await.unwrap();
+        rec.complete(&done(), &request(&live), &run).await.unwrap();
 
         let doc = rec.document(BTreeMap::new());
         let text = serde_json::to_string(&doc).unwrap();
@@ -742,7 +729,7 @@ mod tests {
         assert_eq!(answer.content, json!({ "echo": REDACTED }));
         let replayed = conversation(REDACTED);
         let (answer, hit) = replay
-            .complete(&Done, &request(&replayed), &run)
+            .complete(&done(), &request(&replayed), &run)
             .await
             .unwrap();
         assert!(hit);
