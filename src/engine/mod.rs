@@ -18,6 +18,7 @@ pub mod explain;
 pub mod findings;
 pub mod identity;
 pub mod model;
+pub mod parallel;
 pub mod policy;
 pub mod redact;
 pub mod request_tools;

@@ -147,8 +147,22 @@ pub(super) fn gather<'a>(composition: &'a Composition, tree: &ScopeTree) -> Gath
 
     let mut on_lineage: Vec<Vec<usize>> = vec![Vec::new(); caps.len()];
     let mut lineage: Vec<(ScopeIx, Vec<usize>)> = Vec::new();
-    let mut requirements = Vec::new();
-    let mut lists = Lists::default();
+    // Sized up front: one requirement (and usually one candidate) per
+    // declared requirement, instead of growing by copies.
+    let declared: usize = entries
+        .iter()
+        .map(|e| e.manifest.requires.len())
+        .sum::<usize>()
+        + decls
+            .iter()
+            .flatten()
+            .map(|d| d.requirements.len())
+            .sum::<usize>();
+    let mut requirements = Vec::with_capacity(declared);
+    let mut lists = Lists {
+        candidates: Vec::with_capacity(declared),
+        rejected: Vec::new(),
+    };
     let ctx = Ctx {
         provided: &provided,
         caps: &caps,

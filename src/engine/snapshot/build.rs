@@ -18,6 +18,7 @@ use crate::engine::canonical::{
 };
 use crate::engine::identity::{GenerationId, instance_id};
 use crate::engine::model::{CapabilityName, Composition, Entry, EntryId, Requirement, ToolName};
+use crate::engine::parallel;
 use crate::engine::redact::redact_for_hash;
 use crate::engine::resolve::{Consumer, Plan, Resolution, Status};
 use crate::engine::specifier::Clause;
@@ -312,12 +313,57 @@ pub fn build_snapshot(
         .iter()
         .map(|id| instance_id(id, ctx.mounts.get(id).copied().unwrap_or(1)))
         .collect();
+    // The scope fingerprints and everything else are independent halves of
+    // the same size: two cores build them side by side.
+    let work = tree.len() + plan.resolutions.len() + composition.entries.len();
+    let ((semantic_scopes, scopes), rest) = parallel::join(
+        work,
+        || {
+            fingerprints(
+                composition,
+                tree,
+                plan,
+                &active.facts,
+                &runtime_instance_ids,
+            )
+        },
+        || -> Result<_, CanonError> {
+            let (plugins, capabilities) = plugins_and_capabilities(&active.in_order);
+            Ok((
+                plugins,
+                capabilities,
+                active.config_hash()?,
+                sorted_graph_hash(&active.by_id, plan)?,
+                tool_schema_hash(&active.in_order)?,
+                active.metadata(composition, ctx)?,
+            ))
+        },
+    );
+    let (plugins, capabilities, config_hash, plugin_graph_hash, tool_schema_hash, metadata) = rest?;
+    Ok(record(
+        ctx,
+        Contents {
+            plugins,
+            capabilities,
+            config_hash,
+            plugin_graph_hash,
+            tool_schema_hash,
+            metadata,
+            scopes: Arc::new(scopes),
+            semantic_scopes: Arc::new(semantic_scopes),
+            runtime_instance_ids,
+        },
+    ))
+}
 
-    // Manifest name -> version, later in activation order winning (as in the
-    // reference), and capability -> sorted versions: sorted lists, then bulk
-    // built maps.
-    let mut named: Vec<(&str, &str)> = active
-        .in_order
+/// The snapshot's `plugins` (manifest name -> version, later in activation
+/// order winning, as in the reference) and `capabilities` (capability ->
+/// sorted versions) of the active entries: sorted lists, then bulk-built
+/// maps.
+fn plugins_and_capabilities(
+    in_order: &[&Entry],
+) -> (BTreeMap<String, String>, BTreeMap<String, Vec<String>>) {
+    let mut named: Vec<(&str, &str)> = in_order
         .iter()
         .map(|e| (e.manifest.name.as_str(), e.manifest.version.as_str()))
         .collect();
@@ -329,8 +375,8 @@ pub fn build_snapshot(
         }
     }
     let plugins: BTreeMap<String, String> = plugin_list.into_iter().collect();
-    let mut provided: Vec<(&str, &str)> = Vec::with_capacity(active.in_order.len());
-    for e in &active.in_order {
+    let mut provided: Vec<(&str, &str)> = Vec::with_capacity(in_order.len());
+    for e in in_order {
         for (cap, p) in &e.manifest.provides {
             provided.extend(p.versions.iter().map(|v| (cap.as_str(), v.as_str())));
         }
@@ -343,29 +389,7 @@ pub fn build_snapshot(
             _ => capability_list.push((cap.to_owned(), vec![version.to_owned()])),
         }
     }
-    let capabilities: BTreeMap<String, Vec<String>> = capability_list.into_iter().collect();
-
-    let (semantic_scopes, scopes) = fingerprints(
-        composition,
-        tree,
-        plan,
-        &active.facts,
-        &runtime_instance_ids,
-    );
-    Ok(record(
-        ctx,
-        Contents {
-            plugins,
-            capabilities,
-            config_hash: active.config_hash()?,
-            plugin_graph_hash: sorted_graph_hash(&active.by_id, plan)?,
-            tool_schema_hash: tool_schema_hash(&active.in_order)?,
-            metadata: active.metadata(composition, ctx)?,
-            scopes: Arc::new(scopes),
-            semantic_scopes: Arc::new(semantic_scopes),
-            runtime_instance_ids,
-        },
-    ))
+    (plugins, capability_list.into_iter().collect())
 }
 
 /// What a snapshot records of a composition (everything but what the

@@ -8,6 +8,7 @@ use super::scopes::{ScopesFingerprint, ScopesText};
 use crate::engine::canonical::{
     Canon, CanonError, Sha256Tee, Sha256Writer, write_canonical, write_json_string,
 };
+use crate::engine::parallel;
 
 /// The record format version written by this chassis.
 pub const SNAPSHOT_FORMAT_VERSION: u64 = 1;
@@ -215,6 +216,47 @@ impl SnapshotRecord {
     }
 
     fn digests_inner(&self, semantic: Option<&ScopesText>) -> Result<Digests, CanonError> {
+        let work = self.semantic_scopes.work();
+        if work < parallel::PARALLEL_MIN_WORK {
+            return self.digests_in_order(semantic);
+        }
+        // Two cores: one hashes the record up to its semantic tree (the
+        // physical tree included), the other renders the semantic tree (unless
+        // given) and hashes the semantic composition; then the first hashes
+        // the rendered tree and the record's tail.
+        let (head, sem) = parallel::join(
+            work,
+            || -> Result<Sha256Writer, CanonError> {
+                let mut d = Sha256Writer::new();
+                self.write_record_head(&mut d, semantic)?;
+                Ok(d)
+            },
+            || -> Result<(Option<String>, String), CanonError> {
+                let rendered = semantic
+                    .is_none()
+                    .then(|| self.semantic_scopes.canonical_text());
+                let text = semantic.map_or_else(|| rendered.as_deref().unwrap_or(""), |t| &t.text);
+                let mut s = Sha256Writer::new();
+                self.write_semantic_head(&mut s)?;
+                s.write_str(text)?;
+                self.write_semantic_tail(&mut s)?;
+                Ok((rendered, s.finish_hex()))
+            },
+        );
+        let (mut d, (rendered, semantic_digest)) = (head?, sem?);
+        let text = semantic.map_or_else(|| rendered.as_deref().unwrap_or(""), |t| &t.text);
+        d.write_str(text)?;
+        self.write_record_tail(&mut d)?;
+        Ok(Digests {
+            digest: d.finish_hex(),
+            semantic_digest,
+            physical_digest: self.physical_digest()?,
+        })
+    }
+
+    /// [`Self::digests_inner`] on one thread, the semantic tree written once
+    /// into both hashers.
+    fn digests_in_order(&self, semantic: Option<&ScopesText>) -> Result<Digests, CanonError> {
         let (mut d, mut s) = (Sha256Writer::new(), Sha256Writer::new());
         self.write_record_head(&mut d, semantic)?;
         self.write_semantic_head(&mut s)?;
@@ -443,6 +485,33 @@ mod writer_tests {
         );
         assert_eq!(r.digest().unwrap(), d.digest);
         assert_eq!(r.semantic_digest().unwrap(), d.semantic_digest);
+    }
+
+    #[test]
+    fn a_tree_large_enough_for_two_threads_hashes_as_in_order() {
+        let mut r = record();
+        let rows: Vec<SelectionRow> = (0..crate::engine::parallel::PARALLEL_MIN_WORK)
+            .map(|i| SelectionRow {
+                consumer: format!("app{i:05}").into(),
+                requirement: "database <2,>=1".into(),
+                status: "resolved".into(),
+                provider: Some("db".into()),
+                provider_scope: Some("/".into()),
+            })
+            .collect();
+        for tree in [&mut r.semantic_scopes, &mut r.scopes] {
+            Arc::make_mut(tree).scopes[0].selections = rows.clone().into();
+        }
+        assert!(r.semantic_scopes.work() >= crate::engine::parallel::PARALLEL_MIN_WORK);
+        let d = r.digests().unwrap();
+        assert_eq!(d, r.digests_in_order(None).unwrap());
+        assert_eq!(d.digest, stable_hash(&r.to_canon()).unwrap());
+        assert_eq!(
+            d.semantic_digest,
+            stable_hash(&r.semantic_composition()).unwrap()
+        );
+        let text = r.semantic_scopes.text();
+        assert_eq!(r.digests_with_semantic_text(&text).unwrap(), d);
     }
 
     #[test]

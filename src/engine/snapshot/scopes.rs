@@ -136,6 +136,22 @@ impl ScopesFingerprint {
         out
     }
 
+    /// How much there is to write: scopes, entries and selection rows (what
+    /// decides whether hashing the tree is worth a second thread).
+    pub fn work(&self) -> usize {
+        self.scopes
+            .iter()
+            .map(|s| 1 + s.entries.len() + s.selections.len())
+            .sum()
+    }
+
+    /// A capacity for the canonical text that usually holds it whole
+    /// (about 110–150 bytes per scope, entry and selection row), so a large
+    /// tree is not copied over and over while it grows.
+    fn text_capacity(&self) -> usize {
+        64 + self.work() * 128
+    }
+
     /// The scope at `path`.
     pub fn scope(&self, path: &str) -> Option<&ScopeRow> {
         self.scopes.iter().find(|s| &*s.path == path)
@@ -260,7 +276,7 @@ impl ScopesFingerprint {
 
     /// The canonical JSON text of the fingerprint.
     pub fn canonical_text(&self) -> String {
-        let mut out = String::with_capacity(64 + self.scopes.len() * 256);
+        let mut out = String::with_capacity(self.text_capacity());
         // Writing into a String cannot fail.
         let _ = self.write_canonical(&mut out);
         out
@@ -269,7 +285,7 @@ impl ScopesFingerprint {
     /// The canonical JSON text of the fingerprint, with where each scope's
     /// `providers` value sits in it.
     pub fn text(&self) -> ScopesText {
-        let mut out = String::with_capacity(64 + self.scopes.len() * 256);
+        let mut out = String::with_capacity(self.text_capacity());
         let mut providers = Vec::with_capacity(self.scopes.len());
         // Written as `write_canonical` writes it; writing into a String
         // cannot fail.

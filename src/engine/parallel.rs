@@ -1,0 +1,81 @@
+//! Fork-join for the two large, independent halves of snapshot work.
+//!
+//! Building and hashing a snapshot of a large composition splits into two
+//! halves that read the same data and write nothing shared (the scope
+//! fingerprints beside the other hashes; the record digest beside the
+//! semantic digest). On a machine with more than one core the second half
+//! runs on a scoped thread; small inputs, where a thread costs more than it
+//! saves, and single-core machines run both halves in order. The results are
+//! the same either way: only the wall time differs.
+
+use std::sync::OnceLock;
+
+/// Below this much work (scopes plus selection rows plus entries, roughly),
+/// starting a thread costs more than the second core saves.
+pub const PARALLEL_MIN_WORK: usize = 4096;
+
+/// Whether this machine has a second core to give.
+fn has_second_core() -> bool {
+    static CORES: OnceLock<usize> = OnceLock::new();
+    *CORES.get_or_init(|| std::thread::available_parallelism().map_or(1, usize::from)) > 1
+}
+
+/// Run `a` and `b`, in parallel when `work` is at least
+/// [`PARALLEL_MIN_WORK`] and a second core exists, and return both results.
+/// A panic in either half resumes on the caller's thread; a thread that
+/// cannot be started means `b` runs after `a` on this one.
+pub fn join<A, B, RA, RB>(work: usize, a: A, b: B) -> (RA, RB)
+where
+    A: FnOnce() -> RA + Send,
+    B: FnOnce() -> RB + Send,
+    RA: Send,
+    RB: Send,
+{
+    if work < PARALLEL_MIN_WORK || !has_second_core() {
+        return (a(), b());
+    }
+    // `b` sits in a slot so that it can still run here if no thread starts.
+    let mut slot = Some(b);
+    let (ra, rb) = std::thread::scope(|scope| {
+        let spawned = std::thread::Builder::new()
+            .name("chassis-join".into())
+            .spawn_scoped(scope, || slot.take().map(|b| b()));
+        let ra = a();
+        let rb = spawned.ok().and_then(|handle| match handle.join() {
+            Ok(rb) => rb,
+            Err(panic) => std::panic::resume_unwind(panic),
+        });
+        (ra, rb)
+    });
+    match (rb, slot) {
+        (Some(rb), _) => (ra, rb),
+        // The thread could not be started: `b` is still in its slot.
+        (None, Some(b)) => (ra, b()),
+        (None, None) => unreachable!("a started join half always returns its result"),
+    }
+}
+
+#[cfg(test)]
+mod tests {
+    use super::*;
+
+    #[test]
+    fn both_halves_run_below_and_above_the_threshold() {
+        for work in [0, PARALLEL_MIN_WORK, usize::MAX] {
+            let (a, b) = join(work, || 2 + 2, || "four".len());
+            assert_eq!((a, b), (4, 4), "work {work}");
+        }
+    }
+
+    #[test]
+    fn a_panic_in_the_second_half_reaches_the_caller() {
+        let caught = std::panic::catch_unwind(|| {
+            join(
+                usize::MAX,
+                || 1,
+                || -> usize { panic!("second half failed") },
+            )
+        });
+        assert!(caught.is_err());
+    }
+}
