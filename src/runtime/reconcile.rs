@@ -18,7 +18,9 @@ use super::scope::CleanupFailure;
 use super::signals;
 use crate::engine::identity::{GenerationId, instance_id};
 use crate::engine::model::{Composition, EntryId};
-use crate::engine::resolve::{Plan, Resolution, Selected, Status, resolve_with_tree};
+use crate::engine::resolve::{
+    Plan, Resolution, Selected, Status, resolve_with_tree, with_origins_of,
+};
 use crate::engine::snapshot::{Digests, SnapshotContext, build_snapshot};
 use crate::engine::tree::ScopeTree;
 
@@ -300,10 +302,13 @@ impl Harness {
         let mut control = self.shared.control.lock().await;
         // The current generation only changes under the control lock.
         let current = self.current();
-        // Resolution depends on the composition alone, and never on an
-        // entry's configuration or where it was declared: a composition that
-        // is the current one, or differs from it only in those, shares the
-        // current generation's tree and plan.
+        // Resolution depends on what the composition says, never on an
+        // entry's configuration or where anything was declared (`==` ignores
+        // origins): a composition that is the current one, or differs from
+        // it only in those, shares the current generation's tree and plan. A
+        // composition that only moved declarations is the current one: the
+        // current generation stays, its origins pointing into the text it
+        // was built from.
         let (sameness, changed) = current
             .as_ref()
             .map_or((Sameness::Different, Vec::new()), |c| {
@@ -356,6 +361,12 @@ impl Harness {
                 .fetch_add(1, std::sync::atomic::Ordering::SeqCst);
             return Ok(report);
         }
+        // The shared plan says where the current composition declared each
+        // requirement; the new generation points into the desired one.
+        let plan = match sameness {
+            Sameness::Different => plan,
+            _ => with_origins_of(&plan, &composition).map_or(plan, Arc::new),
+        };
         let mut attempt = Attempt {
             mounted: Vec::new(),
             saved_mounts: control.mounts.clone(),
@@ -1135,8 +1146,8 @@ fn same_bindings<'p>(
 enum Sameness {
     /// Equal, as `==` says (entries compared by [`same_entry`]).
     Identical,
-    /// Equal but for some entries' configurations or declaration spans:
-    /// the same scope tree and resolution.
+    /// Equal but for some entries' configurations: the same scope tree and
+    /// resolution.
     SameResolution,
     /// Anything else.
     Different,
@@ -1181,7 +1192,7 @@ fn compare_compositions(a: &Composition, b: &Composition) -> (Sameness, Vec<Entr
         }
         // A configuration with a NaN is unequal to itself: such an entry
         // never counts as unchanged (as with `==`).
-        if ea.config != eb.config || ea.origin != eb.origin {
+        if ea.config != eb.config {
             changed.push(ib.clone());
         }
     }
@@ -1197,7 +1208,7 @@ fn compare_compositions(a: &Composition, b: &Composition) -> (Sameness, Vec<Entr
 /// with itself (only used to skip hashing an identity: a manifest unequal to
 /// itself hashes as it did).
 fn same_entry(a: &crate::engine::model::Entry, b: &crate::engine::model::Entry) -> bool {
-    same_resolution_inputs(a, b) && a.config == b.config && a.origin == b.origin
+    same_resolution_inputs(a, b) && a.config == b.config
 }
 
 /// Whether `a` equals `b` in everything the scope tree and the resolver

@@ -1183,3 +1183,46 @@ async fn a_cancelled_reconcile_leaves_nothing_behind_after_the_next_publication(
         .collect();
     assert!(leaked.is_empty(), "never disposed: {leaked:?}");
 }
+
+/// A composition as a file would give it: `pad` comment lines above the
+/// text move every declaration without changing what it says.
+fn loaded(pad: usize, dsn: &str) -> Composition {
+    let text = format!(
+        "{}version = 1\n\n[plugins.postgres]\nversion = \"1.4.2\"\nprovides = {{ database = \"1.4.2\" }}\n\n\
+         [plugins.app]\nversion = \"1.0.0\"\nrequires = {{ database = \">=1,<2\" }}\n\n\
+         [entries.postgres]\nconfig = {{ dsn = \"{dsn}\" }}\n\n[entries.app]\n",
+        "# moved down\n".repeat(pad)
+    );
+    crate::load::load_str("composition.toml", &text)
+        .composition
+        .expect("loads")
+}
+
+#[tokio::test]
+async fn a_reload_that_only_moved_declarations_changes_nothing() {
+    let h = harness();
+    h.reconcile(loaded(0, "a")).await.unwrap();
+    let first = h.current().unwrap();
+    let report = h.reconcile(loaded(3, "a")).await.unwrap();
+    let g = h.current().unwrap();
+    assert_eq!(g.id, first.id, "no new generation: {report:?}");
+    assert_eq!(h.shared.shortcuts.load(Ordering::SeqCst), 1);
+}
+
+#[tokio::test]
+async fn a_config_edit_that_moved_declarations_is_derived_and_points_at_the_new_text() {
+    let h = harness();
+    h.reconcile(loaded(0, "a")).await.unwrap();
+    let desired = loaded(3, "postgres://elsewhere");
+    h.reconcile(desired.clone()).await.unwrap();
+    assert_eq!(h.shared.derived.load(Ordering::SeqCst), 1, "incremental");
+    let g = h.current().unwrap();
+    let expected = resolve(&desired);
+    assert_eq!(*g.plan, expected);
+    // `==` ignores origins: compare them directly.
+    let origins = |p: &crate::engine::resolve::Plan| -> Vec<_> {
+        p.resolutions.iter().map(|r| r.requirement.origin).collect()
+    };
+    assert_eq!(origins(&g.plan), origins(&expected));
+    assert!(origins(&expected).iter().all(Option::is_some));
+}

@@ -31,7 +31,7 @@ pub enum PromptSource {
 }
 
 /// An agent as declared.
-#[derive(Clone, Debug, PartialEq)]
+#[derive(Clone, Debug)]
 pub struct AgentDecl {
     /// Name (the table key).
     pub name: String,
@@ -66,6 +66,24 @@ pub struct AgentDecl {
     /// Where it was declared.
     pub origin: Option<Origin>,
 }
+
+eq_but_origin!(AgentDecl {
+    name,
+    revision,
+    description,
+    scope,
+    model,
+    tools,
+    sub_agents,
+    prompt,
+    prompt_source,
+    max_steps,
+    budget,
+    temperature,
+    max_tokens,
+    default_input,
+    prefer_model
+});
 
 impl AgentDecl {
     /// An agent `name` with defaults: scope `/agents/<name>`, model `*`,

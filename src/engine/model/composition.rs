@@ -13,7 +13,7 @@ use crate::engine::span::{Located, Origin};
 pub type EntryRef = Located<EntryId>;
 
 /// One plugin entry: an implementation placed in a scope with a configuration.
-#[derive(Clone, Debug, PartialEq)]
+#[derive(Clone, Debug)]
 pub struct Entry {
     /// Stable id.
     pub id: EntryId,
@@ -30,6 +30,15 @@ pub struct Entry {
     /// Where the entry was declared.
     pub origin: Option<Origin>,
 }
+
+eq_but_origin!(Entry {
+    id,
+    plugin,
+    manifest,
+    scope,
+    config,
+    prefer
+});
 
 impl Entry {
     /// An entry at the root scope with an empty configuration.

@@ -15,13 +15,15 @@ use super::ids::EntryId;
 use crate::engine::span::Origin;
 
 /// `enabled_if = { env = ["OPENAI_API_KEY"] }`.
-#[derive(Clone, Debug, PartialEq, Eq)]
+#[derive(Clone, Debug, Eq)]
 pub struct Condition {
     /// Variables that must all be set to a non-empty value.
     pub env: Vec<String>,
     /// Where it was written.
     pub origin: Option<Origin>,
 }
+
+eq_but_origin!(Condition { env });
 
 impl Condition {
     /// `env OPENAI_API_KEY` (names only).

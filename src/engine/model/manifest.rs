@@ -14,7 +14,7 @@ use crate::engine::version::Version;
 /// `provides = { database = ["1.0.0", "2.0.0"] }` declares `database@1` and
 /// `database@2`. Versions are sorted and never share a major (the loader
 /// rejects two versions of one generation).
-#[derive(Clone, Debug, PartialEq)]
+#[derive(Clone, Debug)]
 pub struct Provided {
     /// The capability.
     pub capability: CapabilityName,
@@ -24,6 +24,11 @@ pub struct Provided {
     pub origin: Option<Origin>,
 }
 
+eq_but_origin!(Provided {
+    capability,
+    versions
+});
+
 impl Provided {
     /// The provided version of contract generation `major`, if any.
     pub fn generation(&self, major: u64) -> Option<&Version> {
@@ -32,7 +37,7 @@ impl Provided {
 }
 
 /// A requirement on a capability: `requires = { database = ">=1,<2" }`.
-#[derive(Clone, Debug, PartialEq)]
+#[derive(Clone, Debug)]
 pub struct Requirement {
     /// The capability required.
     pub capability: CapabilityName,
@@ -43,6 +48,12 @@ pub struct Requirement {
     /// Where it was declared.
     pub origin: Option<Origin>,
 }
+
+eq_but_origin!(Requirement {
+    capability,
+    specifier,
+    optional
+});
 
 impl Requirement {
     /// A hard requirement.
@@ -73,7 +84,7 @@ impl Requirement {
 }
 
 /// A tool a plugin declares: its contract as the model sees it.
-#[derive(Clone, Debug, PartialEq)]
+#[derive(Clone, Debug)]
 pub struct ToolDecl {
     /// Tool name.
     pub name: ToolName,
@@ -90,8 +101,16 @@ pub struct ToolDecl {
     pub origin: Option<Origin>,
 }
 
+eq_but_origin!(ToolDecl {
+    name,
+    description,
+    args_schema,
+    result,
+    guide
+});
+
 /// A plugin manifest.
-#[derive(Clone, Debug, PartialEq)]
+#[derive(Clone, Debug)]
 pub struct Manifest {
     /// Implementation name, e.g. `postgres`.
     pub name: String,
@@ -123,6 +142,20 @@ pub struct Manifest {
     /// Where the manifest was declared.
     pub origin: Option<Origin>,
 }
+
+eq_but_origin!(Manifest {
+    name,
+    version,
+    provides,
+    requires,
+    permissions,
+    config_version,
+    metadata,
+    tools,
+    expected_tools,
+    kind,
+    guide
+});
 
 impl Manifest {
     /// A manifest with only a name and version.

@@ -6,6 +6,22 @@
 //! declared scopes, manifests whose versions and specifiers parsed), so the
 //! resolver never re-validates.
 
+/// `PartialEq` for a model type that compares every field but `origin`:
+/// as with [`crate::engine::span::Located`], two compositions that say the
+/// same thing in different places are the same composition (a reload that
+/// only moved declarations changes nothing). Every field is named, so a new
+/// one cannot be left out of the comparison.
+macro_rules! eq_but_origin {
+    ($ty:ident { $($field:ident),+ $(,)? }) => {
+        impl PartialEq for $ty {
+            fn eq(&self, other: &Self) -> bool {
+                let Self { $($field,)+ origin: _ } = self;
+                $(*$field == other.$field)&&+
+            }
+        }
+    };
+}
+
 mod agent;
 mod composition;
 mod condition;

@@ -8,7 +8,7 @@ use crate::engine::span::Origin;
 
 /// The declared policy. Absent means the harness default (allow-all with
 /// approval gates still denying unapproved calls).
-#[derive(Clone, Debug, PartialEq, Default)]
+#[derive(Clone, Debug, Default)]
 pub struct PolicyDecl {
     /// Grants, deny rules and approval-required permission names.
     pub rules: PolicyRules,
@@ -17,3 +17,5 @@ pub struct PolicyDecl {
     /// Where `[policy]` was declared.
     pub origin: Option<Origin>,
 }
+
+eq_but_origin!(PolicyDecl { rules, tools });

@@ -10,7 +10,7 @@ use crate::engine::span::Origin;
 
 /// A scope as declared (`[scopes."/research"]`), or implied as the parent of a
 /// declared scope.
-#[derive(Clone, Debug, PartialEq)]
+#[derive(Clone, Debug)]
 pub struct ScopeDecl {
     /// Canonical path.
     pub path: ScopePath,
@@ -30,6 +30,16 @@ pub struct ScopeDecl {
     /// Where it was declared.
     pub origin: Option<Origin>,
 }
+
+eq_but_origin!(ScopeDecl {
+    path,
+    capabilities,
+    tools,
+    requirements,
+    prefer,
+    metadata,
+    implied
+});
 
 impl ScopeDecl {
     /// An unrestricted scope at `path`.

@@ -22,12 +22,14 @@
 
 mod gather;
 mod graph;
+mod origins;
 pub mod plan;
 mod preferences;
 
 use std::collections::BTreeMap;
 
 pub use gather::best_accepted;
+pub use origins::with_origins_of;
 pub use plan::*;
 
 use crate::engine::model::{Composition, EntryId};
