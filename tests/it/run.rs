@@ -670,6 +670,9 @@ fn a_scope_policy_allows_its_agent_and_its_sibling_keeps_the_global_policy() {
     assert_eq!(code, 0, "{stderr}");
     assert_eq!(doc["tool_calls"][0]["name"], "read_ledger");
     assert_eq!(doc["tool_calls"][0]["status"], "ok", "{doc}");
+    // Plugin and capability names are not secrets: their versions show.
+    assert_eq!(doc["composition"]["plugins"]["secrets.env"], "1.0.0");
+    assert_eq!(doc["composition"]["capabilities"]["secrets"][0], "1.0.0");
     // The sibling agent: finance's policy does not leak to it.
     let (code, doc, stderr) = d.json(&["run", "c.toml", "--agent", "support"]);
     assert_eq!(code, 0, "the scripted model still answers: {stderr}");

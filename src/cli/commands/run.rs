@@ -649,7 +649,18 @@ fn render(
 ) {
     if ui.format == Format::Json {
         let doc = result_json(result, generation, candidates, request_tools);
-        ui.out_json(&redactor.redact_json(&doc));
+        let mut out = redactor.redact_json(&doc);
+        // The snapshot's `plugins` and `capabilities` map names to versions:
+        // `secrets.env` names a plugin, not a secret.
+        for field in ["plugins", "capabilities"] {
+            if let (Some(slot), Some(original)) = (
+                out.pointer_mut(&format!("/composition/{field}")),
+                doc.pointer(&format!("/composition/{field}")),
+            ) {
+                *slot = redactor.redact_json_known(original);
+            }
+        }
+        ui.out_json(&out);
         return;
     }
     if let Some(answer) = &result.answer {

@@ -151,26 +151,46 @@ impl Redactor {
         scrub_json(&trie, value)
     }
 
+    /// [`Self::redact_json`] without the sensitive-key rule: known values
+    /// and URL passwords are scrubbed from every string and key, but a key
+    /// that *names* something secret keeps its value. For maps whose keys
+    /// are names chosen by plugin authors, not configuration keys (a
+    /// snapshot's `plugins` and `capabilities`: `secrets.env` → `1.0.0`).
+    #[must_use]
+    pub fn redact_json_known(&self, value: &Value) -> Value {
+        let trie = self.read();
+        scrub_json_with(&trie, value, false)
+    }
+
     fn read(&self) -> std::sync::RwLockReadGuard<'_, Trie> {
         self.inner.read().unwrap_or_else(PoisonError::into_inner)
     }
 }
 
 fn scrub_json(trie: &Trie, value: &Value) -> Value {
+    scrub_json_with(trie, value, true)
+}
+
+fn scrub_json_with(trie: &Trie, value: &Value, key_rule: bool) -> Value {
     match value {
         Value::Object(map) => Value::Object(
             map.iter()
                 .map(|(key, item)| {
-                    let item = if is_sensitive_key(key) {
+                    let item = if key_rule && is_sensitive_key(key) {
                         Value::String(REDACTED.to_owned())
                     } else {
-                        scrub_json(trie, item)
+                        scrub_json_with(trie, item, key_rule)
                     };
                     (scrub(trie, key).into_owned(), item)
                 })
                 .collect(),
         ),
-        Value::Array(items) => Value::Array(items.iter().map(|v| scrub_json(trie, v)).collect()),
+        Value::Array(items) => Value::Array(
+            items
+                .iter()
+                .map(|v| scrub_json_with(trie, v, key_rule))
+                .collect(),
+        ),
         Value::String(text) => Value::String(scrub(trie, text).into_owned()),
         Value::Number(n) => {
             let text = n.to_string();
@@ -437,6 +457,26 @@ mod tests {
             })
         );
         assert!(!got.to_string().contains("canary-777"));
+    }
+
+    #[test]
+    fn redact_json_known_keeps_values_under_names_but_not_known_values() {
+        let r = redactor(&["canary-777"]);
+        let doc = json!({
+            "secrets.env": "1.0.0",
+            "secrets": ["1.0.0"],
+            "canary-777": "canary-777",
+            "dsn": "mysql://root:toor@h/db",
+        });
+        assert_eq!(
+            r.redact_json_known(&doc),
+            json!({
+                "secrets.env": "1.0.0",
+                "secrets": ["1.0.0"],
+                "<redacted>": "<redacted>",
+                "dsn": "mysql://root:<redacted>@h/db",
+            })
+        );
     }
 
     #[test]
