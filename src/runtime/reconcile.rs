@@ -1174,7 +1174,7 @@ fn compare_compositions(a: &Composition, b: &Composition) -> (Sameness, Vec<Entr
     } = a;
     let rest_equal = entries.len() == b.entries.len()
         && *scopes == b.scopes
-        && *disabled == b.disabled
+        && disabled.keys().eq(b.disabled.keys())
         && *preferences == b.preferences
         && *policy == b.policy
         && *agents == b.agents

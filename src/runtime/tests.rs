@@ -1185,12 +1185,16 @@ async fn a_cancelled_reconcile_leaves_nothing_behind_after_the_next_publication(
 }
 
 /// A composition as a file would give it: `pad` comment lines above the
-/// text move every declaration without changing what it says.
+/// text move every declaration without changing what it says (a disabled
+/// entry and a guide example included: both keep where they were written).
 fn loaded(pad: usize, dsn: &str) -> Composition {
     let text = format!(
         "{}version = 1\n\n[plugins.postgres]\nversion = \"1.4.2\"\nprovides = {{ database = \"1.4.2\" }}\n\n\
-         [plugins.app]\nversion = \"1.0.0\"\nrequires = {{ database = \">=1,<2\" }}\n\n\
-         [entries.postgres]\nconfig = {{ dsn = \"{dsn}\" }}\n\n[entries.app]\n",
+         [plugins.app]\nversion = \"1.0.0\"\nrequires = {{ database = \">=1,<2\" }}\n\
+         agent = {{ examples = [{{ tool = \"lookup\", description = \"d\" }}] }}\n\
+         [[plugins.app.tools]]\nname = \"lookup\"\ndescription = \"Look up.\"\nresult = \"r\"\n\n\
+         [entries.postgres]\nconfig = {{ dsn = \"{dsn}\" }}\n\n[entries.app]\n\n\
+         [entries.old]\nplugin = \"postgres\"\nenabled = false\n",
         "# moved down\n".repeat(pad)
     );
     crate::load::load_str("composition.toml", &text)
@@ -1201,7 +1205,11 @@ fn loaded(pad: usize, dsn: &str) -> Composition {
 #[tokio::test]
 async fn a_reload_that_only_moved_declarations_changes_nothing() {
     let h = harness();
-    h.reconcile(loaded(0, "a")).await.unwrap();
+    let c = loaded(0, "a");
+    assert!(c.disabled.contains_key("old"));
+    let guide = c.entries["app"].manifest.guide.as_ref().expect("a guide");
+    assert_eq!(guide.example_origins.len(), 1);
+    h.reconcile(c).await.unwrap();
     let first = h.current().unwrap();
     let report = h.reconcile(loaded(3, "a")).await.unwrap();
     let g = h.current().unwrap();

@@ -72,8 +72,9 @@ pub struct Preferences {
 ///
 /// Invariants: the root scope exists; every scope's parent exists; every
 /// enabled entry's scope exists. Disabled entries are absent from `entries`
-/// and listed in `disabled` so reports can say why.
-#[derive(Clone, Debug, PartialEq)]
+/// and listed in `disabled` so reports can say why. Equality ignores where
+/// anything was declared, as for every model type (`eq_but_origin!`).
+#[derive(Clone, Debug)]
 pub struct Composition {
     /// Scopes by path (sorted, so iteration is deterministic).
     pub scopes: BTreeMap<ScopePath, ScopeDecl>,
@@ -96,6 +97,33 @@ pub struct Composition {
     pub skip_on_failure: std::collections::BTreeSet<EntryId>,
     /// Entries quarantined by a failed setup, with the failure kind.
     pub quarantined: BTreeMap<EntryId, String>,
+}
+
+impl PartialEq for Composition {
+    fn eq(&self, other: &Self) -> bool {
+        let Self {
+            scopes,
+            entries,
+            disabled,
+            preferences,
+            policy,
+            agents,
+            conditions,
+            skipped,
+            skip_on_failure,
+            quarantined,
+        } = self;
+        *scopes == other.scopes
+            && *entries == other.entries
+            && disabled.keys().eq(other.disabled.keys())
+            && *preferences == other.preferences
+            && *policy == other.policy
+            && *agents == other.agents
+            && *conditions == other.conditions
+            && *skipped == other.skipped
+            && *skip_on_failure == other.skip_on_failure
+            && *quarantined == other.quarantined
+    }
 }
 
 impl Default for Composition {

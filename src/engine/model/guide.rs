@@ -40,7 +40,8 @@ pub struct GuideExample {
 }
 
 /// `agent = { title, summary, when_to_use, when_not_to_use, examples, visibility }`.
-#[derive(Clone, Debug, Default, PartialEq)]
+/// Equality ignores `example_origins` (where things were written).
+#[derive(Clone, Debug, Default)]
 pub struct AgentGuide {
     /// Short name.
     pub title: Option<String>,
@@ -57,6 +58,26 @@ pub struct AgentGuide {
     /// Where each example naming a tool was written (loader bookkeeping,
     /// parallel to the examples that name one).
     pub example_origins: Vec<crate::engine::span::Origin>,
+}
+
+impl PartialEq for AgentGuide {
+    fn eq(&self, other: &Self) -> bool {
+        let Self {
+            title,
+            summary,
+            when_to_use,
+            when_not_to_use,
+            examples,
+            visibility,
+            example_origins: _,
+        } = self;
+        *title == other.title
+            && *summary == other.summary
+            && *when_to_use == other.when_to_use
+            && *when_not_to_use == other.when_not_to_use
+            && *examples == other.examples
+            && *visibility == other.visibility
+    }
 }
 
 /// The description a model sees for `tool`: its own description, then the

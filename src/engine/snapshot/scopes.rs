@@ -149,7 +149,7 @@ impl ScopesFingerprint {
     /// (about 110–150 bytes per scope, entry and selection row), so a large
     /// tree is not copied over and over while it grows.
     fn text_capacity(&self) -> usize {
-        64 + self.work() * 128
+        self.work().saturating_mul(128).saturating_add(64)
     }
 
     /// The scope at `path`.
