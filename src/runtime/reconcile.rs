@@ -1156,37 +1156,16 @@ enum Sameness {
 /// Compare `a` (current) with `b` (desired), entries by [`same_entry`] (a
 /// composition cloned from the current one shares its manifests, and
 /// comparing 10,000 of them field by field with themselves was most of a
-/// no-op reconcile). Every field is named, so a new one cannot be missed.
-/// The entries whose configuration or declaration differ are listed (in id
-/// order) unless the answer is `Different`.
+/// no-op reconcile); everything else by [`Composition::same_but_entries`].
+/// The entries whose configuration differs are listed (in id order) unless
+/// the answer is `Different`.
 fn compare_compositions(a: &Composition, b: &Composition) -> (Sameness, Vec<EntryId>) {
-    let Composition {
-        scopes,
-        entries,
-        disabled,
-        preferences,
-        policy,
-        agents,
-        conditions,
-        skipped,
-        skip_on_failure,
-        quarantined,
-    } = a;
-    let rest_equal = entries.len() == b.entries.len()
-        && *scopes == b.scopes
-        && disabled.keys().eq(b.disabled.keys())
-        && *preferences == b.preferences
-        && *policy == b.policy
-        && *agents == b.agents
-        && *conditions == b.conditions
-        && *skipped == b.skipped
-        && *skip_on_failure == b.skip_on_failure
-        && *quarantined == b.quarantined;
+    let rest_equal = a.entries.len() == b.entries.len() && a.same_but_entries(b);
     if !rest_equal {
         return (Sameness::Different, Vec::new());
     }
     let mut changed = Vec::new();
-    for ((ia, ea), (ib, eb)) in entries.iter().zip(&b.entries) {
+    for ((ia, ea), (ib, eb)) in a.entries.iter().zip(&b.entries) {
         if ia != ib || !same_resolution_inputs(ea, eb) {
             return (Sameness::Different, Vec::new());
         }

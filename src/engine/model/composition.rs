@@ -101,9 +101,18 @@ pub struct Composition {
 
 impl PartialEq for Composition {
     fn eq(&self, other: &Self) -> bool {
+        self.entries == other.entries && self.same_but_entries(other)
+    }
+}
+
+impl Composition {
+    /// Whether `self` equals `other` in everything but `entries` (which a
+    /// caller compares its own way). Every field is named, so a new one
+    /// cannot be missed; disabled entries compare by id.
+    pub fn same_but_entries(&self, other: &Self) -> bool {
         let Self {
             scopes,
-            entries,
+            entries: _,
             disabled,
             preferences,
             policy,
@@ -114,7 +123,6 @@ impl PartialEq for Composition {
             quarantined,
         } = self;
         *scopes == other.scopes
-            && *entries == other.entries
             && disabled.keys().eq(other.disabled.keys())
             && *preferences == other.preferences
             && *policy == other.policy
