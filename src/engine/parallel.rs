@@ -20,6 +20,12 @@ fn has_second_core() -> bool {
     *CORES.get_or_init(|| std::thread::available_parallelism().map_or(1, usize::from)) > 1
 }
 
+/// Whether [`join`] runs its halves in parallel for `work`: callers whose
+/// in-order path differs from "first `a`, then `b`" take it otherwise.
+pub fn splits(work: usize) -> bool {
+    work >= PARALLEL_MIN_WORK && has_second_core()
+}
+
 /// Run `a` and `b`, in parallel when `work` is at least
 /// [`PARALLEL_MIN_WORK`] and a second core exists, and return both results.
 /// A panic in either half resumes on the caller's thread; a thread that
@@ -31,7 +37,7 @@ where
     RA: Send,
     RB: Send,
 {
-    if work < PARALLEL_MIN_WORK || !has_second_core() {
+    if !splits(work) {
         return (a(), b());
     }
     // `b` sits in a slot so that it can still run here if no thread starts.

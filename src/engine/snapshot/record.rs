@@ -217,7 +217,7 @@ impl SnapshotRecord {
 
     fn digests_inner(&self, semantic: Option<&ScopesText>) -> Result<Digests, CanonError> {
         let work = self.semantic_scopes.work();
-        if work < parallel::PARALLEL_MIN_WORK {
+        if !parallel::splits(work) {
             return self.digests_in_order(semantic);
         }
         // Two cores: one hashes the record up to its semantic tree (the
