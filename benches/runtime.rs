@@ -9,6 +9,7 @@
 //! cargo bench --bench runtime -- --quick       # 1,000 entries only
 //! cargo bench --bench runtime -- noop replace  # cases whose name contains a filter
 //! cargo bench --bench runtime -- --sizes=10000 # reconcile at these sizes
+//! cargo bench --bench runtime -- --runs=200 replace  # more repetitions (to profile)
 //! ```
 //!
 //! Case names: `noop`, `replace`, `lease`, `boundary`, `agent`.
@@ -107,6 +108,11 @@ fn main() {
         None if quick => vec![1_000],
         None => vec![1_000, 10_000],
     };
+    // `--runs=N` repeats the reconcile cases N times (e.g. to profile them).
+    let runs_override: Option<usize> = args
+        .iter()
+        .find_map(|a| a.strip_prefix("--runs="))
+        .map(|n| n.trim().parse().expect("--runs=N"));
     let rt = tokio::runtime::Builder::new_current_thread()
         .enable_all()
         .build()
@@ -120,7 +126,7 @@ fn main() {
         let b = chain(n, 2);
         rt.block_on(h.reconcile(a.clone()))
             .expect("first reconcile");
-        let runs = if n >= 10_000 { 15 } else { 31 };
+        let runs = runs_override.unwrap_or(if n >= 10_000 { 15 } else { 31 });
         let mut noop = Vec::new();
         for _ in 0..runs * usize::from(wants("noop")) {
             let c = a.clone();

@@ -92,8 +92,10 @@ pub struct Generation {
     pub plan: Arc<Plan>,
     /// Instances in activation order.
     pub instances: Vec<GenerationInstance>,
-    /// Capability → providers (registration order within each provider).
-    pub capabilities: BTreeMap<CapabilityName, Vec<Provider>>,
+    /// Capability → providers (registration order within each provider);
+    /// each list shared, so a generation derived from this one copies
+    /// pointers, not providers.
+    pub capabilities: BTreeMap<CapabilityName, Arc<[Provider]>>,
     /// Tools by name (unique in a generation).
     pub tools: BTreeMap<String, ToolRegistration>,
     /// Hooks in dispatch order.
@@ -214,7 +216,7 @@ impl Generation {
         tree: Arc<ScopeTree>,
         plan: Arc<Plan>,
         instances: Vec<GenerationInstance>,
-        capabilities: BTreeMap<CapabilityName, Vec<Provider>>,
+        capabilities: BTreeMap<CapabilityName, Arc<[Provider]>>,
         tools: BTreeMap<String, ToolRegistration>,
         hooks: HookSet,
         snapshot: SnapshotRecord,
@@ -329,7 +331,7 @@ impl Generation {
             .capabilities
             .get(system.name())
             .into_iter()
-            .flatten()
+            .flat_map(|list| list.iter())
             .find(|p| {
                 *p.entry_id == *entry.as_str()
                     && p.registration.version.major() == SystemCapability::CONTRACT

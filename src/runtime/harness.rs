@@ -73,18 +73,18 @@ pub(crate) struct Managed {
 #[derive(Default)]
 pub(crate) struct ControlState {
     /// Instance id → managed instance (current and retained ones).
-    pub(crate) instances: BTreeMap<String, Managed>,
+    pub(crate) instances: BTreeMap<Arc<str>, Managed>,
     /// Entry id → the instance the current generation uses.
-    pub(crate) current_by_entry: BTreeMap<String, String>,
+    pub(crate) current_by_entry: BTreeMap<Arc<str>, Arc<str>>,
     /// Entry id → mounts so far (instance ids derive from it).
-    pub(crate) mounts: BTreeMap<String, u64>,
+    pub(crate) mounts: BTreeMap<Arc<str>, u64>,
     /// Last published sequence.
     pub(crate) sequence: u64,
     /// Next global mount order.
     pub(crate) next_order: u64,
     /// Instance ids whose plugin registered hooks (the live hook set is
     /// built from these only, so mounting stays linear).
-    pub(crate) hooked: std::collections::BTreeSet<String>,
+    pub(crate) hooked: std::collections::BTreeSet<Arc<str>>,
     /// State carried over from a store, until the first publication.
     pub(crate) seed: Option<SeedState>,
     /// Instance ids the current generation does not use: displaced by a
@@ -92,7 +92,7 @@ pub(crate) struct ControlState {
     /// whose future was dropped midway leaves them here). The only
     /// candidates for disposal, so reclaiming after a small change stays
     /// small.
-    pub(crate) stale: std::collections::BTreeSet<String>,
+    pub(crate) stale: std::collections::BTreeSet<Arc<str>>,
 }
 
 impl ControlState {
@@ -103,8 +103,8 @@ impl ControlState {
     /// entry id).
     pub(crate) fn set_current(
         &mut self,
-        chosen: BTreeMap<String, String>,
-        displaced: Option<Vec<String>>,
+        chosen: BTreeMap<Arc<str>, Arc<str>>,
+        displaced: Option<Vec<Arc<str>>>,
     ) {
         match displaced {
             Some(displaced) => self.stale.extend(displaced),
@@ -130,8 +130,8 @@ impl ControlState {
     }
 
     /// Instance ids, newest mount first (consumers before their providers).
-    pub(crate) fn newest_first(&self, ids: impl IntoIterator<Item = String>) -> Vec<String> {
-        let mut ids: Vec<String> = ids.into_iter().collect();
+    pub(crate) fn newest_first(&self, ids: impl IntoIterator<Item = Arc<str>>) -> Vec<Arc<str>> {
+        let mut ids: Vec<Arc<str>> = ids.into_iter().collect();
         ids.sort_by_key(|id| std::cmp::Reverse(self.instances.get(id).map_or(0, |m| m.order)));
         ids
     }
@@ -376,7 +376,11 @@ impl Harness {
             });
         }
         control.sequence = seed.sequence;
-        control.mounts = seed.mounts.clone();
+        control.mounts = seed
+            .mounts
+            .iter()
+            .map(|(entry, &n)| (Arc::from(entry.as_str()), n))
+            .collect();
         control.seed = Some(seed);
         Ok(())
     }
@@ -390,8 +394,8 @@ impl Harness {
             .iter()
             .filter_map(|(entry, iid)| {
                 control.instances.get(iid).map(|m| SeedNode {
-                    entry_id: entry.clone(),
-                    instance_id: iid.clone(),
+                    entry_id: entry.to_string(),
+                    instance_id: iid.to_string(),
                     mount: m.mount,
                     identity: m.identity.clone(),
                 })
@@ -505,14 +509,14 @@ impl Harness {
         } else {
             draining.iter().flat_map(|g| g.instance_ids()).collect()
         };
-        let doomed: Vec<String> = control
+        let doomed: Vec<Arc<str>> = control
             .stale
             .iter()
             .filter(|iid| {
                 let current = control.instances.get(*iid).is_some_and(|m| {
                     control.current_by_entry.get(&m.instance.entry_id) == Some(*iid)
                 });
-                !current && !reachable.contains(iid.as_str())
+                !current && !reachable.contains(&***iid)
             })
             .cloned()
             .collect();
@@ -533,7 +537,7 @@ impl Harness {
                 control.hooked.remove(&id);
                 let hooks = self.live_hooks(control);
                 failures.extend(self.unmount_observed(&hooks, &mut managed.instance).await);
-                disposed.push(id);
+                disposed.push(id.to_string());
             }
         }
         (failures, disposed)

@@ -5,6 +5,8 @@
 //! secrets are resolved at mount), scope, and bindings to the same provider
 //! *instances* — so a consumer of a rebuilt provider is rebuilt too.
 
+use std::sync::Arc;
+
 use serde::Serialize;
 
 use crate::engine::canonical::{Canon, stable_hash};
@@ -169,20 +171,20 @@ pub enum Decision {
 #[derive(Clone, Debug, PartialEq, Eq, Serialize)]
 pub struct NodeImpact {
     /// Entry id.
-    pub entry_id: String,
+    pub entry_id: Arc<str>,
     /// Decision.
     pub decision: Decision,
     /// Reasons (`config_changed`, `implementation_changed`, …).
     pub reasons: Vec<&'static str>,
     /// Old instance id.
-    pub old_instance_id: Option<String>,
+    pub old_instance_id: Option<Arc<str>>,
     /// New instance id.
-    pub new_instance_id: Option<String>,
+    pub new_instance_id: Option<Arc<str>>,
 }
 
 impl NodeImpact {
     /// An entry that keeps its instance.
-    pub fn reused(entry_id: String, instance_id: String) -> Self {
+    pub fn reused(entry_id: Arc<str>, instance_id: Arc<str>) -> Self {
         Self {
             entry_id,
             decision: Decision::Reused,

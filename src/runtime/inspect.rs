@@ -28,8 +28,8 @@ impl Harness {
             .instances
             .iter()
             .map(|(iid, m)| InstanceView {
-                entry_id: m.instance.entry_id.clone(),
-                instance_id: iid.clone(),
+                entry_id: m.instance.entry_id.to_string(),
+                instance_id: iid.to_string(),
                 state: m.instance.state().as_str(),
                 health: m.instance.health().as_str(),
                 current: control.current_by_entry.get(&m.instance.entry_id) == Some(iid),

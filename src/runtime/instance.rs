@@ -32,9 +32,9 @@ pub struct PluginSetupError {
 /// One mounted (or mountable) plugin.
 pub struct PluginInstance {
     /// Entry id.
-    pub entry_id: String,
+    pub entry_id: Arc<str>,
     /// Instance id.
-    pub instance_id: String,
+    pub instance_id: Arc<str>,
     plugin: Arc<dyn Plugin>,
     machine: StateMachine,
     health: Health,
@@ -54,7 +54,7 @@ impl std::fmt::Debug for PluginInstance {
 
 impl PluginInstance {
     /// A pending instance of `plugin` for `entry_id`.
-    pub fn new(entry_id: String, instance_id: String, plugin: Arc<dyn Plugin>) -> Self {
+    pub fn new(entry_id: Arc<str>, instance_id: Arc<str>, plugin: Arc<dyn Plugin>) -> Self {
         Self {
             entry_id,
             instance_id,
@@ -118,8 +118,8 @@ impl PluginInstance {
     ) -> Result<(), PluginSetupError> {
         let fail = |error: String, cleanup_failures| PluginSetupError {
             plugin: spec.manifest.name.clone(),
-            entry_id: self.entry_id.clone(),
-            instance_id: self.instance_id.clone(),
+            entry_id: self.entry_id.to_string(),
+            instance_id: self.instance_id.to_string(),
             error,
             cleanup_failures,
         };

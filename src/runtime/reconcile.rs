@@ -24,7 +24,10 @@ use crate::engine::resolve::{
 use crate::engine::snapshot::{Digests, SnapshotContext, build_snapshot};
 use crate::engine::tree::ScopeTree;
 
+mod compare;
 mod incremental;
+
+use compare::{Compared, Sameness, compare_compositions, same_entry};
 
 /// A provider's registrations break its manifest's promise.
 #[derive(Clone, Debug, PartialEq, Eq, Serialize, thiserror::Error)]
@@ -116,9 +119,9 @@ pub struct ReconcileReport {
     /// Whether a new generation was published (false: identical composition).
     pub published: bool,
     /// Entries mounted in this reconcile.
-    pub mounted: Vec<String>,
+    pub mounted: Vec<Arc<str>>,
     /// Entries whose instances were reused.
-    pub reused: Vec<String>,
+    pub reused: Vec<Arc<str>>,
     /// Entries pending (not mounted).
     pub pending: Vec<String>,
     /// Instances disposed.
@@ -132,8 +135,13 @@ pub struct ReconcileReport {
 }
 
 struct Attempt {
-    mounted: Vec<(String, String)>,
-    saved_mounts: BTreeMap<String, u64>,
+    /// (entry id, instance id) of every instance mounted so far.
+    mounted: Vec<(Arc<str>, Arc<str>)>,
+    /// Each mounted entry's mount count before the mount, in mount order
+    /// (an undo log, replayed backwards on rollback so the earliest value
+    /// wins: an attempt that mounts one entry does not copy every entry's
+    /// count).
+    mounts_before: Vec<(Arc<str>, Option<u64>)>,
     /// Control-plane hook failures met while mounting.
     hook_failures: Vec<CleanupFailure>,
     /// Indexes into `plan.resolutions` of the resolved ones, by the entry
@@ -309,11 +317,13 @@ impl Harness {
         // composition that only moved declarations is the current one: the
         // current generation stays, its origins pointing into the text it
         // was built from.
-        let (sameness, changed) = current
-            .as_ref()
-            .map_or((Sameness::Different, Vec::new()), |c| {
-                compare_compositions(&c.composition, &composition)
-            });
+        let Compared {
+            sameness,
+            changed,
+            requirements_moved,
+        } = current.as_ref().map_or_else(Compared::different, |c| {
+            compare_compositions(&c.composition, &composition)
+        });
         let same_composition = sameness == Sameness::Identical;
         #[cfg(test)]
         let shortcut = !self
@@ -365,11 +375,12 @@ impl Harness {
         // requirement; the new generation points into the desired one.
         let plan = match sameness {
             Sameness::Different => plan,
+            _ if !requirements_moved => plan,
             _ => with_origins_of(&plan, &composition).map_or(plan, Arc::new),
         };
         let mut attempt = Attempt {
             mounted: Vec::new(),
-            saved_mounts: control.mounts.clone(),
+            mounts_before: Vec::new(),
             hook_failures: Vec::new(),
             selecting: None,
             scans: 0,
@@ -388,7 +399,7 @@ impl Harness {
             }
             _ => None,
         };
-        let mut chosen: BTreeMap<String, String> = BTreeMap::new();
+        let mut chosen: BTreeMap<Arc<str>, Arc<str>> = BTreeMap::new();
         let mut impact = Vec::new();
         let mut remounted = None;
         let mut displaced = None;
@@ -461,22 +472,23 @@ impl Harness {
             let seeded_nodes = control
                 .seed
                 .iter()
-                .flat_map(|s| s.nodes.iter().map(|n| (&n.entry_id, &n.instance_id)));
-            for (entry, iid) in control.current_by_entry.iter().chain(seeded_nodes) {
+                .flat_map(|s| s.nodes.iter().map(|n| (&*n.entry_id, &*n.instance_id)));
+            let current = control.current_by_entry.iter().map(|(e, i)| (&**e, &**i));
+            for (entry, iid) in current.chain(seeded_nodes) {
                 if !chosen.contains_key(entry) {
                     impact.push(NodeImpact {
-                        entry_id: entry.clone(),
+                        entry_id: Arc::from(entry),
                         decision: Decision::Removed,
                         reasons: vec!["entry_removed"],
-                        old_instance_id: Some(iid.clone()),
+                        old_instance_id: Some(Arc::from(iid)),
                         new_instance_id: None,
                     });
                 }
             }
             impact.sort_by(|a, b| a.entry_id.cmp(&b.entry_id));
         }
-        let mounted: Vec<String> = attempt.mounted.iter().map(|(e, _)| e.clone()).collect();
-        let reused: Vec<String> = impact
+        let mounted: Vec<Arc<str>> = attempt.mounted.iter().map(|(e, _)| e.clone()).collect();
+        let reused: Vec<Arc<str>> = impact
             .iter()
             .filter(|i| i.decision == Decision::Reused)
             .map(|i| i.entry_id.clone())
@@ -491,12 +503,10 @@ impl Harness {
                 .instances
                 .iter()
                 .map(|i| (&*i.entry_id, &*i.instance_id))
-                .eq(plan.activation_order.iter().map(|e| {
-                    (
-                        e.as_str(),
-                        chosen.get(e.as_str()).map_or("", String::as_str),
-                    )
-                }));
+                .eq(plan
+                    .activation_order
+                    .iter()
+                    .map(|e| (e.as_str(), chosen.get(e.as_str()).map_or("", |i| &**i))));
             if same_instances {
                 attempt.publish_mounts(&mut control);
                 control.set_current(chosen, None);
@@ -729,7 +739,7 @@ impl Harness {
             in_generation.sort_unstable();
             in_generation
                 .into_iter()
-                .eq(placed.iter().map(|(e, i)| (e.as_str(), i.as_str())))
+                .eq(placed.iter().map(|(e, i)| (&**e, &**i)))
                 && placed.values().all(|i| control.instances.contains_key(i))
         });
         // Entry ids order as their text, so the composition's entries (a
@@ -737,7 +747,7 @@ impl Harness {
         let mut entries = current.composition.entries.iter();
         let mut impact = Vec::with_capacity(placed.len());
         for (entry_id, iid) in placed {
-            let (id, entry) = entries.find(|(id, _)| id.as_str() == entry_id.as_str())?;
+            let (id, entry) = entries.find(|(id, _)| id.as_str() == &**entry_id)?;
             if !entry.config.secret_refs().is_empty() {
                 let managed = control.instances.get(iid)?;
                 let bindings = bindings_of(plan.resolutions_of(id.as_str()), placed);
@@ -777,15 +787,15 @@ impl Harness {
         composition: &Composition,
         plan: &Plan,
         entry_id: &EntryId,
-        chosen: &mut BTreeMap<String, String>,
+        chosen: &mut BTreeMap<Arc<str>, Arc<str>>,
         attempt: &mut Attempt,
     ) -> Result<NodeImpact, PlaceError> {
         let entry = &composition.entries[entry_id];
-        let id = entry_id.as_str().to_owned();
+        let id = Arc::clone(entry_id.as_arc());
         let resolutions = plan.resolutions_of(entry_id.as_str());
         let previous = control
             .current_by_entry
-            .get(&id)
+            .get(&*id)
             .and_then(|iid| control.instances.get(iid));
         // Unchanged inputs keep the identity without hashing again (or
         // building the bindings), unless the configuration references
@@ -816,7 +826,7 @@ impl Harness {
         // What a mount binds: the providers' registered capabilities.
         let mut bound = BTreeMap::new();
         for (r, sel, provider_iid) in placed_selections(resolutions, chosen) {
-            let registration = control.instances.get(provider_iid).and_then(|m| {
+            let registration = control.instances.get(&**provider_iid).and_then(|m| {
                 m.instance
                     .registrations()
                     .capabilities
@@ -867,7 +877,7 @@ impl Harness {
             .catalog
             .instantiate(entry, entry.manifest.kind.as_deref())
             .map_err(|e| PlaceError::Instantiate {
-                entry: id.clone(),
+                entry: id.to_string(),
                 error: e.to_string(),
             })?;
         // Every secret the configuration references is resolved before the
@@ -877,17 +887,17 @@ impl Harness {
         for secret in entry.config.secret_refs() {
             if let Err(e) = self.shared.options.secrets.get(&secret.name) {
                 return Err(PlaceError::Instantiate {
-                    entry: id.clone(),
+                    entry: id.to_string(),
                     error: e.to_string(),
                 });
             }
         }
-        let mounted_so_far = control.mounts.get(&id).copied().unwrap_or(0);
-        let mount = keep_mount.unwrap_or(mounted_so_far + 1);
-        let iid = instance_id(entry_id, mount);
+        let mounted_so_far = control.mounts.get(&*id).copied();
+        let mount = keep_mount.unwrap_or(mounted_so_far.unwrap_or(0) + 1);
+        let iid: Arc<str> = Arc::from(instance_id(entry_id, mount));
         let spec = ContextSpec {
-            entry_id: id.clone(),
-            instance_id: iid.clone(),
+            entry_id: id.to_string(),
+            instance_id: iid.to_string(),
             scope_path: entry.scope.value.to_string(),
             manifest: Arc::clone(&entry.manifest),
             config: entry.config.clone(),
@@ -910,10 +920,13 @@ impl Harness {
                     .into_iter()
                     .map(|f| format!("{} -> {}", f.description, f.error)),
             );
-            contract.rolled_back.push(id.clone());
+            contract.rolled_back.push(id.to_string());
             return Err(PlaceError::Contract(contract));
         }
-        control.mounts.insert(id.clone(), mount.max(mounted_so_far));
+        attempt.mounts_before.push((id.clone(), mounted_so_far));
+        control
+            .mounts
+            .insert(id.clone(), mount.max(mounted_so_far.unwrap_or(0)));
         let order = control.next_order;
         control.next_order += 1;
         if !instance.registrations().hooks.is_empty() {
@@ -964,9 +977,14 @@ impl Harness {
                         .map(|f| format!("{} -> {}", f.description, f.error)),
                 );
             }
-            rolled.push(entry);
+            rolled.push(entry.to_string());
         }
-        control.mounts = attempt.saved_mounts;
+        for (entry, before) in attempt.mounts_before.into_iter().rev() {
+            match before {
+                Some(n) => control.mounts.insert(entry, n),
+                None => control.mounts.remove(&entry),
+            };
+        }
         (rolled, failures)
     }
 
@@ -976,7 +994,7 @@ impl Harness {
         composition: Composition,
         tree: Arc<ScopeTree>,
         plan: Arc<Plan>,
-        chosen: &BTreeMap<String, String>,
+        chosen: &BTreeMap<Arc<str>, Arc<str>>,
         sequence: u64,
     ) -> Result<Generation, ReconcileError> {
         let mut instances = Vec::new();
@@ -993,7 +1011,7 @@ impl Harness {
             };
             let regs = managed.instance.registrations();
             mounts.insert(entry_id.clone(), managed.mount);
-            let instance_id: Arc<str> = Arc::from(managed.instance.instance_id.as_str());
+            let instance_id: Arc<str> = Arc::clone(&managed.instance.instance_id);
             for c in regs.capabilities.iter().cloned() {
                 capabilities
                     .entry(c.capability.clone())
@@ -1030,7 +1048,10 @@ impl Harness {
             tree,
             plan,
             instances,
-            capabilities,
+            capabilities
+                .into_iter()
+                .map(|(k, v)| (k, Arc::from(v)))
+                .collect(),
             tools,
             HookSet::new(hooks),
             snapshot,
@@ -1094,13 +1115,13 @@ fn node_identity(
 /// is placed in `chosen` (entry id → instance id).
 fn bindings_of<'p>(
     resolutions: impl IntoIterator<Item = &'p Resolution>,
-    chosen: &BTreeMap<String, String>,
+    chosen: &BTreeMap<Arc<str>, Arc<str>>,
 ) -> Vec<(String, String, String)> {
     placed_selections(resolutions, chosen)
         .map(|(r, sel, provider_iid)| {
             (
                 r.requirement.capability.as_str().to_owned(),
-                provider_iid.clone(),
+                provider_iid.to_string(),
                 sel.version.to_string(),
             )
         })
@@ -1111,8 +1132,8 @@ fn bindings_of<'p>(
 /// placed in `chosen`, with the selection and the provider's instance id.
 fn placed_selections<'p, 'c>(
     resolutions: impl IntoIterator<Item = &'p Resolution>,
-    chosen: &'c BTreeMap<String, String>,
-) -> impl Iterator<Item = (&'p Resolution, &'p Selected, &'c String)> {
+    chosen: &'c BTreeMap<Arc<str>, Arc<str>>,
+) -> impl Iterator<Item = (&'p Resolution, &'p Selected, &'c Arc<str>)> {
     resolutions.into_iter().filter_map(move |r| {
         let (Status::Resolved, Some(sel)) = (r.status, &r.selected) else {
             return None;
@@ -1126,91 +1147,19 @@ fn placed_selections<'p, 'c>(
 fn same_bindings<'p>(
     stored: &[(String, String, String)],
     resolutions: impl IntoIterator<Item = &'p Resolution>,
-    chosen: &BTreeMap<String, String>,
+    chosen: &BTreeMap<Arc<str>, Arc<str>>,
 ) -> bool {
     let mut stored = stored.iter();
     for (r, sel, provider_iid) in placed_selections(resolutions, chosen) {
         match stored.next() {
             Some((capability, iid, version))
                 if capability == r.requirement.capability.as_str()
-                    && iid == provider_iid
+                    && **iid == **provider_iid
                     && version == sel.version.as_str() => {}
             _ => return false,
         }
     }
     stored.next().is_none()
-}
-
-/// How a desired composition relates to the current one.
-#[derive(Clone, Copy, Debug, PartialEq, Eq)]
-enum Sameness {
-    /// Equal, as `==` says (entries compared by [`same_entry`]).
-    Identical,
-    /// Equal but for some entries' configurations: the same scope tree and
-    /// resolution.
-    SameResolution,
-    /// Anything else.
-    Different,
-}
-
-/// Compare `a` (current) with `b` (desired), entries by [`same_entry`] (a
-/// composition cloned from the current one shares its manifests, and
-/// comparing 10,000 of them field by field with themselves was most of a
-/// no-op reconcile); everything else by [`Composition::same_but_entries`].
-/// The entries whose configuration differs are listed (in id order) unless
-/// the answer is `Different`.
-fn compare_compositions(a: &Composition, b: &Composition) -> (Sameness, Vec<EntryId>) {
-    let rest_equal = a.entries.len() == b.entries.len() && a.same_but_entries(b);
-    if !rest_equal {
-        return (Sameness::Different, Vec::new());
-    }
-    let mut changed = Vec::new();
-    for ((ia, ea), (ib, eb)) in a.entries.iter().zip(&b.entries) {
-        if ia != ib || !same_resolution_inputs(ea, eb) {
-            return (Sameness::Different, Vec::new());
-        }
-        // A configuration with a NaN is unequal to itself: such an entry
-        // never counts as unchanged (as with `==`).
-        if ea.config != eb.config {
-            changed.push(ib.clone());
-        }
-    }
-    let sameness = if changed.is_empty() {
-        Sameness::Identical
-    } else {
-        Sameness::SameResolution
-    };
-    (sameness, changed)
-}
-
-/// Whether `a` equals `b`, as `==` says, without comparing a shared manifest
-/// with itself (only used to skip hashing an identity: a manifest unequal to
-/// itself hashes as it did).
-fn same_entry(a: &crate::engine::model::Entry, b: &crate::engine::model::Entry) -> bool {
-    same_resolution_inputs(a, b) && a.config == b.config
-}
-
-/// Whether `a` equals `b` in everything the scope tree and the resolver
-/// read: all but the configuration and where the entry was declared. Every
-/// field is named, so a new one cannot be missed.
-fn same_resolution_inputs(
-    a: &crate::engine::model::Entry,
-    b: &crate::engine::model::Entry,
-) -> bool {
-    let crate::engine::model::Entry {
-        id,
-        plugin,
-        manifest,
-        scope,
-        config: _,
-        prefer,
-        origin: _,
-    } = a;
-    *id == b.id
-        && *plugin == b.plugin
-        && *scope == b.scope
-        && *prefer == b.prefer
-        && (Arc::ptr_eq(manifest, &b.manifest) || *manifest == b.manifest)
 }
 
 /// Add a registered tool to a generation's tools, the composition's
@@ -1340,7 +1289,7 @@ type UndeclaredPermission = (String, String, Vec<String>);
 /// One pass over the chosen instances' registrations.
 fn tool_problems(
     control: &ControlState,
-    chosen: &BTreeMap<String, String>,
+    chosen: &BTreeMap<Arc<str>, Arc<str>>,
     composition: &Composition,
 ) -> (Option<DuplicateTool>, Option<UndeclaredPermission>) {
     let mut owners: BTreeMap<String, Vec<String>> = BTreeMap::new();
@@ -1353,7 +1302,7 @@ fn tool_problems(
             owners
                 .entry(t.tool.name().to_owned())
                 .or_default()
-                .push(entry.clone());
+                .push(entry.to_string());
             if undeclared.is_some() {
                 continue;
             }
@@ -1366,7 +1315,7 @@ fn tool_problems(
                 &policy.permissions,
                 &m.instance.manifest().permissions,
             ) {
-                undeclared = Some((entry.clone(), t.tool.name().to_owned(), problems));
+                undeclared = Some((entry.to_string(), t.tool.name().to_owned(), problems));
             }
         }
     }
@@ -1404,7 +1353,7 @@ fn classify(old: &NodeIdentity, new: &NodeIdentity) -> (Decision, Vec<&'static s
     (decision, reasons)
 }
 
-type SeedDecision = (Decision, Vec<&'static str>, Option<String>, Option<u64>);
+type SeedDecision = (Decision, Vec<&'static str>, Option<Arc<str>>, Option<u64>);
 
 /// How `entry` relates to its stored node: reused (keeping the stored mount
 /// number, hence instance id) when the identities are equal, else rebuilt
@@ -1416,19 +1365,24 @@ fn seed_decision(seed: &SeedState, entry: &str, identity: &NodeIdentity) -> Opti
         return Some((
             Decision::Reused,
             vec![],
-            Some(node.instance_id.clone()),
+            Some(Arc::from(node.instance_id.as_str())),
             Some(node.mount),
         ));
     }
     let (decision, reasons) = classify(&node.identity, &seen);
-    Some((decision, reasons, Some(node.instance_id.clone()), None))
+    Some((
+        decision,
+        reasons,
+        Some(Arc::from(node.instance_id.as_str())),
+        None,
+    ))
 }
 
 /// Mount numbers of the chosen instances, for the snapshot.
 fn chosen_mounts(
     control: &ControlState,
     plan: &Plan,
-    chosen: &BTreeMap<String, String>,
+    chosen: &BTreeMap<Arc<str>, Arc<str>>,
 ) -> BTreeMap<EntryId, u64> {
     plan.activation_order
         .iter()
@@ -1478,7 +1432,7 @@ pub fn predict(
     let empty = SeedState::default();
     let seed = seed.unwrap_or(&empty);
     let mut mounts = seed.mounts.clone();
-    let mut chosen: BTreeMap<String, String> = BTreeMap::new();
+    let mut chosen: BTreeMap<Arc<str>, Arc<str>> = BTreeMap::new();
     let mut entry_mounts: BTreeMap<EntryId, u64> = BTreeMap::new();
     let mut identities = BTreeMap::new();
     let mut impact = Vec::new();
@@ -1500,11 +1454,12 @@ pub fn predict(
                 .or_default()
                 .push(id.clone());
         }
-        chosen.insert(id.clone(), iid.clone());
+        let (entry_arc, iid): (Arc<str>, Arc<str>) = (Arc::clone(entry_id.as_arc()), iid.into());
+        chosen.insert(Arc::clone(&entry_arc), Arc::clone(&iid));
         entry_mounts.insert(entry_id.clone(), mount);
-        identities.insert(id.clone(), identity);
+        identities.insert(id, identity);
         impact.push(NodeImpact {
-            entry_id: id,
+            entry_id: entry_arc,
             decision,
             reasons,
             old_instance_id: old_iid,
@@ -1520,12 +1475,12 @@ pub fn predict(
         });
     }
     for n in &seed.nodes {
-        if !chosen.contains_key(&n.entry_id) {
+        if !chosen.contains_key(n.entry_id.as_str()) {
             impact.push(NodeImpact {
-                entry_id: n.entry_id.clone(),
+                entry_id: Arc::from(n.entry_id.as_str()),
                 decision: Decision::Removed,
                 reasons: vec!["entry_removed"],
-                old_instance_id: Some(n.instance_id.clone()),
+                old_instance_id: Some(Arc::from(n.instance_id.as_str())),
                 new_instance_id: None,
             });
         }

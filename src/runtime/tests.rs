@@ -76,7 +76,7 @@ async fn a_config_change_rebuilds_the_provider_and_rewires_its_consumer() {
     let by: std::collections::BTreeMap<&str, Decision> = report
         .impact
         .iter()
-        .map(|i| (i.entry_id.as_str(), i.decision))
+        .map(|i| (&*i.entry_id, i.decision))
         .collect();
     assert_eq!(by["postgres"], Decision::Rebuilt);
     assert_eq!(by["app"], Decision::Rewired);
@@ -121,7 +121,7 @@ async fn a_lease_keeps_its_generation_and_instances_alive_until_released() {
     let control = h.shared.control.lock().await;
     let still: Vec<&String> = old_ids
         .iter()
-        .filter(|id| control.instances.contains_key(*id))
+        .filter(|id| control.instances.contains_key(id.as_str()))
         .collect();
     assert_eq!(
         still.len(),
@@ -197,11 +197,41 @@ async fn a_failing_setup_rolls_back_the_attempt_and_can_be_retried() {
     let g = h.current().unwrap();
     assert_eq!(
         g.snapshot.runtime_instance_ids[0],
-        crate::engine::identity::instance_id(
+        Arc::<str>::from(crate::engine::identity::instance_id(
             &crate::engine::model::EntryId::new("a-db").unwrap(),
             1
-        ),
+        )),
         "a rolled-back attempt consumes no mount number"
+    );
+    // Again with a mount number to restore: `a-db` is rebuilt (its
+    // configuration changed) by an attempt that fails, then by one that
+    // publishes, which mounts it for the second time, not the third.
+    let changed = |with_bad: bool| {
+        let mut b = B::new()
+            .entry("a-db")
+            .provides("database", &["1.0.0"])
+            .config(ConfigValue::Table(
+                [("v".to_owned(), ConfigValue::Int(2))].into(),
+            ));
+        if with_bad {
+            b = b
+                .entry("b-bad")
+                .plugin("testing.failing-setup", "1.0.0")
+                .provides("queue", &["1.0.0"]);
+        }
+        b.build().unwrap()
+    };
+    let err = h.reconcile(changed(true)).await.unwrap_err();
+    assert!(matches!(err, ReconcileError::Setup { .. }), "{err}");
+    h.reconcile(changed(false)).await.unwrap();
+    let second = crate::engine::identity::instance_id(
+        &crate::engine::model::EntryId::new("a-db").unwrap(),
+        2,
+    );
+    assert_eq!(
+        *h.current().unwrap().snapshot.runtime_instance_ids[0],
+        *second,
+        "the failed attempt's mount of `a-db` was given back"
     );
 }
 
@@ -823,7 +853,7 @@ async fn an_identical_composition_with_a_rotated_secret_rebuilds_what_reads_it()
     let by: std::collections::BTreeMap<&str, Decision> = rotated
         .impact
         .iter()
-        .map(|i| (i.entry_id.as_str(), i.decision))
+        .map(|i| (&*i.entry_id, i.decision))
         .collect();
     assert_eq!(by["postgres"], Decision::Rebuilt);
     assert_eq!(by["app"], Decision::Rebuilt);
@@ -859,7 +889,10 @@ async fn a_no_op_reports_every_node_reused_as_placing_them_would() {
     let again = h.reconcile(flat("a")).await.unwrap();
     assert!(!again.published);
     assert!(again.mounted.is_empty() && again.disposed.is_empty());
-    assert_eq!(again.reused, ["app", "cache", "postgres"]);
+    assert_eq!(
+        again.reused,
+        ["app".into(), "cache".into(), "postgres".into()]
+    );
     let expected: Vec<NodeImpact> = first
         .impact
         .iter()
@@ -880,7 +913,7 @@ async fn a_no_op_reports_every_node_reused_as_placing_them_would() {
     let still = h.reconcile(flat("a")).await.unwrap();
     assert!(!still.published);
     assert_eq!(still.generation_id, back.generation_id);
-    let ids = |r: &ReconcileReport| -> Vec<Option<String>> {
+    let ids = |r: &ReconcileReport| -> Vec<Option<Arc<str>>> {
         r.impact.iter().map(|i| i.new_instance_id.clone()).collect()
     };
     assert_eq!(ids(&still), ids(&back));
@@ -1062,7 +1095,7 @@ async fn an_incremental_reconcile_reports_what_placing_every_entry_reports() {
             .impact
             .iter()
             .filter(|n| n.decision != Decision::Reused)
-            .map(|n| n.entry_id.as_str())
+            .map(|n| &*n.entry_id)
             .collect();
         match i {
             1 => assert_eq!(rebuilt, ["db-b", "reader", "svc", "web"]),
@@ -1175,8 +1208,8 @@ async fn a_cancelled_reconcile_leaves_nothing_behind_after_the_next_publication(
     );
     assert!(h.reconcile(make(3, false)).await.unwrap().published);
     let control = h.shared.control.lock().await;
-    let current: Vec<&String> = control.current_by_entry.values().collect();
-    let leaked: Vec<&String> = control
+    let current: Vec<&Arc<str>> = control.current_by_entry.values().collect();
+    let leaked: Vec<&Arc<str>> = control
         .instances
         .keys()
         .filter(|i| !current.contains(i))

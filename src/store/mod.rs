@@ -198,11 +198,11 @@ pub struct StoredImpact {
 impl From<&NodeImpact> for StoredImpact {
     fn from(i: &NodeImpact) -> Self {
         Self {
-            entry_id: i.entry_id.clone(),
+            entry_id: i.entry_id.to_string(),
             decision: decision_name(i.decision).to_owned(),
             reasons: i.reasons.iter().map(|r| (*r).to_owned()).collect(),
-            old_instance_id: i.old_instance_id.clone(),
-            new_instance_id: i.new_instance_id.clone(),
+            old_instance_id: i.old_instance_id.as_deref().map(str::to_owned),
+            new_instance_id: i.new_instance_id.as_deref().map(str::to_owned),
         }
     }
 }

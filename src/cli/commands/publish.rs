@@ -249,8 +249,8 @@ pub(crate) fn nodes_text(impact: &[NodeImpact], pending: &[(String, String)]) ->
     for i in impact {
         let iid = match (&i.old_instance_id, &i.new_instance_id) {
             (Some(a), Some(b)) if a != b => format!("{a} -> {b}"),
-            (_, Some(b)) => b.clone(),
-            (Some(a), None) => a.clone(),
+            (_, Some(b)) => b.to_string(),
+            (Some(a), None) => a.to_string(),
             (None, None) => String::new(),
         };
         let line = format!(

@@ -308,10 +308,10 @@ pub fn build_snapshot(
     ctx: &SnapshotContext,
 ) -> Result<SnapshotRecord, CanonError> {
     let active = Active::new(composition, plan);
-    let runtime_instance_ids: Vec<String> = plan
+    let runtime_instance_ids: Vec<Arc<str>> = plan
         .activation_order
         .iter()
-        .map(|id| instance_id(id, ctx.mounts.get(id).copied().unwrap_or(1)))
+        .map(|id| instance_id(id, ctx.mounts.get(id).copied().unwrap_or(1)).into())
         .collect();
     // The scope fingerprints and everything else are independent halves of
     // the same size: two cores build them side by side.
@@ -343,8 +343,8 @@ pub fn build_snapshot(
     Ok(record(
         ctx,
         Contents {
-            plugins,
-            capabilities,
+            plugins: Arc::new(plugins),
+            capabilities: Arc::new(capabilities),
             config_hash,
             plugin_graph_hash,
             tool_schema_hash,
@@ -395,15 +395,15 @@ fn plugins_and_capabilities(
 /// What a snapshot records of a composition (everything but what the
 /// context gives).
 struct Contents {
-    plugins: BTreeMap<String, String>,
-    capabilities: BTreeMap<String, Vec<String>>,
+    plugins: Arc<BTreeMap<String, String>>,
+    capabilities: Arc<BTreeMap<String, Vec<String>>>,
     config_hash: String,
     plugin_graph_hash: String,
     tool_schema_hash: String,
     metadata: BTreeMap<String, Canon>,
     scopes: Arc<ScopesFingerprint>,
     semantic_scopes: Arc<ScopesFingerprint>,
-    runtime_instance_ids: Vec<String>,
+    runtime_instance_ids: Vec<Arc<str>>,
 }
 
 /// The record of `contents` in `ctx`'s generation, for its agent.
@@ -483,7 +483,7 @@ pub fn rederive_snapshot(
             return build_snapshot(composition, tree, plan, ctx);
         };
         let new = instance_id(id, ctx.mounts.get(id).copied().unwrap_or(1));
-        if new == *old {
+        if *new == **old {
             continue;
         }
         // The entry's instance id in each provider list of its scope row.
@@ -503,21 +503,23 @@ pub fn rederive_snapshot(
             }
             let replaced = row.providers.get_mut(cap.as_str()).and_then(|list| {
                 let at = list.iter().position(|i| **i == **old)?;
-                list[at] = Arc::from(new.as_str());
-                list.sort();
+                let mut ids = list.to_vec();
+                ids[at] = Arc::from(new.as_str());
+                ids.sort();
+                *list = Arc::from(ids);
                 Some(())
             });
             if replaced.is_none() {
                 return build_snapshot(composition, tree, plan, ctx);
             }
         }
-        runtime_instance_ids[p] = new;
+        runtime_instance_ids[p] = new.into();
     }
     Ok(record(
         ctx,
         Contents {
-            plugins: previous.plugins.clone(),
-            capabilities: previous.capabilities.clone(),
+            plugins: Arc::clone(&previous.plugins),
+            capabilities: Arc::clone(&previous.capabilities),
             config_hash: active.config_hash()?,
             plugin_graph_hash: previous.plugin_graph_hash.clone(),
             tool_schema_hash: previous.tool_schema_hash.clone(),
@@ -724,7 +726,7 @@ fn fingerprints<'p>(
     tree: &ScopeTree,
     plan: &'p Plan,
     facts: &EntryFacts<'_>,
-    instance_ids: &[String],
+    instance_ids: &[Arc<str>],
 ) -> (ScopesFingerprint, ScopesFingerprint) {
     let n = tree.len();
     let (entry_scope, resolution_scope) = scope_indices(tree, plan, facts);
@@ -821,7 +823,7 @@ fn fingerprints<'p>(
             // Providers listed here are active, so each has an instance id.
             let instance = facts.position[e]
                 .and_then(|p| instance_ids.get(p))
-                .map(|s| Arc::<str>::from(s.as_str()));
+                .map(Arc::clone);
             if i > 0 && pairs[i - 1].0 == cap {
                 if let Some((_, list)) = providers.last_mut() {
                     list.push(id);
@@ -873,7 +875,10 @@ fn fingerprints<'p>(
                 .and_then(|d| d.tools.as_ref())
                 .map(|v| v.iter().map(|t| Arc::clone(t.as_arc())).collect()),
             entries: ids,
-            providers: providers.into_iter().collect(),
+            providers: providers
+                .into_iter()
+                .map(|(cap, ids)| (cap, Arc::from(ids)))
+                .collect(),
             visible_tools: visible,
             selections,
         };
@@ -884,7 +889,10 @@ fn fingerprints<'p>(
             capabilities: sem.capabilities.clone(),
             tools: sem.tools.clone(),
             entries: sem.entries.clone(),
-            providers: instances.into_iter().collect(),
+            providers: instances
+                .into_iter()
+                .map(|(cap, ids)| (cap, Arc::from(ids)))
+                .collect(),
             visible_tools: sem.visible_tools.clone(),
             selections: Arc::clone(&sem.selections),
         });

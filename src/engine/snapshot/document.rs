@@ -7,6 +7,7 @@
 //! rejected with its reason.
 
 use std::collections::BTreeMap;
+use std::sync::Arc;
 
 use serde_json::Value;
 
@@ -173,8 +174,8 @@ fn parse_record(value: &Value) -> Result<(SnapshotRecord, u64), SnapshotLoadErro
         agent_runtime: raw.agent_runtime,
         agent: raw.agent,
         agent_revision: raw.agent_revision,
-        plugins: raw.plugins,
-        capabilities: raw.capabilities,
+        plugins: Arc::new(raw.plugins),
+        capabilities: Arc::new(raw.capabilities),
         config_hash: raw.config_hash,
         plugin_graph_hash: raw.plugin_graph_hash,
         graph_definition_hash: raw.graph_definition_hash,
@@ -187,7 +188,11 @@ fn parse_record(value: &Value) -> Result<(SnapshotRecord, u64), SnapshotLoadErro
             .collect(),
         scopes: std::sync::Arc::new(raw.scopes),
         semantic_scopes: std::sync::Arc::new(semantic_scopes),
-        runtime_instance_ids: raw.runtime_instance_ids,
+        runtime_instance_ids: raw
+            .runtime_instance_ids
+            .into_iter()
+            .map(Arc::from)
+            .collect(),
     };
     Ok((record, found))
 }

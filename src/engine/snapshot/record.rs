@@ -32,11 +32,12 @@ pub struct SnapshotRecord {
     pub agent: Option<String>,
     /// Agent revision.
     pub agent_revision: Option<String>,
-    /// Manifest name → version, for active entries.
-    pub plugins: BTreeMap<String, String>,
+    /// Manifest name → version, for active entries (shared between the
+    /// generations of one resolution).
+    pub plugins: Arc<BTreeMap<String, String>>,
     /// Capability → registered versions (sorted as strings, as the reference
     /// does, so digests agree with it).
-    pub capabilities: BTreeMap<String, Vec<String>>,
+    pub capabilities: Arc<BTreeMap<String, Vec<String>>>,
     /// Hash of the redacted configuration of active entries.
     pub config_hash: String,
     /// Hash of the plugin dependency graph.
@@ -55,7 +56,7 @@ pub struct SnapshotRecord {
     /// generations of one resolution).
     pub semantic_scopes: Arc<ScopesFingerprint>,
     /// Instance ids in activation order.
-    pub runtime_instance_ids: Vec<String>,
+    pub runtime_instance_ids: Vec<Arc<str>>,
 }
 
 /// The three digests of a record.
@@ -132,7 +133,7 @@ impl SnapshotRecord {
         Canon::List(
             self.runtime_instance_ids
                 .iter()
-                .map(|s| Canon::Str(s.clone()))
+                .map(|s| Canon::from(&**s))
                 .collect(),
         )
     }
@@ -389,13 +390,13 @@ impl SnapshotRecord {
     }
 }
 
-fn w_strs<W: Write>(items: &[String], out: &mut W) -> fmt::Result {
+fn w_strs<W: Write>(items: &[impl AsRef<str>], out: &mut W) -> fmt::Result {
     out.write_char('[')?;
     for (i, s) in items.iter().enumerate() {
         if i > 0 {
             out.write_char(',')?;
         }
-        write_json_string(s, out)?;
+        write_json_string(s.as_ref(), out)?;
     }
     out.write_char(']')
 }
@@ -421,7 +422,7 @@ mod writer_tests {
             capabilities: None,
             tools: Some(vec!["t\"q".into()]),
             entries: vec!["db".into(), "app".into()],
-            providers: BTreeMap::from([("database".into(), vec!["db".into()])]),
+            providers: BTreeMap::from([("database".into(), vec!["db".into()].into())]),
             visible_tools: vec!["t".into()],
             selections: vec![SelectionRow {
                 consumer: "app".into(),
@@ -438,7 +439,7 @@ mod writer_tests {
         };
         let mut physical = tree.clone();
         physical.scopes[0].providers =
-            BTreeMap::from([("database".into(), vec!["plugin_1".into()])]);
+            BTreeMap::from([("database".into(), vec!["plugin_1".into()].into())]);
         SnapshotRecord {
             format_version: SNAPSHOT_FORMAT_VERSION,
             chassis_version: "0.1.0".into(),
@@ -447,14 +448,14 @@ mod writer_tests {
             agent_runtime: "unknown".into(),
             agent: Some("bot".into()),
             agent_revision: None,
-            plugins: BTreeMap::from([
+            plugins: Arc::new(BTreeMap::from([
                 ("postgres".into(), "1.4.2".into()),
                 ("app".into(), "1.0.0".into()),
-            ]),
-            capabilities: BTreeMap::from([(
+            ])),
+            capabilities: Arc::new(BTreeMap::from([(
                 "database".into(),
                 vec!["1.4.2".into(), "2.0.0".into()],
-            )]),
+            )])),
             config_hash: "c".into(),
             plugin_graph_hash: "g".into(),
             graph_definition_hash: None,

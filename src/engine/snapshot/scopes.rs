@@ -43,8 +43,9 @@ pub struct ScopeRow {
     pub tools: Option<Vec<Arc<str>>>,
     /// Sorted ids of entries declared here (pending included).
     pub entries: Vec<Arc<str>>,
-    /// Capability → sorted local provider ids (entry ids or instance ids).
-    pub providers: BTreeMap<Arc<str>, Vec<Arc<str>>>,
+    /// Capability → sorted local provider ids (entry ids or instance ids);
+    /// each list shared, so a derived snapshot copies pointers.
+    pub providers: BTreeMap<Arc<str>, Arc<[Arc<str>]>>,
     /// Sorted names of visible tools.
     pub visible_tools: Vec<Arc<str>>,
     /// Selection rows sorted by (consumer, capability). Shared: the semantic

@@ -89,6 +89,7 @@ conversions! {
     f64 => |v| Float(v),
     &str => |v| Str(v.to_owned()),
     String => |v| Str(v),
+    std::sync::Arc<str> => |v| Str(v.to_string()),
 }
 
 impl<T: Into<Scalar>> From<Option<T>> for Scalar {

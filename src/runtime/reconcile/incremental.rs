@@ -31,13 +31,13 @@ use crate::runtime::lifecycle::PluginState;
 /// What placing the changed entries did.
 pub(super) struct Placed {
     /// Entry id → instance id, every entry of the plan.
-    pub(super) chosen: BTreeMap<String, String>,
+    pub(super) chosen: BTreeMap<Arc<str>, Arc<str>>,
     /// Per-entry impact, sorted by entry id.
     pub(super) impact: Vec<NodeImpact>,
     /// Positions (in the activation order) of the entries mounted again.
     pub(super) remounted: Vec<usize>,
     /// Their previous instance ids.
-    pub(super) displaced: Vec<String>,
+    pub(super) displaced: Vec<Arc<str>>,
     /// Whether a remounted entry's old or new instance registered tools
     /// (the generation's tools may have changed: check them again).
     pub(super) tools_changed: bool,
@@ -169,7 +169,7 @@ impl Harness {
         composition: Composition,
         tree: Arc<ScopeTree>,
         plan: Arc<Plan>,
-        chosen: &BTreeMap<String, String>,
+        chosen: &BTreeMap<Arc<str>, Arc<str>>,
         remounted: &[usize],
         sequence: u64,
     ) -> Result<Result<Generation, Composition>, ReconcileError> {
@@ -192,21 +192,30 @@ impl Harness {
             if *row.entry_id != *entry_id.as_str() {
                 return Ok(Err(composition));
             }
-            row.instance_id = Arc::from(iid.as_str());
+            row.instance_id = Arc::clone(iid);
             mounts.insert(entry_id.clone(), new.mount);
             // Capability providers: the old instance's rows out, the new
             // one's in at its place in the activation order (providers of
             // a capability are listed in that order).
             for reg in old.instance.registrations().capabilities.iter() {
                 if let Some(list) = capabilities.get_mut(&reg.capability) {
-                    list.retain(|pr| *pr.entry_id != *entry_id.as_str());
-                    if list.is_empty() {
+                    let kept: Vec<Provider> = list
+                        .iter()
+                        .filter(|pr| *pr.entry_id != *entry_id.as_str())
+                        .cloned()
+                        .collect();
+                    if kept.is_empty() {
                         capabilities.remove(&reg.capability);
+                    } else {
+                        *list = Arc::from(kept);
                     }
                 }
             }
             for reg in new.instance.registrations().capabilities.iter() {
-                let list = capabilities.entry(reg.capability.clone()).or_default();
+                let slot = capabilities
+                    .entry(reg.capability.clone())
+                    .or_insert_with(|| Arc::from([]));
+                let mut list = slot.to_vec();
                 let mut at = list.len();
                 for (k, pr) in list.iter().enumerate() {
                     let later = EntryId::new(&pr.entry_id)
@@ -226,6 +235,7 @@ impl Harness {
                         registration: reg.clone(),
                     },
                 );
+                *slot = Arc::from(list);
             }
             // Only the tools it still owns: an entry earlier in the order
             // may have taken the name over in this reconcile.
