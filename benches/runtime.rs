@@ -10,6 +10,7 @@
 //! cargo bench --bench runtime -- noop replace  # cases whose name contains a filter
 //! cargo bench --bench runtime -- --sizes=10000 # reconcile at these sizes
 //! cargo bench --bench runtime -- --runs=200 replace  # more repetitions (to profile)
+//! cargo bench --bench runtime -- --idle-ms=30 replace # replacements after a pause
 //! ```
 //!
 //! Case names: `noop`, `replace`, `lease`, `boundary`, `agent`.
@@ -108,6 +109,12 @@ fn main() {
         None if quick => vec![1_000],
         None => vec![1_000, 10_000],
     };
+    // `--idle-ms=N` waits N ms before each timed replacement (a reload after
+    // a quiet spell: caches cold, freed memory returned to the system).
+    let idle: Option<Duration> = args
+        .iter()
+        .find_map(|a| a.strip_prefix("--idle-ms="))
+        .map(|n| Duration::from_millis(n.trim().parse().expect("--idle-ms=N")));
     // `--runs=N` repeats the reconcile cases N times (e.g. to profile them).
     let runs_override: Option<usize> = args
         .iter()
@@ -158,6 +165,9 @@ fn main() {
         let mut replace = Vec::new();
         for i in 0..runs {
             let c = if i % 2 == 0 { b.clone() } else { a.clone() };
+            if let Some(idle) = idle {
+                std::thread::sleep(idle);
+            }
             let t = Instant::now();
             let r = rt.block_on(h.reconcile(c)).expect("replacement");
             replace.push(t.elapsed());

@@ -208,6 +208,35 @@ impl Generation {
         )
     }
 
+    /// Let go of a handle on a generation. When it was the last one, the
+    /// generation's plain data (composition, scope tree, plan, snapshot,
+    /// tables of ids) is freed on the reaper thread and what plugins gave
+    /// (capability values, tools, hooks, bound scope systems) here.
+    pub(crate) fn let_go(generation: Arc<Self>) {
+        let Some(g) = Arc::into_inner(generation) else {
+            return;
+        };
+        let Self {
+            composition,
+            tree,
+            plan,
+            instances,
+            snapshot,
+            mounts,
+            semantic_text,
+            ..
+        } = g;
+        super::reaper::free_later((
+            composition,
+            tree,
+            plan,
+            instances,
+            snapshot,
+            mounts,
+            semantic_text,
+        ));
+    }
+
     /// Assemble a generation in the building state.
     #[allow(clippy::too_many_arguments)]
     pub fn new(

@@ -499,7 +499,12 @@ impl Harness {
                     );
                 }
             }
-            draining.retain(|g| g.state() != GenerationState::Retired);
+            let (retired, live): (Vec<_>, Vec<_>) = std::mem::take(&mut *draining)
+                .into_iter()
+                .partition(|g| g.state() == GenerationState::Retired);
+            *draining = live;
+            drop(draining);
+            retired.into_iter().for_each(Generation::let_go);
         }
         // Stale instances still current (cannot happen: instance ids never
         // come back) or reached by a draining generation are kept.

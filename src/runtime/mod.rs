@@ -19,6 +19,7 @@ pub mod instance;
 pub mod lifecycle;
 pub mod model;
 pub mod plugin;
+mod reaper;
 pub mod reconcile;
 pub mod replay;
 pub mod request_tools;

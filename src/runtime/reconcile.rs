@@ -684,6 +684,12 @@ impl Harness {
         let (reclaim_failures, mut disposed) = self.reclaim(&mut control).await;
         failures.extend(reclaim_failures);
         disposed.sort_unstable();
+        // This reconcile's handles on the previous generation: once it is
+        // retired, the last one frees it off this path.
+        [previous, current, incremental]
+            .into_iter()
+            .flatten()
+            .for_each(Generation::let_go);
         Ok(ReconcileReport {
             quarantined: Vec::new(),
             generation_id: generation.id.to_string(),
