@@ -211,6 +211,9 @@ struct Active<'a> {
     in_order: Vec<&'a Entry>,
     /// Sorted by id.
     by_id: Vec<&'a Entry>,
+    /// Whether `by_id` holds each id once (it was taken from the
+    /// composition's map, not from a plan that repeats an entry).
+    by_id_unique: bool,
 }
 
 impl<'a> Active<'a> {
@@ -233,13 +236,13 @@ impl<'a> Active<'a> {
         };
         // When the plan lines up (the activation order holds each eligible
         // entry once), the eligible entries in composition order.
-        let by_id: Vec<&Entry> = if lined_up
+        let by_id_unique = lined_up
             && facts
                 .position
                 .iter()
                 .zip(&facts.eligible)
-                .all(|(p, &e)| p.is_some() == e)
-        {
+                .all(|(p, &e)| p.is_some() == e);
+        let by_id: Vec<&Entry> = if by_id_unique {
             facts
                 .entries
                 .iter()
@@ -256,11 +259,15 @@ impl<'a> Active<'a> {
             facts,
             in_order,
             by_id,
+            by_id_unique,
         }
     }
 
     /// `config_hash` (one key per id: a repeated id is the same entry).
     fn config_hash(&self) -> Result<String, CanonError> {
+        if self.by_id_unique {
+            return sorted_config_hash(&self.by_id);
+        }
         let mut unique = self.by_id.clone();
         unique.dedup_by(|a, b| a.id == b.id);
         sorted_config_hash(&unique)
