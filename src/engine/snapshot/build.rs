@@ -12,7 +12,7 @@ use std::fmt::Write as _;
 use std::sync::Arc;
 
 use super::record::{SNAPSHOT_FORMAT_VERSION, SnapshotRecord};
-use super::scopes::{ScopeRow, ScopesFingerprint, SelectionRow};
+use super::scopes::{ProviderIds, ScopeRow, ScopesFingerprint, SelectionRow};
 use crate::engine::canonical::{
     Canon, CanonError, Sha256Writer, stable_hash, write_canonical, write_json_string,
 };
@@ -823,30 +823,32 @@ fn fingerprints<'p>(
         // Providers by capability, each list in entry id order (stable sort:
         // entries were visited in id order).
         pairs.sort_by(|a, b| a.0.cmp(b.0));
-        let mut providers: Vec<(Arc<str>, Vec<Arc<str>>)> = Vec::new();
-        let mut instances: Vec<(Arc<str>, Vec<Arc<str>>)> = Vec::new();
-        for (i, &(cap, e)) in pairs.iter().enumerate() {
-            let id = Arc::clone(facts.entries[e].id.as_arc());
+        // Each list is allocated once, at its length (most capabilities
+        // have a single local provider).
+        let mut providers: Vec<(Arc<str>, ProviderIds)> = Vec::new();
+        let mut instances: Vec<(Arc<str>, ProviderIds)> = Vec::new();
+        for group in pairs.chunk_by(|a, b| a.0 == b.0) {
+            let cap = Arc::clone(group[0].0.as_arc());
+            let ids: ProviderIds = group
+                .iter()
+                .map(|&(_, e)| Arc::clone(facts.entries[e].id.as_arc()))
+                .collect();
             // Providers listed here are active, so each has an instance id.
-            let instance = facts.position[e]
-                .and_then(|p| instance_ids.get(p))
-                .map(Arc::clone);
-            if i > 0 && pairs[i - 1].0 == cap {
-                if let Some((_, list)) = providers.last_mut() {
-                    list.push(id);
+            let instance = |&(_, e): &(&CapabilityName, usize)| {
+                facts.position[e]
+                    .and_then(|p| instance_ids.get(p))
+                    .map(Arc::clone)
+            };
+            let iids: ProviderIds = match group {
+                [one] => instance(one).into_iter().collect(),
+                _ => {
+                    let mut list: Vec<Arc<str>> = group.iter().filter_map(instance).collect();
+                    list.sort();
+                    list.into()
                 }
-                if let Some((_, list)) = instances.last_mut() {
-                    list.extend(instance);
-                }
-            } else {
-                providers.push((Arc::clone(cap.as_arc()), vec![id]));
-                instances.push((Arc::clone(cap.as_arc()), instance.into_iter().collect()));
-            }
-        }
-        for (_, list) in &mut instances {
-            if list.len() > 1 {
-                list.sort();
-            }
+            };
+            providers.push((Arc::clone(&cap), ids));
+            instances.push((cap, iids));
         }
         let mut visible: Vec<Arc<str>> = acc
             .iter()
@@ -882,10 +884,7 @@ fn fingerprints<'p>(
                 .and_then(|d| d.tools.as_ref())
                 .map(|v| v.iter().map(|t| Arc::clone(t.as_arc())).collect()),
             entries: ids,
-            providers: providers
-                .into_iter()
-                .map(|(cap, ids)| (cap, Arc::from(ids)))
-                .collect(),
+            providers: providers.into_iter().collect(),
             visible_tools: visible,
             selections,
         };
@@ -896,10 +895,7 @@ fn fingerprints<'p>(
             capabilities: sem.capabilities.clone(),
             tools: sem.tools.clone(),
             entries: sem.entries.clone(),
-            providers: instances
-                .into_iter()
-                .map(|(cap, ids)| (cap, Arc::from(ids)))
-                .collect(),
+            providers: instances.into_iter().collect(),
             visible_tools: sem.visible_tools.clone(),
             selections: Arc::clone(&sem.selections),
         });

@@ -16,7 +16,7 @@ pub use build::{
 };
 pub use document::{Envelope, SnapshotLoadError, SnapshotLoadReason, envelope, parse_document};
 pub use record::{Digests, SNAPSHOT_FORMAT_VERSION, SnapshotRecord};
-pub use scopes::{ScopeRow, ScopesFingerprint, ScopesText, SelectionRow};
+pub use scopes::{ProviderIds, ScopeRow, ScopesFingerprint, ScopesText, SelectionRow};
 
 #[cfg(test)]
 mod tests;

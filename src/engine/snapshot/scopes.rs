@@ -45,13 +45,17 @@ pub struct ScopeRow {
     pub entries: Vec<Arc<str>>,
     /// Capability → sorted local provider ids (entry ids or instance ids);
     /// each list shared, so a derived snapshot copies pointers.
-    pub providers: BTreeMap<Arc<str>, Arc<[Arc<str>]>>,
+    pub providers: BTreeMap<Arc<str>, ProviderIds>,
     /// Sorted names of visible tools.
     pub visible_tools: Vec<Arc<str>>,
     /// Selection rows sorted by (consumer, capability). Shared: the semantic
     /// and physical trees of one snapshot hold the same rows.
     pub selections: Arc<[SelectionRow]>,
 }
+
+/// The sorted provider ids of one capability in a scope row (shared: a
+/// derived snapshot copies the pointer).
+pub type ProviderIds = Arc<[Arc<str>]>;
 
 /// The whole fingerprint: `{root, scopes}` in pre-order.
 #[derive(Clone, Debug, PartialEq, Eq, serde::Deserialize)]
