@@ -216,24 +216,15 @@ impl Generation {
         let Some(g) = Arc::into_inner(generation) else {
             return;
         };
-        let Self {
-            composition,
-            tree,
-            plan,
-            instances,
-            snapshot,
-            mounts,
-            semantic_text,
-            ..
-        } = g;
+        // Moved out field by field; the rest drops here.
         super::reaper::free_later((
-            composition,
-            tree,
-            plan,
-            instances,
-            snapshot,
-            mounts,
-            semantic_text,
+            g.composition,
+            g.tree,
+            g.plan,
+            g.instances,
+            g.snapshot,
+            g.mounts,
+            g.semantic_text,
         ));
     }
 

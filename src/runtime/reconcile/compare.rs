@@ -177,3 +177,94 @@ fn same_resolution_inputs(a: &Entry, b: &Entry) -> bool {
         && *prefer == b.prefer
         && (Arc::ptr_eq(manifest, &b.manifest) || *manifest == b.manifest)
 }
+
+#[cfg(test)]
+mod tests {
+    use std::sync::Arc;
+
+    use super::*;
+    use crate::engine::build::CompositionBuilder;
+    use crate::engine::model::ConfigValue;
+    use crate::engine::span::{Origin, SourceId, Span};
+
+    /// A chain of `n` entries named `e{i}` (skipping `skip`), the entry at
+    /// `changed` configured differently.
+    fn chain(n: usize, skip: Option<usize>, changed: Option<usize>) -> Composition {
+        let mut b = CompositionBuilder::new();
+        for i in (0..n).filter(|&i| Some(i) != skip) {
+            b = b
+                .entry(&format!("e{i:05}"))
+                .provides(&format!("cap{i}"), &["1.0.0"]);
+            if i > 0 {
+                b = b.requires(&format!("cap{}", i - 1), ">=1,<2");
+            }
+            if Some(i) == changed {
+                b = b.config(ConfigValue::Table(
+                    [("v".to_owned(), ConfigValue::Int(2))].into(),
+                ));
+            }
+        }
+        b.build().expect("a valid chain")
+    }
+
+    fn id(i: usize) -> EntryId {
+        EntryId::new(&format!("e{i:05}")).unwrap()
+    }
+
+    // Below and above the size at which the halves are compared on two
+    // cores (the answers must not depend on it).
+    const SIZES: [usize; 4] = [1, 3, 4_095, 4_097];
+
+    #[test]
+    fn identical_and_configuration_changes_wherever_they_are() {
+        for n in SIZES {
+            let base = chain(n, None, None);
+            let same = compare_compositions(&base, &chain(n, None, None));
+            assert_eq!(same.sameness, Sameness::Identical, "n={n}");
+            assert!(same.changed.is_empty() && !same.requirements_moved);
+            for at in [0, n / 2, n - 1] {
+                let got = compare_compositions(&base, &chain(n, None, Some(at)));
+                assert_eq!(got.sameness, Sameness::SameResolution, "n={n} at={at}");
+                assert_eq!(got.changed, [id(at)], "n={n} at={at}");
+                assert!(!got.requirements_moved);
+            }
+        }
+    }
+
+    #[test]
+    fn a_different_entry_set_of_the_same_size_is_different() {
+        for n in SIZES.into_iter().filter(|&n| n > 2) {
+            // One id dropped, another added: same count, other keys, on
+            // either side of the middle.
+            for (gone, extra) in [(0, n), (n / 2, n), (n - 1, n), (1, n + 7)] {
+                let a = chain(n, None, None);
+                let mut b = chain(n + 8, Some(gone), None);
+                b.entries.retain(|k, _| {
+                    let i: usize = k.as_str()[1..].parse().unwrap();
+                    i < n || i == extra
+                });
+                assert_eq!(a.entries.len(), b.entries.len());
+                let got = compare_compositions(&a, &b);
+                assert_eq!(got, Compared::different(), "n={n} gone={gone}");
+            }
+        }
+    }
+
+    #[test]
+    fn a_moved_requirement_is_noticed_in_either_half() {
+        for n in SIZES.into_iter().filter(|&n| n > 2) {
+            for at in [1, n / 2, n - 1] {
+                let a = chain(n, None, None);
+                let mut b = chain(n, None, None);
+                let entry = b.entries.get_mut(&id(at)).unwrap();
+                let manifest = Arc::make_mut(&mut entry.manifest);
+                for r in manifest.requires.values_mut() {
+                    r.origin = Some(Origin::new(SourceId(0), Span { start: 9, end: 10 }));
+                }
+                let got = compare_compositions(&a, &b);
+                assert_eq!(got.sameness, Sameness::Identical, "n={n} at={at}");
+                assert!(got.requirements_moved, "n={n} at={at}");
+            }
+        }
+    }
+}
