@@ -26,6 +26,22 @@ use crate::engine::snapshot::{Digests, SnapshotRecord};
 use crate::engine::system::{Governing, SystemCapability, governing};
 use crate::engine::tree::ScopeTree;
 
+/// Indexes into a plan's `resolutions` of the resolved ones, by the entry
+/// they selected: which consumers a provider serves.
+pub(crate) type SelectingIndex =
+    std::collections::HashMap<crate::engine::model::EntryId, Vec<usize>>;
+
+/// The [`SelectingIndex`] of `plan`.
+pub(crate) fn selecting_index(plan: &Plan) -> SelectingIndex {
+    let mut m = SelectingIndex::new();
+    for (i, r) in plan.resolutions.iter().enumerate() {
+        if let (crate::engine::resolve::Status::Resolved, Some(sel)) = (r.status, &r.selected) {
+            m.entry(sel.entry.clone()).or_default().push(i);
+        }
+    }
+    m
+}
+
 /// Where a generation is in its life.
 #[derive(Clone, Copy, Debug, PartialEq, Eq, PartialOrd, Ord)]
 pub enum GenerationState {
@@ -115,6 +131,11 @@ pub struct Generation {
     /// when a generation of the same resolution is derived from this one
     /// and handed on to it (the tree is shared, so is its text).
     semantic_text: OnceLock<Arc<crate::engine::snapshot::ScopesText>>,
+    /// The plan's [`SelectingIndex`], built on first use and handed on to
+    /// generations derived from this one with the same plan (an
+    /// incremental reconcile then looks consumers up instead of scanning
+    /// every resolution).
+    selecting: OnceLock<Arc<SelectingIndex>>,
     accounting: Mutex<Accounting>,
 }
 
@@ -208,6 +229,31 @@ impl Generation {
         )
     }
 
+    /// The plan's [`SelectingIndex`] (built at the first call).
+    pub(crate) fn selecting_index(&self) -> Arc<SelectingIndex> {
+        Arc::clone(
+            self.selecting
+                .get_or_init(|| Arc::new(selecting_index(&self.plan))),
+        )
+    }
+
+    /// The [`SelectingIndex`] if it was built or handed on (tests).
+    #[cfg(test)]
+    pub(crate) fn selecting_index_if_built(&self) -> Option<&Arc<SelectingIndex>> {
+        self.selecting.get()
+    }
+
+    /// This generation, with `previous`'s [`SelectingIndex`] when it was
+    /// built for the same plan (the same `Arc`).
+    pub(crate) fn with_selecting_index_of(self, previous: &Generation) -> Self {
+        if Arc::ptr_eq(&self.plan, &previous.plan)
+            && let Some(index) = previous.selecting.get()
+        {
+            let _ = self.selecting.set(Arc::clone(index));
+        }
+        self
+    }
+
     /// Let go of a handle on a generation. When it was the last one, the
     /// generation's plain data (composition, scope tree, plan, snapshot,
     /// tables of ids) is freed on the reaper thread and what plugins gave
@@ -257,6 +303,7 @@ impl Generation {
             mounts: BTreeMap::new(),
             system: OnceLock::new(),
             semantic_text: OnceLock::new(),
+            selecting: OnceLock::new(),
             accounting: Mutex::new(Accounting {
                 state: GenerationState::Building,
                 leases: BTreeMap::new(),

@@ -9,7 +9,9 @@ use std::sync::Arc;
 use serde::Serialize;
 
 use super::context::{Binding, ContextSpec};
-use super::generation::{Generation, GenerationInstance, GenerationState, Provider};
+use super::generation::{
+    Generation, GenerationInstance, GenerationState, Provider, SelectingIndex, selecting_index,
+};
 use super::harness::{ControlState, Harness, Managed, SeedState};
 use super::hooks::HookSet;
 use super::identity::{Decision, NodeIdentity, NodeImpact, changes};
@@ -145,9 +147,10 @@ struct Attempt {
     /// Control-plane hook failures met while mounting.
     hook_failures: Vec<CleanupFailure>,
     /// Indexes into `plan.resolutions` of the resolved ones, by the entry
-    /// they selected (built at the first mount that validates, so checking
-    /// every provider stays linear in resolutions).
-    selecting: Option<std::collections::HashMap<EntryId, Vec<usize>>>,
+    /// they selected: the current generation's when the plan is its own,
+    /// else built after a few scans (so checking every provider stays
+    /// linear in resolutions).
+    selecting: Option<Arc<SelectingIndex>>,
     /// Lookups answered by scanning so far.
     scans: usize,
 }
@@ -179,16 +182,9 @@ impl Attempt {
                 })
                 .collect();
         }
-        let index = self.selecting.get_or_insert_with(|| {
-            let mut m: std::collections::HashMap<EntryId, Vec<usize>> =
-                std::collections::HashMap::new();
-            for (i, r) in plan.resolutions.iter().enumerate() {
-                if let (Status::Resolved, Some(sel)) = (r.status, &r.selected) {
-                    m.entry(sel.entry.clone()).or_default().push(i);
-                }
-            }
-            m
-        });
+        let index = self
+            .selecting
+            .get_or_insert_with(|| Arc::new(selecting_index(plan)));
         index
             .get(provider)
             .map(|ix| ix.iter().map(|&i| &plan.resolutions[i]).collect())
@@ -399,6 +395,12 @@ impl Harness {
             }
             _ => None,
         };
+        // Consumers are looked up in the current generation's index when
+        // the plan is the same one (built once, then handed on).
+        attempt.selecting = incremental
+            .as_ref()
+            .filter(|c| Arc::ptr_eq(&c.plan, &plan))
+            .map(|c| c.selecting_index());
         let mut chosen: BTreeMap<Arc<str>, Arc<str>> = BTreeMap::new();
         let mut impact = Vec::new();
         let mut remounted = None;

@@ -1267,3 +1267,29 @@ async fn a_config_edit_that_moved_declarations_is_derived_and_points_at_the_new_
     assert_eq!(origins(&g.plan), origins(&expected));
     assert!(origins(&expected).iter().all(Option::is_some));
 }
+
+#[tokio::test]
+async fn incremental_reconciles_share_one_selecting_index() {
+    let h = harness();
+    h.reconcile(loaded(0, "a")).await.unwrap();
+    // The first incremental reconcile builds the current generation's
+    // index and hands it on; the next one uses and hands on the same.
+    h.reconcile(loaded(0, "b")).await.unwrap();
+    let second = h.current().unwrap();
+    let index = Arc::clone(second.selecting_index_if_built().expect("handed on"));
+    h.reconcile(loaded(0, "c")).await.unwrap();
+    let third = h.current().unwrap();
+    assert_eq!(
+        h.shared.derived.load(Ordering::SeqCst),
+        2,
+        "both incremental"
+    );
+    assert!(Arc::ptr_eq(&third.plan, &second.plan));
+    let handed = third.selecting_index_if_built().expect("handed on");
+    assert!(Arc::ptr_eq(handed, &index));
+    assert_eq!(
+        **handed,
+        crate::runtime::generation::selecting_index(&third.plan)
+    );
+    assert!(!handed.is_empty());
+}

@@ -287,7 +287,8 @@ impl Harness {
             snapshot,
             digests,
         )
-        .with_mounts(ctx.mounts);
+        .with_mounts(ctx.mounts)
+        .with_selecting_index_of(previous);
         Ok(Ok(match semantic_text {
             Some(text) => generation.with_semantic_text(text),
             None => generation,
