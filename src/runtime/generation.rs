@@ -256,7 +256,7 @@ impl Generation {
 
     /// Let go of a handle on a generation. When it was the last one, the
     /// generation's plain data (composition, scope tree, plan, snapshot,
-    /// tables of ids) is freed on the reaper thread and what plugins gave
+    /// tables of ids, the selecting index) is freed on the reaper thread and what plugins gave
     /// (capability values, tools, hooks, bound scope systems) here.
     pub(crate) fn let_go(generation: Arc<Self>) {
         let Some(g) = Arc::into_inner(generation) else {
@@ -271,6 +271,7 @@ impl Generation {
             g.snapshot,
             g.mounts,
             g.semantic_text,
+            g.selecting,
         ));
     }
 
