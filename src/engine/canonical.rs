@@ -622,7 +622,7 @@ pub fn python_float_text(x: f64) -> Result<String, CanonError> {
 }
 
 /// Writes [`python_float_text`] of `x` into `out`.
-fn write_float<W: fmt::Write>(x: f64, out: &mut W) -> Result<(), CanonError> {
+pub(crate) fn write_float<W: fmt::Write>(x: f64, out: &mut W) -> Result<(), CanonError> {
     if !x.is_finite() {
         return Err(CanonError::NonFinite {
             value: format!("{x}"),

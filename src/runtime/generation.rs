@@ -95,6 +95,10 @@ struct Accounting {
     leases: BTreeMap<u64, Instant>,
 }
 
+/// Capability → its providers in a generation (a persistent map: see
+/// [`Generation::capabilities`]).
+pub type ProvidersByCapability = imbl::OrdMap<CapabilityName, Arc<[Provider]>>;
+
 /// An immutable published composition.
 #[derive(Debug)]
 pub struct Generation {
@@ -108,10 +112,10 @@ pub struct Generation {
     pub plan: Arc<Plan>,
     /// Instances in activation order.
     pub instances: Vec<GenerationInstance>,
-    /// Capability → providers (registration order within each provider);
-    /// each list shared, so a generation derived from this one copies
-    /// pointers, not providers.
-    pub capabilities: BTreeMap<CapabilityName, Arc<[Provider]>>,
+    /// Capability → providers (registration order within each provider).
+    /// Persistent and each list shared, so a generation derived from this
+    /// one shares every row it does not rewrite.
+    pub capabilities: ProvidersByCapability,
     /// Tools by name (unique in a generation).
     pub tools: BTreeMap<String, ToolRegistration>,
     /// Hooks in dispatch order.
@@ -124,7 +128,7 @@ pub struct Generation {
     pub created_at: Instant,
     /// The mount number of each entry's instance (what its snapshot's
     /// instance ids were computed from).
-    pub mounts: BTreeMap<crate::engine::model::EntryId, u64>,
+    pub mounts: crate::engine::snapshot::MountNumbers,
     /// The `policy` and `secrets` of each scope, bound on first use.
     system: OnceLock<SystemIndex>,
     /// The canonical text of the snapshot's semantic scope tree, written
@@ -205,7 +209,7 @@ pub struct GenerationPressure {
 impl Generation {
     /// The same generation, recording the mount numbers its snapshot used.
     #[must_use]
-    pub fn with_mounts(mut self, mounts: BTreeMap<crate::engine::model::EntryId, u64>) -> Self {
+    pub fn with_mounts(mut self, mounts: crate::engine::snapshot::MountNumbers) -> Self {
         self.mounts = mounts;
         self
     }
@@ -283,7 +287,7 @@ impl Generation {
         tree: Arc<ScopeTree>,
         plan: Arc<Plan>,
         instances: Vec<GenerationInstance>,
-        capabilities: BTreeMap<CapabilityName, Arc<[Provider]>>,
+        capabilities: ProvidersByCapability,
         tools: BTreeMap<String, ToolRegistration>,
         hooks: HookSet,
         snapshot: SnapshotRecord,
@@ -301,7 +305,7 @@ impl Generation {
             snapshot,
             digests,
             created_at: Instant::now(),
-            mounts: BTreeMap::new(),
+            mounts: crate::engine::snapshot::MountNumbers::new(),
             system: OnceLock::new(),
             semantic_text: OnceLock::new(),
             selecting: OnceLock::new(),

@@ -69,13 +69,18 @@ pub(crate) struct Managed {
     pub(crate) instance: PluginInstance,
 }
 
+/// Entry id → the instance it runs. Persistent (structurally shared): each
+/// reconcile starts from the current map and changes a few rows, and the
+/// previous map stays valid for what still reads it.
+pub(crate) type InstanceByEntry = imbl::OrdMap<Arc<str>, Arc<str>>;
+
 /// Everything the control plane mutates, under one async lock.
 #[derive(Default)]
 pub(crate) struct ControlState {
     /// Instance id → managed instance (current and retained ones).
     pub(crate) instances: BTreeMap<Arc<str>, Managed>,
     /// Entry id → the instance the current generation uses.
-    pub(crate) current_by_entry: BTreeMap<Arc<str>, Arc<str>>,
+    pub(crate) current_by_entry: InstanceByEntry,
     /// Entry id → mounts so far (instance ids derive from it).
     pub(crate) mounts: BTreeMap<Arc<str>, u64>,
     /// Last published sequence.
@@ -103,7 +108,7 @@ impl ControlState {
     /// entry id).
     pub(crate) fn set_current(
         &mut self,
-        chosen: BTreeMap<Arc<str>, Arc<str>>,
+        chosen: InstanceByEntry,
         displaced: Option<Vec<Arc<str>>>,
     ) {
         match displaced {

@@ -195,6 +195,130 @@ impl NodeImpact {
     }
 }
 
+/// Every node's impact of one reconcile, sorted by entry id.
+///
+/// A reconcile that changes one entry of 10,000 keeps 9,999 instances: those
+/// rows say only "reused, same instance". They are kept as the entry →
+/// instance map the harness holds anyway (persistent, so holding it here
+/// copies a pointer) and written out when read, instead of as 10,000 rows
+/// built on every reload whether anyone reads them or not.
+#[derive(Clone, Debug, Default)]
+pub struct NodeImpacts {
+    /// The entries a decision was taken for (placed, added, removed), sorted
+    /// by entry id.
+    decided: Vec<NodeImpact>,
+    /// Entry id → instance id: every entry of `kept` not in `decided` was
+    /// reused with that instance.
+    kept: imbl::OrdMap<Arc<str>, Arc<str>>,
+}
+
+impl NodeImpacts {
+    /// Impacts listed one by one (sorted by entry id here).
+    #[must_use]
+    pub fn from_sorted(decided: Vec<NodeImpact>) -> Self {
+        debug_assert!(decided.is_sorted_by(|a, b| a.entry_id <= b.entry_id));
+        Self {
+            decided,
+            kept: imbl::OrdMap::new(),
+        }
+    }
+
+    /// `decided` (sorted by entry id), and every other entry of `kept`
+    /// reused with its instance there.
+    #[must_use]
+    pub(crate) fn with_kept(
+        decided: Vec<NodeImpact>,
+        kept: imbl::OrdMap<Arc<str>, Arc<str>>,
+    ) -> Self {
+        debug_assert!(decided.is_sorted_by(|a, b| a.entry_id <= b.entry_id));
+        Self { decided, kept }
+    }
+
+    /// Every node's impact, in entry id order.
+    pub fn iter(&self) -> impl Iterator<Item = NodeImpact> + '_ {
+        let mut decided = self.decided.iter().peekable();
+        let mut kept = self.kept.iter().peekable();
+        std::iter::from_fn(move || match (decided.peek(), kept.peek()) {
+            (Some(d), Some((e, _))) if d.entry_id <= **e => {
+                if d.entry_id == **e {
+                    kept.next();
+                }
+                decided.next().cloned()
+            }
+            (_, Some(_)) => kept
+                .next()
+                .map(|(e, i)| NodeImpact::reused(Arc::clone(e), Arc::clone(i))),
+            (Some(_), None) => decided.next().cloned(),
+            (None, None) => None,
+        })
+    }
+
+    /// Every node's impact, in entry id order, as a list.
+    #[must_use]
+    pub fn to_vec(&self) -> Vec<NodeImpact> {
+        self.iter().collect()
+    }
+
+    /// How many nodes took `decision`.
+    #[must_use]
+    pub fn count(&self, decision: Decision) -> usize {
+        let decided = self
+            .decided
+            .iter()
+            .filter(|i| i.decision == decision)
+            .count();
+        if decision != Decision::Reused {
+            return decided;
+        }
+        let also_kept = self
+            .decided
+            .iter()
+            .filter(|i| self.kept.contains_key(&*i.entry_id))
+            .count();
+        decided + self.kept.len() - also_kept
+    }
+
+    /// The number of nodes.
+    #[must_use]
+    pub fn len(&self) -> usize {
+        let also_kept = self
+            .decided
+            .iter()
+            .filter(|i| self.kept.contains_key(&*i.entry_id))
+            .count();
+        self.decided.len() + self.kept.len() - also_kept
+    }
+
+    /// Whether there are none.
+    #[must_use]
+    pub fn is_empty(&self) -> bool {
+        self.decided.is_empty() && self.kept.is_empty()
+    }
+
+    /// The entries whose instances were reused, in entry id order.
+    #[must_use]
+    pub fn reused(&self) -> Vec<Arc<str>> {
+        self.iter()
+            .filter(|i| i.decision == Decision::Reused)
+            .map(|i| i.entry_id)
+            .collect()
+    }
+}
+
+impl PartialEq for NodeImpacts {
+    fn eq(&self, other: &Self) -> bool {
+        self.iter().eq(other.iter())
+    }
+}
+
+impl Eq for NodeImpacts {}
+
+impl Serialize for NodeImpacts {
+    fn serialize<S: serde::Serializer>(&self, serializer: S) -> Result<S::Ok, S::Error> {
+        serializer.collect_seq(self.iter())
+    }
+}
+
 /// Compare an old and a new identity of the same entry.
 pub fn changes(old: &NodeIdentity, new: &NodeIdentity) -> Vec<&'static str> {
     let mut out = Vec::new();
@@ -214,4 +338,69 @@ pub fn changes(old: &NodeIdentity, new: &NodeIdentity) -> Vec<&'static str> {
         out.push("dependency_changed");
     }
     out
+}
+
+#[cfg(test)]
+mod tests {
+    use super::*;
+
+    fn decided(
+        entry: &str,
+        decision: Decision,
+        old: Option<&str>,
+        new: Option<&str>,
+    ) -> NodeImpact {
+        NodeImpact {
+            entry_id: entry.into(),
+            decision,
+            reasons: vec!["config_changed"],
+            old_instance_id: old.map(Into::into),
+            new_instance_id: new.map(Into::into),
+        }
+    }
+
+    /// Decided rows win over kept ones, everything comes out in entry id
+    /// order, and the counts agree with the listed rows.
+    #[test]
+    fn decided_rows_merge_into_the_kept_map() {
+        let kept: imbl::OrdMap<Arc<str>, Arc<str>> = [("b", "i_b"), ("d", "i_d"), ("f", "i_f")]
+            .into_iter()
+            .map(|(e, i)| (Arc::from(e), Arc::from(i)))
+            .collect();
+        let rows = vec![
+            decided("a", Decision::Added, None, Some("i_a2")),
+            decided("d", Decision::Rebuilt, Some("i_d"), Some("i_d2")),
+            decided("g", Decision::Removed, Some("i_g"), None),
+        ];
+        let impacts = NodeImpacts::with_kept(rows.clone(), kept);
+        let listed = impacts.to_vec();
+        let order: Vec<(&str, Decision)> =
+            listed.iter().map(|i| (&*i.entry_id, i.decision)).collect();
+        assert_eq!(
+            order,
+            [
+                ("a", Decision::Added),
+                ("b", Decision::Reused),
+                ("d", Decision::Rebuilt),
+                ("f", Decision::Reused),
+                ("g", Decision::Removed),
+            ]
+        );
+        assert_eq!(listed[1], NodeImpact::reused("b".into(), "i_b".into()));
+        assert_eq!(listed[2], rows[1]);
+        assert_eq!(impacts.len(), 5);
+        assert_eq!(impacts.count(Decision::Reused), 2);
+        assert_eq!(impacts.count(Decision::Rebuilt), 1);
+        assert_eq!(impacts.count(Decision::Removed), 1);
+        assert_eq!(impacts.reused(), [Arc::<str>::from("b"), "f".into()]);
+        // Equal to the same rows listed one by one; serialized as a list.
+        let listed_again = NodeImpacts::from_sorted(listed.clone());
+        assert_eq!(impacts, listed_again);
+        assert_eq!(
+            serde_json::to_value(&impacts).unwrap(),
+            serde_json::to_value(&listed).unwrap()
+        );
+        assert!(NodeImpacts::default().is_empty());
+        assert_eq!(NodeImpacts::default().len(), 0);
+    }
 }

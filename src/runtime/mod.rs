@@ -42,7 +42,7 @@ pub use executor::{
 pub use generation::{Generation, GenerationState, PressureReport, ScopeSystem};
 pub use harness::{AcquireError, Harness, HarnessOptions, Lease};
 pub use hooks::{ErrorPolicy, FnHook, HookEvent, HookHandler, HookMode, HookReply, HookSet};
-pub use identity::{Decision, NodeIdentity, NodeImpact};
+pub use identity::{Decision, NodeIdentity, NodeImpact, NodeImpacts};
 pub use inspect::InstanceView;
 pub use instance::{PluginInstance, PluginSetupError};
 pub use lifecycle::{Health, PluginState, StateError, StateMachine};

@@ -12,9 +12,9 @@ use super::context::{Binding, ContextSpec};
 use super::generation::{
     Generation, GenerationInstance, GenerationState, Provider, SelectingIndex, selecting_index,
 };
-use super::harness::{ControlState, Harness, Managed, SeedState};
+use super::harness::{ControlState, Harness, InstanceByEntry, Managed, SeedState};
 use super::hooks::HookSet;
-use super::identity::{Decision, NodeIdentity, NodeImpact, changes};
+use super::identity::{Decision, NodeIdentity, NodeImpact, NodeImpacts, changes};
 use super::instance::{PluginInstance, PluginSetupError};
 use super::scope::CleanupFailure;
 use super::signals;
@@ -23,7 +23,7 @@ use crate::engine::model::{Composition, EntryId};
 use crate::engine::resolve::{
     Plan, Resolution, Selected, Status, resolve_with_tree, with_origins_of,
 };
-use crate::engine::snapshot::{Digests, SnapshotContext, build_snapshot};
+use crate::engine::snapshot::{Digests, MountNumbers, SnapshotContext, build_snapshot};
 use crate::engine::tree::ScopeTree;
 
 mod compare;
@@ -122,18 +122,24 @@ pub struct ReconcileReport {
     pub published: bool,
     /// Entries mounted in this reconcile.
     pub mounted: Vec<Arc<str>>,
-    /// Entries whose instances were reused.
-    pub reused: Vec<Arc<str>>,
     /// Entries pending (not mounted).
     pub pending: Vec<String>,
     /// Instances disposed.
     pub disposed: Vec<String>,
-    /// Per-node impact.
-    pub impact: Vec<NodeImpact>,
+    /// Per-node impact, sorted by entry id.
+    pub impact: NodeImpacts,
     /// Cleanup failures met while reclaiming.
     pub failures: Vec<CleanupFailure>,
     /// Entries quarantined by `on_failure = "skip"`, with their error.
     pub quarantined: Vec<(String, String)>,
+}
+
+impl ReconcileReport {
+    /// The entries whose instances were reused, in entry id order.
+    #[must_use]
+    pub fn reused(&self) -> Vec<Arc<str>> {
+        self.impact.reused()
+    }
 }
 
 struct Attempt {
@@ -214,15 +220,14 @@ impl Harness {
                     signals::attrs([
                         ("generation_id", r.generation_id.clone().into()),
                         ("mounted", count(r.mounted.len())),
-                        ("reused", count(r.reused.len())),
+                        ("reused", count(r.impact.count(Decision::Reused))),
                         ("disposed", count(r.disposed.len())),
                         ("failures", count(r.failures.len())),
                     ]),
                     None,
                 );
                 if r.published {
-                    let n =
-                        |d: Decision| count(r.impact.iter().filter(|i| i.decision == d).count());
+                    let n = |d: Decision| count(r.impact.count(d));
                     self.event(
                         "generation.impact",
                         signals::attrs([
@@ -317,6 +322,7 @@ impl Harness {
             sameness,
             changed,
             requirements_moved,
+            with_secrets,
         } = current.as_ref().map_or_else(Compared::different, |c| {
             compare_compositions(&c.composition, &composition)
         });
@@ -401,19 +407,28 @@ impl Harness {
             .as_ref()
             .filter(|c| Arc::ptr_eq(&c.plan, &plan))
             .map(|c| c.selecting_index());
-        let mut chosen: BTreeMap<Arc<str>, Arc<str>> = BTreeMap::new();
+        let mut chosen = InstanceByEntry::new();
         let mut impact = Vec::new();
+        let mut kept = None;
         let mut remounted = None;
         let mut displaced = None;
         let mut tools_changed = true;
         if incremental.is_some() {
             match self
-                .place_changed(&mut control, &composition, &plan, &changed, &mut attempt)
+                .place_changed(
+                    &mut control,
+                    &composition,
+                    &plan,
+                    &changed,
+                    &with_secrets,
+                    &mut attempt,
+                )
                 .await
             {
                 Ok(placed) => {
                     chosen = placed.chosen;
-                    impact = placed.impact;
+                    impact = placed.decided;
+                    kept = Some(placed.kept);
                     tools_changed = placed.tools_changed;
                     displaced = Some(placed.displaced);
                     remounted = (!placed.hooks_changed).then_some(placed.remounted);
@@ -490,11 +505,12 @@ impl Harness {
             impact.sort_by(|a, b| a.entry_id.cmp(&b.entry_id));
         }
         let mounted: Vec<Arc<str>> = attempt.mounted.iter().map(|(e, _)| e.clone()).collect();
-        let reused: Vec<Arc<str>> = impact
-            .iter()
-            .filter(|i| i.decision == Decision::Reused)
-            .map(|i| i.entry_id.clone())
-            .collect();
+        // The incremental path decided for a few entries; every other one
+        // keeps its instance (listed when the report is read).
+        let impact = match kept {
+            Some(kept) => NodeImpacts::with_kept(impact, kept),
+            None => NodeImpacts::from_sorted(impact),
+        };
         let pending: Vec<String> = plan.pending.iter().map(ToString::to_string).collect();
 
         // An identical composition publishes nothing and keeps its digest.
@@ -517,7 +533,6 @@ impl Harness {
                     generation_id: current.id.to_string(),
                     published: false,
                     mounted,
-                    reused,
                     pending,
                     disposed: Vec::new(),
                     impact,
@@ -697,7 +712,6 @@ impl Harness {
             generation_id: generation.id.to_string(),
             published: !adopt,
             mounted,
-            reused,
             pending,
             disposed,
             impact,
@@ -753,7 +767,6 @@ impl Harness {
         // Entry ids order as their text, so the composition's entries (a
         // superset: pending ones are not placed) walk beside `placed`.
         let mut entries = current.composition.entries.iter();
-        let mut impact = Vec::with_capacity(placed.len());
         for (entry_id, iid) in placed {
             let (id, entry) = entries.find(|(id, _)| id.as_str() == &**entry_id)?;
             if !entry.config.secret_refs().is_empty() {
@@ -763,17 +776,16 @@ impl Harness {
                     return None;
                 }
             }
-            impact.push(NodeImpact::reused(entry_id.clone(), iid.clone()));
         }
         Some(ReconcileReport {
             quarantined: Vec::new(),
             generation_id: current.id.to_string(),
             published: false,
             mounted: Vec::new(),
-            reused: placed.keys().cloned().collect(),
             pending: plan.pending.iter().map(ToString::to_string).collect(),
             disposed: Vec::new(),
-            impact,
+            // Every entry reused with its current instance.
+            impact: NodeImpacts::with_kept(Vec::new(), placed.clone()),
             failures: Vec::new(),
         })
     }
@@ -795,7 +807,7 @@ impl Harness {
         composition: &Composition,
         plan: &Plan,
         entry_id: &EntryId,
-        chosen: &mut BTreeMap<Arc<str>, Arc<str>>,
+        chosen: &mut InstanceByEntry,
         attempt: &mut Attempt,
     ) -> Result<NodeImpact, PlaceError> {
         let entry = &composition.entries[entry_id];
@@ -1002,14 +1014,14 @@ impl Harness {
         composition: Composition,
         tree: Arc<ScopeTree>,
         plan: Arc<Plan>,
-        chosen: &BTreeMap<Arc<str>, Arc<str>>,
+        chosen: &InstanceByEntry,
         sequence: u64,
     ) -> Result<Generation, ReconcileError> {
         let mut instances = Vec::new();
         let mut capabilities: BTreeMap<_, Vec<Provider>> = BTreeMap::new();
         let mut tools = BTreeMap::new();
         let mut hooks = Vec::new();
-        let mut mounts = BTreeMap::new();
+        let mut mounts = MountNumbers::new();
         for entry_id in &plan.activation_order {
             let Some(managed) = chosen
                 .get(entry_id.as_str())
@@ -1123,7 +1135,7 @@ fn node_identity(
 /// is placed in `chosen` (entry id → instance id).
 fn bindings_of<'p>(
     resolutions: impl IntoIterator<Item = &'p Resolution>,
-    chosen: &BTreeMap<Arc<str>, Arc<str>>,
+    chosen: &InstanceByEntry,
 ) -> Vec<(String, String, String)> {
     placed_selections(resolutions, chosen)
         .map(|(r, sel, provider_iid)| {
@@ -1140,7 +1152,7 @@ fn bindings_of<'p>(
 /// placed in `chosen`, with the selection and the provider's instance id.
 fn placed_selections<'p, 'c>(
     resolutions: impl IntoIterator<Item = &'p Resolution>,
-    chosen: &'c BTreeMap<Arc<str>, Arc<str>>,
+    chosen: &'c InstanceByEntry,
 ) -> impl Iterator<Item = (&'p Resolution, &'p Selected, &'c Arc<str>)> {
     resolutions.into_iter().filter_map(move |r| {
         let (Status::Resolved, Some(sel)) = (r.status, &r.selected) else {
@@ -1155,7 +1167,7 @@ fn placed_selections<'p, 'c>(
 fn same_bindings<'p>(
     stored: &[(String, String, String)],
     resolutions: impl IntoIterator<Item = &'p Resolution>,
-    chosen: &BTreeMap<Arc<str>, Arc<str>>,
+    chosen: &InstanceByEntry,
 ) -> bool {
     let mut stored = stored.iter();
     for (r, sel, provider_iid) in placed_selections(resolutions, chosen) {
@@ -1297,7 +1309,7 @@ type UndeclaredPermission = (String, String, Vec<String>);
 /// One pass over the chosen instances' registrations.
 fn tool_problems(
     control: &ControlState,
-    chosen: &BTreeMap<Arc<str>, Arc<str>>,
+    chosen: &InstanceByEntry,
     composition: &Composition,
 ) -> (Option<DuplicateTool>, Option<UndeclaredPermission>) {
     let mut owners: BTreeMap<String, Vec<String>> = BTreeMap::new();
@@ -1387,11 +1399,7 @@ fn seed_decision(seed: &SeedState, entry: &str, identity: &NodeIdentity) -> Opti
 }
 
 /// Mount numbers of the chosen instances, for the snapshot.
-fn chosen_mounts(
-    control: &ControlState,
-    plan: &Plan,
-    chosen: &BTreeMap<Arc<str>, Arc<str>>,
-) -> BTreeMap<EntryId, u64> {
+fn chosen_mounts(control: &ControlState, plan: &Plan, chosen: &InstanceByEntry) -> MountNumbers {
     plan.activation_order
         .iter()
         .filter_map(|e| {
@@ -1440,8 +1448,8 @@ pub fn predict(
     let empty = SeedState::default();
     let seed = seed.unwrap_or(&empty);
     let mut mounts = seed.mounts.clone();
-    let mut chosen: BTreeMap<Arc<str>, Arc<str>> = BTreeMap::new();
-    let mut entry_mounts: BTreeMap<EntryId, u64> = BTreeMap::new();
+    let mut chosen = InstanceByEntry::new();
+    let mut entry_mounts = MountNumbers::new();
     let mut identities = BTreeMap::new();
     let mut impact = Vec::new();
     let mut tool_owners: BTreeMap<String, Vec<String>> = BTreeMap::new();

@@ -499,6 +499,7 @@ pub fn run(ui: &Ui, args: &PublishArgs) -> Result<ExitStatus, ExitStatus> {
     }
     let d = &generation.digests;
     let pending = pending_lines(&resolved);
+    let impact = report.impact.to_vec();
     match ui.format {
         Format::Json => ui.out_json(&serde_json::json!({
             "format_version": 1,
@@ -507,8 +508,8 @@ pub fn run(ui: &Ui, args: &PublishArgs) -> Result<ExitStatus, ExitStatus> {
             "generation_id": report.generation_id,
             "previous_generation_id": previous.map(|g| g.to_string()),
             "store": path.display().to_string(),
-            "impact": counts(&report.impact),
-            "nodes": report.impact.iter().map(node_json).collect::<Vec<_>>(),
+            "impact": counts(&impact),
+            "nodes": impact.iter().map(node_json).collect::<Vec<_>>(),
             "pending": pending.iter().map(|(e, _)| e).collect::<Vec<_>>(),
             "digests": {
                 "digest": d.digest,
@@ -532,13 +533,13 @@ pub fn run(ui: &Ui, args: &PublishArgs) -> Result<ExitStatus, ExitStatus> {
                 out,
                 "  store            {}\n  nodes            {}\n  digest           {}\n  semantic_digest  {}\n  physical_digest  {}\n",
                 path.display(),
-                counts_text(&report.impact),
+                counts_text(&impact),
                 d.digest,
                 d.semantic_digest,
                 d.physical_digest
             );
             if report.published {
-                let _ = write!(out, "\nNODES\n{}", nodes_text(&report.impact, &pending));
+                let _ = write!(out, "\nNODES\n{}", nodes_text(&impact, &pending));
             }
             ui.out(&out);
         }
@@ -582,7 +583,11 @@ pub(crate) fn record_publication(
                 identity: StoredIdentity::from_identity(&n.identity, Some(fingerprint)),
             })
             .collect(),
-        impact: report.impact.iter().map(StoredImpact::from).collect(),
+        impact: report
+            .impact
+            .iter()
+            .map(|i| StoredImpact::from(&i))
+            .collect(),
         mounts,
     };
     store.publish(record).map_err(|e| store_error(ui, &e))?;

@@ -13,9 +13,7 @@ use std::sync::Arc;
 
 use super::record::{SNAPSHOT_FORMAT_VERSION, SnapshotRecord};
 use super::scopes::{ProviderIds, ScopeRow, ScopesFingerprint, SelectionRow};
-use crate::engine::canonical::{
-    Canon, CanonError, Sha256Writer, stable_hash, write_canonical, write_json_string,
-};
+use crate::engine::canonical::{Canon, CanonError, Sha256Writer, stable_hash, write_json_string};
 use crate::engine::identity::{GenerationId, instance_id};
 use crate::engine::model::{CapabilityName, Composition, Entry, EntryId, Requirement, ToolName};
 use crate::engine::parallel;
@@ -27,8 +25,15 @@ use crate::engine::tree::{FxHashMap, ScopeIx, ScopeTree};
 /// The `metadata` key of each tool's contract hash, by tool name.
 pub const TOOL_CONTRACTS: &str = "tool_contracts";
 
+/// The `metadata` key of the MCP servers the active entries run against.
+const MCP_SERVERS: &str = "mcp_servers";
+
 /// The version of this chassis, recorded in every snapshot.
 pub const CHASSIS_VERSION: &str = env!("CARGO_PKG_VERSION");
+
+/// Entry id → mount number in its store. Persistent (structurally
+/// shared): a generation derived from another changes a few of its rows.
+pub type MountNumbers = imbl::OrdMap<EntryId, u64>;
 
 /// Facts a snapshot needs that are not in the composition.
 #[derive(Clone, Debug)]
@@ -36,7 +41,7 @@ pub struct SnapshotContext {
     /// The generation the snapshot describes.
     pub generation: GenerationId,
     /// Mount number of each entry in its store (1 when absent: a fresh store).
-    pub mounts: BTreeMap<EntryId, u64>,
+    pub mounts: MountNumbers,
     /// Agent runtime kind (`unknown` for a bare snapshot).
     pub agent_runtime: String,
     /// Agent name and revision, for agent runs.
@@ -54,7 +59,7 @@ impl Default for SnapshotContext {
     fn default() -> Self {
         Self {
             generation: GenerationId::first(),
-            mounts: BTreeMap::new(),
+            mounts: MountNumbers::new(),
             agent_runtime: "unknown".into(),
             agent: None,
             graph_definition_hash: None,
@@ -281,15 +286,33 @@ impl<'a> Active<'a> {
         composition: &Composition,
         ctx: &SnapshotContext,
     ) -> Result<BTreeMap<String, Canon>, CanonError> {
+        Ok(snapshot_metadata(
+            composition,
+            ctx,
+            tool_contracts(&self.in_order)?,
+            mcp_servers(&self.in_order),
+        ))
+    }
+}
+
+/// The snapshot's `metadata`, given what the active entries' manifests
+/// contribute (each tool's contract hash, the MCP servers).
+fn snapshot_metadata(
+    composition: &Composition,
+    ctx: &SnapshotContext,
+    tools: Option<Canon>,
+    servers: Option<Canon>,
+) -> BTreeMap<String, Canon> {
+    {
         let mut metadata = ctx.metadata.clone();
-        if let Some(tools) = tool_contracts(&self.in_order)? {
+        if let Some(tools) = tools {
             metadata.insert(TOOL_CONTRACTS.to_owned(), tools);
         }
         if let Some(skipped) = composition.skipped_metadata() {
             metadata.insert("skipped_entries".to_owned(), skipped);
         }
-        if let Some(servers) = mcp_servers(&self.in_order) {
-            metadata.insert("mcp_servers".to_owned(), servers);
+        if let Some(servers) = servers {
+            metadata.insert(MCP_SERVERS.to_owned(), servers);
         }
         if !composition.quarantined.is_empty() {
             metadata.insert(
@@ -303,7 +326,7 @@ impl<'a> Active<'a> {
                 ),
             );
         }
-        Ok(metadata)
+        metadata
     }
 }
 
@@ -479,7 +502,12 @@ pub fn rederive_snapshot(
     {
         return build_snapshot(composition, tree, plan, ctx);
     }
-    let active = Active::new(composition, plan);
+    // One pass over the entries: the plan lists the composition's entries
+    // (the same ids, in the same order), so each entry's eligibility is read
+    // beside it instead of being looked up.
+    let Some(config_hash) = rederived_config_hash(composition, plan)? else {
+        return build_snapshot(composition, tree, plan, ctx);
+    };
     let mut runtime_instance_ids = previous.runtime_instance_ids.clone();
     let mut physical = Arc::clone(&previous.scopes);
     for &p in remounted {
@@ -527,15 +555,52 @@ pub fn rederive_snapshot(
         Contents {
             plugins: Arc::clone(&previous.plugins),
             capabilities: Arc::clone(&previous.capabilities),
-            config_hash: active.config_hash()?,
+            config_hash,
             plugin_graph_hash: previous.plugin_graph_hash.clone(),
             tool_schema_hash: previous.tool_schema_hash.clone(),
-            metadata: active.metadata(composition, ctx)?,
+            // The same manifests and plan: the same tools and servers.
+            metadata: snapshot_metadata(
+                composition,
+                ctx,
+                previous.metadata.get(TOOL_CONTRACTS).cloned(),
+                previous.metadata.get(MCP_SERVERS).cloned(),
+            ),
             scopes: physical,
             semantic_scopes: Arc::clone(&previous.semantic_scopes),
             runtime_instance_ids,
         },
     ))
+}
+
+/// `config_hash` of the eligible entries of `composition`, read beside
+/// `plan.entries`; `None` when the two do not list the same ids.
+fn rederived_config_hash(
+    composition: &Composition,
+    plan: &Plan,
+) -> Result<Option<String>, CanonError> {
+    if composition.entries.len() != plan.entries.len() {
+        return Ok(None);
+    }
+    let mut h = Sha256Writer::new();
+    h.write_char('{')?;
+    let mut first = true;
+    for ((id, e), (planned, p)) in composition.entries.iter().zip(&plan.entries) {
+        if id != planned {
+            return Ok(None);
+        }
+        if !p.eligible {
+            continue;
+        }
+        if !first {
+            h.write_char(',')?;
+        }
+        first = false;
+        write_json_string(e.id.as_str(), &mut h)?;
+        h.write_char(':')?;
+        e.config.write_redacted_for_hash(&mut h)?;
+    }
+    h.write_char('}')?;
+    Ok(Some(h.finish_hex()))
 }
 
 /// [`config_hash`] of entries sorted by id without duplicates, written
@@ -549,7 +614,7 @@ fn sorted_config_hash(sorted: &[&Entry]) -> Result<String, CanonError> {
         }
         write_json_string(e.id.as_str(), &mut h)?;
         h.write_char(':')?;
-        write_canonical(&redact_for_hash(&e.config.to_canon()), &mut h)?;
+        e.config.write_redacted_for_hash(&mut h)?;
     }
     h.write_char('}')?;
     Ok(h.finish_hex())

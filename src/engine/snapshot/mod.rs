@@ -11,7 +11,7 @@ mod record;
 mod scopes;
 
 pub use build::{
-    CHASSIS_VERSION, SnapshotContext, TOOL_CONTRACTS, build_snapshot, config_hash,
+    CHASSIS_VERSION, MountNumbers, SnapshotContext, TOOL_CONTRACTS, build_snapshot, config_hash,
     plugin_graph_hash, rederive_snapshot, tool_schema_hash,
 };
 pub use document::{Envelope, SnapshotLoadError, SnapshotLoadReason, envelope, parse_document};

@@ -39,6 +39,10 @@ pub(super) struct Compared {
     /// declared elsewhere in the desired composition: the current plan's
     /// origins need re-pointing. Only meaningful unless `Different`.
     pub(super) requirements_moved: bool,
+    /// The desired entries whose configuration references a secret (their
+    /// identity may move with the secret's value), in id order; noted while
+    /// each configuration is at hand. Empty when `Different`.
+    pub(super) with_secrets: Vec<EntryId>,
 }
 
 impl Compared {
@@ -48,6 +52,7 @@ impl Compared {
             sameness: Sameness::Different,
             changed: Vec::new(),
             requirements_moved: false,
+            with_secrets: Vec::new(),
         }
     }
 }
@@ -97,6 +102,8 @@ pub(super) fn compare_compositions(a: &Composition, b: &Composition) -> Compared
     };
     let mut changed = first.changed;
     changed.extend(second.changed);
+    let mut with_secrets = first.with_secrets;
+    with_secrets.extend(second.with_secrets);
     Compared {
         sameness: if changed.is_empty() {
             Sameness::Identical
@@ -105,6 +112,7 @@ pub(super) fn compare_compositions(a: &Composition, b: &Composition) -> Compared
         },
         changed,
         requirements_moved: scopes_moved || first.requirements_moved || second.requirements_moved,
+        with_secrets,
     }
 }
 
@@ -113,6 +121,7 @@ pub(super) fn compare_compositions(a: &Composition, b: &Composition) -> Compared
 struct EntriesCompared {
     changed: Vec<EntryId>,
     requirements_moved: bool,
+    with_secrets: Vec<EntryId>,
 }
 
 /// Compare two runs of entries pair by pair; `None` when they differ in
@@ -134,6 +143,9 @@ fn compare_entries<'c>(
                 // entry never counts as unchanged (as with `==`).
                 if ea.config != eb.config {
                     out.changed.push(ib.clone());
+                }
+                if eb.config.has_secret_refs() {
+                    out.with_secrets.push(ib.clone());
                 }
                 // Equal manifests require the same capabilities, in the
                 // same order; a shared one declared them in the same place.
@@ -265,6 +277,34 @@ mod tests {
                 assert_eq!(got.sameness, Sameness::Identical, "n={n} at={at}");
                 assert!(got.requirements_moved, "n={n} at={at}");
             }
+        }
+    }
+
+    #[test]
+    fn configurations_referencing_secrets_are_listed_from_either_half() {
+        use crate::engine::model::SecretRef;
+        for n in SIZES {
+            let base = chain(n, None, None);
+            let none = compare_compositions(&base, &chain(n, None, None));
+            assert!(none.with_secrets.is_empty(), "n={n}");
+            let mut with = chain(n, None, None);
+            let picked: Vec<usize> = [0, n / 2, n - 1].into_iter().collect();
+            for &at in &picked {
+                with.entries.get_mut(&id(at)).unwrap().config = ConfigValue::Table(
+                    [(
+                        "key".to_owned(),
+                        ConfigValue::Array(vec![ConfigValue::Secret(SecretRef {
+                            name: "API_KEY".into(),
+                        })]),
+                    )]
+                    .into(),
+                );
+            }
+            let got = compare_compositions(&base, &with);
+            let mut expected: Vec<EntryId> = picked.iter().map(|&at| id(at)).collect();
+            expected.dedup();
+            assert_eq!(got.with_secrets, expected, "n={n}");
+            assert_eq!(got.changed, expected, "n={n}");
         }
     }
 }

@@ -14,7 +14,6 @@
 //! record), and the outcome is the one placing every entry would reach
 //! (debug builds build both and compare them).
 
-use std::collections::BTreeMap;
 use std::sync::Arc;
 
 use super::{Attempt, PlaceError, ReconcileError};
@@ -24,16 +23,19 @@ use crate::engine::resolve::{Consumer, Plan};
 use crate::engine::snapshot::{SnapshotContext, rederive_snapshot};
 use crate::engine::tree::ScopeTree;
 use crate::runtime::generation::{Generation, Provider};
-use crate::runtime::harness::{ControlState, Harness};
+use crate::runtime::harness::{ControlState, Harness, InstanceByEntry};
 use crate::runtime::identity::NodeImpact;
 use crate::runtime::lifecycle::PluginState;
 
 /// What placing the changed entries did.
 pub(super) struct Placed {
     /// Entry id → instance id, every entry of the plan.
-    pub(super) chosen: BTreeMap<Arc<str>, Arc<str>>,
-    /// Per-entry impact, sorted by entry id.
-    pub(super) impact: Vec<NodeImpact>,
+    pub(super) chosen: InstanceByEntry,
+    /// The impact of each entry placed, sorted by entry id.
+    pub(super) decided: Vec<NodeImpact>,
+    /// Entry id → instance id before placing: every entry not in
+    /// `decided` kept its instance.
+    pub(super) kept: InstanceByEntry,
     /// Positions (in the activation order) of the entries mounted again.
     pub(super) remounted: Vec<usize>,
     /// Their previous instance ids.
@@ -67,6 +69,7 @@ impl Harness {
         composition: &Composition,
         plan: &Plan,
         changed: &[EntryId],
+        with_secrets: &[EntryId],
         attempt: &mut Attempt,
     ) -> Result<Placed, PlaceError> {
         let n = plan.activation_order.len();
@@ -76,10 +79,8 @@ impl Harness {
                 dirty[p] = true;
             }
         }
-        for (id, entry) in &composition.entries {
-            if entry.config.has_secret_refs()
-                && let Some(p) = position(plan, id)
-            {
+        for id in with_secrets {
+            if let Some(p) = position(plan, id) {
                 dirty[p] = true;
             }
         }
@@ -135,20 +136,12 @@ impl Harness {
             }
             placed.push(decision);
         }
-        // Every other entry keeps its instance: the impact in entry id
-        // order (as `chosen` is), the placed ones merged in.
+        // Every other entry keeps its instance (`kept`, the map as it was).
         placed.sort_by(|a, b| a.entry_id.cmp(&b.entry_id));
-        let mut placed = placed.into_iter().peekable();
-        let mut impact = Vec::with_capacity(chosen.len());
-        for (entry_id, iid) in &chosen {
-            match placed.next_if(|d| d.entry_id == *entry_id) {
-                Some(d) => impact.push(d),
-                None => impact.push(NodeImpact::reused(entry_id.clone(), iid.clone())),
-            }
-        }
         Ok(Placed {
+            kept: control.current_by_entry.clone(),
             chosen,
-            impact,
+            decided: placed,
             remounted,
             displaced,
             tools_changed,
@@ -169,7 +162,7 @@ impl Harness {
         composition: Composition,
         tree: Arc<ScopeTree>,
         plan: Arc<Plan>,
-        chosen: &BTreeMap<Arc<str>, Arc<str>>,
+        chosen: &InstanceByEntry,
         remounted: &[usize],
         sequence: u64,
     ) -> Result<Result<Generation, Composition>, ReconcileError> {
