@@ -223,14 +223,15 @@ impl NodeImpacts {
         }
     }
 
-    /// `decided` (sorted by entry id), and every other entry of `kept`
-    /// reused with its instance there.
+    /// `decided` (sorted by entry id, one row per entry), and every other
+    /// entry of `kept` reused with its instance there.
     #[must_use]
     pub(crate) fn with_kept(
         decided: Vec<NodeImpact>,
         kept: imbl::OrdMap<Arc<str>, Arc<str>>,
     ) -> Self {
-        debug_assert!(decided.is_sorted_by(|a, b| a.entry_id <= b.entry_id));
+        // Strictly sorted: one row per entry (the counts rely on it).
+        debug_assert!(decided.is_sorted_by(|a, b| a.entry_id < b.entry_id));
         Self { decided, kept }
     }
 

@@ -114,7 +114,7 @@ pub enum ReconcileError {
 }
 
 /// What a reconcile did.
-#[derive(Clone, Debug, PartialEq, Serialize)]
+#[derive(Clone, Debug, PartialEq)]
 pub struct ReconcileReport {
     /// The current generation after the reconcile.
     pub generation_id: String,
@@ -139,6 +139,24 @@ impl ReconcileReport {
     #[must_use]
     pub fn reused(&self) -> Vec<Arc<str>> {
         self.impact.reused()
+    }
+}
+
+/// Serialized with `reused` listed (as when it was a field).
+impl Serialize for ReconcileReport {
+    fn serialize<S: serde::Serializer>(&self, serializer: S) -> Result<S::Ok, S::Error> {
+        use serde::ser::SerializeStruct;
+        let mut s = serializer.serialize_struct("ReconcileReport", 9)?;
+        s.serialize_field("generation_id", &self.generation_id)?;
+        s.serialize_field("published", &self.published)?;
+        s.serialize_field("mounted", &self.mounted)?;
+        s.serialize_field("reused", &self.reused())?;
+        s.serialize_field("pending", &self.pending)?;
+        s.serialize_field("disposed", &self.disposed)?;
+        s.serialize_field("impact", &self.impact)?;
+        s.serialize_field("failures", &self.failures)?;
+        s.serialize_field("quarantined", &self.quarantined)?;
+        s.end()
     }
 }
 
@@ -365,7 +383,7 @@ impl Harness {
         if same_composition
             && shortcut
             && let Some(current) = &current
-            && let Some(report) = self.unchanged(&control, current, &plan)
+            && let Some(report) = self.unchanged(&control, current, &plan, &with_secrets)
         {
             #[cfg(test)]
             self.shared
@@ -726,14 +744,15 @@ impl Harness {
     /// still has its identity with their current values. With the
     /// composition and plan unchanged and every provider reused, every
     /// binding is the one the identity was computed with, so this is exactly
-    /// the outcome of placing every entry — reached by walking the sorted
-    /// maps side by side instead of looking each entry up (a no-op reconcile
-    /// stays cheap at 10,000 entries).
+    /// the outcome of placing every entry — reached by looking up only the
+    /// entries `with_secrets` lists (what the compare found referencing
+    /// secrets), so a no-op reconcile stays cheap at 10,000 entries.
     fn unchanged(
         &self,
         control: &ControlState,
         current: &Generation,
         plan: &Plan,
+        with_secrets: &[EntryId],
     ) -> Option<ReconcileReport> {
         let placed = &control.current_by_entry;
         // The first two cannot hold while a generation is current (a seed
@@ -764,17 +783,18 @@ impl Harness {
                 .eq(placed.iter().map(|(e, i)| (&**e, &**i)))
                 && placed.values().all(|i| control.instances.contains_key(i))
         });
-        // Entry ids order as their text, so the composition's entries (a
-        // superset: pending ones are not placed) walk beside `placed`.
-        let mut entries = current.composition.entries.iter();
-        for (entry_id, iid) in placed {
-            let (id, entry) = entries.find(|(id, _)| id.as_str() == &**entry_id)?;
-            if !entry.config.secret_refs().is_empty() {
-                let managed = control.instances.get(iid)?;
-                let bindings = bindings_of(plan.resolutions_of(id.as_str()), placed);
-                if self.identity_of(entry, &bindings) != managed.identity {
-                    return None;
-                }
+        // Only an entry whose configuration references secrets can have
+        // another identity now (the compare listed them).
+        for id in with_secrets {
+            let Some(iid) = placed.get(id.as_str()) else {
+                // Referencing secrets but not placed: pending, as before.
+                continue;
+            };
+            let entry = current.composition.entries.get(id)?;
+            let managed = control.instances.get(iid)?;
+            let bindings = bindings_of(plan.resolutions_of(id.as_str()), placed);
+            if self.identity_of(entry, &bindings) != managed.identity {
+                return None;
             }
         }
         Some(ReconcileReport {

@@ -889,6 +889,12 @@ async fn a_no_op_reports_every_node_reused_as_placing_them_would() {
         again.reused(),
         ["app".into(), "cache".into(), "postgres".into()]
     );
+    let json = serde_json::to_value(&again).unwrap();
+    assert_eq!(
+        json["reused"],
+        serde_json::json!(["app", "cache", "postgres"])
+    );
+    assert_eq!(json["impact"].as_array().map(Vec::len), Some(3));
     let expected: Vec<NodeImpact> = first
         .impact
         .iter()

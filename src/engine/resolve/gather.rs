@@ -4,8 +4,10 @@ use super::plan::Consumer;
 use std::collections::BTreeMap;
 
 use crate::engine::model::{
-    CapabilityName, Composition, Entry, EntryId, EntryRef, Provided, Requirement, ScopePath,
+    CapabilityName, Composition, Entry, EntryId, EntryRef, Provided, Requirement, ScopeDecl,
+    ScopePath,
 };
+use crate::engine::parallel;
 use crate::engine::tree::{FxHashMap, ScopeIx, ScopeTree};
 use crate::engine::version::Version;
 
@@ -113,6 +115,25 @@ pub fn best_accepted<'a>(provided: &'a Provided, requirement: &Requirement) -> O
 }
 
 pub(super) fn gather<'a>(composition: &'a Composition, tree: &ScopeTree) -> Gathered<'a> {
+    gather_cut(composition, tree, Cut::Auto)
+}
+
+/// Where [`gather_cut`] cuts its walk in two.
+#[derive(Clone, Copy, Debug)]
+pub(super) enum Cut {
+    /// Halfway, when the work is worth a second core.
+    Auto,
+    /// At this (scope, entry offset), the parts one after the other (tests).
+    #[cfg(test)]
+    At(ScopeIx, usize),
+}
+
+/// [`gather`], its walk cut as `cut` says: the answer never depends on it.
+pub(super) fn gather_cut<'a>(
+    composition: &'a Composition,
+    tree: &ScopeTree,
+    cut: Cut,
+) -> Gathered<'a> {
     let entries: Vec<&Entry> = composition.entries.values().collect();
     let entry_scope: Vec<ScopeIx> = entries
         .iter()
@@ -127,12 +148,23 @@ pub(super) fn gather<'a>(composition: &'a Composition, tree: &ScopeTree) -> Gath
     // Intern provided capability names; count providers per capability.
     let mut caps: FxHashMap<&str, usize> = FxHashMap::default();
     caps.reserve(entries.len().min(1 << 16));
-    let mut provided: Vec<Vec<(usize, &Provided)>> = Vec::with_capacity(entries.len());
+    // Every entry's (capability, provided) pairs in one list, entry `e`'s at
+    // `provided_at[e]..provided_at[e + 1]`.
+    let mut provided: Vec<(usize, &Provided)> = Vec::with_capacity(entries.len());
+    let mut provided_at: Vec<usize> = Vec::with_capacity(entries.len() + 1);
     let mut total: Vec<usize> = Vec::new();
     let mut entry_prefers: Vec<bool> = Vec::with_capacity(entries.len());
-    for entry in &entries {
+    // Requirements per scope (its own, then its entries'), to cut the walk
+    // into two parts of about the same work; counted while each manifest
+    // is at hand.
+    let mut weights: Vec<usize> = decls
+        .iter()
+        .map(|d| d.map_or(0, |d| d.requirements.len()))
+        .collect();
+    for (entry, &scope) in entries.iter().zip(&entry_scope) {
         entry_prefers.push(!entry.prefer.is_empty());
-        let mut mine = Vec::with_capacity(entry.manifest.provides.len());
+        weights[scope] += entry.manifest.requires.len();
+        provided_at.push(provided.len());
         for (name, p) in &entry.manifest.provides {
             let next = caps.len();
             let ix = *caps.entry(name.as_str()).or_insert(next);
@@ -140,77 +172,56 @@ pub(super) fn gather<'a>(composition: &'a Composition, tree: &ScopeTree) -> Gath
                 total.push(0);
             }
             total[ix] += 1;
-            mine.push((ix, p));
+            provided.push((ix, p));
         }
-        provided.push(mine);
     }
+    provided_at.push(provided.len());
 
-    let mut on_lineage: Vec<Vec<usize>> = vec![Vec::new(); caps.len()];
-    let mut lineage: Vec<(ScopeIx, Vec<usize>)> = Vec::new();
-    // Sized up front: one requirement (and usually one candidate) per
-    // declared requirement, instead of growing by copies.
-    let declared: usize = entries
-        .iter()
-        .map(|e| e.manifest.requires.len())
-        .sum::<usize>()
-        + decls
-            .iter()
-            .flatten()
-            .map(|d| d.requirements.len())
-            .sum::<usize>();
-    let mut requirements = Vec::with_capacity(declared);
-    let mut lists = Lists {
-        candidates: Vec::with_capacity(declared),
-        rejected: Vec::new(),
-    };
+    let declared: usize = weights.iter().sum();
     let ctx = Ctx {
         provided: &provided,
+        provided_at: &provided_at,
         caps: &caps,
         total: &total,
         tree,
+        entries: &entries,
+        decls: &decls,
+        by_scope: &by_scope,
     };
-    for (ix, in_scope) in by_scope.iter().enumerate() {
-        while let Some((top, _)) = lineage.last() {
-            if tree.is_ancestor_or_self(*top, ix) {
-                break;
-            }
-            if let Some((_, pushed)) = lineage.pop() {
-                for cap in pushed {
-                    on_lineage[cap].pop();
-                }
-            }
+    let end = (tree.len(), 0);
+    let mid = match cut {
+        Cut::Auto if parallel::splits(declared) => split_point(&ctx, &weights, declared),
+        Cut::Auto => None,
+        #[cfg(test)]
+        Cut::At(ix, offset) => Some((ix, offset)),
+    };
+    let (requirements, lists) = match mid {
+        Some(mid) => {
+            let ((mut reqs, mut lists), (tail, tail_lists)) = parallel::join(
+                // Forced cuts run in order.
+                if matches!(cut, Cut::Auto) {
+                    declared
+                } else {
+                    0
+                },
+                || ctx.walk((0, 0), mid, declared / 2),
+                || ctx.walk(mid, end, declared / 2),
+            );
+            // The second part's ranges point into its own lists: shift them
+            // past the first part's.
+            let (c, r) = (lists.candidates.len(), lists.rejected.len());
+            reqs.reserve(tail.len());
+            reqs.extend(tail.into_iter().map(|mut q| {
+                q.accepted = q.accepted.start + c..q.accepted.end + c;
+                q.exposed_rejected = q.exposed_rejected.start + r..q.exposed_rejected.end + r;
+                q
+            }));
+            lists.candidates.extend(tail_lists.candidates);
+            lists.rejected.extend(tail_lists.rejected);
+            (reqs, lists)
         }
-        let mut pushed = Vec::new();
-        for &e in in_scope {
-            for &(cap, _) in &provided[e] {
-                on_lineage[cap].push(e);
-                pushed.push(cap);
-            }
-        }
-        lineage.push((ix, pushed));
-        if let Some(decl) = decls[ix] {
-            for requirement in decl.requirements.values() {
-                requirements.push(ctx.req(
-                    Holder::Scope(ix),
-                    ix,
-                    requirement,
-                    &on_lineage,
-                    &mut lists,
-                ));
-            }
-        }
-        for &e in in_scope {
-            for requirement in entries[e].manifest.requires.values() {
-                requirements.push(ctx.req(
-                    Holder::Entry(e),
-                    ix,
-                    requirement,
-                    &on_lineage,
-                    &mut lists,
-                ));
-            }
-        }
-    }
+        None => ctx.walk((0, 0), end, declared),
+    };
     // Empty tables as `None`: selection then never visits the declaration.
     let scope_prefer = decls
         .iter()
@@ -229,6 +240,85 @@ pub(super) fn gather<'a>(composition: &'a Composition, tree: &ScopeTree) -> Gath
     }
 }
 
+/// Where to cut the walk in two: the first (scope, entry offset) before
+/// which at least half of the `declared` requirements lie (a scope's own
+/// requirements count before its entries'); `weights` are the requirements
+/// of each scope. `None` when nothing lies after the cut.
+fn split_point(ctx: &Ctx<'_, '_>, weights: &[usize], declared: usize) -> Option<(ScopeIx, usize)> {
+    let half = declared.div_ceil(2);
+    let mut before = 0;
+    for (ix, &w) in weights.iter().enumerate() {
+        if before + w < half {
+            before += w;
+            continue;
+        }
+        before += ctx.decls[ix].map_or(0, |d| d.requirements.len());
+        for (offset, &e) in ctx.by_scope[ix].iter().enumerate() {
+            if before >= half {
+                return Some((ix, offset));
+            }
+            before += ctx.entries[e].manifest.requires.len();
+        }
+        return (ix + 1 < weights.len()).then_some((ix + 1, 0));
+    }
+    None
+}
+
+/// The providers on the walk's lineage (the current scope and its
+/// ancestors), per capability: a stack per capability threaded through one
+/// list of links, so entering and leaving scopes allocates nothing per
+/// capability (a chain of 10,000 capabilities has 10,000 such stacks).
+struct Lineage {
+    /// Per capability, its newest link (or [`Lineage::NONE`]).
+    top: Vec<usize>,
+    /// (capability, provider entry, the capability's link below).
+    links: Vec<(usize, usize, usize)>,
+    /// The scopes entered, each with the link count before it.
+    frames: Vec<(ScopeIx, usize)>,
+}
+
+impl Lineage {
+    const NONE: usize = usize::MAX;
+
+    fn new(capabilities: usize) -> Self {
+        Self {
+            top: vec![Self::NONE; capabilities],
+            links: Vec::new(),
+            frames: Vec::new(),
+        }
+    }
+
+    fn push(&mut self, cap: usize, entry: usize) {
+        self.links.push((cap, entry, self.top[cap]));
+        self.top[cap] = self.links.len() - 1;
+    }
+
+    /// Leave every entered scope that is not `ix` or one of its ancestors.
+    fn leave_all_but_ancestors_of(&mut self, tree: &ScopeTree, ix: ScopeIx) {
+        while let Some(&(scope, mark)) = self.frames.last() {
+            if tree.is_ancestor_or_self(scope, ix) {
+                break;
+            }
+            self.frames.pop();
+            while self.links.len() > mark {
+                if let Some((cap, _, below)) = self.links.pop() {
+                    self.top[cap] = below;
+                }
+            }
+        }
+    }
+
+    /// The providers of `cap` on the lineage, newest first.
+    fn providers(&self, cap: usize) -> impl Iterator<Item = usize> + '_ {
+        let mut at = self.top[cap];
+        std::iter::from_fn(move || {
+            let &(_, entry, below) = self.links.get(at)?;
+            at = below;
+            Some(entry)
+        })
+    }
+}
+
 /// The shared candidate lists being filled.
 #[derive(Default)]
 struct Lists<'a> {
@@ -237,19 +327,112 @@ struct Lists<'a> {
 }
 
 struct Ctx<'c, 'a> {
-    provided: &'c [Vec<(usize, &'a Provided)>],
+    provided: &'c [(usize, &'a Provided)],
+    provided_at: &'c [usize],
     caps: &'c FxHashMap<&'a str, usize>,
     total: &'c [usize],
     tree: &'c ScopeTree,
+    entries: &'c [&'a Entry],
+    decls: &'c [Option<&'a ScopeDecl>],
+    by_scope: &'c [Vec<usize>],
 }
 
 impl<'a> Ctx<'_, 'a> {
+    /// Gather the requirements from `start` up to `end` (each a scope and an
+    /// offset into its entries, in walk order: scopes in pre-order, a
+    /// scope's own requirements, then its entries' in id order). A walk
+    /// that starts inside the tree first stacks the providers of the
+    /// scopes above its start, so it sees what the walk from the root sees
+    /// there; the ranges of what it returns point into its own lists.
+    fn walk(
+        &self,
+        start: (ScopeIx, usize),
+        end: (ScopeIx, usize),
+        capacity: usize,
+    ) -> (Vec<Req<'a>>, Lists<'a>) {
+        let n = self.tree.len();
+        let mut lineage = Lineage::new(self.total.len());
+        // Sized up front (one candidate per requirement is the common case)
+        // instead of growing by copies.
+        let mut requirements = Vec::with_capacity(capacity);
+        let mut lists = Lists {
+            candidates: Vec::with_capacity(capacity),
+            rejected: Vec::new(),
+        };
+        if start >= end || start.0 >= n {
+            return (requirements, lists);
+        }
+        let mut above = Vec::new();
+        let mut at = self.tree.get(start.0).parent;
+        while let Some(p) = at {
+            above.push(p);
+            at = self.tree.get(p).parent;
+        }
+        for &ix in above.iter().rev() {
+            self.enter(ix, &mut lineage);
+        }
+        let mut ix = start.0;
+        while ix < n && (ix == start.0 || (ix, 0) < end) {
+            lineage.leave_all_but_ancestors_of(self.tree, ix);
+            self.enter(ix, &mut lineage);
+            let in_scope = &self.by_scope[ix];
+            let lo = if ix == start.0 { start.1 } else { 0 };
+            let hi = if ix == end.0 {
+                end.1.min(in_scope.len())
+            } else {
+                in_scope.len()
+            };
+            if lo == 0
+                && (ix, 0) < end
+                && let Some(decl) = self.decls[ix]
+            {
+                for requirement in decl.requirements.values() {
+                    requirements.push(self.req(
+                        Holder::Scope(ix),
+                        ix,
+                        requirement,
+                        &lineage,
+                        &mut lists,
+                    ));
+                }
+            }
+            for &e in in_scope.get(lo..hi).unwrap_or_default() {
+                for requirement in self.entries[e].manifest.requires.values() {
+                    requirements.push(self.req(
+                        Holder::Entry(e),
+                        ix,
+                        requirement,
+                        &lineage,
+                        &mut lists,
+                    ));
+                }
+            }
+            ix += 1;
+        }
+        (requirements, lists)
+    }
+
+    /// The providers entry `e` declares: (capability index, provided).
+    fn provided_by(&self, e: usize) -> &[(usize, &'a Provided)] {
+        &self.provided[self.provided_at[e]..self.provided_at[e + 1]]
+    }
+
+    /// Enter scope `ix`: its providers join the lineage.
+    fn enter(&self, ix: ScopeIx, lineage: &mut Lineage) {
+        lineage.frames.push((ix, lineage.links.len()));
+        for &e in &self.by_scope[ix] {
+            for &(cap, _) in self.provided_by(e) {
+                lineage.push(cap, e);
+            }
+        }
+    }
+
     fn req(
         &self,
         holder: Holder,
         scope: ScopeIx,
         requirement: &'a Requirement,
-        on_lineage: &[Vec<usize>],
+        lineage: &Lineage,
         lists: &mut Lists<'a>,
     ) -> Req<'a> {
         let (c0, r0) = (lists.candidates.len(), lists.rejected.len());
@@ -271,13 +454,14 @@ impl<'a> Ctx<'_, 'a> {
             Holder::Entry(e) => Some(e),
             Holder::Scope(_) => None,
         };
-        out.self_provides = me.is_some_and(|e| self.provided[e].iter().any(|&(c, _)| c == cap));
-        let visible = on_lineage[cap].iter().copied().filter(|&p| Some(p) != me);
+        out.self_provides = me.is_some_and(|e| self.provided_by(e).iter().any(|&(c, _)| c == cap));
+        let visible = lineage.providers(cap).filter(|&p| Some(p) != me);
         let mut lineage_count = 0;
         if self.tree.exposes(scope, &requirement.capability) {
             for p in visible {
                 lineage_count += 1;
-                let prov = self.provided[p]
+                let prov = self
+                    .provided_by(p)
                     .iter()
                     .find(|&&(c, _)| c == cap)
                     .map(|&(_, pr)| pr);

@@ -33,6 +33,7 @@ pub use origins::with_origins_of;
 pub use plan::*;
 
 use crate::engine::model::{Composition, EntryId};
+use crate::engine::parallel;
 use crate::engine::tree::ScopeTree;
 use gather::{Gathered, Holder};
 
@@ -93,74 +94,32 @@ pub fn resolve_with_tree(composition: &Composition, tree: &ScopeTree) -> Plan {
     // Resolutions are emitted directly in their published order, (consumer
     // name, capability), instead of being sorted as large values afterwards.
     let (order_of_output, entry_reqs) = output_order(&g);
-    let mut resolutions = Vec::with_capacity(g.requirements.len());
-    let mut pending_reasons: Vec<Vec<PendingReason>> = vec![Vec::new(); n];
-    let mut edges: Vec<(usize, usize)> = Vec::new();
-    let mut hard_edges: Vec<(usize, usize)> = Vec::new();
-    for &ri in &order_of_output {
-        let (req, sel) = (&g.requirements[ri], &selections[ri]);
-        let (status, selected, reason, ambiguous_between) = match sel {
-            Selection::One(p, reason) if eligible[*p] => {
-                (Status::Resolved, Some(*p), Some(*reason), Vec::new())
-            }
-            Selection::One(..) => (Status::ProviderPending, None, None, Vec::new()),
-            Selection::Ambiguous(c) => (
-                Status::Ambiguous,
-                None,
-                None,
-                c.iter().map(|&e| g.entries[e].id.clone()).collect(),
-            ),
-            Selection::None => (
-                unselected_status(&g, req, &eligible),
-                None,
-                None,
-                Vec::new(),
-            ),
-        };
-        if let Holder::Entry(c) = req.holder {
-            if status == Status::Resolved
-                && eligible[c]
-                && let Some(p) = selected
-            {
-                edges.push((p, c));
-                if !req.requirement.optional {
-                    hard_edges.push((p, c));
-                }
-            }
-            if status != Status::Resolved && !req.requirement.optional {
-                pending_reasons[c].push(PendingReason::Requirement {
-                    capability: req.requirement.capability.clone(),
-                    status,
-                });
-            }
+    // Two halves of the published order, on two cores when large (each
+    // requirement's row reads its provider's manifest: memory-bound work);
+    // joined in order, so the answer is the same either way.
+    let emit = |part: &[usize]| emit_rows(&g, tree, &selections, &eligible, part);
+    let (mut rows, tail) = match order_of_output.split_at_checked(order_of_output.len() / 2) {
+        Some((head, tail)) if parallel::splits(order_of_output.len()) => {
+            let (rows, tail) = parallel::join(order_of_output.len(), || emit(head), || emit(tail));
+            (rows, Some(tail))
         }
-        let selected = selected.map(|p| {
-            let version = g
-                .accepted(req)
-                .iter()
-                .find(|c| c.entry == p)
-                .map(|c| c.version.clone())
-                .unwrap_or_else(|| g.entries[p].manifest.version.clone());
-            Selected {
-                entry: g.entries[p].id.clone(),
-                scope: tree.get(g.entry_scope[p]).path.clone(),
-                origin: if g.entry_scope[p] == req.scope {
-                    ProviderOrigin::Local
-                } else {
-                    ProviderOrigin::Inherited
-                },
-                version,
-            }
-        });
-        resolutions.push(Resolution {
-            consumer: req.consumer(&g, tree),
-            scope: tree.get(req.scope).path.clone(),
-            requirement: req.requirement.clone(),
-            status,
-            selected,
-            reason,
-            ambiguous_between,
-        });
+        _ => (emit(&order_of_output), None),
+    };
+    if let Some(mut tail) = tail {
+        rows.resolutions.append(&mut tail.resolutions);
+        rows.edges.append(&mut tail.edges);
+        rows.hard_edges.append(&mut tail.hard_edges);
+        rows.pending.append(&mut tail.pending);
+    }
+    let Rows {
+        resolutions,
+        mut edges,
+        mut hard_edges,
+        pending,
+    } = rows;
+    let mut pending_reasons: Vec<Vec<PendingReason>> = vec![Vec::new(); n];
+    for (c, reason) in pending {
+        pending_reasons[c].push(reason);
     }
     sort_edges(n, &mut edges);
     edges.dedup();
@@ -221,6 +180,98 @@ pub fn resolve_with_tree(composition: &Composition, tree: &ScopeTree) -> Plan {
         preference_findings: pref_log.findings(composition, &g),
         entries,
     }
+}
+
+/// What [`emit_rows`] gives for a run of requirements, in published order.
+struct Rows {
+    resolutions: Vec<Resolution>,
+    /// Bound (provider, consumer) edges, in consumer order.
+    edges: Vec<(usize, usize)>,
+    /// The hard ones among them.
+    hard_edges: Vec<(usize, usize)>,
+    /// (consumer, why it is pending), in order.
+    pending: Vec<(usize, PendingReason)>,
+}
+
+/// Step 6 for the requirements at `part` (indices in published order):
+/// statuses, resolutions, bound edges and pending reasons.
+fn emit_rows(
+    g: &Gathered<'_>,
+    tree: &ScopeTree,
+    selections: &[Selection],
+    eligible: &[bool],
+    part: &[usize],
+) -> Rows {
+    let mut rows = Rows {
+        resolutions: Vec::with_capacity(part.len()),
+        edges: Vec::new(),
+        hard_edges: Vec::new(),
+        pending: Vec::new(),
+    };
+    for &ri in part {
+        let (req, sel) = (&g.requirements[ri], &selections[ri]);
+        let (status, selected, reason, ambiguous_between) = match sel {
+            Selection::One(p, reason) if eligible[*p] => {
+                (Status::Resolved, Some(*p), Some(*reason), Vec::new())
+            }
+            Selection::One(..) => (Status::ProviderPending, None, None, Vec::new()),
+            Selection::Ambiguous(c) => (
+                Status::Ambiguous,
+                None,
+                None,
+                c.iter().map(|&e| g.entries[e].id.clone()).collect(),
+            ),
+            Selection::None => (unselected_status(g, req, eligible), None, None, Vec::new()),
+        };
+        if let Holder::Entry(c) = req.holder {
+            if status == Status::Resolved
+                && eligible[c]
+                && let Some(p) = selected
+            {
+                rows.edges.push((p, c));
+                if !req.requirement.optional {
+                    rows.hard_edges.push((p, c));
+                }
+            }
+            if status != Status::Resolved && !req.requirement.optional {
+                rows.pending.push((
+                    c,
+                    PendingReason::Requirement {
+                        capability: req.requirement.capability.clone(),
+                        status,
+                    },
+                ));
+            }
+        }
+        let selected = selected.map(|p| {
+            let version = g
+                .accepted(req)
+                .iter()
+                .find(|c| c.entry == p)
+                .map(|c| c.version.clone())
+                .unwrap_or_else(|| g.entries[p].manifest.version.clone());
+            Selected {
+                entry: g.entries[p].id.clone(),
+                scope: tree.get(g.entry_scope[p]).path.clone(),
+                origin: if g.entry_scope[p] == req.scope {
+                    ProviderOrigin::Local
+                } else {
+                    ProviderOrigin::Inherited
+                },
+                version,
+            }
+        });
+        rows.resolutions.push(Resolution {
+            consumer: req.consumer(g, tree),
+            scope: tree.get(req.scope).path.clone(),
+            requirement: req.requirement.clone(),
+            status,
+            selected,
+            reason,
+            ambiguous_between,
+        });
+    }
+    rows
 }
 
 /// The published order of the requirements, (consumer name, capability),

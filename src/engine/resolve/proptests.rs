@@ -1035,6 +1035,44 @@ fn prop_order(desc: &Desc) -> Result<(), TestCaseError> {
     check_order(&resolve(&c))
 }
 
+/// What gathering found, requirement by requirement, in a form to compare.
+type GatheredRow = (String, usize, String, Vec<usize>, Vec<usize>, [bool; 4]);
+
+fn gathered_rows(g: &super::gather::Gathered<'_>) -> Vec<GatheredRow> {
+    g.requirements
+        .iter()
+        .map(|q| {
+            (
+                format!("{:?}", q.holder),
+                q.scope,
+                format!("{:?}", q.requirement),
+                g.accepted(q).iter().map(|c| c.entry).collect(),
+                g.exposed_rejected(q).to_vec(),
+                [q.hidden_in_lineage, q.elsewhere, q.self_provides, q.gates()],
+            )
+        })
+        .collect()
+}
+
+/// Gathering cut at any (scope, entry offset) — the two parts walked apart,
+/// the second stacking the providers above its start — finds what the walk
+/// from the root finds.
+fn prop_cut_anywhere(desc: &Desc) -> Result<(), TestCaseError> {
+    use super::gather::{Cut, gather_cut};
+    let Some(c) = build_plain(desc) else {
+        return Ok(());
+    };
+    let tree = ScopeTree::new(&c);
+    let whole = gathered_rows(&gather_cut(&c, &tree, Cut::At(tree.len(), 0)));
+    for ix in 0..=tree.len() {
+        for offset in 0..=c.entries.len() + 1 {
+            let cut = gathered_rows(&gather_cut(&c, &tree, Cut::At(ix, offset)));
+            prop_assert_eq!(&cut, &whole, "cut at ({}, {})", ix, offset);
+        }
+    }
+    Ok(())
+}
+
 /// 256 cases (`PROPTEST_CASES` overrides); no regression files are written.
 fn config() -> ProptestConfig {
     let cases = std::env::var("PROPTEST_CASES")
@@ -1086,6 +1124,13 @@ proptest! {
     #[test]
     fn activation_order_respects_edges(desc in desc_strategy()) {
         with_desc(&desc, prop_order(&desc))?;
+    }
+
+    /// 7. Where the gathering walk is cut in two (for a second core) never
+    /// changes what it finds.
+    #[test]
+    fn gathering_cut_anywhere_finds_the_same(desc in desc_strategy()) {
+        with_desc(&desc, prop_cut_anywhere(&desc))?;
     }
 }
 

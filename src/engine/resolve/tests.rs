@@ -307,3 +307,112 @@ fn an_optional_loop_never_orders_a_consumer_before_its_hard_provider() {
     let order: Vec<&str> = plan.activation_order.iter().map(|e| e.as_str()).collect();
     assert_eq!(order, ["z", "b"]);
 }
+
+/// Large enough that gathering and the published rows run in two parts on
+/// two cores (where the machine has them): a chain of 6,000 entries, the
+/// entries spread over nested scopes, with a hole at 3,000 — every answer
+/// is known, so the joined halves are checked row by row.
+#[test]
+fn a_large_chain_split_over_two_cores_resolves_row_by_row() {
+    let n = 6_000;
+    let hole = 3_000;
+    let id = |i: usize| format!("e{i:05}");
+    // Scopes /a, /a/b, /a/b/c and /d: a provider is visible from its own
+    // scope and below, so the chain runs down /a → /a/b → /a/b/c; /d
+    // holds consumers of `shared` (from /a: not visible there).
+    let mut b = B::new()
+        .scope("/a", None)
+        .scope("/a/b", None)
+        .scope("/a/b/c", None)
+        .scope("/d", None)
+        .entry("shared-db")
+        .in_scope("/a")
+        .provides("shared", &["1.0.0"]);
+    for i in 0..n {
+        let scope = match i * 3 / n {
+            0 => "/a",
+            1 => "/a/b",
+            _ => "/a/b/c",
+        };
+        b = b.entry(&id(i)).in_scope(scope);
+        if i + 1 != hole {
+            b = b.provides(&format!("cap{i}"), &["1.0.0"]);
+        }
+        if i > 0 {
+            b = b.requires(&format!("cap{}", i - 1), ">=1,<2");
+        }
+    }
+    for k in 0..50 {
+        b = b
+            .entry(&format!("z{k:02}"))
+            .in_scope("/d")
+            .requires("shared", ">=1");
+    }
+    let c = b.build().unwrap();
+    let plan = resolve(&c);
+    assert_eq!(plan.resolutions.len(), n - 1 + 50);
+    for (i, r) in plan.resolutions.iter().take(n - 1).enumerate() {
+        let i = i + 1;
+        assert_eq!(r.consumer.name(), id(i), "row {i}");
+        let (status, provider) = match i {
+            _ if i < hole => (Status::Resolved, Some(id(i - 1))),
+            _ if i == hole => (Status::NoProvider, None),
+            _ => (Status::ProviderPending, None),
+        };
+        assert_eq!(r.status, status, "{}", id(i));
+        assert_eq!(
+            r.selected.as_ref().map(|s| s.entry.to_string()),
+            provider,
+            "{}",
+            id(i)
+        );
+    }
+    for (k, r) in plan.resolutions.iter().skip(n - 1).enumerate() {
+        assert_eq!(r.consumer.name(), format!("z{k:02}"));
+        assert_eq!(r.status, Status::NotVisible);
+    }
+    let edges: Vec<(String, String)> = (1..hole).map(|i| (id(i - 1), id(i))).collect();
+    let got: Vec<(String, String)> = plan
+        .edges
+        .iter()
+        .map(|(p, c)| (p.to_string(), c.to_string()))
+        .collect();
+    assert_eq!(got, edges);
+    let pending: Vec<String> = plan.pending.iter().map(ToString::to_string).collect();
+    let expected: Vec<String> = (hole..n)
+        .map(id)
+        .chain((0..50).map(|k| format!("z{k:02}")))
+        .collect();
+    assert_eq!(pending, expected);
+    let reasons = |e: &str| plan.entries[&EntryId::new(e).unwrap()].pending.clone();
+    assert_eq!(
+        reasons(&id(hole)),
+        [PendingReason::Requirement {
+            capability: crate::engine::model::CapabilityName::new(&format!("cap{}", hole - 1))
+                .unwrap(),
+            status: Status::NoProvider,
+        }]
+    );
+    assert_eq!(
+        reasons(&id(n - 1)),
+        [PendingReason::Requirement {
+            capability: crate::engine::model::CapabilityName::new(&format!("cap{}", n - 2))
+                .unwrap(),
+            status: Status::ProviderPending,
+        }]
+    );
+    // Every eligible entry, each provider before its consumer.
+    let order: Vec<String> = plan
+        .activation_order
+        .iter()
+        .map(ToString::to_string)
+        .collect();
+    assert_eq!(order.len(), hole + 1);
+    let at: std::collections::HashMap<&str, usize> = order
+        .iter()
+        .enumerate()
+        .map(|(k, e)| (e.as_str(), k))
+        .collect();
+    assert!(at.contains_key("shared-db"));
+    assert!((1..hole).all(|i| at[id(i - 1).as_str()] < at[id(i).as_str()]));
+}

@@ -505,7 +505,7 @@ pub fn rederive_snapshot(
     // One pass over the entries: the plan lists the composition's entries
     // (the same ids, in the same order), so each entry's eligibility is read
     // beside it instead of being looked up.
-    let Some(config_hash) = rederived_config_hash(composition, plan)? else {
+    let Some((config_hash, with_metadata)) = rederived_config_hash(composition, plan)? else {
         return build_snapshot(composition, tree, plan, ctx);
     };
     let mut runtime_instance_ids = previous.runtime_instance_ids.clone();
@@ -558,12 +558,11 @@ pub fn rederive_snapshot(
             config_hash,
             plugin_graph_hash: previous.plugin_graph_hash.clone(),
             tool_schema_hash: previous.tool_schema_hash.clone(),
-            // The same manifests and plan: the same tools and servers.
             metadata: snapshot_metadata(
                 composition,
                 ctx,
-                previous.metadata.get(TOOL_CONTRACTS).cloned(),
-                previous.metadata.get(MCP_SERVERS).cloned(),
+                tool_contracts(&with_metadata)?,
+                mcp_servers(&with_metadata),
             ),
             scopes: physical,
             semantic_scopes: Arc::clone(&previous.semantic_scopes),
@@ -573,23 +572,34 @@ pub fn rederive_snapshot(
 }
 
 /// `config_hash` of the eligible entries of `composition`, read beside
-/// `plan.entries`; `None` when the two do not list the same ids.
-fn rederived_config_hash(
-    composition: &Composition,
+/// `plan.entries`, and those of them that contribute to the snapshot's
+/// `metadata` (tools, MCP servers) in activation order; `None` when the two
+/// visibly list other ids (other counts, or other ids at either end). The contract of
+/// [`rederive_snapshot`] is that they list the same ids; comparing every
+/// one would read 10,000 more strings per reconcile, so debug builds (the
+/// test suite) check that, release builds check the ends.
+fn rederived_config_hash<'c>(
+    composition: &'c Composition,
     plan: &Plan,
-) -> Result<Option<String>, CanonError> {
-    if composition.entries.len() != plan.entries.len() {
+) -> Result<Option<(String, Vec<&'c Entry>)>, CanonError> {
+    let (ids, planned) = (&composition.entries, &plan.entries);
+    if ids.len() != planned.len()
+        || ids.first_key_value().map(|(k, _)| k) != planned.first_key_value().map(|(k, _)| k)
+        || ids.last_key_value().map(|(k, _)| k) != planned.last_key_value().map(|(k, _)| k)
+    {
         return Ok(None);
     }
+    debug_assert!(composition.entries.keys().eq(plan.entries.keys()));
     let mut h = Sha256Writer::new();
     h.write_char('{')?;
     let mut first = true;
-    for ((id, e), (planned, p)) in composition.entries.iter().zip(&plan.entries) {
-        if id != planned {
-            return Ok(None);
-        }
+    let mut with_metadata: Vec<(usize, &Entry)> = Vec::new();
+    for (e, p) in composition.entries.values().zip(plan.entries.values()) {
         if !p.eligible {
             continue;
+        }
+        if !e.manifest.tools.is_empty() || is_mcp(e) {
+            with_metadata.push((p.order.unwrap_or(usize::MAX), e));
         }
         if !first {
             h.write_char(',')?;
@@ -600,7 +610,11 @@ fn rederived_config_hash(
         e.config.write_redacted_for_hash(&mut h)?;
     }
     h.write_char('}')?;
-    Ok(Some(h.finish_hex()))
+    with_metadata.sort_by_key(|&(order, _)| order);
+    Ok(Some((
+        h.finish_hex(),
+        with_metadata.into_iter().map(|(_, e)| e).collect(),
+    )))
 }
 
 /// [`config_hash`] of entries sorted by id without duplicates, written
@@ -981,10 +995,15 @@ fn fingerprints<'p>(
 /// Per active `mcp` entry, the locked server it runs against
 /// (`server_name`, `server_version`, `protocol_version`): part of what a
 /// run executed against, so it is in the snapshot (and its full digest).
+/// Whether `entry` runs against an MCP server (its manifest says which).
+fn is_mcp(entry: &Entry) -> bool {
+    entry.manifest.kind.as_deref() == Some(crate::engine::builtin::mcp::KIND.name)
+}
+
 fn mcp_servers(active: &[&Entry]) -> Option<Canon> {
     let servers: BTreeMap<String, Canon> = active
         .iter()
-        .filter(|e| e.manifest.kind.as_deref() == Some(crate::engine::builtin::mcp::KIND.name))
+        .filter(|e| is_mcp(e))
         .filter_map(|e| {
             let fields: BTreeMap<String, Canon> =
                 ["server_name", "server_version", "protocol_version"]

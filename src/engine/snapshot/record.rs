@@ -223,8 +223,8 @@ impl SnapshotRecord {
         }
         // Two cores: one hashes the record up to its semantic tree (the
         // physical tree included), the other renders the semantic tree (unless
-        // given) and hashes the semantic composition; then the first hashes
-        // the rendered tree and the record's tail.
+        // given), hashes the semantic composition and the instance ids; then
+        // the first hashes the rendered tree and the record's tail.
         let (head, sem) = parallel::join(
             work,
             || -> Result<Sha256Writer, CanonError> {
@@ -232,7 +232,7 @@ impl SnapshotRecord {
                 self.write_record_head(&mut d, semantic)?;
                 Ok(d)
             },
-            || -> Result<(Option<String>, String), CanonError> {
+            || -> Result<(Option<String>, String, String), CanonError> {
                 let rendered = semantic
                     .is_none()
                     .then(|| self.semantic_scopes.canonical_text());
@@ -241,17 +241,17 @@ impl SnapshotRecord {
                 self.write_semantic_head(&mut s)?;
                 s.write_str(text)?;
                 self.write_semantic_tail(&mut s)?;
-                Ok((rendered, s.finish_hex()))
+                Ok((rendered, s.finish_hex(), self.physical_digest()?))
             },
         );
-        let (mut d, (rendered, semantic_digest)) = (head?, sem?);
+        let (mut d, (rendered, semantic_digest, physical_digest)) = (head?, sem?);
         let text = semantic.map_or_else(|| rendered.as_deref().unwrap_or(""), |t| &t.text);
         d.write_str(text)?;
         self.write_record_tail(&mut d)?;
         Ok(Digests {
             digest: d.finish_hex(),
             semantic_digest,
-            physical_digest: self.physical_digest()?,
+            physical_digest,
         })
     }
 

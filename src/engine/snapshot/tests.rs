@@ -389,4 +389,24 @@ fn a_rederived_snapshot_is_the_built_one() {
         rederive_snapshot(&previous, &b, &tree, &plan, &same, &[]).unwrap(),
         build_snapshot(&b, &tree, &plan, &same).unwrap()
     );
+    // What the previous snapshot's context put in its metadata is not
+    // carried over: the tool contracts come from the entries, and a key the
+    // composition does not fill (`mcp_servers` here) stays out.
+    let stale = SnapshotContext {
+        metadata: [
+            ("mcp_servers".to_owned(), Canon::Str("from-ctx".into())),
+            (TOOL_CONTRACTS.to_owned(), Canon::Str("from-ctx".into())),
+        ]
+        .into(),
+        ..SnapshotContext::default()
+    };
+    let previous = build_snapshot(&a, &tree, &plan, &stale).unwrap();
+    assert_eq!(
+        previous.metadata.get("mcp_servers"),
+        Some(&Canon::Str("from-ctx".into()))
+    );
+    let derived = rederive_snapshot(&previous, &b, &tree, &plan, &same, &[]).unwrap();
+    assert_eq!(derived, build_snapshot(&b, &tree, &plan, &same).unwrap());
+    assert!(!derived.metadata.contains_key("mcp_servers"));
+    assert!(derived.metadata.contains_key(TOOL_CONTRACTS));
 }

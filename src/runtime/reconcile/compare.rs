@@ -305,6 +305,17 @@ mod tests {
             expected.dedup();
             assert_eq!(got.with_secrets, expected, "n={n}");
             assert_eq!(got.changed, expected, "n={n}");
+            // Referencing secrets on both sides is unchanged, and still
+            // listed; another entry's change is listed as changed only.
+            if n > 3 && !picked.contains(&1) {
+                let mut other = with.clone();
+                other.entries.get_mut(&id(1)).unwrap().config =
+                    ConfigValue::Table([("v".to_owned(), ConfigValue::Int(7))].into());
+                let got = compare_compositions(&with, &other);
+                assert_eq!(got.sameness, Sameness::SameResolution, "n={n}");
+                assert_eq!(got.changed, [id(1)], "n={n}");
+                assert_eq!(got.with_secrets, expected, "n={n}");
+            }
         }
     }
 }
