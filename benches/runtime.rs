@@ -133,7 +133,7 @@ fn main() {
         let b = chain(n, 2);
         rt.block_on(h.reconcile(a.clone()))
             .expect("first reconcile");
-        let runs = runs_override.unwrap_or(if n >= 10_000 { 15 } else { 31 });
+        let runs = runs_override.unwrap_or(31);
         let mut noop = Vec::new();
         for _ in 0..runs * usize::from(wants("noop")) {
             let c = a.clone();

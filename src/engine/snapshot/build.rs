@@ -338,11 +338,17 @@ pub fn build_snapshot(
     ctx: &SnapshotContext,
 ) -> Result<SnapshotRecord, CanonError> {
     let active = Active::new(composition, plan);
-    let runtime_instance_ids: Vec<Arc<str>> = plan
-        .activation_order
-        .iter()
-        .map(|id| instance_id(id, ctx.mounts.get(id).copied().unwrap_or(1)).into())
-        .collect();
+    // One SHA-256 per entry: the two halves of the order on two cores.
+    let ids_of = |ids: &[EntryId]| -> Vec<Arc<str>> {
+        ids.iter()
+            .map(|id| instance_id(id, ctx.mounts.get(id).copied().unwrap_or(1)).into())
+            .collect()
+    };
+    let order = &plan.activation_order;
+    let (head, tail) = order.split_at(order.len() / 2);
+    let (mut runtime_instance_ids, tail) =
+        parallel::join(order.len(), || ids_of(head), || ids_of(tail));
+    runtime_instance_ids.extend(tail);
     // The scope fingerprints and everything else are independent halves of
     // the same size: two cores build them side by side.
     let work = tree.len() + plan.resolutions.len() + composition.entries.len();
