@@ -97,13 +97,17 @@ pub fn resolve_with_tree(composition: &Composition, tree: &ScopeTree) -> Plan {
     // Two halves of the published order, on two cores when large (each
     // requirement's row reads its provider's manifest: memory-bound work);
     // joined in order, so the answer is the same either way.
-    let emit = |part: &[usize]| emit_rows(&g, tree, &selections, &eligible, part);
-    let (mut rows, tail) = match order_of_output.split_at_checked(order_of_output.len() / 2) {
-        Some((head, tail)) if parallel::splits(order_of_output.len()) => {
-            let (rows, tail) = parallel::join(order_of_output.len(), || emit(head), || emit(tail));
+    // The first part's lists are sized for both (the second is appended
+    // without growing them).
+    let all = order_of_output.len();
+    let emit =
+        |part: &[usize], room: usize| emit_rows(&g, tree, &selections, &eligible, part, room);
+    let (mut rows, tail) = match order_of_output.split_at_checked(all / 2) {
+        Some((head, tail)) if parallel::splits(all) => {
+            let (rows, tail) = parallel::join(all, || emit(head, all), || emit(tail, tail.len()));
             (rows, Some(tail))
         }
-        _ => (emit(&order_of_output), None),
+        _ => (emit(&order_of_output, all), None),
     };
     if let Some(mut tail) = tail {
         rows.resolutions.append(&mut tail.resolutions);
@@ -194,18 +198,21 @@ struct Rows {
 }
 
 /// Step 6 for the requirements at `part` (indices in published order):
-/// statuses, resolutions, bound edges and pending reasons.
+/// statuses, resolutions, bound edges and pending reasons, in lists with
+/// `room` for that many requirements.
 fn emit_rows(
     g: &Gathered<'_>,
     tree: &ScopeTree,
     selections: &[Selection],
     eligible: &[bool],
     part: &[usize],
+    room: usize,
 ) -> Rows {
+    // At most one edge per requirement.
     let mut rows = Rows {
-        resolutions: Vec::with_capacity(part.len()),
-        edges: Vec::new(),
-        hard_edges: Vec::new(),
+        resolutions: Vec::with_capacity(room),
+        edges: Vec::with_capacity(room),
+        hard_edges: Vec::with_capacity(room),
         pending: Vec::new(),
     };
     for &ri in part {
@@ -374,6 +381,38 @@ fn unselected_status(g: &Gathered<'_>, req: &gather::Req<'_>, eligible: &[bool])
     }
 }
 
+/// Lists of indices per entry, in one array (compressed rows): built in two
+/// passes over the pairs, so 10,000 entries cost two allocations, not
+/// 10,000. Each entry's list keeps the order the pairs came in.
+struct Adjacency {
+    start: Vec<usize>,
+    items: Vec<usize>,
+}
+
+impl Adjacency {
+    /// From `(entry, item)` pairs, `pairs` called twice (count, then fill).
+    fn new<I: Iterator<Item = (usize, usize)>>(n: usize, pairs: impl Fn() -> I) -> Self {
+        let mut start = vec![0usize; n + 1];
+        for (e, _) in pairs() {
+            start[e + 1] += 1;
+        }
+        for i in 0..n {
+            start[i + 1] += start[i];
+        }
+        let mut fill = start.clone();
+        let mut items = vec![0usize; start[n]];
+        for (e, item) in pairs() {
+            items[fill[e]] = item;
+            fill[e] += 1;
+        }
+        Self { start, items }
+    }
+
+    fn of(&self, e: usize) -> &[usize] {
+        &self.items[self.start[e]..self.start[e + 1]]
+    }
+}
+
 /// Greatest fixpoint: entries stay viable while every hard requirement has a
 /// viable accepted candidate.
 fn viability(g: &Gathered<'_>, cycle_of: &[Option<usize>]) -> Vec<bool> {
@@ -382,16 +421,17 @@ fn viability(g: &Gathered<'_>, cycle_of: &[Option<usize>]) -> Vec<bool> {
     // Per hard requirement: number of viable candidates. Reverse index:
     // provider -> hard requirements it is a candidate of.
     let mut count: Vec<usize> = vec![0; g.requirements.len()];
-    let mut reverse: Vec<Vec<usize>> = vec![Vec::new(); n];
-    for (ri, req) in g.requirements.iter().enumerate() {
-        if !req.gates() {
-            continue;
-        }
-        for c in g.accepted(req) {
-            reverse[c.entry].push(ri);
-            if viable[c.entry] {
-                count[ri] += 1;
-            }
+    let gating = || {
+        g.requirements
+            .iter()
+            .enumerate()
+            .filter(|(_, req)| req.gates())
+            .flat_map(|(ri, req)| g.accepted(req).iter().map(move |c| (c.entry, ri)))
+    };
+    let reverse = Adjacency::new(n, gating);
+    for (e, ri) in gating() {
+        if viable[e] {
+            count[ri] += 1;
         }
     }
     // Cycle members were never counted; only entries invalidated from here on
@@ -408,7 +448,7 @@ fn viability(g: &Gathered<'_>, cycle_of: &[Option<usize>]) -> Vec<bool> {
         }
     }
     while let Some(e) = queue.pop() {
-        for &ri in &reverse[e] {
+        for &ri in reverse.of(e) {
             count[ri] -= 1;
             if count[ri] == 0
                 && let Holder::Entry(c) = g.requirements[ri].holder
@@ -426,28 +466,31 @@ fn viability(g: &Gathered<'_>, cycle_of: &[Option<usize>]) -> Vec<bool> {
 fn eligibility(g: &Gathered<'_>, viable: &[bool], selections: &[Selection]) -> Vec<bool> {
     let n = g.entries.len();
     let mut eligible = viable.to_vec();
-    let mut dependents: Vec<Vec<usize>> = vec![Vec::new(); n];
     let mut queue = Vec::new();
-    for (req, sel) in g.requirements.iter().zip(selections) {
-        let Holder::Entry(c) = req.holder else {
-            continue;
-        };
-        if !req.gates() {
-            continue;
-        }
-        match sel {
-            Selection::One(p, _) => dependents[*p].push(c),
-            _ => {
-                if eligible[c] {
-                    eligible[c] = false;
-                    queue.push(c);
-                }
-            }
+    let gating = || {
+        g.requirements
+            .iter()
+            .zip(selections)
+            .filter_map(|(req, sel)| match req.holder {
+                Holder::Entry(c) if req.gates() => Some((c, sel)),
+                _ => None,
+            })
+    };
+    let dependents = Adjacency::new(n, || {
+        gating().filter_map(|(c, sel)| match sel {
+            Selection::One(p, _) => Some((*p, c)),
+            _ => None,
+        })
+    });
+    for (c, sel) in gating() {
+        if !matches!(sel, Selection::One(..)) && eligible[c] {
+            eligible[c] = false;
+            queue.push(c);
         }
     }
     queue.extend((0..n).filter(|&e| !viable[e]));
     while let Some(p) = queue.pop() {
-        for &c in &dependents[p] {
+        for &c in dependents.of(p) {
             if eligible[c] {
                 eligible[c] = false;
                 queue.push(c);
