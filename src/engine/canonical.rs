@@ -269,29 +269,46 @@ pub fn write_canonical<W: fmt::Write>(value: &Canon, out: &mut W) -> Result<(), 
         Canon::Int(i) => write!(out, "{i}")?,
         Canon::Float(f) => write_float(*f, out)?,
         Canon::Str(s) => write_json_string(s, out)?,
-        Canon::List(items) => {
-            out.write_char('[')?;
-            for (n, item) in items.iter().enumerate() {
-                if n > 0 {
-                    out.write_char(',')?;
-                }
-                write_canonical(item, out)?;
-            }
-            out.write_char(']')?;
-        }
-        Canon::Map(map) => {
-            out.write_char('{')?;
-            for (n, (key, item)) in map.iter().enumerate() {
-                if n > 0 {
-                    out.write_char(',')?;
-                }
-                write_json_string(key, out)?;
-                out.write_char(':')?;
-                write_canonical(item, out)?;
-            }
-            out.write_char('}')?;
-        }
+        Canon::List(items) => write_array(items, out, write_canonical)?,
+        Canon::Map(map) => write_object(map, out, write_canonical)?,
     }
+    Ok(())
+}
+
+/// Writes `[item,…]`, each item by `item`.
+pub(crate) fn write_array<'a, T: 'a, W: fmt::Write>(
+    items: impl IntoIterator<Item = &'a T>,
+    out: &mut W,
+    mut item: impl FnMut(&'a T, &mut W) -> Result<(), CanonError>,
+) -> Result<(), CanonError> {
+    out.write_char('[')?;
+    for (n, value) in items.into_iter().enumerate() {
+        if n > 0 {
+            out.write_char(',')?;
+        }
+        item(value, out)?;
+    }
+    out.write_char(']')?;
+    Ok(())
+}
+
+/// Writes `{"key":value,…}` in the order given (canonical when the keys
+/// come sorted, as a `BTreeMap`'s do), each value by `value`.
+pub(crate) fn write_object<'a, K: AsRef<str> + 'a, T: 'a, W: fmt::Write>(
+    entries: impl IntoIterator<Item = (&'a K, &'a T)>,
+    out: &mut W,
+    mut value: impl FnMut(&'a T, &mut W) -> Result<(), CanonError>,
+) -> Result<(), CanonError> {
+    out.write_char('{')?;
+    for (n, (key, item)) in entries.into_iter().enumerate() {
+        if n > 0 {
+            out.write_char(',')?;
+        }
+        write_json_string(key.as_ref(), out)?;
+        out.write_char(':')?;
+        value(item, out)?;
+    }
+    out.write_char('}')?;
     Ok(())
 }
 

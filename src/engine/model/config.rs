@@ -6,7 +6,9 @@
 
 use std::collections::BTreeMap;
 
-use crate::engine::canonical::{Canon, CanonError, write_float, write_json_string};
+use crate::engine::canonical::{
+    Canon, CanonError, write_array, write_float, write_json_string, write_object,
+};
 use crate::engine::redact::{REDACTED, is_secret_key_for_hash};
 
 /// A reference to a secret by name; the value is resolved only at run time.
@@ -15,6 +17,12 @@ pub struct SecretRef {
     /// The secret's name, e.g. `OPENAI_API_KEY`.
     pub name: String,
 }
+
+/// What a value under a secret key hashes as: a secret reference writes as
+/// `<redacted>`, whatever it names.
+static REDACTED_VALUE: ConfigValue = ConfigValue::Secret(SecretRef {
+    name: String::new(),
+});
 
 /// A configuration value as declared.
 #[derive(Clone, Debug, PartialEq)]
@@ -79,32 +87,22 @@ impl ConfigValue {
             Self::Float(f) => write_float(*f, out)?,
             Self::Str(s) | Self::Datetime(s) => write_json_string(s, out)?,
             Self::Secret(_) => write_json_string(REDACTED, out)?,
-            Self::Array(items) => {
-                out.write_char('[')?;
-                for (n, item) in items.iter().enumerate() {
-                    if n > 0 {
-                        out.write_char(',')?;
-                    }
-                    item.write_redacted_for_hash(out)?;
-                }
-                out.write_char(']')?;
-            }
-            Self::Table(map) => {
-                out.write_char('{')?;
-                for (n, (key, item)) in map.iter().enumerate() {
-                    if n > 0 {
-                        out.write_char(',')?;
-                    }
-                    write_json_string(key, out)?;
-                    out.write_char(':')?;
-                    if is_secret_key_for_hash(key) {
-                        write_json_string(REDACTED, out)?;
-                    } else {
-                        item.write_redacted_for_hash(out)?;
-                    }
-                }
-                out.write_char('}')?;
-            }
+            Self::Array(items) => write_array(items, out, Self::write_redacted_for_hash)?,
+            // A value under a secret key is redacted whatever it is.
+            Self::Table(map) => write_object(
+                map.iter().map(|(key, item)| {
+                    (
+                        key,
+                        if is_secret_key_for_hash(key) {
+                            &REDACTED_VALUE
+                        } else {
+                            item
+                        },
+                    )
+                }),
+                out,
+                Self::write_redacted_for_hash,
+            )?,
         }
         Ok(())
     }

@@ -382,30 +382,20 @@ impl<'a> Ctx<'_, 'a> {
             } else {
                 in_scope.len()
             };
+            let mut gather =
+                |holder: Holder, declared: &'a BTreeMap<CapabilityName, Requirement>| {
+                    for requirement in declared.values() {
+                        requirements.push(self.req(holder, ix, requirement, &lineage, &mut lists));
+                    }
+                };
             if lo == 0
                 && (ix, 0) < end
                 && let Some(decl) = self.decls[ix]
             {
-                for requirement in decl.requirements.values() {
-                    requirements.push(self.req(
-                        Holder::Scope(ix),
-                        ix,
-                        requirement,
-                        &lineage,
-                        &mut lists,
-                    ));
-                }
+                gather(Holder::Scope(ix), &decl.requirements);
             }
             for &e in in_scope.get(lo..hi).unwrap_or_default() {
-                for requirement in self.entries[e].manifest.requires.values() {
-                    requirements.push(self.req(
-                        Holder::Entry(e),
-                        ix,
-                        requirement,
-                        &lineage,
-                        &mut lists,
-                    ));
-                }
+                gather(Holder::Entry(e), &self.entries[e].manifest.requires);
             }
             ix += 1;
         }
