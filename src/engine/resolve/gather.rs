@@ -1,4 +1,10 @@
 //! Step 1 of resolution: per requirement, the providers it can see and accept.
+//!
+//! A pre-order walk of the scope tree keeps, per capability, the providers
+//! on the current lineage. The walk can start anywhere (it first stacks the
+//! providers above its start), so a large composition is gathered in two
+//! halves on two cores and joined in order; where it is cut never changes
+//! the answer (a proptest cuts it everywhere).
 
 use super::plan::Consumer;
 use std::collections::BTreeMap;
@@ -204,7 +210,9 @@ pub(super) fn gather_cut<'a>(
                 } else {
                     0
                 },
-                || ctx.walk((0, 0), mid, declared / 2),
+                // The first part's lists have room for both: the second is
+                // appended without a copy.
+                || ctx.walk((0, 0), mid, declared),
                 || ctx.walk(mid, end, declared / 2),
             );
             // The second part's ranges point into its own lists: shift them

@@ -303,31 +303,29 @@ fn snapshot_metadata(
     tools: Option<Canon>,
     servers: Option<Canon>,
 ) -> BTreeMap<String, Canon> {
-    {
-        let mut metadata = ctx.metadata.clone();
-        if let Some(tools) = tools {
-            metadata.insert(TOOL_CONTRACTS.to_owned(), tools);
-        }
-        if let Some(skipped) = composition.skipped_metadata() {
-            metadata.insert("skipped_entries".to_owned(), skipped);
-        }
-        if let Some(servers) = servers {
-            metadata.insert(MCP_SERVERS.to_owned(), servers);
-        }
-        if !composition.quarantined.is_empty() {
-            metadata.insert(
-                "quarantined_entries".to_owned(),
-                Canon::Map(
-                    composition
-                        .quarantined
-                        .iter()
-                        .map(|(id, kind)| (id.to_string(), Canon::Str(kind.clone())))
-                        .collect(),
-                ),
-            );
-        }
-        metadata
+    let mut metadata = ctx.metadata.clone();
+    if let Some(tools) = tools {
+        metadata.insert(TOOL_CONTRACTS.to_owned(), tools);
     }
+    if let Some(skipped) = composition.skipped_metadata() {
+        metadata.insert("skipped_entries".to_owned(), skipped);
+    }
+    if let Some(servers) = servers {
+        metadata.insert(MCP_SERVERS.to_owned(), servers);
+    }
+    if !composition.quarantined.is_empty() {
+        metadata.insert(
+            "quarantined_entries".to_owned(),
+            Canon::Map(
+                composition
+                    .quarantined
+                    .iter()
+                    .map(|(id, kind)| (id.to_string(), Canon::Str(kind.clone())))
+                    .collect(),
+            ),
+        );
+    }
+    metadata
 }
 
 /// Build the snapshot of `composition` resolved as `plan`.
