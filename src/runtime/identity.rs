@@ -271,23 +271,23 @@ impl NodeImpacts {
         if decision != Decision::Reused {
             return decided;
         }
-        let also_kept = self
+        decided + self.reused_kept()
+    }
+
+    /// How many entries of `kept` were not decided for (each reused).
+    fn reused_kept(&self) -> usize {
+        let decided_too = self
             .decided
             .iter()
             .filter(|i| self.kept.contains_key(&*i.entry_id))
             .count();
-        decided + self.kept.len() - also_kept
+        self.kept.len() - decided_too
     }
 
     /// The number of nodes.
     #[must_use]
     pub fn len(&self) -> usize {
-        let also_kept = self
-            .decided
-            .iter()
-            .filter(|i| self.kept.contains_key(&*i.entry_id))
-            .count();
-        self.decided.len() + self.kept.len() - also_kept
+        self.decided.len() + self.reused_kept()
     }
 
     /// Whether there are none.

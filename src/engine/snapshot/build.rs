@@ -271,11 +271,11 @@ impl<'a> Active<'a> {
     /// `config_hash` (one key per id: a repeated id is the same entry).
     fn config_hash(&self) -> Result<String, CanonError> {
         if self.by_id_unique {
-            return sorted_config_hash(&self.by_id);
+            return sorted_config_hash(self.by_id.iter().copied());
         }
         let mut unique = self.by_id.clone();
         unique.dedup_by(|a, b| a.id == b.id);
-        sorted_config_hash(&unique)
+        sorted_config_hash(unique.iter().copied())
     }
 
     /// The snapshot's `metadata`: the context's, then what the composition
@@ -594,39 +594,34 @@ fn rederived_config_hash<'c>(
         return Ok(None);
     }
     debug_assert!(composition.entries.keys().eq(plan.entries.keys()));
-    let mut h = Sha256Writer::new();
-    h.write_char('{')?;
-    let mut first = true;
     let mut with_metadata: Vec<(usize, &Entry)> = Vec::new();
-    for (e, p) in composition.entries.values().zip(plan.entries.values()) {
-        if !p.eligible {
-            continue;
-        }
-        if !e.manifest.tools.is_empty() || is_mcp(e) {
-            with_metadata.push((p.order.unwrap_or(usize::MAX), e));
-        }
-        if !first {
-            h.write_char(',')?;
-        }
-        first = false;
-        write_json_string(e.id.as_str(), &mut h)?;
-        h.write_char(':')?;
-        e.config.write_redacted_for_hash(&mut h)?;
-    }
-    h.write_char('}')?;
+    let eligible = composition
+        .entries
+        .values()
+        .zip(plan.entries.values())
+        .filter(|(_, p)| p.eligible)
+        .map(|(e, p)| {
+            if !e.manifest.tools.is_empty() || is_mcp(e) {
+                with_metadata.push((p.order.unwrap_or(usize::MAX), e));
+            }
+            e
+        });
+    let hash = sorted_config_hash(eligible)?;
     with_metadata.sort_by_key(|&(order, _)| order);
     Ok(Some((
-        h.finish_hex(),
+        hash,
         with_metadata.into_iter().map(|(_, e)| e).collect(),
     )))
 }
 
 /// [`config_hash`] of entries sorted by id without duplicates, written
 /// straight into the hasher.
-fn sorted_config_hash(sorted: &[&Entry]) -> Result<String, CanonError> {
+fn sorted_config_hash<'e>(
+    sorted: impl IntoIterator<Item = &'e Entry>,
+) -> Result<String, CanonError> {
     let mut h = Sha256Writer::new();
     h.write_char('{')?;
-    for (i, e) in sorted.iter().enumerate() {
+    for (i, e) in sorted.into_iter().enumerate() {
         if i > 0 {
             h.write_char(',')?;
         }
