@@ -103,7 +103,7 @@ impl GitSource {
 impl Source for GitSource {
     fn read(&self, path: &Path) -> Result<String, SourceError> {
         let top = self.top_relative(path);
-        let out = self.git(&["show", &format!("{}:{top}", self.rev)])?;
+        let out = self.git(&["cat-file", "blob", &format!("{}:{top}", self.rev)])?;
         if out.status.success() {
             return String::from_utf8(out.stdout).map_err(|_| {
                 SourceError::new(
@@ -113,6 +113,13 @@ impl Source for GitSource {
             });
         }
         self.check_rev()?;
+        if let Some(kind) = self.object_type(&top) {
+            let what = if kind == "tree" { "a directory" } else { "not a file" };
+            return Err(SourceError::new(
+                SourceErrorKind::Io,
+                format!("`{top}` is {what} at revision `{}`", self.rev),
+            ));
+        }
         Err(SourceError::new(
             SourceErrorKind::NotFound,
             format!("`{top}` does not exist at revision `{}`", self.rev),
@@ -163,5 +170,10 @@ impl Source for GitSource {
 
     fn display_name(&self, path: &Path) -> String {
         format!("{}:{}", self.rev, self.top_relative(path))
+    }
+
+    fn resolve(&self, path: &Path) -> Option<PathBuf> {
+        self.object_type(&self.top_relative(path))
+            .map(|_| normalize(path))
     }
 }

@@ -6,7 +6,7 @@ use std::path::{Path, PathBuf};
 use toml::de::DeTable;
 
 use super::reader::{FileCtx, span};
-use super::source::{Source, SourceError, SourceErrorKind, normalize};
+use super::source::{Source, SourceError, SourceErrorKind, is_toml, normalize};
 use super::source_map::SourceMap;
 use super::walk::{FileOut, walk_file};
 use crate::engine::diag::{Code, Diagnostic};
@@ -25,9 +25,23 @@ pub(crate) struct Reader<'s> {
     pub files: Vec<Walked>,
     /// Whether some file had syntax errors (its tree is incomplete).
     pub syntax_errors: bool,
+    /// Files read, by identity ([`Source::resolve`]: two spellings of one
+    /// file are one file).
     loaded: BTreeSet<PathBuf>,
-    /// The include chain: each file with the include that brought it in.
-    stack: Vec<(PathBuf, Option<Origin>)>,
+    /// The include chain: each file (path, identity) with the include that
+    /// brought it in.
+    stack: Vec<(PathBuf, PathBuf, Option<Origin>)>,
+    /// What includes and prompt files must stay inside ([`Source::workspace`]).
+    workspace: Option<PathBuf>,
+}
+
+/// What a file other than the root is read as.
+#[derive(Clone, Copy, PartialEq, Eq)]
+enum Part {
+    Include,
+    /// A directory whose `*.toml` files are included.
+    Listed,
+    Prompt,
 }
 
 impl<'s> Reader<'s> {
@@ -40,17 +54,22 @@ impl<'s> Reader<'s> {
             syntax_errors: false,
             loaded: BTreeSet::new(),
             stack: Vec::new(),
+            workspace: None,
         }
     }
 
     /// Read `path` (the root when `via` is `None`) and, recursively, its includes.
     pub fn read(&mut self, path: &Path, via: Option<Origin>) {
         let path = normalize(path);
+        if via.is_none() {
+            self.workspace = self.source.workspace(&path);
+        }
         let text = match self.source.read(&path) {
             Ok(text) => text,
             Err(e) => return self.read_error(e, via),
         };
-        self.loaded.insert(path.clone());
+        let identity = self.identity(&path);
+        self.loaded.insert(identity.clone());
         let name = self.source.display_name(&path);
         let id = self.sources.add(name, path.clone(), text);
         let text = self.sources.text(id).to_owned();
@@ -90,7 +109,7 @@ impl<'s> Reader<'s> {
         let dir = path.parent().map(Path::to_path_buf).unwrap_or_default();
         self.read_prompts(&dir, &mut out);
         self.files.push(Walked { out });
-        self.stack.push((path.clone(), via));
+        self.stack.push((path.clone(), identity, via));
         for inc in includes {
             for file in self.expand(&dir, &inc.path, inc.origin) {
                 self.include(&file, inc.origin);
@@ -109,6 +128,10 @@ impl<'s> Reader<'s> {
                 continue;
             };
             let target = normalize(&dir.join(&file));
+            if !self.admit(&target, origin, Part::Prompt) {
+                def.value = None;
+                continue;
+            }
             match self.source.read(&target) {
                 Ok(text) => agent.decl.prompt = text,
                 Err(e) => {
@@ -128,16 +151,17 @@ impl<'s> Reader<'s> {
 
     fn include(&mut self, file: &Path, origin: Origin) {
         let file = normalize(file);
-        if let Some(k) = self.stack.iter().position(|(p, _)| *p == file) {
+        let identity = self.identity(&file);
+        if let Some(k) = self.stack.iter().position(|(_, id, _)| *id == identity) {
             let names: Vec<String> = self.stack[k..]
                 .iter()
-                .map(|(p, _)| self.source.display_name(p))
+                .map(|(p, _, _)| self.source.display_name(p))
                 .chain([self.source.display_name(&file)])
                 .collect();
-            let (first, label) = match self.stack[k].1 {
+            let (first, label) = match self.stack[k].2 {
                 Some(o) => (Some(o), "first included here"),
                 None => (
-                    self.stack.get(k + 1).and_then(|s| s.1),
+                    self.stack.get(k + 1).and_then(|s| s.2),
                     "the cycle starts here",
                 ),
             };
@@ -153,11 +177,72 @@ impl<'s> Reader<'s> {
             self.diags.push(d);
             return;
         }
-        if self.loaded.contains(&file) {
+        if self.loaded.contains(&identity) {
             // Included twice without a cycle (a diamond): read it once.
             return;
         }
-        self.read(&file, Some(origin));
+        if self.admit(&file, origin, Part::Include) {
+            self.read(&file, Some(origin));
+        }
+    }
+
+    /// What makes two paths the same file: where it really is on a file
+    /// system (symbolic links followed), else the (normalized) path.
+    fn identity(&self, path: &Path) -> PathBuf {
+        self.workspace
+            .as_ref()
+            .and_then(|_| self.source.resolve(path))
+            .unwrap_or_else(|| path.to_path_buf())
+    }
+
+    /// Whether `file` may be read as `part` of the composition: an include
+    /// is a `.toml` file, and nothing leaves the workspace once symbolic
+    /// links are followed. A path that does not exist is admitted (reading
+    /// it reports that). Reports the refusal.
+    fn admit(&mut self, file: &Path, origin: Origin, part: Part) -> bool {
+        let real = self
+            .workspace
+            .as_ref()
+            .and_then(|_| self.source.resolve(file));
+        let name = self.source.display_name(file);
+        let what = match part {
+            Part::Include => "include",
+            Part::Listed => "included directory",
+            Part::Prompt => "prompt file",
+        };
+        let outside = match (&self.workspace, &real) {
+            (Some(ws), Some(real)) => (!real.starts_with(ws)).then_some(ws),
+            _ => None,
+        };
+        let d = if let Some(ws) = outside {
+            Diagnostic::error(
+                Code::IncludeOutside,
+                format!(
+                    "the {what} `{name}` lies outside the workspace `{}`",
+                    ws.display()
+                ),
+            )
+            .at(Some(origin), "outside the workspace")
+            .with_help(
+                "includes and prompt files stay inside the git work tree that holds the \
+                 composition (its directory outside one), symbolic links followed: \
+                 move or copy the file there",
+            )
+        } else if part == Part::Include
+            && (!is_toml(file) || real.as_deref().is_some_and(|r| !is_toml(r)))
+            && self.source.resolve(file).is_some()
+        {
+            Diagnostic::error(
+                Code::IncludeOutside,
+                format!("the include `{name}` is not a `.toml` file"),
+            )
+            .at(Some(origin), "not a `.toml` file")
+            .with_help("include a `.toml` file, a directory (its `*.toml` files) or `dir/*.toml`")
+        } else {
+            return true;
+        };
+        self.diags.push(d);
+        false
     }
 
     /// The files an include names: a file, a directory's `*.toml` files, or
@@ -181,7 +266,11 @@ impl<'s> Reader<'s> {
         let Some(list_dir) = listed else {
             return vec![target];
         };
-        match self.source.list_toml(&normalize(&list_dir)) {
+        let list_dir = normalize(&list_dir);
+        if !self.admit(&list_dir, origin, Part::Listed) {
+            return Vec::new();
+        }
+        match self.source.list_toml(&list_dir) {
             Ok(files) => files,
             Err(e) => {
                 self.read_error(e, Some(origin));

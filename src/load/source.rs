@@ -59,6 +59,16 @@ pub trait Source {
     fn is_dir(&self, path: &Path) -> bool;
     /// How `path` is shown in diagnostics.
     fn display_name(&self, path: &Path) -> String;
+    /// The directory that every include and prompt file of the composition
+    /// rooted at `root` must lie inside, or `None` when the source holds only
+    /// the composition's own files (a git tree, memory). See
+    /// [`FsSource::workspace`].
+    fn workspace(&self, _root: &Path) -> Option<PathBuf> {
+        None
+    }
+    /// Where `path` really is (symbolic links followed, where the source has
+    /// them), or `None` when nothing is there.
+    fn resolve(&self, path: &Path) -> Option<PathBuf>;
 }
 
 /// Lexically normalize a path: drop `.` components and fold `a/..`.
@@ -131,6 +141,22 @@ impl Source for FsSource {
     fn display_name(&self, path: &Path) -> String {
         path.display().to_string()
     }
+
+    /// The top of the git work tree holding `root`, or `root`'s directory
+    /// outside one. `check` and `diff` read pull-request content in CI: an
+    /// include of `/proc/self/environ` or of a symbolic link to a file
+    /// elsewhere on the runner would otherwise print that file's lines in a
+    /// syntax error.
+    fn workspace(&self, root: &Path) -> Option<PathBuf> {
+        let dir = root.parent().filter(|d| !d.as_os_str().is_empty());
+        let dir = std::fs::canonicalize(dir.unwrap_or(Path::new("."))).ok()?;
+        let top = dir.ancestors().find(|d| d.join(".git").exists());
+        Some(top.unwrap_or(&dir).to_path_buf())
+    }
+
+    fn resolve(&self, path: &Path) -> Option<PathBuf> {
+        std::fs::canonicalize(path).ok()
+    }
 }
 
 /// Files held in memory, for tests and benchmarks. A directory exists when
@@ -195,6 +221,11 @@ impl Source for MemorySource {
 
     fn display_name(&self, path: &Path) -> String {
         normalize(path).display().to_string()
+    }
+
+    fn resolve(&self, path: &Path) -> Option<PathBuf> {
+        let path = normalize(path);
+        (self.files.contains_key(&path) || self.is_dir(&path)).then_some(path)
     }
 }
 

@@ -146,6 +146,62 @@ fn diamond_includes_are_read_once() {
     assert_eq!(l.sources.len(), 4);
 }
 
+/// `check` and `diff` read pull-request content in CI: nothing outside the
+/// workspace (the composition's directory here; no git work tree above a
+/// temporary directory) is read, through a path, `..`, a directory or a
+/// symbolic link, and an include is a `.toml` file. The outside file's text
+/// never reaches a diagnostic.
+#[test]
+fn includes_and_prompt_files_stay_inside_the_workspace() {
+    const CANARY: &str = "CANARY-outside-3e1f";
+    let outside = tempfile::tempdir().unwrap();
+    let secret = outside.path().join("secret.toml");
+    std::fs::write(&secret, format!("token {CANARY}\n")).unwrap();
+    let ws = tempfile::tempdir().unwrap();
+    let dir = ws.path();
+    std::os::unix::fs::symlink(&secret, dir.join("link.toml")).unwrap();
+    std::fs::write(dir.join("notes.txt"), format!("{CANARY}\n")).unwrap();
+    let cases = [
+        format!("include = [{:?}]", secret.display().to_string()),
+        format!("include = [{:?}]", format!("{}/", outside.path().display())),
+        "include = [\"link.toml\"]".to_owned(),
+        "include = [\"notes.txt\"]".to_owned(),
+        format!(
+            "[agents.a]\nprompt_file = {:?}",
+            secret.display().to_string()
+        ),
+    ];
+    for case in cases {
+        std::fs::write(dir.join("main.toml"), format!("version = 1\n{case}\n")).unwrap();
+        let l = load(&FsSource, &dir.join("main.toml"));
+        let codes: Vec<Code> = l.diagnostics.iter().map(|d| d.code).collect();
+        assert!(codes.contains(&Code::IncludeOutside), "{case}: {codes:?}");
+        let rendered = render_all(&l);
+        assert!(!rendered.contains(CANARY), "{case}:\n{rendered}");
+    }
+}
+
+/// Inside a git work tree the workspace is the whole tree (`..` may reach a
+/// sibling directory), and two spellings of one file are one file.
+#[test]
+fn the_workspace_is_the_git_work_tree_and_files_have_one_identity() {
+    let ws = tempfile::tempdir().unwrap();
+    let dir = ws.path();
+    std::fs::create_dir_all(dir.join(".git")).unwrap();
+    std::fs::create_dir_all(dir.join("app")).unwrap();
+    std::fs::create_dir_all(dir.join("shared")).unwrap();
+    std::fs::write(dir.join("shared/pg.toml"), PG).unwrap();
+    std::fs::write(
+        dir.join("app/main.toml"),
+        "version = 1\ninclude = [\"../shared/pg.toml\", \"../app/../shared/pg.toml\", \"pg.toml\"]\n",
+    )
+    .unwrap();
+    std::os::unix::fs::symlink(dir.join("shared/pg.toml"), dir.join("app/pg.toml")).unwrap();
+    let l = load(&FsSource, &dir.join("app/main.toml"));
+    assert!(l.diagnostics.is_empty(), "{:#?}", l.diagnostics);
+    assert_eq!(l.sources.len(), 2);
+}
+
 #[test]
 fn duplicates_across_files_show_both_spans() {
     let src = MemorySource::new()
@@ -249,6 +305,11 @@ fn git_source_reads_a_revision_with_includes() {
         Path::new("conf/composition.toml"),
     );
     assert_eq!(found(&l), vec![(Code::IncludeMissing, 2, 12)]);
+
+    // A directory at the revision is said to be one, not parsed as TOML.
+    let l = load(&GitSource::new(dir, "HEAD~1"), Path::new("conf/plugins"));
+    let d = only(&l, Code::Io);
+    assert!(d.message.contains("is a directory"), "{d:?}");
 
     // A revision that does not resolve.
     let l = load(
