@@ -114,7 +114,11 @@ impl Source for GitSource {
         }
         self.check_rev()?;
         if let Some(kind) = self.object_type(&top) {
-            let what = if kind == "tree" { "a directory" } else { "not a file" };
+            let what = if kind == "tree" {
+                "a directory"
+            } else {
+                "not a file"
+            };
             return Err(SourceError::new(
                 SourceErrorKind::Io,
                 format!("`{top}` is {what} at revision `{}`", self.rev),

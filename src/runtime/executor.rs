@@ -845,6 +845,8 @@ impl ToolExecutor {
         for f in failures {
             let attrs = attributes([
                 ("event", f.event.as_str().to_owned()),
+                ("hook", f.hook.clone()),
+                ("owner", f.owner.clone()),
                 ("error_type", "hook_error".to_owned()),
                 (
                     "description",

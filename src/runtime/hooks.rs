@@ -198,6 +198,32 @@ pub struct HookExecutionError {
     pub error: String,
 }
 
+/// The keys of a payload that say what the event is about (which tool, of
+/// which entry, in which generation and run). A transform replaces the rest
+/// of the payload; these stay as they were, so a later hook (a `deny` guard
+/// on tool names, say) always judges the call that will really happen.
+pub const CONTEXT_KEYS: [&str; 4] = ["tool", "owner", "generation_id", "run_id"];
+
+/// Put back into `replaced` the [`CONTEXT_KEYS`] of `before`; the first key
+/// the transform had changed or dropped, if any.
+fn keep_context(
+    before: &Value,
+    replaced: &mut serde_json::Map<String, Value>,
+) -> Option<&'static str> {
+    let mut changed = None;
+    for key in CONTEXT_KEYS {
+        match before.get(key) {
+            Some(v) if replaced.get(key) != Some(v) => {
+                replaced.insert(key.to_owned(), v.clone());
+                changed = changed.or(Some(key));
+            }
+            None if replaced.remove(key).is_some() => changed = changed.or(Some(key)),
+            _ => {}
+        }
+    }
+    changed
+}
+
 /// An immutable, ordered set of registrations (one per generation).
 #[derive(Clone, Debug, Default)]
 pub struct HookSet {
@@ -264,7 +290,14 @@ impl HookSet {
             };
             match (reg.mode, reply) {
                 (HookMode::Observe, _) | (_, HookReply::Continue) => {}
-                (HookMode::Transform, HookReply::Replace(v)) if v.is_object() => out.payload = v,
+                (HookMode::Transform, HookReply::Replace(Value::Object(mut m))) => {
+                    if let Some(changed) = keep_context(&out.payload, &mut m) {
+                        out.failures.push(failure(format!(
+                            "a transform cannot change `{changed}`; it is kept as it was"
+                        )));
+                    }
+                    out.payload = Value::Object(m);
+                }
                 (HookMode::Transform, HookReply::Replace(_)) => {
                     out.failures.push(failure(
                         "a transform must return a JSON object; the payload is unchanged".into(),
@@ -420,5 +453,61 @@ mod tests {
             1,
             "a non-object transform is recorded, not raised"
         );
+    }
+
+    /// A transform cannot rename the tool (or drop its name) for the hooks
+    /// after it: a guard on tool names judges the call that will run.
+    #[tokio::test]
+    async fn a_transform_keeps_the_context_keys() {
+        for reply in [
+            json!({"tool": "harmless", "args": {"n": 2}}),
+            json!({"args": {"n": 2}}),
+            json!({"tool": "save_note", "owner": "other", "args": {"n": 2}, "run_id": "r1"}),
+        ] {
+            let seen = Arc::new(std::sync::Mutex::new(Value::Null));
+            let seen_by_guard = Arc::clone(&seen);
+            let reply = reply.clone();
+            let set = HookSet::new(vec![
+                reg(
+                    "rename",
+                    HookEvent::BeforeToolExecute,
+                    HookMode::Transform,
+                    -10,
+                    1,
+                    Arc::new(FnHook(move |_, _: &Value| {
+                        Ok(HookReply::Replace(reply.clone()))
+                    })),
+                ),
+                reg(
+                    "guard",
+                    HookEvent::BeforeToolExecute,
+                    HookMode::Bail,
+                    0,
+                    2,
+                    Arc::new(FnHook(move |_, p: &Value| {
+                        *seen_by_guard.lock().unwrap() = p.clone();
+                        Ok(if p["tool"] == "save_note" {
+                            HookReply::Bail("no saving".into())
+                        } else {
+                            HookReply::Continue
+                        })
+                    })),
+                ),
+            ]);
+            let before =
+                json!({"tool": "save_note", "owner": "notes", "run_id": "r1", "args": {"n": 1}});
+            let out = set
+                .dispatch(HookEvent::BeforeToolExecute, before)
+                .await
+                .unwrap();
+            assert_eq!(out.bailed.as_deref(), Some("no saving"));
+            let seen = seen.lock().unwrap().clone();
+            assert_eq!(
+                seen,
+                json!({"tool": "save_note", "owner": "notes", "run_id": "r1", "args": {"n": 2}})
+            );
+            assert_eq!(out.failures.len(), 1, "{:?}", out.failures);
+            assert!(out.failures[0].error.contains("cannot change"));
+        }
     }
 }

@@ -92,6 +92,58 @@ impl Telemetry for JsonLinesTelemetry {
     }
 }
 
+/// Forwards every signal to `inner`, and says on stderr (a `tracing`
+/// warning, target `chassis::hook`) when a hook failed: a failure under the
+/// default `error_policy` never fails the operation, so without this it
+/// would pass unseen unless a trace was written.
+pub struct WarnHookFailures<T> {
+    inner: T,
+}
+
+impl<T> WarnHookFailures<T> {
+    /// Wrap `inner`.
+    pub fn new(inner: T) -> Self {
+        Self { inner }
+    }
+}
+
+impl<T: Telemetry> Telemetry for WarnHookFailures<T> {
+    fn event(&self, name: &str, attrs: &Attributes) -> Result<(), TelemetryError> {
+        if name == "hook.failure" {
+            let text = |key: &str| match attrs.get(key) {
+                Some(crate::engine::telemetry::AttrValue::Str(s)) => s.as_str(),
+                _ => "?",
+            };
+            tracing::warn!(
+                target: "chassis::hook",
+                "hook `{}` of `{}` failed on `{}`: {}",
+                text("hook"),
+                text("owner"),
+                text("event"),
+                text("description")
+            );
+        }
+        self.inner.event(name, attrs)
+    }
+
+    fn span_start(&self, name: &str, attrs: &Attributes) -> Result<SpanId, TelemetryError> {
+        self.inner.span_start(name, attrs)
+    }
+
+    fn span_end(
+        &self,
+        id: SpanId,
+        attrs: &Attributes,
+        error: Option<&str>,
+    ) -> Result<(), TelemetryError> {
+        self.inner.span_end(id, attrs, error)
+    }
+
+    fn backend_name(&self) -> &str {
+        self.inner.backend_name()
+    }
+}
+
 /// Forwards signals to `tracing` at debug level (target `chassis::signal`).
 #[derive(Debug, Default)]
 pub struct TracingTelemetry {

@@ -697,3 +697,42 @@ fn a_scope_policy_allows_its_agent_and_its_sibling_keeps_the_global_policy() {
         "{msg}"
     );
 }
+
+/// A `transform` hook that renames the tool (or drops its name) cannot get
+/// a call past a `deny` guard on tool names: the guard judges the tool that
+/// will run, and the failed rename is a warning on stderr.
+#[test]
+fn a_transform_hook_cannot_rename_a_call_past_a_deny_guard() {
+    for reply in [
+        r#"{"action":"transform","payload":{"tool":"harmless","args":{"note":"renamed"}}}"#,
+        r#"{"action":"transform","payload":{"args":{"note":"renamed"}}}"#,
+    ] {
+        let d = Dir::new("");
+        let hook = d.path("rename.sh");
+        std::fs::write(&hook, format!("cat > /dev/null\necho '{reply}'\n")).unwrap();
+        std::fs::write(
+            d.path("c.toml"),
+            composition(&format!(
+                r#"
+[entries.rename]
+plugin = "hook-command"
+config = {{ argv = ["sh", {hook:?}], events = ["before_tool_execute"], mode = "transform", priority = -100 }}
+
+[entries.guard]
+plugin = "deny"
+config = {{ tools = ["save_*"], reason = "no saving here" }}
+"#
+            )),
+        )
+        .unwrap();
+        let (code, doc, stderr) = d.json(&["run", "c.toml", "--yes"]);
+        assert_eq!(code, 0, "{stderr}");
+        assert_eq!(doc["tool_calls"][1]["name"], "save_note", "{doc:#}");
+        assert_eq!(doc["tool_calls"][1]["status"], "refused", "{doc:#}");
+        assert_eq!(doc["tool_calls"][1]["refusal"], "hook", "{doc:#}");
+        assert!(
+            stderr.contains("hook `") && stderr.contains("cannot change `tool`"),
+            "{stderr}"
+        );
+    }
+}

@@ -399,6 +399,7 @@ pub(crate) fn trace_telemetry(
     redactor: &crate::engine::secret::Redactor,
 ) -> Result<std::sync::Arc<dyn crate::engine::telemetry::Telemetry>, ExitStatus> {
     use crate::engine::telemetry::harness_chain;
+    use crate::trace::WarnHookFailures;
     let redactor = redactor.clone();
     Ok(match trace {
         Some(path) => {
@@ -409,10 +410,10 @@ pub(crate) fn trace_telemetry(
                 ));
                 ExitStatus::Input
             })?;
-            std::sync::Arc::new(harness_chain(file, redactor))
+            std::sync::Arc::new(harness_chain(WarnHookFailures::new(file), redactor))
         }
         None => std::sync::Arc::new(harness_chain(
-            crate::trace::TracingTelemetry::default(),
+            WarnHookFailures::new(crate::trace::TracingTelemetry::default()),
             redactor,
         )),
     })
