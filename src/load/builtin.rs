@@ -67,7 +67,7 @@ fn dotted(pointer: &str) -> String {
 
 /// Check `config` (parsed from `node`, or absent) for `kind`.
 pub(crate) fn check(
-    cx: &FileCtx<'_>,
+    cx: &mut FileCtx<'_>,
     kind: &BuiltinKind,
     entry: &str,
     config: &ConfigValue,
@@ -81,6 +81,9 @@ pub(crate) fn check(
                 .into_iter()
                 .map(|p| {
                     let at = node.map_or(fallback, |n| span_at(n, &p.pointer));
+                    if p.concealed {
+                        cx.concealed.push(at);
+                    }
                     let path = dotted(&p.pointer);
                     Diagnostic::error(
                         Code::BadConfig,

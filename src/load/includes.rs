@@ -89,8 +89,11 @@ impl<'s> Reader<'s> {
             source: id,
             text: &text,
             diags: &mut file_diags,
+            concealed: Vec::new(),
         };
         let mut out = walk_file(&mut cx, doc.get_ref(), via.is_none());
+        let concealed = std::mem::take(&mut cx.concealed);
+        self.sources.conceal(id, concealed);
         if has_syntax {
             // The recovered tree lacks what did not parse: a "missing" key is
             // most likely the broken line, so do not report it twice.

@@ -17,18 +17,24 @@ pub fn mask_secrets(text: &str, sensitive: impl Fn(&str) -> bool) -> Option<Stri
     if ranges.is_empty() {
         return None;
     }
+    Some(mask_ranges(text, ranges))
+}
+
+/// `text` with every byte in `ranges` (clamped to the text) replaced by
+/// `*`, line breaks kept, so offsets and line numbers stay valid.
+pub fn mask_ranges(text: &str, ranges: impl IntoIterator<Item = (usize, usize)>) -> String {
     let mut bytes = text.as_bytes().to_vec();
     for (start, end) in ranges {
-        for b in &mut bytes[start..end] {
+        let end = end.min(bytes.len());
+        for b in &mut bytes[start.min(end)..end] {
             if *b != b'\n' && *b != b'\r' {
                 *b = b'*';
             }
         }
     }
-    // Masking replaces whole ranges that start and end at char boundaries,
-    // and replaces every byte of every char inside, so the result is UTF-8;
-    // the lossy conversion is only a guard.
-    Some(String::from_utf8_lossy(&bytes).into_owned())
+    // A range may cut a multi-byte char; such a char becomes `*` and
+    // replacement characters, never bytes of the value.
+    String::from_utf8_lossy(&bytes).into_owned()
 }
 
 #[derive(Clone, Copy, PartialEq)]

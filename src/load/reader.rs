@@ -21,6 +21,8 @@ pub(crate) struct FileCtx<'a> {
     pub text: &'a str,
     /// Collected diagnostics.
     pub diags: &'a mut Vec<Diagnostic>,
+    /// Spans whose text must never be shown ([`SourceMap::conceal`]).
+    pub concealed: Vec<Span>,
 }
 
 impl FileCtx<'_> {

@@ -3,13 +3,15 @@
 use std::borrow::Cow;
 use std::path::{Path, PathBuf};
 
-use crate::engine::span::{Origin, SourceId};
+use crate::engine::span::{Origin, SourceId, Span};
 
 #[derive(Clone, Debug)]
 struct SourceFile {
     name: String,
     path: PathBuf,
     text: String,
+    /// Byte ranges never shown ([`SourceMap::conceal`]).
+    concealed: Vec<Span>,
 }
 
 /// The texts that origins point into: a display name and the text of every
@@ -37,6 +39,7 @@ impl SourceMap {
             name: name.into(),
             path: path.into(),
             text: text.into(),
+            concealed: Vec::new(),
         });
         id
     }
@@ -82,9 +85,25 @@ impl SourceMap {
     /// same byte length, so spans stay valid.
     pub fn display_text(&self, id: SourceId) -> Cow<'_, str> {
         let text = self.text(id);
-        match super::mask::mask_secrets(text, super::is_sensitive_key) {
+        let mut shown = match super::mask::mask_secrets(text, super::is_sensitive_key) {
             Some(masked) => Cow::Owned(masked),
             None => Cow::Borrowed(text),
+        };
+        let concealed = self.file(id).map_or(&[][..], |f| f.concealed.as_slice());
+        if !concealed.is_empty() {
+            shown = Cow::Owned(super::mask::mask_ranges(
+                &shown,
+                concealed.iter().map(|s| (s.start as usize, s.end as usize)),
+            ));
+        }
+        shown
+    }
+
+    /// Never show the text at `spans` of source `id` (values a diagnostic
+    /// says it does not show: a secret typed where a name belongs).
+    pub fn conceal(&mut self, id: SourceId, spans: impl IntoIterator<Item = Span>) {
+        if let Some(f) = self.files.get_mut(id.0 as usize) {
+            f.concealed.extend(spans);
         }
     }
 

@@ -399,3 +399,26 @@ fn snapshot_unknown_plugin() {
         render_all(&load_str("composition.toml", text))
     );
 }
+
+/// A secret typed where `secrets.env` wants a variable name is refused
+/// without being shown: not in the message, not in the source snippet.
+#[test]
+fn a_rejected_secrets_env_value_is_masked_in_the_snippet() {
+    let text = "version = 1\n[entries.vault]\nplugin = \"secrets.env\"\nconfig = { prefix = \"sk-live-CANARY-prefix\", aliases = { \"db.url\" = \"sk-live-CANARY-alias\" } }\n";
+    let l = load_str("c.toml", text);
+    assert_eq!(
+        l.diagnostics
+            .iter()
+            .filter(|d| d.code == Code::BadConfig)
+            .count(),
+        2,
+        "{:#?}",
+        l.diagnostics
+    );
+    let rendered = render_all(&l);
+    assert!(rendered.contains("prefix = ***"), "{rendered}");
+    assert!(!rendered.contains("CANARY"), "{rendered}");
+    // Only what is shown changes: spans and the text itself stay.
+    assert_eq!(l.sources.text(SourceId(0)), text);
+    assert_eq!(l.sources.display_text(SourceId(0)).len(), text.len());
+}
