@@ -28,6 +28,25 @@ use crate::engine::schema_check::check as check_schema;
 use crate::engine::secret::{Redactor, SecretProvider};
 use crate::engine::telemetry::{AttrValue, Attributes, NoopTelemetry, Telemetry, attributes};
 
+/// Resolves when `budget`'s wall-clock limit has been crossed, with the
+/// refusal; never when no deadline is enforced. Raced against work in
+/// flight (a model call), so a slow call cannot outlive the budget.
+pub(crate) async fn deadline(budget: Option<&BudgetGovernor>) -> BudgetExceeded {
+    let Some(budget) = budget else {
+        return std::future::pending().await;
+    };
+    loop {
+        let Some(left) = budget.time_left() else {
+            return std::future::pending().await;
+        };
+        // Just past the limit: exactly at it is still allowed.
+        tokio::time::sleep(left + Duration::from_millis(1)).await;
+        if let Err(e) = budget.check_deadline() {
+            return e;
+        }
+    }
+}
+
 /// The services a run's tool calls go through.
 #[derive(Clone)]
 pub struct ExecutorServices {
@@ -675,6 +694,18 @@ impl ToolExecutor {
                 let (status, content, artifact, error, duration_seconds) = self
                     .call_live(run, reg, &call, args, secrets, &generation_id)
                     .await;
+                // A call cut off by the run's deadline ends the run.
+                if let Some(Err(exceeded)) = run.budget.as_ref().map(BudgetGovernor::check_deadline)
+                {
+                    let attrs = attributes([
+                        ("tool", call.name.clone()),
+                        ("dimension", exceeded.dimension.as_str().to_owned()),
+                        ("run_id", run.run_id.clone()),
+                        ("generation_id", generation_id.clone()),
+                    ]);
+                    emit(s.telemetry.as_ref(), "budget.exhausted", &attrs);
+                    return Err(ExecError::Budget(exceeded));
+                }
                 if let (Some(r), Some(args)) = (&s.replay, &recorded_args) {
                     r.tool_record(
                         &call.name,
@@ -765,6 +796,16 @@ impl ToolExecutor {
             .timeout_seconds
             .map(Duration::from_secs_f64)
             .or(s.default_timeout);
+        // No call outlives the run's wall-clock budget.
+        let left = run
+            .budget
+            .as_ref()
+            .and_then(BudgetGovernor::time_left)
+            .map(|l| l + Duration::from_millis(1));
+        let timeout = match (timeout, left) {
+            (Some(t), Some(l)) => Some(t.min(l)),
+            (t, l) => t.or(l),
+        };
         let started = tokio::time::Instant::now();
         let tool = Arc::clone(&reg.tool);
         let work = tool.call(args, &ctx);

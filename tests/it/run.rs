@@ -736,3 +736,49 @@ config = {{ tools = ["save_*"], reason = "no saving here" }}
         );
     }
 }
+
+/// The wall-clock budget bounds what is in flight: a slow model call and a
+/// slow command tool are cut off at the deadline and the run fails with
+/// exit 3 (`budget_exhausted`), instead of answering late.
+#[test]
+fn the_wall_clock_budget_cuts_off_a_slow_model_call_and_a_slow_tool() {
+    let slow_model = r#"version = 1
+[entries.model]
+plugin = "scripted"
+[[entries.model.config.turns]]
+text = "late"
+delay_ms = 20000
+[agents.a]
+default_input = "x"
+budget = { wall_clock_seconds = 0.3 }
+"#;
+    let slow_tool = r#"version = 1
+[entries.sleepy]
+plugin = "command"
+[[entries.sleepy.config.tools]]
+name = "nap"
+description = "Sleeps."
+args = { type = "object" }
+argv = ["sleep", "20"]
+timeout_seconds = 30
+[entries.model]
+plugin = "scripted"
+[[entries.model.config.turns]]
+tool_calls = [{ name = "nap", args = {} }]
+[[entries.model.config.turns]]
+text = "rested"
+[agents.a]
+default_input = "x"
+budget = { wall_clock_seconds = 0.3 }
+"#;
+    for text in [slow_model, slow_tool] {
+        let d = Dir::new(text);
+        let started = std::time::Instant::now();
+        let (code, doc, stderr) = d.json(&["run", "c.toml"]);
+        let took = started.elapsed();
+        assert_eq!(code, 3, "{doc:#}\n{stderr}");
+        assert_eq!(doc["stop"]["kind"], "budget_exhausted", "{doc:#}");
+        assert_eq!(doc["stop"]["dimension"], "wall_clock_seconds", "{doc:#}");
+        assert!(took < std::time::Duration::from_secs(10), "took {took:?}");
+    }
+}

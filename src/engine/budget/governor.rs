@@ -319,6 +319,19 @@ impl BudgetGovernor {
             .check(self.node, BudgetDimension::WallClockSeconds, 0.0, now)
     }
 
+    /// How long until the tightest `wall_clock_seconds` limit on the chain is
+    /// reached (zero once it has passed), when this runtime enforces the
+    /// deadline: what an operation in flight may still take.
+    #[must_use]
+    pub fn time_left(&self) -> Option<Duration> {
+        let dimension = BudgetDimension::WallClockSeconds;
+        if self.profile().get(dimension) != Enforcement::Enforced {
+            return None;
+        }
+        let left = self.remaining(dimension)?;
+        Duration::try_from_secs_f64(left.max(0.0)).ok()
+    }
+
     /// What this allocation has used of `dimension`, including its
     /// descendants; for `wall_clock_seconds`, seconds since it started.
     #[must_use]

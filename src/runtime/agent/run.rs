@@ -17,7 +17,9 @@ use crate::engine::model::{AgentDecl, Entry, ScopePath};
 use crate::engine::policy::ToolPolicy;
 use crate::engine::resolve::{Consumer, Status};
 use crate::engine::telemetry::{AttrValue, attributes};
-use crate::runtime::executor::{ExecError, RunContext, ToolCall, ToolExecutor, ToolStatus};
+use crate::runtime::executor::{
+    ExecError, RunContext, ToolCall, ToolExecutor, ToolStatus, deadline,
+};
 use crate::runtime::generation::Generation;
 use crate::runtime::hooks::{HookEvent, HookExecutionError};
 use crate::runtime::model::{
@@ -628,6 +630,20 @@ impl AgentRunner {
             let answered = tokio::select! {
                 r = self.models.complete(bound.model.as_ref(), &request, run) => r,
                 () = self.cancel.cancelled() => Err(ModelError::Cancelled),
+                exceeded = deadline(Some(budget)) => {
+                    let e = BudgetError::Exceeded(exceeded);
+                    if let Some(id) = span {
+                        let _ = telemetry.span_end(
+                            id,
+                            &attributes([(
+                                "duration_seconds",
+                                AttrValue::from(started.elapsed().as_secs_f64()),
+                            )]),
+                            Some(&e.to_string()),
+                        );
+                    }
+                    return self.exhausted(run, "model.call", &e);
+                }
             };
             let duration = started.elapsed().as_secs_f64();
             let (response, replayed) = match answered {
