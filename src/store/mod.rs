@@ -287,6 +287,9 @@ pub struct PublishRecord {
 /// A run to record.
 #[derive(Clone, Debug, PartialEq, Eq)]
 pub struct NewRun {
+    /// The run's own id (`run_<12 hex>`): what its result, trace and
+    /// telemetry carry, so the record is found by the id the run printed.
+    pub id: String,
     /// The generation it ran on.
     pub generation_id: String,
     /// Agent name.
@@ -302,7 +305,7 @@ pub struct NewRun {
 /// A recorded run.
 #[derive(Clone, Debug, PartialEq, Eq, Serialize)]
 pub struct StoredRun {
-    /// Id (`run_0001`).
+    /// Id (`run_<12 hex>`, the run's own).
     pub id: String,
     /// Generation id.
     pub generation_id: String,
@@ -342,9 +345,9 @@ pub trait Store {
     /// Record a generation atomically; its sequence is allocated inside the
     /// transaction and must be the one the record was built as.
     fn publish(&mut self, record: PublishRecord) -> Result<GenerationId, StoreError>;
-    /// Record a run.
+    /// Record a run under its own id (returned).
     fn record_run(&mut self, run: NewRun) -> Result<String, StoreError>;
-    /// Every run, oldest first.
+    /// Every run, in the order they were recorded.
     fn runs(&self) -> Result<Vec<StoredRun>, StoreError>;
     /// One run.
     fn run(&self, id: &str) -> Result<Option<StoredRun>, StoreError>;

@@ -497,10 +497,7 @@ impl Store for SqliteStore {
             .conn
             .transaction_with_behavior(TransactionBehavior::Immediate)
             .map_err(backend)?;
-        let count: i64 = tx
-            .query_row("SELECT count(*) FROM runs", [], |r| r.get(0))
-            .map_err(backend)?;
-        let id = format!("run_{:04}", count + 1);
+        let id = run.id;
         tx.execute(
             "INSERT INTO runs (id, generation_id, agent, status, started_at, finished_at)
              VALUES (?1, ?2, ?3, ?4, ?5, ?6)",
@@ -530,7 +527,7 @@ impl Store for SqliteStore {
 impl SqliteStore {
     fn query_runs(&self, filter: &str, arg: Option<&str>) -> Result<Vec<StoredRun>, StoreError> {
         let sql = format!(
-            "SELECT id, generation_id, agent, status, started_at, finished_at FROM runs {filter} ORDER BY id"
+            "SELECT id, generation_id, agent, status, started_at, finished_at FROM runs {filter} ORDER BY rowid"
         );
         let mut stmt = self.conn.prepare(&sql).map_err(|e| self.backend(e))?;
         let map = |r: &rusqlite::Row<'_>| -> rusqlite::Result<StoredRun> {

@@ -119,6 +119,7 @@ fn runs_are_recorded_and_listed() {
     store.publish(record(1, None)).unwrap();
     let id = store
         .record_run(NewRun {
+            id: "run_0123456789ab".into(),
             generation_id: "gen_0001".into(),
             agent: "triage".into(),
             status: "succeeded".into(),
@@ -126,8 +127,8 @@ fn runs_are_recorded_and_listed() {
             finished_at: Some(now_rfc3339()),
         })
         .unwrap();
-    assert_eq!(id, "run_0001");
+    assert_eq!(id, "run_0123456789ab");
     assert_eq!(store.runs().unwrap().len(), 1);
-    assert_eq!(store.run("run_0001").unwrap().unwrap().agent, "triage");
-    assert!(store.run("run_0002").unwrap().is_none());
+    assert_eq!(store.run(&id).unwrap().unwrap().agent, "triage");
+    assert!(store.run("run_0001").unwrap().is_none());
 }

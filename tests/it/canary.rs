@@ -468,9 +468,15 @@ fn a_secret_a_tool_reads_through_its_context_appears_in_no_output() {
         replay.stdout
     );
     chassis(&["runs", "list", "--state", &state]);
-    chassis(&[
-        "--format", "json", "runs", "show", "run_0001", "--state", &state,
+    let run_id = doc["run_id"].as_str().unwrap();
+    let shown = chassis(&[
+        "--format", "json", "runs", "show", run_id, "--state", &state,
     ]);
+    assert_eq!(
+        shown.code, 0,
+        "the run is found by the id it printed: {}",
+        shown.stderr
+    );
     chassis(&["run", &f]);
     leaks("the store", &std::fs::read(&state).unwrap());
     leaks(

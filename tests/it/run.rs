@@ -280,8 +280,17 @@ fn with_state_the_run_is_recorded_against_its_generation() {
         text.contains("gen_0001") && text.contains("helper"),
         "{text}"
     );
-    // A second run reuses the generation and is recorded too.
-    assert_eq!(d.run(&["run", "c.toml", "--yes", "--state"]).code, 0);
+    // A second run reuses the generation and is recorded too, under the id
+    // it printed.
+    let (code, doc, stderr) = d.json(&["run", "c.toml", "--yes", "--state"]);
+    assert_eq!(code, 0, "{stderr}");
+    let id = doc["run_id"].as_str().unwrap();
+    assert!(stderr.contains(&format!("recorded {id} in")), "{stderr}");
+    let (code, shown, _) = d.json(&["runs", "show", id, "--state", ".chassis/state.db"]);
+    assert_eq!(code, 0);
+    assert_eq!(shown["id"], id, "{shown}");
+    let (_, runs, _) = d.json(&["runs", "list", "--state", ".chassis/state.db"]);
+    assert_eq!(runs["runs"][1]["id"], id, "the latest is last: {runs}");
     let (_, gens, _) = d.json(&["generations", "list", "--state", ".chassis/state.db"]);
     assert_eq!(gens.to_string().matches("gen_0002").count(), 0, "{gens}");
 }

@@ -352,6 +352,7 @@ fn runs_list_is_empty_until_chassis_run_records_some() {
     let mut store = chassis::store::open(&w.state(), OpenMode::Create).unwrap();
     store
         .record_run(chassis::store::NewRun {
+            id: "run_0123456789ab".into(),
             generation_id: "gen_0002".into(),
             agent: "triage".into(),
             status: "succeeded".into(),
@@ -360,10 +361,10 @@ fn runs_list_is_empty_until_chassis_run_records_some() {
         })
         .unwrap();
     drop(store);
-    let (code, doc) = w.json(&["runs", "show", "run_0001"]);
+    let (code, doc) = w.json(&["runs", "show", "run_0123456789ab"]);
     assert_eq!(code, 0);
     assert_eq!(doc["agent"], "triage");
-    assert_eq!(w.run(&["runs", "show", "run_0002"]).code, 2);
+    assert_eq!(w.run(&["runs", "show", "run_0001"]).code, 2);
 }
 
 #[test]

@@ -514,6 +514,7 @@ pub fn run(ui: &Ui, args: &RunArgs) -> Result<ExitStatus, ExitStatus> {
         }
         let stored = store
             .record_run(NewRun {
+                id: result.run_id.clone(),
                 generation_id: generation.id.to_string(),
                 agent: result.agent.clone(),
                 status: match status {

@@ -20,7 +20,7 @@ pub enum RunsCommand {
     },
     /// One run.
     Show {
-        /// Run id (`run_0001`).
+        /// Run id, as `chassis run` printed it (`run_898ebc768c7b`).
         id: String,
         /// The store (default `.chassis/state.db` in the current directory).
         #[arg(long, value_name = "PATH")]
