@@ -156,6 +156,27 @@ fn exit_codes_follow_the_table() {
             .code,
         2
     );
+    // A recording that cannot be written is refused before anything runs.
+    let r = d.run(&[
+        "run",
+        "c.toml",
+        "--input",
+        "x",
+        "--yes",
+        "--record",
+        "no/such/dir/r.json",
+    ]);
+    assert_eq!(r.code, 2, "{}", r.transcript());
+    assert!(
+        r.stderr.contains("cannot write the recording"),
+        "{}",
+        r.stderr
+    );
+    assert!(
+        r.stdout.is_empty() && !r.stderr.contains("lookup"),
+        "{}",
+        r.transcript()
+    );
     // --input - reads stdin (empty here).
     assert_eq!(d.run(&["run", "c.toml", "--input", "-", "--yes"]).code, 0);
     // 1: a pending hard requirement, refused before anything runs.

@@ -2,7 +2,7 @@
 
 use std::fmt::Write as _;
 use std::io::{IsTerminal, Read};
-use std::path::PathBuf;
+use std::path::{Path, PathBuf};
 use std::sync::Arc;
 
 use crate::engine::budget::BudgetDimension;
@@ -250,6 +250,10 @@ pub fn run(ui: &Ui, args: &RunArgs) -> Result<ExitStatus, ExitStatus> {
     };
 
     let telemetry = trace_telemetry(ui, args.trace.as_deref(), &redactor)?;
+    let record_file = match &args.record {
+        Some(path) => Some(RecordFile::create(ui, path)?),
+        None => None,
+    };
     let options = harness_options(
         ui,
         Arc::clone(&telemetry),
@@ -446,7 +450,8 @@ pub fn run(ui: &Ui, args: &RunArgs) -> Result<ExitStatus, ExitStatus> {
     };
     super::publish::warn_quarantined(ui, &report);
     let status = exit_for(&result.stop);
-    if let (Some(path), Some(replay)) = (&args.record, &replay) {
+    if let (Some(file), Some(replay)) = (record_file, &replay) {
+        let path = file.path.clone();
         let metadata = [
             ("agent".to_owned(), serde_json::json!(result.agent)),
             (
@@ -462,16 +467,14 @@ pub fn run(ui: &Ui, args: &RunArgs) -> Result<ExitStatus, ExitStatus> {
         .collect();
         let doc = replay.document(metadata);
         let text = serde_json::to_string_pretty(&doc).unwrap_or_default() + "\n";
-        std::fs::write(path, redactor.redact(&text).as_ref()).map_err(|e| {
+        file.write(redactor.redact(&text).as_bytes()).map_err(|e| {
             ui.err(&format!("error: cannot write `{}`: {e}", path.display()));
             ExitStatus::Failure
         })?;
         if !ui.quiet {
-            ui.err(&format!(
-                "recorded {} boundaries to {}",
-                doc.records.len(),
-                path.display()
-            ));
+            let n = doc.records.len();
+            let noun = if n == 1 { "boundary" } else { "boundaries" };
+            ui.err(&format!("recorded {n} {noun} to {}", path.display()));
         }
     }
     if let (Some((store, path)), Some(seed)) = (store.as_mut(), seed) {
@@ -539,6 +542,47 @@ pub fn run(ui: &Ui, args: &RunArgs) -> Result<ExitStatus, ExitStatus> {
         &request_tool_names,
     );
     Ok(status)
+}
+
+/// The `--record` file, created before anything runs so that a path that
+/// cannot be written is refused up front (exit 2), like `--trace`; removed
+/// again when the run ends without a recording (interrupted, failed to
+/// start).
+struct RecordFile {
+    path: PathBuf,
+    file: Option<std::fs::File>,
+}
+
+impl RecordFile {
+    fn create(ui: &Ui, path: &Path) -> Result<Self, ExitStatus> {
+        let file = std::fs::File::create(path).map_err(|e| {
+            ui.err(&format!(
+                "error: cannot write the recording `{}`: {e}",
+                path.display()
+            ));
+            ExitStatus::Input
+        })?;
+        Ok(Self {
+            path: path.to_path_buf(),
+            file: Some(file),
+        })
+    }
+
+    /// Write the recording; the file is kept from here on.
+    fn write(mut self, bytes: &[u8]) -> std::io::Result<()> {
+        use std::io::Write as _;
+        let mut file = self.file.take().ok_or(std::io::ErrorKind::NotFound)?;
+        file.write_all(bytes)?;
+        file.flush()
+    }
+}
+
+impl Drop for RecordFile {
+    fn drop(&mut self) {
+        if self.file.take().is_some() {
+            let _ = std::fs::remove_file(&self.path);
+        }
+    }
 }
 
 /// What a finished run hands back to be recorded and rendered.
