@@ -745,3 +745,37 @@ fn a_rotated_secret_rebuilds_the_node_that_reads_it_and_plan_predicts_it() {
         );
     }
 }
+
+/// A secret that is not set would fail publish's mount: plan says so (exit
+/// 1) instead of predicting a rebuild from the missing value, and with the
+/// secret set again it predicts no change.
+#[test]
+fn plan_reports_a_missing_secret_instead_of_a_rebuild() {
+    let w = Workspace::new();
+    w.write(&format!(
+        "{}\n[plugins.vault]\nversion = \"1.0.0\"\n[entries.vault]\nconfig = {{ token = {{ secret = \"CHASSIS_PLAN_TEST_TOKEN\" }} }}\n",
+        flat("postgres://a")
+    ));
+    let set = [("CHASSIS_PLAN_TEST_TOKEN", "t-1")];
+    let with = |args: &[&str]| {
+        let mut all = vec!["--color", "never"];
+        all.extend_from_slice(args);
+        run_in(w.path(), &all, &set)
+    };
+    assert_eq!(with(&["publish", "c.toml"]).code, 0);
+    let r = w.run(&["plan", "c.toml"]);
+    assert_eq!(r.code, 1, "{}", r.transcript());
+    assert!(
+        r.stdout.contains("CHASSIS_PLAN_TEST_TOKEN") && r.stdout.contains("vault"),
+        "{}",
+        r.transcript()
+    );
+    assert!(!r.stdout.contains("rebuild"), "{}", r.transcript());
+    let (code, doc) = w.json(&["plan", "c.toml"]);
+    assert_eq!(code, 1);
+    assert_eq!(doc["reason"], "missing_secret", "{doc}");
+    assert_eq!(doc["missing_secrets"][0]["entry"], "vault", "{doc}");
+    let r = with(&["plan", "c.toml"]);
+    assert_eq!(r.code, 0, "{}", r.transcript());
+    assert!(r.stdout.starts_with("plan: no-op"), "{}", r.transcript());
+}

@@ -23,8 +23,8 @@ use super::publish::{counts, counts_text, node_json, nodes_text, pending_lines, 
 /// opened read-only (or not at all when it does not exist yet).
 ///
 /// Exit status: 0 when publish would succeed or change nothing, 1 when it
-/// would refuse (pending requirements, a cycle), 2 unusable input, 3 a
-/// store failure.
+/// would refuse or fail (pending requirements, a cycle, a secret that is not
+/// set), 2 unusable input, 3 a store failure.
 #[derive(Debug, clap::Args)]
 #[command(
     after_long_help = "Examples:\n  chassis plan composition.toml\n  chassis plan composition.toml --format json"
@@ -89,6 +89,48 @@ pub fn run(ui: &Ui, args: &PlanArgs) -> Result<ExitStatus, ExitStatus> {
     // Secret values enter node identities, as at publication.
     let secrets =
         super::super::workspace::secret_provider(ui, &super::super::process_redactor(), None)?;
+    // A secret that is not set fails publish's mount: say so rather than
+    // predict a changed identity from its absence.
+    let mut missing: Vec<(String, String)> = resolved
+        .plan
+        .activation_order
+        .iter()
+        .filter_map(|id| resolved.composition.entries.get(id))
+        .flat_map(|e| {
+            e.config
+                .secret_refs()
+                .into_iter()
+                .map(move |r| (r.name.clone(), e.id.to_string()))
+        })
+        .filter(|(name, _)| secrets.get(name).is_err())
+        .collect();
+    missing.sort();
+    missing.dedup();
+    if !missing.is_empty() {
+        match ui.format {
+            Format::Json => ui.out_json(&serde_json::json!({
+                "format_version": 1,
+                "action": "reject",
+                "reason": "missing_secret",
+                "store": path.display().to_string(),
+                "missing_secrets": missing
+                    .iter()
+                    .map(|(name, entry)| serde_json::json!({ "secret": name, "entry": entry }))
+                    .collect::<Vec<_>>(),
+            })),
+            _ => {
+                let mut out = String::from("plan: reject (missing secret)\n");
+                for (name, entry) in &missing {
+                    let _ = writeln!(out, "  secret   `{name}` of entry `{entry}` is not set");
+                }
+                out.push_str(
+                    "\npublish would fail mounting it: set the variable in the environment\n",
+                );
+                ui.out(&out);
+            }
+        }
+        return Ok(ExitStatus::Negative);
+    }
     let prediction = match predict(
         &resolved.composition,
         &resolved.tree,
