@@ -746,8 +746,8 @@ fn a_rotated_secret_rebuilds_the_node_that_reads_it_and_plan_predicts_it() {
     }
 }
 
-/// A secret that is not set would fail publish's mount: plan says so (exit
-/// 1) instead of predicting a rebuild from the missing value, and with the
+/// A secret that is not set would fail publish's mount: plan says so, with
+/// exit 1, instead of predicting a rebuild from the missing value; with the
 /// secret set again it predicts no change.
 #[test]
 fn plan_reports_a_missing_secret_instead_of_a_rebuild() {
