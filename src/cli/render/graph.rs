@@ -86,19 +86,38 @@ fn mermaid_id(s: &str) -> String {
     id
 }
 
+/// Text for a quoted Mermaid label: the characters Mermaid reads as syntax
+/// or markup inside quotes, as its entity codes (`#quot;`, …).
+fn mermaid_text(s: &str) -> String {
+    let mut out = String::with_capacity(s.len());
+    for ch in s.chars() {
+        match ch {
+            '"' => out.push_str("#quot;"),
+            '#' => out.push_str("#35;"),
+            '<' => out.push_str("#lt;"),
+            '>' => out.push_str("#gt;"),
+            '&' => out.push_str("#amp;"),
+            '|' => out.push_str("#124;"),
+            _ => out.push(ch),
+        }
+    }
+    out
+}
+
 fn mermaid_scope(r: &Resolved, ix: ScopeIx, depth: usize, out: &mut String) {
     let pad = "  ".repeat(depth + 1);
     let scope = r.tree.get(ix);
     let _ = writeln!(
         out,
         "{pad}subgraph s{ix}[\"{}\"]",
-        scope.path.as_str().replace('"', "'")
+        mermaid_text(scope.path.as_str())
     );
     for (id, eligible) in entries_in(r, ix) {
+        let label = mermaid_text(id);
         let shape = if eligible {
-            format!("[\"{id}\"]")
+            format!("[\"{label}\"]")
         } else {
-            format!("([\"{id} (pending)\"])")
+            format!("([\"{label} (pending)\"])")
         };
         let _ = writeln!(out, "{pad}  {}{shape}", mermaid_id(id));
     }
@@ -115,7 +134,13 @@ pub fn mermaid(r: &Resolved) -> String {
         mermaid_scope(r, 0, 0, &mut out);
     }
     for (c, p, label) in bound(r) {
-        let _ = writeln!(out, "  {} -->|{label}| {}", mermaid_id(&c), mermaid_id(&p));
+        let _ = writeln!(
+            out,
+            "  {} -->|\"{}\"| {}",
+            mermaid_id(&c),
+            mermaid_text(&label),
+            mermaid_id(&p)
+        );
     }
     out
 }
@@ -132,4 +157,42 @@ pub fn json(r: &Resolved) -> serde_json::Value {
             "path": s.path.as_str(), "parent": s.parent.map(|p| r.tree.get(p).path.as_str().to_owned()),
         })).collect::<Vec<_>>(),
     })
+}
+
+#[cfg(test)]
+mod tests {
+    use super::*;
+
+    /// Ids and capabilities may hold characters Mermaid reads as syntax
+    /// (`"` closes a label, `|` an edge label): they are written as entity
+    /// codes inside quoted labels, so the chart still parses.
+    #[test]
+    fn mermaid_labels_escape_what_mermaid_reads_as_syntax() {
+        let text = "version = 1\n\
+            [plugins.p]\nversion = \"1.0.0\"\nprovides = { \"c|ap\" = \"1.0.0\" }\n\
+            [plugins.q]\nversion = \"1.0.0\"\nrequires = { \"c|ap\" = \">=1\" }\n\
+            [entries.\"a\\\"b]c\"]\nplugin = \"p\"\n\
+            [entries.\"x<y>#\"]\nplugin = \"q\"\n";
+        let loaded = crate::load::load_str("c.toml", text);
+        assert!(!loaded.has_errors(), "{:#?}", loaded.diagnostics);
+        let composition = loaded.composition.unwrap();
+        let tree = crate::engine::tree::ScopeTree::new(&composition);
+        let plan = crate::engine::resolve::resolve(&composition);
+        let r = Resolved {
+            composition,
+            tree,
+            plan,
+            sources: loaded.sources,
+            display: "c.toml".into(),
+            warnings: Vec::new(),
+        };
+        let chart = mermaid(&r);
+        assert!(chart.contains(r#"["a#quot;b]c"]"#), "{chart}");
+        assert!(chart.contains(r#"["x#lt;y#gt;#35;"]"#), "{chart}");
+        assert!(chart.contains(r#"-->|"c#124;ap@1"|"#), "{chart}");
+        // Every quote left is a label delimiter: an even number per line.
+        for line in chart.lines() {
+            assert_eq!(line.matches('"').count() % 2, 0, "{line}");
+        }
+    }
 }
