@@ -166,6 +166,11 @@ name_type!(
     }
 );
 
+/// The deepest scope path accepted: every ancestor of a scope is a scope of
+/// its own, so a path of `n` segments adds `n` scopes whose paths sum to
+/// `n²/2` segments in every snapshot; real trees are a few levels deep.
+pub const MAX_SCOPE_DEPTH: usize = 64;
+
 /// A canonical scope path: `/`, or `/` followed by `/`-separated names with no
 /// empty, `.` or `..` segment, no surrounding whitespace and no trailing `/`.
 #[derive(Clone)]
@@ -194,6 +199,17 @@ impl ScopePath {
             return Err(IdError::new(
                 format!("scope path `{text}` ends with `/`"),
                 Some(format!("write `{}`", text.trim_end_matches('/'))),
+            ));
+        }
+        let depth = text[1..].split('/').count();
+        if depth > MAX_SCOPE_DEPTH {
+            return Err(IdError::new(
+                format!("scope path has {depth} segments; at most {MAX_SCOPE_DEPTH} are allowed"),
+                Some(
+                    "every ancestor of a scope is a scope in the tree and in each snapshot: \
+                     keep the tree shallow and use names for the rest"
+                        .into(),
+                ),
             ));
         }
         for segment in text[1..].split('/') {
@@ -314,6 +330,10 @@ mod tests {
         for bad in ["", "a", "/a/", "//a", "/a/./b", "/a/../b", "/ a", "/a//b"] {
             assert!(ScopePath::new(bad).is_err(), "{bad}");
         }
+        let deep = |n: usize| "/s".repeat(n);
+        assert!(ScopePath::new(&deep(MAX_SCOPE_DEPTH)).is_ok());
+        let e = ScopePath::new(&deep(MAX_SCOPE_DEPTH + 1)).unwrap_err();
+        assert!(e.to_string().contains("65 segments"), "{e}");
     }
 
     #[test]
