@@ -256,7 +256,7 @@ fn policy_diagnostics(composition: &Composition, plan: &Plan) -> Vec<Diagnostic>
                     Code::UnknownTool,
                     format!("`[policy.tools.{name}]` names a tool no declared plugin offers"),
                 )
-                .at(policy.origin, "policy declared here")
+                .at(policy.tool_origin(name), "policy declared here")
                 .with_help(
                     "tools registered by other plugin kinds are checked when they are published",
                 ),
@@ -282,7 +282,10 @@ fn policy_diagnostics(composition: &Composition, plan: &Plan) -> Vec<Diagnostic>
                     ),
                 )
                 .at(tool.origin, "tool declared here")
-                .also(policy.origin, "policy declared here");
+                .also(
+                    policy.tool_origin(tool.name.as_str()),
+                    "policy declared here",
+                );
                 for problem in problems {
                     d = d.with_help(problem);
                 }

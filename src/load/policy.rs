@@ -121,6 +121,8 @@ pub(crate) fn policy(cx: &mut FileCtx<'_>, node: &Node<'_, '_>) -> Option<Policy
     if let Some(n) = r.get("tools") {
         for item in n.entries(cx).unwrap_or_default() {
             if let Some(p) = tool_policy(cx, &item) {
+                decl.tool_origins
+                    .insert(item.key.to_owned(), cx.origin(item.key_span));
                 decl.tools.insert(item.key.to_owned(), p);
             }
         }
