@@ -102,7 +102,7 @@ impl CliApprovals {
         }
         if !self.prompter.interactive() {
             return ApprovalDecision::deny(format!(
-                "tool `{tool}` needs approval and there is no terminal to ask; pass `--approve {tool}` or `--yes`"
+                "there is no terminal to ask; pass `--approve {tool}` or `--yes`"
             ));
         }
         let args = serde_json::to_string(&request.arguments_redacted).unwrap_or_default();

@@ -76,12 +76,19 @@ impl AgentObserver for Progress {
                     Some(kind) => format!("refused ({kind})"),
                     None => record.status.to_owned(),
                 };
-                format!(
+                let mut line = format!(
                     "  tool   {}  {status}  {:.3}s{}",
                     record.name,
                     record.duration_seconds,
                     if record.replayed { " [replayed]" } else { "" }
-                )
+                );
+                // A refusal says why (the model reads the same words): what
+                // to pass to allow it, which policy rule, which hook.
+                if let (Some(_), Some(why)) = (record.refusal, &record.error) {
+                    line.push_str("\n         ");
+                    line.push_str(why);
+                }
+                line
             }
             AgentEvent::RunFinished { stop, depth, .. } => {
                 if *depth == 0 {

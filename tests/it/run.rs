@@ -406,6 +406,18 @@ fn the_quickstart_runs_offline() {
     let r = crate::harness::run(&["run", "examples/quickstart.toml"]);
     assert_eq!(r.code, 0, "{}", r.transcript());
     insta::assert_snapshot!("run_quickstart", stable(&r.transcript()));
+    // The README shows this run, digest and all.
+    let digest = r
+        .stderr
+        .lines()
+        .find_map(|l| l.trim().strip_prefix("snapshot_digest"))
+        .map(str::trim)
+        .unwrap_or_else(|| panic!("{}", r.transcript()));
+    let readme = std::fs::read_to_string(crate::harness::root().join("README.md")).unwrap();
+    assert!(
+        readme.contains(&format!("snapshot_digest  {digest}")),
+        "README.md shows another quickstart digest than {digest}"
+    );
     let r = crate::harness::run(&["check", "examples/quickstart.toml"]);
     assert_eq!(r.code, 0, "{}", r.transcript());
     insta::assert_snapshot!("check_quickstart", r.transcript());

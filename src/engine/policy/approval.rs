@@ -61,7 +61,7 @@ pub struct DenyAllApprovals;
 impl ApprovalGate for DenyAllApprovals {
     fn decide(&self, request: &ApprovalRequest) -> ApprovalDecision {
         ApprovalDecision::deny(format!(
-            "no approval gate is configured; tool `{}` needs approval",
+            "no approval gate is configured to approve `{}`",
             request.tool
         ))
     }
