@@ -396,7 +396,7 @@ Register-ArgumentCompleter -Native -CommandName 'chassis' -ScriptBlock {
             break
         }
         'chassis;completions' {
-            [CompletionResult]::new('--dir', '--dir', [CompletionResultType]::ParameterName, 'Write the script into this directory (as clap_complete names it)')
+            [CompletionResult]::new('--dir', '--dir', [CompletionResultType]::ParameterName, 'Write the script into this directory (created when missing), named as clap_complete names it')
             [CompletionResult]::new('--format', '--format', [CompletionResultType]::ParameterName, 'Output format: text, or json (one document with `format_version`); some commands also take markdown, dot or mermaid')
             [CompletionResult]::new('--color', '--color', [CompletionResultType]::ParameterName, 'When to colour diagnostics')
             [CompletionResult]::new('-v', '-v', [CompletionResultType]::ParameterName, 'More logging on stderr (-v info, -vv debug, -vvv trace); `RUST_LOG` overrides')

@@ -354,7 +354,7 @@ set edit:completion:arg-completer[chassis] = {|@words|
             cand --help 'Print help (see more with ''--help'')'
         }
         &'chassis;completions'= {
-            cand --dir 'Write the script into this directory (as clap_complete names it)'
+            cand --dir 'Write the script into this directory (created when missing), named as clap_complete names it'
             cand --format 'Output format: text, or json (one document with `format_version`); some commands also take markdown, dot or mermaid'
             cand --color 'When to colour diagnostics'
             cand -v 'More logging on stderr (-v info, -vv debug, -vvv trace); `RUST_LOG` overrides'

@@ -348,7 +348,7 @@ never\t'Never colour'"
 complete -c chassis -n "__fish_chassis_using_subcommand schema" -s v -l verbose -d 'More logging on stderr (-v info, -vv debug, -vvv trace); `RUST_LOG` overrides'
 complete -c chassis -n "__fish_chassis_using_subcommand schema" -s q -l quiet -d 'Only errors on stderr'
 complete -c chassis -n "__fish_chassis_using_subcommand schema" -s h -l help -d 'Print help (see more with \'--help\')'
-complete -c chassis -n "__fish_chassis_using_subcommand completions" -l dir -d 'Write the script into this directory (as clap_complete names it)' -r -F
+complete -c chassis -n "__fish_chassis_using_subcommand completions" -l dir -d 'Write the script into this directory (created when missing), named as clap_complete names it' -r -F
 complete -c chassis -n "__fish_chassis_using_subcommand completions" -l format -d 'Output format: text, or json (one document with `format_version`); some commands also take markdown, dot or mermaid' -r -f -a "text\t'Human-readable text'
 json\t'One JSON document with `format_version`'
 markdown\t'Markdown (diff: a pull-request comment)'

@@ -18,7 +18,8 @@ pub struct CompletionsArgs {
     /// The shell.
     #[arg(value_enum)]
     pub shell: Shell,
-    /// Write the script into this directory (as clap_complete names it).
+    /// Write the script into this directory (created when missing), named as
+    /// clap_complete names it.
     #[arg(long, value_name = "DIR")]
     pub dir: Option<PathBuf>,
 }
@@ -49,10 +50,15 @@ pub fn run(ui: &Ui, args: &CompletionsArgs) -> Result<ExitStatus, ExitStatus> {
     match &args.dir {
         None => ui.out(&text),
         Some(dir) => {
+            // Like `schema --write`: the directory is created when missing.
             let path = dir.join(file_name(args.shell));
-            if let Err(e) = std::fs::write(&path, text) {
+            if let Err(e) = std::fs::create_dir_all(dir).and_then(|()| std::fs::write(&path, text))
+            {
                 ui.err(&format!("error: cannot write `{}`: {e}", path.display()));
                 return Err(ExitStatus::Failure);
+            }
+            if !ui.quiet {
+                ui.err(&format!("wrote {}", path.display()));
             }
         }
     }
