@@ -89,10 +89,23 @@ impl Ui {
         self.out(&text);
     }
 
-    /// Write a line to stderr.
+    /// Write a line to stderr. Under `--format json`, a message written as
+    /// text (`error: …`, `error[code]: …`, `warning: …`, `note: …`, then
+    /// `  help: …` lines) goes out as a JSON diagnostic line instead, the
+    /// same shape as the loader's, so a machine reads every finding alike.
     pub fn err(&self, text: &str) {
+        let json = (self.format == Format::Json)
+            .then(|| plain_diagnostic(text))
+            .flatten();
         let mut stderr = std::io::stderr().lock();
-        let _ = writeln!(stderr, "{text}");
+        match json {
+            Some(value) => {
+                let _ = writeln!(stderr, "{value}");
+            }
+            None => {
+                let _ = writeln!(stderr, "{text}");
+            }
+        }
     }
 
     /// Report diagnostics on stderr, as miette reports or JSON lines.
@@ -127,6 +140,59 @@ impl Ui {
 }
 
 /// A diagnostic as a JSON line.
+/// The JSON line of a diagnostic that points at no file: `help` is always a
+/// list, `code` `null` when the finding has none.
+pub fn message_json(
+    severity: &str,
+    code: Option<&str>,
+    message: &str,
+    help: &[String],
+) -> serde_json::Value {
+    serde_json::json!({
+        "type": "diagnostic",
+        "code": code,
+        "severity": severity,
+        "message": message,
+        "labels": [],
+        "help": help,
+    })
+}
+
+/// A message a command wrote as text (see [`Ui::err`]) as a JSON
+/// diagnostic; `None` for text that is not one (progress, summaries).
+pub(crate) fn plain_diagnostic(text: &str) -> Option<serde_json::Value> {
+    if text.starts_with('{') {
+        return None;
+    }
+    let (first, rest) = text.split_once('\n').unwrap_or((text, ""));
+    let (head, message) = first.split_once(": ")?;
+    let (severity, code) = match head.split_once('[') {
+        Some((s, c)) => (s, Some(c.strip_suffix(']')?)),
+        None => (head, None),
+    };
+    if !matches!(severity, "error" | "warning" | "note") {
+        return None;
+    }
+    let mut message = message.to_owned();
+    let mut help: Vec<String> = Vec::new();
+    for line in rest.lines() {
+        if let Some(h) = line.trim_start().strip_prefix("help: ") {
+            help.push(h.to_owned());
+        } else if let Some(last) = help.last_mut() {
+            last.push('\n');
+            last.push_str(line);
+        } else if !line.trim().is_empty() {
+            message.push('\n');
+            message.push_str(line);
+        }
+    }
+    for h in &mut help {
+        let trimmed = h.trim_end().len();
+        h.truncate(trimmed);
+    }
+    Some(message_json(severity, code, &message, &help))
+}
+
 pub fn diagnostic_json(d: &Diagnostic, sources: &SourceMap) -> serde_json::Value {
     let labels: Vec<serde_json::Value> = d
         .labels

@@ -434,3 +434,61 @@ fn a_long_activation_order_is_cut_in_text_and_whole_in_json() {
         Some(60)
     );
 }
+
+/// Under `--format json`, every finding on stderr is a JSON diagnostic line
+/// of one shape (`type`, `code`, `severity`, `message`, `labels`, `help` as
+/// a list), whether the loader, a store or a command found it.
+#[test]
+fn json_errors_are_diagnostic_lines_of_one_shape() {
+    let cases: &[&[&str]] = &[
+        &["explain", "scope", "/nope", "examples/scoped.toml"],
+        &["diff", "generations", "no-such-a", "no-such-b"],
+        &[
+            "runs",
+            "show",
+            "run_0123456789ab",
+            "--state",
+            "target/no-such-store.db",
+        ],
+        &["check", "examples/broken/invalid.toml"],
+        &[
+            "run",
+            "examples/quickstart.toml",
+            "--agent",
+            "nope",
+            "--input",
+            "x",
+        ],
+        &[
+            "publish",
+            "examples/broken/pending.toml",
+            "--state",
+            "target/never-written.db",
+        ],
+    ];
+    for args in cases {
+        let mut all = vec!["--format", "json"];
+        all.extend_from_slice(args);
+        let r = run(&all);
+        assert_ne!(r.code, 0, "{args:?}: {}", r.transcript());
+        let lines: Vec<&str> = r.stderr.lines().filter(|l| !l.trim().is_empty()).collect();
+        assert!(!lines.is_empty(), "{args:?}: {}", r.transcript());
+        for line in lines {
+            let v: serde_json::Value = serde_json::from_str(line)
+                .unwrap_or_else(|e| panic!("{args:?}: not JSON ({e}): {line}"));
+            assert_eq!(v["type"], "diagnostic", "{args:?}: {line}");
+            assert!(v["help"].is_array(), "{args:?}: {line}");
+            assert!(v["labels"].is_array(), "{args:?}: {line}");
+            assert!(
+                v["message"]
+                    .as_str()
+                    .is_some_and(|m| !m.starts_with("error")),
+                "{args:?}: {line}"
+            );
+            assert!(
+                matches!(v["severity"].as_str(), Some("error" | "warning" | "note")),
+                "{args:?}: {line}"
+            );
+        }
+    }
+}

@@ -57,16 +57,10 @@ pub(crate) fn store_error(ui: &Ui, e: &StoreError) -> ExitStatus {
         _ => ExitStatus::Failure,
     };
     if ui.format == Format::Json {
+        let help: Vec<String> = e.help().into_iter().map(Into::into).collect();
         ui.err(
-            &serde_json::json!({
-                "type": "diagnostic",
-                "code": e.code(),
-                "severity": "error",
-                "message": e.to_string(),
-                "labels": [],
-                "help": e.help(),
-            })
-            .to_string(),
+            &super::super::ui::message_json("error", Some(e.code()), &e.to_string(), &help)
+                .to_string(),
         );
     } else {
         let mut text = format!("error[{}]: {e}", e.code());

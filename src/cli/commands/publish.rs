@@ -157,17 +157,14 @@ pub(crate) fn report_refusal(ui: &Ui, verb: &str, display: &str, refusal: &Refus
     };
     text.push_str(&help);
     if ui.format == Format::Json {
-        ui.err(
-            &serde_json::json!({
-                "type": "diagnostic",
-                "code": if refusal.cycles.is_empty() { "publish::pending" } else { "publish::cycle" },
-                "severity": "error",
-                "message": text,
-                "labels": [],
-                "help": serde_json::Value::Null,
-            })
-            .to_string(),
-        );
+        let code = if refusal.cycles.is_empty() {
+            "publish::pending"
+        } else {
+            "publish::cycle"
+        };
+        let mut doc = super::super::ui::plain_diagnostic(&text).unwrap_or_default();
+        doc["code"] = code.into();
+        ui.err(&doc.to_string());
     } else {
         ui.err(&text);
     }
@@ -349,7 +346,7 @@ pub(crate) fn reconcile_failure(ui: &Ui, e: &ReconcileError) -> ExitStatus {
                 "severity": "error",
                 "message": e.to_string(),
                 "labels": [],
-                "help": serde_json::Value::Null,
+                "help": [],
                 "fields": fields,
             })
             .to_string(),
