@@ -24,7 +24,7 @@ impl std::fmt::Debug for RunEnv {
 
 /// A problem with an env file, with its line (never its value).
 #[derive(Clone, Debug, PartialEq, Eq, thiserror::Error)]
-#[error("{path}:{line}: {message}")]
+#[error("{}: {message}", location(path, *line))]
 pub struct EnvFileError {
     /// File.
     pub path: String,
@@ -32,6 +32,15 @@ pub struct EnvFileError {
     pub line: usize,
     /// What is wrong.
     pub message: String,
+}
+
+/// `path:line`, or `path` alone for a failure that is not on a line.
+fn location(path: &str, line: usize) -> String {
+    if line == 0 {
+        path.to_owned()
+    } else {
+        format!("{path}:{line}")
+    }
 }
 
 impl RunEnv {

@@ -71,6 +71,23 @@ impl GitSource {
         {
             return Ok(());
         }
+        if self
+            .git_stdout(&["rev-parse", "--is-inside-work-tree"])
+            .is_none()
+        {
+            let mut err = SourceError::new(
+                SourceErrorKind::Git,
+                format!(
+                    "`{}` is not inside a git repository, so `{}:…` cannot be read",
+                    self.repo.display(),
+                    self.rev
+                ),
+            );
+            err.help.push(
+                "run chassis inside the repository, or name a file that exists (a file is tried before `REV:PATH`)".into(),
+            );
+            return Err(err);
+        }
         let mut err = SourceError::new(
             SourceErrorKind::Git,
             format!(

@@ -430,8 +430,18 @@ pub fn run(ui: &Ui, args: &PublishArgs) -> Result<ExitStatus, ExitStatus> {
     let path = state_path(args.state.as_deref(), Some(&args.file));
     let mut store = open_store(ui, &path, OpenMode::Create)?;
     if store.created() && !ui.quiet {
+        // The advice names the default folder only when the store is in it.
+        let in_default = path
+            .parent()
+            .and_then(|p| p.file_name())
+            .is_some_and(|n| n == ".chassis");
+        let ignore = if in_default {
+            " (add `.chassis/` to .gitignore)"
+        } else {
+            ""
+        };
         ui.err(&format!(
-            "note: created the generation store `{}`; keep it out of version control (add `.chassis/` to .gitignore)",
+            "note: created the generation store `{}`; keep it out of version control{ignore}",
             path.display()
         ));
     }

@@ -293,7 +293,7 @@ pub fn run(ui: &Ui, args: &ReuseArgs) -> Result<ExitStatus, ExitStatus> {
         "added" => format!("it is not in {}", args.old),
         "removed" => format!("it is not in {}", args.new),
         "rewired" => "only its bindings changed (a provider it binds got a new instance), so it was mounted afresh with a new instance id".to_owned(),
-        _ => format!("{} changed, so it was mounted afresh with a new instance id", change.reasons.join(", ")),
+        _ => format!("its identity changed ({}), so it was mounted afresh with a new instance id", change.reasons.join(", ")),
     };
     let _ = writeln!(out, "\n{because}");
     ui.out(&out);

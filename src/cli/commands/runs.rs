@@ -48,12 +48,7 @@ pub fn run(ui: &Ui, cmd: &RunsCommand) -> Result<ExitStatus, ExitStatus> {
                     path.display()
                 ));
             } else {
-                let mut out =
-                    String::from("ID        GENERATION  AGENT  STATUS  STARTED  FINISHED\n");
-                for r in &runs {
-                    let _ = writeln!(out, "{}", line(r));
-                }
-                ui.out(&out);
+                ui.out(&table(&runs));
             }
             Ok(ExitStatus::Success)
         }
@@ -87,14 +82,40 @@ pub fn run(ui: &Ui, cmd: &RunsCommand) -> Result<ExitStatus, ExitStatus> {
     }
 }
 
-fn line(r: &StoredRun) -> String {
-    format!(
-        "{}  {}  {}  {}  {}  {}",
-        r.id,
-        r.generation_id,
-        r.agent,
-        r.status,
-        r.started_at,
-        r.finished_at.as_deref().unwrap_or("-")
-    )
+/// The runs as a table, each column as wide as its widest cell.
+fn table(runs: &[StoredRun]) -> String {
+    const HEAD: [&str; 6] = ["ID", "GENERATION", "AGENT", "STATUS", "STARTED", "FINISHED"];
+    let rows: Vec<[&str; 6]> = runs
+        .iter()
+        .map(|r| {
+            [
+                r.id.as_str(),
+                r.generation_id.as_str(),
+                r.agent.as_str(),
+                r.status.as_str(),
+                r.started_at.as_str(),
+                r.finished_at.as_deref().unwrap_or("-"),
+            ]
+        })
+        .collect();
+    let mut width = HEAD.map(str::len);
+    for row in &rows {
+        for (w, cell) in width.iter_mut().zip(row) {
+            *w = (*w).max(cell.chars().count());
+        }
+    }
+    let mut out = String::new();
+    for row in std::iter::once(&HEAD).chain(&rows) {
+        let mut line = String::new();
+        for (i, (cell, w)) in row.iter().zip(width).enumerate() {
+            if i + 1 == row.len() {
+                line.push_str(cell);
+            } else {
+                let _ = write!(line, "{cell:<w$}  ");
+            }
+        }
+        out.push_str(line.trim_end());
+        out.push('\n');
+    }
+    out
 }

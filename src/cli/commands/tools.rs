@@ -260,7 +260,9 @@ fn text(
         let w = scopes.iter().map(|s| s.scope.len()).max().unwrap_or(1);
         let _ = writeln!(out, "\nSCOPES");
         for s in scopes {
-            let seen = if s.tools.len() == all {
+            let seen = if s.tools.len() == all && all == 1 {
+                "the one tool".to_owned()
+            } else if s.tools.len() == all {
                 format!("all {all} tools")
             } else if s.tools.is_empty() {
                 "no tools".to_owned()
