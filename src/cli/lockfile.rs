@@ -215,10 +215,7 @@ pub fn require_probed(ui: &Ui, probed: &[Probed]) -> Result<(), ExitStatus> {
     let failed: Vec<&Probed> = probed.iter().filter(|p| p.live.is_err()).collect();
     for p in &failed {
         if let Err(e) = &p.live {
-            ui.err(&format!(
-                "error[mcp::start]: the MCP server of `{}` could not be read: {e}",
-                p.entry
-            ));
+            ui.err(&format!("error[mcp::start]: entry `{}`: {e}", p.entry));
         }
     }
     if failed.is_empty() {

@@ -606,8 +606,13 @@ enum Outcome {
     Other(String),
 }
 
+/// A budget amount for people: whole numbers as integers, fractions to four
+/// places, and anything huge (an estimated cost a provider got wrong) in
+/// scientific notation rather than hundreds of digits.
 fn number(v: f64) -> String {
-    if v.fract() == 0.0 && v.abs() < 1e15 {
+    if !v.is_finite() || v.abs() >= 1e15 {
+        format!("{v:.3e}")
+    } else if v.fract() == 0.0 {
         format!("{}", v as i64)
     } else {
         format!("{v:.4}")
@@ -786,4 +791,17 @@ fn render(
         };
     }
     ui.err(redactor.redact(text.trim_end()).as_ref());
+}
+
+#[cfg(test)]
+mod tests {
+    use super::number;
+
+    #[test]
+    fn budget_amounts_stay_short() {
+        assert_eq!(number(4.0), "4");
+        assert_eq!(number(0.003_81), "0.0038");
+        assert_eq!(number(1e300), "1.000e300");
+        assert_eq!(number(f64::INFINITY), "inf");
+    }
 }

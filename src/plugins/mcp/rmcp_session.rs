@@ -118,6 +118,18 @@ fn start_error(spec: &ServerSpec, what: impl std::fmt::Display) -> McpError {
     McpError::Start(format!("the MCP server {} {what}", spec.target()))
 }
 
+/// A failed handshake in the user's terms: a transport failure is the
+/// underlying error and what was being done, without rmcp's transport type
+/// names.
+fn handshake_error(e: &rmcp::service::ClientInitializeError) -> String {
+    use rmcp::service::ClientInitializeError as E;
+    match e {
+        E::TransportError { error, context } => format!("{} (while {context})", error.error),
+        E::ConnectionClosed(why) => format!("the connection closed ({why})"),
+        other => other.to_string(),
+    }
+}
+
 fn service_error(e: rmcp::ServiceError) -> McpError {
     match e {
         rmcp::ServiceError::McpError(data) => McpError::Rpc {
@@ -213,7 +225,12 @@ async fn connect_once(
             let service = handler
                 .serve_with_lifecycle((stdout, stdin), mode)
                 .await
-                .map_err(|e| start_error(spec, format_args!("failed its handshake: {e}")));
+                .map_err(|e| {
+                    start_error(
+                        spec,
+                        format_args!("failed its handshake: {}", handshake_error(&e)),
+                    )
+                });
             match service {
                 Ok(s) => (s, Some(group)),
                 Err(e) => {
@@ -247,7 +264,12 @@ async fn connect_once(
             let service = handler
                 .serve_with_lifecycle(transport, mode)
                 .await
-                .map_err(|e| start_error(spec, format_args!("failed its handshake: {e}")))?;
+                .map_err(|e| {
+                    start_error(
+                        spec,
+                        format_args!("failed its handshake: {}", handshake_error(&e)),
+                    )
+                })?;
             (service, None)
         }
     };
