@@ -302,9 +302,13 @@ fn provided(cx: &mut FileCtx<'_>, item: &Node<'_, '_>) -> Option<Provided> {
                 }
             }
         }
-        _ => {
+        DeValue::String(_) => {
             let s = item.str(cx)?;
             versions.push((version(cx, item, s)?, item.clone()));
+        }
+        _ => {
+            item.wrong_type(cx, "a version string or a list of them");
+            return None;
         }
     }
     let mut by_major: BTreeMap<u64, &(Version, Node<'_, '_>)> = BTreeMap::new();

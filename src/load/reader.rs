@@ -172,7 +172,7 @@ impl<'t, 'i> Node<'t, 'i> {
         }
     }
 
-    fn wrong_type(&self, cx: &mut FileCtx<'_>, expected: &str) {
+    pub fn wrong_type(&self, cx: &mut FileCtx<'_>, expected: &str) {
         let found = self.value.type_str();
         cx.error(
             Code::WrongType,
