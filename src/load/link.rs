@@ -368,7 +368,13 @@ fn check_agent_refs(agents: &[&WalkedAgent], comp: &Composition, diags: &mut Vec
         .map(|a| {
             (
                 a.decl.name.as_str(),
-                a.decl.sub_agents.iter().map(String::as_str).collect(),
+                // A self-reference is reported above ("lists itself").
+                a.decl
+                    .sub_agents
+                    .iter()
+                    .map(String::as_str)
+                    .filter(|s| *s != a.decl.name)
+                    .collect(),
             )
         })
         .collect();

@@ -422,3 +422,31 @@ fn a_rejected_secrets_env_value_is_masked_in_the_snippet() {
     assert_eq!(l.sources.text(SourceId(0)), text);
     assert_eq!(l.sources.display_text(SourceId(0)).len(), text.len());
 }
+
+/// An agent that lists itself is reported once, as listing itself, not
+/// also as a cycle of one; a real cycle between two agents is a cycle.
+#[test]
+fn a_self_listed_sub_agent_is_one_finding_and_a_cycle_is_another() {
+    let text = "version = 1\n\
+        [agents.a]\nprompt = \"x\"\nsub_agents = [\"a\"]\n\
+        [agents.b]\nprompt = \"x\"\nsub_agents = [\"c\"]\n\
+        [agents.c]\nprompt = \"x\"\nsub_agents = [\"b\"]\n";
+    let l = load_str("c.toml", text);
+    let messages: Vec<(Code, &str)> = l
+        .diagnostics
+        .iter()
+        .map(|d| (d.code, d.message.as_str()))
+        .collect();
+    let itself = messages
+        .iter()
+        .filter(|(_, m)| m.contains("lists itself"))
+        .count();
+    let cycles: Vec<&str> = messages
+        .iter()
+        .filter(|(c, _)| *c == Code::Cycle)
+        .map(|(_, m)| *m)
+        .collect();
+    assert_eq!(itself, 1, "{messages:#?}");
+    assert_eq!(cycles.len(), 1, "{messages:#?}");
+    assert!(cycles[0].contains("b -> c -> b"), "{cycles:?}");
+}
