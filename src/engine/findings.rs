@@ -345,7 +345,13 @@ fn preference_diagnostic(composition: &Composition, f: &PreferenceFinding) -> Di
             candidates,
         } => {
             let names: Vec<String> = candidates.iter().map(|c| format!("`{c}`")).collect();
-            Diagnostic::warning(
+            // An entry `enabled_if` left out is no candidate for that reason.
+            let skipped = composition
+                .skipped
+                .iter()
+                .find(|(id, _)| id.as_str() == preferred.as_str())
+                .map(|(_, s)| s);
+            let d = Diagnostic::warning(
                 Code::PreferenceNotCandidate,
                 format!(
                     "the preference of {} for `{capability}` names `{preferred}`, which is not a candidate of `{}`",
@@ -353,8 +359,16 @@ fn preference_diagnostic(composition: &Composition, f: &PreferenceFinding) -> Di
                     consumer.name()
                 ),
             )
-            .at(preference_origin(composition, *level, holder, capability), "not a candidate")
-            .with_help(format!("candidates there: {}", names.join(", ")))
+            .at(preference_origin(composition, *level, holder, capability), "not a candidate");
+            let d = match skipped {
+                Some(s) => d.with_help(format!(
+                    "`{preferred}` is skipped: its `enabled_if` ({}) does not hold ({} not set)",
+                    s.condition.describe(),
+                    s.unset.join(", ")
+                )),
+                None => d,
+            };
+            d.with_help(format!("candidates there: {}", names.join(", ")))
         }
         PreferenceFinding::Unused {
             level,

@@ -453,6 +453,18 @@ default_input = "hi"
     let r = d.run(&["run", "c.toml"]);
     assert_eq!(r.code, 0, "{}", r.transcript());
     assert_eq!(r.stdout.trim(), "offline answer");
+    // A preference for the skipped entry says why it is no candidate.
+    std::fs::write(
+        d.path("p.toml"),
+        format!("{text}[prefer]\nmodel = \"live\"\n"),
+    )
+    .unwrap();
+    let r = d.run(&["check", "p.toml"]);
+    assert!(
+        r.stderr.contains("`live` is skipped: its `enabled_if`"),
+        "{}",
+        r.transcript()
+    );
     // Set in an env file, the entry is back (and the agent's model is then
     // ambiguous: a negative answer, exit 1).
     std::fs::write(
