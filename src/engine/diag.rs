@@ -42,7 +42,8 @@ codes! {
     DuplicateId => "load::duplicate-id", "the same id is defined twice";
     IncludeCycle => "load::include-cycle", "files include each other in a cycle";
     IncludeMissing => "load::include-missing", "an included path does not exist";
-    IncludeOutside => "load::include-outside", "an include or prompt file lies outside the workspace, or an include is not a `.toml` file";
+    IncludeOutside => "load::include-outside", "a composition file, include, prompt file or lock lies outside the workspace";
+    IncludeNotToml => "load::include-not-toml", "an include names a file that is not a `.toml` file";
     BadVersion => "load::bad-version", "a version that cannot be parsed";
     BadSpecifier => "load::bad-specifier", "a requirement specifier that cannot be parsed";
     BadName => "load::bad-name", "an invalid id, capability, tool or scope name";

@@ -63,6 +63,22 @@ impl<'s> Reader<'s> {
         let path = normalize(path);
         if via.is_none() {
             self.workspace = self.source.workspace(&path);
+            // The root itself may be a link to a file elsewhere.
+            if let (Some(ws), Some(real)) = (&self.workspace, self.source.resolve(&path))
+                && !real.starts_with(ws)
+            {
+                let d = Diagnostic::error(
+                    Code::IncludeOutside,
+                    format!(
+                        "`{}` is a link to a file outside the workspace `{}`",
+                        self.source.display_name(&path),
+                        ws.display()
+                    ),
+                )
+                .with_help("name the file itself, inside the work tree");
+                self.diags.push(d);
+                return;
+            }
         }
         let text = match self.source.read(&path) {
             Ok(text) => text,
@@ -236,7 +252,7 @@ impl<'s> Reader<'s> {
             && self.source.resolve(file).is_some()
         {
             Diagnostic::error(
-                Code::IncludeOutside,
+                Code::IncludeNotToml,
                 format!("the include `{name}` is not a `.toml` file"),
             )
             .at(Some(origin), "not a `.toml` file")

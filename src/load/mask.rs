@@ -25,16 +25,23 @@ pub fn mask_secrets(text: &str, sensitive: impl Fn(&str) -> bool) -> Option<Stri
 pub fn mask_ranges(text: &str, ranges: impl IntoIterator<Item = (usize, usize)>) -> String {
     let mut bytes = text.as_bytes().to_vec();
     for (start, end) in ranges {
-        let end = end.min(bytes.len());
-        for b in &mut bytes[start.min(end)..end] {
+        // Widened to char boundaries, so every char touched is replaced
+        // whole and the result stays UTF-8 of the same length.
+        let mut end = end.min(text.len());
+        let mut start = start.min(end);
+        while !text.is_char_boundary(start) {
+            start -= 1;
+        }
+        while !text.is_char_boundary(end) {
+            end += 1;
+        }
+        for b in &mut bytes[start..end] {
             if *b != b'\n' && *b != b'\r' {
                 *b = b'*';
             }
         }
     }
-    // A range may cut a multi-byte char; such a char becomes `*` and
-    // replacement characters, never bytes of the value.
-    String::from_utf8_lossy(&bytes).into_owned()
+    String::from_utf8(bytes).unwrap_or_else(|e| String::from_utf8_lossy(e.as_bytes()).into_owned())
 }
 
 #[derive(Clone, Copy, PartialEq)]

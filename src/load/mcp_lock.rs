@@ -22,6 +22,21 @@ pub(crate) fn read(source: &dyn Source, root: &Path) -> Result<Option<Lock>, Dia
     let path = root
         .parent()
         .map_or_else(|| Path::new(LOCK_FILE).to_path_buf(), |d| d.join(LOCK_FILE));
+    // Like an include, the lock is read only from inside the workspace (it
+    // may be a link to a file elsewhere).
+    if let (Some(ws), Some(real)) = (source.workspace(root), source.resolve(&path))
+        && !real.starts_with(&ws)
+    {
+        return Err(Diagnostic::error(
+            Code::IncludeOutside,
+            format!(
+                "`{}` is a link to a file outside the workspace `{}`",
+                source.display_name(&path),
+                ws.display()
+            ),
+        )
+        .with_help("keep `chassis.lock` a file beside the composition"));
+    }
     match source.read(&path) {
         Ok(text) => Lock::parse(&text).map(Some).map_err(|e| {
             Diagnostic::error(Code::BadLock, e.to_string()).with_help(

@@ -147,11 +147,19 @@ impl Source for FsSource {
     /// include of `/proc/self/environ` or of a symbolic link to a file
     /// elsewhere on the runner would otherwise print that file's lines in a
     /// syntax error.
+    ///
+    /// The top is found from the directory as written (made absolute, not
+    /// following links), then resolved: a directory of the work tree that
+    /// is a link to `/` cannot widen it, and a root file whose real place
+    /// lies outside it is refused like an include.
     fn workspace(&self, root: &Path) -> Option<PathBuf> {
         let dir = root.parent().filter(|d| !d.as_os_str().is_empty());
-        let dir = std::fs::canonicalize(dir.unwrap_or(Path::new("."))).ok()?;
-        let top = dir.ancestors().find(|d| d.join(".git").exists());
-        Some(top.unwrap_or(&dir).to_path_buf())
+        let dir = normalize(&std::path::absolute(dir.unwrap_or(Path::new("."))).ok()?);
+        let top = dir
+            .ancestors()
+            .find(|d| d.join(".git").exists())
+            .unwrap_or(&dir);
+        Some(std::fs::canonicalize(top).unwrap_or_else(|_| top.to_path_buf()))
     }
 
     fn resolve(&self, path: &Path) -> Option<PathBuf> {

@@ -159,6 +159,8 @@ fn includes_and_prompt_files_stay_inside_the_workspace() {
     std::fs::write(&secret, format!("token {CANARY}\n")).unwrap();
     let ws = tempfile::tempdir().unwrap();
     let dir = ws.path();
+    // Its own work tree, whatever holds the temporary directory.
+    std::fs::create_dir_all(dir.join(".git")).unwrap();
     std::os::unix::fs::symlink(&secret, dir.join("link.toml")).unwrap();
     std::fs::write(dir.join("notes.txt"), format!("{CANARY}\n")).unwrap();
     let cases = [
@@ -175,10 +177,39 @@ fn includes_and_prompt_files_stay_inside_the_workspace() {
         std::fs::write(dir.join("main.toml"), format!("version = 1\n{case}\n")).unwrap();
         let l = load(&FsSource, &dir.join("main.toml"));
         let codes: Vec<Code> = l.diagnostics.iter().map(|d| d.code).collect();
-        assert!(codes.contains(&Code::IncludeOutside), "{case}: {codes:?}");
+        assert!(
+            codes.contains(&Code::IncludeOutside) || codes.contains(&Code::IncludeNotToml),
+            "{case}: {codes:?}"
+        );
         let rendered = render_all(&l);
         assert!(!rendered.contains(CANARY), "{case}:\n{rendered}");
     }
+    // A directory of the work tree that links outside cannot widen it, and
+    // the root file read through it is refused; so is a linked lock.
+    std::fs::write(
+        outside.path().join("c.toml"),
+        "version = 1\ninclude = [\"secret.toml\"]\n",
+    )
+    .unwrap();
+    std::os::unix::fs::symlink(outside.path(), dir.join("app")).unwrap();
+    let l = load(&FsSource, &dir.join("app/c.toml"));
+    assert_eq!(
+        l.diagnostics.iter().map(|d| d.code).collect::<Vec<_>>(),
+        [Code::IncludeOutside],
+        "{:#?}",
+        l.diagnostics
+    );
+    assert!(!render_all(&l).contains(CANARY));
+    std::fs::write(dir.join("main.toml"), "version = 1\n").unwrap();
+    std::os::unix::fs::symlink(&secret, dir.join("chassis.lock")).unwrap();
+    let l = load(&FsSource, &dir.join("main.toml"));
+    assert_eq!(
+        l.diagnostics.iter().map(|d| d.code).collect::<Vec<_>>(),
+        [Code::IncludeOutside],
+        "{:#?}",
+        l.diagnostics
+    );
+    assert!(!render_all(&l).contains(CANARY));
 }
 
 /// Inside a git work tree the workspace is the whole tree (`..` may reach a
@@ -421,6 +452,13 @@ fn a_rejected_secrets_env_value_is_masked_in_the_snippet() {
     // Only what is shown changes: spans and the text itself stay.
     assert_eq!(l.sources.text(SourceId(0)), text);
     assert_eq!(l.sources.display_text(SourceId(0)).len(), text.len());
+    // `NAME=value` where a variable name belongs, in a command's allow-list
+    // and in `enabled_if`.
+    let text = "version = 1\n[entries.tools]\nplugin = \"command\"\nconfig = { env = [\"API_KEY=sk-CANARY-env\"], tools = [] }\n[entries.x]\nplugin = \"command\"\nenabled_if = { env = \"TOKEN=sk-CANARY-cond\" }\n";
+    let l = load_str("c.toml", text);
+    assert!(l.has_errors(), "{:#?}", l.diagnostics);
+    let rendered = render_all(&l);
+    assert!(!rendered.contains("CANARY"), "{rendered}");
 }
 
 /// An agent that lists itself is reported once, as listing itself, not

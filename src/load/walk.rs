@@ -438,10 +438,15 @@ fn condition(cx: &mut FileCtx<'_>, node: &Node<'_, '_>) -> Option<crate::engine:
         for item in items {
             if let Some(s) = item.str(cx) {
                 if s.value.is_empty() || s.value.contains('=') {
+                    // `NAME=value` may carry a secret: the snippet hides it.
+                    cx.concealed.push(s.span);
                     invalid(
                         cx,
                         s.span,
-                        format!("`{}` must name environment variables", n.path),
+                        format!(
+                            "`{}` must name environment variables (the name only); the value is not shown",
+                            n.path
+                        ),
                         "not a variable name",
                     );
                 } else {

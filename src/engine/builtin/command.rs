@@ -393,9 +393,11 @@ pub struct CommandConfig {
 pub fn check_env_names(names: &[String], pointer: &str, problems: &mut Vec<ConfigProblem>) {
     for (i, n) in names.iter().enumerate() {
         if n.is_empty() || n.contains('=') || n.contains('\0') {
-            problems.push(ConfigProblem::new(
+            // `NAME=value` may well carry a secret: never echo it.
+            problems.push(ConfigProblem::concealed(
                 format!("{pointer}/{i}"),
-                format!("`{n}` is not an environment variable name"),
+                "this is not an environment variable name (write the name only, \
+                 never `NAME=value`); the value is not shown",
             ));
         }
     }
