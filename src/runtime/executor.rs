@@ -28,6 +28,10 @@ use crate::engine::schema_check::check as check_schema;
 use crate::engine::secret::{Redactor, SecretProvider};
 use crate::engine::telemetry::{AttrValue, Attributes, NoopTelemetry, Telemetry, attributes};
 
+/// How long past the run's deadline a tool call may still take before it is
+/// cut off (see [`ToolExecutor::execute`]).
+const DEADLINE_GRACE: Duration = Duration::from_millis(100);
+
 /// Resolves when `budget`'s wall-clock limit has been crossed, with the
 /// refusal; never when no deadline is enforced. Raced against work in
 /// flight (a model call), so a slow call cannot outlive the budget.
@@ -694,8 +698,12 @@ impl ToolExecutor {
                 let (status, content, artifact, error, duration_seconds) = self
                     .call_live(run, reg, &call, args, secrets, &generation_id)
                     .await;
-                // A call cut off by the run's deadline ends the run.
-                if let Some(Err(exceeded)) = run.budget.as_ref().map(BudgetGovernor::check_deadline)
+                // A call cut off by the run's deadline ends the run; one that
+                // finished stands (its hooks and record run), and the next
+                // model call's check ends the run.
+                if status == ToolStatus::Timeout
+                    && let Some(Err(exceeded)) =
+                        run.budget.as_ref().map(BudgetGovernor::check_deadline)
                 {
                     let attrs = attributes([
                         ("tool", call.name.clone()),
@@ -796,12 +804,14 @@ impl ToolExecutor {
             .timeout_seconds
             .map(Duration::from_secs_f64)
             .or(s.default_timeout);
-        // No call outlives the run's wall-clock budget.
+        // No call outlives the run's wall-clock budget by more than a grace
+        // period, in which a sub-agent (bound by the same deadline) ends its
+        // own run cleanly first.
         let left = run
             .budget
             .as_ref()
             .and_then(BudgetGovernor::time_left)
-            .map(|l| l + Duration::from_millis(1));
+            .map(|l| l + DEADLINE_GRACE);
         let timeout = match (timeout, left) {
             (Some(t), Some(l)) => Some(t.min(l)),
             (t, l) => t.or(l),
@@ -886,6 +896,7 @@ impl ToolExecutor {
         for f in failures {
             let attrs = attributes([
                 ("event", f.event.as_str().to_owned()),
+                ("plane", "data".to_owned()),
                 ("hook", f.hook.clone()),
                 ("owner", f.owner.clone()),
                 ("error_type", "hook_error".to_owned()),

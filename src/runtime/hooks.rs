@@ -204,20 +204,27 @@ pub struct HookExecutionError {
 /// on tool names, say) always judges the call that will really happen.
 pub const CONTEXT_KEYS: [&str; 4] = ["tool", "owner", "generation_id", "run_id"];
 
-/// Put back into `replaced` the [`CONTEXT_KEYS`] of `before`; the first key
-/// the transform had changed or dropped, if any.
+/// Put back into `replaced` the [`CONTEXT_KEYS`] of `before` (a transform
+/// that returns only what it changes simply leaves them out); the first key
+/// the transform gave another value, if any.
 fn keep_context(
     before: &Value,
     replaced: &mut serde_json::Map<String, Value>,
 ) -> Option<&'static str> {
     let mut changed = None;
     for key in CONTEXT_KEYS {
-        match before.get(key) {
-            Some(v) if replaced.get(key) != Some(v) => {
+        match (before.get(key), replaced.get(key)) {
+            (Some(v), Some(new)) if new != v => {
                 replaced.insert(key.to_owned(), v.clone());
                 changed = changed.or(Some(key));
             }
-            None if replaced.remove(key).is_some() => changed = changed.or(Some(key)),
+            (Some(v), None) => {
+                replaced.insert(key.to_owned(), v.clone());
+            }
+            (None, Some(_)) => {
+                replaced.remove(key);
+                changed = changed.or(Some(key));
+            }
             _ => {}
         }
     }
@@ -292,9 +299,17 @@ impl HookSet {
                 (HookMode::Observe, _) | (_, HookReply::Continue) => {}
                 (HookMode::Transform, HookReply::Replace(Value::Object(mut m))) => {
                     if let Some(changed) = keep_context(&out.payload, &mut m) {
-                        out.failures.push(failure(format!(
-                            "a transform cannot change `{changed}`; it is kept as it was"
-                        )));
+                        let error =
+                            format!("a transform cannot change `{changed}`; it is kept as it was");
+                        if reg.error_policy == ErrorPolicy::Raise && event.plane() == Plane::Data {
+                            return Err(HookExecutionError {
+                                event,
+                                hook: reg.id.clone(),
+                                owner: reg.owner.clone(),
+                                error,
+                            });
+                        }
+                        out.failures.push(failure(error));
                     }
                     out.payload = Value::Object(m);
                 }
@@ -466,7 +481,7 @@ mod tests {
         ] {
             let seen = Arc::new(std::sync::Mutex::new(Value::Null));
             let seen_by_guard = Arc::clone(&seen);
-            let reply = reply.clone();
+            let given = reply.clone();
             let set = HookSet::new(vec![
                 reg(
                     "rename",
@@ -475,7 +490,7 @@ mod tests {
                     -10,
                     1,
                     Arc::new(FnHook(move |_, _: &Value| {
-                        Ok(HookReply::Replace(reply.clone()))
+                        Ok(HookReply::Replace(given.clone()))
                     })),
                 ),
                 reg(
@@ -506,8 +521,18 @@ mod tests {
                 seen,
                 json!({"tool": "save_note", "owner": "notes", "run_id": "r1", "args": {"n": 2}})
             );
-            assert_eq!(out.failures.len(), 1, "{:?}", out.failures);
-            assert!(out.failures[0].error.contains("cannot change"));
+            // Leaving a key out is no failure; changing one is.
+            let renamed = reply.get("tool").is_some_and(|t| t != "save_note")
+                || reply.get("owner").is_some_and(|o| o != "notes");
+            assert_eq!(
+                out.failures.len(),
+                usize::from(renamed),
+                "{:?}",
+                out.failures
+            );
+            if renamed {
+                assert!(out.failures[0].error.contains("cannot change"));
+            }
         }
     }
 }

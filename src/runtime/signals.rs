@@ -78,7 +78,11 @@ impl Harness {
                         "hook.failure",
                         attrs([
                             ("event", f.event.as_str().into()),
+                            ("plane", "control".into()),
+                            ("hook", f.hook.clone().into()),
+                            ("owner", f.owner.clone().into()),
                             ("error_type", "hook_error".into()),
+                            ("description", f.error.clone().into()),
                         ]),
                     );
                     CleanupFailure {

@@ -98,30 +98,35 @@ impl Telemetry for JsonLinesTelemetry {
 /// would pass unseen unless a trace was written.
 pub struct WarnHookFailures<T> {
     inner: T,
+    warn: Box<dyn Fn(&str) + Send + Sync>,
 }
 
 impl<T> WarnHookFailures<T> {
-    /// Wrap `inner`.
-    pub fn new(inner: T) -> Self {
-        Self { inner }
+    /// Wrap `inner`; `warn` says one failure (already redacted) to the user.
+    /// Only data-plane failures: a control-plane one is in the transition's
+    /// report, which the command prints.
+    pub fn new(inner: T, warn: impl Fn(&str) + Send + Sync + 'static) -> Self {
+        Self {
+            inner,
+            warn: Box::new(warn),
+        }
     }
 }
 
 impl<T: Telemetry> Telemetry for WarnHookFailures<T> {
     fn event(&self, name: &str, attrs: &Attributes) -> Result<(), TelemetryError> {
-        if name == "hook.failure" {
-            let text = |key: &str| match attrs.get(key) {
-                Some(crate::engine::telemetry::AttrValue::Str(s)) => s.as_str(),
-                _ => "?",
-            };
-            tracing::warn!(
-                target: "chassis::hook",
+        let text = |key: &str| match attrs.get(key) {
+            Some(crate::engine::telemetry::AttrValue::Str(s)) => s.as_str(),
+            _ => "?",
+        };
+        if name == "hook.failure" && text("plane") == "data" {
+            (self.warn)(&format!(
                 "hook `{}` of `{}` failed on `{}`: {}",
                 text("hook"),
                 text("owner"),
                 text("event"),
                 text("description")
-            );
+            ));
         }
         self.inner.event(name, attrs)
     }

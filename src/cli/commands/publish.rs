@@ -398,6 +398,20 @@ pub(crate) fn trace_telemetry(
     use crate::engine::telemetry::harness_chain;
     use crate::trace::WarnHookFailures;
     let redactor = redactor.clone();
+    // Hook failures as warnings: a JSON line under `--format json`, else a
+    // line that clears the spinner first; nothing under `-q`.
+    let (json, quiet) = (ui.format == Format::Json, ui.quiet);
+    let warn = move |text: &str| {
+        if quiet {
+        } else if json {
+            eprintln!(
+                "{}",
+                super::super::ui::message_json("warning", Some("runtime::hook-failure"), text, &[])
+            );
+        } else {
+            super::super::spinner::clear_then(&format!("warning: {text}"));
+        }
+    };
     Ok(match trace {
         Some(path) => {
             let file = crate::trace::JsonLinesTelemetry::create(path).map_err(|e| {
@@ -407,10 +421,10 @@ pub(crate) fn trace_telemetry(
                 ));
                 ExitStatus::Input
             })?;
-            std::sync::Arc::new(harness_chain(WarnHookFailures::new(file), redactor))
+            std::sync::Arc::new(harness_chain(WarnHookFailures::new(file, warn), redactor))
         }
         None => std::sync::Arc::new(harness_chain(
-            WarnHookFailures::new(crate::trace::TracingTelemetry::default()),
+            WarnHookFailures::new(crate::trace::TracingTelemetry::default(), warn),
             redactor,
         )),
     })
