@@ -202,6 +202,16 @@ fn exit_codes_follow_the_table() {
     let r = d.run(&["run", "c.toml"]);
     assert_eq!(r.code, 3, "{}", r.transcript());
     assert!(r.stderr.contains("CHASSIS_TEST_UNSET"), "{}", r.stderr);
+    // A run that fails before recording leaves an earlier recording as it
+    // was, and leaves no empty file where there was none.
+    std::fs::write(d.path("old.json"), "earlier recording").unwrap();
+    assert_eq!(d.run(&["run", "c.toml", "--record", "old.json"]).code, 3);
+    assert_eq!(
+        std::fs::read_to_string(d.path("old.json")).unwrap(),
+        "earlier recording"
+    );
+    assert_eq!(d.run(&["run", "c.toml", "--record", "new.json"]).code, 3);
+    assert!(!d.path("new.json").exists());
     // 1: the model refuses.
     let d = Dir::new(&format!(
         "{BASE}[entries.model]\nplugin = \"scripted\"\n[[entries.model.config.turns]]\nrefusal = \"no\"\n[agents.a]\ndefault_input = \"x\"\n"

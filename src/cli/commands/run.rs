@@ -544,42 +544,51 @@ pub fn run(ui: &Ui, args: &RunArgs) -> Result<ExitStatus, ExitStatus> {
     Ok(status)
 }
 
-/// The `--record` file, created before anything runs so that a path that
-/// cannot be written is refused up front (exit 2), like `--trace`; removed
-/// again when the run ends without a recording (interrupted, failed to
-/// start).
+/// The `--record` file, checked before anything runs so that a path that
+/// cannot be written is refused up front (exit 2), like `--trace`. An
+/// existing recording is left as it is until the new one is written; a
+/// file this run created is removed again when the run ends without a
+/// recording (interrupted, failed to start).
 struct RecordFile {
     path: PathBuf,
-    file: Option<std::fs::File>,
+    /// Whether this run created the (regular, empty) file.
+    created: bool,
+    written: bool,
 }
 
 impl RecordFile {
     fn create(ui: &Ui, path: &Path) -> Result<Self, ExitStatus> {
-        let file = std::fs::File::create(path).map_err(|e| {
-            ui.err(&format!(
-                "error: cannot write the recording `{}`: {e}",
-                path.display()
-            ));
-            ExitStatus::Input
-        })?;
+        let existed = path.exists();
+        std::fs::OpenOptions::new()
+            .append(true)
+            .create(true)
+            .open(path)
+            .map_err(|e| {
+                ui.err(&format!(
+                    "error: cannot write the recording `{}`: {e}",
+                    path.display()
+                ));
+                ExitStatus::Input
+            })?;
         Ok(Self {
             path: path.to_path_buf(),
-            file: Some(file),
+            created: !existed,
+            written: false,
         })
     }
 
-    /// Write the recording; the file is kept from here on.
+    /// Write the recording (replacing what was there); the file is kept.
     fn write(mut self, bytes: &[u8]) -> std::io::Result<()> {
-        use std::io::Write as _;
-        let mut file = self.file.take().ok_or(std::io::ErrorKind::NotFound)?;
-        file.write_all(bytes)?;
-        file.flush()
+        self.written = true;
+        std::fs::write(&self.path, bytes)
     }
 }
 
 impl Drop for RecordFile {
     fn drop(&mut self) {
-        if self.file.take().is_some() {
+        let empty_file = std::fs::symlink_metadata(&self.path)
+            .is_ok_and(|m| m.file_type().is_file() && m.len() == 0);
+        if self.created && !self.written && empty_file {
             let _ = std::fs::remove_file(&self.path);
         }
     }
