@@ -778,4 +778,19 @@ fn plan_reports_a_missing_secret_instead_of_a_rebuild() {
     let r = with(&["plan", "c.toml"]);
     assert_eq!(r.code, 0, "{}", r.transcript());
     assert!(r.stdout.starts_with("plan: no-op"), "{}", r.transcript());
+    // With `on_failure = "skip"`, publish would quarantine the entry rather
+    // than fail: plan predicts that, and publish agrees.
+    let text = std::fs::read_to_string(w.path().join("c.toml")).unwrap();
+    w.write(&text.replace(
+        "[entries.vault]\n",
+        "[entries.vault]\non_failure = \"skip\"\n",
+    ));
+    let r = w.run(&["plan", "c.toml"]);
+    assert_eq!(r.code, 0, "{}", r.transcript());
+    assert!(r.stdout.contains("quarantine  vault"), "{}", r.transcript());
+    let (_, doc) = w.json(&["plan", "c.toml"]);
+    assert_eq!(doc["quarantined"][0]["entry"], "vault", "{doc}");
+    let r = w.run(&["publish", "c.toml"]);
+    assert_eq!(r.code, 0, "{}", r.transcript());
+    assert!(r.stderr.contains("quarantined"), "{}", r.transcript());
 }

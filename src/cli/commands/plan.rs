@@ -4,6 +4,9 @@
 use std::fmt::Write as _;
 use std::path::PathBuf;
 
+use crate::engine::model::Composition;
+use crate::engine::resolve::Plan;
+use crate::engine::tree::ScopeTree;
 use crate::runtime::reconcile::predict;
 use crate::store::{OpenMode, StoreError, seed_state};
 
@@ -106,6 +109,23 @@ pub fn run(ui: &Ui, args: &PlanArgs) -> Result<ExitStatus, ExitStatus> {
         .collect();
     missing.sort();
     missing.dedup();
+    // An entry with `on_failure = "skip"` that governs no scope would be
+    // quarantined by publish, not fail it: predict without it.
+    let skippable = |entry: &str| {
+        crate::engine::model::EntryId::new(entry)
+            .ok()
+            .and_then(|id| resolved.composition.entries.get(&id))
+            .is_some_and(|e| {
+                resolved.composition.skip_on_failure.contains(&e.id)
+                    && !e
+                        .manifest
+                        .provides
+                        .keys()
+                        .any(|c| crate::engine::system::SystemCapability::is_system(c.as_str()))
+            })
+    };
+    let (quarantined, missing): (Vec<(String, String)>, Vec<(String, String)>) =
+        missing.into_iter().partition(|(_, entry)| skippable(entry));
     if !missing.is_empty() {
         match ui.format {
             Format::Json => ui.out_json(&serde_json::json!({
@@ -131,10 +151,25 @@ pub fn run(ui: &Ui, args: &PlanArgs) -> Result<ExitStatus, ExitStatus> {
         }
         return Ok(ExitStatus::Negative);
     }
+    let without: Option<(Composition, ScopeTree, Plan)> = (!quarantined.is_empty()).then(|| {
+        let mut composition = resolved.composition.clone();
+        for (_, entry) in &quarantined {
+            if let Ok(id) = crate::engine::model::EntryId::new(entry) {
+                composition.entries.remove(&id);
+            }
+        }
+        let tree = ScopeTree::new(&composition);
+        let plan = crate::engine::resolve::resolve_with_tree(&composition, &tree);
+        (composition, tree, plan)
+    });
+    let (composition, tree, plan) = without.as_ref().map_or(
+        (&resolved.composition, &resolved.tree, &resolved.plan),
+        |(c, t, p)| (c, t, p),
+    );
     let prediction = match predict(
-        &resolved.composition,
-        &resolved.tree,
-        &resolved.plan,
+        composition,
+        tree,
+        plan,
         seed.as_ref(),
         Some(secrets.as_ref()),
     ) {
@@ -159,6 +194,10 @@ pub fn run(ui: &Ui, args: &PlanArgs) -> Result<ExitStatus, ExitStatus> {
             "impact": counts(&prediction.impact),
             "nodes": prediction.impact.iter().map(node_json).collect::<Vec<_>>(),
             "pending": pending.iter().map(|(e, _)| e).collect::<Vec<_>>(),
+            "quarantined": quarantined
+                .iter()
+                .map(|(name, entry)| serde_json::json!({ "entry": entry, "missing_secret": name }))
+                .collect::<Vec<_>>(),
             "digests": {
                 "digest": d.digest,
                 "semantic_digest": d.semantic_digest,
@@ -195,6 +234,12 @@ pub fn run(ui: &Ui, args: &PlanArgs) -> Result<ExitStatus, ExitStatus> {
                 "\nACTIONS\n{}",
                 nodes_text(&prediction.impact, &pending)
             );
+            for (name, entry) in &quarantined {
+                let _ = writeln!(
+                    out,
+                    "  quarantine  {entry}  (secret `{name}` is not set; on_failure = \"skip\")"
+                );
+            }
             ui.out(&out);
         }
     }
