@@ -124,7 +124,7 @@ pub fn run(ui: &Ui, args: &PlanArgs) -> Result<ExitStatus, ExitStatus> {
                         .any(|c| crate::engine::system::SystemCapability::is_system(c.as_str()))
             })
     };
-    let (quarantined, missing): (Vec<(String, String)>, Vec<(String, String)>) =
+    let (quarantined, missing): (Vec<_>, Vec<_>) =
         missing.into_iter().partition(|(_, entry)| skippable(entry));
     if !missing.is_empty() {
         match ui.format {
