@@ -139,7 +139,6 @@ impl Ui {
     }
 }
 
-/// A diagnostic as a JSON line.
 /// The JSON line of a diagnostic that points at no file: `help` is always a
 /// list, `code` `null` when the finding has none.
 pub fn message_json(
@@ -168,6 +167,8 @@ pub(crate) fn plain_diagnostic(text: &str) -> Option<serde_json::Value> {
     let (head, message) = first.split_once(": ")?;
     let (severity, code) = match head.split_once('[') {
         Some((s, c)) => (s, Some(c.strip_suffix(']')?)),
+        // `interrupted: …` (exit 130) is an error with a code of its own.
+        None if head == "interrupted" => ("error", Some("run::interrupted")),
         None => (head, None),
     };
     if !matches!(severity, "error" | "warning" | "note") {
@@ -193,6 +194,7 @@ pub(crate) fn plain_diagnostic(text: &str) -> Option<serde_json::Value> {
     Some(message_json(severity, code, &message, &help))
 }
 
+/// A diagnostic as a JSON line.
 pub fn diagnostic_json(d: &Diagnostic, sources: &SourceMap) -> serde_json::Value {
     let labels: Vec<serde_json::Value> = d
         .labels
@@ -216,4 +218,41 @@ pub fn diagnostic_json(d: &Diagnostic, sources: &SourceMap) -> serde_json::Value
         "labels": labels,
         "help": d.help,
     })
+}
+
+#[cfg(test)]
+mod plain_diagnostic_tests {
+    use super::plain_diagnostic;
+
+    #[test]
+    fn text_findings_become_diagnostic_lines() {
+        let v = plain_diagnostic(
+            "error: no input for agent `a`\n  help: pass --input TEXT\n  help: or set `default_input`",
+        )
+        .unwrap();
+        assert_eq!(v["severity"], "error");
+        assert_eq!(v["code"], serde_json::Value::Null);
+        assert_eq!(v["message"], "no input for agent `a`");
+        assert_eq!(
+            v["help"],
+            serde_json::json!(["pass --input TEXT", "or set `default_input`"])
+        );
+        let v = plain_diagnostic("error[store::missing]: no store\n  - a\n  - b").unwrap();
+        assert_eq!(v["code"], "store::missing");
+        assert_eq!(v["message"], "no store\n  - a\n  - b");
+        let v = plain_diagnostic("interrupted: the run was cancelled").unwrap();
+        assert_eq!(
+            (v["severity"].as_str(), v["code"].as_str()),
+            (Some("error"), Some("run::interrupted"))
+        );
+        // Progress and summaries are not findings.
+        for text in [
+            "recorded 2 boundaries to r.json",
+            "  tool   x  ok",
+            "wrote a: b",
+            "{\"type\":1}",
+        ] {
+            assert!(plain_diagnostic(text).is_none(), "{text}");
+        }
+    }
 }

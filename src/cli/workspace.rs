@@ -196,6 +196,9 @@ pub struct Operand {
     pub snapshot: SnapshotRecord,
     /// How the user named it.
     pub display: String,
+    /// How text output names it: the operand, and for a snapshot file the
+    /// generation it records too.
+    pub label: String,
 }
 
 fn looks_like_snapshot(path: &Path, text: &str) -> bool {
@@ -224,15 +227,18 @@ pub fn load_operand(ui: &Ui, operand: &str) -> Result<Operand, ExitStatus> {
                 ));
                 ExitStatus::Input
             })?;
+            let label = format!("{operand} ({})", env.snapshot.generation_id);
             return Ok(Operand {
                 snapshot: env.snapshot,
                 display: operand.to_owned(),
+                label,
             });
         }
         let resolved = load_file(ui, path)?;
         return Ok(Operand {
             snapshot: resolved.snapshot()?,
             display: operand.to_owned(),
+            label: operand.to_owned(),
         });
     }
     if let Some((rev, file)) = parse_rev_path(operand) {
@@ -240,6 +246,7 @@ pub fn load_operand(ui: &Ui, operand: &str) -> Result<Operand, ExitStatus> {
         return Ok(Operand {
             snapshot: resolved.snapshot()?,
             display: operand.to_owned(),
+            label: operand.to_owned(),
         });
     }
     ui.err(&format!(

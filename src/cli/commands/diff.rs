@@ -90,14 +90,15 @@ pub fn run(ui: &Ui, cmd: &DiffCommand) -> Result<ExitStatus, ExitStatus> {
             ui.out_json(&doc);
         }
         Format::Markdown => {
-            let mut text = render::render_markdown(&labelled(&diff, old, new, &old_gen, &new_gen));
+            let mut text =
+                render::render_markdown(&labelled(&diff, &old_side.label, &new_side.label));
             if let Some(nodes) = &nodes {
                 text.push_str(&reuse::nodes_markdown(nodes));
             }
             ui.out(&text);
         }
         _ => {
-            let mut text = render::render_text(&labelled(&diff, old, new, &old_gen, &new_gen));
+            let mut text = render::render_text(&labelled(&diff, &old_side.label, &new_side.label));
             if let Some(nodes) = &nodes {
                 text.push_str(&reuse::nodes_text(nodes));
             }
@@ -110,22 +111,16 @@ pub fn run(ui: &Ui, cmd: &DiffCommand) -> Result<ExitStatus, ExitStatus> {
     Ok(ExitStatus::Success)
 }
 
-/// The diff as text and Markdown show it: a side that is not a stored
-/// generation is named by its operand (a file, `REV:PATH`), since the
-/// `gen_0001` of a composition read outside a store would say nothing.
-fn labelled<G>(
+/// The diff as text and Markdown show it: each side named by its operand
+/// (a stored generation's id, a file, `REV:PATH`), since the `gen_0001` of
+/// a composition read outside a store would say nothing.
+fn labelled(
     diff: &crate::engine::diff::GenerationDiff,
     old: &str,
     new: &str,
-    old_gen: &Option<G>,
-    new_gen: &Option<G>,
 ) -> crate::engine::diff::GenerationDiff {
     let mut shown = diff.clone();
-    if old_gen.is_none() {
-        shown.old.generation_id = old.to_owned();
-    }
-    if new_gen.is_none() {
-        shown.new.generation_id = new.to_owned();
-    }
+    shown.old.generation_id = old.to_owned();
+    shown.new.generation_id = new.to_owned();
     shown
 }

@@ -192,6 +192,7 @@ pub fn store_operand(
         Operand {
             snapshot: env.snapshot,
             display: operand.to_owned(),
+            label: operand.to_owned(),
         },
         g,
     )))
