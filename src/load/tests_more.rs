@@ -191,25 +191,17 @@ fn includes_and_prompt_files_stay_inside_the_workspace() {
         "version = 1\ninclude = [\"secret.toml\"]\n",
     )
     .unwrap();
+    let refused_alone = |root: &Path| {
+        let l = load(&FsSource, root);
+        let codes: Vec<Code> = l.diagnostics.iter().map(|d| d.code).collect();
+        assert_eq!(codes, [Code::IncludeOutside], "{:#?}", l.diagnostics);
+        assert!(!render_all(&l).contains(CANARY));
+    };
     std::os::unix::fs::symlink(outside.path(), dir.join("app")).unwrap();
-    let l = load(&FsSource, &dir.join("app/c.toml"));
-    assert_eq!(
-        l.diagnostics.iter().map(|d| d.code).collect::<Vec<_>>(),
-        [Code::IncludeOutside],
-        "{:#?}",
-        l.diagnostics
-    );
-    assert!(!render_all(&l).contains(CANARY));
+    refused_alone(&dir.join("app/c.toml"));
     std::fs::write(dir.join("main.toml"), "version = 1\n").unwrap();
     std::os::unix::fs::symlink(&secret, dir.join("chassis.lock")).unwrap();
-    let l = load(&FsSource, &dir.join("main.toml"));
-    assert_eq!(
-        l.diagnostics.iter().map(|d| d.code).collect::<Vec<_>>(),
-        [Code::IncludeOutside],
-        "{:#?}",
-        l.diagnostics
-    );
-    assert!(!render_all(&l).contains(CANARY));
+    refused_alone(&dir.join("main.toml"));
 }
 
 /// Inside a git work tree the workspace is the whole tree (`..` may reach a

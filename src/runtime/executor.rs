@@ -655,14 +655,7 @@ impl ToolExecutor {
                 .and_then(|()| budget.check_deadline().map_err(BudgetError::Exceeded));
             if let Err(e) = charged {
                 if let Some(exceeded) = e.exceeded().cloned() {
-                    let attrs = attributes([
-                        ("tool", call.name.clone()),
-                        ("dimension", exceeded.dimension.as_str().to_owned()),
-                        ("run_id", run.run_id.clone()),
-                        ("generation_id", generation_id.clone()),
-                    ]);
-                    emit(s.telemetry.as_ref(), "budget.exhausted", &attrs);
-                    return Err(ExecError::Budget(exceeded));
+                    return Err(self.exhausted(run, &call.name, &generation_id, exceeded));
                 }
                 return refuse(ToolRefusal::PolicyDenied {
                     tool: call.name.clone(),
@@ -705,14 +698,7 @@ impl ToolExecutor {
                     && let Some(Err(exceeded)) =
                         run.budget.as_ref().map(BudgetGovernor::check_deadline)
                 {
-                    let attrs = attributes([
-                        ("tool", call.name.clone()),
-                        ("dimension", exceeded.dimension.as_str().to_owned()),
-                        ("run_id", run.run_id.clone()),
-                        ("generation_id", generation_id.clone()),
-                    ]);
-                    emit(s.telemetry.as_ref(), "budget.exhausted", &attrs);
-                    return Err(ExecError::Budget(exceeded));
+                    return Err(self.exhausted(run, &call.name, &generation_id, exceeded));
                 }
                 if let (Some(r), Some(args)) = (&s.replay, &recorded_args) {
                     r.tool_record(
@@ -890,6 +876,25 @@ impl ToolExecutor {
                 self.hook_failures(&out.failures);
             }
         }
+    }
+
+    /// The `budget.exhausted` signal for `tool`, and the error that ends
+    /// the run.
+    fn exhausted(
+        &self,
+        run: &RunContext,
+        tool: &str,
+        generation_id: &str,
+        exceeded: BudgetExceeded,
+    ) -> ExecError {
+        let attrs = attributes([
+            ("tool", tool.to_owned()),
+            ("dimension", exceeded.dimension.as_str().to_owned()),
+            ("run_id", run.run_id.clone()),
+            ("generation_id", generation_id.to_owned()),
+        ]);
+        emit(self.services.telemetry.as_ref(), "budget.exhausted", &attrs);
+        ExecError::Budget(exceeded)
     }
 
     pub(crate) fn hook_failures(&self, failures: &[super::hooks::HookFailure]) {
