@@ -856,3 +856,59 @@ budget = { wall_clock_seconds = 0.3 }
         assert!(took < std::time::Duration::from_secs(10), "took {took:?}");
     }
 }
+
+/// Usage a model call reports is charged in full, past the limit: a child
+/// run that overspends uses up its parent's budget too, and the parent
+/// stops (exit 3) instead of starting the child again and again.
+#[test]
+fn a_sub_agent_that_overspends_stops_its_parent() {
+    let d = Dir::new(
+        r#"version = 1
+[entries.pm]
+plugin = "scripted"
+[[entries.pm.config.turns]]
+tool_calls = [{ name = "child", args = { input = "1" } }]
+usage = { input_tokens = 10, output_tokens = 10 }
+[[entries.pm.config.turns]]
+tool_calls = [{ name = "child", args = { input = "2" } }]
+usage = { input_tokens = 10, output_tokens = 10 }
+[[entries.pm.config.turns]]
+tool_calls = [{ name = "child", args = { input = "3" } }]
+usage = { input_tokens = 10, output_tokens = 10 }
+[[entries.pm.config.turns]]
+text = "parent done"
+usage = { input_tokens = 10, output_tokens = 10 }
+[entries.cm]
+plugin = "scripted"
+config.repeat_last = true
+[[entries.cm.config.turns]]
+text = "child answer"
+usage = { input_tokens = 200, output_tokens = 100 }
+[agents.parent]
+prompt = "p"
+default_input = "go"
+prefer_model = "pm"
+sub_agents = ["child"]
+tools = []
+budget = { tokens = 250 }
+[agents.child]
+description = "c"
+prompt = "c"
+prefer_model = "cm"
+tools = []
+"#,
+    );
+    let (code, doc, stderr) = d.json(&["run", "c.toml", "--agent", "parent"]);
+    assert_eq!(code, 3, "{doc:#}\n{stderr}");
+    assert_eq!(doc["stop"]["kind"], "budget_exhausted", "{doc:#}");
+    let tokens = doc["budget"]
+        .as_array()
+        .and_then(|rows| rows.iter().find(|r| r["dimension"] == "tokens"))
+        .unwrap_or_else(|| panic!("{doc:#}"));
+    assert_eq!(tokens["used"], 320.0, "{doc:#}");
+    assert_eq!(
+        doc["tool_calls"].as_array().map(Vec::len),
+        Some(1),
+        "{doc:#}"
+    );
+}

@@ -144,6 +144,29 @@ impl Tree {
     }
 
     /// Checks every charge against the chain, then applies all or none.
+    /// Add `charges` along the chain whatever the limits say, then report
+    /// the first limit they crossed (checked before adding, as `charge`
+    /// would have refused it).
+    fn spend(
+        &mut self,
+        node: usize,
+        charges: &[(BudgetDimension, f64)],
+        now: Duration,
+    ) -> Result<(), BudgetExceeded> {
+        let verdict = charges
+            .iter()
+            .try_for_each(|&(dimension, amount)| self.check(node, dimension, amount, now));
+        let mut next = Some(node);
+        while let Some(n) = next {
+            let node = &mut self.nodes[n];
+            for &(dimension, amount) in charges {
+                node.used[dimension.index()] += amount;
+            }
+            next = node.parent;
+        }
+        verdict
+    }
+
     fn charge(
         &mut self,
         node: usize,
@@ -305,6 +328,24 @@ impl BudgetGovernor {
         }
         let now = self.shared.clock.now();
         Ok(self.tree().charge(self.node, &charges, now)?)
+    }
+
+    /// Records usage that already happened (what a model call reports it
+    /// used): charged in full along the chain even past a limit — what was
+    /// spent is spent, so an ancestor's budget sees its children's real use
+    /// and stops them — and the first limit it crossed is returned.
+    ///
+    /// # Errors
+    /// A validation error for a negative or non-finite amount (nothing
+    /// is charged); [`BudgetError::Exceeded`] for the first limit crossed
+    /// (everything is charged).
+    pub fn spend(&self, usage: Usage) -> Result<(), BudgetError> {
+        let charges = usage.charges();
+        for (dimension, amount) in charges {
+            validate(dimension, amount)?;
+        }
+        let now = self.shared.clock.now();
+        Ok(self.tree().spend(self.node, &charges, now)?)
     }
 
     /// Checks the deadline: fails if the elapsed time of this governor or of

@@ -856,3 +856,33 @@ proptest! {
         }
     }
 }
+
+/// Usage that already happened is charged in full, past a limit, along the
+/// whole chain: a parent sees what its child really spent and stops.
+#[test]
+fn spent_usage_is_charged_in_full_and_reaches_the_parent() {
+    let (_clock, parent) = governor(limits(&[(D::Tokens, 250.0)]));
+    let child = parent.child(BudgetLimits::default()).unwrap();
+    let usage = Usage {
+        model_calls: 1.0,
+        tokens: 300.0,
+        estimated_cost: 0.0,
+        tool_calls: None,
+    };
+    let e = exceeded(child.spend(usage));
+    assert_eq!((e.dimension, e.used, e.requested), (D::Tokens, 0.0, 300.0));
+    assert_eq!(child.used(D::Tokens), 300.0);
+    assert_eq!(parent.used(D::Tokens), 300.0);
+    assert_eq!(parent.remaining(D::Tokens), Some(0.0));
+    // `record` keeps its all-or-nothing contract.
+    let (_clock, g) = governor(limits(&[(D::Tokens, 10.0)]));
+    assert!(g.record(usage).is_err());
+    assert_eq!(g.used(D::Tokens), 0.0);
+    // An invalid amount is refused and charges nothing.
+    let bad = Usage {
+        tokens: -1.0,
+        ..usage
+    };
+    assert!(g.spend(bad).is_err_and(|e| e.exceeded().is_none()));
+    assert_eq!(g.used(D::ModelCalls), 0.0);
+}

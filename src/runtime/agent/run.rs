@@ -705,7 +705,7 @@ impl AgentRunner {
                 estimated_cost: cost,
                 tool_calls: None,
             };
-            if let Err(e) = budget.record(charge) {
+            if let Err(e) = budget.spend(charge) {
                 state.messages.push(response.message);
                 return self.exhausted(run, "model.call", &e);
             }
