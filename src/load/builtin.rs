@@ -65,6 +65,49 @@ fn dotted(pointer: &str) -> String {
     out
 }
 
+/// Mask, in every snippet of the file, the values that may be secrets typed
+/// where a name belongs — `NAME=value` in an `env` allow-list, a
+/// `secrets.env` prefix or alias that is not a variable name — whatever
+/// else is wrong with the configuration (a schema error stops the kind's
+/// own checks before it reaches them).
+fn conceal_secret_shapes(
+    cx: &mut FileCtx<'_>,
+    kind: &BuiltinKind,
+    config: &ConfigValue,
+    node: Option<&Node<'_, '_>>,
+) {
+    use crate::engine::builtin::system::{SECRETS_ENV, is_variable_name, pointer_token};
+    let Some(node) = node else { return };
+    let mut pointers = Vec::new();
+    if let Some(ConfigValue::Array(items)) = config.get("env") {
+        for (i, item) in items.iter().enumerate() {
+            if matches!(item, ConfigValue::Str(s) if s.contains('=')) {
+                pointers.push(format!("/env/{i}"));
+            }
+        }
+    }
+    if kind.name == SECRETS_ENV.name {
+        if matches!(config.get("prefix"), Some(ConfigValue::Str(p)) if !p.is_empty() && !is_variable_name(p))
+        {
+            pointers.push("/prefix".to_owned());
+        }
+        if let Some(ConfigValue::Table(aliases)) = config.get("aliases") {
+            for (name, variable) in aliases {
+                if matches!(variable, ConfigValue::Str(v) if !is_variable_name(v)) {
+                    pointers.push(format!("/aliases/{}", pointer_token(name)));
+                }
+            }
+        }
+    }
+    for p in pointers {
+        let at = span_at(node, &p);
+        // Only a value's own span: never the table it falls back to.
+        if at != node.span {
+            cx.concealed.push(at);
+        }
+    }
+}
+
 /// Check `config` (parsed from `node`, or absent) for `kind`.
 pub(crate) fn check(
     cx: &mut FileCtx<'_>,
@@ -74,6 +117,7 @@ pub(crate) fn check(
     node: Option<&Node<'_, '_>>,
     fallback: Span,
 ) -> BuiltinOutcome {
+    conceal_secret_shapes(cx, kind, config, node);
     match kind.derive(config) {
         Ok(manifest) => BuiltinOutcome::Manifest(Arc::new(manifest)),
         Err(problems) => BuiltinOutcome::Problems(

@@ -451,6 +451,13 @@ fn a_rejected_secrets_env_value_is_masked_in_the_snippet() {
     assert!(l.has_errors(), "{:#?}", l.diagnostics);
     let rendered = render_all(&l);
     assert!(!rendered.contains("CANARY"), "{rendered}");
+    // Whatever else is wrong with the configuration (a schema error stops
+    // the kind's own checks), such values stay hidden.
+    let text = "version = 1\n[entries.t]\nplugin = \"command\"\nconfig.env = [\"API_KEY=CANARY-a\"]\nconfig.tools = [{ name = \"x\", description = \"d\", argv = [\"true\"], timeout_seconds = -1 }]\n[entries.u]\nplugin = \"secrets.env\"\nconfig = { prefix = \"CANARY-b\", bogus = 2 }\n";
+    let l = load_str("c.toml", text);
+    assert!(l.has_errors(), "{:#?}", l.diagnostics);
+    let rendered = render_all(&l);
+    assert!(!rendered.contains("CANARY"), "{rendered}");
 }
 
 /// An agent that lists itself is reported once, as listing itself, not

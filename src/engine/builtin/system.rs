@@ -198,7 +198,7 @@ pub fn secrets_env_config(config: &ConfigValue) -> Result<EnvSecrets, Vec<Config
 }
 
 /// `name` escaped as a JSON Pointer token.
-fn pointer_token(name: &str) -> String {
+pub(crate) fn pointer_token(name: &str) -> String {
     name.replace('~', "~0").replace('/', "~1")
 }
 
@@ -209,7 +209,7 @@ fn secrets_env_manifest(config: &ConfigValue) -> Result<Manifest, Vec<ConfigProb
 
 /// An environment variable name as chassis accepts one in a `secrets.env`
 /// configuration: `[A-Z_][A-Z0-9_]*`.
-fn is_variable_name(text: &str) -> bool {
+pub(crate) fn is_variable_name(text: &str) -> bool {
     let mut bytes = text.bytes();
     bytes
         .next()
