@@ -794,3 +794,14 @@ fn plan_reports_a_missing_secret_instead_of_a_rebuild() {
     assert_eq!(r.code, 0, "{}", r.transcript());
     assert!(r.stderr.contains("quarantined"), "{}", r.transcript());
 }
+
+/// An output file that cannot be written is refused before a store is
+/// created (exit 2); `run` orders its `--trace` and `--record` the same way.
+#[test]
+fn an_unwritable_trace_creates_no_store() {
+    let w = Workspace::new();
+    w.write(&flat("postgres://a"));
+    let r = w.run(&["publish", "c.toml", "--trace", "no/such/dir/t.jsonl"]);
+    assert_eq!(r.code, 2, "{}", r.transcript());
+    assert!(!w.state().exists(), "{}", r.transcript());
+}

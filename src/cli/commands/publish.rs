@@ -441,6 +441,9 @@ pub fn run(ui: &Ui, args: &PublishArgs) -> Result<ExitStatus, ExitStatus> {
         report_refusal(ui, "publish", &resolved.display, &r);
         return Err(ExitStatus::Negative);
     }
+    // The trace file first: a path that cannot be written is refused
+    // before a store is created.
+    let telemetry = trace_telemetry(ui, args.trace.as_deref(), &redactor)?;
     let path = state_path(args.state.as_deref(), Some(&args.file));
     let mut store = open_store(ui, &path, OpenMode::Create)?;
     if store.created() && !ui.quiet {
@@ -469,7 +472,6 @@ pub fn run(ui: &Ui, args: &PublishArgs) -> Result<ExitStatus, ExitStatus> {
         ExitStatus::Failure
     })?;
     let composition = resolved.composition.clone();
-    let telemetry = trace_telemetry(ui, args.trace.as_deref(), &redactor)?;
     let options = super::super::workspace::harness_options(ui, telemetry, &redactor, None)?;
     let catalog = super::super::workspace::catalog(
         &args.file,

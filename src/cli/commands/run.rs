@@ -235,6 +235,14 @@ pub fn run(ui: &Ui, args: &RunArgs) -> Result<ExitStatus, ExitStatus> {
         .collect();
     request_tool_names.sort();
 
+    // The files the run writes first (a path that cannot be written is
+    // refused before a store is created), then the store.
+    let telemetry = trace_telemetry(ui, args.trace.as_deref(), &redactor)?;
+    let record_file = match &args.record {
+        Some(path) => Some(RecordFile::create(ui, path)?),
+        None => None,
+    };
+
     // The store, when asked for: the run publishes into it and is recorded.
     let mut store = match &args.state {
         None => None,
@@ -246,12 +254,6 @@ pub fn run(ui: &Ui, args: &RunArgs) -> Result<ExitStatus, ExitStatus> {
     };
     let seed = match &store {
         Some((s, _)) => Some(seed_state(s).map_err(|e| store_error(ui, &e))?),
-        None => None,
-    };
-
-    let telemetry = trace_telemetry(ui, args.trace.as_deref(), &redactor)?;
-    let record_file = match &args.record {
-        Some(path) => Some(RecordFile::create(ui, path)?),
         None => None,
     };
     let options = harness_options(
