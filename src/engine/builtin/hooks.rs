@@ -371,6 +371,13 @@ pub struct DenySpec {
 /// `value` and, for a path-like value, its lexically normalized form
 /// (`/a/../b.env` is also `/b.env`, `a/./b` is also `a/b`).
 fn forms(value: &str) -> Vec<String> {
+    // What a C API (a file system call, argv) would see stops at a NUL:
+    // `x.env\0` must not slip past `*.env`.
+    if let Some((before, _)) = value.split_once('\0') {
+        let mut out = forms(before);
+        out.push(value.to_owned());
+        return out;
+    }
     let mut out = vec![value.to_owned()];
     let normalized = if value.starts_with('/') {
         normalize_path(value).ok()
@@ -788,6 +795,15 @@ mod tests {
         let r = spec.refusal("shell_exec", &json!({})).unwrap();
         assert!(r.starts_with("not here") && r.contains("shell*"), "{r}");
         assert!(spec.refusal("read", &json!({ "path": "a/.env" })).is_some());
+        // A NUL cannot hide the end of a path from the pattern.
+        assert!(
+            spec.refusal("read", &json!({ "path": "x.env\u{0}" }))
+                .is_some()
+        );
+        assert!(
+            spec.refusal("read", &json!({ "path": "x.env\u{0}.txt" }))
+                .is_some()
+        );
         assert!(
             spec.refusal("read", &json!({ "path": "a/.env.txt" }))
                 .is_none()
