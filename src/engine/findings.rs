@@ -92,7 +92,7 @@ pub fn plan_diagnostics(
             ));
         } else {
             d = d.with_help(format!(
-                "run `chassis explain requirement {} {}` to see every candidate",
+                "run `chassis explain requirement {} {} FILE` to see every candidate",
                 r.consumer.name(),
                 r.requirement.capability
             ));

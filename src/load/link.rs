@@ -215,7 +215,10 @@ fn entry(
                 scope.value.as_str(),
                 comp.scopes.keys().map(|p| p.as_str()),
             ))
-            .with_help(format!("declare it with `[scopes.\"{}\"]`", scope.value));
+            .with_help(format!(
+                "declare it with `[scopes.{}]`",
+                toml::Value::String(scope.value.to_string())
+            ));
             diags.push(d);
         }
         return None;
