@@ -272,7 +272,11 @@ pub fn summary(old: Option<&Lock>, new: &Lock) -> String {
     let mut parts = Vec::new();
     for (id, e) in &new.entries {
         match old.and_then(|l| l.entries.get(id)) {
-            None => parts.push(format!("{id} (new, {} tools)", e.tools.len())),
+            None => parts.push(format!(
+                "{id} (new, {} tool{})",
+                e.tools.len(),
+                if e.tools.len() == 1 { "" } else { "s" }
+            )),
             Some(o) => {
                 let changes = diff_tools(o, e);
                 let count = |f: fn(&ToolChange) -> bool| changes.iter().filter(|c| f(c)).count();

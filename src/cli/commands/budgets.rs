@@ -85,7 +85,7 @@ pub fn run(ui: &Ui, args: &BudgetsArgs) -> Result<ExitStatus, ExitStatus> {
             let limit = a
                 .budget
                 .get(d)
-                .map_or_else(|| "unlimited".to_owned(), |l| format!("{l}"));
+                .map_or_else(|| "unlimited".to_owned(), crate::cli::render::amount);
             let _ = writeln!(
                 out,
                 "  {:<20} {:<10} {:<9} {}",

@@ -5,6 +5,7 @@ use std::io::{IsTerminal, Read};
 use std::path::{Path, PathBuf};
 use std::sync::Arc;
 
+use crate::cli::render;
 use crate::engine::budget::BudgetDimension;
 use crate::runtime::agent::{
     AgentError, AgentRequest, AgentResult, AgentRunner, MonotonicClock, StopReason,
@@ -617,19 +618,6 @@ enum Outcome {
     Other(String),
 }
 
-/// A budget amount for people: whole numbers as integers, fractions to four
-/// places, and anything huge (an estimated cost a provider got wrong) in
-/// scientific notation rather than hundreds of digits.
-fn number(v: f64) -> String {
-    if !v.is_finite() || v.abs() >= 1e15 {
-        format!("{v:.3e}")
-    } else if v.fract() == 0.0 {
-        format!("{}", v as i64)
-    } else {
-        format!("{v:.4}")
-    }
-}
-
 /// The result document of `--format json`.
 pub(crate) fn result_json(
     result: &AgentResult,
@@ -773,8 +761,13 @@ fn render(
             .filter(|d| d.used > 0.0 || d.limit.is_some())
             .filter(|d| d.dimension != BudgetDimension::WallClockSeconds || d.limit.is_some())
             .map(|d| match d.limit {
-                Some(l) => format!("{} {}/{}", d.dimension.as_str(), number(d.used), number(l)),
-                None => format!("{} {}", d.dimension.as_str(), number(d.used)),
+                Some(l) => format!(
+                    "{} {}/{}",
+                    d.dimension.as_str(),
+                    render::amount(d.used),
+                    render::amount(l)
+                ),
+                None => format!("{} {}", d.dimension.as_str(), render::amount(d.used)),
             })
             .collect();
         if !parts.is_empty() {
@@ -802,17 +795,4 @@ fn render(
         };
     }
     ui.err(redactor.redact(text.trim_end()).as_ref());
-}
-
-#[cfg(test)]
-mod tests {
-    use super::number;
-
-    #[test]
-    fn budget_amounts_stay_short() {
-        assert_eq!(number(4.0), "4");
-        assert_eq!(number(0.003_81), "0.0038");
-        assert_eq!(number(1e300), "1.000e300");
-        assert_eq!(number(f64::INFINITY), "inf");
-    }
 }

@@ -9,6 +9,19 @@ pub mod graph;
 use crate::engine::model::ConfigValue;
 use crate::engine::resolve::Resolution;
 
+/// A budget amount for people: whole numbers as integers, fractions to four
+/// places, and anything huge (an estimated cost a provider got wrong) in
+/// scientific notation rather than hundreds of digits.
+pub fn amount(v: f64) -> String {
+    if !v.is_finite() || v.abs() >= 1e15 {
+        format!("{v:.3e}")
+    } else if v.fract() == 0.0 {
+        format!("{}", v as i64)
+    } else {
+        format!("{v:.4}")
+    }
+}
+
 /// A resolution as JSON.
 pub fn resolution_json(r: &Resolution) -> serde_json::Value {
     serde_json::json!({
@@ -52,5 +65,18 @@ pub fn config_text(v: &ConfigValue) -> String {
             a.iter().map(config_text).collect::<Vec<_>>().join(", ")
         ),
         other => config_json(other).to_string(),
+    }
+}
+
+#[cfg(test)]
+mod tests {
+    use super::amount;
+
+    #[test]
+    fn budget_amounts_stay_short() {
+        assert_eq!(amount(4.0), "4");
+        assert_eq!(amount(0.003_81), "0.0038");
+        assert_eq!(amount(1e300), "1.000e300");
+        assert_eq!(amount(f64::INFINITY), "inf");
     }
 }
