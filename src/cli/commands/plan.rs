@@ -156,6 +156,11 @@ pub fn run(ui: &Ui, args: &PlanArgs) -> Result<ExitStatus, ExitStatus> {
         for (_, entry) in &quarantined {
             if let Ok(id) = crate::engine::model::EntryId::new(entry) {
                 composition.entries.remove(&id);
+                // What publish records: the entry failed to instantiate
+                // (its configuration's secret could not be read).
+                composition
+                    .quarantined
+                    .insert(id, "instantiate_failed".to_owned());
             }
         }
         let tree = ScopeTree::new(&composition);
