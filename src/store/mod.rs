@@ -294,7 +294,7 @@ pub struct NewRun {
     pub generation_id: String,
     /// Agent name.
     pub agent: String,
-    /// Status (`running`, `succeeded`, `failed`, `cancelled`).
+    /// Status (`succeeded`, `no_answer`, `failed`).
     pub status: String,
     /// Start (RFC 3339).
     pub started_at: String,

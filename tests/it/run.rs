@@ -156,6 +156,13 @@ fn exit_codes_follow_the_table() {
             .code,
         2
     );
+    // A tool named by --approve that nothing declares is a warning.
+    let r = d.run(&["run", "c.toml", "--input", "x", "--approve", "save_not"]);
+    assert!(
+        r.stderr.contains("--approve names `save_not`") && r.stderr.contains("`save_note`"),
+        "{}",
+        r.transcript()
+    );
     // A recording that cannot be written is refused before anything runs.
     let r = d.run(&[
         "run",

@@ -211,6 +211,7 @@ pub fn run(ui: &Ui, args: &RunArgs) -> Result<ExitStatus, ExitStatus> {
     }
     let agent = pick_agent(ui, &resolved, args.agent.as_deref())?;
     let input = read_input(ui, args, &resolved, &agent)?;
+    warn_unknown_approvals(ui, args, &resolved);
     let request_tools = match &args.request_tools {
         None => crate::runtime::request_tools::RequestTools::default(),
         Some(path) => {
@@ -525,6 +526,8 @@ pub fn run(ui: &Ui, args: &RunArgs) -> Result<ExitStatus, ExitStatus> {
                 agent: result.agent.clone(),
                 status: match status {
                     ExitStatus::Success => "succeeded",
+                    // Ran to the end without an answer (step limit, refusal).
+                    ExitStatus::Negative => "no_answer",
                     _ => "failed",
                 }
                 .to_owned(),
@@ -545,6 +548,30 @@ pub fn run(ui: &Ui, args: &RunArgs) -> Result<ExitStatus, ExitStatus> {
         &request_tool_names,
     );
     Ok(status)
+}
+
+/// Say when `--approve` names a tool no entry declares (a typo would
+/// otherwise leave the tool refused without a word). A warning, not an
+/// error: a plugin may register tools only when it is mounted.
+fn warn_unknown_approvals(ui: &Ui, args: &RunArgs, resolved: &Resolved) {
+    let declared: std::collections::BTreeSet<&str> = resolved
+        .composition
+        .entries
+        .values()
+        .flat_map(|e| e.manifest.tools.iter().map(|t| t.name.as_str()))
+        .collect();
+    for tool in &args.approve {
+        if declared.contains(tool.as_str()) {
+            continue;
+        }
+        let hint = crate::engine::diag::did_you_mean(tool, declared.iter().copied())
+            .map(|m| format!("\n  help: did you mean `{m}`?"))
+            .unwrap_or_default();
+        ui.err(&format!(
+            "warning: --approve names `{tool}`, which no entry of `{}` declares{hint}",
+            resolved.display
+        ));
+    }
 }
 
 /// The `--record` file, checked before anything runs so that a path that
