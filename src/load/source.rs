@@ -152,13 +152,21 @@ impl Source for FsSource {
     /// following links), then resolved: a directory of the work tree that
     /// is a link to `/` cannot widen it, and a root file whose real place
     /// lies outside it is refused like an include.
+    ///
+    /// A top reached through a symbolic link that lies inside another work
+    /// tree (a link to another checkout, committed by a pull request) is no
+    /// top: the outer tree is.
     fn workspace(&self, root: &Path) -> Option<PathBuf> {
         let dir = root.parent().filter(|d| !d.as_os_str().is_empty());
         let dir = normalize(&std::path::absolute(dir.unwrap_or(Path::new("."))).ok()?);
-        let top = dir
+        let is_top = |d: &Path| d.join(".git").exists();
+        let mut top = dir.ancestors().find(|d| is_top(d)).unwrap_or(&dir);
+        let linked = top
             .ancestors()
-            .find(|d| d.join(".git").exists())
-            .unwrap_or(&dir);
+            .any(|a| std::fs::symlink_metadata(a).is_ok_and(|m| m.file_type().is_symlink()));
+        if linked && let Some(outer) = top.ancestors().skip(1).find(|d| is_top(d)) {
+            top = outer;
+        }
         Some(std::fs::canonicalize(top).unwrap_or_else(|_| top.to_path_buf()))
     }
 

@@ -199,6 +199,9 @@ fn includes_and_prompt_files_stay_inside_the_workspace() {
     };
     std::os::unix::fs::symlink(outside.path(), dir.join("app")).unwrap();
     refused_alone(&dir.join("app/c.toml"));
+    // Also when the link leads to another work tree (its own `.git`).
+    std::fs::create_dir_all(outside.path().join(".git")).unwrap();
+    refused_alone(&dir.join("app/c.toml"));
     std::fs::write(dir.join("main.toml"), "version = 1\n").unwrap();
     std::os::unix::fs::symlink(&secret, dir.join("chassis.lock")).unwrap();
     refused_alone(&dir.join("main.toml"));
