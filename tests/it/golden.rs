@@ -492,3 +492,22 @@ fn json_errors_are_diagnostic_lines_of_one_shape() {
         }
     }
 }
+
+/// `explain requirement` on a consumer that is disabled says so, instead of
+/// "holds no requirement" alone.
+#[test]
+fn explaining_a_disabled_consumer_says_it_is_disabled() {
+    let dir = tempfile::tempdir().unwrap();
+    std::fs::write(
+        dir.path().join("c.toml"),
+        "version = 1\n[plugins.p]\nversion = \"1.0.0\"\nrequires = { db = \">=1\" }\n[entries.y]\nplugin = \"p\"\nenabled = false\n",
+    )
+    .unwrap();
+    let r = run_in(
+        dir.path(),
+        &["explain", "requirement", "y", "db", "c.toml"],
+        &[],
+    );
+    assert_eq!(r.code, 2, "{}", r.transcript());
+    assert!(r.stderr.contains("`y` is disabled"), "{}", r.transcript());
+}

@@ -90,7 +90,24 @@ fn requirement(
     let Some(report) = explain_requirement(&r.composition, &r.tree, &r.plan, consumer, capability)
     else {
         let held = r.plan.resolutions_of(consumer);
-        let message = if held.is_empty() {
+        let absent = r
+            .composition
+            .disabled
+            .keys()
+            .map(|id| (id.as_str(), "disabled (`enabled = false`)"))
+            .chain(
+                r.composition
+                    .skipped
+                    .keys()
+                    .map(|id| (id.as_str(), "skipped (its `enabled_if` does not hold)")),
+            )
+            .find(|(id, _)| *id == consumer);
+        let message = if let Some((_, why)) = absent {
+            format!(
+                "error: `{consumer}` is {why} in `{}`, so it holds no requirement",
+                r.display
+            )
+        } else if held.is_empty() {
             let consumers: Vec<&str> = r
                 .plan
                 .resolutions

@@ -272,6 +272,8 @@ fn problems(config: &Value) -> Vec<ConfigProblem> {
             }
         }
     }
+    // Names only, as for `command` tools (`NAME=value` may hold a secret).
+    super::command::check_env_names(&super::string_array(config.get("env")), "/env", &mut out);
     if config.get("command").is_some() && config.get("headers").is_some() {
         out.push(ConfigProblem::new(
             "/headers",
@@ -422,6 +424,7 @@ mod tests {
         assert_eq!(c(json!({ "command": "x", "url": "http://h" })).len(), 1);
         assert_eq!(c(json!({ "url": "ftp://h" })).len(), 1);
         assert_eq!(c(json!({ "url": "http://h", "env": ["A"] })).len(), 1);
+        assert_eq!(c(json!({ "command": "srv", "env": ["A=secret"] })).len(), 1);
         assert_eq!(
             c(json!({ "command": "x", "policy": { "t": { "permissions": ["{"] } } })).len(),
             1
