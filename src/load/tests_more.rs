@@ -490,3 +490,19 @@ fn a_self_listed_sub_agent_is_one_finding_and_a_cycle_is_another() {
     assert_eq!(cycles.len(), 1, "{messages:#?}");
     assert!(cycles[0].contains("b -> c -> b"), "{cycles:?}");
 }
+
+/// `enabled_if = { env = "A=b" }` is one finding (the refused name), not also
+/// "no condition"; an empty condition is the other finding.
+#[test]
+fn a_refused_condition_name_is_one_finding() {
+    let l = load_str(
+        "c.toml",
+        "version = 1\n[plugins.p]\nversion = \"1.0.0\"\n[entries.y]\nplugin = \"p\"\nenabled_if = { env = \"A=b\" }\n[entries.z]\nplugin = \"p\"\nenabled_if = {}\n",
+    );
+    let lines: Vec<usize> = l
+        .diagnostics
+        .iter()
+        .map(|d| l.sources.line_col(d.labels[0].origin).0)
+        .collect();
+    assert_eq!(lines, [6, 9], "{:#?}", l.diagnostics);
+}

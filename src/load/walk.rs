@@ -430,6 +430,8 @@ fn entry(cx: &mut FileCtx<'_>, node: &Node<'_, '_>) -> EntryDecl {
 fn condition(cx: &mut FileCtx<'_>, node: &Node<'_, '_>) -> Option<crate::engine::model::Condition> {
     let r = node.reader(cx, &["env"])?;
     let mut env = Vec::new();
+    // Whether a name was given at all (a refused one is already reported).
+    let mut named = false;
     if let Some(n) = r.get("env") {
         let items = match n.value {
             toml::de::DeValue::Array(_) => n.items(cx).unwrap_or_default(),
@@ -437,6 +439,7 @@ fn condition(cx: &mut FileCtx<'_>, node: &Node<'_, '_>) -> Option<crate::engine:
         };
         for item in items {
             if let Some(s) = item.str(cx) {
+                named = true;
                 if s.value.is_empty() || s.value.contains('=') {
                     // `NAME=value` may carry a secret: the snippet hides it.
                     cx.concealed.push(s.span);
@@ -456,6 +459,9 @@ fn condition(cx: &mut FileCtx<'_>, node: &Node<'_, '_>) -> Option<crate::engine:
         }
     }
     r.finish(cx);
+    if env.is_empty() && named {
+        return None;
+    }
     if env.is_empty() {
         invalid(
             cx,
