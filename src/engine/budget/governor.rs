@@ -143,7 +143,18 @@ impl Tree {
         Ok(())
     }
 
-    /// Checks every charge against the chain, then applies all or none.
+    /// Add `charges` to `node` and every ancestor.
+    fn add(&mut self, node: usize, charges: &[(BudgetDimension, f64)]) {
+        let mut next = Some(node);
+        while let Some(n) = next {
+            let node = &mut self.nodes[n];
+            for &(dimension, amount) in charges {
+                node.used[dimension.index()] += amount;
+            }
+            next = node.parent;
+        }
+    }
+
     /// Add `charges` along the chain whatever the limits say, then report
     /// the first limit they crossed (checked before adding, as `charge`
     /// would have refused it).
@@ -156,17 +167,11 @@ impl Tree {
         let verdict = charges
             .iter()
             .try_for_each(|&(dimension, amount)| self.check(node, dimension, amount, now));
-        let mut next = Some(node);
-        while let Some(n) = next {
-            let node = &mut self.nodes[n];
-            for &(dimension, amount) in charges {
-                node.used[dimension.index()] += amount;
-            }
-            next = node.parent;
-        }
+        self.add(node, charges);
         verdict
     }
 
+    /// Checks every charge against the chain, then applies all or none.
     fn charge(
         &mut self,
         node: usize,
@@ -176,14 +181,7 @@ impl Tree {
         for &(dimension, amount) in charges {
             self.check(node, dimension, amount, now)?;
         }
-        let mut next = Some(node);
-        while let Some(n) = next {
-            let node = &mut self.nodes[n];
-            for &(dimension, amount) in charges {
-                node.used[dimension.index()] += amount;
-            }
-            next = node.parent;
-        }
+        self.add(node, charges);
         Ok(())
     }
 
