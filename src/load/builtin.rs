@@ -65,8 +65,9 @@ fn dotted(pointer: &str) -> String {
     out
 }
 
-/// Mask, in every snippet of the file, the values that may be secrets typed
-/// where a name belongs — `NAME=value` in an `env` allow-list, a
+/// Mask, in every snippet of the file (the one place that decides it for
+/// built-in configurations), the values that may be secrets typed where a
+/// name belongs — `NAME=value` in an `env` allow-list, a
 /// `secrets.env` prefix or alias that is not a variable name — whatever
 /// else is wrong with the configuration (a schema error stops the kind's
 /// own checks before it reaches them).
@@ -125,9 +126,6 @@ pub(crate) fn check(
                 .into_iter()
                 .map(|p| {
                     let at = node.map_or(fallback, |n| span_at(n, &p.pointer));
-                    if p.concealed {
-                        cx.concealed.push(at);
-                    }
                     let path = dotted(&p.pointer);
                     Diagnostic::error(
                         Code::BadConfig,

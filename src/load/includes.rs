@@ -147,7 +147,8 @@ impl<'s> Reader<'s> {
                 continue;
             };
             let target = normalize(&dir.join(&file));
-            if !self.admit(&target, origin, Part::Prompt) {
+            let real = self.real(&target);
+            if !self.admit(&target, real.as_deref(), origin, Part::Prompt) {
                 def.value = None;
                 continue;
             }
@@ -170,7 +171,8 @@ impl<'s> Reader<'s> {
 
     fn include(&mut self, file: &Path, origin: Origin) {
         let file = normalize(file);
-        let identity = self.identity(&file);
+        let real = self.real(&file);
+        let identity = real.clone().unwrap_or_else(|| file.clone());
         if let Some(k) = self.stack.iter().position(|(_, id, _)| *id == identity) {
             let names: Vec<String> = self.stack[k..]
                 .iter()
@@ -200,36 +202,39 @@ impl<'s> Reader<'s> {
             // Included twice without a cycle (a diamond): read it once.
             return;
         }
-        if self.admit(&file, origin, Part::Include) {
+        if self.admit(&file, real.as_deref(), origin, Part::Include) {
             self.read(&file, Some(origin));
         }
     }
 
-    /// What makes two paths the same file: where it really is on a file
-    /// system (symbolic links followed), else the (normalized) path.
-    fn identity(&self, path: &Path) -> PathBuf {
+    /// Where `path` really is, when the source confines files to a
+    /// workspace (a file system: symbolic links followed); `None` otherwise
+    /// or when nothing is there.
+    fn real(&self, path: &Path) -> Option<PathBuf> {
         self.workspace
             .as_ref()
             .and_then(|_| self.source.resolve(path))
-            .unwrap_or_else(|| path.to_path_buf())
+    }
+
+    /// What makes two paths the same file: where it really is, else the
+    /// (normalized) path.
+    fn identity(&self, path: &Path) -> PathBuf {
+        self.real(path).unwrap_or_else(|| path.to_path_buf())
     }
 
     /// Whether `file` may be read as `part` of the composition: an include
     /// is a `.toml` file, and nothing leaves the workspace once symbolic
     /// links are followed. A path that does not exist is admitted (reading
-    /// it reports that). Reports the refusal.
-    fn admit(&mut self, file: &Path, origin: Origin, part: Part) -> bool {
-        let real = self
-            .workspace
-            .as_ref()
-            .and_then(|_| self.source.resolve(file));
+    /// it reports that). `real` is [`Self::real`] of `file`. Reports the
+    /// refusal.
+    fn admit(&mut self, file: &Path, real: Option<&Path>, origin: Origin, part: Part) -> bool {
         let name = self.source.display_name(file);
         let what = match part {
             Part::Include => "include",
             Part::Listed => "included directory",
             Part::Prompt => "prompt file",
         };
-        let outside = match (&self.workspace, &real) {
+        let outside = match (&self.workspace, real) {
             (Some(ws), Some(real)) => (!real.starts_with(ws)).then_some(ws),
             _ => None,
         };
@@ -248,8 +253,8 @@ impl<'s> Reader<'s> {
                  move or copy the file there",
             )
         } else if part == Part::Include
-            && (!is_toml(file) || real.as_deref().is_some_and(|r| !is_toml(r)))
-            && self.source.resolve(file).is_some()
+            && (!is_toml(file) || real.is_some_and(|r| !is_toml(r)))
+            && (real.is_some() || self.source.resolve(file).is_some())
         {
             Diagnostic::error(
                 Code::IncludeNotToml,
@@ -286,7 +291,8 @@ impl<'s> Reader<'s> {
             return vec![target];
         };
         let list_dir = normalize(&list_dir);
-        if !self.admit(&list_dir, origin, Part::Listed) {
+        let real = self.real(&list_dir);
+        if !self.admit(&list_dir, real.as_deref(), origin, Part::Listed) {
             return Vec::new();
         }
         match self.source.list_toml(&list_dir) {

@@ -289,18 +289,10 @@ impl Harness {
                 }
                 _ => None,
             };
-            // An entry providing `policy` or `secrets` is never skipped: the
-            // scopes it governs would fall back to the (more permissive)
-            // default without it.
             let skippable = failed.and_then(|(entry, error, kind)| {
                 let id = crate::engine::model::EntryId::new(&entry).ok()?;
-                let governs = composition.entries.get(&id).is_some_and(|e| {
-                    e.manifest
-                        .provides
-                        .keys()
-                        .any(|c| crate::engine::system::SystemCapability::is_system(c.as_str()))
-                });
-                (composition.skip_on_failure.contains(&id) && !governs)
+                composition
+                    .quarantines_on_failure(&id)
                     .then_some((id, entry, error, kind))
             });
             let Some((id, entry, error, kind)) = skippable else {

@@ -73,7 +73,14 @@ pub fn run(ui: &Ui, cmd: &DiffCommand) -> Result<ExitStatus, ExitStatus> {
         (Some(a), Some(b)) => Some(reuse::node_changes(a, b)),
         _ => None,
     };
-    let diff = diff_snapshots(&old_side.snapshot, &new_side.snapshot, *include_unchanged);
+    let mut diff = diff_snapshots(&old_side.snapshot, &new_side.snapshot, *include_unchanged);
+    if ui.format != Format::Json {
+        // Text and Markdown name each side by its operand (a stored
+        // generation's id, a file, `REV:PATH`): the `gen_0001` of a
+        // composition read outside a store would say nothing.
+        diff.old.generation_id.clone_from(&old_side.label);
+        diff.new.generation_id.clone_from(&new_side.label);
+    }
     match ui.format {
         Format::Json => {
             let mut doc = diff.to_canon().to_json();
@@ -90,15 +97,14 @@ pub fn run(ui: &Ui, cmd: &DiffCommand) -> Result<ExitStatus, ExitStatus> {
             ui.out_json(&doc);
         }
         Format::Markdown => {
-            let mut text =
-                render::render_markdown(&labelled(&diff, &old_side.label, &new_side.label));
+            let mut text = render::render_markdown(&diff);
             if let Some(nodes) = &nodes {
                 text.push_str(&reuse::nodes_markdown(nodes));
             }
             ui.out(&text);
         }
         _ => {
-            let mut text = render::render_text(&labelled(&diff, &old_side.label, &new_side.label));
+            let mut text = render::render_text(&diff);
             if let Some(nodes) = &nodes {
                 text.push_str(&reuse::nodes_text(nodes));
             }
@@ -109,18 +115,4 @@ pub fn run(ui: &Ui, cmd: &DiffCommand) -> Result<ExitStatus, ExitStatus> {
         return Ok(ExitStatus::Negative);
     }
     Ok(ExitStatus::Success)
-}
-
-/// The diff as text and Markdown show it: each side named by its operand
-/// (a stored generation's id, a file, `REV:PATH`), since the `gen_0001` of
-/// a composition read outside a store would say nothing.
-fn labelled(
-    diff: &crate::engine::diff::GenerationDiff,
-    old: &str,
-    new: &str,
-) -> crate::engine::diff::GenerationDiff {
-    let mut shown = diff.clone();
-    shown.old.generation_id = old.to_owned();
-    shown.new.generation_id = new.to_owned();
-    shown
 }

@@ -113,16 +113,7 @@ pub fn run(ui: &Ui, args: &PlanArgs) -> Result<ExitStatus, ExitStatus> {
     // quarantined by publish, not fail it: predict without it.
     let skippable = |entry: &str| {
         crate::engine::model::EntryId::new(entry)
-            .ok()
-            .and_then(|id| resolved.composition.entries.get(&id))
-            .is_some_and(|e| {
-                resolved.composition.skip_on_failure.contains(&e.id)
-                    && !e
-                        .manifest
-                        .provides
-                        .keys()
-                        .any(|c| crate::engine::system::SystemCapability::is_system(c.as_str()))
-            })
+            .is_ok_and(|id| resolved.composition.quarantines_on_failure(&id))
     };
     let (quarantined, missing): (Vec<_>, Vec<_>) =
         missing.into_iter().partition(|(_, entry)| skippable(entry));

@@ -389,12 +389,13 @@ pub struct CommandConfig {
 }
 
 /// Problems with an environment allow-list at `pointer` (shared with
-/// `hook-command`).
+/// `hook-command` and `mcp`).
 pub fn check_env_names(names: &[String], pointer: &str, problems: &mut Vec<ConfigProblem>) {
     for (i, n) in names.iter().enumerate() {
         if n.is_empty() || n.contains('=') || n.contains('\0') {
-            // `NAME=value` may well carry a secret: never echo it.
-            problems.push(ConfigProblem::concealed(
+            // `NAME=value` may well carry a secret: the message never echoes
+            // it, and the loader masks it in snippets.
+            problems.push(ConfigProblem::new(
                 format!("{pointer}/{i}"),
                 "this is not an environment variable name (write the name only, \
                  never `NAME=value`); the value is not shown",

@@ -46,9 +46,6 @@ pub struct ConfigProblem {
     pub pointer: String,
     /// What is wrong.
     pub message: String,
-    /// Whether the value at `pointer` must not be shown either (a secret
-    /// typed where a name belongs): the source snippet masks it.
-    pub concealed: bool,
 }
 
 impl ConfigProblem {
@@ -57,16 +54,6 @@ impl ConfigProblem {
         Self {
             pointer: pointer.into(),
             message: message.into(),
-            concealed: false,
-        }
-    }
-
-    /// A problem at `pointer` whose value is masked wherever the source is
-    /// shown.
-    pub fn concealed(pointer: impl Into<String>, message: impl Into<String>) -> Self {
-        Self {
-            concealed: true,
-            ..Self::new(pointer, message)
         }
     }
 }

@@ -166,7 +166,7 @@ pub fn secrets_env_config(config: &ConfigValue) -> Result<EnvSecrets, Vec<Config
     let prefix = match config.get("prefix") {
         Some(ConfigValue::Str(p)) if p.is_empty() || is_variable_name(p) => Some(p.clone()),
         Some(ConfigValue::Str(_)) => {
-            problems.push(ConfigProblem::concealed(
+            problems.push(ConfigProblem::new(
                 "/prefix",
                 format!("the prefix is {not_a_name}"),
             ));
@@ -183,7 +183,7 @@ pub fn secrets_env_config(config: &ConfigValue) -> Result<EnvSecrets, Vec<Config
             if is_variable_name(variable) {
                 aliases.push((name.clone(), variable.clone()));
             } else {
-                problems.push(ConfigProblem::concealed(
+                problems.push(ConfigProblem::new(
                     format!("/aliases/{}", pointer_token(name)),
                     format!("the alias of `{name}` is {not_a_name}"),
                 ));

@@ -141,6 +141,20 @@ impl Default for Composition {
 }
 
 impl Composition {
+    /// Whether a failed setup of `id` quarantines it instead of failing the
+    /// publication: it has `on_failure = "skip"` and governs no scope. An
+    /// entry providing `policy` or `secrets` never is skipped: the scopes
+    /// it governs would fall back to the (more permissive) default.
+    pub fn quarantines_on_failure(&self, id: &EntryId) -> bool {
+        self.skip_on_failure.contains(id)
+            && self.entries.get(id).is_some_and(|e| {
+                !e.manifest
+                    .provides
+                    .keys()
+                    .any(|c| crate::engine::system::SystemCapability::is_system(c.as_str()))
+            })
+    }
+
     /// A composition with only the root scope.
     pub fn new() -> Self {
         let mut scopes = BTreeMap::new();
