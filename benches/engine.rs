@@ -10,6 +10,7 @@
 //! cargo bench --bench engine -- chain fan/1000  # cases whose `shape/entries` contains a filter
 //! cargo bench --bench engine -- --sizes=100,1000 --no-extras
 //! cargo bench --bench engine -- --extras-all  # extras at 100,000 entries too
+//! cargo bench --bench engine -- --emit-toml=deep/1000  # print one composition as TOML
 //! ```
 //!
 //! Shapes (deterministic):
@@ -738,9 +739,18 @@ fn main() {
                 .split(',')
                 .filter_map(|s| s.trim().replace('_', "").parse().ok())
                 .collect();
+        } else if let Some(case) = arg.strip_prefix("--emit-toml=") {
+            // For inspection: print one case's composition as TOML and stop.
+            let (shape, size) = case.split_once('/').unwrap_or((case, "1000"));
+            let Some(&(_, generate)) = SHAPES.iter().find(|s| s.0 == shape) else {
+                eprintln!("unknown shape {shape}");
+                return;
+            };
+            print!("{}", generate(size.parse().unwrap_or(1000)).toml());
+            return;
         } else if arg == "--help" || arg == "-h" {
             println!(
-                "usage: cargo bench --bench engine -- [--quick] [--no-extras] [--headline-only] [--extras-all] [--sizes=100,1000] [FILTER…]"
+                "usage: cargo bench --bench engine -- [--quick] [--no-extras] [--headline-only] [--extras-all] [--sizes=100,1000] [--emit-toml=SHAPE/N] [FILTER…]"
             );
             println!(
                 "shapes: {}",

@@ -4,11 +4,17 @@ use std::collections::BTreeMap;
 use std::fmt::{self, Write};
 use std::sync::Arc;
 
-use super::scopes::{ScopesFingerprint, ScopesText};
+use super::scopes::{OverWriter, ScopesFingerprint, ScopesText, TextPiece};
 use crate::engine::canonical::{
     Canon, CanonError, Sha256Tee, Sha256Writer, write_canonical, write_json_string,
 };
 use crate::engine::parallel;
+
+/// About how many bytes of the semantic tree's text one piece of the
+/// digest pipeline holds ([`SnapshotRecord::digests`]): small enough that
+/// the record's hasher starts early, large enough that handing pieces over
+/// costs nothing next to hashing them.
+const PIECE_BYTES: usize = 64 * 1024;
 
 /// The record format version written by this chassis.
 pub const SNAPSHOT_FORMAT_VERSION: u64 = 1;
@@ -173,7 +179,7 @@ impl SnapshotRecord {
     /// Hash of the whole record.
     pub fn digest(&self) -> Result<String, CanonError> {
         let mut d = Sha256Writer::new();
-        self.write_record_head(&mut d, None)?;
+        self.write_record_head(&mut d, |out| Ok(self.scopes.write_canonical(out)?))?;
         self.semantic_scopes.write_canonical(&mut d)?;
         self.write_record_tail(&mut d)?;
         Ok(d.finish_hex())
@@ -221,35 +227,104 @@ impl SnapshotRecord {
         if !parallel::splits(work) {
             return self.digests_in_order(semantic);
         }
-        // Two cores: one hashes the record up to its semantic tree (the
-        // physical tree included), the other renders the semantic tree (unless
-        // given), hashes the semantic composition and the instance ids; then
-        // the first hashes the rendered tree and the record's tail.
-        let (head, sem) = parallel::join(
+        match semantic {
+            Some(text) => self.digests_over_text(work, text),
+            None => self.digests_pipelined(work),
+        }
+    }
+
+    /// Two cores, given the semantic tree's text: one hashes the record
+    /// (its physical tree written over the text), the other the semantic
+    /// composition and the instance ids.
+    fn digests_over_text(&self, work: usize, text: &ScopesText) -> Result<Digests, CanonError> {
+        let (digest, semantic) = parallel::join(
             work,
-            || -> Result<Sha256Writer, CanonError> {
+            || -> Result<String, CanonError> {
                 let mut d = Sha256Writer::new();
-                self.write_record_head(&mut d, semantic)?;
-                Ok(d)
+                self.write_record_head(&mut d, |out| {
+                    Ok(self.scopes.write_canonical_over(text, out)?)
+                })?;
+                d.write_str(&text.text)?;
+                self.write_record_tail(&mut d)?;
+                Ok(d.finish_hex())
             },
-            || -> Result<(Option<String>, String, String), CanonError> {
-                let rendered = semantic
-                    .is_none()
-                    .then(|| self.semantic_scopes.canonical_text());
-                let text = semantic.map_or_else(|| rendered.as_deref().unwrap_or(""), |t| &t.text);
+            || -> Result<(String, String), CanonError> {
                 let mut s = Sha256Writer::new();
                 self.write_semantic_head(&mut s)?;
-                s.write_str(text)?;
+                s.write_str(&text.text)?;
                 self.write_semantic_tail(&mut s)?;
-                Ok((rendered, s.finish_hex(), self.physical_digest()?))
+                Ok((s.finish_hex(), self.physical_digest()?))
             },
         );
-        let (mut d, (rendered, semantic_digest, physical_digest)) = (head?, sem?);
-        let text = semantic.map_or_else(|| rendered.as_deref().unwrap_or(""), |t| &t.text);
-        d.write_str(text)?;
-        self.write_record_tail(&mut d)?;
+        let (semantic_digest, physical_digest) = semantic?;
         Ok(Digests {
-            digest: d.finish_hex(),
+            digest: digest?,
+            semantic_digest,
+            physical_digest,
+        })
+    }
+
+    /// Two cores, in a pipeline. This one writes the semantic tree's text in
+    /// pieces, handing each to the other as soon as it is written, then
+    /// hashes the semantic composition over the pieces and the instance
+    /// ids. The other hashes the record: its physical tree written over each
+    /// piece as it arrives (or whole, when the two trees differ in more than
+    /// providers), then the pieces again as the semantic tree. The record's
+    /// hasher, the longest of the three, starts after the first piece.
+    fn digests_pipelined(&self, work: usize) -> Result<Digests, CanonError> {
+        let over = self.scopes.same_but_providers(&self.semantic_scopes);
+        // Unbounded: if no second thread starts, this half runs first and
+        // the other finds every piece waiting.
+        let (tx, rx) = std::sync::mpsc::channel::<Arc<TextPiece>>();
+        let (semantic, digest) = parallel::join(
+            work,
+            move || -> Result<(String, String), CanonError> {
+                let mut pieces = Vec::new();
+                self.semantic_scopes.write_pieces(
+                    PIECE_BYTES,
+                    PIECE_BYTES + PIECE_BYTES / 4,
+                    &mut |piece| {
+                        let piece = Arc::new(piece);
+                        // The other half stops reading only on an error.
+                        let _ = tx.send(Arc::clone(&piece));
+                        pieces.push(piece);
+                    },
+                );
+                drop(tx);
+                let mut s = Sha256Writer::new();
+                self.write_semantic_head(&mut s)?;
+                for piece in &pieces {
+                    s.write_str(&piece.text)?;
+                }
+                self.write_semantic_tail(&mut s)?;
+                Ok((s.finish_hex(), self.physical_digest()?))
+            },
+            move || -> Result<String, CanonError> {
+                let mut d = Sha256Writer::new();
+                let mut pieces = Vec::new();
+                self.write_record_head(&mut d, |out| {
+                    if over {
+                        let mut physical = OverWriter::new(&self.scopes);
+                        for piece in rx.iter() {
+                            physical.write(&piece.text, &piece.providers, out)?;
+                            pieces.push(piece);
+                        }
+                        Ok(())
+                    } else {
+                        Ok(self.scopes.write_canonical(out)?)
+                    }
+                })?;
+                pieces.extend(rx.iter());
+                for piece in &pieces {
+                    d.write_str(&piece.text)?;
+                }
+                self.write_record_tail(&mut d)?;
+                Ok(d.finish_hex())
+            },
+        );
+        let (semantic_digest, physical_digest) = semantic?;
+        Ok(Digests {
+            digest: digest?,
             semantic_digest,
             physical_digest,
         })
@@ -259,7 +334,13 @@ impl SnapshotRecord {
     /// into both hashers.
     fn digests_in_order(&self, semantic: Option<&ScopesText>) -> Result<Digests, CanonError> {
         let (mut d, mut s) = (Sha256Writer::new(), Sha256Writer::new());
-        self.write_record_head(&mut d, semantic)?;
+        self.write_record_head(&mut d, |out| {
+            match semantic {
+                Some(text) => self.scopes.write_canonical_over(text, out)?,
+                None => self.scopes.write_canonical(out)?,
+            }
+            Ok(())
+        })?;
         self.write_semantic_head(&mut s)?;
         {
             let mut both = Sha256Tee::new(&mut d, &mut s);
@@ -283,11 +364,12 @@ impl SnapshotRecord {
     // `semantic_scopes` value, the semantic composition around `scopes`, so
     // one pass over the semantic tree can feed both hashers.
 
-    /// The record's canonical JSON up to the `semantic_scopes` value.
+    /// The record's canonical JSON up to the `semantic_scopes` value, its
+    /// `scopes` value written by `scopes`.
     fn write_record_head<W: Write>(
         &self,
         out: &mut W,
-        semantic: Option<&ScopesText>,
+        scopes: impl FnOnce(&mut W) -> Result<(), CanonError>,
     ) -> Result<(), CanonError> {
         out.write_str("{\"agent\":")?;
         w_opt(&self.agent, out)?;
@@ -324,10 +406,7 @@ impl SnapshotRecord {
         out.write_str(",\"runtime_instance_ids\":")?;
         w_strs(&self.runtime_instance_ids, out)?;
         out.write_str(",\"scopes\":")?;
-        match semantic {
-            Some(text) => self.scopes.write_canonical_over(text, out)?,
-            None => self.scopes.write_canonical(out)?,
-        }
+        scopes(out)?;
         out.write_str(",\"semantic_scopes\":")?;
         Ok(())
     }
@@ -513,6 +592,121 @@ mod writer_tests {
         );
         let text = r.semantic_scopes.text();
         assert_eq!(r.digests_with_semantic_text(&text).unwrap(), d);
+    }
+
+    /// A record of `scopes` scopes under `/`, each with `rows` selection
+    /// rows and one local provider.
+    fn wide_record(scopes: usize, rows: usize) -> SnapshotRecord {
+        let mut r = record();
+        let template = r.semantic_scopes.scopes[0].clone();
+        let mut semantic = ScopesFingerprint {
+            root: "/".into(),
+            scopes: Vec::new(),
+        };
+        for k in 0..scopes {
+            let mut row = template.clone();
+            row.path = format!("/s{k:04}").into();
+            row.parent = Some("/".into());
+            row.children = Vec::new();
+            row.providers =
+                BTreeMap::from([("database".into(), vec![format!("db{k}").into()].into())]);
+            row.selections = (0..rows)
+                .map(|i| SelectionRow {
+                    consumer: format!("app{k:04}-{i:03}").into(),
+                    requirement: "database <2,>=1".into(),
+                    status: "resolved".into(),
+                    provider: Some(format!("db{k}").into()),
+                    provider_scope: Some(row.path.clone()),
+                })
+                .collect();
+            semantic.scopes.push(row);
+        }
+        let mut physical = semantic.clone();
+        for (k, row) in physical.scopes.iter_mut().enumerate() {
+            row.providers = BTreeMap::from([(
+                "database".into(),
+                vec![format!("plugin_{k:012}").into()].into(),
+            )]);
+        }
+        r.semantic_scopes = Arc::new(semantic);
+        r.scopes = Arc::new(physical);
+        r
+    }
+
+    fn assert_digests_are_the_canon_path(r: &SnapshotRecord) {
+        assert!(r.semantic_scopes.work() >= crate::engine::parallel::PARALLEL_MIN_WORK);
+        let d = r.digests().unwrap();
+        assert_eq!(d, r.digests_in_order(None).unwrap());
+        assert_eq!(d.digest, stable_hash(&r.to_canon()).unwrap());
+        assert_eq!(
+            d.semantic_digest,
+            stable_hash(&r.semantic_composition()).unwrap()
+        );
+        let text = r.semantic_scopes.text();
+        if r.scopes.same_but_providers(&r.semantic_scopes) {
+            assert_eq!(r.digests_with_semantic_text(&text).unwrap(), d);
+        }
+    }
+
+    #[test]
+    fn the_digest_pipeline_hashes_many_pieces_as_in_order() {
+        // About 8 MiB of text: well over a hundred pieces.
+        let r = wide_record(500, 100);
+        assert!(r.scopes.same_but_providers(&r.semantic_scopes));
+        assert_digests_are_the_canon_path(&r);
+    }
+
+    #[test]
+    fn trees_that_differ_in_more_than_providers_are_hashed_whole() {
+        let mut r = wide_record(300, 20);
+        // A physical tree that is not the semantic one but for providers
+        // (a hand-edited or foreign snapshot file): writing it over the
+        // semantic text would hash the wrong document.
+        Arc::make_mut(&mut r.scopes).scopes[7]
+            .entries
+            .push("extra".into());
+        assert!(!r.scopes.same_but_providers(&r.semantic_scopes));
+        assert_digests_are_the_canon_path(&r);
+        let mut r = wide_record(300, 20);
+        Arc::make_mut(&mut r.scopes).scopes.pop();
+        assert!(!r.scopes.same_but_providers(&r.semantic_scopes));
+        assert_digests_are_the_canon_path(&r);
+    }
+
+    #[test]
+    fn pieces_join_into_the_text_and_carry_their_providers() {
+        let r = wide_record(40, 30);
+        let whole = r.semantic_scopes.text();
+        for cut in [1, 700, 5_000, usize::MAX] {
+            let mut pieces = Vec::new();
+            r.semantic_scopes
+                .write_pieces(cut, 256, &mut |p| pieces.push(p));
+            let joined: String = pieces.iter().map(|p| p.text.as_str()).collect();
+            assert_eq!(joined, *whole.text, "cut {cut}");
+            // Every providers value sits whole in its piece, at the place
+            // the whole text has it.
+            let mut offset = 0;
+            let mut spans = Vec::new();
+            for p in &pieces {
+                for &(a, b) in &p.providers {
+                    assert!(a <= b && b <= p.text.len());
+                    spans.push((offset + a, offset + b));
+                }
+                offset += p.text.len();
+            }
+            assert_eq!(spans, whole.providers, "cut {cut}");
+            if cut == 1 {
+                // A piece after every selection row and every scope.
+                assert!(pieces.len() > 40 * 30, "{} pieces", pieces.len());
+            }
+            // The physical tree written over the pieces is its own text.
+            let mut over = String::new();
+            let mut w = OverWriter::new(&r.scopes);
+            for p in &pieces {
+                w.write(&p.text, &p.providers, &mut over).unwrap();
+            }
+            assert_eq!(over, r.scopes.canonical_text(), "cut {cut}");
+        }
     }
 
     #[test]

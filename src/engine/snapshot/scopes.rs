@@ -246,12 +246,19 @@ impl ScopeRow {
 
     /// The canonical JSON after the `providers` value.
     fn write_tail<W: Write>(&self, out: &mut W) -> fmt::Result {
+        self.write_tail_cut(out, |_| {})
+    }
+
+    /// [`Self::write_tail`], calling `cut` after each selection row: where
+    /// a chunked writer may start a new piece.
+    fn write_tail_cut<W: Write>(&self, out: &mut W, mut cut: impl FnMut(&mut W)) -> fmt::Result {
         out.write_str(",\"selections\":[")?;
         for (i, row) in self.selections.iter().enumerate() {
             if i > 0 {
                 out.write_char(',')?;
             }
             row.write_canonical(out)?;
+            cut(out);
         }
         out.write_str("],\"tools\":")?;
         match &self.tools {
@@ -261,6 +268,108 @@ impl ScopeRow {
         out.write_str(",\"visible_tools\":")?;
         w_strs(&self.visible_tools, out)?;
         out.write_char('}')
+    }
+
+    /// Whether this row equals `other` in everything but `providers` (an
+    /// `Arc` of an `Eq` type compares by pointer first, so shared lists
+    /// cost nothing).
+    fn same_but_providers(&self, other: &ScopeRow) -> bool {
+        self.path == other.path
+            && self.parent == other.parent
+            && self.children == other.children
+            && self.capabilities == other.capabilities
+            && self.tools == other.tools
+            && self.entries == other.entries
+            && self.visible_tools == other.visible_tools
+            && self.selections == other.selections
+    }
+}
+
+/// A piece of a fingerprint's canonical text
+/// ([`ScopesFingerprint::write_pieces`]). Pieces are cut only after a
+/// selection row or a scope, so every `providers` value lies whole in one.
+#[derive(Clone, Debug, Default, PartialEq, Eq)]
+pub struct TextPiece {
+    /// The text.
+    pub text: String,
+    /// Where the `providers` values in this piece sit, in scope order.
+    pub providers: Vec<(usize, usize)>,
+}
+
+/// Collects a fingerprint's text and hands over a piece whenever it has
+/// grown to `cut` bytes at a point where it may be cut.
+struct PieceWriter<'e> {
+    piece: TextPiece,
+    cut: usize,
+    /// The capacity each new piece starts with.
+    capacity: usize,
+    emit: &'e mut dyn FnMut(TextPiece),
+}
+
+impl PieceWriter<'_> {
+    fn cut_point(&mut self) {
+        if self.piece.text.len() >= self.cut {
+            let next = TextPiece {
+                text: String::with_capacity(self.capacity),
+                providers: Vec::new(),
+            };
+            (self.emit)(std::mem::replace(&mut self.piece, next));
+        }
+    }
+}
+
+impl Write for PieceWriter<'_> {
+    #[inline]
+    fn write_str(&mut self, s: &str) -> fmt::Result {
+        self.piece.text.push_str(s);
+        Ok(())
+    }
+
+    #[inline]
+    fn write_char(&mut self, c: char) -> fmt::Result {
+        self.piece.text.push(c);
+        Ok(())
+    }
+}
+
+/// Writes a fingerprint's canonical JSON over the pieces of another's
+/// text, which is the same but for the scopes' `providers` values (as a
+/// snapshot's physical tree is its semantic tree): the shared text is
+/// copied, only the providers are written.
+pub struct OverWriter<'f> {
+    rows: &'f [ScopeRow],
+    next: usize,
+}
+
+impl<'f> OverWriter<'f> {
+    /// A writer of `tree` over the pieces of a fingerprint that
+    /// [`ScopesFingerprint::same_but_providers`] found to be like it.
+    pub fn new(tree: &'f ScopesFingerprint) -> Self {
+        Self {
+            rows: &tree.scopes,
+            next: 0,
+        }
+    }
+
+    /// Write the part of the tree that `text` (the next piece of the
+    /// other's text, its `providers` values at `providers`) covers.
+    pub fn write<W: Write>(
+        &mut self,
+        text: &str,
+        providers: &[(usize, usize)],
+        out: &mut W,
+    ) -> fmt::Result {
+        let mut at = 0;
+        for &(start, end) in providers {
+            out.write_str(&text[at..start])?;
+            match self.rows.get(self.next) {
+                Some(row) => row.write_providers(out)?,
+                None => out.write_str(&text[start..end])?,
+            }
+            self.next += 1;
+            at = end;
+        }
+        out.write_str(&text[at..])
     }
 }
 
@@ -290,30 +399,64 @@ impl ScopesFingerprint {
     /// The canonical JSON text of the fingerprint, with where each scope's
     /// `providers` value sits in it.
     pub fn text(&self) -> ScopesText {
-        let mut out = String::with_capacity(self.text_capacity());
-        let mut providers = Vec::with_capacity(self.scopes.len());
-        // Written as `write_canonical` writes it; writing into a String
-        // cannot fail.
+        let mut whole = TextPiece::default();
+        self.write_pieces(usize::MAX, self.text_capacity(), &mut |piece| {
+            whole = piece;
+        });
+        ScopesText {
+            text: whole.text.into(),
+            providers: whole.providers,
+        }
+    }
+
+    /// The canonical JSON text of the fingerprint in pieces of about `cut`
+    /// bytes (at least one; each starts with room for `capacity`), handed
+    /// to `emit` in order as each is written: a hasher on another core can
+    /// take a piece while the next one is written.
+    pub fn write_pieces(&self, cut: usize, capacity: usize, emit: &mut dyn FnMut(TextPiece)) {
+        let capacity = capacity.min(self.text_capacity());
+        let mut w = PieceWriter {
+            piece: TextPiece {
+                text: String::with_capacity(capacity),
+                providers: Vec::new(),
+            },
+            cut,
+            capacity,
+            emit,
+        };
+        // Writing into a String cannot fail.
         let _ = (|| -> fmt::Result {
-            out.write_str("{\"root\":")?;
-            write_json_string(&self.root, &mut out)?;
-            out.write_str(",\"scopes\":[")?;
+            w.write_str("{\"root\":")?;
+            write_json_string(&self.root, &mut w)?;
+            w.write_str(",\"scopes\":[")?;
             for (i, s) in self.scopes.iter().enumerate() {
                 if i > 0 {
-                    out.write_char(',')?;
+                    w.write_char(',')?;
                 }
-                s.write_head(&mut out)?;
-                let start = out.len();
-                s.write_providers(&mut out)?;
-                providers.push((start, out.len()));
-                s.write_tail(&mut out)?;
+                s.write_head(&mut w)?;
+                let start = w.piece.text.len();
+                s.write_providers(&mut w)?;
+                let end = w.piece.text.len();
+                w.piece.providers.push((start, end));
+                s.write_tail_cut(&mut w, PieceWriter::cut_point)?;
+                w.cut_point();
             }
-            out.write_str("]}")
+            w.write_str("]}")
         })();
-        ScopesText {
-            text: out.into(),
-            providers,
-        }
+        (w.emit)(w.piece);
+    }
+
+    /// Whether this tree equals `other` in everything but the scopes'
+    /// `providers` values (as a built snapshot's two trees do), so one's
+    /// text can be written over the other's.
+    pub fn same_but_providers(&self, other: &ScopesFingerprint) -> bool {
+        self.root == other.root
+            && self.scopes.len() == other.scopes.len()
+            && self
+                .scopes
+                .iter()
+                .zip(&other.scopes)
+                .all(|(a, b)| a.same_but_providers(b))
     }
 
     /// Write the canonical JSON of this fingerprint, which is the one
@@ -325,13 +468,7 @@ impl ScopesFingerprint {
         if base.providers.len() != self.scopes.len() {
             return self.write_canonical(out);
         }
-        let mut at = 0;
-        for (row, &(start, end)) in self.scopes.iter().zip(&base.providers) {
-            out.write_str(&base.text[at..start])?;
-            row.write_providers(out)?;
-            at = end;
-        }
-        out.write_str(&base.text[at..])
+        OverWriter::new(self).write(&base.text, &base.providers, out)
     }
 }
 
