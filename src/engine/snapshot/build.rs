@@ -336,41 +336,31 @@ pub fn build_snapshot(
     ctx: &SnapshotContext,
 ) -> Result<SnapshotRecord, CanonError> {
     let active = Active::new(composition, plan);
-    // One SHA-256 per entry: the two halves of the order on two cores.
-    let ids_of = |ids: &[EntryId]| -> Vec<Arc<str>> {
-        ids.iter()
-            .map(|id| instance_id(id, ctx.mounts.get(id).copied().unwrap_or(1)).into())
-            .collect()
+    let instance = |id: &EntryId| -> Arc<str> {
+        instance_id(id, ctx.mounts.get(id).copied().unwrap_or(1)).into()
     };
-    let order = &plan.activation_order;
-    let (head, tail) = order.split_at(order.len() / 2);
-    let (mut runtime_instance_ids, tail) =
-        parallel::join(order.len(), || ids_of(head), || ids_of(tail));
-    runtime_instance_ids.extend(tail);
-    // The scope fingerprints and everything else are independent halves of
-    // the same size: two cores build them side by side.
+    // The scope fingerprints on one core; the instance ids (one SHA-256 per
+    // active entry) and everything else on the other. The physical tree
+    // names its few providers by instance id: it derives those itself
+    // rather than wait for the list.
     let work = tree.len() + plan.resolutions.len() + composition.entries.len();
-    let ((semantic_scopes, scopes), rest) = parallel::join(
+    let ((semantic_scopes, scopes), (runtime_instance_ids, rest)) = parallel::join(
         work,
+        || fingerprints(composition, tree, plan, &active.facts, &instance),
         || {
-            fingerprints(
-                composition,
-                tree,
-                plan,
-                &active.facts,
-                &runtime_instance_ids,
-            )
-        },
-        || -> Result<_, CanonError> {
-            let (plugins, capabilities) = plugins_and_capabilities(&active.in_order);
-            Ok((
-                plugins,
-                capabilities,
-                active.config_hash()?,
-                sorted_graph_hash(&active.by_id, plan)?,
-                tool_schema_hash(&active.in_order)?,
-                active.metadata(composition, ctx)?,
-            ))
+            let ids: Vec<Arc<str>> = plan.activation_order.iter().map(instance).collect();
+            let rest = || -> Result<_, CanonError> {
+                let (plugins, capabilities) = plugins_and_capabilities(&active.in_order);
+                Ok((
+                    plugins,
+                    capabilities,
+                    active.config_hash()?,
+                    sorted_graph_hash(&active.by_id, plan)?,
+                    tool_schema_hash(&active.in_order)?,
+                    active.metadata(composition, ctx)?,
+                ))
+            };
+            (ids, rest())
         },
     );
     let (plugins, capabilities, config_hash, plugin_graph_hash, tool_schema_hash, metadata) = rest?;
@@ -811,7 +801,7 @@ fn fingerprints<'p>(
     tree: &ScopeTree,
     plan: &'p Plan,
     facts: &EntryFacts<'_>,
-    instance_ids: &[Arc<str>],
+    instance: &(dyn Fn(&EntryId) -> Arc<str> + Sync),
 ) -> (ScopesFingerprint, ScopesFingerprint) {
     let n = tree.len();
     let (entry_scope, resolution_scope) = scope_indices(tree, plan, facts);
@@ -911,11 +901,10 @@ fn fingerprints<'p>(
                 .iter()
                 .map(|&(_, e)| Arc::clone(facts.entries[e].id.as_arc()))
                 .collect();
-            // Providers listed here are active, so each has an instance id.
+            // Providers listed here are active (they have a place in the
+            // activation order), so each has an instance id.
             let instance = |&(_, e): &(&CapabilityName, usize)| {
-                facts.position[e]
-                    .and_then(|p| instance_ids.get(p))
-                    .map(Arc::clone)
+                facts.position[e].map(|_| instance(&facts.entries[e].id))
             };
             let iids: ProviderIds = match group {
                 [one] => instance(one).into_iter().collect(),

@@ -270,18 +270,33 @@ impl ScopeRow {
         out.write_char('}')
     }
 
-    /// Whether this row equals `other` in everything but `providers` (an
-    /// `Arc` of an `Eq` type compares by pointer first, so shared lists
-    /// cost nothing).
+    /// Whether this row equals `other` in everything but `providers`.
+    /// Shared values compare by pointer first (`Arc`'s own `==` does that
+    /// only for sized types, not for `str` or slices).
     fn same_but_providers(&self, other: &ScopeRow) -> bool {
-        self.path == other.path
-            && self.parent == other.parent
-            && self.children == other.children
-            && self.capabilities == other.capabilities
-            && self.tools == other.tools
-            && self.entries == other.entries
-            && self.visible_tools == other.visible_tools
-            && self.selections == other.selections
+        fn same<T: ?Sized + PartialEq>(a: &Arc<T>, b: &Arc<T>) -> bool {
+            Arc::ptr_eq(a, b) || a == b
+        }
+        fn same_list(a: &[Arc<str>], b: &[Arc<str>]) -> bool {
+            a.len() == b.len() && a.iter().zip(b).all(|(x, y)| same(x, y))
+        }
+        fn same_opt_list(a: &Option<Vec<Arc<str>>>, b: &Option<Vec<Arc<str>>>) -> bool {
+            match (a, b) {
+                (Some(a), Some(b)) => same_list(a, b),
+                (a, b) => a.is_none() && b.is_none(),
+            }
+        }
+        same(&self.path, &other.path)
+            && match (&self.parent, &other.parent) {
+                (Some(a), Some(b)) => same(a, b),
+                (a, b) => a.is_none() && b.is_none(),
+            }
+            && same_list(&self.children, &other.children)
+            && same_opt_list(&self.capabilities, &other.capabilities)
+            && same_opt_list(&self.tools, &other.tools)
+            && same_list(&self.entries, &other.entries)
+            && same_list(&self.visible_tools, &other.visible_tools)
+            && same(&self.selections, &other.selections)
     }
 }
 
