@@ -61,6 +61,34 @@ where
     }
 }
 
+/// Run `a` here and `b` on a second thread at the same time, for halves
+/// that wait on each other (a pipeline) and so cannot run one after the
+/// other. `None`, with neither run, when `work` is below
+/// [`PARALLEL_MIN_WORK`], the machine has one core, or no thread starts:
+/// the caller then takes its sequential path.
+pub fn join_concurrent<A, B, RA, RB>(work: usize, a: A, b: B) -> Option<(RA, RB)>
+where
+    A: FnOnce() -> RA + Send,
+    B: FnOnce() -> RB + Send,
+    RA: Send,
+    RB: Send,
+{
+    if !splits(work) {
+        return None;
+    }
+    std::thread::scope(|scope| {
+        let handle = std::thread::Builder::new()
+            .name("chassis-pipe".into())
+            .spawn_scoped(scope, b)
+            .ok()?;
+        let ra = a();
+        match handle.join() {
+            Ok(rb) => Some((ra, rb)),
+            Err(panic) => std::panic::resume_unwind(panic),
+        }
+    })
+}
+
 #[cfg(test)]
 mod tests {
     use super::*;

@@ -23,7 +23,9 @@ use crate::engine::model::{Composition, EntryId};
 use crate::engine::resolve::{
     Plan, Resolution, Selected, Status, resolve_with_tree, with_origins_of,
 };
-use crate::engine::snapshot::{Digests, MountNumbers, SnapshotContext, build_snapshot};
+use crate::engine::snapshot::{
+    Digests, MountNumbers, SnapshotContext, build_snapshot, build_snapshot_digested,
+};
 use crate::engine::tree::ScopeTree;
 
 mod compare;
@@ -1069,10 +1071,7 @@ impl Harness {
             mounts,
             ..SnapshotContext::default()
         };
-        let snapshot = build_snapshot(&composition, &tree, &plan, &ctx)
-            .map_err(|e| ReconcileError::Snapshot(e.to_string()))?;
-        let digests = snapshot
-            .digests()
+        let (snapshot, digests) = build_snapshot_digested(&composition, &tree, &plan, &ctx)
             .map_err(|e| ReconcileError::Snapshot(e.to_string()))?;
         Ok(Generation::new(
             GenerationId::from_sequence(sequence),
@@ -1520,8 +1519,8 @@ pub fn predict(
             mounts: entry_mounts.clone(),
             ..SnapshotContext::default()
         };
-        build_snapshot(composition, tree, plan, &ctx)
-            .and_then(|s| s.digests())
+        build_snapshot_digested(composition, tree, plan, &ctx)
+            .map(|(_, digests)| digests)
             .map_err(|e| ReconcileError::Snapshot(e.to_string()))
     };
     if seed.sequence > 0 && impact.iter().all(|i| i.decision == Decision::Reused) {

@@ -18,7 +18,7 @@ use crate::engine::request_tools::{
     ENTRY_ID, RequestToolsDecl, RequestToolsError, with_request_tools,
 };
 use crate::engine::resolve::resolve_with_tree;
-use crate::engine::snapshot::{SnapshotContext, build_snapshot};
+use crate::engine::snapshot::{SnapshotContext, build_snapshot_digested};
 use crate::engine::tree::ScopeTree;
 
 /// The contract of a registered tool, as a declaration.
@@ -94,10 +94,7 @@ pub fn candidate_for_request(
         mounts: mounts.clone(),
         ..SnapshotContext::default()
     };
-    let snapshot = build_snapshot(&composition, &tree, &plan, &ctx)
-        .map_err(|e| RequestToolsError::Snapshot(e.to_string()))?;
-    let digests = snapshot
-        .digests()
+    let (snapshot, digests) = build_snapshot_digested(&composition, &tree, &plan, &ctx)
         .map_err(|e| RequestToolsError::Snapshot(e.to_string()))?;
     let mut all = base.tools.clone();
     for (n, r) in tools.into_iter().enumerate() {

@@ -11,8 +11,12 @@ use std::collections::{BTreeMap, HashMap};
 use std::fmt::Write as _;
 use std::sync::Arc;
 
-use super::record::{SNAPSHOT_FORMAT_VERSION, SnapshotRecord};
-use super::scopes::{ProviderIds, ScopeRow, ScopesFingerprint, SelectionRow};
+use super::record::{
+    Digests, PIECE_BYTES, PIECE_CAPACITY, SNAPSHOT_FORMAT_VERSION, SnapshotRecord, hash_over_pieces,
+};
+use super::scopes::{
+    PieceStream, ProviderIds, ScopeRow, ScopesFingerprint, SelectionRow, TextPiece,
+};
 use crate::engine::canonical::{Canon, CanonError, Sha256Writer, stable_hash, write_json_string};
 use crate::engine::identity::{GenerationId, instance_id};
 use crate::engine::model::{CapabilityName, Composition, Entry, EntryId, Requirement, ToolName};
@@ -268,6 +272,38 @@ impl<'a> Active<'a> {
         }
     }
 
+    /// Everything a snapshot records but its scope trees (left empty): the
+    /// instance ids (one SHA-256 per active entry), plugins, capabilities,
+    /// hashes and metadata.
+    fn contents(
+        &self,
+        composition: &Composition,
+        plan: &Plan,
+        ctx: &SnapshotContext,
+    ) -> Result<Contents, CanonError> {
+        let runtime_instance_ids = plan
+            .activation_order
+            .iter()
+            .map(|id| instance_of(ctx, id))
+            .collect();
+        let (plugins, capabilities) = plugins_and_capabilities(&self.in_order);
+        let empty = Arc::new(ScopesFingerprint {
+            root: "/".into(),
+            scopes: Vec::new(),
+        });
+        Ok(Contents {
+            plugins: Arc::new(plugins),
+            capabilities: Arc::new(capabilities),
+            config_hash: self.config_hash()?,
+            plugin_graph_hash: sorted_graph_hash(&self.by_id, plan)?,
+            tool_schema_hash: tool_schema_hash(&self.in_order)?,
+            metadata: self.metadata(composition, ctx)?,
+            scopes: Arc::clone(&empty),
+            semantic_scopes: empty,
+            runtime_instance_ids,
+        })
+    }
+
     /// `config_hash` (one key per id: a repeated id is the same entry).
     fn config_hash(&self) -> Result<String, CanonError> {
         if self.by_id_unique {
@@ -336,48 +372,106 @@ pub fn build_snapshot(
     ctx: &SnapshotContext,
 ) -> Result<SnapshotRecord, CanonError> {
     let active = Active::new(composition, plan);
-    let instance = |id: &EntryId| -> Arc<str> {
-        instance_id(id, ctx.mounts.get(id).copied().unwrap_or(1)).into()
-    };
+    let instance = |id: &EntryId| instance_of(ctx, id);
     // The scope fingerprints on one core; the instance ids (one SHA-256 per
     // active entry) and everything else on the other. The physical tree
     // names its few providers by instance id: it derives those itself
     // rather than wait for the list.
-    let work = tree.len() + plan.resolutions.len() + composition.entries.len();
-    let ((semantic_scopes, scopes), (runtime_instance_ids, rest)) = parallel::join(
-        work,
-        || fingerprints(composition, tree, plan, &active.facts, &instance),
-        || {
-            let ids: Vec<Arc<str>> = plan.activation_order.iter().map(instance).collect();
-            let rest = || -> Result<_, CanonError> {
-                let (plugins, capabilities) = plugins_and_capabilities(&active.in_order);
-                Ok((
-                    plugins,
-                    capabilities,
-                    active.config_hash()?,
-                    sorted_graph_hash(&active.by_id, plan)?,
-                    tool_schema_hash(&active.in_order)?,
-                    active.metadata(composition, ctx)?,
-                ))
+    let ((semantic_scopes, scopes), rest) = parallel::join(
+        work_of(composition, tree, plan),
+        || fingerprints(composition, tree, plan, &active.facts, &instance, None),
+        || active.contents(composition, plan, ctx),
+    );
+    let mut record = record(ctx, rest?);
+    record.scopes = Arc::new(scopes);
+    record.semantic_scopes = Arc::new(semantic_scopes);
+    Ok(record)
+}
+
+/// [`build_snapshot`] and the record's [`SnapshotRecord::digests`], in one
+/// pipeline on two cores when the composition is large: the core building
+/// the scope fingerprints writes their text as each scope is built, while
+/// the other, once it has the rest of the record, hashes the record over
+/// that text as it arrives. The same answer as building, then hashing.
+pub fn build_snapshot_digested(
+    composition: &Composition,
+    tree: &ScopeTree,
+    plan: &Plan,
+    ctx: &SnapshotContext,
+) -> Result<(SnapshotRecord, Digests), CanonError> {
+    let active = &Active::new(composition, plan);
+    let instance = &|id: &EntryId| instance_of(ctx, id);
+    let (pieces_tx, pieces_rx) = std::sync::mpsc::channel::<Arc<TextPiece>>();
+    let (heads_tx, heads_rx) = std::sync::mpsc::channel::<(String, String)>();
+    let pipelined = parallel::join_concurrent(
+        work_of(composition, tree, plan),
+        // This core: the trees, their text in pieces, then the semantic
+        // digest over the pieces once the other sends the head and tail.
+        move || {
+            let mut pieces = Vec::new();
+            let mut emit = |piece: TextPiece| {
+                let piece = Arc::new(piece);
+                // The other half stops reading only on an error.
+                let _ = pieces_tx.send(Arc::clone(&piece));
+                pieces.push(piece);
             };
-            (ids, rest())
+            let mut text = PieceStream::new("/", PIECE_BYTES, PIECE_CAPACITY, &mut emit);
+            let trees = fingerprints(
+                composition,
+                tree,
+                plan,
+                &active.facts,
+                instance,
+                Some(&mut text),
+            );
+            text.finish();
+            drop(pieces_tx);
+            // No head when the other half failed: its error is the answer.
+            let semantic = heads_rx
+                .recv()
+                .ok()
+                .map(|(head, tail)| hash_over_pieces(&head, &pieces, &tail));
+            (trees, semantic)
+        },
+        // The other: the instance ids and the rest of the record, then the
+        // record's digest over the pieces as they come.
+        || -> Result<_, CanonError> {
+            let shell = record(ctx, active.contents(composition, plan, ctx)?);
+            let _ = heads_tx.send(shell.semantic_head_tail()?);
+            let physical = shell.physical_digest()?;
+            let digest = shell.hash_record_over(pieces_rx, true)?;
+            Ok((shell, digest, physical))
         },
     );
-    let (plugins, capabilities, config_hash, plugin_graph_hash, tool_schema_hash, metadata) = rest?;
-    Ok(record(
-        ctx,
-        Contents {
-            plugins: Arc::new(plugins),
-            capabilities: Arc::new(capabilities),
-            config_hash,
-            plugin_graph_hash,
-            tool_schema_hash,
-            metadata,
-            scopes: Arc::new(scopes),
-            semantic_scopes: Arc::new(semantic_scopes),
-            runtime_instance_ids,
+    let Some((((semantic_scopes, scopes), semantic), other)) = pipelined else {
+        let record = build_snapshot(composition, tree, plan, ctx)?;
+        let digests = record.digests()?;
+        return Ok((record, digests));
+    };
+    let (mut record, digest, physical_digest) = other?;
+    record.scopes = Arc::new(scopes);
+    record.semantic_scopes = Arc::new(semantic_scopes);
+    let digests = Digests {
+        digest,
+        // Computed whenever the other half succeeded.
+        semantic_digest: match semantic {
+            Some(digest) => digest,
+            None => record.semantic_digest()?,
         },
-    ))
+        physical_digest,
+    };
+    debug_assert_eq!(Ok(&digests), record.digests().as_ref());
+    Ok((record, digests))
+}
+
+/// How much work building a snapshot is (whether two cores pay off).
+fn work_of(composition: &Composition, tree: &ScopeTree, plan: &Plan) -> usize {
+    tree.len() + plan.resolutions.len() + composition.entries.len()
+}
+
+/// The instance id of `id` in `ctx`'s store.
+fn instance_of(ctx: &SnapshotContext, id: &EntryId) -> Arc<str> {
+    instance_id(id, ctx.mounts.get(id).copied().unwrap_or(1)).into()
 }
 
 /// The snapshot's `plugins` (manifest name -> version, later in activation
@@ -802,6 +896,7 @@ fn fingerprints<'p>(
     plan: &'p Plan,
     facts: &EntryFacts<'_>,
     instance: &(dyn Fn(&EntryId) -> Arc<str> + Sync),
+    mut text: Option<&mut PieceStream<'_>>,
 ) -> (ScopesFingerprint, ScopesFingerprint) {
     let n = tree.len();
     let (entry_scope, resolution_scope) = scope_indices(tree, plan, facts);
@@ -966,6 +1061,9 @@ fn fingerprints<'p>(
             visible_tools: sem.visible_tools.clone(),
             selections: Arc::clone(&sem.selections),
         });
+        if let Some(text) = text.as_deref_mut() {
+            text.push(&sem, physical.last());
+        }
         semantic.push(sem);
     }
     (

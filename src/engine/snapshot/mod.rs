@@ -11,12 +11,14 @@ mod record;
 mod scopes;
 
 pub use build::{
-    CHASSIS_VERSION, MountNumbers, SnapshotContext, TOOL_CONTRACTS, build_snapshot, config_hash,
-    plugin_graph_hash, rederive_snapshot, tool_schema_hash,
+    CHASSIS_VERSION, MountNumbers, SnapshotContext, TOOL_CONTRACTS, build_snapshot,
+    build_snapshot_digested, config_hash, plugin_graph_hash, rederive_snapshot, tool_schema_hash,
 };
 pub use document::{Envelope, SnapshotLoadError, SnapshotLoadReason, envelope, parse_document};
 pub use record::{Digests, SNAPSHOT_FORMAT_VERSION, SnapshotRecord};
-pub use scopes::{ProviderIds, ScopeRow, ScopesFingerprint, ScopesText, SelectionRow};
+pub use scopes::{
+    PieceStream, ProviderIds, ScopeRow, ScopesFingerprint, ScopesText, SelectionRow, TextPiece,
+};
 
 #[cfg(test)]
 mod tests;

@@ -4,7 +4,7 @@ use std::collections::BTreeMap;
 use std::fmt::{self, Write};
 use std::sync::Arc;
 
-use super::scopes::{OverWriter, ScopesFingerprint, ScopesText, TextPiece};
+use super::scopes::{ScopesFingerprint, ScopesText, TextPiece};
 use crate::engine::canonical::{
     Canon, CanonError, Sha256Tee, Sha256Writer, write_canonical, write_json_string,
 };
@@ -14,7 +14,22 @@ use crate::engine::parallel;
 /// digest pipeline holds ([`SnapshotRecord::digests`]): small enough that
 /// the record's hasher starts early, large enough that handing pieces over
 /// costs nothing next to hashing them.
-const PIECE_BYTES: usize = 64 * 1024;
+pub(super) const PIECE_BYTES: usize = 64 * 1024;
+
+/// Room a new piece starts with: a piece is cut once it reaches
+/// [`PIECE_BYTES`], after at most one more row.
+pub(super) const PIECE_CAPACITY: usize = PIECE_BYTES + PIECE_BYTES / 4;
+
+/// The semantic digest: `head`, the pieces' text, `tail`.
+pub(super) fn hash_over_pieces(head: &str, pieces: &[Arc<TextPiece>], tail: &str) -> String {
+    let mut s = Sha256Writer::new();
+    s.update(head.as_bytes());
+    for piece in pieces {
+        s.update(piece.text.as_bytes());
+    }
+    s.update(tail.as_bytes());
+    s.finish_hex()
+}
 
 /// The record format version written by this chassis.
 pub const SNAPSHOT_FORMAT_VERSION: u64 = 1;
@@ -264,25 +279,25 @@ impl SnapshotRecord {
         })
     }
 
-    /// Two cores, in a pipeline. This one writes the semantic tree's text in
-    /// pieces, handing each to the other as soon as it is written, then
-    /// hashes the semantic composition over the pieces and the instance
-    /// ids. The other hashes the record: its physical tree written over each
-    /// piece as it arrives (or whole, when the two trees differ in more than
-    /// providers), then the pieces again as the semantic tree. The record's
-    /// hasher, the longest of the three, starts after the first piece.
+    /// Two cores, in a pipeline: this one writes the semantic tree's text
+    /// in pieces (carrying the physical tree's providers when the two trees
+    /// differ only there), handing each to the other as soon as it is
+    /// written, then hashes the semantic composition over the pieces and
+    /// the instance ids; the other hashes the record over the pieces as
+    /// they arrive ([`Self::hash_record_over`]). The record's hasher, the
+    /// longest of the three, starts after the first piece.
     fn digests_pipelined(&self, work: usize) -> Result<Digests, CanonError> {
         let over = self.scopes.same_but_providers(&self.semantic_scopes);
-        // Unbounded: if no second thread starts, this half runs first and
-        // the other finds every piece waiting.
         let (tx, rx) = std::sync::mpsc::channel::<Arc<TextPiece>>();
-        let (semantic, digest) = parallel::join(
+        let pipelined = parallel::join_concurrent(
             work,
             move || -> Result<(String, String), CanonError> {
+                let (head, tail) = self.semantic_head_tail()?;
                 let mut pieces = Vec::new();
                 self.semantic_scopes.write_pieces(
                     PIECE_BYTES,
-                    PIECE_BYTES + PIECE_BYTES / 4,
+                    PIECE_CAPACITY,
+                    over.then_some(&*self.scopes),
                     &mut |piece| {
                         let piece = Arc::new(piece);
                         // The other half stops reading only on an error.
@@ -291,43 +306,60 @@ impl SnapshotRecord {
                     },
                 );
                 drop(tx);
-                let mut s = Sha256Writer::new();
-                self.write_semantic_head(&mut s)?;
-                for piece in &pieces {
-                    s.write_str(&piece.text)?;
-                }
-                self.write_semantic_tail(&mut s)?;
-                Ok((s.finish_hex(), self.physical_digest()?))
+                Ok((
+                    hash_over_pieces(&head, &pieces, &tail),
+                    self.physical_digest()?,
+                ))
             },
-            move || -> Result<String, CanonError> {
-                let mut d = Sha256Writer::new();
-                let mut pieces = Vec::new();
-                self.write_record_head(&mut d, |out| {
-                    if over {
-                        let mut physical = OverWriter::new(&self.scopes);
-                        for piece in rx.iter() {
-                            physical.write(&piece.text, &piece.providers, out)?;
-                            pieces.push(piece);
-                        }
-                        Ok(())
-                    } else {
-                        Ok(self.scopes.write_canonical(out)?)
-                    }
-                })?;
-                pieces.extend(rx.iter());
-                for piece in &pieces {
-                    d.write_str(&piece.text)?;
-                }
-                self.write_record_tail(&mut d)?;
-                Ok(d.finish_hex())
-            },
+            move || self.hash_record_over(rx, over),
         );
+        let Some((semantic, digest)) = pipelined else {
+            return self.digests_in_order(None);
+        };
         let (semantic_digest, physical_digest) = semantic?;
         Ok(Digests {
             digest: digest?,
             semantic_digest,
             physical_digest,
         })
+    }
+
+    /// The record's digest, its semantic tree the text of `pieces` (as they
+    /// arrive, until the sender is dropped); its physical tree written over
+    /// the pieces with the providers they carry when `over`, else whole.
+    pub(super) fn hash_record_over(
+        &self,
+        pieces: std::sync::mpsc::Receiver<Arc<TextPiece>>,
+        over: bool,
+    ) -> Result<String, CanonError> {
+        let mut d = Sha256Writer::new();
+        let mut kept = Vec::new();
+        self.write_record_head(&mut d, |out| {
+            if over {
+                for piece in pieces.iter() {
+                    piece.write_other(out)?;
+                    kept.push(piece);
+                }
+            } else {
+                self.scopes.write_canonical(out)?;
+            }
+            Ok(())
+        })?;
+        kept.extend(pieces.iter());
+        for piece in &kept {
+            d.write_str(&piece.text)?;
+        }
+        self.write_record_tail(&mut d)?;
+        Ok(d.finish_hex())
+    }
+
+    /// The semantic composition's canonical JSON before and after its
+    /// `scopes` value.
+    pub(super) fn semantic_head_tail(&self) -> Result<(String, String), CanonError> {
+        let (mut head, mut tail) = (String::new(), String::new());
+        self.write_semantic_head(&mut head)?;
+        self.write_semantic_tail(&mut tail)?;
+        Ok((head, tail))
     }
 
     /// [`Self::digests_inner`] on one thread, the semantic tree written once
@@ -680,7 +712,7 @@ mod writer_tests {
         for cut in [1, 700, 5_000, usize::MAX] {
             let mut pieces = Vec::new();
             r.semantic_scopes
-                .write_pieces(cut, 256, &mut |p| pieces.push(p));
+                .write_pieces(cut, 256, Some(&r.scopes), &mut |p| pieces.push(p));
             let joined: String = pieces.iter().map(|p| p.text.as_str()).collect();
             assert_eq!(joined, *whole.text, "cut {cut}");
             // Every providers value sits whole in its piece, at the place
@@ -701,9 +733,8 @@ mod writer_tests {
             }
             // The physical tree written over the pieces is its own text.
             let mut over = String::new();
-            let mut w = OverWriter::new(&r.scopes);
             for p in &pieces {
-                w.write(&p.text, &p.providers, &mut over).unwrap();
+                p.write_other(&mut over).unwrap();
             }
             assert_eq!(over, r.scopes.canonical_text(), "cut {cut}");
         }

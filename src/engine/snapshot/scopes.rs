@@ -300,40 +300,119 @@ impl ScopeRow {
     }
 }
 
-/// A piece of a fingerprint's canonical text
-/// ([`ScopesFingerprint::write_pieces`]). Pieces are cut only after a
-/// selection row or a scope, so every `providers` value lies whole in one.
+/// A piece of a fingerprint's canonical text ([`PieceStream`]). Pieces
+/// are cut only after a selection row or a scope, so every `providers`
+/// value lies whole in one.
 #[derive(Clone, Debug, Default, PartialEq, Eq)]
 pub struct TextPiece {
     /// The text.
     pub text: String,
     /// Where the `providers` values in this piece sit, in scope order.
     pub providers: Vec<(usize, usize)>,
+    /// When the stream was given a second tree, the same but for providers
+    /// (a snapshot's physical tree): that tree's `providers` values for the
+    /// same scopes, one after another…
+    pub other: String,
+    /// …each ending here in `other`.
+    pub other_ends: Vec<usize>,
 }
 
-/// Collects a fingerprint's text and hands over a piece whenever it has
-/// grown to `cut` bytes at a point where it may be cut.
-struct PieceWriter<'e> {
+impl TextPiece {
+    /// Write this piece of the second tree's text: the piece with the
+    /// second tree's `providers` values in place of the first's.
+    pub fn write_other<W: Write>(&self, out: &mut W) -> fmt::Result {
+        let (mut at, mut from) = (0, 0);
+        for (&(start, end), &to) in self.providers.iter().zip(&self.other_ends) {
+            out.write_str(&self.text[at..start])?;
+            out.write_str(&self.other[from..to])?;
+            (at, from) = (end, to);
+        }
+        out.write_str(&self.text[at..])
+    }
+}
+
+/// Writes a fingerprint's canonical text scope by scope, in pieces of
+/// about `cut` bytes handed to `emit` in order as each is written: a hasher
+/// on another core can take a piece while the next scope is built.
+pub struct PieceStream<'e> {
     piece: TextPiece,
     cut: usize,
     /// The capacity each new piece starts with.
     capacity: usize,
+    scopes: usize,
     emit: &'e mut dyn FnMut(TextPiece),
 }
 
-impl PieceWriter<'_> {
+impl<'e> PieceStream<'e> {
+    /// A stream of the fingerprint rooted at `root`, its pieces starting
+    /// with room for `capacity` bytes.
+    pub fn new(
+        root: &str,
+        cut: usize,
+        capacity: usize,
+        emit: &'e mut dyn FnMut(TextPiece),
+    ) -> Self {
+        let mut stream = Self {
+            piece: TextPiece {
+                text: String::with_capacity(capacity),
+                ..TextPiece::default()
+            },
+            cut,
+            capacity,
+            scopes: 0,
+            emit,
+        };
+        // Writing into a String cannot fail.
+        let _ = stream.write_str("{\"root\":");
+        let _ = write_json_string(root, &mut stream);
+        let _ = stream.write_str(",\"scopes\":[");
+        stream
+    }
+
+    /// Write the next scope, `row`; with `other`, that scope's row in the
+    /// second tree, whose providers the pieces carry.
+    pub fn push(&mut self, row: &ScopeRow, other: Option<&ScopeRow>) {
+        // Writing into a String cannot fail.
+        let _ = self.push_row(row, other);
+    }
+
+    fn push_row(&mut self, row: &ScopeRow, other: Option<&ScopeRow>) -> fmt::Result {
+        if self.scopes > 0 {
+            self.write_char(',')?;
+        }
+        self.scopes += 1;
+        row.write_head(self)?;
+        let start = self.piece.text.len();
+        row.write_providers(self)?;
+        let end = self.piece.text.len();
+        self.piece.providers.push((start, end));
+        if let Some(other) = other {
+            other.write_providers(&mut self.piece.other)?;
+            self.piece.other_ends.push(self.piece.other.len());
+        }
+        row.write_tail_cut(self, Self::cut_point)?;
+        self.cut_point();
+        Ok(())
+    }
+
+    /// Close the text and hand over the last piece.
+    pub fn finish(mut self) {
+        let _ = self.write_str("]}");
+        (self.emit)(self.piece);
+    }
+
     fn cut_point(&mut self) {
         if self.piece.text.len() >= self.cut {
             let next = TextPiece {
                 text: String::with_capacity(self.capacity),
-                providers: Vec::new(),
+                ..TextPiece::default()
             };
             (self.emit)(std::mem::replace(&mut self.piece, next));
         }
     }
 }
 
-impl Write for PieceWriter<'_> {
+impl Write for PieceStream<'_> {
     #[inline]
     fn write_str(&mut self, s: &str) -> fmt::Result {
         self.piece.text.push_str(s);
@@ -344,47 +423,6 @@ impl Write for PieceWriter<'_> {
     fn write_char(&mut self, c: char) -> fmt::Result {
         self.piece.text.push(c);
         Ok(())
-    }
-}
-
-/// Writes a fingerprint's canonical JSON over the pieces of another's
-/// text, which is the same but for the scopes' `providers` values (as a
-/// snapshot's physical tree is its semantic tree): the shared text is
-/// copied, only the providers are written.
-pub struct OverWriter<'f> {
-    rows: &'f [ScopeRow],
-    next: usize,
-}
-
-impl<'f> OverWriter<'f> {
-    /// A writer of `tree` over the pieces of a fingerprint that
-    /// [`ScopesFingerprint::same_but_providers`] found to be like it.
-    pub fn new(tree: &'f ScopesFingerprint) -> Self {
-        Self {
-            rows: &tree.scopes,
-            next: 0,
-        }
-    }
-
-    /// Write the part of the tree that `text` (the next piece of the
-    /// other's text, its `providers` values at `providers`) covers.
-    pub fn write<W: Write>(
-        &mut self,
-        text: &str,
-        providers: &[(usize, usize)],
-        out: &mut W,
-    ) -> fmt::Result {
-        let mut at = 0;
-        for &(start, end) in providers {
-            out.write_str(&text[at..start])?;
-            match self.rows.get(self.next) {
-                Some(row) => row.write_providers(out)?,
-                None => out.write_str(&text[start..end])?,
-            }
-            self.next += 1;
-            at = end;
-        }
-        out.write_str(&text[at..])
     }
 }
 
@@ -415,7 +453,7 @@ impl ScopesFingerprint {
     /// `providers` value sits in it.
     pub fn text(&self) -> ScopesText {
         let mut whole = TextPiece::default();
-        self.write_pieces(usize::MAX, self.text_capacity(), &mut |piece| {
+        self.write_pieces(usize::MAX, self.text_capacity(), None, &mut |piece| {
             whole = piece;
         });
         ScopesText {
@@ -424,41 +462,23 @@ impl ScopesFingerprint {
         }
     }
 
-    /// The canonical JSON text of the fingerprint in pieces of about `cut`
-    /// bytes (at least one; each starts with room for `capacity`), handed
-    /// to `emit` in order as each is written: a hasher on another core can
-    /// take a piece while the next one is written.
-    pub fn write_pieces(&self, cut: usize, capacity: usize, emit: &mut dyn FnMut(TextPiece)) {
+    /// The canonical JSON text of the fingerprint through a [`PieceStream`]
+    /// (pieces of about `cut` bytes, each starting with room for
+    /// `capacity`); with `other`, a tree of as many scopes, the pieces also
+    /// carry its providers.
+    pub fn write_pieces(
+        &self,
+        cut: usize,
+        capacity: usize,
+        other: Option<&ScopesFingerprint>,
+        emit: &mut dyn FnMut(TextPiece),
+    ) {
         let capacity = capacity.min(self.text_capacity());
-        let mut w = PieceWriter {
-            piece: TextPiece {
-                text: String::with_capacity(capacity),
-                providers: Vec::new(),
-            },
-            cut,
-            capacity,
-            emit,
-        };
-        // Writing into a String cannot fail.
-        let _ = (|| -> fmt::Result {
-            w.write_str("{\"root\":")?;
-            write_json_string(&self.root, &mut w)?;
-            w.write_str(",\"scopes\":[")?;
-            for (i, s) in self.scopes.iter().enumerate() {
-                if i > 0 {
-                    w.write_char(',')?;
-                }
-                s.write_head(&mut w)?;
-                let start = w.piece.text.len();
-                s.write_providers(&mut w)?;
-                let end = w.piece.text.len();
-                w.piece.providers.push((start, end));
-                s.write_tail_cut(&mut w, PieceWriter::cut_point)?;
-                w.cut_point();
-            }
-            w.write_str("]}")
-        })();
-        (w.emit)(w.piece);
+        let mut stream = PieceStream::new(&self.root, cut, capacity, emit);
+        for (i, row) in self.scopes.iter().enumerate() {
+            stream.push(row, other.and_then(|o| o.scopes.get(i)));
+        }
+        stream.finish();
     }
 
     /// Whether this tree equals `other` in everything but the scopes'
@@ -483,7 +503,13 @@ impl ScopesFingerprint {
         if base.providers.len() != self.scopes.len() {
             return self.write_canonical(out);
         }
-        OverWriter::new(self).write(&base.text, &base.providers, out)
+        let mut at = 0;
+        for (row, &(start, end)) in self.scopes.iter().zip(&base.providers) {
+            out.write_str(&base.text[at..start])?;
+            row.write_providers(out)?;
+            at = end;
+        }
+        out.write_str(&base.text[at..])
     }
 }
 

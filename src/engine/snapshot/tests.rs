@@ -410,3 +410,69 @@ fn a_rederived_snapshot_is_the_built_one() {
     assert!(!derived.metadata.contains_key("mcp_servers"));
     assert!(derived.metadata.contains_key(TOOL_CONTRACTS));
 }
+
+/// A composition large enough for the two-core paths: `scopes` scopes
+/// under `/` (some with a capability view), each with a local provider of
+/// `shard` and consumers of it and of the root `database`.
+fn wide_composition(scopes: usize, consumers: usize) -> Composition {
+    let mut b = CompositionBuilder::new();
+    for k in 0..scopes {
+        let view: Option<&[&str]> = (k % 3 == 0).then_some(&["database", "shard"][..]);
+        b = b.scope(&format!("/w{k:04}"), view);
+    }
+    b = b
+        .entry("db")
+        .plugin("postgres", "1.4.2")
+        .provides("database", &["1.4.2"])
+        .tool("query", "Run a query.", None);
+    for k in 0..scopes {
+        let scope = format!("/w{k:04}");
+        b = b
+            .entry(&format!("shard-{k:04}"))
+            .plugin("shard", "1.0.0")
+            .in_scope(&scope)
+            .provides("shard", &["1.0.0"]);
+        for c in 0..consumers {
+            b = b
+                .entry(&format!("app-{k:04}-{c:02}"))
+                .plugin("app", "1.0.0")
+                .in_scope(&scope)
+                .requires("database", ">=1,<2")
+                .requires("shard", ">=1,<2");
+        }
+    }
+    b.build().unwrap()
+}
+
+#[test]
+fn building_and_hashing_in_one_pipeline_is_building_then_hashing() {
+    for (scopes, consumers) in [(3, 2), (400, 12)] {
+        let c = wide_composition(scopes, consumers);
+        let tree = ScopeTree::new(&c);
+        let plan = resolve(&c);
+        assert!(plan.is_complete());
+        let mut ctx = SnapshotContext::default();
+        // A remounted entry: the physical tree differs in its providers.
+        ctx.mounts
+            .insert(crate::engine::model::EntryId::new("shard-0001").unwrap(), 3);
+        let built = build_snapshot(&c, &tree, &plan, &ctx).unwrap();
+        let (record, digests) = build_snapshot_digested(&c, &tree, &plan, &ctx).unwrap();
+        assert_eq!(record, built, "{scopes} scopes");
+        assert_eq!(digests, built.digests().unwrap(), "{scopes} scopes");
+        assert_eq!(
+            digests.digest,
+            crate::engine::canonical::stable_hash(&built.to_canon()).unwrap()
+        );
+        assert_eq!(
+            digests.semantic_digest,
+            crate::engine::canonical::stable_hash(&built.semantic_composition()).unwrap()
+        );
+    }
+    // The large one is large enough for the pipeline.
+    let c = wide_composition(400, 12);
+    let tree = ScopeTree::new(&c);
+    assert!(
+        tree.len() + resolve(&c).resolutions.len() + c.entries.len()
+            >= crate::engine::parallel::PARALLEL_MIN_WORK
+    );
+}
