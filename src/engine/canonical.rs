@@ -579,7 +579,7 @@ pub fn write_json_string<W: fmt::Write>(s: &str, out: &mut W) -> fmt::Result {
 /// never flag a word with no matching byte, so "any" is exact. Bytes of
 /// 0x80 and above (UTF-8 continuations) are never flagged.
 #[inline]
-fn needs_escape(bytes: &[u8]) -> bool {
+pub(crate) fn needs_escape(bytes: &[u8]) -> bool {
     const ONES: u64 = 0x0101_0101_0101_0101;
     const HIGH: u64 = 0x8080_8080_8080_8080;
     #[inline]

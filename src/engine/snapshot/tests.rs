@@ -304,6 +304,47 @@ fn direct_writers_agree_with_the_canon_path() {
     }
 }
 
+#[test]
+fn a_selection_row_writes_as_its_canon_whatever_it_holds() {
+    use crate::engine::canonical::to_canonical_json;
+    let plain = SelectionRow {
+        consumer: "app".into(),
+        requirement: "database <2,>=1".into(),
+        status: "resolved".into(),
+        provider: Some("db".into()),
+        provider_scope: Some("/".into()),
+    };
+    let mut rows = vec![plain.clone()];
+    // Each field in turn needs an escape; then no provider; then non-ASCII.
+    for field in 0..5 {
+        let mut row = plain.clone();
+        let odd: Arc<str> = "a\"b\\c\n".into();
+        match field {
+            0 => row.consumer = odd,
+            1 => row.provider = Some(odd),
+            2 => row.provider_scope = Some(odd),
+            3 => row.requirement = odd,
+            _ => row.status = odd,
+        }
+        rows.push(row);
+    }
+    rows.push(SelectionRow {
+        provider: None,
+        provider_scope: None,
+        status: "missing".into(),
+        ..plain.clone()
+    });
+    rows.push(SelectionRow {
+        consumer: "été".into(),
+        ..plain
+    });
+    for row in rows {
+        let mut text = String::new();
+        row.write_canonical(&mut text).unwrap();
+        assert_eq!(text, to_canonical_json(&row.to_canon()).unwrap(), "{row:?}");
+    }
+}
+
 /// A composition with scopes, two local providers of one capability (so a
 /// physical provider list holds several instance ids), a tool and a config
 /// on `db-b` that varies with `v`.
