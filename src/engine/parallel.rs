@@ -37,27 +37,17 @@ where
     RA: Send,
     RB: Send,
 {
-    if !splits(work) {
-        return (a(), b());
+    // Each half sits in a slot so that both can still run here, in order,
+    // when they do not run side by side.
+    let (mut a, mut b) = (Some(a), Some(b));
+    if let Some((Some(ra), Some(rb))) =
+        join_concurrent(work, || a.take().map(|a| a()), || b.take().map(|b| b()))
+    {
+        return (ra, rb);
     }
-    // `b` sits in a slot so that it can still run here if no thread starts.
-    let mut slot = Some(b);
-    let (ra, rb) = std::thread::scope(|scope| {
-        let spawned = std::thread::Builder::new()
-            .name("chassis-join".into())
-            .spawn_scoped(scope, || slot.take().map(|b| b()));
-        let ra = a();
-        let rb = spawned.ok().and_then(|handle| match handle.join() {
-            Ok(rb) => rb,
-            Err(panic) => std::panic::resume_unwind(panic),
-        });
-        (ra, rb)
-    });
-    match (rb, slot) {
-        (Some(rb), _) => (ra, rb),
-        // The thread could not be started: `b` is still in its slot.
-        (None, Some(b)) => (ra, b()),
-        (None, None) => unreachable!("a started join half always returns its result"),
+    match (a, b) {
+        (Some(a), Some(b)) => (a(), b()),
+        _ => unreachable!("join_concurrent runs both halves or neither"),
     }
 }
 
@@ -78,7 +68,7 @@ where
     }
     std::thread::scope(|scope| {
         let handle = std::thread::Builder::new()
-            .name("chassis-pipe".into())
+            .name("chassis-join".into())
             .spawn_scoped(scope, b)
             .ok()?;
         let ra = a();
@@ -98,6 +88,31 @@ mod tests {
         for work in [0, PARALLEL_MIN_WORK, usize::MAX] {
             let (a, b) = join(work, || 2 + 2, || "four".len());
             assert_eq!((a, b), (4, 4), "work {work}");
+        }
+    }
+
+    #[test]
+    fn concurrent_halves_run_side_by_side_or_not_at_all() {
+        assert_eq!(join_concurrent(0, || 1, || 2), None);
+        // Two halves that each wait for the other: only side by side can
+        // they finish.
+        let (tx_a, rx_a) = std::sync::mpsc::channel();
+        let (tx_b, rx_b) = std::sync::mpsc::channel();
+        let both = join_concurrent(
+            usize::MAX,
+            move || {
+                tx_a.send(1).unwrap();
+                rx_b.recv().unwrap()
+            },
+            move || {
+                tx_b.send(2).unwrap();
+                rx_a.recv().unwrap()
+            },
+        );
+        if has_second_core() {
+            assert_eq!(both, Some((2, 1)));
+        } else {
+            assert_eq!(both, None);
         }
     }
 

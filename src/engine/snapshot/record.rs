@@ -614,16 +614,7 @@ mod writer_tests {
         for tree in [&mut r.semantic_scopes, &mut r.scopes] {
             Arc::make_mut(tree).scopes[0].selections = rows.clone().into();
         }
-        assert!(r.semantic_scopes.work() >= crate::engine::parallel::PARALLEL_MIN_WORK);
-        let d = r.digests().unwrap();
-        assert_eq!(d, r.digests_in_order(None).unwrap());
-        assert_eq!(d.digest, stable_hash(&r.to_canon()).unwrap());
-        assert_eq!(
-            d.semantic_digest,
-            stable_hash(&r.semantic_composition()).unwrap()
-        );
-        let text = r.semantic_scopes.text();
-        assert_eq!(r.digests_with_semantic_text(&text).unwrap(), d);
+        assert_digests_are_the_canon_path(&r);
     }
 
     /// A record of `scopes` scopes under `/`, each with `rows` selection
