@@ -498,7 +498,7 @@ fn diff_plugins(out: &mut Collector, old: &SnapshotRecord, new: &SnapshotRecord)
     let tool_scopes = |r: &SnapshotRecord| -> BTreeMap<String, Vec<String>> {
         let mut m: BTreeMap<String, Vec<String>> = BTreeMap::new();
         for s in &r.semantic_scopes.scopes {
-            for t in &s.visible_tools {
+            for t in s.visible_tools.iter() {
                 m.entry(t.to_string()).or_default().push(s.path.to_string());
             }
         }

@@ -15,7 +15,7 @@ use super::record::{
     Digests, PIECE_BYTES, PIECE_CAPACITY, SNAPSHOT_FORMAT_VERSION, SnapshotRecord, hash_over_pieces,
 };
 use super::scopes::{
-    PieceStream, ProviderIds, ScopeRow, ScopesFingerprint, SelectionRow, TextPiece,
+    Names, PieceStream, ProviderIds, ScopeRow, ScopesFingerprint, SelectionRow, TextPiece,
 };
 use crate::engine::canonical::{Canon, CanonError, Sha256Writer, stable_hash, write_json_string};
 use crate::engine::identity::{GenerationId, instance_id};
@@ -287,10 +287,7 @@ impl<'a> Active<'a> {
             .map(|id| instance_of(ctx, id))
             .collect();
         let (plugins, capabilities) = plugins_and_capabilities(&self.in_order);
-        let empty = Arc::new(ScopesFingerprint {
-            root: "/".into(),
-            scopes: Vec::new(),
-        });
+        let empty = Arc::new(ScopesFingerprint::new(Vec::new()));
         Ok(Contents {
             plugins: Arc::new(plugins),
             capabilities: Arc::new(capabilities),
@@ -379,7 +376,7 @@ pub fn build_snapshot(
     // rather than wait for the list.
     let ((semantic_scopes, scopes), rest) = parallel::join(
         work_of(composition, tree, plan),
-        || fingerprints(composition, tree, plan, &active.facts, &instance, None),
+        || fingerprints(composition, tree, plan, &active.facts, &instance),
         || active.contents(composition, plan, ctx),
     );
     let mut record = record(ctx, rest?);
@@ -416,26 +413,38 @@ pub fn build_snapshot_digested(
                 pieces.push(piece);
             };
             let mut text = PieceStream::new("/", PIECE_BYTES, PIECE_CAPACITY, &mut emit);
-            let trees = fingerprints(
+            let mut semantic = Vec::with_capacity(tree.len());
+            let mut physical = Vec::with_capacity(tree.len());
+            scope_rows(
                 composition,
                 tree,
                 plan,
                 &active.facts,
                 instance,
-                Some(&mut text),
+                |sem, phys| {
+                    text.push(&sem, Some(&phys));
+                    semantic.push(sem);
+                    physical.push(phys);
+                },
             );
             text.finish();
             drop(pieces_tx);
             // No head when the other half failed: its error is the answer.
-            let semantic = heads_rx
+            let digest = heads_rx
                 .recv()
                 .ok()
                 .map(|(head, tail)| hash_over_pieces(&head, &pieces, &tail));
-            (trees, semantic)
+            (
+                (
+                    ScopesFingerprint::new(semantic),
+                    ScopesFingerprint::new(physical),
+                ),
+                digest,
+            )
         },
         // The other: the instance ids and the rest of the record, then the
         // record's digest over the pieces as they come.
-        || -> Result<_, CanonError> {
+        move || -> Result<_, CanonError> {
             let shell = record(ctx, active.contents(composition, plan, ctx)?);
             let _ = heads_tx.send(shell.semantic_head_tail()?);
             let physical = shell.physical_digest()?;
@@ -443,12 +452,13 @@ pub fn build_snapshot_digested(
             Ok((shell, digest, physical))
         },
     );
-    let Some((((semantic_scopes, scopes), semantic), other)) = pipelined else {
+    let Some(((trees, semantic), other)) = pipelined else {
         let record = build_snapshot(composition, tree, plan, ctx)?;
         let digests = record.digests()?;
         return Ok((record, digests));
     };
     let (mut record, digest, physical_digest) = other?;
+    let (semantic_scopes, scopes) = trees;
     record.scopes = Arc::new(scopes);
     record.semantic_scopes = Arc::new(semantic_scopes);
     let digests = Digests {
@@ -889,15 +899,47 @@ fn scope_indices(
     (entry_scope, resolution_scope)
 }
 
+/// `items` as one shared list; `empty` when there are none.
+fn shared_names<'a>(empty: &Names, items: impl ExactSizeIterator<Item = &'a Arc<str>>) -> Names {
+    if items.len() == 0 {
+        Arc::clone(empty)
+    } else {
+        // Exact-size iterators over slices collect in one allocation.
+        items.map(Arc::clone).collect()
+    }
+}
+
 /// Both scope fingerprints: by entry id and by instance id.
-fn fingerprints<'p>(
+fn fingerprints(
+    composition: &Composition,
+    tree: &ScopeTree,
+    plan: &Plan,
+    facts: &EntryFacts<'_>,
+    instance: &(dyn Fn(&EntryId) -> Arc<str> + Sync),
+) -> (ScopesFingerprint, ScopesFingerprint) {
+    let mut semantic = Vec::with_capacity(tree.len());
+    let mut physical = Vec::with_capacity(tree.len());
+    scope_rows(composition, tree, plan, facts, instance, |sem, phys| {
+        semantic.push(sem);
+        physical.push(phys);
+    });
+    (
+        ScopesFingerprint::new(semantic),
+        ScopesFingerprint::new(physical),
+    )
+}
+
+/// Each scope's row of both fingerprints (by entry id, by instance id),
+/// handed to `sink` in pre-order as it is built. The two rows differ only
+/// in `providers`; everything else they share.
+fn scope_rows<'p>(
     composition: &Composition,
     tree: &ScopeTree,
     plan: &'p Plan,
     facts: &EntryFacts<'_>,
     instance: &(dyn Fn(&EntryId) -> Arc<str> + Sync),
-    mut text: Option<&mut PieceStream<'_>>,
-) -> (ScopesFingerprint, ScopesFingerprint) {
+    mut sink: impl FnMut(ScopeRow, ScopeRow),
+) {
     let n = tree.len();
     let (entry_scope, resolution_scope) = scope_indices(tree, plan, facts);
     // Entries of each scope, in id order (counting sort).
@@ -936,6 +978,9 @@ fn fingerprints<'p>(
     }
     let mut texts = SpecTexts::default();
     let mut statuses = StatusTexts::default();
+    // Most scopes have no children, tools or visible tools: one shared
+    // empty list instead of an allocation each.
+    let empty: Names = Arc::from([]);
     let mut row = |r: &'p Resolution| {
         let resolved = r.status == Status::Resolved;
         let selected = r.selected.as_ref().filter(|_| resolved);
@@ -956,8 +1001,6 @@ fn fingerprints<'p>(
     // pre-order (a parent always precedes its children).
     let decls = tree.decls(composition);
     let mut lineage_tools: Vec<Vec<&ToolName>> = vec![Vec::new(); n];
-    let mut semantic = Vec::with_capacity(n);
-    let mut physical = Vec::with_capacity(n);
     let mut pairs: Vec<(&CapabilityName, usize)> = Vec::new();
     for ix in 0..n {
         let scope = tree.get(ix);
@@ -966,11 +1009,10 @@ fn fingerprints<'p>(
             _ => Vec::new(),
         };
         let mine = &in_scope[start[ix]..start[ix + 1]];
-        let mut ids: Vec<Arc<str>> = Vec::with_capacity(mine.len());
+        let ids = shared_names(&empty, mine.iter().map(|&e| facts.entries[e].id.as_arc()));
         pairs.clear();
         for &e in mine {
             let entry = facts.entries[e];
-            ids.push(Arc::clone(entry.id.as_arc()));
             if !facts.eligible[e] {
                 continue;
             }
@@ -1012,7 +1054,7 @@ fn fingerprints<'p>(
             providers.push((Arc::clone(&cap), ids));
             instances.push((cap, iids));
         }
-        let mut visible: Vec<Arc<str>> = acc
+        let mut visible: Vec<&Arc<str>> = acc
             .iter()
             .filter(|t| {
                 scope
@@ -1020,10 +1062,11 @@ fn fingerprints<'p>(
                     .as_ref()
                     .is_none_or(|v| v.iter().any(|x| x.as_str() == t.as_str()))
             })
-            .map(|t| Arc::clone(t.as_arc()))
+            .map(|t| t.as_arc())
             .collect();
         visible.sort();
         visible.dedup();
+        let visible = shared_names(&empty, visible.into_iter());
         lineage_tools[ix] = acc;
         let decl = decls[ix];
         let selections: Arc<[SelectionRow]> = rows_of[row_start[ix]..row_start[ix + 1]]
@@ -1033,49 +1076,35 @@ fn fingerprints<'p>(
         let sem = ScopeRow {
             path: Arc::clone(scope.path.as_arc()),
             parent: scope.parent.map(|p| Arc::clone(tree.get(p).path.as_arc())),
-            children: scope
-                .children
-                .iter()
-                .map(|&c| Arc::clone(tree.get(c).path.as_arc()))
-                .collect(),
+            children: shared_names(
+                &empty,
+                scope.children.iter().map(|&c| tree.get(c).path.as_arc()),
+            ),
             capabilities: scope
                 .capabilities
                 .as_ref()
-                .map(|v| v.iter().map(|c| Arc::clone(c.as_arc())).collect()),
+                .map(|v| shared_names(&empty, v.iter().map(|c| c.as_arc()))),
             tools: decl
                 .and_then(|d| d.tools.as_ref())
-                .map(|v| v.iter().map(|t| Arc::clone(t.as_arc())).collect()),
+                .map(|v| shared_names(&empty, v.iter().map(|t| t.as_arc()))),
             entries: ids,
             providers: providers.into_iter().collect(),
             visible_tools: visible,
             selections,
         };
-        physical.push(ScopeRow {
+        let phys = ScopeRow {
             path: Arc::clone(&sem.path),
             parent: sem.parent.clone(),
-            children: sem.children.clone(),
+            children: Arc::clone(&sem.children),
             capabilities: sem.capabilities.clone(),
             tools: sem.tools.clone(),
-            entries: sem.entries.clone(),
+            entries: Arc::clone(&sem.entries),
             providers: instances.into_iter().collect(),
-            visible_tools: sem.visible_tools.clone(),
+            visible_tools: Arc::clone(&sem.visible_tools),
             selections: Arc::clone(&sem.selections),
-        });
-        if let Some(text) = text.as_deref_mut() {
-            text.push(&sem, physical.last());
-        }
-        semantic.push(sem);
+        };
+        sink(sem, phys);
     }
-    (
-        ScopesFingerprint {
-            root: "/".into(),
-            scopes: semantic,
-        },
-        ScopesFingerprint {
-            root: "/".into(),
-            scopes: physical,
-        },
-    )
 }
 
 /// Per active `mcp` entry, the locked server it runs against

@@ -17,7 +17,8 @@ pub use build::{
 pub use document::{Envelope, SnapshotLoadError, SnapshotLoadReason, envelope, parse_document};
 pub use record::{Digests, SNAPSHOT_FORMAT_VERSION, SnapshotRecord};
 pub use scopes::{
-    PieceStream, ProviderIds, ScopeRow, ScopesFingerprint, ScopesText, SelectionRow, TextPiece,
+    Names, PieceStream, ProviderIds, ScopeRow, ScopesFingerprint, ScopesText, SelectionRow,
+    TextPiece,
 };
 
 #[cfg(test)]

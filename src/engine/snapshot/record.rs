@@ -529,12 +529,12 @@ mod writer_tests {
         let row = ScopeRow {
             path: "/".into(),
             parent: None,
-            children: vec!["/a".into()],
+            children: vec!["/a".into()].into(),
             capabilities: None,
-            tools: Some(vec!["t\"q".into()]),
-            entries: vec!["db".into(), "app".into()],
+            tools: Some(vec!["t\"q".into()].into()),
+            entries: vec!["db".into(), "app".into()].into(),
             providers: BTreeMap::from([("database".into(), vec!["db".into()].into())]),
-            visible_tools: vec!["t".into()],
+            visible_tools: vec!["t".into()].into(),
             selections: vec![SelectionRow {
                 consumer: "app".into(),
                 requirement: "database <2,>=1".into(),
@@ -630,7 +630,7 @@ mod writer_tests {
             let mut row = template.clone();
             row.path = format!("/s{k:04}").into();
             row.parent = Some("/".into());
-            row.children = Vec::new();
+            row.children = Arc::from([]);
             row.providers =
                 BTreeMap::from([("database".into(), vec![format!("db{k}").into()].into())]);
             row.selections = (0..rows)
@@ -685,9 +685,10 @@ mod writer_tests {
         // A physical tree that is not the semantic one but for providers
         // (a hand-edited or foreign snapshot file): writing it over the
         // semantic text would hash the wrong document.
-        Arc::make_mut(&mut r.scopes).scopes[7]
-            .entries
-            .push("extra".into());
+        let row = &mut Arc::make_mut(&mut r.scopes).scopes[7];
+        let mut entries = row.entries.to_vec();
+        entries.push("extra".into());
+        row.entries = entries.into();
         assert!(!r.scopes.same_but_providers(&r.semantic_scopes));
         assert_digests_are_the_canon_path(&r);
         let mut r = wide_record(300, 20);

@@ -36,26 +36,30 @@ pub struct ScopeRow {
     /// Parent path.
     pub parent: Option<Arc<str>>,
     /// Sorted child paths.
-    pub children: Vec<Arc<str>>,
+    pub children: Names,
     /// Effective capability view.
-    pub capabilities: Option<Vec<Arc<str>>>,
+    pub capabilities: Option<Names>,
     /// The scope's own tool view.
-    pub tools: Option<Vec<Arc<str>>>,
+    pub tools: Option<Names>,
     /// Sorted ids of entries declared here (pending included).
-    pub entries: Vec<Arc<str>>,
+    pub entries: Names,
     /// Capability → sorted local provider ids (entry ids or instance ids);
     /// each list shared, so a derived snapshot copies pointers.
     pub providers: BTreeMap<Arc<str>, ProviderIds>,
     /// Sorted names of visible tools.
-    pub visible_tools: Vec<Arc<str>>,
+    pub visible_tools: Names,
     /// Selection rows sorted by (consumer, capability). Shared: the semantic
     /// and physical trees of one snapshot hold the same rows.
     pub selections: Arc<[SelectionRow]>,
 }
 
+/// A list of names in a scope row. Shared: the semantic and physical trees
+/// of one snapshot differ only in providers, so they hold the same lists.
+pub type Names = Arc<[Arc<str>]>;
+
 /// The sorted provider ids of one capability in a scope row (shared: a
 /// derived snapshot copies the pointer).
-pub type ProviderIds = Arc<[Arc<str>]>;
+pub type ProviderIds = Names;
 
 /// The whole fingerprint: `{root, scopes}` in pre-order.
 #[derive(Clone, Debug, PartialEq, Eq, serde::Deserialize)]
@@ -120,6 +124,14 @@ impl ScopeRow {
 }
 
 impl ScopesFingerprint {
+    /// The tree of `scopes` (in pre-order), rooted at `/`.
+    pub fn new(scopes: Vec<ScopeRow>) -> Self {
+        Self {
+            root: "/".into(),
+            scopes,
+        }
+    }
+
     /// Canonical form.
     pub fn to_canon(&self) -> Canon {
         Canon::map([
@@ -303,10 +315,11 @@ impl ScopeRow {
         fn same<T: ?Sized + PartialEq>(a: &Arc<T>, b: &Arc<T>) -> bool {
             Arc::ptr_eq(a, b) || a == b
         }
-        fn same_list(a: &[Arc<str>], b: &[Arc<str>]) -> bool {
-            a.len() == b.len() && a.iter().zip(b).all(|(x, y)| same(x, y))
+        fn same_list(a: &Names, b: &Names) -> bool {
+            Arc::ptr_eq(a, b)
+                || (a.len() == b.len() && a.iter().zip(b.iter()).all(|(x, y)| same(x, y)))
         }
-        fn same_opt_list(a: &Option<Vec<Arc<str>>>, b: &Option<Vec<Arc<str>>>) -> bool {
+        fn same_opt_list(a: &Option<Names>, b: &Option<Names>) -> bool {
             match (a, b) {
                 (Some(a), Some(b)) => same_list(a, b),
                 (a, b) => a.is_none() && b.is_none(),
