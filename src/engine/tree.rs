@@ -130,10 +130,12 @@ impl ScopeTree {
         // BTreeMap order is not pre-order (`/a/b` sorts after `/a-x`), so walk
         // explicitly: group children by parent first.
         let (paths, decls): (Vec<&ScopePath>, Vec<&ScopeDecl>) = composition.scopes.iter().unzip();
-        let mut sorted_ix: FxHashMap<&str, usize> = FxHashMap::default();
-        sorted_ix.reserve(paths.len());
+        // One map, first from path to sorted position (to find parents),
+        // then, once the walk has numbered the scopes, to pre-order index.
+        let mut by_path: FxHashMap<ScopePath, usize> = FxHashMap::default();
+        by_path.reserve(paths.len());
         for (i, p) in paths.iter().enumerate() {
-            sorted_ix.insert(p.as_str(), i);
+            by_path.insert((*p).clone(), i);
         }
         let mut children_of: Vec<Vec<usize>> = vec![Vec::new(); paths.len()];
         let mut root = None;
@@ -141,7 +143,7 @@ impl ScopeTree {
             match parent_str(path.as_str()) {
                 None => root = Some(i),
                 Some(parent) => {
-                    if let Some(&pi) = sorted_ix.get(parent) {
+                    if let Some(&pi) = by_path.get(parent) {
                         children_of[pi].push(i);
                     }
                 }
@@ -150,9 +152,10 @@ impl ScopeTree {
         let mut scopes: Vec<TreeScope> = Vec::with_capacity(decls.len());
         let mut decl_ix: Vec<usize> = Vec::with_capacity(decls.len());
         let Some(root) = root else {
+            by_path.clear();
             return Self {
                 scopes,
-                by_path: FxHashMap::default(),
+                by_path,
                 decl_ix,
                 decls: decls.len(),
             };
@@ -200,11 +203,17 @@ impl ScopeTree {
                 .unwrap_or(ix + 1);
             scopes[ix].end = end;
         }
-        let mut by_path = FxHashMap::default();
-        by_path.reserve(scopes.len());
-        for (ix, s) in scopes.iter().enumerate() {
-            by_path.insert(s.path.clone(), ix);
+        // Sorted position -> pre-order index. Every declaration is visited
+        // (each has its parent, by the composition invariant); one that
+        // was not would keep no place in the map.
+        let mut pre_order = vec![usize::MAX; paths.len()];
+        for (ix, &d) in decl_ix.iter().enumerate() {
+            pre_order[d] = ix;
         }
+        by_path.retain(|_, v| {
+            *v = pre_order[*v];
+            *v != usize::MAX
+        });
         Self {
             scopes,
             by_path,
