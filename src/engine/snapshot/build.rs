@@ -777,7 +777,13 @@ struct SpecTexts<'p> {
     scratch: String,
     /// The last specifier seen: consecutive requirements usually repeat it.
     last_spec: Option<(&'p [Clause], usize)>,
-    last: Option<((usize, usize, bool), Arc<str>)>,
+    /// The texts of the last few requirements, by the addresses of their
+    /// capability and clause list (stable while `plan` is borrowed) and
+    /// `optional`: a scope's rows cycle through their consumers' few
+    /// requirements, so nearly every row finds its text here without
+    /// hashing or comparing clauses.
+    recent: [Option<(RequirementKey, Arc<str>)>; RECENT_REQUIREMENTS],
+    next_recent: usize,
     /// Every rendered requirement text, by (capability handle address,
     /// specifier, optional); addresses are stable while `plan` is borrowed.
     texts: FxHashMap<(usize, usize, bool), Arc<str>>,
@@ -822,17 +828,28 @@ impl<'p> SpecTexts<'p> {
     /// `Requirement::render`: `<capability> <spec>` (`*` for any), then
     /// ` (optional)`.
     fn render(&mut self, r: &'p Requirement) -> Arc<str> {
-        let spec = self.spec(r);
-        let key = (r.capability.as_arc().as_ptr() as usize, spec, r.optional);
-        if let Some((k, text)) = &self.last
-            && *k == key
-        {
+        let clauses = r.specifier.clauses();
+        let recent_key = (
+            r.capability.as_arc().as_ptr() as usize,
+            clauses.as_ptr() as usize,
+            clauses.len(),
+            r.optional,
+        );
+        if let Some((_, text)) = self.recent.iter().flatten().find(|(k, _)| *k == recent_key) {
             return Arc::clone(text);
         }
+        let text = self.render_new(r);
+        self.recent[self.next_recent] = Some((recent_key, Arc::clone(&text)));
+        self.next_recent = (self.next_recent + 1) % RECENT_REQUIREMENTS;
+        text
+    }
+
+    /// [`Self::render`] for a requirement not among the recent ones.
+    fn render_new(&mut self, r: &'p Requirement) -> Arc<str> {
+        let spec = self.spec(r);
+        let key = (r.capability.as_arc().as_ptr() as usize, spec, r.optional);
         if let Some(text) = self.texts.get(&key) {
-            let text = Arc::clone(text);
-            self.last = Some((key, Arc::clone(&text)));
-            return text;
+            return Arc::clone(text);
         }
         let suffix = if r.optional { " (optional)" } else { "" };
         self.scratch.clear();
@@ -842,10 +859,16 @@ impl<'p> SpecTexts<'p> {
         self.scratch.push_str(suffix);
         let text: Arc<str> = Arc::from(self.scratch.as_str());
         self.texts.insert(key, Arc::clone(&text));
-        self.last = Some((key, Arc::clone(&text)));
         text
     }
 }
+
+/// How many requirement texts [`SpecTexts`] keeps at hand.
+const RECENT_REQUIREMENTS: usize = 8;
+
+/// A requirement's capability and clause list addresses, clause count and
+/// `optional` ([`SpecTexts::render`]).
+type RequirementKey = (usize, usize, usize, bool);
 
 /// One shared text per status spelling.
 #[derive(Default)]
