@@ -78,8 +78,12 @@ pub(super) fn applicable_indexed<'a>(
     req: &Req<'a>,
     cache: &mut IndexCache<'a>,
 ) -> Applicable<'a> {
-    applicable(composition, g, req)
-        .map(|(level, p)| (level, p.map(|id| (id, cache.index_of(g, id)))))
+    // Written out rather than through `array::map`: this runs once per
+    // requirement, nearly always with no preference at all, and the
+    // mapped closure was not inlined.
+    let [(l0, p0), (l1, p1), (l2, p2)] = applicable(composition, g, req);
+    let mut indexed = |p: Option<&'a EntryId>| p.map(|id| (id, cache.index_of(g, id)));
+    [(l0, indexed(p0)), (l1, indexed(p1)), (l2, indexed(p2))]
 }
 
 /// Choose among `cands` (entry indices, sorted) by preference.
