@@ -906,8 +906,21 @@ fn scope_indices(
         .iter()
         .map(|r| {
             if let Consumer::Entry(id) = &r.consumer {
-                while k < facts.entries.len() && facts.entries[k].id < *id {
+                // The plan's ids are the composition's: the consumer is
+                // nearly always this entry or the next, by pointer, so
+                // names are compared only when it is neither.
+                let is = |k: usize| {
+                    facts
+                        .entries
+                        .get(k)
+                        .is_some_and(|e| Arc::ptr_eq(e.id.as_arc(), id.as_arc()))
+                };
+                if is(k + 1) {
                     k += 1;
+                } else if !is(k) {
+                    while k < facts.entries.len() && facts.entries[k].id < *id {
+                        k += 1;
+                    }
                 }
                 if let (Some(e), Some(ix)) = (facts.entries.get(k), entry_scope.get(k))
                     && e.id == *id
