@@ -20,6 +20,7 @@ pub mod identity;
 pub mod model;
 pub mod parallel;
 pub mod policy;
+pub(crate) mod recent;
 pub mod redact;
 pub mod request_tools;
 pub mod resolve;

@@ -10,6 +10,7 @@ use std::collections::HashMap;
 use super::gather::{Gathered, Holder, Req};
 use super::plan::{Consumer, PreferenceFinding, PreferenceLevel};
 use crate::engine::model::{CapabilityName, Composition, EntryId};
+use crate::engine::recent::Recent;
 use crate::engine::tree::FxHashMap;
 
 /// The preferences that apply to `req`, most specific first.
@@ -44,30 +45,18 @@ pub(super) type Applicable<'a> = [(PreferenceLevel, Option<(&'a EntryId, Option<
 /// preferred entries, each from many requirements, so most lookups hit here
 /// instead of searching the entry list.
 #[derive(Default)]
-pub(super) struct IndexCache<'a> {
-    recent: Vec<(&'a EntryId, Option<usize>)>,
-    next: usize,
-}
+pub(super) struct IndexCache<'a>(Recent<(&'a EntryId, Option<usize>), 8>);
 
 impl<'a> IndexCache<'a> {
-    const LEN: usize = 8;
-
     fn index_of(&mut self, g: &Gathered<'_>, id: &'a EntryId) -> Option<usize> {
         if let Some(&(_, ix)) = self
-            .recent
-            .iter()
+            .0
             .find(|(k, _)| std::ptr::eq(*k, id) || k.as_str() == id.as_str())
         {
             return ix;
         }
-        let ix = g.index_of(id);
-        if self.recent.len() < Self::LEN {
-            self.recent.push((id, ix));
-        } else {
-            self.recent[self.next] = (id, ix);
-            self.next = (self.next + 1) % Self::LEN;
-        }
-        ix
+        let at = self.0.insert(|_| (id, g.index_of(id)));
+        self.0.get(at).1
     }
 }
 

@@ -21,6 +21,7 @@ use crate::engine::canonical::{Canon, CanonError, Sha256Writer, stable_hash, wri
 use crate::engine::identity::{GenerationId, instance_id};
 use crate::engine::model::{CapabilityName, Composition, Entry, EntryId, Requirement, ToolName};
 use crate::engine::parallel;
+use crate::engine::recent::Recent;
 use crate::engine::redact::redact_for_hash;
 use crate::engine::resolve::{Consumer, Plan, Resolution, Status};
 use crate::engine::specifier::Clause;
@@ -775,33 +776,18 @@ struct SpecTexts<'p> {
     by_content: FxHashMap<&'p [Clause], usize>,
     rendered: Vec<String>,
     scratch: String,
-    /// The last specifier seen: consecutive requirements usually repeat it.
-    last_spec: Option<(&'p [Clause], usize)>,
     /// The texts of the last few requirements, by the addresses of their
     /// capability and clause list (stable while `plan` is borrowed) and
     /// `optional`: a scope's rows cycle through their consumers' few
     /// requirements, so nearly every row finds its text here without
     /// hashing or comparing clauses.
-    recent: [Option<(RequirementKey, Arc<str>)>; RECENT_REQUIREMENTS],
-    next_recent: usize,
+    recent: Recent<(RequirementKey, Arc<str>), 8>,
     /// Every rendered requirement text, by (capability handle address,
     /// specifier, optional); addresses are stable while `plan` is borrowed.
     texts: FxHashMap<(usize, usize, bool), Arc<str>>,
 }
 
 impl<'p> SpecTexts<'p> {
-    fn spec(&mut self, r: &'p Requirement) -> usize {
-        let clauses = r.specifier.clauses();
-        if let Some((c, i)) = self.last_spec
-            && (std::ptr::eq(c, clauses) || c == clauses)
-        {
-            return i;
-        }
-        let i = self.lookup(clauses, r);
-        self.last_spec = Some((clauses, i));
-        i
-    }
-
     fn lookup(&mut self, clauses: &'p [Clause], r: &Requirement) -> usize {
         let key = (clauses.as_ptr() as usize, clauses.len());
         if let Some(&i) = self.by_address.get(&key) {
@@ -835,18 +821,17 @@ impl<'p> SpecTexts<'p> {
             clauses.len(),
             r.optional,
         );
-        if let Some((_, text)) = self.recent.iter().flatten().find(|(k, _)| *k == recent_key) {
+        if let Some((_, text)) = self.recent.find(|(k, _)| *k == recent_key) {
             return Arc::clone(text);
         }
         let text = self.render_new(r);
-        self.recent[self.next_recent] = Some((recent_key, Arc::clone(&text)));
-        self.next_recent = (self.next_recent + 1) % RECENT_REQUIREMENTS;
+        self.recent.insert(|_| (recent_key, Arc::clone(&text)));
         text
     }
 
     /// [`Self::render`] for a requirement not among the recent ones.
     fn render_new(&mut self, r: &'p Requirement) -> Arc<str> {
-        let spec = self.spec(r);
+        let spec = self.lookup(r.specifier.clauses(), r);
         let key = (r.capability.as_arc().as_ptr() as usize, spec, r.optional);
         if let Some(text) = self.texts.get(&key) {
             return Arc::clone(text);
@@ -862,9 +847,6 @@ impl<'p> SpecTexts<'p> {
         text
     }
 }
-
-/// How many requirement texts [`SpecTexts`] keeps at hand.
-const RECENT_REQUIREMENTS: usize = 8;
 
 /// A requirement's capability and clause list addresses, clause count and
 /// `optional` ([`SpecTexts::render`]).

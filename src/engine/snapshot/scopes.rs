@@ -10,6 +10,7 @@ use std::sync::Arc;
 use std::fmt::{self, Write};
 
 use crate::engine::canonical::{Canon, needs_escape, write_json_string};
+use crate::engine::recent::Recent;
 
 /// One requirement's selection row.
 #[derive(Clone, Debug, PartialEq, Eq, serde::Deserialize)]
@@ -404,9 +405,7 @@ const TAIL_TRIAL: u32 = 1024;
 /// itself off after a trial.
 #[derive(Default)]
 struct RecentTails {
-    slots: Vec<RowTail>,
-    /// The slot the next new tail replaces (oldest first).
-    next: usize,
+    slots: Recent<RowTail, TAIL_SLOTS>,
     looked: u32,
     found: u32,
     off: bool,
@@ -447,7 +446,7 @@ impl RecentTails {
         }
         let keys = [provider, scope, &row.requirement, &row.status];
         self.looked += 1;
-        let at = self.slots.iter().position(|slot| {
+        let at = self.slots.position(|slot| {
             slot.keys
                 .iter()
                 .zip(keys)
@@ -461,32 +460,21 @@ impl RecentTails {
             None => {
                 if self.looked == TAIL_TRIAL && self.found < TAIL_TRIAL / 4 {
                     self.off = true;
-                    self.slots = Vec::new();
+                    self.slots.clear();
                     return None;
                 }
-                self.fill(keys.map(Arc::clone))
+                let keys = keys.map(Arc::clone);
+                self.slots.insert(|replaced| {
+                    // The replaced tail's buffer, reused.
+                    let mut text = replaced.map(|t| t.text).unwrap_or_default();
+                    text.clear();
+                    // Writing into a String cannot fail.
+                    let _ = write_row_tail(&keys, &mut text);
+                    RowTail { keys, text }
+                })
             }
         };
-        Some(&self.slots[at].text)
-    }
-
-    /// Write the tail of `keys` into the oldest slot; its index.
-    fn fill(&mut self, keys: [Arc<str>; 4]) -> usize {
-        let at = self.next;
-        self.next = (self.next + 1) % TAIL_SLOTS;
-        let mut text = match self.slots.get_mut(at) {
-            Some(slot) => std::mem::take(&mut slot.text),
-            None => String::new(),
-        };
-        text.clear();
-        // Writing into a String cannot fail.
-        let _ = write_row_tail(&keys, &mut text);
-        let slot = RowTail { keys, text };
-        match self.slots.get_mut(at) {
-            Some(kept) => *kept = slot,
-            None => self.slots.push(slot),
-        }
-        at
+        Some(&self.slots.get(at).text)
     }
 }
 
