@@ -18,7 +18,7 @@ use super::scopes::{
     Names, PieceStream, ProviderIds, ScopeRow, ScopesFingerprint, SelectionRow, TextPiece,
 };
 use crate::engine::canonical::{Canon, CanonError, Sha256Writer, stable_hash, write_json_string};
-use crate::engine::identity::{GenerationId, instance_id};
+use crate::engine::identity::{GenerationId, instance_id, instance_id_arc};
 use crate::engine::model::{CapabilityName, Composition, Entry, EntryId, Requirement, ToolName};
 use crate::engine::parallel;
 use crate::engine::recent::Recent;
@@ -482,7 +482,7 @@ fn work_of(composition: &Composition, tree: &ScopeTree, plan: &Plan) -> usize {
 
 /// The instance id of `id` in `ctx`'s store.
 fn instance_of(ctx: &SnapshotContext, id: &EntryId) -> Arc<str> {
-    instance_id(id, ctx.mounts.get(id).copied().unwrap_or(1)).into()
+    instance_id_arc(id, ctx.mounts.get(id).copied().unwrap_or(1))
 }
 
 /// The snapshot's `plugins` (manifest name -> version, later in activation

@@ -517,3 +517,39 @@ fn building_and_hashing_in_one_pipeline_is_building_then_hashing() {
             >= crate::engine::parallel::PARALLEL_MIN_WORK
     );
 }
+
+#[test]
+fn the_snapshot_graph_hash_is_the_canon_one_for_awkward_ids() {
+    // Ids with quotes, backslashes and non-ASCII text, and one longer than
+    // the hasher's buffer.
+    let long = format!("long-{}", "x".repeat(1500));
+    let ids = [
+        "a\"quote",
+        "back\\slash",
+        "ünï\u{202e}code",
+        long.as_str(),
+        "plain",
+    ];
+    let mut b = CompositionBuilder::new()
+        .entry("db\"1")
+        .plugin("post\"gres", "1.4.2")
+        .provides("database", &["1.4.2"]);
+    for id in ids {
+        b = b.entry(id).requires("database", ">=1,<2");
+    }
+    let c = b.build().unwrap();
+    let plan = resolve(&c);
+    assert!(plan.is_complete());
+    assert_eq!(plan.edges.len(), ids.len());
+    let active: Vec<&crate::engine::model::Entry> = plan
+        .activation_order
+        .iter()
+        .map(|id| &c.entries[id])
+        .collect();
+    let record =
+        build_snapshot(&c, &ScopeTree::new(&c), &plan, &SnapshotContext::default()).unwrap();
+    assert_eq!(
+        record.plugin_graph_hash,
+        plugin_graph_hash(&active, &plan).unwrap()
+    );
+}
