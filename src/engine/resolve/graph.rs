@@ -174,20 +174,18 @@ pub(super) fn activation_order(
     edges: &[(usize, usize)],
     hard: &[(usize, usize)],
 ) -> Vec<usize> {
+    let out = Adjacency::new(n, edges);
+    let hard_out = Adjacency::new(n, hard);
     let mut indegree = vec![0usize; n];
     let mut hard_indegree = vec![0usize; n];
-    let mut out_edges: Vec<Vec<usize>> = vec![Vec::new(); n];
-    let mut hard_out: Vec<Vec<usize>> = vec![Vec::new(); n];
     for &(p, c) in edges {
         if eligible[p] && eligible[c] {
             indegree[c] += 1;
-            out_edges[p].push(c);
         }
     }
     for &(p, c) in hard {
         if eligible[p] && eligible[c] {
             hard_indegree[c] += 1;
-            hard_out[p].push(c);
         }
     }
     let mut heap: BinaryHeap<Reverse<usize>> = (0..n)
@@ -213,15 +211,81 @@ pub(super) fn activation_order(
         }
         placed[e] = true;
         order.push(e);
-        for &c in &out_edges[e] {
+        // `e` is eligible: its edges to eligible consumers are counted.
+        for &(_, c) in out.of(e) {
+            if !eligible[c] {
+                continue;
+            }
             indegree[c] = indegree[c].saturating_sub(1);
             if indegree[c] == 0 && !placed[c] {
                 heap.push(Reverse(c));
             }
         }
-        for &c in &hard_out[e] {
-            hard_indegree[c] = hard_indegree[c].saturating_sub(1);
+        for &(_, c) in hard_out.of(e) {
+            if eligible[c] {
+                hard_indegree[c] = hard_indegree[c].saturating_sub(1);
+            }
         }
     }
     order
+}
+
+/// Each node's out-edges as one run of an edge list sorted by provider
+/// (as the resolver's edges are; any other list is sorted here, stably, so
+/// each node's edges keep their order): no list per node.
+struct Adjacency<'e> {
+    edges: std::borrow::Cow<'e, [(usize, usize)]>,
+    /// Node `p`'s edges are `edges[start[p]..start[p + 1]]`.
+    start: Vec<usize>,
+}
+
+impl<'e> Adjacency<'e> {
+    fn new(n: usize, edges: &'e [(usize, usize)]) -> Self {
+        let edges = if edges.is_sorted_by_key(|&(p, _)| p) {
+            std::borrow::Cow::Borrowed(edges)
+        } else {
+            let mut sorted = edges.to_vec();
+            sorted.sort_by_key(|&(p, _)| p);
+            std::borrow::Cow::Owned(sorted)
+        };
+        let mut start = vec![0usize; n + 1];
+        for &(p, _) in edges.iter() {
+            start[p + 1] += 1;
+        }
+        for i in 0..n {
+            start[i + 1] += start[i];
+        }
+        Self { edges, start }
+    }
+
+    fn of(&self, p: usize) -> &[(usize, usize)] {
+        &self.edges[self.start[p]..self.start[p + 1]]
+    }
+}
+
+#[cfg(test)]
+mod tests {
+    use super::*;
+
+    #[test]
+    fn activation_order_does_not_depend_on_the_order_edges_come_in() {
+        // 0 provides to 3 and 2; 1 provides to 2 (hard); 4 is ineligible
+        // and its edge is ignored; 5 waits on 3.
+        let eligible = [true, true, true, true, false, true];
+        let sorted = [(0, 2), (0, 3), (1, 2), (3, 5), (4, 5)];
+        let hard = [(1, 2), (3, 5)];
+        let want = activation_order(6, &eligible, &sorted, &hard);
+        assert_eq!(want, [0, 1, 2, 3, 5]);
+        let mut shuffled = sorted;
+        shuffled.reverse();
+        let mut hard_shuffled = hard;
+        hard_shuffled.reverse();
+        assert_eq!(
+            activation_order(6, &eligible, &shuffled, &hard_shuffled),
+            want
+        );
+        let adjacency = Adjacency::new(6, &shuffled);
+        assert_eq!(adjacency.of(0), [(0, 3), (0, 2)]);
+        assert!(adjacency.of(2).is_empty());
+    }
 }
