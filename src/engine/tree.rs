@@ -74,6 +74,11 @@ fn parent_str(path: &str) -> Option<&str> {
     }
 }
 
+/// The address of a path's shared text.
+fn address(path: &ScopePath) -> usize {
+    path.as_arc().as_ptr().cast::<u8>() as usize
+}
+
 /// Index of a scope in pre-order (the root is 0).
 pub type ScopeIx = usize;
 
@@ -104,6 +109,12 @@ pub struct ScopeTree {
     scopes: Vec<TreeScope>,
     /// Pre-order index of each path.
     by_path: FxHashMap<ScopePath, ScopeIx>,
+    /// Pre-order index of each path by the address of its text: a
+    /// composition's entries share their scope's path ([`Composition::insert_entry`]),
+    /// so their scopes are found without hashing or comparing text. The
+    /// tree holds every path it lists here, so an address found is that
+    /// path's.
+    by_address: FxHashMap<usize, ScopeIx>,
     /// Per pre-order index, the position of the scope's declaration in the
     /// composition's (sorted) scope map.
     decl_ix: Vec<usize>,
@@ -156,6 +167,7 @@ impl ScopeTree {
             return Self {
                 scopes,
                 by_path,
+                by_address: FxHashMap::default(),
                 decl_ix,
                 decls: decls.len(),
             };
@@ -214,9 +226,15 @@ impl ScopeTree {
             *v = pre_order[*v];
             *v != usize::MAX
         });
+        let by_address = scopes
+            .iter()
+            .enumerate()
+            .map(|(ix, s)| (address(&s.path), ix))
+            .collect();
         Self {
             scopes,
             by_path,
+            by_address,
             decl_ix,
             decls: decls.len(),
         }
@@ -269,7 +287,10 @@ impl ScopeTree {
 
     /// The index of `path` (a hash lookup).
     pub fn find(&self, path: &ScopePath) -> Option<ScopeIx> {
-        self.find_str(path.as_str())
+        match self.by_address.get(&address(path)) {
+            Some(&ix) => Some(ix),
+            None => self.find_str(path.as_str()),
+        }
     }
 
     /// The index of the scope whose path is `path`.
@@ -327,6 +348,7 @@ impl ScopeTree {
 mod tests {
     use super::*;
     use crate::engine::model::ScopeDecl;
+    use std::sync::Arc;
 
     fn path(p: &str) -> ScopePath {
         ScopePath::new(p).unwrap()
@@ -344,6 +366,31 @@ mod tests {
         assert!(tree.is_ancestor_or_self(1, 2));
         assert!(!tree.is_ancestor_or_self(1, 3));
         assert_eq!(tree.get(0).end, 5);
+    }
+
+    #[test]
+    fn entries_share_their_scope_path_and_are_found_by_it() {
+        use crate::engine::build::CompositionBuilder;
+        // `/a/b` is implied by the entry, then declared: the declaration,
+        // the map's key and the entry all hold one path.
+        let c = CompositionBuilder::new()
+            .entry("x")
+            .in_scope("/a/b")
+            .provides("db", &["1.0.0"])
+            .scope("/a/b", None)
+            .build()
+            .unwrap();
+        let entry = &c.entries["x"];
+        let (key, decl) = c.scopes.get_key_value("/a/b").unwrap();
+        assert!(Arc::ptr_eq(entry.scope.value.as_arc(), key.as_arc()));
+        assert!(Arc::ptr_eq(decl.path.as_arc(), key.as_arc()));
+        let tree = ScopeTree::new(&c);
+        let ix = tree.find(&entry.scope.value).unwrap();
+        assert_eq!(tree.get(ix).path.as_str(), "/a/b");
+        // Another allocation of the same text is found by its text, and a
+        // path the tree lacks is not found at all.
+        assert_eq!(tree.find(&path("/a/b")), Some(ix));
+        assert_eq!(tree.find(&path("/a/c")), None);
     }
 
     #[test]

@@ -200,8 +200,12 @@ fn entry(
         comp.disabled.insert(id, Some(def.origin));
         return None;
     }
-    let scope = decl.scope.clone()?;
-    if !comp.scopes.contains_key(&scope.value) {
+    let mut scope = decl.scope.clone()?;
+    // The entry shares its scope's path (one allocation per scope path; the
+    // scope tree then finds an entry's scope by address).
+    if let Some((path, _)) = comp.scopes.get_key_value(&scope.value) {
+        scope.value = path.clone();
+    } else {
         if check_refs {
             let d = Diagnostic::error(
                 Code::UnknownScope,

@@ -506,3 +506,20 @@ fn a_refused_condition_name_is_one_finding() {
         .collect();
     assert_eq!(lines, [6, 9], "{:#?}", l.diagnostics);
 }
+
+/// A loaded entry shares its scope's path with the composition's scope map
+/// (the scope tree finds it by address).
+#[test]
+fn loaded_entries_share_their_scope_path() {
+    let text = "version = 1\n[plugins.postgres]\nversion = \"1.0.0\"\n[entries.db]\nplugin = \"postgres\"\nscope = \"/research/deep\"\n[scopes.\"/research/deep\"]\n";
+    let l = load_str("composition.toml", text);
+    assert!(l.diagnostics.is_empty(), "{:#?}", l.diagnostics);
+    let comp = l.composition.unwrap();
+    let (key, decl) = comp.scopes.get_key_value("/research/deep").unwrap();
+    let entry = &comp.entries["db"];
+    assert!(std::sync::Arc::ptr_eq(
+        entry.scope.value.as_arc(),
+        key.as_arc()
+    ));
+    assert!(std::sync::Arc::ptr_eq(decl.path.as_arc(), key.as_arc()));
+}

@@ -174,7 +174,12 @@ impl Composition {
     }
 
     /// Insert or replace a scope, creating implied ancestors as needed.
-    pub fn insert_scope(&mut self, scope: ScopeDecl) {
+    pub fn insert_scope(&mut self, mut scope: ScopeDecl) {
+        // A replaced scope keeps its key: the declaration shares it, as
+        // entries placed there do ([`Self::insert_entry`]).
+        if let Some((path, _)) = self.scopes.get_key_value(&scope.path) {
+            scope.path = path.clone();
+        }
         let mut parent = scope.path.parent();
         while let Some(p) = parent {
             if self.scopes.contains_key(&p) {
@@ -190,12 +195,16 @@ impl Composition {
 
     /// Insert an entry, creating its scope (as implied) if it does not exist.
     /// Code-built compositions use this; the loader reports unknown scopes
-    /// instead.
-    pub fn insert_entry(&mut self, entry: Entry) {
-        if !self.scopes.contains_key(&entry.scope.value) {
-            let mut implied = ScopeDecl::new(entry.scope.value.clone());
-            implied.implied = true;
-            self.insert_scope(implied);
+    /// instead. The entry shares its scope's path with the scope map (one allocation
+    /// per path; the scope tree finds an entry's scope by its address).
+    pub fn insert_entry(&mut self, mut entry: Entry) {
+        match self.scopes.get_key_value(&entry.scope.value) {
+            Some((path, _)) => entry.scope.value = path.clone(),
+            None => {
+                let mut implied = ScopeDecl::new(entry.scope.value.clone());
+                implied.implied = true;
+                self.insert_scope(implied);
+            }
         }
         self.entries.insert(entry.id.clone(), entry);
     }
