@@ -130,48 +130,64 @@ pub fn resolve_with_tree(composition: &Composition, tree: &ScopeTree) -> Plan {
     sort_edges(n, &mut hard_edges);
     hard_edges.dedup();
 
-    let order = graph::activation_order(n, &eligible, &edges, &hard_edges);
-    let mut entries: Vec<(EntryId, EntryPlan)> = Vec::with_capacity(n);
-    let mut position = vec![None; n];
-    for (i, &e) in order.iter().enumerate() {
-        position[e] = Some(i);
-    }
-    for e in 0..n {
-        let mut pending = std::mem::take(&mut pending_reasons[e]);
-        if let Some(ci) = cycle_of[e] {
-            pending.insert(0, PendingReason::Cycle { cycle: ci });
-        }
-        if !eligible[e] && pending.is_empty() {
-            // Ineligible only through a provider: say which requirement.
-            for ri in entry_reqs[e].clone() {
-                let (req, sel) = (&g.requirements[ri], &selections[ri]);
-                if !req.requirement.optional
-                    && let Selection::One(p, _) = sel
-                    && !eligible[*p]
-                {
-                    pending.push(PendingReason::Requirement {
-                        capability: req.requirement.capability.clone(),
-                        status: Status::ProviderPending,
-                    });
-                }
-            }
-        }
-        entries.push((
-            g.entries[e].id.clone(),
-            EntryPlan {
-                eligible: eligible[e],
-                order: position[e],
-                pending,
-            },
-        ));
-    }
-    // Already in id order: the map is bulk-built.
-    let entries: BTreeMap<EntryId, EntryPlan> = entries.into_iter().collect();
     let id = |e: usize| g.entries[e].id.clone();
+    // Two independent halves, on two cores when large: the activation order
+    // and each entry's plan; the bound edges, the pending list and the
+    // preference findings by id.
+    let ((activation_order, entries), (edges, pending, preference_findings)) = parallel::join(
+        n + edges.len(),
+        || {
+            let order = graph::activation_order(n, &eligible, &edges, &hard_edges);
+            let mut position = vec![None; n];
+            for (i, &e) in order.iter().enumerate() {
+                position[e] = Some(i);
+            }
+            let mut entries: Vec<(EntryId, EntryPlan)> = Vec::with_capacity(n);
+            for e in 0..n {
+                let mut pending = std::mem::take(&mut pending_reasons[e]);
+                if let Some(ci) = cycle_of[e] {
+                    pending.insert(0, PendingReason::Cycle { cycle: ci });
+                }
+                if !eligible[e] && pending.is_empty() {
+                    // Ineligible only through a provider: say which requirement.
+                    for ri in entry_reqs[e].clone() {
+                        let (req, sel) = (&g.requirements[ri], &selections[ri]);
+                        if !req.requirement.optional
+                            && let Selection::One(p, _) = sel
+                            && !eligible[*p]
+                        {
+                            pending.push(PendingReason::Requirement {
+                                capability: req.requirement.capability.clone(),
+                                status: Status::ProviderPending,
+                            });
+                        }
+                    }
+                }
+                entries.push((
+                    id(e),
+                    EntryPlan {
+                        eligible: eligible[e],
+                        order: position[e],
+                        pending,
+                    },
+                ));
+            }
+            // Already in id order: the map is bulk-built.
+            let entries: BTreeMap<EntryId, EntryPlan> = entries.into_iter().collect();
+            let activation_order: Vec<EntryId> = order.iter().map(|&e| id(e)).collect();
+            (activation_order, entries)
+        },
+        || {
+            let edges: Vec<(EntryId, EntryId)> =
+                edges.iter().map(|&(p, c)| (id(p), id(c))).collect();
+            let pending: Vec<EntryId> = (0..n).filter(|&e| !eligible[e]).map(id).collect();
+            (edges, pending, pref_log.findings(composition, &g))
+        },
+    );
     Plan {
-        activation_order: order.iter().map(|&e| id(e)).collect(),
-        pending: (0..n).filter(|&e| !eligible[e]).map(id).collect(),
-        edges: edges.iter().map(|&(p, c)| (id(p), id(c))).collect(),
+        activation_order,
+        pending,
+        edges,
         cycle_paths: cycles
             .iter()
             .map(|c| c.path.iter().map(|&e| id(e)).collect())
@@ -181,7 +197,7 @@ pub fn resolve_with_tree(composition: &Composition, tree: &ScopeTree) -> Plan {
             .map(|c| c.members.iter().map(|&e| id(e)).collect())
             .collect(),
         resolutions,
-        preference_findings: pref_log.findings(composition, &g),
+        preference_findings,
         entries,
     }
 }
