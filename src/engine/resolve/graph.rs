@@ -5,6 +5,7 @@ use std::collections::{BinaryHeap, VecDeque};
 
 use petgraph::graph::{DiGraph, NodeIndex};
 
+use super::adjacency::Adjacency;
 use super::gather::{Gathered, Holder};
 
 /// Cycles (strongly connected components) of the declared graph: an edge consumer → provider for every hard
@@ -174,8 +175,8 @@ pub(super) fn activation_order(
     edges: &[(usize, usize)],
     hard: &[(usize, usize)],
 ) -> Vec<usize> {
-    let out = Adjacency::new(n, edges);
-    let hard_out = Adjacency::new(n, hard);
+    let out = Adjacency::new(n, || edges.iter().copied());
+    let hard_out = Adjacency::new(n, || hard.iter().copied());
     let mut indegree = vec![0usize; n];
     let mut hard_indegree = vec![0usize; n];
     for &(p, c) in edges {
@@ -212,7 +213,7 @@ pub(super) fn activation_order(
         placed[e] = true;
         order.push(e);
         // `e` is eligible: its edges to eligible consumers are counted.
-        for &(_, c) in out.of(e) {
+        for &c in out.of(e) {
             if !eligible[c] {
                 continue;
             }
@@ -221,46 +222,13 @@ pub(super) fn activation_order(
                 heap.push(Reverse(c));
             }
         }
-        for &(_, c) in hard_out.of(e) {
+        for &c in hard_out.of(e) {
             if eligible[c] {
                 hard_indegree[c] = hard_indegree[c].saturating_sub(1);
             }
         }
     }
     order
-}
-
-/// Each node's out-edges as one run of an edge list sorted by provider
-/// (as the resolver's edges are; any other list is sorted here, stably, so
-/// each node's edges keep their order): no list per node.
-struct Adjacency<'e> {
-    edges: std::borrow::Cow<'e, [(usize, usize)]>,
-    /// Node `p`'s edges are `edges[start[p]..start[p + 1]]`.
-    start: Vec<usize>,
-}
-
-impl<'e> Adjacency<'e> {
-    fn new(n: usize, edges: &'e [(usize, usize)]) -> Self {
-        let edges = if edges.is_sorted_by_key(|&(p, _)| p) {
-            std::borrow::Cow::Borrowed(edges)
-        } else {
-            let mut sorted = edges.to_vec();
-            sorted.sort_by_key(|&(p, _)| p);
-            std::borrow::Cow::Owned(sorted)
-        };
-        let mut start = vec![0usize; n + 1];
-        for &(p, _) in edges.iter() {
-            start[p + 1] += 1;
-        }
-        for i in 0..n {
-            start[i + 1] += start[i];
-        }
-        Self { edges, start }
-    }
-
-    fn of(&self, p: usize) -> &[(usize, usize)] {
-        &self.edges[self.start[p]..self.start[p + 1]]
-    }
 }
 
 #[cfg(test)]
@@ -284,8 +252,5 @@ mod tests {
             activation_order(6, &eligible, &shuffled, &hard_shuffled),
             want
         );
-        let adjacency = Adjacency::new(6, &shuffled);
-        assert_eq!(adjacency.of(0), [(0, 3), (0, 2)]);
-        assert!(adjacency.of(2).is_empty());
     }
 }

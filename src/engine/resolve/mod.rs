@@ -20,6 +20,7 @@
 //! One entry offering several contract generations of a capability is one
 //! candidate; a requirement binds the highest provided version it accepts.
 
+mod adjacency;
 mod gather;
 mod graph;
 mod origins;
@@ -35,6 +36,7 @@ pub use plan::*;
 use crate::engine::model::{Composition, EntryId};
 use crate::engine::parallel;
 use crate::engine::tree::ScopeTree;
+use adjacency::Adjacency;
 use gather::{Gathered, Holder};
 
 /// Resolve `composition`.
@@ -394,38 +396,6 @@ fn unselected_status(g: &Gathered<'_>, req: &gather::Req<'_>, eligible: &[bool])
         Status::SelfReference
     } else {
         Status::NoProvider
-    }
-}
-
-/// Lists of indices per entry, in one array (compressed rows): built in two
-/// passes over the pairs, so 10,000 entries cost two allocations, not
-/// 10,000. Each entry's list keeps the order the pairs came in.
-struct Adjacency {
-    start: Vec<usize>,
-    items: Vec<usize>,
-}
-
-impl Adjacency {
-    /// From `(entry, item)` pairs, `pairs` called twice (count, then fill).
-    fn new<I: Iterator<Item = (usize, usize)>>(n: usize, pairs: impl Fn() -> I) -> Self {
-        let mut start = vec![0usize; n + 1];
-        for (e, _) in pairs() {
-            start[e + 1] += 1;
-        }
-        for i in 0..n {
-            start[i + 1] += start[i];
-        }
-        let mut fill = start.clone();
-        let mut items = vec![0usize; start[n]];
-        for (e, item) in pairs() {
-            items[fill[e]] = item;
-            fill[e] += 1;
-        }
-        Self { start, items }
-    }
-
-    fn of(&self, e: usize) -> &[usize] {
-        &self.items[self.start[e]..self.start[e + 1]]
     }
 }
 
