@@ -5,6 +5,7 @@
 
 use std::collections::{BTreeSet, HashMap};
 use std::hash::{BuildHasherDefault, Hasher};
+use std::sync::Arc;
 
 use super::model::{CapabilityName, Composition, ScopeDecl, ScopePath, ToolName};
 
@@ -97,10 +98,11 @@ pub struct TreeScope {
     /// exactly `i + 1 .. end`.
     pub end: ScopeIx,
     /// Effective capability view: intersection of the views from the root
-    /// down; `None` when no scope on the lineage has one.
-    pub capabilities: Option<BTreeSet<CapabilityName>>,
+    /// down; `None` when no scope on the lineage has one. Shared with the
+    /// parent when the scope declares no view of its own.
+    pub capabilities: Option<Arc<BTreeSet<CapabilityName>>>,
     /// Effective tool view, computed the same way.
-    pub tools: Option<BTreeSet<ToolName>>,
+    pub tools: Option<Arc<BTreeSet<ToolName>>>,
 }
 
 /// The whole tree in pre-order, children visited in sorted path order.
@@ -122,15 +124,16 @@ pub struct ScopeTree {
     decls: usize,
 }
 
+/// A scope's effective view: the inherited one (shared) narrowed by its own.
 fn intersect<T: Ord + Clone>(
-    inherited: &Option<BTreeSet<T>>,
+    inherited: &Option<Arc<BTreeSet<T>>>,
     own: &Option<BTreeSet<T>>,
-) -> Option<BTreeSet<T>> {
+) -> Option<Arc<BTreeSet<T>>> {
     match (inherited, own) {
         (None, None) => None,
-        (Some(a), None) => Some(a.clone()),
-        (None, Some(b)) => Some(b.clone()),
-        (Some(a), Some(b)) => Some(a.intersection(b).cloned().collect()),
+        (Some(a), None) => Some(Arc::clone(a)),
+        (None, Some(b)) => Some(Arc::new(b.clone())),
+        (Some(a), Some(b)) => Some(Arc::new(a.intersection(b).cloned().collect())),
     }
 }
 
@@ -179,7 +182,11 @@ impl ScopeTree {
             decl_ix.push(sorted_ix);
             let ix = scopes.len();
             let (depth, caps, tools) = match parent {
-                None => (0, decl.capabilities.clone(), decl.tools.clone()),
+                None => (
+                    0,
+                    decl.capabilities.clone().map(Arc::new),
+                    decl.tools.clone().map(Arc::new),
+                ),
                 Some(p) => {
                     let ps = &scopes[p];
                     (
@@ -425,5 +432,11 @@ mod tests {
             .collect();
         assert_eq!(view, ["model"]);
         assert!(tree.get(0).capabilities.is_none());
+        // `/a/b/c` declares no view: it shares its parent's.
+        let b_ix = tree.find(&path("/a/b")).unwrap();
+        assert!(Arc::ptr_eq(
+            tree.get(c_ix).capabilities.as_ref().unwrap(),
+            tree.get(b_ix).capabilities.as_ref().unwrap()
+        ));
     }
 }
