@@ -51,46 +51,35 @@ pub fn resolve_with_tree(composition: &Composition, tree: &ScopeTree) -> Plan {
     let n = g.entries.len();
 
     // 2. Cycles on the declared graph (hard requirements, visible accepted).
-    let cycles = graph::find_cycles(&g);
-    let mut cycle_of: Vec<Option<usize>> = vec![None; n];
+    // Steps 3-5 depend on the cycles only through their members, and a large
+    // composition rarely has any: on two cores they run beside the cycle
+    // search as if there were none, and are redone only when there are.
+    let no_cycles: Vec<Option<usize>> = vec![None; n];
+    let work = g.requirements.len() + n;
+    let (cycles, acyclic) = if parallel::splits(work) {
+        let (cycles, acyclic) = parallel::join(
+            work,
+            || graph::find_cycles(&g),
+            || choose(composition, &g, &no_cycles),
+        );
+        (cycles, Some(acyclic))
+    } else {
+        (graph::find_cycles(&g), None)
+    };
+    let mut cycle_of = no_cycles;
     for (ci, cycle) in cycles.iter().enumerate() {
         for &e in &cycle.members {
             cycle_of[e] = Some(ci);
         }
     }
-
-    // 3. Viability.
-    let viable = viability(&g, &cycle_of);
-
-    // 4. Selection among viable candidates.
-    let mut selections: Vec<Selection> = Vec::with_capacity(g.requirements.len());
-    let mut pref_log = preferences::Log::default();
-    let mut cands: Vec<usize> = Vec::new();
-    let mut index_cache = preferences::IndexCache::default();
-    for req in &g.requirements {
-        cands.clear();
-        cands.extend(
-            g.accepted(req)
-                .iter()
-                .map(|c| c.entry)
-                .filter(|&e| viable[e]),
-        );
-        let cands = &cands[..];
-        let applicable = preferences::applicable_indexed(composition, &g, req, &mut index_cache);
-        let sel = match cands.len() {
-            0 => Selection::None,
-            1 => Selection::One(cands[0], SelectionReason::OnlyEligible),
-            _ => match preferences::choose(&applicable, cands) {
-                Some((e, level)) => Selection::One(e, SelectionReason::ExplicitPreference(level)),
-                None => Selection::Ambiguous(cands.to_vec()),
-            },
-        };
-        pref_log.observe(&applicable, &g, req, cands);
-        selections.push(sel);
-    }
-
-    // 5. Eligibility with cascade along hard selections.
-    let eligible = eligibility(&g, &viable, &selections);
+    let Choice {
+        selections,
+        pref_log,
+        eligible,
+    } = match acyclic {
+        Some(choice) if cycles.is_empty() => choice,
+        _ => choose(composition, &g, &cycle_of),
+    };
 
     // 6. Statuses and the plan.
     // Resolutions are emitted directly in their published order, (consumer
@@ -201,6 +190,60 @@ pub fn resolve_with_tree(composition: &Composition, tree: &ScopeTree) -> Plan {
         resolutions,
         preference_findings,
         entries,
+    }
+}
+
+/// What steps 3-5 decide: each requirement's selection, what the
+/// preferences were seen to do, and which entries are eligible.
+struct Choice<'a> {
+    selections: Vec<Selection>,
+    pref_log: preferences::Log<'a>,
+    eligible: Vec<bool>,
+}
+
+/// Steps 3-5 given each entry's cycle (`cycle_of`): viability, selection
+/// among the viable candidates, eligibility.
+fn choose<'a>(
+    composition: &'a Composition,
+    g: &Gathered<'a>,
+    cycle_of: &[Option<usize>],
+) -> Choice<'a> {
+    // 3. Viability.
+    let viable = viability(g, cycle_of);
+
+    // 4. Selection among viable candidates.
+    let mut selections: Vec<Selection> = Vec::with_capacity(g.requirements.len());
+    let mut pref_log = preferences::Log::default();
+    let mut cands: Vec<usize> = Vec::new();
+    let mut index_cache = preferences::IndexCache::default();
+    for req in &g.requirements {
+        cands.clear();
+        cands.extend(
+            g.accepted(req)
+                .iter()
+                .map(|c| c.entry)
+                .filter(|&e| viable[e]),
+        );
+        let cands = &cands[..];
+        let applicable = preferences::applicable_indexed(composition, g, req, &mut index_cache);
+        let sel = match cands.len() {
+            0 => Selection::None,
+            1 => Selection::One(cands[0], SelectionReason::OnlyEligible),
+            _ => match preferences::choose(&applicable, cands) {
+                Some((e, level)) => Selection::One(e, SelectionReason::ExplicitPreference(level)),
+                None => Selection::Ambiguous(cands.to_vec()),
+            },
+        };
+        pref_log.observe(&applicable, g, req, cands);
+        selections.push(sel);
+    }
+
+    // 5. Eligibility with cascade along hard selections.
+    let eligible = eligibility(g, &viable, &selections);
+    Choice {
+        selections,
+        pref_log,
+        eligible,
     }
 }
 

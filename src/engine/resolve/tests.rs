@@ -416,3 +416,63 @@ fn a_large_chain_split_over_two_cores_resolves_row_by_row() {
     assert!(at.contains_key("shared-db"));
     assert!((1..hole).all(|i| at[id(i - 1).as_str()] < at[id(i).as_str()]));
 }
+
+/// A composition large enough to choose selections beside the cycle search
+/// (on two cores): with a cycle, what was chosen as if there were none is
+/// dropped and chosen again; without one, it stands.
+#[test]
+fn large_compositions_with_and_without_cycles() {
+    let build = |cycle: bool| {
+        let mut b = B::new()
+            .entry("db")
+            .provides("database", &["1.0.0"])
+            .provides("cache", &["1.0.0"]);
+        for k in 0..3000 {
+            b = b
+                .entry(&format!("app-{k:04}"))
+                .requires("database", ">=1,<2");
+        }
+        // `loop-a` and `loop-b` need each other; `user` needs `loop-a`.
+        if cycle {
+            b = b
+                .entry("loop-a")
+                .provides("alpha", &["1.0.0"])
+                .requires("beta", ">=1")
+                .entry("loop-b")
+                .provides("beta", &["1.0.0"])
+                .requires("alpha", ">=1");
+        } else {
+            b = b
+                .entry("loop-a")
+                .provides("alpha", &["1.0.0"])
+                .entry("loop-b")
+                .provides("beta", &["1.0.0"])
+                .requires("alpha", ">=1");
+        }
+        b.entry("user").requires("alpha", ">=1").build().unwrap()
+    };
+    let plan = resolve(&build(true));
+    assert!(
+        plan.resolutions.len() + plan.entries.len() >= crate::engine::parallel::PARALLEL_MIN_WORK
+    );
+    assert_eq!(plan.cycles.len(), 1);
+    assert_eq!(
+        plan.cycles[0]
+            .iter()
+            .map(|e| e.as_str())
+            .collect::<Vec<_>>(),
+        ["loop-a", "loop-b"]
+    );
+    for pending in ["loop-a", "loop-b", "user"] {
+        assert!(
+            !plan.is_eligible(&EntryId::new(pending).unwrap()),
+            "{pending}"
+        );
+    }
+    assert_eq!(status(&plan, "user", "alpha"), Status::ProviderPending);
+    assert_eq!(status(&plan, "app-2999", "database"), Status::Resolved);
+    let plan = resolve(&build(false));
+    assert!(plan.cycles.is_empty());
+    assert!(plan.is_complete());
+    assert_eq!(selected(&plan, "user", "alpha").as_deref(), Some("loop-a"));
+}
