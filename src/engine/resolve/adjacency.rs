@@ -1,4 +1,4 @@
-//! Per-entry lists of indices in one array, for the resolver's graph walks.
+//! Lists of indices per entry (or scope) in one array, for the resolver.
 
 /// Lists of indices per entry, in one array (compressed rows): built in two
 /// passes over the pairs, so 10,000 entries cost two allocations, not

@@ -6,6 +6,7 @@
 //! halves on two cores and joined in order; where it is cut never changes
 //! the answer (a proptest cuts it everywhere).
 
+use super::adjacency::Adjacency;
 use super::plan::Consumer;
 use std::collections::BTreeMap;
 
@@ -146,10 +147,10 @@ pub(super) fn gather_cut<'a>(
         .map(|e| tree.find(&e.scope.value).unwrap_or(0))
         .collect();
     let decls = tree.decls(composition);
-    let mut by_scope: Vec<Vec<usize>> = vec![Vec::new(); tree.len()];
-    for (e, &s) in entry_scope.iter().enumerate() {
-        by_scope[s].push(e);
-    }
+    // Each scope's entries in id order, in one array.
+    let by_scope = Adjacency::new(tree.len(), || {
+        entry_scope.iter().enumerate().map(|(e, &s)| (s, e))
+    });
 
     // Intern provided capability names; count providers per capability.
     let mut caps: FxHashMap<&str, usize> = FxHashMap::default();
@@ -261,7 +262,7 @@ fn split_point(ctx: &Ctx<'_, '_>, weights: &[usize], declared: usize) -> Option<
             continue;
         }
         before += ctx.decls[ix].map_or(0, |d| d.requirements.len());
-        for (offset, &e) in ctx.by_scope[ix].iter().enumerate() {
+        for (offset, &e) in ctx.by_scope.of(ix).iter().enumerate() {
             if before >= half {
                 return Some((ix, offset));
             }
@@ -342,7 +343,7 @@ struct Ctx<'c, 'a> {
     tree: &'c ScopeTree,
     entries: &'c [&'a Entry],
     decls: &'c [Option<&'a ScopeDecl>],
-    by_scope: &'c [Vec<usize>],
+    by_scope: &'c Adjacency,
 }
 
 impl<'a> Ctx<'_, 'a> {
@@ -383,7 +384,7 @@ impl<'a> Ctx<'_, 'a> {
         while ix < n && (ix == start.0 || (ix, 0) < end) {
             lineage.leave_all_but_ancestors_of(self.tree, ix);
             self.enter(ix, &mut lineage);
-            let in_scope = &self.by_scope[ix];
+            let in_scope = self.by_scope.of(ix);
             let lo = if ix == start.0 { start.1 } else { 0 };
             let hi = if ix == end.0 {
                 end.1.min(in_scope.len())
@@ -418,7 +419,7 @@ impl<'a> Ctx<'_, 'a> {
     /// Enter scope `ix`: its providers join the lineage.
     fn enter(&self, ix: ScopeIx, lineage: &mut Lineage) {
         lineage.frames.push((ix, lineage.links.len()));
-        for &e in &self.by_scope[ix] {
+        for &e in self.by_scope.of(ix) {
             for &(cap, _) in self.provided_by(e) {
                 lineage.push(cap, e);
             }
