@@ -1,13 +1,42 @@
 //! Progress of `chassis run` on stderr: one plain line per model call and
 //! tool call, with timings, that a person can follow and a log keeps. On a
 //! terminal a spinner ([`super::spinner`]) shows what is being waited on
-//! between the lines; the lines themselves are the same everywhere.
+//! between the lines; the lines themselves are the same everywhere. Under
+//! `--format json` every step event is one JSON object instead
+//! (`{"type": "progress", "event": "tool_call_finished", …}`), beside the
+//! diagnostics' `{"type": "diagnostic", …}` lines, so a machine reads all
+//! of stderr alike.
 
 use crate::runtime::agent::{AgentEvent, AgentObserver};
 
-/// Writes step events to stderr.
+/// Writes step events to stderr, as lines or as JSON objects.
 #[derive(Debug, Default)]
-pub struct Progress;
+pub struct Progress {
+    json: bool,
+}
+
+impl Progress {
+    /// Lines for a person.
+    pub fn lines() -> Self {
+        Self { json: false }
+    }
+
+    /// One JSON object per event (`--format json`).
+    pub fn json() -> Self {
+        Self { json: true }
+    }
+}
+
+/// `event` as a JSON progress object: the event's own fields (already
+/// redacted: arguments and error messages are what the model read) under
+/// `"type": "progress"`.
+pub fn event_json(event: &AgentEvent) -> serde_json::Value {
+    let mut value = serde_json::to_value(event).unwrap_or_default();
+    if let Some(object) = value.as_object_mut() {
+        object.insert("type".into(), "progress".into());
+    }
+    value
+}
 
 fn indent(depth: usize) -> String {
     "  ".repeat(depth + 1)
@@ -25,6 +54,11 @@ fn args_text(v: &serde_json::Value) -> String {
 
 impl AgentObserver for Progress {
     fn on_event(&self, event: &AgentEvent) {
+        if self.json {
+            use std::io::Write as _;
+            let _ = writeln!(std::io::stderr().lock(), "{}", event_json(event));
+            return;
+        }
         let line = match event {
             AgentEvent::RunStarted {
                 agent,

@@ -108,6 +108,17 @@ impl Ui {
         }
     }
 
+    /// A status line on stderr (`recorded 3 boundaries to …`): as written,
+    /// or under `--format json` a `note` diagnostic line.
+    pub fn info(&self, text: &str) {
+        let mut stderr = std::io::stderr().lock();
+        if self.format == Format::Json {
+            let _ = writeln!(stderr, "{}", message_json("note", None, text, &[]));
+        } else {
+            let _ = writeln!(stderr, "{text}");
+        }
+    }
+
     /// Report diagnostics on stderr, as miette reports or JSON lines.
     pub fn diagnostics(&self, diagnostics: &[Diagnostic], sources: &SourceMap) {
         for d in diagnostics {

@@ -455,7 +455,12 @@ fn a_secret_a_tool_reads_through_its_context_appears_in_no_output() {
     // back, so it hits without the live fallback and answers the same.
     let replay = chassis(&["--format", "json", "run", &f, "--replay", &record]);
     assert_eq!(replay.code, 0, "{}", replay.stderr);
-    assert!(replay.stderr.contains("[replayed]"), "{}", replay.stderr);
+    // Under `--format json` progress is JSON lines: replayed calls say so.
+    assert!(
+        replay.stderr.contains("\"replayed\":true"),
+        "{}",
+        replay.stderr
+    );
     let replayed: serde_json::Value = serde_json::from_str(&replay.stdout).unwrap();
     assert_eq!(doc["answer"], "done", "{}", run.stdout);
     assert_eq!(replayed["answer"], doc["answer"], "{}", replay.stdout);

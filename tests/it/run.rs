@@ -125,6 +125,68 @@ fn an_answer_exits_0_with_the_digest_snapshot_agrees_on() {
     assert!(r.stderr.contains("snapshot_digest"), "{}", r.stderr);
 }
 
+/// Under `--format json` all of stderr is JSON lines: each step event as a
+/// `progress` object, status lines as `note` diagnostics.
+#[test]
+fn under_format_json_stderr_is_json_lines() {
+    let d = Dir::new(&composition(""));
+    let rec = d.path("rec.json");
+    let (code, _, stderr) = d.json(&[
+        "run",
+        "c.toml",
+        "--approve",
+        "save_note",
+        "--record",
+        rec.to_str().unwrap(),
+    ]);
+    assert_eq!(code, 0, "{stderr}");
+    let lines: Vec<serde_json::Value> = stderr
+        .lines()
+        .map(|l| serde_json::from_str(l).unwrap_or_else(|e| panic!("{e}: {l:?} in {stderr}")))
+        .collect();
+    let events: Vec<&str> = lines
+        .iter()
+        .filter(|l| l["type"] == "progress")
+        .map(|l| l["event"].as_str().unwrap())
+        .collect();
+    assert_eq!(
+        events,
+        [
+            "run_started",
+            "model_call_started",
+            "model_call_finished",
+            "tool_call_started",
+            "tool_call_finished",
+            "model_call_started",
+            "model_call_finished",
+            "tool_call_started",
+            "tool_call_finished",
+            "model_call_started",
+            "model_call_finished",
+            "run_finished"
+        ],
+        "{stderr}"
+    );
+    let lookup = lines
+        .iter()
+        .find(|l| l["event"] == "tool_call_finished")
+        .unwrap();
+    assert_eq!(lookup["record"]["name"], "lookup");
+    assert_eq!(lookup["record"]["status"], "ok");
+    assert!(
+        lines.iter().any(|l| l["type"] == "diagnostic"
+            && l["severity"] == "note"
+            && l["message"]
+                .as_str()
+                .unwrap()
+                .starts_with("recorded 5 boundaries to ")),
+        "{stderr}"
+    );
+    // The text form keeps its lines.
+    let r = d.run(&["run", "c.toml", "--yes"]);
+    assert!(r.stderr.contains("  tool   lookup  ok"), "{}", r.stderr);
+}
+
 #[test]
 fn without_a_terminal_an_approval_is_refused_and_the_model_reads_why() {
     let d = Dir::new(&composition(""));

@@ -309,6 +309,7 @@ pub fn run(ui: &Ui, args: &RunArgs) -> Result<ExitStatus, ExitStatus> {
         Arc::clone(&telemetry),
     );
     let quiet = ui.quiet;
+    let json_progress = ui.format == Format::Json;
     let composition = resolved.composition.clone();
     let follow_ui = ui.clone();
     let started_at = now_rfc3339();
@@ -370,8 +371,10 @@ pub fn run(ui: &Ui, args: &RunArgs) -> Result<ExitStatus, ExitStatus> {
         if let Some(r) = replay_for_run {
             runner = runner.with_models(r);
         }
-        if !quiet {
-            runner = runner.with_observer(Arc::new(Progress));
+        if !quiet && json_progress {
+            runner = runner.with_observer(Arc::new(Progress::json()));
+        } else if !quiet {
+            runner = runner.with_observer(Arc::new(Progress::lines()));
             if std::io::stderr().is_terminal()
                 && std::env::var_os("TERM").is_none_or(|t| t != "dumb")
             {
@@ -478,7 +481,7 @@ pub fn run(ui: &Ui, args: &RunArgs) -> Result<ExitStatus, ExitStatus> {
         if !ui.quiet {
             let n = doc.records.len();
             let noun = if n == 1 { "boundary" } else { "boundaries" };
-            ui.err(&format!("recorded {n} {noun} to {}", path.display()));
+            ui.info(&format!("recorded {n} {noun} to {}", path.display()));
         }
     }
     if let (Some((store, path)), Some(seed)) = (store.as_mut(), seed) {
@@ -536,7 +539,7 @@ pub fn run(ui: &Ui, args: &RunArgs) -> Result<ExitStatus, ExitStatus> {
             })
             .map_err(|e| store_error(ui, &e))?;
         if !ui.quiet {
-            ui.err(&format!("recorded {stored} in {}", path.display()));
+            ui.info(&format!("recorded {stored} in {}", path.display()));
         }
     }
     render(
