@@ -92,7 +92,7 @@ pub fn probe_entries(
             continue;
         };
         if !ui.quiet && ui.format != super::ui::Format::Json {
-            ui.err(&format!("starting the MCP server of `{id}`…"));
+            ui.info(&format!("starting the MCP server of `{id}`…"));
         }
         let config = entry.1.config.to_json();
         let started = std::time::Instant::now();
@@ -258,7 +258,7 @@ pub fn update_for(
     require_probed(ui, &probed)?;
     let lock = updated(old.as_ref(), &resolved.composition, &probed);
     if write(ui, file, &lock)? && !ui.quiet {
-        ui.err(&format!(
+        ui.info(&format!(
             "updated `{}`: {}",
             lock_path(file).display(),
             summary(old.as_ref(), &lock)

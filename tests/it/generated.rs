@@ -40,3 +40,19 @@ fn help_teaches_exit_codes() {
     assert_eq!(r.code, 0);
     assert!(r.stdout.contains("Exit codes"), "{}", r.stdout);
 }
+
+#[test]
+fn writing_generated_files_reports_a_line_or_a_json_note() {
+    let dir = tempfile::tempdir().unwrap();
+    let d = dir.path().to_str().unwrap();
+    let r = run(&["schema", "--write", d]);
+    assert_eq!(r.code, 0, "{}", r.stderr);
+    assert!(r.stderr.starts_with("wrote "), "{}", r.stderr);
+    let r = run(&["--format", "json", "schema", "--write", d]);
+    assert_eq!(r.code, 0, "{}", r.stderr);
+    let note: serde_json::Value = serde_json::from_str(r.stderr.trim()).unwrap();
+    assert_eq!(note["type"], "diagnostic");
+    assert_eq!(note["severity"], "note");
+    assert!(note["message"].as_str().unwrap().starts_with("wrote "));
+    assert!(dir.path().join("composition.schema.json").exists());
+}

@@ -58,7 +58,7 @@ pub fn run(ui: &Ui, args: &CompletionsArgs) -> Result<ExitStatus, ExitStatus> {
                 return Err(ExitStatus::Failure);
             }
             if !ui.quiet {
-                ui.err(&format!("wrote {}", path.display()));
+                ui.info(&format!("wrote {}", path.display()));
             }
         }
     }

@@ -44,7 +44,7 @@ pub fn run(ui: &Ui, args: &SchemaArgs) -> Result<ExitStatus, ExitStatus> {
     match &args.write {
         None => ui.out(&crate::load::composition_schema_text()),
         Some(dir) => match crate::load::write_schema(dir) {
-            Ok(path) => ui.err(&format!("wrote {}", path.display())),
+            Ok(path) => ui.info(&format!("wrote {}", path.display())),
             Err(e) => {
                 ui.err(&format!(
                     "error: cannot write the schema into `{}`: {e}",
