@@ -18,7 +18,7 @@ use super::identity::{Decision, NodeIdentity, NodeImpact, NodeImpacts, changes};
 use super::instance::{PluginInstance, PluginSetupError};
 use super::scope::CleanupFailure;
 use super::signals;
-use crate::engine::identity::{GenerationId, instance_id};
+use crate::engine::identity::{GenerationId, instance_id, instance_id_arc};
 use crate::engine::model::{Composition, EntryId};
 use crate::engine::resolve::{
     Plan, Resolution, Selected, Status, resolve_with_tree, with_origins_of,
@@ -928,7 +928,7 @@ impl Harness {
         }
         let mounted_so_far = control.mounts.get(&*id).copied();
         let mount = keep_mount.unwrap_or(mounted_so_far.unwrap_or(0) + 1);
-        let iid: Arc<str> = Arc::from(instance_id(entry_id, mount));
+        let iid: Arc<str> = instance_id_arc(entry_id, mount);
         let spec = ContextSpec {
             entry_id: id.to_string(),
             instance_id: iid.to_string(),
