@@ -30,7 +30,7 @@ impl Progress {
 /// `event` as a JSON progress object: the event's own fields (already
 /// redacted: arguments and error messages are what the model read) under
 /// `"type": "progress"`.
-pub fn event_json(event: &AgentEvent) -> serde_json::Value {
+fn event_json(event: &AgentEvent) -> serde_json::Value {
     let mut value = serde_json::to_value(event).unwrap_or_default();
     if let Some(object) = value.as_object_mut() {
         object.insert("type".into(), "progress".into());

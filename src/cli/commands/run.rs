@@ -371,11 +371,15 @@ pub fn run(ui: &Ui, args: &RunArgs) -> Result<ExitStatus, ExitStatus> {
         if let Some(r) = replay_for_run {
             runner = runner.with_models(r);
         }
-        if !quiet && json_progress {
-            runner = runner.with_observer(Arc::new(Progress::json()));
-        } else if !quiet {
-            runner = runner.with_observer(Arc::new(Progress::lines()));
-            if std::io::stderr().is_terminal()
+        if !quiet {
+            let progress = if json_progress {
+                Progress::json()
+            } else {
+                Progress::lines()
+            };
+            runner = runner.with_observer(Arc::new(progress));
+            if !json_progress
+                && std::io::stderr().is_terminal()
                 && std::env::var_os("TERM").is_none_or(|t| t != "dumb")
             {
                 super::super::spinner::start();
