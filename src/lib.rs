@@ -10,10 +10,18 @@
 //! - [`load`] is the edge that reads compositions: sources (file system, git
 //!   revision, memory), the TOML walker that collects every problem of a file,
 //!   includes, and the JSON Schema of the format.
-//! - [`cli`] is the only module that prints: argument parsing, commands,
-//!   rendering (text, JSON, markdown, miette diagnostics) and exit codes.
+//! - [`store`], [`lock`], [`plugins`], [`process`] and [`trace`] are the
+//!   other adapters that touch the world; [`runtime`] is the harness that
+//!   mounts plugins into generations and runs agents.
+//! - [`app`] is the application layer: each thing chassis does (check,
+//!   publish, plan, run an agent…) as a function that returns data, for
+//!   every front end alike.
+//! - [`cli`] is the only module that prints: argument parsing, commands
+//!   (each a thin parse → call [`app`] → render), rendering (text, JSON,
+//!   markdown, miette diagnostics) and exit codes.
 #![forbid(unsafe_code)]
 
+pub mod app;
 pub mod cli;
 pub mod engine;
 pub mod load;

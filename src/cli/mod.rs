@@ -1,27 +1,30 @@
 //! The command-line interface: the only module that prints.
 //!
-//! Each command is a thin function in [`commands`] that loads its input,
-//! calls the engine, and renders through [`ui::Ui`]. Exit codes come from
+//! Each command is a thin function in [`commands`]: parse its arguments
+//! into the application layer's options, call one operation of
+//! [`crate::app`], and render what it returns through [`ui::Ui`] (with the
+//! renderers of [`render`]). What an operation says while it works reaches
+//! stderr through [`report::CliReporter`]. Exit codes come from
 //! [`exit::ExitStatus`] alone.
 
-pub mod approval;
-pub mod candidates;
 pub mod commands;
 pub mod diagnostic;
-pub mod env;
 pub mod exit;
 pub mod interrupt;
-pub mod lockfile;
 pub mod progress;
+pub mod prompt;
 pub mod render;
-pub mod request_tools;
+pub mod report;
 pub mod spinner;
 pub mod ui;
-pub mod workspace;
 
+use std::future::Future;
 use std::process::ExitCode;
+use std::sync::Arc;
 
 use clap::{Parser, Subcommand};
+
+use crate::app::{AppError, Caller, Interrupt};
 
 use exit::ExitStatus;
 use ui::{ColorChoice, Format, Ui};
@@ -217,6 +220,39 @@ pub fn run(cli: Cli) -> ExitStatus {
         Command::Completions(args) => commands::completions::run(&ui, args),
     };
     result.unwrap_or_else(|status| status)
+}
+
+/// The reporter of a command: notices on stderr, as `ui` renders them.
+pub(crate) fn reporter(ui: &Ui) -> report::CliReporter {
+    report::CliReporter::new(ui, process_redactor())
+}
+
+/// The caller of an operation run from the command line: notices on
+/// stderr, the process's redactor (the log writer's too), interrupted by
+/// SIGINT or SIGTERM.
+pub(crate) fn caller(ui: &Ui) -> Caller {
+    Caller {
+        reporter: Arc::new(reporter(ui)),
+        redactor: process_redactor(),
+        interrupt: Interrupt::new(interrupt::signalled),
+    }
+}
+
+/// `result`, or its failure shown on stderr as its exit status.
+pub(crate) fn shown<T>(ui: &Ui, result: Result<T, AppError>) -> Result<T, ExitStatus> {
+    result.map_err(|e| report::fail(ui, &e))
+}
+
+/// Run an operation that mounts plugins on a runtime of its own.
+pub(crate) fn block_on<T>(
+    ui: &Ui,
+    operation: impl Future<Output = Result<T, AppError>>,
+) -> Result<T, ExitStatus> {
+    let runtime = tokio::runtime::Builder::new_current_thread()
+        .enable_all()
+        .build()
+        .map_err(|e| AppError::failure(format!("cannot start the runtime: {e}")));
+    shown(ui, runtime.and_then(|rt| rt.block_on(operation)))
 }
 
 /// Refuse a `--format` a command does not produce.

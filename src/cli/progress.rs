@@ -13,17 +13,30 @@ use crate::runtime::agent::{AgentEvent, AgentObserver};
 #[derive(Debug, Default)]
 pub struct Progress {
     json: bool,
+    /// Start the spinner when the run starts (stderr is a terminal).
+    spinner: bool,
 }
 
 impl Progress {
     /// Lines for a person.
     pub fn lines() -> Self {
-        Self { json: false }
+        Self::default()
     }
 
     /// One JSON object per event (`--format json`).
     pub fn json() -> Self {
-        Self { json: true }
+        Self {
+            json: true,
+            spinner: false,
+        }
+    }
+
+    /// Lines, with the spinner between them when `spinner` (the caller
+    /// decides that stderr is a terminal).
+    #[must_use]
+    pub fn with_spinner(mut self, spinner: bool) -> Self {
+        self.spinner = spinner && !self.json;
+        self
     }
 }
 
@@ -67,6 +80,9 @@ impl AgentObserver for Progress {
                 ..
             } => {
                 if *depth == 0 {
+                    if self.spinner {
+                        super::spinner::start();
+                    }
                     format!("running agent `{agent}` on {generation_id}")
                 } else {
                     format!("{}sub-agent `{agent}` started", indent(*depth - 1))

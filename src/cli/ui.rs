@@ -83,6 +83,16 @@ impl Ui {
         let _ = stdout.flush();
     }
 
+    /// A command's result on stdout: the JSON document under `--format
+    /// json`, else the text (each built only when it is the one shown).
+    pub fn emit(&self, json: impl FnOnce() -> serde_json::Value, text: impl FnOnce() -> String) {
+        if self.format == Format::Json {
+            self.out_json(&json());
+        } else {
+            self.out(&text());
+        }
+    }
+
     /// Write a JSON document to stdout, pretty-printed.
     pub fn out_json(&self, value: &serde_json::Value) {
         let text = serde_json::to_string_pretty(value).unwrap_or_else(|_| "{}".into());

@@ -329,9 +329,11 @@ pub enum OpenMode {
 }
 
 /// A generation store.
-pub trait Store {
+pub trait Store: Send {
     /// Where it is.
     fn location(&self) -> String;
+    /// Whether opening it created it.
+    fn created(&self) -> bool;
     /// The current (latest published) generation.
     fn current(&self) -> Result<Option<StoredGeneration>, StoreError>;
     /// One generation.

@@ -128,11 +128,6 @@ impl SqliteStore {
         Ok(store)
     }
 
-    /// Whether this open created the store.
-    pub fn created(&self) -> bool {
-        self.created
-    }
-
     /// The file.
     pub fn path(&self) -> &Path {
         &self.path
@@ -369,6 +364,10 @@ fn is_read_only_rollback(e: &rusqlite::Error) -> bool {
 impl Store for SqliteStore {
     fn location(&self) -> String {
         self.path.display().to_string()
+    }
+
+    fn created(&self) -> bool {
+        self.created
     }
 
     fn current(&self) -> Result<Option<StoredGeneration>, StoreError> {

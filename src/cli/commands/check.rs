@@ -2,12 +2,11 @@
 
 use std::path::PathBuf;
 
-use crate::engine::findings::plan_diagnostics;
+use crate::app::check::check_file;
 
 use super::super::exit::ExitStatus;
 use super::super::render::check as render;
 use super::super::ui::{Format, Ui};
-use super::super::workspace::load_file;
 
 /// Check compositions.
 ///
@@ -36,42 +35,39 @@ pub struct CheckArgs {
 /// Run `check`.
 pub fn run(ui: &Ui, args: &CheckArgs) -> Result<ExitStatus, ExitStatus> {
     super::super::require_format(ui, &[Format::Text, Format::Json], "check")?;
+    let reporter = super::super::reporter(ui);
     let mut status = ExitStatus::Success;
     let mut reports = Vec::new();
     for file in &args.files {
-        let resolved = match load_file(ui, file) {
+        let report = match check_file(file, &reporter) {
             Ok(r) => r,
-            Err(s) => {
-                status = status.max(s);
+            Err(e) => {
+                status = status.max(super::super::report::fail(ui, &e));
                 reports.push(
                     serde_json::json!({ "file": file.display().to_string(), "loaded": false }),
                 );
                 continue;
             }
         };
-        let findings = plan_diagnostics(&resolved.composition, &resolved.tree, &resolved.plan);
-        ui.diagnostics(&findings, &resolved.sources);
-        // A tool whose permissions its plugin does not declare would be
-        // refused at publication: a negative answer, like a pending entry.
-        let refused = findings
-            .iter()
-            .any(|d| d.code == crate::engine::diag::Code::UndeclaredPermission);
-        let lock_findings = resolved.lock_findings();
-        if !resolved.plan.is_complete() || refused || !lock_findings.is_empty() {
+        ui.diagnostics(&report.findings, &report.workspace.sources);
+        if report.is_negative() {
             status = status.max(ExitStatus::Negative);
         }
         match ui.format {
             Format::Json => {
-                let mut report = render::check_json(&resolved, refused);
-                if let Some(o) = report.as_object_mut() {
-                    if !lock_findings.is_empty() {
+                let mut json = render::check_json(&report.workspace, report.refused);
+                if let Some(o) = json.as_object_mut() {
+                    if !report.lock_findings.is_empty() {
                         o.insert("ok".into(), serde_json::Value::Bool(false));
                     }
-                    o.insert("lock_findings".into(), serde_json::json!(lock_findings));
+                    o.insert(
+                        "lock_findings".into(),
+                        serde_json::json!(report.lock_findings),
+                    );
                 }
-                reports.push(report);
+                reports.push(json);
             }
-            _ => ui.out(&render::check_text(&resolved, refused)),
+            _ => ui.out(&render::check_text(&report.workspace, report.refused)),
         }
     }
     if ui.format == Format::Json {

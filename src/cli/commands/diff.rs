@@ -1,13 +1,12 @@
 //! `chassis diff generations`: what changed, semantically, between two
 //! compositions.
 
-use crate::engine::diff::diff_snapshots;
+use crate::app::diff::{DiffOptions, diff};
 
 use super::super::exit::ExitStatus;
-use super::super::render::diff as render;
+use super::super::render::{diff as render, reuse};
+use super::super::shown;
 use super::super::ui::{Format, Ui};
-use super::super::workspace::load_operand;
-use super::reuse;
 
 /// What to diff.
 #[derive(Debug, clap::Subcommand)]
@@ -60,34 +59,37 @@ pub fn run(ui: &Ui, cmd: &DiffCommand) -> Result<ExitStatus, ExitStatus> {
         &[Format::Text, Format::Json, Format::Markdown],
         "diff generations",
     )?;
-    let mut store = None;
-    let (old_side, old_gen) = match reuse::store_operand(ui, old, state.as_deref(), &mut store)? {
-        Some((operand, g)) => (operand, Some(g)),
-        None => (load_operand(ui, old)?, None),
+    let options = DiffOptions {
+        old: old.clone(),
+        new: new.clone(),
+        include_unchanged: *include_unchanged,
+        state: state.clone(),
     };
-    let (new_side, new_gen) = match reuse::store_operand(ui, new, state.as_deref(), &mut store)? {
-        Some((operand, g)) => (operand, Some(g)),
-        None => (load_operand(ui, new)?, None),
-    };
-    let nodes = match (&old_gen, &new_gen) {
-        (Some(a), Some(b)) => Some(reuse::node_changes(a, b)),
-        _ => None,
-    };
-    let mut diff = diff_snapshots(&old_side.snapshot, &new_side.snapshot, *include_unchanged);
+    let mut outcome = shown(ui, diff(&options, &super::super::reporter(ui)))?;
+    let changed = outcome.diff.semantic_changed;
     if ui.format != Format::Json {
         // Text and Markdown name each side by its operand (a stored
         // generation's id, a file, `REV:PATH`): the `gen_0001` of a
         // composition read outside a store would say nothing.
-        diff.old.generation_id.clone_from(&old_side.label);
-        diff.new.generation_id.clone_from(&new_side.label);
+        outcome
+            .diff
+            .old
+            .generation_id
+            .clone_from(&outcome.old.label);
+        outcome
+            .diff
+            .new
+            .generation_id
+            .clone_from(&outcome.new.label);
     }
+    let nodes = outcome.nodes.as_deref();
     match ui.format {
         Format::Json => {
-            let mut doc = diff.to_canon().to_json();
+            let mut doc = outcome.diff.to_canon().to_json();
             if let Some(obj) = doc.as_object_mut() {
                 obj.insert("old_operand".into(), old.clone().into());
                 obj.insert("new_operand".into(), new.clone().into());
-                if let Some(nodes) = &nodes {
+                if let Some(nodes) = nodes {
                     obj.insert(
                         "nodes".into(),
                         serde_json::to_value(nodes).unwrap_or_default(),
@@ -97,22 +99,19 @@ pub fn run(ui: &Ui, cmd: &DiffCommand) -> Result<ExitStatus, ExitStatus> {
             ui.out_json(&doc);
         }
         Format::Markdown => {
-            let mut text = render::render_markdown(&diff);
-            if let Some(nodes) = &nodes {
-                text.push_str(&reuse::nodes_markdown(nodes));
-            }
+            let mut text = render::render_markdown(&outcome.diff);
+            text.push_str(&nodes.map(reuse::nodes_markdown).unwrap_or_default());
             ui.out(&text);
         }
         _ => {
-            let mut text = render::render_text(&diff);
-            if let Some(nodes) = &nodes {
-                text.push_str(&reuse::nodes_text(nodes));
-            }
+            let mut text = render::render_text(&outcome.diff);
+            text.push_str(&nodes.map(reuse::nodes_text).unwrap_or_default());
             ui.out(&text);
         }
     }
-    if *exit_code && diff.semantic_changed {
-        return Ok(ExitStatus::Negative);
-    }
-    Ok(ExitStatus::Success)
+    Ok(if *exit_code && changed {
+        ExitStatus::Negative
+    } else {
+        ExitStatus::Success
+    })
 }

@@ -2,10 +2,12 @@
 
 use std::path::PathBuf;
 
+use crate::app::env::RunEnv;
+use crate::app::workspace::load_file;
+
 use super::super::exit::ExitStatus;
 use super::super::render::graph as render;
 use super::super::ui::{Format, Ui};
-use super::super::workspace::load_file;
 
 /// Draw the dependency graph of a composition.
 ///
@@ -27,11 +29,12 @@ pub fn run(ui: &Ui, args: &GraphArgs) -> Result<ExitStatus, ExitStatus> {
         &[Format::Text, Format::Dot, Format::Mermaid, Format::Json],
         "graph",
     )?;
-    let resolved = load_file(ui, &args.file)?;
+    let ws = load_file(&args.file, &RunEnv::process(), &super::super::reporter(ui))
+        .map_err(|e| super::super::report::fail(ui, &e))?;
     match ui.format {
-        Format::Mermaid => ui.out(&render::mermaid(&resolved)),
-        Format::Json => ui.out_json(&render::json(&resolved)),
-        _ => ui.out(&render::dot(&resolved)),
+        Format::Mermaid => ui.out(&render::mermaid(&ws)),
+        Format::Json => ui.out_json(&render::json(&ws)),
+        _ => ui.out(&render::dot(&ws)),
     }
     Ok(ExitStatus::Success)
 }

@@ -1,7 +1,7 @@
 //! One module per command: arguments (whose doc comments are the `--help`
-//! text) and a `run` function that loads, calls the engine and renders.
+//! text) and a `run` function that parses them into the application
+//! layer's options, calls one operation and renders what it returns.
 
-pub mod budgets;
 pub mod check;
 pub mod completions;
 pub mod diff;
@@ -10,7 +10,6 @@ pub mod generations;
 pub mod graph;
 pub mod plan;
 pub mod publish;
-pub mod reuse;
 pub mod run;
 pub mod runs;
 pub mod schema;

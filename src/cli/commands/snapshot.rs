@@ -2,11 +2,10 @@
 
 use std::path::PathBuf;
 
-use crate::engine::snapshot::envelope;
+use crate::app::snapshot::{SnapshotOptions, snapshot};
 
 use super::super::exit::ExitStatus;
 use super::super::ui::{Format, Ui};
-use super::super::workspace::load_file;
 
 /// Print the snapshot of a composition.
 ///
@@ -41,48 +40,19 @@ pub struct SnapshotArgs {
 /// Run `snapshot`.
 pub fn run(ui: &Ui, args: &SnapshotArgs) -> Result<ExitStatus, ExitStatus> {
     super::super::require_format(ui, &[Format::Text, Format::Json], "snapshot")?;
-    let mut resolved = load_file(ui, &args.file)?;
-    if let (Some(path), Some(agent)) = (&args.request_tools, &args.agent) {
-        if !resolved.composition.agents.contains_key(agent) {
-            return Err(super::super::workspace::unknown_agent(ui, &resolved, agent));
-        }
-        let env = super::super::env::RunEnv::process();
-        let tools = super::super::request_tools::load_file(ui, path, &env)?;
-        resolved = resolved.with_request_tools(ui, agent, &tools.decl())?;
-    }
-    if !resolved.plan.pending.is_empty() && !ui.quiet {
-        ui.err(&format!(
-            "warning: {} pending entr{} left out of the snapshot (see `chassis check`)",
-            resolved.plan.pending.len(),
-            if resolved.plan.pending.len() == 1 {
-                "y is"
-            } else {
-                "ies are"
-            }
-        ));
-    }
-    let record = match &args.agent {
-        None => resolved.snapshot()?,
-        Some(name) => match resolved.agent_snapshot(name) {
-            Some(r) => r?,
-            None => return Err(super::super::workspace::unknown_agent(ui, &resolved, name)),
-        },
+    let options = SnapshotOptions {
+        file: args.file.clone(),
+        agent: args.agent.clone(),
+        request_tools: args.request_tools.clone(),
+        out: args.out.clone(),
     };
-    let doc = envelope(&record).map_err(|e| {
-        ui.err(&format!("error: {e}"));
-        ExitStatus::Input
-    })?;
-    let json = doc.to_json();
-    let Some(out) = &args.out else {
-        ui.out_json(&json);
+    let outcome = snapshot(&options, &super::super::reporter(ui))
+        .map_err(|e| super::super::report::fail(ui, &e))?;
+    let Some(out) = &outcome.written else {
+        ui.out_json(&outcome.document);
         return Ok(ExitStatus::Success);
     };
-    let text = serde_json::to_string_pretty(&json).unwrap_or_default() + "\n";
-    if let Err(e) = std::fs::write(out, text) {
-        ui.err(&format!("error: cannot write `{}`: {e}", out.display()));
-        return Err(ExitStatus::Failure);
-    }
-    let digests = &json["digests"];
+    let digests = &outcome.document["digests"];
     match ui.format {
         Format::Json => ui.out_json(&serde_json::json!({ "format_version": 1, "written": out.display().to_string(), "digests": digests })),
         _ => ui.out(&format!(

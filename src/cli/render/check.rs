@@ -2,7 +2,7 @@
 
 use std::fmt::Write;
 
-use crate::cli::workspace::Resolved;
+use crate::app::Workspace;
 use crate::engine::resolve::Status;
 use crate::engine::system::{Governing, SystemCapability, governing};
 
@@ -10,7 +10,7 @@ use super::explain::governing_text;
 use super::resolution_json;
 
 /// The text summary of one checked composition.
-pub fn check_text(r: &Resolved, refused: bool) -> String {
+pub fn check_text(r: &Workspace, refused: bool) -> String {
     let plan = &r.plan;
     let entries = r.composition.entries.len();
     let active = plan.activation_order.len();
@@ -141,7 +141,7 @@ pub fn check_text(r: &Resolved, refused: bool) -> String {
 const ORDER_SHOWN: usize = 50;
 
 /// The JSON report of one checked composition.
-pub fn check_json(r: &Resolved, refused: bool) -> serde_json::Value {
+pub fn check_json(r: &Workspace, refused: bool) -> serde_json::Value {
     let plan = &r.plan;
     let findings: Vec<serde_json::Value> =
         crate::engine::findings::plan_diagnostics(&r.composition, &r.tree, plan)

@@ -2,7 +2,7 @@
 
 use std::fmt::Write;
 
-use crate::cli::workspace::Resolved;
+use crate::app::Workspace;
 use crate::engine::resolve::{Consumer, Status};
 use crate::engine::tree::ScopeIx;
 
@@ -11,7 +11,7 @@ fn quote(s: &str) -> String {
 }
 
 /// Bound requirements as `(consumer, provider, label)`, sorted.
-fn bound(r: &Resolved) -> Vec<(String, String, String)> {
+fn bound(r: &Workspace) -> Vec<(String, String, String)> {
     let mut out: Vec<(String, String, String)> = r
         .plan
         .resolutions
@@ -30,7 +30,7 @@ fn bound(r: &Resolved) -> Vec<(String, String, String)> {
     out
 }
 
-fn entries_in(r: &Resolved, ix: ScopeIx) -> Vec<(&str, bool)> {
+fn entries_in(r: &Workspace, ix: ScopeIx) -> Vec<(&str, bool)> {
     let path = &r.tree.get(ix).path;
     r.composition
         .entries
@@ -40,7 +40,7 @@ fn entries_in(r: &Resolved, ix: ScopeIx) -> Vec<(&str, bool)> {
         .collect()
 }
 
-fn dot_scope(r: &Resolved, ix: ScopeIx, depth: usize, out: &mut String) {
+fn dot_scope(r: &Workspace, ix: ScopeIx, depth: usize, out: &mut String) {
     let pad = "  ".repeat(depth + 1);
     let scope = r.tree.get(ix);
     let _ = writeln!(out, "{pad}subgraph {} {{", quote(&format!("cluster_{ix}")));
@@ -56,7 +56,7 @@ fn dot_scope(r: &Resolved, ix: ScopeIx, depth: usize, out: &mut String) {
 }
 
 /// Graphviz dot.
-pub fn dot(r: &Resolved) -> String {
+pub fn dot(r: &Workspace) -> String {
     let mut out = String::from("digraph chassis {\n  rankdir = LR;\n  node [shape = box];\n");
     if !r.tree.is_empty() {
         dot_scope(r, 0, 0, &mut out);
@@ -104,7 +104,7 @@ fn mermaid_text(s: &str) -> String {
     out
 }
 
-fn mermaid_scope(r: &Resolved, ix: ScopeIx, depth: usize, out: &mut String) {
+fn mermaid_scope(r: &Workspace, ix: ScopeIx, depth: usize, out: &mut String) {
     let pad = "  ".repeat(depth + 1);
     let scope = r.tree.get(ix);
     let _ = writeln!(
@@ -128,7 +128,7 @@ fn mermaid_scope(r: &Resolved, ix: ScopeIx, depth: usize, out: &mut String) {
 }
 
 /// Mermaid flowchart.
-pub fn mermaid(r: &Resolved) -> String {
+pub fn mermaid(r: &Workspace) -> String {
     let mut out = String::from("flowchart LR\n");
     if !r.tree.is_empty() {
         mermaid_scope(r, 0, 0, &mut out);
@@ -146,7 +146,7 @@ pub fn mermaid(r: &Resolved) -> String {
 }
 
 /// JSON: nodes, edges and scopes.
-pub fn json(r: &Resolved) -> serde_json::Value {
+pub fn json(r: &Workspace) -> serde_json::Value {
     serde_json::json!({
         "format_version": 1,
         "nodes": r.composition.entries.values().map(|e| serde_json::json!({
@@ -178,7 +178,7 @@ mod tests {
         let composition = loaded.composition.unwrap();
         let tree = crate::engine::tree::ScopeTree::new(&composition);
         let plan = crate::engine::resolve::resolve(&composition);
-        let r = Resolved {
+        let r = Workspace {
             composition,
             tree,
             plan,

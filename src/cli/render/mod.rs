@@ -1,10 +1,18 @@
-//! Renderers: engine data to text, JSON, Markdown, dot and Mermaid. Pure
-//! functions from values to strings; printing happens in `ui`.
+//! Renderers: what the application layer returns, to text, JSON, Markdown,
+//! dot and Mermaid. Pure functions from values to strings; printing happens
+//! in `ui` (a failure is shown through it by [`error::show`]).
 
+pub mod budgets;
 pub mod check;
 pub mod diff;
+pub mod error;
 pub mod explain;
 pub mod graph;
+pub mod history;
+pub mod publish;
+pub mod reuse;
+pub mod run;
+pub mod tools;
 
 use crate::engine::model::ConfigValue;
 use crate::engine::resolve::Resolution;

@@ -29,7 +29,8 @@ use std::sync::Arc;
 
 use tokio::sync::broadcast::error::RecvError;
 
-use super::ui::Ui;
+use super::caller::Caller;
+use super::report::Notice;
 use crate::engine::model::Composition;
 use crate::lock::{LOCK_VERSION, Lock};
 use crate::plugins::BuiltinEnv;
@@ -92,8 +93,8 @@ pub struct Follow {
     pub env: BuiltinEnv,
     /// `--update-lock`: accept a changed tool list.
     pub accept: bool,
-    /// For progress lines and lock-file errors.
-    pub ui: Ui,
+    /// Told of each candidate and of a lock that cannot be written.
+    pub caller: Caller,
 }
 
 /// A running follower.
@@ -125,12 +126,6 @@ impl Follower {
     pub async fn finish(self) -> Vec<Candidate> {
         self.stop.notify_one();
         self.task.await.unwrap_or_default()
-    }
-}
-
-fn line(ui: &Ui, text: &str) {
-    if !ui.quiet {
-        super::spinner::clear_then(super::process_redactor().redact(text).as_ref());
     }
 }
 
@@ -190,7 +185,9 @@ async fn candidate(follow: &mut Follow, change: ToolSetChange) -> Option<Candida
     let entry = change.entry_id.clone();
     let diff = change.changes.join(", ");
     let refuse = |why: String| {
-        line(&follow.ui, &format!("warning: {why}"));
+        follow
+            .caller
+            .notice(Notice::CandidateRefused { reason: &why });
         Some(Candidate {
             entry: entry.clone(),
             changes: change.changes.clone(),
@@ -232,26 +229,24 @@ async fn candidate(follow: &mut Follow, change: ToolSetChange) -> Option<Candida
             // with the other compositions of the directory); one that cannot
             // be read is replaced by what this process loaded, never by
             // this entry alone.
-            let mut on_disk = super::lockfile::read_lock(&follow.file).unwrap_or(lock);
+            let mut on_disk = super::lock::read_lock(&follow.file).unwrap_or(lock);
             on_disk.entries.insert(entry.clone(), pinned);
-            let written = super::lockfile::write(&follow.ui, &follow.file, &on_disk).is_ok();
-            line(
-                &follow.ui,
-                &format!(
-                    "entry `{entry}`: {} ({diff}); published candidate {} (this run continues on {}){}",
-                    change.reason,
-                    generation.id,
-                    follow.leased,
-                    if written {
-                        format!(
-                            "; updated `{}`",
-                            super::lockfile::lock_path(&follow.file).display()
-                        )
-                    } else {
-                        String::new()
-                    }
-                ),
-            );
+            let lock_file = super::lock::lock_path(&follow.file);
+            let written = match super::lock::write(&follow.file, &on_disk) {
+                Ok(_) => true,
+                Err(e) => {
+                    follow.caller.notice(Notice::Error(&e));
+                    false
+                }
+            };
+            follow.caller.notice(Notice::CandidatePublished {
+                entry: &entry,
+                reason: &change.reason,
+                diff: &diff,
+                generation: &generation.id.to_string(),
+                leased: &follow.leased,
+                lock_written: written.then_some(lock_file.as_path()),
+            });
             Some(Candidate {
                 entry,
                 changes: change.changes,

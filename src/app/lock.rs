@@ -1,6 +1,6 @@
 //! Reading live MCP servers into `chassis.lock`: the one place that starts
-//! servers for the lock (`chassis tools --live/--update-lock`, and
-//! `publish`/`run --update-lock`).
+//! servers for the lock (`tools --live/--update-lock`, and `publish`/`run
+//! --update-lock`).
 //!
 //! Probing starts each selected `mcp` entry's server with the entry's
 //! configuration and the same secrets a run would use, lists its tools
@@ -16,11 +16,12 @@ use std::path::{Path, PathBuf};
 
 use crate::engine::builtin::mcp;
 use crate::engine::model::Composition;
-use crate::engine::secret::Redactor;
-use crate::lock::{LOCK_FILE, Lock, LockEntry, ToolChange, diff_tools};
+use crate::lock::{LOCK_FILE, LOCK_VERSION, Lock, LockEntry, ToolChange, diff_tools};
 
-use super::exit::ExitStatus;
-use super::ui::Ui;
+use super::caller::Caller;
+use super::env::RunEnv;
+use super::error::{AppError, Problem};
+use super::report::{ErrorsOnly, Notice};
 
 /// What probing one entry found.
 pub struct Probed {
@@ -69,42 +70,33 @@ pub fn mcp_entries(composition: &Composition) -> Vec<String> {
 
 /// Start the servers of the `mcp` entries `ids` of `composition` (at
 /// `file`) and read what they offer, comparing with `lock`. Secrets come
-/// from the environment and `env_file`; `redactor` learns them.
-pub fn probe_entries(
-    ui: &Ui,
+/// from `env`; the caller's redactor learns them.
+pub async fn probe_entries(
     file: &Path,
     composition: &Composition,
     ids: &[String],
     lock: Option<&Lock>,
-    env_file: Option<&Path>,
-    redactor: &Redactor,
-) -> Result<Vec<Probed>, ExitStatus> {
-    let secrets = super::workspace::secret_provider(ui, redactor, env_file)?;
-    let env = crate::plugins::BuiltinEnv::new(super::workspace::base_dir(file));
-    let rt = super::commands::publish::runtime().map_err(|e| {
-        ui.err(&format!("error: cannot start the runtime: {e}"));
-        ExitStatus::Failure
-    })?;
+    env: &RunEnv,
+    caller: &Caller,
+) -> Result<Vec<Probed>, AppError> {
+    let redactor = &caller.redactor;
+    let secrets = super::mount::secret_provider(redactor, env);
+    let builtin = crate::plugins::BuiltinEnv::new(super::workspace::base_dir(file));
     let secret = |name: &str| secrets.get(name).map_err(|e| e.to_string());
     let mut out = Vec::new();
     for id in ids {
         let Some(entry) = composition.entries.iter().find(|(k, _)| k.as_str() == id) else {
             continue;
         };
-        if !ui.quiet && ui.format != super::ui::Format::Json {
-            ui.info(&format!("starting the MCP server of `{id}`…"));
-        }
+        caller.notice(Notice::ServerStarting { entry: id });
         let config = entry.1.config.to_json();
         let started = std::time::Instant::now();
-        let probed = rt.block_on(async {
-            tokio::select! {
-                r = crate::plugins::mcp::probe(id, &config, &env, &secret, redactor) => Some(r),
-                () = super::interrupt::signalled() => None,
-            }
-        });
+        let probed = tokio::select! {
+            r = crate::plugins::mcp::probe(id, &config, &builtin, &secret, redactor) => Some(r),
+            () = caller.interrupt.wait() => None,
+        };
         let Some(live) = probed else {
-            ui.err("interrupted: the lock was not changed");
-            return Err(ExitStatus::Interrupted);
+            return Err(AppError::Interrupted("the lock was not changed"));
         };
         let live = live.map_err(|e| redactor.redact(&e).into_owned());
         tracing::info!(
@@ -157,14 +149,14 @@ pub fn updated(old: Option<&Lock>, composition: &Composition, probed: &[Probed])
         }
     }
     Lock {
-        version: crate::lock::LOCK_VERSION,
+        version: LOCK_VERSION,
         entries,
     }
 }
 
 /// Write `lock` beside `file` when its text differs; `Ok(true)` when it
 /// was written.
-pub fn write(ui: &Ui, file: &Path, lock: &Lock) -> Result<bool, ExitStatus> {
+pub fn write(file: &Path, lock: &Lock) -> Result<bool, AppError> {
     let path = lock_path(file);
     let text = lock.to_text();
     if std::fs::read_to_string(&path).is_ok_and(|old| old == text) {
@@ -175,8 +167,7 @@ pub fn write(ui: &Ui, file: &Path, lock: &Lock) -> Result<bool, ExitStatus> {
         .and_then(|()| std::fs::rename(&tmp, &path))
         .map_err(|e| {
             let _ = std::fs::remove_file(&tmp);
-            ui.err(&format!("error: cannot write `{}`: {e}", path.display()));
-            ExitStatus::Failure
+            AppError::failure(format!("cannot write `{}`: {e}", path.display()))
         })?;
     Ok(true)
 }
@@ -184,7 +175,7 @@ pub fn write(ui: &Ui, file: &Path, lock: &Lock) -> Result<bool, ExitStatus> {
 /// Before `--update-lock` rewrites it: a lock beside `file` that cannot be
 /// read is renamed to `chassis.lock.invalid` (kept, not lost), so the
 /// composition loads and the lock is written afresh.
-pub fn set_aside_unreadable(ui: &Ui, file: &Path) -> Result<(), ExitStatus> {
+pub fn set_aside_unreadable(file: &Path, caller: &Caller) -> Result<(), AppError> {
     let path = lock_path(file);
     let Ok(text) = std::fs::read_to_string(&path) else {
         return Ok(());
@@ -193,76 +184,51 @@ pub fn set_aside_unreadable(ui: &Ui, file: &Path) -> Result<(), ExitStatus> {
         return Ok(());
     }
     let aside = path.with_extension("lock.invalid");
-    std::fs::rename(&path, &aside).map_err(|e| {
-        ui.err(&format!(
-            "error: cannot move `{}` aside: {e}",
-            path.display()
-        ));
-        ExitStatus::Failure
-    })?;
-    if !ui.quiet {
-        ui.err(&format!(
-            "warning: `{}` could not be read; it is kept as `{}` and written afresh",
-            path.display(),
-            aside.display()
-        ));
-    }
+    std::fs::rename(&path, &aside)
+        .map_err(|e| AppError::failure(format!("cannot move `{}` aside: {e}", path.display())))?;
+    caller.notice(Notice::LockSetAside {
+        path: &path,
+        aside: &aside,
+    });
     Ok(())
 }
 
-/// Report probe failures on stderr; `Err(3)` when there was one.
-pub fn require_probed(ui: &Ui, probed: &[Probed]) -> Result<(), ExitStatus> {
-    let failed: Vec<&Probed> = probed.iter().filter(|p| p.live.is_err()).collect();
-    for p in &failed {
-        if let Err(e) = &p.live {
-            ui.err(&format!("error[mcp::start]: entry `{}`: {e}", p.entry));
-        }
-    }
+/// Every probe that failed, as one failure (exit 3); `Ok` when none did.
+pub fn require_probed(probed: &[Probed]) -> Result<(), AppError> {
+    let failed: Vec<Problem> = probed
+        .iter()
+        .filter_map(|p| {
+            p.live.as_ref().err().map(|e| {
+                Problem::failure(format!("entry `{}`: {e}", p.entry)).with_code("mcp::start")
+            })
+        })
+        .collect();
     if failed.is_empty() {
         Ok(())
     } else {
-        Err(ExitStatus::Failure)
+        Err(AppError::Problems(failed))
     }
 }
 
 /// Probe every `mcp` entry of the composition at `file` and rewrite the
-/// lock (`publish`/`run --update-lock`); reports what changed on stderr.
-pub fn update_for(
-    ui: &Ui,
-    file: &Path,
-    env_file: Option<&Path>,
-    redactor: &Redactor,
-) -> Result<(), ExitStatus> {
-    set_aside_unreadable(ui, file)?;
-    let resolved = super::workspace::load_file(
-        &Ui {
-            quiet: true,
-            ..ui.clone()
-        },
-        file,
-    )?;
-    let ids = mcp_entries(&resolved.composition);
+/// lock (`publish`/`run --update-lock`); says what changed.
+pub async fn update_for(file: &Path, env: &RunEnv, caller: &Caller) -> Result<(), AppError> {
+    set_aside_unreadable(file, caller)?;
+    // Its warnings are reported by the load that follows.
+    let ws = super::workspace::load_file(file, &RunEnv::process(), &ErrorsOnly(&*caller.reporter))?;
+    let ids = mcp_entries(&ws.composition);
     if ids.is_empty() {
         return Ok(());
     }
     let old = read_lock(file);
-    let probed = probe_entries(
-        ui,
-        file,
-        &resolved.composition,
-        &ids,
-        old.as_ref(),
-        env_file,
-        redactor,
-    )?;
-    require_probed(ui, &probed)?;
-    let lock = updated(old.as_ref(), &resolved.composition, &probed);
-    if write(ui, file, &lock)? && !ui.quiet {
-        ui.info(&format!(
-            "updated `{}`: {}",
-            lock_path(file).display(),
-            summary(old.as_ref(), &lock)
-        ));
+    let probed = probe_entries(file, &ws.composition, &ids, old.as_ref(), env, caller).await?;
+    require_probed(&probed)?;
+    let lock = updated(old.as_ref(), &ws.composition, &probed);
+    if write(file, &lock)? {
+        caller.notice(Notice::LockUpdated {
+            path: &lock_path(file),
+            summary: &summary(old.as_ref(), &lock),
+        });
     }
     Ok(())
 }

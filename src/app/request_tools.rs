@@ -14,8 +14,9 @@
 use std::path::Path;
 use std::sync::Arc;
 
-use super::exit::ExitStatus;
-use super::ui::Ui;
+use super::env::RunEnv;
+use super::error::AppError;
+use super::report::{Notice, Reporter};
 use crate::engine::builtin::command::{self as kind, CommandConfig};
 use crate::engine::diag::{Code, Diagnostic};
 use crate::engine::model::ConfigValue;
@@ -39,13 +40,13 @@ fn refuse(code: Code, message: String, origin: Option<crate::engine::span::Origi
         .with_help("a request-tools file holds `command` entries only")
 }
 
-/// Load `path`, evaluating `enabled_if` against `env` (exit 2 when it is
-/// unusable or holds no tools, with diagnostics).
+/// Load `path`, evaluating `enabled_if` against `env` (unusable input when
+/// it is unusable or holds no tools; its diagnostics are reported).
 pub fn load_file(
-    ui: &Ui,
     path: &Path,
-    env: &super::env::RunEnv,
-) -> Result<RequestToolsFile, ExitStatus> {
+    env: &RunEnv,
+    reporter: &dyn Reporter,
+) -> Result<RequestToolsFile, AppError> {
     let loaded = load(&FsSource, path);
     let mut diagnostics = loaded.diagnostics.clone();
     let mut entries = Vec::new();
@@ -103,13 +104,17 @@ pub fn load_file(
             format!("`{}` brings no tools", path.display()),
         ));
     }
-    ui.diagnostics(&diagnostics, &loaded.sources);
+    if !diagnostics.is_empty() {
+        reporter.notice(Notice::Diagnostics {
+            diagnostics: &diagnostics,
+            sources: &loaded.sources,
+        });
+    }
     if loaded.composition.is_none() || diagnostics.iter().any(Diagnostic::is_error) {
-        ui.err(&format!(
-            "error: could not load the request tools `{}`",
+        return Err(AppError::input(format!(
+            "could not load the request tools `{}`",
             path.display()
-        ));
-        return Err(ExitStatus::Input);
+        )));
     }
     Ok(RequestToolsFile {
         base: BuiltinEnv::new(super::workspace::base_dir(path)),
@@ -131,20 +136,16 @@ impl RequestToolsFile {
     }
 
     /// The tools, ready to run (relative `cwd` resolves beside the file;
-    /// only the allowed environment reaches them). Exit 2 when a working
-    /// directory is missing.
+    /// only the allowed environment reaches them). Unusable input when a
+    /// working directory is missing.
     pub fn request_tools(
         &self,
-        ui: &Ui,
         redactor: &crate::engine::secret::Redactor,
-    ) -> Result<RequestTools, ExitStatus> {
+    ) -> Result<RequestTools, AppError> {
         let mut tools = Vec::new();
         for (id, config) in &self.entries {
             let cwd = crate::plugins::command::working_dir(&self.base, config.cwd.as_deref())
-                .map_err(|e| {
-                    ui.err(&format!("error: request-tools entry `{id}`: {e}"));
-                    ExitStatus::Input
-                })?;
+                .map_err(|e| AppError::input(format!("request-tools entry `{id}`: {e}")))?;
             let env = crate::process::allowed_env(&config.env);
             for spec in &config.tools {
                 let policy = spec.policy.clone();

@@ -1,46 +1,36 @@
-//! The approval gate of `chassis run`: `--approve TOOL`, `--yes`, or a
-//! prompt on the terminal; without a terminal, a refusal that says how to
-//! approve. Every decision is a `policy.decision` signal.
+//! The approval gate of a run: tools approved up front (`--approve TOOL`,
+//! `--yes`), answers remembered for the run, and otherwise a person asked
+//! through the caller's [`Prompter`] (a terminal, later an HTTP client).
+//! Every decision is a `policy.decision` signal.
 
 use std::collections::BTreeSet;
-use std::io::{BufRead, IsTerminal, Write};
 use std::sync::{Arc, Mutex};
 
 use crate::engine::policy::{ApprovalDecision, ApprovalGate, ApprovalRequest};
 use crate::engine::telemetry::{AttrValue, Telemetry, attributes};
 
-/// Where a prompt is asked and answered.
-pub trait Prompter: Send + Sync {
-    /// Whether a person can answer.
-    fn interactive(&self) -> bool;
-    /// Ask `question`; the answer line, or `None` on end of input.
-    fn ask(&self, question: &str) -> Option<String>;
+/// A person's answer to one approval request.
+#[derive(Clone, Copy, Debug, PartialEq, Eq)]
+pub enum Answer {
+    /// Approve this call.
+    Once,
+    /// Approve this call and every later call of the tool in this run.
+    Always,
+    /// Refuse it.
+    No,
+    /// Nobody answered (end of input).
+    NoAnswer,
 }
 
-/// The process's terminal (stdin and stderr).
-#[derive(Debug, Default)]
-pub struct Terminal;
-
-impl Prompter for Terminal {
-    fn interactive(&self) -> bool {
-        std::io::stdin().is_terminal() && std::io::stderr().is_terminal()
-    }
-
-    fn ask(&self, question: &str) -> Option<String> {
-        let _quiet_spinner = super::spinner::pause();
-        let mut err = std::io::stderr().lock();
-        let _ = write!(err, "{question}");
-        let _ = err.flush();
-        let mut line = String::new();
-        match std::io::stdin().lock().read_line(&mut line) {
-            Ok(0) | Err(_) => None,
-            Ok(_) => Some(line),
-        }
-    }
+/// Where a person is asked about a call.
+pub trait Prompter: Send + Sync {
+    /// Ask about `request`; `Err(reason)` when nobody can be asked (the
+    /// call is refused with that reason, which says how to approve it).
+    fn ask(&self, request: &ApprovalRequest) -> Result<Answer, String>;
 }
 
 /// The gate.
-pub struct CliApprovals {
+pub struct Approvals {
     approved: BTreeSet<String>,
     yes: bool,
     prompter: Arc<dyn Prompter>,
@@ -49,7 +39,7 @@ pub struct CliApprovals {
     remembered: Mutex<BTreeSet<String>>,
 }
 
-impl CliApprovals {
+impl Approvals {
     /// A gate approving `approved` tools (or all with `yes`), asking
     /// `prompter` otherwise.
     pub fn new(
@@ -100,36 +90,25 @@ impl CliApprovals {
         {
             return ApprovalDecision::approve("approved at the prompt for this run");
         }
-        if !self.prompter.interactive() {
-            return ApprovalDecision::deny(format!(
-                "there is no terminal to ask; pass `--approve {tool}` or `--yes`"
-            ));
-        }
-        let args = serde_json::to_string(&request.arguments_redacted).unwrap_or_default();
-        let question = format!(
-            "\napprove tool `{tool}` with arguments {args}?\n  [y]es / [a]lways for this run / [N]o: "
-        );
-        match self
-            .prompter
-            .ask(&question)
-            .map(|a| a.trim().to_ascii_lowercase())
-            .as_deref()
-        {
-            Some("y" | "yes") => ApprovalDecision::approve("approved at the prompt"),
-            Some("a" | "always") => {
+        match self.prompter.ask(request) {
+            Err(reason) => ApprovalDecision::deny(reason),
+            Ok(Answer::Once) => ApprovalDecision::approve("approved at the prompt"),
+            Ok(Answer::Always) => {
                 self.remembered
                     .lock()
                     .unwrap_or_else(|e| e.into_inner())
                     .insert(tool.clone());
                 ApprovalDecision::approve("approved at the prompt for this run")
             }
-            Some(_) => ApprovalDecision::deny("refused at the prompt"),
-            None => ApprovalDecision::deny("no answer at the prompt (end of input)"),
+            Ok(Answer::No) => ApprovalDecision::deny("refused at the prompt"),
+            Ok(Answer::NoAnswer) => {
+                ApprovalDecision::deny("no answer at the prompt (end of input)")
+            }
         }
     }
 }
 
-impl ApprovalGate for CliApprovals {
+impl ApprovalGate for Approvals {
     fn decide(&self, request: &ApprovalRequest) -> ApprovalDecision {
         let decision = self.decide_inner(request);
         self.signal(request, &decision);
@@ -144,11 +123,16 @@ mod tests {
 
     struct Scripted(Option<&'static str>, bool);
     impl Prompter for Scripted {
-        fn interactive(&self) -> bool {
-            self.1
-        }
-        fn ask(&self, _q: &str) -> Option<String> {
-            self.0.map(str::to_owned)
+        fn ask(&self, r: &ApprovalRequest) -> Result<Answer, String> {
+            if !self.1 {
+                return Err(format!("nobody to ask; pass `--approve {}`", r.tool));
+            }
+            Ok(match self.0.map(str::trim) {
+                Some("y") => Answer::Once,
+                Some("always") => Answer::Always,
+                Some(_) => Answer::No,
+                None => Answer::NoAnswer,
+            })
         }
     }
 
@@ -160,8 +144,8 @@ mod tests {
         }
     }
 
-    fn gate(answer: Option<&'static str>, tty: bool, approve: &[&str], yes: bool) -> CliApprovals {
-        CliApprovals::new(
+    fn gate(answer: Option<&'static str>, tty: bool, approve: &[&str], yes: bool) -> Approvals {
+        Approvals::new(
             approve.iter().map(|s| (*s).to_owned()),
             yes,
             Arc::new(Scripted(answer, tty)),

@@ -1,0 +1,52 @@
+//! `check`: load, validate and resolve a composition; find what would keep
+//! it from publishing.
+
+use std::path::Path;
+
+use crate::engine::diag::{Code, Diagnostic};
+use crate::engine::findings::plan_diagnostics;
+
+use super::env::RunEnv;
+use super::error::AppError;
+use super::report::Reporter;
+use super::workspace::{Workspace, load_file};
+
+/// What `check` found in one composition.
+pub struct CheckReport {
+    /// The composition, loaded and resolved.
+    pub workspace: Workspace,
+    /// The resolver's findings (pending, ambiguous, cycles, preferences
+    /// that chose nothing), pointing into the workspace's sources.
+    pub findings: Vec<Diagnostic>,
+    /// Whether a tool asks for permissions its plugin does not declare
+    /// (publication would refuse it).
+    pub refused: bool,
+    /// The loader's `chassis.lock` findings.
+    pub lock_findings: Vec<&'static str>,
+}
+
+impl CheckReport {
+    /// Whether the answer is no: a hard requirement does not resolve, a
+    /// tool would be refused, or an `mcp` entry's lock is missing or stale.
+    pub fn is_negative(&self) -> bool {
+        !self.workspace.plan.is_complete() || self.refused || !self.lock_findings.is_empty()
+    }
+}
+
+/// Check the composition at `path`.
+pub fn check_file(path: &Path, reporter: &dyn Reporter) -> Result<CheckReport, AppError> {
+    let workspace = load_file(path, &RunEnv::process(), reporter)?;
+    let findings = plan_diagnostics(&workspace.composition, &workspace.tree, &workspace.plan);
+    // A tool whose permissions its plugin does not declare would be
+    // refused at publication: a negative answer, like a pending entry.
+    let refused = findings
+        .iter()
+        .any(|d| d.code == Code::UndeclaredPermission);
+    let lock_findings = workspace.lock_findings();
+    Ok(CheckReport {
+        workspace,
+        findings,
+        refused,
+        lock_findings,
+    })
+}

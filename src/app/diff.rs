@@ -1,0 +1,107 @@
+//! `diff generations`: what changed, semantically, between two sides —
+//! each a composition, a snapshot file, a composition at a git revision or
+//! a stored generation id; with NODES when both are stored generations.
+
+use std::path::{Path, PathBuf};
+
+use crate::engine::diff::{GenerationDiff, diff_snapshots};
+use crate::engine::identity::GenerationId;
+use crate::engine::snapshot::parse_document;
+use crate::store::{OpenMode, StoredGeneration};
+
+use super::error::{AppError, Problem};
+use super::report::Reporter;
+use super::reuse::{NodeChange, node_changes};
+use super::state::{StateStore, state_path};
+use super::workspace::{Operand, load_operand};
+
+/// What to compare.
+#[derive(Clone, Debug)]
+pub struct DiffOptions {
+    /// The old side, as the caller named it.
+    pub old: String,
+    /// The new side.
+    pub new: String,
+    /// Also list what did not change.
+    pub include_unchanged: bool,
+    /// The store generation ids are read from.
+    pub state: Option<PathBuf>,
+}
+
+/// The comparison.
+pub struct DiffOutcome {
+    /// The semantic diff.
+    pub diff: GenerationDiff,
+    /// The old side.
+    pub old: Operand,
+    /// The new side.
+    pub new: Operand,
+    /// How each node changed, when both sides are stored generations.
+    pub nodes: Option<Vec<NodeChange>>,
+}
+
+/// Compare two sides.
+pub fn diff(options: &DiffOptions, reporter: &dyn Reporter) -> Result<DiffOutcome, AppError> {
+    let mut store = None;
+    let state = options.state.as_deref();
+    let (old, old_gen) = side(&options.old, state, &mut store, reporter)?;
+    let (new, new_gen) = side(&options.new, state, &mut store, reporter)?;
+    let nodes = match (&old_gen, &new_gen) {
+        (Some(a), Some(b)) => Some(node_changes(a, b)),
+        _ => None,
+    };
+    let diff = diff_snapshots(&old.snapshot, &new.snapshot, options.include_unchanged);
+    Ok(DiffOutcome {
+        diff,
+        old,
+        new,
+        nodes,
+    })
+}
+
+fn side(
+    operand: &str,
+    state: Option<&Path>,
+    store: &mut Option<StateStore>,
+    reporter: &dyn Reporter,
+) -> Result<(Operand, Option<StoredGeneration>), AppError> {
+    match store_operand(operand, state, store)? {
+        Some((side, g)) => Ok((side, Some(g))),
+        None => Ok((load_operand(operand, reporter)?, None)),
+    }
+}
+
+/// An operand that names a stored generation: a `gen_NNNN` that is not an
+/// existing file. `Ok(None)` when it is not one.
+fn store_operand(
+    operand: &str,
+    state: Option<&Path>,
+    store: &mut Option<StateStore>,
+) -> Result<Option<(Operand, StoredGeneration)>, AppError> {
+    if Path::new(operand).exists() || GenerationId::parse(operand).is_none() {
+        return Ok(None);
+    }
+    let opened = match store {
+        Some(s) => s,
+        None => store.insert(StateStore::open(
+            &state_path(state, None),
+            OpenMode::ReadOnly,
+        )?),
+    };
+    let g = opened.generation(operand)?;
+    let env = parse_document(&g.snapshot).map_err(|e| {
+        Problem::failure(format!(
+            "the snapshot of {operand} cannot be read: {}",
+            e.message
+        ))
+        .with_code("store::not-a-store")
+    })?;
+    Ok(Some((
+        Operand {
+            snapshot: env.snapshot,
+            display: operand.to_owned(),
+            label: operand.to_owned(),
+        },
+        g,
+    )))
+}

@@ -1,0 +1,125 @@
+//! `explain`: why a requirement resolved the way it did, what a scope
+//! sees, and each agent's budget — as the engine's reports.
+
+use std::path::Path;
+
+use crate::engine::diag::did_you_mean;
+use crate::engine::explain::{RequirementReport, ScopeReport, explain_requirement, explain_scope};
+use crate::engine::model::{AgentDecl, ScopePath};
+
+use super::env::RunEnv;
+use super::error::{AppError, Problem};
+use super::report::Reporter;
+use super::workspace::{Workspace, load_file};
+
+/// Every candidate for `consumer`'s requirement of `capability` in the
+/// composition at `file`; `scope`, when given, must be the consumer's.
+pub fn requirement(
+    file: &Path,
+    consumer: &str,
+    capability: &str,
+    scope: Option<&str>,
+    reporter: &dyn Reporter,
+) -> Result<RequirementReport, AppError> {
+    let ws = load_file(file, &RunEnv::process(), reporter)?;
+    let Some(report) =
+        explain_requirement(&ws.composition, &ws.tree, &ws.plan, consumer, capability)
+    else {
+        return Err(no_requirement(&ws, consumer, capability));
+    };
+    if let Some(scope) = scope
+        && report.resolution.scope.as_str() != scope
+    {
+        return Err(AppError::input(format!(
+            "`{consumer}` is declared in scope `{}`, not `{scope}`",
+            report.resolution.scope
+        )));
+    }
+    Ok(report)
+}
+
+/// Why `consumer` holds no requirement of `capability`.
+fn no_requirement(ws: &Workspace, consumer: &str, capability: &str) -> AppError {
+    let held = ws.plan.resolutions_of(consumer);
+    let absent = ws
+        .composition
+        .disabled
+        .keys()
+        .map(|id| (id.as_str(), "disabled (`enabled = false`)"))
+        .chain(
+            ws.composition
+                .skipped
+                .keys()
+                .map(|id| (id.as_str(), "skipped (its `enabled_if` does not hold)")),
+        )
+        .find(|(id, _)| *id == consumer);
+    let problem = if let Some((_, why)) = absent {
+        Problem::input(format!(
+            "`{consumer}` is {why} in `{}`, so it holds no requirement",
+            ws.display
+        ))
+    } else if held.is_empty() {
+        let consumers: Vec<&str> = ws
+            .plan
+            .resolutions
+            .iter()
+            .map(|x| x.consumer.name())
+            .collect();
+        let problem = Problem::input(format!(
+            "`{consumer}` holds no requirement in `{}`",
+            ws.display
+        ));
+        match did_you_mean(consumer, consumers.iter().copied()) {
+            Some(s) => problem.with_help(format!("did you mean `{s}`?")),
+            None => problem,
+        }
+    } else {
+        let caps: Vec<String> = held
+            .iter()
+            .map(|x| format!("`{}`", x.requirement.capability))
+            .collect();
+        Problem::input(format!("`{consumer}` does not require `{capability}`"))
+            .with_help(format!("it requires {}", caps.join(", ")))
+    };
+    problem.into()
+}
+
+/// What the scope `path` of the composition at `file` sees.
+pub fn scope(file: &Path, path: &str, reporter: &dyn Reporter) -> Result<ScopeReport, AppError> {
+    let ws = load_file(file, &RunEnv::process(), reporter)?;
+    let parsed = ScopePath::new(path).map_err(|e| AppError::input(e.to_string()))?;
+    explain_scope(&ws.composition, &ws.tree, &ws.plan, &parsed).ok_or_else(|| {
+        let paths: Vec<&str> = ws
+            .composition
+            .scopes
+            .keys()
+            .map(ScopePath::as_str)
+            .collect();
+        let problem = Problem::input(format!("no scope `{path}` in `{}`", ws.display));
+        match did_you_mean(path, paths.iter().copied()) {
+            Some(s) => problem.with_help(format!("did you mean `{s}`?")).into(),
+            None => problem.into(),
+        }
+    })
+}
+
+/// The agents of the composition at `file` whose budgets to explain: all,
+/// or the one named (unusable input when there is none such).
+pub fn budgets(
+    file: &Path,
+    agent: Option<&str>,
+    reporter: &dyn Reporter,
+) -> Result<Vec<AgentDecl>, AppError> {
+    let ws = load_file(file, &RunEnv::process(), reporter)?;
+    let agents: Vec<AgentDecl> = ws
+        .composition
+        .agents
+        .values()
+        .filter(|a| agent.is_none_or(|n| n == a.name))
+        .cloned()
+        .collect();
+    match agent {
+        Some(name) if agents.is_empty() => Err(ws.unknown_agent(name)),
+        _ => Ok(agents),
+    }
+}

@@ -1,0 +1,159 @@
+//! `plan`: what `publish` would do, computed without mounting or writing
+//! anything (the store is opened read-only, or not at all when absent).
+
+use std::path::PathBuf;
+
+use crate::engine::model::{Composition, EntryId};
+use crate::engine::resolve::{Plan, resolve_with_tree};
+use crate::engine::tree::ScopeTree;
+use crate::runtime::reconcile::{Prediction, predict};
+
+use super::caller::Caller;
+use super::env::RunEnv;
+use super::error::AppError;
+use super::refusal::{Refusal, pending_lines};
+use super::state::{StateStore, previous_of, state_path};
+use super::workspace::{Workspace, load_file};
+
+/// What to plan.
+#[derive(Clone, Debug)]
+pub struct PlanOptions {
+    /// The composition.
+    pub file: PathBuf,
+    /// The store (default `.chassis/state.db` beside `file`).
+    pub state: Option<PathBuf>,
+    /// Plan as `publish --allow-pending` would.
+    pub allow_pending: bool,
+}
+
+/// What `publish` would do.
+pub enum PlanOutcome {
+    /// It would refuse the composition (a cycle, pending requirements).
+    Refused {
+        /// The store.
+        store: PathBuf,
+        /// Pending entries with their first reason.
+        pending: Vec<(String, String)>,
+        /// Why.
+        refusal: Refusal,
+    },
+    /// It would fail mounting an entry whose secret is not set.
+    MissingSecrets {
+        /// The store.
+        store: PathBuf,
+        /// `(secret, entry)`, sorted.
+        missing: Vec<(String, String)>,
+    },
+    /// It would publish, or change nothing.
+    Planned(Box<Planned>),
+}
+
+impl PlanOutcome {
+    /// Whether publish would refuse or fail.
+    pub fn is_negative(&self) -> bool {
+        !matches!(self, PlanOutcome::Planned(_))
+    }
+}
+
+/// A publication (or no-op) foreseen.
+pub struct Planned {
+    /// The store.
+    pub store: PathBuf,
+    /// Whether the store exists yet.
+    pub store_exists: bool,
+    /// The generation it is computed against.
+    pub previous: Option<String>,
+    /// Per-node actions, generation id and digests.
+    pub prediction: Prediction,
+    /// Pending entries with their first reason (left out).
+    pub pending: Vec<(String, String)>,
+    /// `(secret, entry)` of entries `on_failure = "skip"` would quarantine.
+    pub quarantined: Vec<(String, String)>,
+}
+
+/// Plan the publication of `options.file`.
+pub fn plan(options: &PlanOptions, caller: &Caller) -> Result<PlanOutcome, AppError> {
+    let ws = load_file(&options.file, &RunEnv::process(), &*caller.reporter)?;
+    let store = state_path(options.state.as_deref(), Some(&options.file));
+    let pending = pending_lines(&ws.plan);
+    if let Some(refusal) = ws.refusal(options.allow_pending) {
+        return Ok(PlanOutcome::Refused {
+            store,
+            pending,
+            refusal,
+        });
+    }
+    let seed = StateStore::open_existing(&store)?
+        .map(|s| s.seed())
+        .transpose()?;
+    let previous = seed.as_ref().and_then(previous_of).map(|g| g.to_string());
+    // Secret values enter node identities, as at publication.
+    let secrets = super::mount::secret_provider(&caller.redactor, &RunEnv::process());
+    // A secret that is not set fails publish's mount: say so rather than
+    // predict a changed identity from its absence.
+    let mut missing: Vec<(String, String)> = ws
+        .plan
+        .activation_order
+        .iter()
+        .filter_map(|id| ws.composition.entries.get(id))
+        .flat_map(|e| {
+            e.config
+                .secret_refs()
+                .into_iter()
+                .map(move |r| (r.name.clone(), e.id.to_string()))
+        })
+        .filter(|(name, _)| secrets.get(name).is_err())
+        .collect();
+    missing.sort();
+    missing.dedup();
+    // An entry with `on_failure = "skip"` that governs no scope would be
+    // quarantined by publish, not fail it: predict without it.
+    let skippable = |entry: &str| {
+        EntryId::new(entry).is_ok_and(|id| ws.composition.quarantines_on_failure(&id))
+    };
+    let (quarantined, missing): (Vec<_>, Vec<_>) =
+        missing.into_iter().partition(|(_, entry)| skippable(entry));
+    if !missing.is_empty() {
+        return Ok(PlanOutcome::MissingSecrets { store, missing });
+    }
+    let without = (!quarantined.is_empty()).then(|| without_quarantined(&ws, &quarantined));
+    let (composition, tree, plan) = without
+        .as_ref()
+        .map_or((&ws.composition, &ws.tree, &ws.plan), |(c, t, p)| (c, t, p));
+    let prediction = predict(
+        composition,
+        tree,
+        plan,
+        seed.as_ref(),
+        Some(secrets.as_ref()),
+    )?;
+    Ok(PlanOutcome::Planned(Box::new(Planned {
+        store,
+        store_exists: seed.is_some(),
+        previous,
+        prediction,
+        pending,
+        quarantined,
+    })))
+}
+
+/// The composition without the entries publish would quarantine, as
+/// publish records them: failed to instantiate (their configuration's
+/// secret could not be read).
+fn without_quarantined(
+    ws: &Workspace,
+    quarantined: &[(String, String)],
+) -> (Composition, ScopeTree, Plan) {
+    let mut composition = ws.composition.clone();
+    for (_, entry) in quarantined {
+        if let Ok(id) = EntryId::new(entry) {
+            composition.entries.remove(&id);
+            composition
+                .quarantined
+                .insert(id, "instantiate_failed".to_owned());
+        }
+    }
+    let tree = ScopeTree::new(&composition);
+    let plan = resolve_with_tree(&composition, &tree);
+    (composition, tree, plan)
+}

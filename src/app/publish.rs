@@ -1,0 +1,133 @@
+//! `publish`: reconcile a composition against the store's current
+//! generation and record the new generation (or report reuse).
+
+use std::path::PathBuf;
+
+use crate::engine::identity::GenerationId;
+use crate::engine::snapshot::Digests;
+use crate::runtime::identity::NodeImpact;
+use crate::runtime::{Harness, ReconcileReport};
+use crate::store::OpenMode;
+
+use super::caller::Caller;
+use super::env::RunEnv;
+use super::error::AppError;
+use super::refusal::pending_lines;
+use super::report::Notice;
+use super::state::{Publication, StateStore, previous_of, state_path};
+use super::workspace::load_file;
+
+/// What to publish.
+#[derive(Clone, Debug)]
+pub struct PublishOptions {
+    /// The composition.
+    pub file: PathBuf,
+    /// The store (default `.chassis/state.db` beside `file`).
+    pub state: Option<PathBuf>,
+    /// Publish without the pending entries instead of refusing.
+    pub allow_pending: bool,
+    /// Write every telemetry signal (redacted) here as JSON lines.
+    pub trace: Option<PathBuf>,
+    /// Start the `mcp` servers first and pin what they offer in
+    /// `chassis.lock`.
+    pub update_lock: bool,
+}
+
+/// A publication, or the generation it left current.
+pub struct Published {
+    /// Whether a new generation was recorded (false: no change).
+    pub published: bool,
+    /// The generation now current.
+    pub generation_id: String,
+    /// The generation it was computed against.
+    pub previous: Option<GenerationId>,
+    /// The store.
+    pub store: PathBuf,
+    /// Per-node impact, by entry id.
+    pub impact: Vec<NodeImpact>,
+    /// Pending entries left out, with their first reason.
+    pub pending: Vec<(String, String)>,
+    /// The current generation's digests.
+    pub digests: Digests,
+}
+
+/// Publish `options.file` into its store.
+pub async fn publish(options: &PublishOptions, caller: &Caller) -> Result<Published, AppError> {
+    let env = RunEnv::process();
+    if options.update_lock {
+        super::lock::update_for(&options.file, &env, caller).await?;
+    }
+    let ws = load_file(&options.file, &env, &*caller.reporter)?;
+    if let Some(refusal) = ws.refusal(options.allow_pending) {
+        return Err(AppError::Refused {
+            verb: "publish",
+            display: ws.display,
+            refusal,
+        });
+    }
+    // The trace file first: a path that cannot be written is refused
+    // before a store is created.
+    let telemetry = super::telemetry::for_operation(options.trace.as_deref(), caller)?;
+    let path = state_path(options.state.as_deref(), Some(&options.file));
+    let mut store = StateStore::open(&path, OpenMode::Create)?;
+    if store.created() {
+        caller.notice(Notice::StoreCreated {
+            path: &path,
+            in_default_folder: store.in_default_folder(),
+        });
+    }
+    let seed = store.seed()?;
+    let previous = previous_of(&seed);
+    let mounts = seed.mounts.clone();
+    let harness_options = super::mount::harness_options(telemetry, &caller.redactor, &env);
+    let (catalog, _) = super::mount::catalog(&options.file, &caller.redactor, &env);
+    let harness = Harness::new(catalog, harness_options);
+    // A fresh harness has no generation, so seeding cannot fail.
+    let _ = harness.seed(seed).await;
+    let report = tokio::select! {
+        r = harness.reconcile(ws.composition.clone()) => Some(r),
+        () = caller.interrupt.wait() => None,
+    };
+    let nodes = harness.nodes().await;
+    let generation = harness.current();
+    let cleanup = harness.shutdown().await;
+    let Some(report) = report else {
+        return Err(AppError::Interrupted("nothing was published"));
+    };
+    for f in &cleanup {
+        caller.notice(Notice::CleanupFailed {
+            description: &f.description,
+            error: &f.error,
+        });
+    }
+    let report = report?;
+    notice_quarantined(caller, &report);
+    let Some(generation) = generation else {
+        return Err(AppError::failure("the reconcile published no generation"));
+    };
+    if report.published {
+        store.record_publication(Publication {
+            report: &report,
+            nodes: &nodes,
+            generation: &generation,
+            previous: previous.clone(),
+            mounts,
+        })?;
+    }
+    Ok(Published {
+        published: report.published,
+        generation_id: report.generation_id.clone(),
+        previous,
+        store: path,
+        impact: report.impact.to_vec(),
+        pending: pending_lines(&ws.plan),
+        digests: generation.digests.clone(),
+    })
+}
+
+/// Say which entries `on_failure = "skip"` left out.
+pub(crate) fn notice_quarantined(caller: &Caller, report: &ReconcileReport) {
+    for (entry, error) in &report.quarantined {
+        caller.notice(Notice::Quarantined { entry, error });
+    }
+}

@@ -1,0 +1,164 @@
+//! How a node changed between two stored generations: reused, rebuilt or
+//! rewired, and which parts of its identity changed (`explain reuse`, and
+//! the NODES section of a `diff` of two stored generations).
+
+use std::path::Path;
+
+use crate::engine::diag::did_you_mean;
+use crate::runtime::identity::changes;
+use crate::store::{OpenMode, StoredGeneration, StoredIdentity};
+
+use super::error::{AppError, Problem};
+use super::state::{StateStore, state_path};
+
+/// How one node changed between two stored generations.
+#[derive(Clone, Debug, PartialEq, Eq, serde::Serialize)]
+pub struct NodeChange {
+    /// Entry id.
+    pub entry_id: String,
+    /// `reused`, `rebuilt`, `rewired`, `unchanged`, `added`, `removed`.
+    pub kind: &'static str,
+    /// Reasons (`config_changed`, …).
+    pub reasons: Vec<&'static str>,
+    /// Old instance id.
+    pub old_instance_id: Option<String>,
+    /// New instance id.
+    pub new_instance_id: Option<String>,
+}
+
+/// One part of a node's identity, compared.
+#[derive(Clone, Copy, Debug, PartialEq, Eq)]
+pub struct IdentityPart {
+    /// `implementation`, `contracts`, `config`, `scope`, `dependencies`.
+    pub name: &'static str,
+    /// Whether it is the same in both.
+    pub same: bool,
+    /// The reason a change of it gives (`config_changed`).
+    pub reason: &'static str,
+}
+
+/// `explain reuse`: one node between two generations.
+pub struct ReuseReport {
+    /// The older generation, as named.
+    pub old: String,
+    /// The newer generation, as named.
+    pub new: String,
+    /// How the node changed.
+    pub change: NodeChange,
+    /// Its identity parts, when it is in both.
+    pub parts: Option<[IdentityPart; 5]>,
+}
+
+/// Compare `entry` in two generations.
+pub fn node_change(
+    old: &StoredGeneration,
+    new: &StoredGeneration,
+    entry: &str,
+) -> Option<NodeChange> {
+    let (a, b) = (old.node(entry), new.node(entry));
+    let (kind, reasons) = match (a, b) {
+        (None, None) => return None,
+        (None, Some(_)) => ("added", vec!["entry_added"]),
+        (Some(_), None) => ("removed", vec!["entry_removed"]),
+        (Some(a), Some(b)) => {
+            let reasons = changes(&a.identity.to_identity(), &b.identity.to_identity());
+            if a.instance_id == b.instance_id {
+                ("reused", reasons)
+            } else if reasons.is_empty() {
+                ("unchanged", vec!["instance_inactive"])
+            } else if reasons == ["dependency_changed"] {
+                ("rewired", reasons)
+            } else {
+                ("rebuilt", reasons)
+            }
+        }
+    };
+    Some(NodeChange {
+        entry_id: entry.to_owned(),
+        kind,
+        reasons,
+        old_instance_id: a.map(|n| n.instance_id.clone()),
+        new_instance_id: b.map(|n| n.instance_id.clone()),
+    })
+}
+
+/// Every node of either generation, by entry id.
+pub fn node_changes(old: &StoredGeneration, new: &StoredGeneration) -> Vec<NodeChange> {
+    let mut entries: Vec<&str> = old
+        .nodes
+        .iter()
+        .chain(&new.nodes)
+        .map(|n| n.entry_id.as_str())
+        .collect();
+    entries.sort_unstable();
+    entries.dedup();
+    entries
+        .into_iter()
+        .filter_map(|e| node_change(old, new, e))
+        .collect()
+}
+
+fn parts(a: &StoredIdentity, b: &StoredIdentity) -> [IdentityPart; 5] {
+    let part = |name, same, reason| IdentityPart { name, same, reason };
+    [
+        part(
+            "implementation",
+            a.implementation == b.implementation,
+            "implementation_changed",
+        ),
+        part(
+            "contracts",
+            a.contracts == b.contracts,
+            "capability_contract_changed",
+        ),
+        part("config", a.config == b.config, "config_changed"),
+        part("scope", a.scope == b.scope, "scope_visibility_changed"),
+        part(
+            "dependencies",
+            a.dependencies == b.dependencies,
+            "dependency_changed",
+        ),
+    ]
+}
+
+/// Explain node `node` between generations `old` and `new` of the store
+/// at `state` (default `.chassis/state.db` here).
+pub fn explain_reuse(
+    state: Option<&Path>,
+    old: &str,
+    new: &str,
+    node: &str,
+) -> Result<ReuseReport, AppError> {
+    let store = StateStore::open(&state_path(state, None), OpenMode::ReadOnly)?;
+    let a = store.generation(old)?;
+    let b = store.generation(new)?;
+    let Some(change) = node_change(&a, &b, node) else {
+        let mut known: Vec<&str> = a
+            .nodes
+            .iter()
+            .chain(&b.nodes)
+            .map(|n| n.entry_id.as_str())
+            .collect();
+        known.sort_unstable();
+        known.dedup();
+        let help = did_you_mean(node, known.iter().copied()).map_or_else(
+            || format!("its nodes are {}", known.join(", ")),
+            |s| format!("did you mean `{s}`?"),
+        );
+        return Err(
+            Problem::input(format!("no node `{node}` in {old} or {new}"))
+                .with_help(help)
+                .into(),
+        );
+    };
+    let parts = match (a.node(node), b.node(node)) {
+        (Some(x), Some(y)) => Some(parts(&x.identity, &y.identity)),
+        _ => None,
+    };
+    Ok(ReuseReport {
+        old: old.to_owned(),
+        new: new.to_owned(),
+        change,
+        parts,
+    })
+}

@@ -1,0 +1,663 @@
+//! `run`: publish a composition as a generation and run one agent against
+//! exactly it — the model's tool calls crossing the tool boundary (hooks,
+//! policy, approval, budget, telemetry) — then record what happened.
+//!
+//! The steps, in order: everything that can be refused up front (the env
+//! file, the lock, the composition, the agent, the input, the request's
+//! tools, the files the run writes, the store); then the run, racing the
+//! caller's interrupt; then the recording and the store, which see only a
+//! finished run.
+
+use std::io::Read;
+use std::path::{Path, PathBuf};
+use std::sync::Arc;
+
+use crate::engine::diag::did_you_mean;
+use crate::engine::telemetry::Telemetry;
+use crate::runtime::agent::{
+    AgentError, AgentObserver, AgentRequest, AgentResult, AgentRunner, MonotonicClock, StopReason,
+};
+use crate::runtime::harness::{SeedNode, SeedState};
+use crate::runtime::replay::{Fallback, Replay, ReplayDocument};
+use crate::runtime::request_tools::RequestTools;
+use crate::runtime::{
+    ExecutorServices, Generation, Harness, ReconcileError, ReconcileReport, ToolExecutor,
+};
+use crate::store::{NewRun, OpenMode, now_rfc3339};
+
+use super::approval::{Approvals, Prompter};
+use super::caller::Caller;
+use super::candidates::{self, Candidate, Follow, Follower};
+use super::env::RunEnv;
+use super::error::{AppError, ErrorKind, Problem};
+use super::report::Notice;
+use super::state::{Publication, StateStore, previous_of, state_path};
+use super::workspace::{Workspace, load_file};
+
+/// Where a run's input comes from.
+pub enum RunInput {
+    /// This text.
+    Text(String),
+    /// A file's contents.
+    File(PathBuf),
+    /// Everything a reader yields (standard input); `what` names it in an
+    /// error.
+    Read {
+        /// `stdin`.
+        what: &'static str,
+        /// The reader.
+        reader: Box<dyn Read + Send>,
+    },
+    /// The agent's `default_input`.
+    AgentDefault,
+}
+
+/// Whether and where a run is recorded in a store.
+#[derive(Clone, Debug, PartialEq, Eq)]
+pub enum RunState {
+    /// Not recorded (published in memory only).
+    None,
+    /// In `.chassis/state.db` beside the composition.
+    Default,
+    /// In this store.
+    At(PathBuf),
+}
+
+/// What to run.
+pub struct RunOptions {
+    /// The composition.
+    pub file: PathBuf,
+    /// The agent (required when the composition declares several).
+    pub agent: Option<String>,
+    /// The input.
+    pub input: RunInput,
+    /// Tools approved for every call.
+    pub approve: Vec<String>,
+    /// Approve every call that needs approval.
+    pub yes: bool,
+    /// Secrets and `enabled_if` variables from this env file too.
+    pub env_file: Option<PathBuf>,
+    /// Record the publication and the run in a store.
+    pub state: RunState,
+    /// Run without the pending entries instead of refusing.
+    pub allow_pending: bool,
+    /// Write every telemetry signal (redacted) here as JSON lines.
+    pub trace: Option<PathBuf>,
+    /// Record every model and tool call (redacted) here.
+    pub record: Option<PathBuf>,
+    /// Answer model and tool calls from this recording.
+    pub replay: Option<(PathBuf, Fallback)>,
+    /// Start the `mcp` servers first, pin what they offer, and accept a
+    /// changed tool list during the run as a candidate generation.
+    pub update_lock: bool,
+    /// Tools this run brings with its request.
+    pub request_tools: Option<PathBuf>,
+    /// Asks a person about calls that need approval.
+    pub prompter: Arc<dyn Prompter>,
+    /// Told of every step (model call, tool call, sub-agent).
+    pub observer: Option<Arc<dyn AgentObserver>>,
+}
+
+/// How a finished run ended, as the store records it.
+#[derive(Clone, Copy, Debug, PartialEq, Eq)]
+pub enum RunStatus {
+    /// It answered.
+    Succeeded,
+    /// It ran to the end without an answer (step limit, refusal).
+    NoAnswer,
+    /// A budget ran out, or a model, tool or hook failed.
+    Failed,
+}
+
+impl RunStatus {
+    /// The status of a run that stopped for `stop`.
+    pub fn of(stop: &StopReason) -> Self {
+        match stop {
+            StopReason::Answered => RunStatus::Succeeded,
+            StopReason::StepLimit { .. } | StopReason::Refused { .. } => RunStatus::NoAnswer,
+            StopReason::BudgetExhausted { .. }
+            | StopReason::ModelFailed { .. }
+            | StopReason::Failed { .. } => RunStatus::Failed,
+        }
+    }
+
+    /// `succeeded`, `no_answer`, `failed`.
+    pub fn as_str(self) -> &'static str {
+        match self {
+            RunStatus::Succeeded => "succeeded",
+            RunStatus::NoAnswer => "no_answer",
+            RunStatus::Failed => "failed",
+        }
+    }
+}
+
+/// A finished run.
+pub struct RunOutcome {
+    /// What the agent did.
+    pub result: AgentResult,
+    /// The generation it ran on (a request's own candidate when it brought
+    /// tools).
+    pub generation: Arc<Generation>,
+    /// Candidate generations built while it ran.
+    pub candidates: Vec<Candidate>,
+    /// The tools its request brought, by name.
+    pub request_tools: Vec<String>,
+    /// How it ended.
+    pub status: RunStatus,
+}
+
+/// Run an agent of `options.file`.
+pub async fn run(options: RunOptions, caller: &Caller) -> Result<RunOutcome, AppError> {
+    let env = super::mount::run_env(options.env_file.as_deref())?;
+    let redactor = &caller.redactor;
+    if options.update_lock {
+        super::lock::update_for(&options.file, &env, caller).await?;
+    }
+    let ws = load_file(&options.file, &env, &*caller.reporter)?;
+    if let Some(refusal) = ws.refusal(options.allow_pending) {
+        return Err(AppError::Refused {
+            verb: "run",
+            display: ws.display,
+            refusal,
+        });
+    }
+    let agent = pick_agent(&ws, options.agent.as_deref())?;
+    let input = read_input(options.input, &ws, &agent)?;
+    notice_unknown_approvals(caller, &options.approve, &ws);
+    let request_tools = match &options.request_tools {
+        None => RequestTools::default(),
+        Some(path) => {
+            let file = super::request_tools::load_file(path, &env, &*caller.reporter)?;
+            // Refused before anything mounts when they cannot join.
+            crate::engine::request_tools::with_request_tools(
+                &ws.composition,
+                &agent,
+                &file.decl(),
+                &|_| false,
+            )
+            .map_err(|e| AppError::input(e.to_string()))?;
+            file.request_tools(redactor)?
+        }
+    };
+    let mut request_tool_names: Vec<String> = request_tools
+        .tools
+        .iter()
+        .map(|t| t.tool.name().to_owned())
+        .collect();
+    request_tool_names.sort();
+
+    // The files the run writes first (a path that cannot be written is
+    // refused before a store is created), then the store.
+    let telemetry = super::telemetry::for_operation(options.trace.as_deref(), caller)?;
+    let record_file = options
+        .record
+        .as_deref()
+        .map(RecordFile::create)
+        .transpose()?;
+    let mut store = match &options.state {
+        RunState::None => None,
+        RunState::Default => Some(StateStore::open(
+            &state_path(None, Some(&options.file)),
+            OpenMode::Create,
+        )?),
+        RunState::At(path) => Some(StateStore::open(path, OpenMode::Create)?),
+    };
+    let seed = store.as_ref().map(StateStore::seed).transpose()?;
+    let replay = replay(
+        options.record.is_some(),
+        options.replay.as_ref(),
+        redactor,
+        &telemetry,
+    )?;
+    let approvals = Approvals::new(
+        options.approve.iter().cloned(),
+        options.yes,
+        Arc::clone(&options.prompter),
+        Arc::clone(&telemetry),
+    );
+    let started_at = now_rfc3339();
+    let ran = execute(
+        Execution {
+            ws: &ws,
+            env: &env,
+            telemetry,
+            seed: seed.clone(),
+            approvals,
+            replay: replay.clone(),
+            observer: options.observer.clone(),
+            request: AgentRequest {
+                agent,
+                input,
+                run_id: None,
+            },
+            request_tools,
+            file: &options.file,
+            update_lock: options.update_lock,
+        },
+        caller,
+    )
+    .await?;
+    super::publish::notice_quarantined(caller, &ran.report);
+    let status = RunStatus::of(&ran.result.stop);
+    if let (Some(file), Some(replay)) = (record_file, &replay) {
+        file.write_recording(&ran.result, replay, caller)?;
+    }
+    if let (Some(store), Some(seed)) = (store.as_mut(), seed) {
+        record_in_store(store, &seed, &ran, status, started_at, caller)?;
+    }
+    Ok(RunOutcome {
+        result: ran.result,
+        generation: ran.generation,
+        candidates: ran.candidates,
+        request_tools: request_tool_names,
+        status,
+    })
+}
+
+fn pick_agent(ws: &Workspace, asked: Option<&str>) -> Result<String, AppError> {
+    let names: Vec<&String> = ws.composition.agents.keys().collect();
+    match asked {
+        Some(name) if ws.composition.agents.contains_key(name) => Ok(name.to_owned()),
+        Some(name) => Err(ws.unknown_agent(name)),
+        None => match names.as_slice() {
+            [only] => Ok((*only).clone()),
+            [] => Err(Problem::input(format!("`{}` declares no agent", ws.display))
+                .with_help("add one, e.g.\n\n    [agents.assistant]\n    prompt = \"You are a helpful assistant.\"\n")
+                .into()),
+            many => Err(AppError::input(format!(
+                "`{}` declares {} agents; choose one with --agent: {}",
+                ws.display,
+                many.len(),
+                many.iter()
+                    .map(|s| s.as_str())
+                    .collect::<Vec<_>>()
+                    .join(", ")
+            ))),
+        },
+    }
+}
+
+fn read_input(input: RunInput, ws: &Workspace, agent: &str) -> Result<String, AppError> {
+    match input {
+        RunInput::Text(text) => Ok(text),
+        RunInput::File(path) => std::fs::read_to_string(&path).map_err(|e| {
+            AppError::input(format!(
+                "cannot read the input file `{}`: {e}",
+                path.display()
+            ))
+        }),
+        RunInput::Read { what, mut reader } => {
+            let mut text = String::new();
+            reader
+                .read_to_string(&mut text)
+                .map_err(|e| AppError::input(format!("cannot read the input from {what}: {e}")))?;
+            Ok(text)
+        }
+        RunInput::AgentDefault => ws
+            .composition
+            .agents
+            .get(agent)
+            .and_then(|a| a.default_input.clone())
+            .ok_or_else(|| {
+                Problem::input(format!("no input for agent `{agent}`"))
+                    .with_help("pass --input TEXT, --input-file PATH or --input - (stdin), or set `default_input` on the agent")
+                    .into()
+            }),
+    }
+}
+
+/// Say when an approval names a tool no entry declares (a typo would
+/// otherwise leave the tool refused without a word). Not an error: a
+/// plugin may register tools only when it is mounted.
+fn notice_unknown_approvals(caller: &Caller, approve: &[String], ws: &Workspace) {
+    let declared: std::collections::BTreeSet<&str> = ws
+        .composition
+        .entries
+        .values()
+        .flat_map(|e| e.manifest.tools.iter().map(|t| t.name.as_str()))
+        .collect();
+    for tool in approve {
+        if declared.contains(tool.as_str()) {
+            continue;
+        }
+        caller.notice(Notice::UnknownApproval {
+            tool,
+            composition: &ws.display,
+            suggestion: did_you_mean(tool, declared.iter().copied()),
+        });
+    }
+}
+
+/// The recording (`record`) or the replay (`from`) of the run.
+fn replay(
+    record: bool,
+    from: Option<&(PathBuf, Fallback)>,
+    redactor: &crate::engine::secret::Redactor,
+    telemetry: &Arc<dyn Telemetry>,
+) -> Result<Option<Arc<Replay>>, AppError> {
+    if record {
+        return Ok(Some(Arc::new(Replay::recording(
+            redactor.clone(),
+            Arc::clone(telemetry),
+        ))));
+    }
+    let Some((path, fallback)) = from else {
+        return Ok(None);
+    };
+    let text = std::fs::read_to_string(path).map_err(|e| {
+        AppError::input(format!(
+            "cannot read the replay file `{}`: {e}",
+            path.display()
+        ))
+    })?;
+    let doc = ReplayDocument::parse(&text)
+        .map_err(|e| AppError::input(format!("`{}`: {e}", path.display())))?;
+    Ok(Some(Arc::new(Replay::replaying(
+        doc,
+        *fallback,
+        redactor.clone(),
+        Arc::clone(telemetry),
+    ))))
+}
+
+/// What the run itself needs.
+struct Execution<'a> {
+    ws: &'a Workspace,
+    env: &'a RunEnv,
+    telemetry: Arc<dyn Telemetry>,
+    seed: Option<SeedState>,
+    approvals: Approvals,
+    replay: Option<Arc<Replay>>,
+    observer: Option<Arc<dyn AgentObserver>>,
+    request: AgentRequest,
+    request_tools: RequestTools,
+    file: &'a Path,
+    update_lock: bool,
+}
+
+/// A run that finished, with what is recorded of it.
+struct Ran {
+    result: AgentResult,
+    report: ReconcileReport,
+    nodes: Vec<SeedNode>,
+    /// The published generation.
+    published: Arc<Generation>,
+    /// The generation the run ran on.
+    generation: Arc<Generation>,
+    candidates: Vec<Candidate>,
+}
+
+/// How the harness part ended, before it is an outcome.
+enum Ended {
+    Ran(Box<Ran>),
+    Reconcile(ReconcileError),
+    Agent(AgentError),
+    Interrupted,
+    Other(String),
+}
+
+async fn execute(x: Execution<'_>, caller: &Caller) -> Result<Ran, AppError> {
+    match harness_run(x, caller).await {
+        Ended::Ran(ran) => Ok(*ran),
+        Ended::Reconcile(e) => Err(e.into()),
+        Ended::Interrupted => Err(AppError::Interrupted(
+            "the run was cancelled; nothing was recorded",
+        )),
+        Ended::Agent(e) => {
+            let kind = match e {
+                AgentError::UnknownAgent { .. } => ErrorKind::Input,
+                AgentError::ModelUnavailable { .. } => ErrorKind::Negative,
+                AgentError::Snapshot(_) => ErrorKind::Failure,
+                AgentError::RequestTools(
+                    crate::engine::request_tools::RequestToolsError::Snapshot(_),
+                ) => ErrorKind::Failure,
+                AgentError::RequestTools(_) => ErrorKind::Input,
+            };
+            Err(Problem::new(kind, e.to_string()).into())
+        }
+        Ended::Other(e) => Err(AppError::failure(e)),
+    }
+}
+
+async fn harness_run(x: Execution<'_>, caller: &Caller) -> Ended {
+    let redactor = &caller.redactor;
+    let options = super::mount::harness_options(Arc::clone(&x.telemetry), redactor, x.env);
+    let (catalog, builtin_env) = super::mount::catalog(x.file, redactor, x.env);
+    // Tools of scopes no `secrets` provider governs read what plugins read.
+    let default_secrets = Arc::clone(&options.secrets);
+    let harness = Harness::new(catalog, options);
+    if let Some(seed) = x.seed {
+        let _ = harness.seed(seed).await;
+    }
+    // Subscribed before anything mounts: a server may announce a new tool
+    // list right after it starts.
+    let changes = harness.tool_set_changes();
+    let reconciled = tokio::select! {
+        r = harness.reconcile(x.ws.composition.clone()) => Some(r),
+        () = caller.interrupt.wait() => None,
+    };
+    let report = match reconciled {
+        Some(Ok(r)) => r,
+        Some(Err(e)) => {
+            harness.shutdown().await;
+            return Ended::Reconcile(e);
+        }
+        None => {
+            harness.shutdown().await;
+            return Ended::Interrupted;
+        }
+    };
+    let nodes = harness.nodes().await;
+    let lease = match harness.acquire() {
+        Ok(l) => l,
+        Err(e) => {
+            harness.shutdown().await;
+            return Ended::Other(e.to_string());
+        }
+    };
+    let generation = Arc::clone(lease.generation());
+    // A plugin whose tools change during the run gets a candidate
+    // generation; the run stays on the one it leased.
+    let follower = Follower::start(Follow {
+        harness: harness.clone(),
+        changes,
+        leased: generation.id.to_string(),
+        file: x.file.to_path_buf(),
+        env: builtin_env,
+        accept: x.update_lock,
+        caller: caller.clone(),
+    });
+    let services = ExecutorServices {
+        approvals: Arc::new(x.approvals),
+        telemetry: Arc::clone(&x.telemetry),
+        redactor: redactor.clone(),
+        replay: x.replay.clone(),
+        secrets: default_secrets,
+        ..ExecutorServices::permissive()
+    }
+    .with_generation_policy(&generation);
+    let mut runner = AgentRunner::new(ToolExecutor::new(services), Arc::new(MonotonicClock::new()));
+    if let Some(r) = x.replay {
+        runner = runner.with_models(r);
+    }
+    if let Some(observer) = x.observer {
+        runner = runner.with_observer(observer);
+    }
+    let runner = Arc::new(runner);
+    // A request that brings tools runs on its own candidate generation
+    // (what the result describes); the published one never changes.
+    let published = Arc::clone(&generation);
+    let generation = if x.request_tools.is_empty() {
+        generation
+    } else {
+        match crate::runtime::request_tools::candidate_for_request(
+            &generation,
+            &x.request.agent,
+            x.request_tools,
+        ) {
+            Ok(g) => g,
+            Err(e) => {
+                drop(lease);
+                follower.abort();
+                harness.shutdown().await;
+                return Ended::Agent(AgentError::RequestTools(e));
+            }
+        }
+    };
+    let result = tokio::select! {
+        r = runner.run(&generation, x.request) => Some(r),
+        () = caller.interrupt.wait() => {
+            runner.cancellation().cancel();
+            None
+        }
+    };
+    drop(lease);
+    let candidates = if result.is_some() {
+        follower.finish().await
+    } else {
+        follower.abort();
+        Vec::new()
+    };
+    harness.shutdown().await;
+    match result {
+        None => Ended::Interrupted,
+        Some(Err(e)) => Ended::Agent(e),
+        Some(Ok(result)) => Ended::Ran(Box::new(Ran {
+            result,
+            report,
+            nodes,
+            published,
+            generation,
+            candidates,
+        })),
+    }
+}
+
+/// Record the publication, the candidates published during the run (in
+/// order) and the run itself.
+fn record_in_store(
+    store: &mut StateStore,
+    seed: &SeedState,
+    ran: &Ran,
+    status: RunStatus,
+    started_at: String,
+    caller: &Caller,
+) -> Result<(), AppError> {
+    let mut previous = previous_of(seed);
+    if ran.report.published {
+        store.record_publication(Publication {
+            report: &ran.report,
+            nodes: &ran.nodes,
+            generation: &ran.published,
+            previous: previous.clone(),
+            mounts: seed.mounts.clone(),
+        })?;
+        previous = Some(ran.published.id.clone());
+    }
+    for c in &ran.candidates {
+        if let candidates::Outcome::Published {
+            report,
+            nodes,
+            generation,
+        } = &c.outcome
+        {
+            store.record_publication(Publication {
+                report,
+                nodes,
+                generation,
+                previous: previous.clone(),
+                mounts: seed.mounts.clone(),
+            })?;
+            previous = Some(generation.id.clone());
+        }
+    }
+    let stored = store.record_run(NewRun {
+        id: ran.result.run_id.clone(),
+        generation_id: ran.generation.id.to_string(),
+        agent: ran.result.agent.clone(),
+        status: status.as_str().to_owned(),
+        started_at,
+        finished_at: Some(now_rfc3339()),
+    })?;
+    caller.notice(Notice::RunStored {
+        run_id: &stored,
+        store: store.path(),
+    });
+    Ok(())
+}
+
+/// The `record` file, checked before anything runs so that a path that
+/// cannot be written is refused up front (unusable input), like a trace.
+/// An existing recording is left as it is until the new one is written; a
+/// file this run created is removed again when the run ends without a
+/// recording (interrupted, failed to start).
+struct RecordFile {
+    path: PathBuf,
+    /// Whether this run created the (regular, empty) file.
+    created: bool,
+    written: bool,
+}
+
+impl RecordFile {
+    fn create(path: &Path) -> Result<Self, AppError> {
+        let existed = path.exists();
+        std::fs::OpenOptions::new()
+            .append(true)
+            .create(true)
+            .open(path)
+            .map_err(|e| {
+                AppError::input(format!(
+                    "cannot write the recording `{}`: {e}",
+                    path.display()
+                ))
+            })?;
+        Ok(Self {
+            path: path.to_path_buf(),
+            created: !existed,
+            written: false,
+        })
+    }
+
+    /// Write the recording of `result` (replacing what was there), redacted.
+    fn write_recording(
+        mut self,
+        result: &AgentResult,
+        replay: &Replay,
+        caller: &Caller,
+    ) -> Result<(), AppError> {
+        let metadata = [
+            ("agent".to_owned(), serde_json::json!(result.agent)),
+            (
+                "chassis_version".to_owned(),
+                serde_json::json!(crate::engine::snapshot::CHASSIS_VERSION),
+            ),
+            (
+                "snapshot_digest".to_owned(),
+                serde_json::json!(result.snapshot_digest),
+            ),
+        ]
+        .into_iter()
+        .collect();
+        let doc = replay.document(metadata);
+        let text = serde_json::to_string_pretty(&doc).unwrap_or_default() + "\n";
+        self.written = true;
+        std::fs::write(&self.path, caller.redactor.redact(&text).as_bytes()).map_err(|e| {
+            AppError::failure(format!("cannot write `{}`: {e}", self.path.display()))
+        })?;
+        caller.notice(Notice::Recorded {
+            boundaries: doc.records.len(),
+            path: &self.path,
+        });
+        Ok(())
+    }
+}
+
+impl Drop for RecordFile {
+    fn drop(&mut self) {
+        let empty_file = std::fs::symlink_metadata(&self.path)
+            .is_ok_and(|m| m.file_type().is_file() && m.len() == 0);
+        if self.created && !self.written && empty_file {
+            let _ = std::fs::remove_file(&self.path);
+        }
+    }
+}

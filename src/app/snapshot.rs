@@ -1,0 +1,73 @@
+//! `snapshot`: the record of a resolved composition with its digests — as
+//! the first generation of an empty store, or as a run of one agent stamps
+//! it (with the tools its request brings).
+
+use std::path::{Path, PathBuf};
+
+use crate::engine::snapshot::envelope;
+
+use super::env::RunEnv;
+use super::error::AppError;
+use super::report::{Notice, Reporter};
+use super::workspace::load_file;
+
+/// What to snapshot.
+#[derive(Clone, Debug)]
+pub struct SnapshotOptions {
+    /// The composition.
+    pub file: PathBuf,
+    /// As a run of this agent stamps it.
+    pub agent: Option<String>,
+    /// With `agent`: a run whose request brings the tools of this file.
+    pub request_tools: Option<PathBuf>,
+    /// Write the document here.
+    pub out: Option<PathBuf>,
+}
+
+/// The snapshot document, and where it was written.
+pub struct SnapshotOutcome {
+    /// `{format_version, snapshot, digests}`.
+    pub document: serde_json::Value,
+    /// The file it was written to (`out`).
+    pub written: Option<PathBuf>,
+}
+
+/// Build the snapshot document (and write it to `out`).
+pub fn snapshot(
+    options: &SnapshotOptions,
+    reporter: &dyn Reporter,
+) -> Result<SnapshotOutcome, AppError> {
+    let mut ws = load_file(&options.file, &RunEnv::process(), reporter)?;
+    if let (Some(path), Some(agent)) = (&options.request_tools, &options.agent) {
+        if !ws.composition.agents.contains_key(agent) {
+            return Err(ws.unknown_agent(agent));
+        }
+        let tools = super::request_tools::load_file(path, &RunEnv::process(), reporter)?;
+        ws = ws.with_request_tools(agent, &tools.decl())?;
+    }
+    if !ws.plan.pending.is_empty() {
+        reporter.notice(Notice::PendingLeftOut {
+            count: ws.plan.pending.len(),
+        });
+    }
+    let record = match &options.agent {
+        None => ws.snapshot()?,
+        Some(name) => ws.agent_snapshot(name)?,
+    };
+    let document = envelope(&record)
+        .map_err(|e| AppError::input(e.to_string()))?
+        .to_json();
+    if let Some(out) = &options.out {
+        write(out, &document)?;
+    }
+    Ok(SnapshotOutcome {
+        document,
+        written: options.out.clone(),
+    })
+}
+
+fn write(out: &Path, document: &serde_json::Value) -> Result<(), AppError> {
+    let text = serde_json::to_string_pretty(document).unwrap_or_default() + "\n";
+    std::fs::write(out, text)
+        .map_err(|e| AppError::failure(format!("cannot write `{}`: {e}", out.display())))
+}

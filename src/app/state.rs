@@ -1,0 +1,206 @@
+//! The one way the application layer reaches the generation store.
+//!
+//! Why it exists: every operation that reads or writes generations and
+//! runs — `publish`, `plan`, `run --state`, the history and `diff` of ids —
+//! goes through [`StateStore`], so where a store is, how it is opened, how
+//! its failures read and how a publication is recorded are decided once,
+//! over the backend-neutral [`Store`] trait (SQLite today; a server and a
+//! second backend plug in here).
+
+use std::collections::BTreeMap;
+use std::path::{Path, PathBuf};
+
+use crate::engine::identity::GenerationId;
+use crate::engine::snapshot::envelope;
+use crate::runtime::harness::{ConfigFingerprint, SeedNode, SeedState};
+use crate::runtime::{Generation, ReconcileReport};
+use crate::store::{
+    DEFAULT_STATE, GenerationSummary, NewRun, OpenMode, PublishRecord, Store, StoreError,
+    StoredGeneration, StoredIdentity, StoredImpact, StoredNode, StoredRun, seed_state,
+};
+
+use super::error::{AppError, Problem};
+
+/// The store path: `state`, else `.chassis/state.db` beside `file` (or in
+/// the current directory).
+pub fn state_path(state: Option<&Path>, file: Option<&Path>) -> PathBuf {
+    match (state, file) {
+        (Some(s), _) => s.to_path_buf(),
+        (None, Some(f)) => crate::store::default_path(f),
+        (None, None) => PathBuf::from(DEFAULT_STATE),
+    }
+}
+
+/// An open generation store.
+pub struct StateStore {
+    store: Box<dyn Store>,
+    path: PathBuf,
+}
+
+impl StateStore {
+    /// Open the store at `path` (`Create` makes it when absent).
+    pub fn open(path: &Path, mode: OpenMode) -> Result<Self, AppError> {
+        let store = crate::store::open(path, mode)?;
+        Ok(Self {
+            store: Box::new(store),
+            path: path.to_path_buf(),
+        })
+    }
+
+    /// Open the store at `path` to read, or `None` when there is none.
+    pub fn open_existing(path: &Path) -> Result<Option<Self>, AppError> {
+        match Self::open(path, OpenMode::ReadOnly) {
+            Ok(s) => Ok(Some(s)),
+            Err(AppError::Store(StoreError::Missing { .. })) => Ok(None),
+            Err(e) => Err(e),
+        }
+    }
+
+    /// Where it is.
+    pub fn path(&self) -> &Path {
+        &self.path
+    }
+
+    /// Whether opening it created it.
+    pub fn created(&self) -> bool {
+        self.store.created()
+    }
+
+    /// Whether it is in the default `.chassis/` folder.
+    pub fn in_default_folder(&self) -> bool {
+        self.path
+            .parent()
+            .and_then(|p| p.file_name())
+            .is_some_and(|n| n == ".chassis")
+    }
+
+    /// The harness seed: the current generation's nodes, mount counters,
+    /// sequence, digest and the store's configuration fingerprint.
+    pub fn seed(&self) -> Result<SeedState, AppError> {
+        Ok(seed_state(self.store.as_ref())?)
+    }
+
+    /// The keyed configuration fingerprint of this store.
+    pub fn config_fingerprint(&self) -> ConfigFingerprint {
+        self.store.config_fingerprint()
+    }
+
+    /// Every generation, oldest first.
+    pub fn list(&self) -> Result<Vec<GenerationSummary>, AppError> {
+        Ok(self.store.list()?)
+    }
+
+    /// Generation `id` (unusable input when it is not an id or not here).
+    pub fn generation(&self, id: &str) -> Result<StoredGeneration, AppError> {
+        let parsed = parse_id(id)?;
+        match self.store.generation(&parsed)? {
+            Some(g) => Ok(g),
+            None => {
+                let known: Vec<String> = self
+                    .store
+                    .list()
+                    .map(|l| l.into_iter().map(|g| g.id).collect())
+                    .unwrap_or_default();
+                let range = match (known.first(), known.last()) {
+                    (Some(a), Some(b)) if a != b => format!("{a} … {b}"),
+                    (Some(a), _) => a.clone(),
+                    _ => "none".into(),
+                };
+                Err(Problem::input(format!(
+                    "the store `{}` has no generation `{id}`",
+                    self.store.location()
+                ))
+                .with_help(format!("it holds {range}"))
+                .into())
+            }
+        }
+    }
+
+    /// Every recorded run, in the order they were recorded.
+    pub fn runs(&self) -> Result<Vec<StoredRun>, AppError> {
+        Ok(self.store.runs()?)
+    }
+
+    /// Run `id` (unusable input when it is not here).
+    pub fn run(&self, id: &str) -> Result<StoredRun, AppError> {
+        self.store.run(id)?.ok_or_else(|| {
+            Problem::input(format!(
+                "the store `{}` has no run `{id}`",
+                self.path.display()
+            ))
+            .with_help("see `chassis runs list`")
+            .into()
+        })
+    }
+
+    /// Record a run under its own id (returned).
+    pub fn record_run(&mut self, run: NewRun) -> Result<String, AppError> {
+        Ok(self.store.record_run(run)?)
+    }
+
+    /// Record a published generation (one transaction).
+    pub fn record_publication(&mut self, p: Publication<'_>) -> Result<(), AppError> {
+        let snapshot = envelope(&p.generation.snapshot)
+            .map(|c| c.to_json())
+            .map_err(|e| AppError::failure(e.to_string()))?;
+        let mut mounts = p.mounts;
+        for n in p.nodes {
+            let m = mounts.entry(n.entry_id.clone()).or_default();
+            *m = (*m).max(n.mount);
+        }
+        let fingerprint = self.store.config_fingerprint();
+        let record = PublishRecord {
+            generation_id: p.generation.id.clone(),
+            expected_current: p.previous,
+            snapshot,
+            digests: p.generation.digests.clone(),
+            nodes: p
+                .nodes
+                .iter()
+                .map(|n| StoredNode {
+                    entry_id: n.entry_id.clone(),
+                    instance_id: n.instance_id.clone(),
+                    mount: n.mount,
+                    identity: StoredIdentity::from_identity(&n.identity, Some(&fingerprint)),
+                })
+                .collect(),
+            impact: p
+                .report
+                .impact
+                .iter()
+                .map(|i| StoredImpact::from(&i))
+                .collect(),
+            mounts,
+        };
+        self.store.publish(record)?;
+        Ok(())
+    }
+}
+
+/// One publication to record.
+pub struct Publication<'a> {
+    /// What the reconcile did.
+    pub report: &'a ReconcileReport,
+    /// The harness's nodes after it.
+    pub nodes: &'a [SeedNode],
+    /// The published generation.
+    pub generation: &'a Generation,
+    /// The generation it was computed against (`None` on an empty store).
+    pub previous: Option<GenerationId>,
+    /// Mount counters before it.
+    pub mounts: BTreeMap<String, u64>,
+}
+
+/// Parse a generation id (unusable input when it is not one).
+pub fn parse_id(id: &str) -> Result<GenerationId, AppError> {
+    GenerationId::parse(id).ok_or_else(|| {
+        Problem::input(format!("`{id}` is not a generation id"))
+            .with_help("generation ids look like `gen_0001` (see `chassis generations list`)")
+            .into()
+    })
+}
+
+/// The generation a seed was taken at (`None` for an empty store).
+pub fn previous_of(seed: &SeedState) -> Option<GenerationId> {
+    (seed.sequence > 0).then(|| GenerationId::from_sequence(seed.sequence))
+}

@@ -1,0 +1,199 @@
+//! The application layer used as a library, with no CLI: operations return
+//! data, failures carry their exit-code row, and what an operation says
+//! while it works arrives as typed notices.
+
+use std::path::{Path, PathBuf};
+use std::sync::{Arc, Mutex};
+
+use super::approval::{Answer, Prompter};
+use super::plan::{PlanOptions, PlanOutcome, plan};
+use super::publish::{PublishOptions, publish};
+use super::run::{RunInput, RunOptions, RunState, RunStatus, run};
+use super::{AppError, Caller, ErrorKind, Notice, Reporter};
+use crate::engine::policy::ApprovalRequest;
+
+/// Keeps a line per notice: its kind, and the detail a test looks at.
+#[derive(Default)]
+struct Collect(Mutex<Vec<String>>);
+
+impl Collect {
+    fn lines(&self) -> Vec<String> {
+        self.0.lock().unwrap().clone()
+    }
+}
+
+impl Reporter for Collect {
+    fn notice(&self, notice: Notice<'_>) {
+        let line = match notice {
+            Notice::Diagnostics { diagnostics, .. } => format!(
+                "diagnostics {}",
+                diagnostics
+                    .iter()
+                    .map(|d| d.code.as_str())
+                    .collect::<Vec<_>>()
+                    .join(",")
+            ),
+            Notice::StoreCreated { .. } => "store created".into(),
+            Notice::UnknownApproval {
+                tool, suggestion, ..
+            } => format!("unknown approval {tool} {suggestion:?}"),
+            Notice::RunStored { .. } => "run stored".into(),
+            _ => "other".into(),
+        };
+        self.0.lock().unwrap().push(line);
+    }
+}
+
+/// Answers every question "once" and remembers what it was asked.
+#[derive(Default)]
+struct Asked(Mutex<Vec<String>>);
+
+impl Prompter for Asked {
+    fn ask(&self, request: &ApprovalRequest) -> Result<Answer, String> {
+        self.0.lock().unwrap().push(request.tool.clone());
+        Ok(Answer::Once)
+    }
+}
+
+fn caller() -> (Caller, Arc<Collect>) {
+    let collect = Arc::new(Collect::default());
+    (
+        Caller::new(Arc::clone(&collect) as Arc<dyn Reporter>),
+        collect,
+    )
+}
+
+/// A copy of the examples in a fresh directory (a run writes notes there).
+fn examples() -> (tempfile::TempDir, PathBuf) {
+    let dir = tempfile::tempdir().unwrap();
+    let root = Path::new(env!("CARGO_MANIFEST_DIR")).join("examples");
+    for name in ["quickstart.toml", "quickstart-tools.toml"] {
+        std::fs::copy(root.join(name), dir.path().join(name)).unwrap();
+    }
+    let file = dir.path().join("quickstart.toml");
+    (dir, file)
+}
+
+fn runtime() -> tokio::runtime::Runtime {
+    tokio::runtime::Builder::new_current_thread()
+        .enable_all()
+        .build()
+        .unwrap()
+}
+
+#[test]
+fn publish_then_plan_and_publish_again_change_nothing() {
+    let (_dir, file) = examples();
+    let (caller, notes) = caller();
+    let options = PublishOptions {
+        file: file.clone(),
+        state: None,
+        allow_pending: false,
+        trace: None,
+        update_lock: false,
+    };
+    let rt = runtime();
+    let first = rt.block_on(publish(&options, &caller)).unwrap();
+    assert!(first.published);
+    assert_eq!(first.generation_id, "gen_0001");
+    assert!(first.previous.is_none());
+    assert_eq!(notes.lines(), ["store created"]);
+    assert!(
+        first.store.ends_with(".chassis/state.db"),
+        "{:?}",
+        first.store
+    );
+
+    let planned = plan(
+        &PlanOptions {
+            file: file.clone(),
+            state: None,
+            allow_pending: false,
+        },
+        &caller,
+    )
+    .unwrap();
+    let PlanOutcome::Planned(p) = planned else {
+        panic!("a plan of a published composition is not refused");
+    };
+    assert!(!p.prediction.published);
+    assert_eq!(p.previous.as_deref(), Some("gen_0001"));
+
+    let again = rt.block_on(publish(&options, &caller)).unwrap();
+    assert!(!again.published);
+    assert_eq!(again.digests, first.digests);
+    assert_eq!(notes.lines(), ["store created"], "no second store note");
+}
+
+#[test]
+fn a_run_returns_its_result_and_asks_the_callers_prompter() {
+    let (_dir, file) = examples();
+    let (caller, notes) = caller();
+    let asked = Arc::new(Asked::default());
+    let options = RunOptions {
+        file,
+        agent: None,
+        input: RunInput::AgentDefault,
+        approve: vec!["save_nte".into()],
+        yes: false,
+        env_file: None,
+        state: RunState::Default,
+        allow_pending: false,
+        trace: None,
+        record: None,
+        replay: None,
+        update_lock: false,
+        request_tools: None,
+        prompter: Arc::clone(&asked) as Arc<dyn Prompter>,
+        observer: None,
+    };
+    let outcome = runtime().block_on(run(options, &caller)).unwrap();
+    assert_eq!(outcome.status, RunStatus::Succeeded);
+    assert!(
+        outcome
+            .result
+            .answer
+            .as_deref()
+            .is_some_and(|a| a.contains("9 words"))
+    );
+    assert_eq!(outcome.generation.id.to_string(), "gen_0001");
+    // `save_note` needs approval: the caller's prompter was asked.
+    assert_eq!(*asked.0.lock().unwrap(), ["save_note"]);
+    assert_eq!(
+        notes.lines(),
+        [
+            "unknown approval save_nte Some(\"save_note\")",
+            "run stored"
+        ]
+    );
+}
+
+#[test]
+fn failures_carry_their_exit_code_row() {
+    let (dir, file) = examples();
+    let (caller, notes) = caller();
+    // A file that does not load: its diagnostics are told, then the failure.
+    let broken = dir.path().join("broken.toml");
+    std::fs::write(&broken, "version = 1\nvresion = 2\n").unwrap();
+    let Err(e) = super::check::check_file(&broken, &*caller.reporter) else {
+        panic!("an unknown key fails the load");
+    };
+    assert!(matches!(e, AppError::Load { errors: 1, .. }), "{e:?}");
+    assert_eq!(e.kind(), ErrorKind::Input);
+    assert_eq!(notes.lines(), ["diagnostics load::unknown-key"]);
+    // An unknown agent is unusable input, with a suggestion.
+    let Err(e) = super::explain::budgets(&file, Some("assistent"), &*caller.reporter) else {
+        panic!("no such agent");
+    };
+    let AppError::Problem(p) = &e else {
+        panic!("{e:?}")
+    };
+    assert_eq!(p.kind, ErrorKind::Input);
+    assert_eq!(p.help, ["did you mean `assistant`?"]);
+    // A store that is not there, for a command that only reads.
+    let Err(e) = super::history::generations(Some(&dir.path().join("none.db"))) else {
+        panic!("no store");
+    };
+    assert_eq!(e.kind(), ErrorKind::Input);
+    assert!(matches!(e, AppError::Store(_)));
+}

@@ -1,0 +1,285 @@
+//! A workspace: a composition loaded (with its includes) and resolved once,
+//! from a file, a file at a git revision, or as one side of a diff.
+//!
+//! Loading reports the loader's findings to the caller as they are found
+//! ([`Notice::Diagnostics`]); a file with errors is an [`AppError::Load`].
+
+use std::path::{Path, PathBuf};
+
+use crate::engine::diag::{Code, did_you_mean};
+use crate::engine::model::Composition;
+use crate::engine::request_tools::RequestToolsDecl;
+use crate::engine::resolve::{Plan, resolve_with_tree};
+use crate::engine::snapshot::{SnapshotContext, SnapshotRecord, build_snapshot, parse_document};
+use crate::engine::tree::ScopeTree;
+use crate::load::{FsSource, GitSource, SourceMap, load, parse_rev_path};
+
+use super::env::RunEnv;
+use super::error::{AppError, Problem};
+use super::refusal::{Refusal, refusal};
+use super::report::{Notice, Reporter};
+
+/// A composition loaded and resolved.
+pub struct Workspace {
+    /// The composition.
+    pub composition: Composition,
+    /// Its scope tree.
+    pub tree: ScopeTree,
+    /// The resolution plan.
+    pub plan: Plan,
+    /// Source texts, for diagnostics.
+    pub sources: SourceMap,
+    /// How the caller named it.
+    pub display: String,
+    /// The codes of the loader's warnings (already reported), for results
+    /// that depend on one (`check`, and a missing lock entry).
+    pub warnings: Vec<Code>,
+}
+
+impl Workspace {
+    /// The codes of the loader's `chassis.lock` findings: an `mcp` entry
+    /// without locked tools, or whose lock lacks a tool it expects. Such a
+    /// composition cannot publish as checked (`check` answers no).
+    pub fn lock_findings(&self) -> Vec<&'static str> {
+        self.warnings
+            .iter()
+            .filter(|c| {
+                matches!(
+                    c,
+                    Code::McpLockMissing | Code::McpLockStale | Code::McpExpectedToolMissing
+                )
+            })
+            .map(|c| c.as_str())
+            .collect()
+    }
+
+    /// Why publishing this composition would be refused: cycles always,
+    /// pending requirements unless allowed.
+    pub fn refusal(&self, allow_pending: bool) -> Option<Refusal> {
+        refusal(&self.plan, allow_pending)
+    }
+
+    /// The composition a run of `agent` executes when its request brings
+    /// the tools `request`: unusable input when they cannot join it.
+    pub fn with_request_tools(
+        mut self,
+        agent: &str,
+        request: &RequestToolsDecl,
+    ) -> Result<Self, AppError> {
+        let composition = crate::engine::request_tools::with_request_tools(
+            &self.composition,
+            agent,
+            request,
+            &|_| false,
+        )
+        .map_err(|e| AppError::input(e.to_string()))?;
+        self.tree = ScopeTree::new(&composition);
+        self.plan = resolve_with_tree(&composition, &self.tree);
+        self.composition = composition;
+        Ok(self)
+    }
+
+    /// The snapshot of this composition as the first generation of an empty
+    /// store.
+    pub fn snapshot(&self) -> Result<SnapshotRecord, AppError> {
+        build_snapshot(
+            &self.composition,
+            &self.tree,
+            &self.plan,
+            &SnapshotContext::default(),
+        )
+        .map_err(|e| AppError::input(e.to_string()))
+    }
+
+    /// The snapshot a run of `agent` stamps, on an empty store (an unknown
+    /// agent is unusable input).
+    pub fn agent_snapshot(&self, agent: &str) -> Result<SnapshotRecord, AppError> {
+        let decl = self
+            .composition
+            .agents
+            .get(agent)
+            .ok_or_else(|| self.unknown_agent(agent))?;
+        let active: Vec<&crate::engine::model::Entry> = self
+            .plan
+            .activation_order
+            .iter()
+            .filter_map(|id| self.composition.entries.get(id))
+            .collect();
+        crate::engine::agent::agent_snapshot_context(
+            &self.composition,
+            decl,
+            &active,
+            SnapshotContext::default(),
+        )
+        .and_then(|ctx| build_snapshot(&self.composition, &self.tree, &self.plan, &ctx))
+        .map_err(|e| AppError::input(e.to_string()))
+    }
+
+    /// That this composition declares no agent `name` (with a did-you-mean).
+    pub fn unknown_agent(&self, name: &str) -> AppError {
+        let names: Vec<&str> = self.composition.agents.keys().map(String::as_str).collect();
+        let mut problem = Problem::input(format!(
+            "`{}` declares no agent `{name}`; agents: {}",
+            self.display,
+            if names.is_empty() {
+                "none".to_owned()
+            } else {
+                names.join(", ")
+            }
+        ));
+        if let Some(s) = did_you_mean(name, names.iter().copied()) {
+            problem = problem.with_help(format!("did you mean `{s}`?"));
+        }
+        problem.into()
+    }
+}
+
+/// Load and resolve the composition at `path`, evaluating `enabled_if`
+/// conditions against `env`.
+pub fn load_file(
+    path: &Path,
+    env: &RunEnv,
+    reporter: &dyn Reporter,
+) -> Result<Workspace, AppError> {
+    let loaded = load(&FsSource, path);
+    finish(loaded, path.display().to_string(), env, reporter)
+}
+
+/// Load and resolve `path` as it is at git revision `rev` (in the git work
+/// tree of the current directory).
+pub fn load_git(rev: &str, path: &str, reporter: &dyn Reporter) -> Result<Workspace, AppError> {
+    let source = GitSource::new(
+        std::env::current_dir().unwrap_or_else(|_| PathBuf::from(".")),
+        rev,
+    );
+    let loaded = load(&source, Path::new(path));
+    finish(
+        loaded,
+        format!("{rev}:{path}"),
+        &RunEnv::process(),
+        reporter,
+    )
+}
+
+fn finish(
+    loaded: crate::load::Loaded,
+    display: String,
+    env: &RunEnv,
+    reporter: &dyn Reporter,
+) -> Result<Workspace, AppError> {
+    if !loaded.diagnostics.is_empty() {
+        reporter.notice(Notice::Diagnostics {
+            diagnostics: &loaded.diagnostics,
+            sources: &loaded.sources,
+        });
+    }
+    let warnings = loaded
+        .diagnostics
+        .iter()
+        .filter(|d| !d.is_error())
+        .map(|d| d.code)
+        .collect();
+    let Some(mut composition) = loaded.composition else {
+        let errors = loaded.diagnostics.iter().filter(|d| d.is_error()).count();
+        return Err(AppError::Load { display, errors });
+    };
+    composition.apply_conditions(&|name| env.is_set(name));
+    let shown: &str = &display;
+    tracing::info!(
+        composition = shown,
+        files = loaded.sources.len(),
+        entries = composition.entries.len(),
+        scopes = composition.scopes.len(),
+        "loaded"
+    );
+    let tree = ScopeTree::new(&composition);
+    let plan = resolve_with_tree(&composition, &tree);
+    tracing::info!(
+        eligible = plan.activation_order.len(),
+        pending = plan.pending.len(),
+        cycles = plan.cycles.len(),
+        edges = plan.edges.len(),
+        "resolved"
+    );
+    Ok(Workspace {
+        composition,
+        tree,
+        plan,
+        sources: loaded.sources,
+        display,
+        warnings,
+    })
+}
+
+/// A snapshot from any operand kind, for `diff`.
+pub struct Operand {
+    /// The snapshot record.
+    pub snapshot: SnapshotRecord,
+    /// How the caller named it.
+    pub display: String,
+    /// How text output names it: the operand, and for a snapshot file the
+    /// generation it records too.
+    pub label: String,
+}
+
+fn looks_like_snapshot(path: &Path, text: &str) -> bool {
+    path.extension().is_some_and(|e| e == "json") || text.trim_start().starts_with('{')
+}
+
+/// Resolve an operand: an existing file (composition or snapshot) first,
+/// then `REV:PATH`.
+pub fn load_operand(operand: &str, reporter: &dyn Reporter) -> Result<Operand, AppError> {
+    let path = Path::new(operand);
+    if path.is_file() {
+        let text = std::fs::read_to_string(path)
+            .map_err(|e| AppError::input(format!("cannot read `{operand}`: {e}")))?;
+        if looks_like_snapshot(path, &text) {
+            let value: serde_json::Value = serde_json::from_str(&text)
+                .map_err(|e| AppError::input(format!("`{operand}` is not valid JSON: {e}")))?;
+            let env = parse_document(&value).map_err(|e| {
+                Problem::input(format!("cannot read snapshot `{operand}`: {}", e.message))
+                    .with_code(reason_code(e.reason))
+            })?;
+            let label = format!("{operand} ({})", env.snapshot.generation_id);
+            return Ok(Operand {
+                snapshot: env.snapshot,
+                display: operand.to_owned(),
+                label,
+            });
+        }
+        let ws = load_file(path, &RunEnv::process(), reporter)?;
+        return Ok(Operand {
+            snapshot: ws.snapshot()?,
+            display: operand.to_owned(),
+            label: operand.to_owned(),
+        });
+    }
+    if let Some((rev, file)) = parse_rev_path(operand) {
+        let ws = load_git(&rev, &file, reporter)?;
+        return Ok(Operand {
+            snapshot: ws.snapshot()?,
+            display: operand.to_owned(),
+            label: operand.to_owned(),
+        });
+    }
+    Err(Problem::input(format!("`{operand}` is neither an existing file nor `REV:PATH`"))
+        .with_help("name a composition (`composition.toml`), a snapshot (`snapshot.json`), or a file at a git revision (`origin/main:composition.toml`)")
+        .into())
+}
+
+fn reason_code(reason: crate::engine::snapshot::SnapshotLoadReason) -> &'static str {
+    use crate::engine::snapshot::SnapshotLoadReason as R;
+    match reason {
+        R::FutureVersion => Code::SnapshotFutureVersion.as_str(),
+        R::MalformedVersion => Code::SnapshotMalformedVersion.as_str(),
+        R::Corrupted => Code::SnapshotCorrupted.as_str(),
+    }
+}
+
+/// The directory of the composition `file`: where relative paths in
+/// built-in configurations resolve, and where `chassis.lock` lives.
+pub fn base_dir(file: &Path) -> &Path {
+    file.parent()
+        .filter(|p| !p.as_os_str().is_empty())
+        .unwrap_or(Path::new("."))
+}

@@ -1,0 +1,183 @@
+//! `generations` and `runs` output: tables, one generation or run, JSON.
+
+use std::fmt::Write as _;
+
+use crate::app::history::Listing;
+use crate::store::{GenerationSummary, StoredGeneration, StoredRun};
+
+/// The first 12 hex digits of a digest.
+fn short(digest: &str) -> &str {
+    &digest[..digest.len().min(12)]
+}
+
+fn summary_json(g: &GenerationSummary) -> serde_json::Value {
+    serde_json::json!({
+        "id": g.id,
+        "sequence": g.sequence,
+        "state": g.state,
+        "created_at": g.created_at,
+        "nodes": g.nodes,
+        "semantic_digest": g.semantic_digest,
+        "digest": g.digest,
+    })
+}
+
+/// `generations list --format json`.
+pub fn generations_json(list: &Listing<GenerationSummary>) -> serde_json::Value {
+    serde_json::json!({
+        "format_version": 1,
+        "store": list.store.display().to_string(),
+        "generations": list.items.iter().map(summary_json).collect::<Vec<_>>(),
+    })
+}
+
+/// `generations list`.
+pub fn generations_text(list: &Listing<GenerationSummary>) -> String {
+    if list.items.is_empty() {
+        return format!("no generations in `{}`", list.store.display());
+    }
+    let mut out =
+        String::from("ID        STATE       CREATED               NODES  SEMANTIC      DIGEST\n");
+    for g in &list.items {
+        let _ = writeln!(
+            out,
+            "{:<9} {:<11} {:<21} {:<6} {:<13} {}",
+            g.id,
+            g.state,
+            g.created_at,
+            g.nodes,
+            short(&g.semantic_digest),
+            short(&g.digest)
+        );
+    }
+    out
+}
+
+/// `generations show --format json`.
+pub fn generation_json(g: &StoredGeneration) -> serde_json::Value {
+    let mut doc = summary_json(&g.summary);
+    doc["format_version"] = 1.into();
+    doc["physical_digest"] = g.physical_digest.clone().into();
+    doc["node_list"] = serde_json::to_value(&g.nodes).unwrap_or_default();
+    doc["impact"] = serde_json::to_value(&g.impact).unwrap_or_default();
+    doc["snapshot"] = g.snapshot.clone();
+    doc
+}
+
+/// `generations show`.
+pub fn generation_text(g: &StoredGeneration) -> String {
+    let s = &g.summary;
+    let mut out = format!(
+        "{} ({})\n  created_at       {}\n  digest           {}\n  semantic_digest  {}\n  physical_digest  {}\n",
+        s.id, s.state, s.created_at, s.digest, s.semantic_digest, g.physical_digest
+    );
+    let width = g
+        .impact
+        .iter()
+        .map(|i| i.entry_id.chars().count())
+        .chain(g.nodes.iter().map(|n| n.entry_id.chars().count()))
+        .max()
+        .unwrap_or(0);
+    let _ = write!(out, "\nNODES\n");
+    for i in &g.impact {
+        let mount = g
+            .node(&i.entry_id)
+            .map(|n| format!("  mount {}", n.mount))
+            .unwrap_or_default();
+        let iid = match (&i.old_instance_id, &i.new_instance_id) {
+            (Some(a), Some(b)) if a != b => format!("{a} -> {b}"),
+            (_, Some(b)) => b.clone(),
+            (Some(a), None) => a.clone(),
+            (None, None) => String::new(),
+        };
+        let reasons = if i.reasons.is_empty() {
+            String::new()
+        } else {
+            format!("  ({})", i.reasons.join(","))
+        };
+        let line = format!(
+            "  {:<width$}  {:<9} {iid}{mount}{reasons}",
+            i.entry_id, i.decision
+        );
+        let _ = writeln!(out, "{}", line.trim_end());
+    }
+    out
+}
+
+/// `runs list --format json`.
+pub fn runs_json(list: &Listing<StoredRun>) -> serde_json::Value {
+    serde_json::json!({
+        "format_version": 1,
+        "store": list.store.display().to_string(),
+        "runs": list.items,
+    })
+}
+
+/// `runs list`.
+pub fn runs_text(list: &Listing<StoredRun>) -> String {
+    if list.items.is_empty() {
+        return format!(
+            "no runs recorded in `{}` (`chassis run` records them)",
+            list.store.display()
+        );
+    }
+    table(&list.items)
+}
+
+/// `runs show --format json`.
+pub fn run_json(r: &StoredRun) -> serde_json::Value {
+    let mut doc = serde_json::to_value(r).unwrap_or_default();
+    doc["format_version"] = 1.into();
+    doc
+}
+
+/// `runs show`.
+pub fn run_text(r: &StoredRun) -> String {
+    format!(
+        "{}\n  generation  {}\n  agent       {}\n  status      {}\n  started_at  {}\n  finished_at {}",
+        r.id,
+        r.generation_id,
+        r.agent,
+        r.status,
+        r.started_at,
+        r.finished_at.as_deref().unwrap_or("-")
+    )
+}
+
+/// The runs as a table, each column as wide as its widest cell.
+fn table(runs: &[StoredRun]) -> String {
+    const HEAD: [&str; 6] = ["ID", "GENERATION", "AGENT", "STATUS", "STARTED", "FINISHED"];
+    let rows: Vec<[&str; 6]> = runs
+        .iter()
+        .map(|r| {
+            [
+                r.id.as_str(),
+                r.generation_id.as_str(),
+                r.agent.as_str(),
+                r.status.as_str(),
+                r.started_at.as_str(),
+                r.finished_at.as_deref().unwrap_or("-"),
+            ]
+        })
+        .collect();
+    let mut width = HEAD.map(str::len);
+    for row in &rows {
+        for (w, cell) in width.iter_mut().zip(row) {
+            *w = (*w).max(cell.chars().count());
+        }
+    }
+    let mut out = String::new();
+    for row in std::iter::once(&HEAD).chain(&rows) {
+        let mut line = String::new();
+        for (i, (cell, w)) in row.iter().zip(width).enumerate() {
+            if i + 1 == row.len() {
+                line.push_str(cell);
+            } else {
+                let _ = write!(line, "{cell:<w$}  ");
+            }
+        }
+        out.push_str(line.trim_end());
+        out.push('\n');
+    }
+    out
+}

@@ -1,0 +1,286 @@
+//! `publish` and `plan` output: the same node lines and JSON rows, so what
+//! `plan` foresees reads like what `publish` then does.
+
+use std::collections::BTreeMap;
+use std::fmt::Write as _;
+
+use crate::app::plan::{PlanOutcome, Planned};
+use crate::app::publish::Published;
+use crate::runtime::identity::{Decision, NodeImpact};
+use crate::store::decision_name;
+
+/// The action (reference vocabulary) for a decision.
+fn action(d: Decision) -> &'static str {
+    match d {
+        Decision::Added => "add",
+        Decision::Removed => "remove",
+        Decision::Reused => "reuse",
+        Decision::Unchanged | Decision::Rebuilt => "rebuild",
+        Decision::Rewired => "rewire",
+    }
+}
+
+/// Reasons, with `identity_unchanged` for a reuse.
+fn reasons(i: &NodeImpact) -> Vec<&'static str> {
+    if i.decision == Decision::Reused {
+        vec!["identity_unchanged"]
+    } else {
+        i.reasons.clone()
+    }
+}
+
+/// One node as `plan` and `publish` print it in JSON.
+fn node_json(i: &NodeImpact) -> serde_json::Value {
+    serde_json::json!({
+        "entry_id": i.entry_id,
+        "action": action(i.decision),
+        "decision": decision_name(i.decision),
+        "reasons": reasons(i),
+        "old_instance_id": i.old_instance_id,
+        "new_instance_id": i.new_instance_id,
+    })
+}
+
+/// Impact counts by decision.
+fn counts(impact: &[NodeImpact]) -> BTreeMap<&'static str, usize> {
+    let mut out: BTreeMap<&'static str, usize> = [
+        "added",
+        "removed",
+        "reused",
+        "rebuilt",
+        "rewired",
+        "unchanged",
+    ]
+    .into_iter()
+    .map(|k| (k, 0))
+    .collect();
+    for i in impact {
+        *out.entry(decision_name(i.decision)).or_default() += 1;
+    }
+    out
+}
+
+fn counts_text(impact: &[NodeImpact]) -> String {
+    let c = counts(impact);
+    format!(
+        "{} added, {} removed, {} reused, {} rebuilt, {} rewired",
+        c["added"],
+        c["removed"],
+        c["reused"],
+        c["rebuilt"] + c["unchanged"],
+        c["rewired"]
+    )
+}
+
+/// The per-node lines, then a `reject` line per pending entry.
+fn nodes_text(impact: &[NodeImpact], pending: &[(String, String)]) -> String {
+    let width = impact
+        .iter()
+        .map(|i| i.entry_id.chars().count())
+        .chain(pending.iter().map(|(e, _)| e.chars().count()))
+        .max()
+        .unwrap_or(0);
+    let mut out = String::new();
+    for i in impact {
+        let iid = match (&i.old_instance_id, &i.new_instance_id) {
+            (Some(a), Some(b)) if a != b => format!("{a} -> {b}"),
+            (_, Some(b)) => b.to_string(),
+            (Some(a), None) => a.to_string(),
+            (None, None) => String::new(),
+        };
+        let line = format!(
+            "  {:<7}  {:<width$}  {iid}  ({})",
+            action(i.decision),
+            i.entry_id,
+            reasons(i).join(",")
+        );
+        let _ = writeln!(out, "{}", line.trim_end());
+    }
+    for (e, why) in pending {
+        let _ = writeln!(out, "  {:<7}  {e:<width$}  ({why})", "reject");
+    }
+    out
+}
+
+fn pending_ids(pending: &[(String, String)]) -> Vec<&String> {
+    pending.iter().map(|(e, _)| e).collect()
+}
+
+/// `publish --format json`.
+pub fn publish_json(p: &Published) -> serde_json::Value {
+    let d = &p.digests;
+    serde_json::json!({
+        "format_version": 1,
+        "action": if p.published { "publish" } else { "no-op" },
+        "published": p.published,
+        "generation_id": p.generation_id,
+        "previous_generation_id": p.previous.as_ref().map(ToString::to_string),
+        "store": p.store.display().to_string(),
+        "impact": counts(&p.impact),
+        "nodes": p.impact.iter().map(node_json).collect::<Vec<_>>(),
+        "pending": pending_ids(&p.pending),
+        "digests": {
+            "digest": d.digest,
+            "semantic_digest": d.semantic_digest,
+            "physical_digest": d.physical_digest,
+        },
+    })
+}
+
+/// `publish` as text.
+pub fn publish_text(p: &Published) -> String {
+    let d = &p.digests;
+    let mut out = if p.published {
+        format!(
+            "published {}{}\n",
+            p.generation_id,
+            p.previous
+                .as_ref()
+                .map(|g| format!(" (previous {g})"))
+                .unwrap_or_default()
+        )
+    } else {
+        format!("no change: {} reused\n", p.generation_id)
+    };
+    let _ = write!(
+        out,
+        "  store            {}\n  nodes            {}\n  digest           {}\n  semantic_digest  {}\n  physical_digest  {}\n",
+        p.store.display(),
+        counts_text(&p.impact),
+        d.digest,
+        d.semantic_digest,
+        d.physical_digest
+    );
+    if p.published {
+        let _ = write!(out, "\nNODES\n{}", nodes_text(&p.impact, &p.pending));
+    }
+    out
+}
+
+/// `plan --format json`.
+pub fn plan_json(outcome: &PlanOutcome) -> serde_json::Value {
+    match outcome {
+        PlanOutcome::Refused {
+            store,
+            pending,
+            refusal,
+        } => {
+            let mut doc = serde_json::json!({
+                "format_version": 1,
+                "action": "reject",
+                "store": store.display().to_string(),
+                "pending": pending_ids(pending),
+            });
+            doc["refusal"] = refusal.json();
+            doc
+        }
+        PlanOutcome::MissingSecrets { store, missing } => serde_json::json!({
+            "format_version": 1,
+            "action": "reject",
+            "reason": "missing_secret",
+            "store": store.display().to_string(),
+            "missing_secrets": missing
+                .iter()
+                .map(|(name, entry)| serde_json::json!({ "secret": name, "entry": entry }))
+                .collect::<Vec<_>>(),
+        }),
+        PlanOutcome::Planned(p) => planned_json(p),
+    }
+}
+
+fn planned_json(p: &Planned) -> serde_json::Value {
+    let prediction = &p.prediction;
+    let d = &prediction.digests;
+    serde_json::json!({
+        "format_version": 1,
+        "action": if prediction.published { "publish" } else { "no-op" },
+        "reason": if prediction.published { "changes" } else { "no_change" },
+        "generation_id": prediction.generation_id,
+        "previous_generation_id": p.previous,
+        "store": p.store.display().to_string(),
+        "store_exists": p.store_exists,
+        "impact": counts(&prediction.impact),
+        "nodes": prediction.impact.iter().map(node_json).collect::<Vec<_>>(),
+        "pending": pending_ids(&p.pending),
+        "quarantined": p.quarantined
+            .iter()
+            .map(|(name, entry)| serde_json::json!({ "entry": entry, "missing_secret": name }))
+            .collect::<Vec<_>>(),
+        "digests": {
+            "digest": d.digest,
+            "semantic_digest": d.semantic_digest,
+            "physical_digest": d.physical_digest,
+        },
+    })
+}
+
+/// `plan` as text.
+pub fn plan_text(outcome: &PlanOutcome) -> String {
+    match outcome {
+        PlanOutcome::Refused {
+            pending, refusal, ..
+        } => {
+            let mut out = format!("plan: reject ({})\n", refusal.reason());
+            for c in &refusal.cycles {
+                let _ = writeln!(out, "  cycle    {c}");
+            }
+            if refusal.cycles.is_empty() {
+                let _ = write!(out, "\nACTIONS\n{}", nodes_text(&[], pending));
+                out.push_str("\npublish would refuse; --allow-pending publishes without them\n");
+            } else {
+                out.push_str("\npublish would refuse: a cycle cannot be published\n");
+            }
+            out
+        }
+        PlanOutcome::MissingSecrets { missing, .. } => {
+            let mut out = String::from("plan: reject (missing secret)\n");
+            for (name, entry) in missing {
+                let _ = writeln!(out, "  secret   `{name}` of entry `{entry}` is not set");
+            }
+            out.push_str("\npublish would fail mounting it: set the variable in the environment\n");
+            out
+        }
+        PlanOutcome::Planned(p) => planned_text(p),
+    }
+}
+
+fn planned_text(p: &Planned) -> String {
+    let prediction = &p.prediction;
+    let d = &prediction.digests;
+    let mut out = if prediction.published {
+        format!(
+            "plan: publish {}{}\n",
+            prediction.generation_id,
+            p.previous
+                .as_ref()
+                .map_or_else(|| " (new store)".to_owned(), |a| format!(" (previous {a})"))
+        )
+    } else {
+        format!("plan: no-op ({} reused)\n", prediction.generation_id)
+    };
+    let _ = write!(
+        out,
+        "  store            {}{}\n  nodes            {}\n  digest           {}\n  semantic_digest  {}\n",
+        p.store.display(),
+        if p.store_exists {
+            ""
+        } else {
+            " (absent: publish creates it)"
+        },
+        counts_text(&prediction.impact),
+        d.digest,
+        d.semantic_digest,
+    );
+    let _ = write!(
+        out,
+        "\nACTIONS\n{}",
+        nodes_text(&prediction.impact, &p.pending)
+    );
+    for (name, entry) in &p.quarantined {
+        let _ = writeln!(
+            out,
+            "  quarantine  {entry}  (secret `{name}` is not set; on_failure = \"skip\")"
+        );
+    }
+    out
+}

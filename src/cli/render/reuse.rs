@@ -1,0 +1,126 @@
+//! `explain reuse` output, and the NODES section `diff generations` adds
+//! when both sides are stored generations.
+
+use std::fmt::Write as _;
+
+use crate::app::reuse::{NodeChange, ReuseReport};
+
+fn marker(kind: &str) -> char {
+    match kind {
+        "added" => '+',
+        "removed" => '-',
+        "reused" => '=',
+        "rewired" => '>',
+        _ => '~',
+    }
+}
+
+fn instances(c: &NodeChange) -> String {
+    match (&c.old_instance_id, &c.new_instance_id) {
+        (Some(a), Some(b)) if a == b => a.clone(),
+        (Some(a), Some(b)) => format!("{a} -> {b}"),
+        (Some(a), None) => a.clone(),
+        (None, Some(b)) => b.clone(),
+        (None, None) => String::new(),
+    }
+}
+
+/// The NODES section in text.
+pub fn nodes_text(changes: &[NodeChange]) -> String {
+    let width = changes
+        .iter()
+        .map(|c| c.entry_id.chars().count())
+        .max()
+        .unwrap_or(0);
+    let mut out = String::from("\nNODES\n");
+    for c in changes {
+        let reasons = if c.reasons.is_empty() {
+            String::new()
+        } else {
+            format!("  ({})", c.reasons.join(","))
+        };
+        let line = format!(
+            "  {} {:<width$}  {:<9} {}{reasons}",
+            marker(c.kind),
+            c.entry_id,
+            c.kind,
+            instances(c)
+        );
+        let _ = writeln!(out, "{}", line.trim_end());
+    }
+    out
+}
+
+/// The NODES section in markdown.
+pub fn nodes_markdown(changes: &[NodeChange]) -> String {
+    let mut out = String::from(
+        "\n#### Nodes\n\n| | node | kind | instance | reasons |\n|---|---|---|---|---|\n",
+    );
+    for c in changes {
+        let _ = writeln!(
+            out,
+            "| {} | `{}` | {} | `{}` | {} |",
+            marker(c.kind),
+            c.entry_id,
+            c.kind,
+            instances(c),
+            c.reasons.join(", ")
+        );
+    }
+    out
+}
+
+/// `explain reuse --format json`.
+pub fn json(r: &ReuseReport) -> serde_json::Value {
+    let mut doc = serde_json::to_value(&r.change).unwrap_or_default();
+    doc["format_version"] = 1.into();
+    doc["old_generation_id"] = r.old.clone().into();
+    doc["new_generation_id"] = r.new.clone().into();
+    if let Some(parts) = &r.parts {
+        doc["identity"] = parts
+            .iter()
+            .map(|p| {
+                (
+                    p.name.to_owned(),
+                    serde_json::Value::from(if p.same { "same" } else { "changed" }),
+                )
+            })
+            .collect::<serde_json::Map<_, _>>()
+            .into();
+    }
+    doc
+}
+
+/// `explain reuse`.
+pub fn text(r: &ReuseReport) -> String {
+    let change = &r.change;
+    let mut out = format!(
+        "{}: {} -> {}: {}\n  instance        {}\n",
+        change.entry_id,
+        r.old,
+        r.new,
+        change.kind,
+        instances(change)
+    );
+    for p in r.parts.iter().flatten() {
+        let _ = writeln!(
+            out,
+            "  {:<15} {}",
+            p.name,
+            if p.same {
+                "same".to_owned()
+            } else {
+                format!("changed ({})", p.reason)
+            }
+        );
+    }
+    let because = match change.kind {
+        "reused" => "every identity part is the same, so the instance id carried over (mounted afresh in each process)".to_owned(),
+        "added" => format!("it is not in {}", r.old),
+        "removed" => format!("it is not in {}", r.new),
+        "rewired" => "only its bindings changed (a provider it binds got a new instance), so it was mounted afresh with a new instance id".to_owned(),
+        _ => format!("its identity changed ({}), so it was mounted afresh with a new instance id", change.reasons.join(", ")),
+    };
+    let _ = writeln!(out, "\n{because}");
+    out
+}
