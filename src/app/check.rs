@@ -3,8 +3,8 @@
 
 use std::path::Path;
 
-use crate::engine::diag::{Code, Diagnostic};
-use crate::engine::findings::plan_diagnostics;
+use crate::engine::diag::Diagnostic;
+use crate::engine::findings::{REFUSAL_CODES, plan_diagnostics};
 
 use super::env::RunEnv;
 use super::error::AppError;
@@ -18,8 +18,8 @@ pub struct CheckReport {
     /// The resolver's findings (pending, ambiguous, cycles, preferences
     /// that chose nothing), pointing into the workspace's sources.
     pub findings: Vec<Diagnostic>,
-    /// Whether a tool asks for permissions its plugin does not declare
-    /// (publication would refuse it).
+    /// Whether publication would refuse a tool: a name two active entries
+    /// declare, or permissions its plugin does not declare.
     pub refused: bool,
     /// The loader's `chassis.lock` findings.
     pub lock_findings: Vec<&'static str>,
@@ -37,11 +37,10 @@ impl CheckReport {
 pub fn check_file(path: &Path, reporter: &dyn Reporter) -> Result<CheckReport, AppError> {
     let workspace = load_file(path, &RunEnv::process(), reporter)?;
     let findings = plan_diagnostics(&workspace.composition, &workspace.tree, &workspace.plan);
-    // A tool whose permissions its plugin does not declare would be
-    // refused at publication: a negative answer, like a pending entry.
-    let refused = findings
-        .iter()
-        .any(|d| d.code == Code::UndeclaredPermission);
+    // What publication would refuse (a tool name two entries declare, a
+    // permission a plugin does not declare): a negative answer, like a
+    // pending entry.
+    let refused = findings.iter().any(|d| REFUSAL_CODES.contains(&d.code));
     let lock_findings = workspace.lock_findings();
     Ok(CheckReport {
         workspace,

@@ -76,7 +76,7 @@ pub fn plan(options: &PlanOptions, caller: &Caller) -> Result<PlanOutcome, AppEr
     let ws = load_file(&options.file, &RunEnv::process(), &*caller.reporter)?;
     let store = state_path(options.state.as_deref(), Some(&options.file));
     let pending = pending_lines(&ws.plan);
-    if let Some(refusal) = ws.refusal(options.allow_pending) {
+    if let Some(refusal) = ws.refusal(options.allow_pending, &*caller.reporter) {
         return Ok(PlanOutcome::Refused {
             store,
             pending,

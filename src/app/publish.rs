@@ -58,7 +58,7 @@ pub async fn publish(options: &PublishOptions, caller: &Caller) -> Result<Publis
         super::lock::update_for(&options.file, &env, caller).await?;
     }
     let ws = load_file(&options.file, &env, &*caller.reporter)?;
-    if let Some(refusal) = ws.refusal(options.allow_pending) {
+    if let Some(refusal) = ws.refusal(options.allow_pending, &*caller.reporter) {
         return Err(AppError::Refused {
             verb: "publish",
             display: ws.display,

@@ -1,24 +1,34 @@
 //! Why a composition cannot be published as it stands, found before
-//! anything is mounted: `publish`, `run` and `plan` refuse alike.
+//! anything is mounted: `check` reports it, and `publish`, `run` and `plan`
+//! refuse alike (exit 1, a negative answer).
 
+use crate::engine::diag::Diagnostic;
+use crate::engine::findings::refusal_diagnostics;
+use crate::engine::model::Composition;
 use crate::engine::resolve::{PendingReason, Plan};
 
 /// Why a composition is refused before anything runs.
-#[derive(Clone, Debug, PartialEq, Eq)]
+#[derive(Clone, Debug)]
 pub struct Refusal {
     /// Cycles as `a -> b -> a`.
     pub cycles: Vec<String>,
     /// `(entry, capability, status)` of pending hard requirements.
     pub pending: Vec<(String, String, String)>,
+    /// Tools that cannot be published (a name two entries declare, a
+    /// permission the plugin does not declare), as `check` reports them.
+    pub problems: Vec<Diagnostic>,
 }
 
 impl Refusal {
-    /// `dependency_cycle` or `pending_requirements`.
+    /// `dependency_cycle`, `tool_problems` or `pending_requirements`: the
+    /// first that applies.
     pub fn reason(&self) -> &'static str {
-        if self.cycles.is_empty() {
-            "pending_requirements"
-        } else {
+        if !self.cycles.is_empty() {
             "dependency_cycle"
+        } else if !self.problems.is_empty() {
+            "tool_problems"
+        } else {
+            "pending_requirements"
         }
     }
 
@@ -30,13 +40,16 @@ impl Refusal {
             "pending": self.pending.iter().map(|(e, c, s)| serde_json::json!({
                 "entry_id": e, "capability": c, "status": s,
             })).collect::<Vec<_>>(),
+            "problems": self.problems.iter().map(|d| serde_json::json!({
+                "code": d.code.as_str(), "message": d.message,
+            })).collect::<Vec<_>>(),
         })
     }
 }
 
-/// The refusal for `plan`: cycles always, pending requirements unless
-/// allowed.
-pub fn refusal(plan: &Plan, allow_pending: bool) -> Option<Refusal> {
+/// The refusal of `composition` resolved as `plan`: cycles and tool
+/// problems always, pending requirements unless allowed.
+pub fn refusal(composition: &Composition, plan: &Plan, allow_pending: bool) -> Option<Refusal> {
     let cycles: Vec<String> = plan
         .cycle_paths
         .iter()
@@ -60,7 +73,12 @@ pub fn refusal(plan: &Plan, allow_pending: bool) -> Option<Refusal> {
             }
         }
     }
-    (!cycles.is_empty() || !pending.is_empty()).then_some(Refusal { cycles, pending })
+    let problems = refusal_diagnostics(composition, plan);
+    (!cycles.is_empty() || !pending.is_empty() || !problems.is_empty()).then_some(Refusal {
+        cycles,
+        pending,
+        problems,
+    })
 }
 
 /// Pending entries with their first reason, for `reject` lines.

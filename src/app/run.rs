@@ -154,7 +154,7 @@ pub async fn run(options: RunOptions, caller: &Caller) -> Result<RunOutcome, App
         super::lock::update_for(&options.file, &env, caller).await?;
     }
     let ws = load_file(&options.file, &env, &*caller.reporter)?;
-    if let Some(refusal) = ws.refusal(options.allow_pending) {
+    if let Some(refusal) = ws.refusal(options.allow_pending, &*caller.reporter) {
         return Err(AppError::Refused {
             verb: "run",
             display: ws.display,

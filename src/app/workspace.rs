@@ -53,10 +53,18 @@ impl Workspace {
             .collect()
     }
 
-    /// Why publishing this composition would be refused: cycles always,
-    /// pending requirements unless allowed.
-    pub fn refusal(&self, allow_pending: bool) -> Option<Refusal> {
-        refusal(&self.plan, allow_pending)
+    /// Why publishing this composition would be refused: cycles and tool
+    /// problems always, pending requirements unless allowed. The problems
+    /// (which point into the files) are reported to `reporter`.
+    pub fn refusal(&self, allow_pending: bool, reporter: &dyn Reporter) -> Option<Refusal> {
+        let refusal = refusal(&self.composition, &self.plan, allow_pending)?;
+        if !refusal.problems.is_empty() {
+            reporter.notice(Notice::Diagnostics {
+                diagnostics: &refusal.problems,
+                sources: &self.sources,
+            });
+        }
+        Some(refusal)
     }
 
     /// The composition a run of `agent` executes when its request brings

@@ -64,6 +64,7 @@ codes! {
     McpExpectedToolMissing => "load::mcp-expected-tool-missing", "an `mcp` entry expects a tool its locked server does not offer";
     RequestToolsKind => "load::request-tools-kind", "a `--request-tools` file holds an entry that is not a `command` entry";
     UndeclaredPermission => "resolve::undeclared-permission", "a tool requires a permission its plugin does not declare";
+    ToolNameTaken => "resolve::duplicate-tool", "two active entries declare tools of the same name";
     Unresolved => "resolve::unresolved", "a hard requirement did not resolve";
     Ambiguous => "resolve::ambiguous", "several providers qualify and no preference selects one";
     Cycle => "resolve::cycle", "entries require each other in a cycle";

@@ -122,8 +122,64 @@ pub fn plan_diagnostics(
     for f in &plan.preference_findings {
         out.push(preference_diagnostic(composition, f));
     }
-    out.extend(policy_diagnostics(composition, plan));
+    out.extend(unknown_tool_policies(composition));
+    out.extend(refusal_diagnostics(composition, plan));
     out.extend(system_diagnostics(composition, tree, plan));
+    out
+}
+
+/// The codes of [`refusal_diagnostics`].
+pub const REFUSAL_CODES: &[Code] = &[Code::ToolNameTaken, Code::UndeclaredPermission];
+
+/// What makes publication refuse a composition that resolves, found
+/// without running a plugin (errors, each also in [`plan_diagnostics`]):
+/// two active entries declaring tools of one name (tool names are unique in
+/// a generation), and declared tools whose effective permissions their
+/// plugin does not declare. `check`, `plan`, `publish` and `run` refuse
+/// them alike, before anything is mounted.
+pub fn refusal_diagnostics(composition: &Composition, plan: &Plan) -> Vec<Diagnostic> {
+    let mut out = duplicate_tools(composition, plan);
+    out.extend(undeclared_permissions(composition, plan));
+    out
+}
+
+/// Tools of one name declared by several active entries.
+fn duplicate_tools(composition: &Composition, plan: &Plan) -> Vec<Diagnostic> {
+    let mut owners: std::collections::BTreeMap<&str, Vec<(&EntryId, Option<Origin>)>> =
+        std::collections::BTreeMap::new();
+    for id in &plan.activation_order {
+        let Some(entry) = composition.entries.get(id) else {
+            continue;
+        };
+        for tool in &entry.manifest.tools {
+            owners
+                .entry(tool.name.as_str())
+                .or_default()
+                .push((id, tool.origin.or(entry.origin)));
+        }
+    }
+    let mut out = Vec::new();
+    for (name, owners) in owners.into_iter().filter(|(_, o)| o.len() > 1) {
+        let ids: Vec<String> = owners.iter().map(|(id, _)| format!("`{id}`")).collect();
+        let mut d = Diagnostic::error(
+            Code::ToolNameTaken,
+            format!(
+                "tool `{name}` is declared by several active entries: {}",
+                ids.join(", ")
+            ),
+        );
+        for (i, (id, origin)) in owners.iter().enumerate() {
+            let label = format!("`{name}` of `{id}`");
+            d = if i == 0 {
+                d.at(*origin, label)
+            } else {
+                d.also(*origin, label)
+            };
+        }
+        out.push(d.with_help(
+            "tool names are unique in a generation: rename one (an `mcp` entry can add a `prefix`), or disable one of the entries",
+        ));
+    }
     out
 }
 
@@ -237,10 +293,8 @@ pub fn system_diagnostics(
 }
 
 /// `[policy.tools]` overrides that name no declared tool (warnings: tools of
-/// other kinds appear only at run time), and declared tools of active
-/// entries whose effective permissions their plugin does not declare
-/// (errors: publication would refuse them).
-fn policy_diagnostics(composition: &Composition, plan: &Plan) -> Vec<Diagnostic> {
+/// other kinds appear only at run time).
+fn unknown_tool_policies(composition: &Composition) -> Vec<Diagnostic> {
     let mut out = Vec::new();
     let Some(policy) = &composition.policy else {
         return out;
@@ -263,6 +317,16 @@ fn policy_diagnostics(composition: &Composition, plan: &Plan) -> Vec<Diagnostic>
             );
         }
     }
+    out
+}
+
+/// Declared tools of active entries whose `[policy.tools]` permissions
+/// their plugin does not declare.
+fn undeclared_permissions(composition: &Composition, plan: &Plan) -> Vec<Diagnostic> {
+    let mut out = Vec::new();
+    let Some(policy) = &composition.policy else {
+        return out;
+    };
     for id in &plan.activation_order {
         let Some(entry) = composition.entries.get(id) else {
             continue;

@@ -2,6 +2,7 @@
 //! the bundled examples, with a pinned environment.
 
 mod canary;
+mod gate;
 mod generated;
 mod golden;
 mod harness;

@@ -75,6 +75,17 @@ fn refused(ui: &Ui, verb: &str, display: &str, refusal: &Refusal) {
             let _ = writeln!(text, "  - {c}");
         }
     }
+    if !refusal.problems.is_empty() {
+        let _ = writeln!(
+            text,
+            "error: refusing to {verb} `{display}`: {} tool problem{}",
+            refusal.problems.len(),
+            if refusal.problems.len() == 1 { "" } else { "s" }
+        );
+        for d in &refusal.problems {
+            let _ = writeln!(text, "  - {} [{}]", d.message, d.code.as_str());
+        }
+    }
     if !refusal.pending.is_empty() {
         let _ = writeln!(
             text,
@@ -86,21 +97,23 @@ fn refused(ui: &Ui, verb: &str, display: &str, refusal: &Refusal) {
             let _ = writeln!(text, "  - {e}: {c} ({s})");
         }
     }
-    let help = if refusal.cycles.is_empty() {
-        format!(
-            "  help: fix them (see `chassis check {display}`), or {verb} without the pending entries with --allow-pending"
-        )
-    } else {
-        format!(
+    let help = match refusal.reason() {
+        "dependency_cycle" => format!(
             "  help: break the cycle (see `chassis check {display}`); a cycle cannot be published"
-        )
+        ),
+        "tool_problems" => format!(
+            "  help: fix them (see `chassis check {display}`); --allow-pending does not skip them"
+        ),
+        _ => format!(
+            "  help: fix them (see `chassis check {display}`), or {verb} without the pending entries with --allow-pending"
+        ),
     };
     text.push_str(&help);
     if ui.format == Format::Json {
-        let code = if refusal.cycles.is_empty() {
-            "publish::pending"
-        } else {
-            "publish::cycle"
+        let code = match refusal.reason() {
+            "dependency_cycle" => "publish::cycle",
+            "tool_problems" => "publish::refused",
+            _ => "publish::pending",
         };
         let mut doc = plain_diagnostic(&text).unwrap_or_default();
         doc["code"] = code.into();

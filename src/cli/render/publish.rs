@@ -224,7 +224,12 @@ pub fn plan_text(outcome: &PlanOutcome) -> String {
             for c in &refusal.cycles {
                 let _ = writeln!(out, "  cycle    {c}");
             }
-            if refusal.cycles.is_empty() {
+            for d in &refusal.problems {
+                let _ = writeln!(out, "  refused  {} [{}]", d.message, d.code.as_str());
+            }
+            if !refusal.problems.is_empty() && refusal.cycles.is_empty() {
+                out.push_str("\npublish would refuse: fix them (see `chassis check`)\n");
+            } else if refusal.cycles.is_empty() {
                 let _ = write!(out, "\nACTIONS\n{}", nodes_text(&[], pending));
                 out.push_str("\npublish would refuse; --allow-pending publishes without them\n");
             } else {
