@@ -3,6 +3,8 @@
 
 use std::path::PathBuf;
 
+use crate::engine::agent::agents_metadata;
+use crate::engine::diff::{Change, agent_changes};
 use crate::engine::model::{Composition, EntryId};
 use crate::engine::resolve::{Plan, resolve_with_tree};
 use crate::engine::tree::ScopeTree;
@@ -69,6 +71,9 @@ pub struct Planned {
     pub pending: Vec<(String, String)>,
     /// `(secret, entry)` of entries `on_failure = "skip"` would quarantine.
     pub quarantined: Vec<(String, String)>,
+    /// How the agents would change (a row per agent added, removed or
+    /// changed, naming the fields).
+    pub agents: Vec<Change>,
 }
 
 /// Plan the publication of `options.file`.
@@ -83,9 +88,13 @@ pub fn plan(options: &PlanOptions, caller: &Caller) -> Result<PlanOutcome, AppEr
             refusal,
         });
     }
-    let seed = StateStore::open_existing(&store)?
-        .map(|s| s.seed())
-        .transpose()?;
+    let (seed, current_agents) = match StateStore::open_existing(&store)? {
+        Some(s) => {
+            let (seed, agents) = s.seed_and_agents()?;
+            (Some(seed), agents)
+        }
+        None => (None, None),
+    };
     let previous = seed.as_ref().and_then(previous_of).map(|g| g.to_string());
     // Secret values enter node identities, as at publication.
     let secrets = super::mount::secret_provider(&caller.redactor, &RunEnv::process());
@@ -127,6 +136,7 @@ pub fn plan(options: &PlanOptions, caller: &Caller) -> Result<PlanOutcome, AppEr
         seed.as_ref(),
         Some(secrets.as_ref()),
     )?;
+    let agents = agents_metadata(&ws.composition).map_err(|e| AppError::input(e.to_string()))?;
     Ok(PlanOutcome::Planned(Box::new(Planned {
         store,
         store_exists: seed.is_some(),
@@ -134,6 +144,7 @@ pub fn plan(options: &PlanOptions, caller: &Caller) -> Result<PlanOutcome, AppEr
         prediction,
         pending,
         quarantined,
+        agents: agent_changes(current_agents.as_ref(), agents.as_ref(), false),
     })))
 }
 

@@ -3,6 +3,8 @@
 
 use std::path::PathBuf;
 
+use crate::engine::agent::AGENTS;
+use crate::engine::diff::{Change, agent_changes};
 use crate::engine::identity::GenerationId;
 use crate::engine::snapshot::Digests;
 use crate::runtime::identity::NodeImpact;
@@ -49,6 +51,9 @@ pub struct Published {
     pub pending: Vec<(String, String)>,
     /// The current generation's digests.
     pub digests: Digests,
+    /// How the agents changed (a row per agent added, removed or changed,
+    /// naming the fields).
+    pub agents: Vec<Change>,
 }
 
 /// Publish `options.file` into its store.
@@ -76,7 +81,7 @@ pub async fn publish(options: &PublishOptions, caller: &Caller) -> Result<Publis
             in_default_folder: store.in_default_folder(),
         });
     }
-    let seed = store.seed()?;
+    let (seed, agents_before) = store.seed_and_agents()?;
     let previous = previous_of(&seed);
     let mounts = seed.mounts.clone();
     let harness_options = super::mount::harness_options(telemetry, &caller.redactor, &env);
@@ -114,7 +119,17 @@ pub async fn publish(options: &PublishOptions, caller: &Caller) -> Result<Publis
             mounts,
         })?;
     }
+    let agents = if report.published {
+        agent_changes(
+            agents_before.as_ref(),
+            generation.snapshot.metadata.get(AGENTS),
+            false,
+        )
+    } else {
+        Vec::new()
+    };
     Ok(Published {
+        agents,
         published: report.published,
         generation_id: report.generation_id.clone(),
         previous,

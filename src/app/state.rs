@@ -10,6 +10,8 @@
 use std::collections::BTreeMap;
 use std::path::{Path, PathBuf};
 
+use crate::engine::agent::AGENTS;
+use crate::engine::canonical::Canon;
 use crate::engine::identity::GenerationId;
 use crate::engine::snapshot::envelope;
 use crate::runtime::harness::{ConfigFingerprint, SeedNode, SeedState};
@@ -17,6 +19,7 @@ use crate::runtime::{Generation, ReconcileReport};
 use crate::store::{
     DEFAULT_STATE, GenerationSummary, NewRun, OpenMode, PublishRecord, Store, StoreError,
     StoredGeneration, StoredIdentity, StoredImpact, StoredNode, StoredRun, seed_state,
+    seed_state_at,
 };
 
 use super::error::{AppError, Problem};
@@ -78,6 +81,19 @@ impl StateStore {
     /// sequence, digest and the store's configuration fingerprint.
     pub fn seed(&self) -> Result<SeedState, AppError> {
         Ok(seed_state(self.store.as_ref())?)
+    }
+
+    /// [`Self::seed`], and the agents' definitions the current generation
+    /// recorded (its snapshot's `metadata.agents`), for saying which agents
+    /// a publication changes.
+    pub fn seed_and_agents(&self) -> Result<(SeedState, Option<Canon>), AppError> {
+        let current = self.store.current()?;
+        let seed = seed_state_at(self.store.as_ref(), current.as_ref())?;
+        let agents = current
+            .as_ref()
+            .and_then(|g| g.snapshot.pointer(&format!("/snapshot/metadata/{AGENTS}")))
+            .map(Canon::from_json);
+        Ok((seed, agents))
     }
 
     /// The keyed configuration fingerprint of this store.

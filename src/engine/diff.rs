@@ -22,7 +22,11 @@
 //!   the registered contract versions (`capability:<name>`);
 //! - **requirement** (subject `<scope>::<consumer>::<capability>`):
 //!   requirements added or removed, `rewired` when the selected provider
-//!   changed, `changed` when the status or the specifier changed.
+//!   changed, `changed` when the status or the specifier changed;
+//! - **agent** (subject: the agent's name): agents added or removed, or
+//!   `changed` naming each field of the definition that changed
+//!   (`prompt_changed`, `max_steps_changed`…), from the definitions a
+//!   snapshot records in `metadata.agents`.
 //!
 //! Changes are sorted by category, subject, kind and reason, so a diff is
 //! deterministic.
@@ -44,6 +48,8 @@ pub enum Category {
     Provider,
     /// A requirement and its selection.
     Requirement,
+    /// An agent's definition.
+    Agent,
 }
 
 impl Category {
@@ -53,6 +59,7 @@ impl Category {
             Category::Scope => "scope",
             Category::Provider => "provider",
             Category::Requirement => "requirement",
+            Category::Agent => "agent",
         }
     }
 }
@@ -697,6 +704,100 @@ fn diff_requirements(out: &mut Collector, old: &SnapshotRecord, new: &SnapshotRe
     }
 }
 
+/// The reason a changed field of an agent's definition gives:
+/// `prompt_changed` for `prompt_hash`, `max_steps_changed`…
+fn agent_field_reason(field: &str) -> String {
+    format!("{}_changed", field.strip_suffix("_hash").unwrap_or(field))
+}
+
+/// A definition's fields with map values spread into `field.key` leaves
+/// (`budget.tokens`), so a change names the leaf.
+fn leaves(definition: &BTreeMap<String, Canon>) -> BTreeMap<String, Canon> {
+    let mut out = BTreeMap::new();
+    for (field, value) in definition {
+        match value {
+            Canon::Map(m) => {
+                for (k, v) in m {
+                    out.insert(format!("{field}.{k}"), v.clone());
+                }
+            }
+            other => {
+                out.insert(field.clone(), other.clone());
+            }
+        }
+    }
+    out
+}
+
+/// How the agents changed between two snapshots' `metadata.agents`
+/// (see [`crate::engine::agent::agents_metadata`]): one row per agent,
+/// `changed` naming each field of its definition that differs (old and new
+/// hold only those fields).
+pub fn agent_changes(
+    old: Option<&Canon>,
+    new: Option<&Canon>,
+    include_unchanged: bool,
+) -> Vec<Change> {
+    let definitions = |v: Option<&Canon>| -> BTreeMap<String, Canon> {
+        match v {
+            Some(Canon::Map(agents)) => agents
+                .iter()
+                .map(|(name, a)| {
+                    let definition = match a {
+                        Canon::Map(m) => m.get("definition").cloned().unwrap_or(Canon::Null),
+                        _ => Canon::Null,
+                    };
+                    (name.clone(), definition)
+                })
+                .collect(),
+            _ => BTreeMap::new(),
+        }
+    };
+    let (a, b) = (definitions(old), definitions(new));
+    let mut out = Collector {
+        include_unchanged,
+        changes: Vec::new(),
+    };
+    for name in union_keys(&a, &b) {
+        match (a.get(name), b.get(name)) {
+            (Some(Canon::Map(x)), Some(Canon::Map(y))) if x != y => {
+                let (x, y) = (leaves(x), leaves(y));
+                let fields: BTreeSet<&String> = x.keys().chain(y.keys()).collect();
+                let (mut ov, mut nv, mut reasons) = (BTreeMap::new(), BTreeMap::new(), Vec::new());
+                for field in fields {
+                    let (o, n) = (x.get(field), y.get(field));
+                    if o != n {
+                        let top = field.split('.').next().unwrap_or(field);
+                        let reason = agent_field_reason(top);
+                        if !reasons.contains(&reason) {
+                            reasons.push(reason);
+                        }
+                        ov.insert(field.clone(), o.cloned().unwrap_or(Canon::Null));
+                        nv.insert(field.clone(), n.cloned().unwrap_or(Canon::Null));
+                    }
+                }
+                out.push(
+                    Category::Agent,
+                    ChangeKind::Changed,
+                    name.to_owned(),
+                    Some(Canon::Map(ov)),
+                    Some(Canon::Map(nv)),
+                    &reasons.join(","),
+                );
+            }
+            (o, n) => out.simple(
+                Category::Agent,
+                name.to_owned(),
+                o.cloned(),
+                n.cloned(),
+                "agent",
+                "definition_changed",
+            ),
+        }
+    }
+    out.changes
+}
+
 /// The semantic diff from `old` to `new`; `unchanged` rows (one per scope,
 /// provider and requirement subject present on both sides and identical) are
 /// listed only when `include_unchanged`.
@@ -714,6 +815,11 @@ pub fn diff_snapshots(
     diff_plugins(&mut out, old, new);
     diff_requirements(&mut out, old, new);
     let mut changes = out.changes;
+    changes.extend(agent_changes(
+        old.metadata.get(crate::engine::agent::AGENTS),
+        new.metadata.get(crate::engine::agent::AGENTS),
+        include_unchanged,
+    ));
     changes.sort_by(|x, y| {
         (x.category, x.subject.as_str(), x.kind, x.reason.as_str()).cmp(&(
             y.category,

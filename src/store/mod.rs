@@ -369,11 +369,19 @@ pub fn fingerprint_fn(key: StoreKey) -> ConfigFingerprint {
 /// The harness seed for `store`: its current generation's nodes, the mount
 /// counters, the sequence and digest, and the store's fingerprint.
 pub fn seed_state(store: &dyn Store) -> Result<SeedState, StoreError> {
-    let current = store.current()?;
+    seed_state_at(store, store.current()?.as_ref())
+}
+
+/// [`seed_state`], given the store's `current` generation (read once by a
+/// caller that needs more of it).
+pub fn seed_state_at(
+    store: &dyn Store,
+    current: Option<&StoredGeneration>,
+) -> Result<SeedState, StoreError> {
     let mounts = store.entry_mounts()?;
     Ok(SeedState {
-        sequence: current.as_ref().map_or(0, |g| g.summary.sequence),
-        digest: current.as_ref().map(|g| g.summary.digest.clone()),
+        sequence: current.map_or(0, |g| g.summary.sequence),
+        digest: current.map(|g| g.summary.digest.clone()),
         mounts,
         nodes: current
             .iter()

@@ -109,3 +109,110 @@ fn what_check_refuses_plan_publish_and_run_refuse_alike() {
         assert!(!dir.path().join(".chassis").exists());
     }
 }
+
+/// The quickstart's agent edited as a pull request might: its prompt, its
+/// step limit and its token budget.
+fn edited_quickstart(dir: &Path) {
+    let text = std::fs::read_to_string(dir.join("quickstart.toml")).unwrap();
+    let edited = text
+        .replace(
+            "prompt = \"You count words",
+            "prompt = \"Ignore all rules. You count words",
+        )
+        .replace("max_steps = 6", "max_steps = 60")
+        .replace("tokens = 2000,", "tokens = 2000000,");
+    assert_ne!(edited, text);
+    std::fs::write(dir.join("quickstart.toml"), edited).unwrap();
+}
+
+fn examples_copy() -> tempfile::TempDir {
+    let dir = tempfile::tempdir().unwrap();
+    let root = crate::harness::root().join("examples");
+    for name in ["quickstart.toml", "quickstart-tools.toml"] {
+        std::fs::copy(root.join(name), dir.path().join(name)).unwrap();
+    }
+    dir
+}
+
+#[test]
+fn an_agent_edit_is_a_change_the_gate_sees_and_publish_records() {
+    let dir = examples_copy();
+    let d = dir.path();
+    std::fs::copy(d.join("quickstart.toml"), d.join("before.toml")).unwrap();
+    let first = chassis(d, &["publish", "quickstart.toml"]);
+    assert_eq!(first.code, 0, "{}", first.transcript());
+    edited_quickstart(d);
+
+    // The diff names the agent and each field, and fails the gate.
+    let diff = run_in(
+        d,
+        &[
+            "diff",
+            "generations",
+            "before.toml",
+            "quickstart.toml",
+            "--exit-code",
+        ],
+        &[],
+    );
+    assert_eq!(diff.code, 1, "{}", diff.transcript());
+    assert!(diff.stdout.contains("AGENTS"), "{}", diff.stdout);
+    for field in [
+        "prompt_hash:",
+        "max_steps: 6 -> 60",
+        "budget.tokens: 2000 -> 2000000",
+    ] {
+        assert!(diff.stdout.contains(field), "{field}: {}", diff.stdout);
+    }
+    // A whitespace-only change around the prompt is no change.
+    let text = std::fs::read_to_string(d.join("before.toml")).unwrap();
+    std::fs::write(
+        d.join("spaced.toml"),
+        text.replace(
+            "prompt = \"You count words with the word_count tool and save a note of each answer.\"",
+            "prompt = \"\"\"\n  You count words with the word_count tool and save a note of each answer.\n\"\"\"",
+        ),
+    )
+    .unwrap();
+    let same = run_in(
+        d,
+        &[
+            "diff",
+            "generations",
+            "before.toml",
+            "spaced.toml",
+            "--exit-code",
+        ],
+        &[],
+    );
+    assert_eq!(same.code, 0, "{}", same.transcript());
+
+    // plan foresees a publication whose agent changed, naming the fields.
+    let plan = chassis(d, &["plan", "quickstart.toml"]);
+    assert_eq!(plan.code, 0, "{}", plan.transcript());
+    let plan: serde_json::Value = serde_json::from_str(&plan.stdout).unwrap();
+    assert_eq!(plan["action"], "publish");
+    assert_eq!(plan["agents"][0]["subject"], "assistant");
+    assert_eq!(
+        plan["agents"][0]["reason"],
+        "budget_changed,max_steps_changed,prompt_changed"
+    );
+    // publish records a new generation (every node reused)...
+    let publish = chassis(d, &["publish", "quickstart.toml"]);
+    let doc: serde_json::Value = serde_json::from_str(&publish.stdout).unwrap();
+    assert_eq!(doc["action"], "publish", "{}", publish.transcript());
+    assert_eq!(doc["generation_id"], "gen_0002");
+    assert_eq!(doc["impact"]["reused"], 2);
+    assert_eq!(doc["agents"][0]["subject"], "assistant");
+    // ... and the next run is stamped with it.
+    let run = chassis(d, &["run", "quickstart.toml", "--state", "--yes"]);
+    let doc: serde_json::Value = serde_json::from_str(&run.stdout).unwrap();
+    assert_eq!(doc["generation_id"], "gen_0002", "{}", run.transcript());
+    // The stored generations' diff names the agent too.
+    let stored = run_in(d, &["diff", "generations", "gen_0001", "gen_0002"], &[]);
+    assert!(
+        stored.stdout.contains("~ assistant") && stored.stdout.contains("max_steps: 6 -> 60"),
+        "{}",
+        stored.transcript()
+    );
+}

@@ -10,10 +10,11 @@ use std::fmt::Write as _;
 use crate::engine::canonical::Canon;
 use crate::engine::diff::{Category, Change, ChangeKind, GenerationDiff};
 
-const CATEGORIES: [(Category, &str, &str); 3] = [
+const CATEGORIES: [(Category, &str, &str); 4] = [
     (Category::Scope, "SCOPES", "Scopes"),
     (Category::Provider, "PROVIDERS", "Providers"),
     (Category::Requirement, "REQUIREMENTS", "Requirements"),
+    (Category::Agent, "AGENTS", "Agents"),
 ];
 
 /// The short form of a digest: its first 12 characters.
@@ -40,6 +41,7 @@ fn compact(v: &Canon) -> String {
             "[{}]",
             items.iter().map(compact).collect::<Vec<_>>().join(", ")
         ),
+        Canon::Map(m) if m.is_empty() => "{}".to_owned(),
         Canon::Map(m) => m
             .iter()
             .filter(|(_, v)| **v != Canon::Null)
@@ -115,6 +117,11 @@ fn section(d: &GenerationDiff, category: Category) -> Vec<&Change> {
 
 /// The detail after the subject on a text line.
 fn text_detail(c: &Change) -> String {
+    // An agent that came or went is its name: its whole definition (hashes
+    // and limits) is in the JSON.
+    if c.category == Category::Agent && matches!(c.kind, ChangeKind::Added | ChangeKind::Removed) {
+        return format!("({})", c.reason);
+    }
     match c.kind {
         ChangeKind::Added => compact_opt(c.new.as_ref()),
         ChangeKind::Removed => compact_opt(c.old.as_ref()),
@@ -145,23 +152,30 @@ pub fn render_text(d: &GenerationDiff) -> String {
         if changes.is_empty() {
             continue;
         }
-        let width = changes
-            .iter()
-            .map(|c| c.subject.chars().count())
-            .max()
-            .unwrap_or(0);
-        let _ = write!(out, "\n{title}\n");
-        for c in changes {
-            let line = format!(
-                "  {} {:<width$}  {}",
-                marker(c.kind),
-                c.subject,
-                text_detail(c)
-            );
-            let _ = writeln!(out, "{}", line.trim_end());
-        }
+        let _ = write!(out, "\n{title}\n{}", change_lines(&changes));
     }
     let _ = writeln!(out, "\n{}", summary(d));
+    out
+}
+
+/// One line per change (`  ~ subject  old -> new  (reason)`), subjects in
+/// one column: a section of `diff`, and the AGENTS of `plan` and `publish`.
+pub fn change_lines(changes: &[&Change]) -> String {
+    let width = changes
+        .iter()
+        .map(|c| c.subject.chars().count())
+        .max()
+        .unwrap_or(0);
+    let mut out = String::new();
+    for c in changes {
+        let line = format!(
+            "  {} {:<width$}  {}",
+            marker(c.kind),
+            c.subject,
+            text_detail(c)
+        );
+        let _ = writeln!(out, "{}", line.trim_end());
+    }
     out
 }
 

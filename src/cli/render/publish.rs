@@ -6,6 +6,7 @@ use std::fmt::Write as _;
 
 use crate::app::plan::{PlanOutcome, Planned};
 use crate::app::publish::Published;
+use crate::engine::diff::Change;
 use crate::runtime::identity::{Decision, NodeImpact};
 use crate::store::decision_name;
 
@@ -119,6 +120,7 @@ pub fn publish_json(p: &Published) -> serde_json::Value {
         "impact": counts(&p.impact),
         "nodes": p.impact.iter().map(node_json).collect::<Vec<_>>(),
         "pending": pending_ids(&p.pending),
+        "agents": agents_json(&p.agents),
         "digests": {
             "digest": d.digest,
             "semantic_digest": d.semantic_digest,
@@ -154,7 +156,21 @@ pub fn publish_text(p: &Published) -> String {
     if p.published {
         let _ = write!(out, "\nNODES\n{}", nodes_text(&p.impact, &p.pending));
     }
+    out.push_str(&agents_text(&p.agents));
     out
+}
+
+/// The AGENTS section: each agent added, removed or changed (its fields).
+fn agents_text(agents: &[Change]) -> String {
+    if agents.is_empty() {
+        return String::new();
+    }
+    let rows: Vec<&Change> = agents.iter().collect();
+    format!("\nAGENTS\n{}", super::diff::change_lines(&rows))
+}
+
+fn agents_json(agents: &[Change]) -> Vec<serde_json::Value> {
+    agents.iter().map(|c| c.to_canon().to_json()).collect()
 }
 
 /// `plan --format json`.
@@ -206,6 +222,7 @@ fn planned_json(p: &Planned) -> serde_json::Value {
             .iter()
             .map(|(name, entry)| serde_json::json!({ "entry": entry, "missing_secret": name }))
             .collect::<Vec<_>>(),
+        "agents": agents_json(&p.agents),
         "digests": {
             "digest": d.digest,
             "semantic_digest": d.semantic_digest,
@@ -287,5 +304,6 @@ fn planned_text(p: &Planned) -> String {
             "  quarantine  {entry}  (secret `{name}` is not set; on_failure = \"skip\")"
         );
     }
+    out.push_str(&agents_text(&p.agents));
     out
 }

@@ -320,26 +320,30 @@ impl<'a> Active<'a> {
         composition: &Composition,
         ctx: &SnapshotContext,
     ) -> Result<BTreeMap<String, Canon>, CanonError> {
-        Ok(snapshot_metadata(
+        snapshot_metadata(
             composition,
             ctx,
             tool_contracts(&self.in_order)?,
             mcp_servers(&self.in_order),
-        ))
+        )
     }
 }
 
 /// The snapshot's `metadata`, given what the active entries' manifests
-/// contribute (each tool's contract hash, the MCP servers).
+/// contribute (each tool's contract hash, the MCP servers): also the
+/// agents' definitions, which the semantic composition hashes.
 fn snapshot_metadata(
     composition: &Composition,
     ctx: &SnapshotContext,
     tools: Option<Canon>,
     servers: Option<Canon>,
-) -> BTreeMap<String, Canon> {
+) -> Result<BTreeMap<String, Canon>, CanonError> {
     let mut metadata = ctx.metadata.clone();
     if let Some(tools) = tools {
         metadata.insert(TOOL_CONTRACTS.to_owned(), tools);
+    }
+    if let Some(agents) = crate::engine::agent::agents_metadata(composition)? {
+        metadata.insert(crate::engine::agent::AGENTS.to_owned(), agents);
     }
     if let Some(skipped) = composition.skipped_metadata() {
         metadata.insert("skipped_entries".to_owned(), skipped);
@@ -359,7 +363,7 @@ fn snapshot_metadata(
             ),
         );
     }
-    metadata
+    Ok(metadata)
 }
 
 /// Build the snapshot of `composition` resolved as `plan`.
@@ -662,7 +666,7 @@ pub fn rederive_snapshot(
                 ctx,
                 tool_contracts(&with_metadata)?,
                 mcp_servers(&with_metadata),
-            ),
+            )?,
             scopes: physical,
             semantic_scopes: Arc::clone(&previous.semantic_scopes),
             runtime_instance_ids,

@@ -171,23 +171,68 @@ impl SnapshotRecord {
         Canon::Map(map)
     }
 
+    /// Agent name → hash of its definition, from `metadata.agents` (see
+    /// [`crate::engine::agent::agents_metadata`]); `None` when the record
+    /// has no agents (every snapshot the reference writes).
+    pub fn agent_hashes(&self) -> Option<Vec<(&str, &str)>> {
+        let Some(Canon::Map(agents)) = self.metadata.get(crate::engine::agent::AGENTS) else {
+            return None;
+        };
+        Some(
+            agents
+                .iter()
+                .map(|(name, a)| {
+                    let hash = match a {
+                        Canon::Map(m) => match m.get("hash") {
+                            Some(Canon::Str(h)) => h.as_str(),
+                            _ => "",
+                        },
+                        _ => "",
+                    };
+                    (name.as_str(), hash)
+                })
+                .collect(),
+        )
+    }
+
     /// The semantic composition: plugins, capabilities, the three content
-    /// hashes and the semantic scope tree. No ids, versions of chassis,
-    /// generation numbers, agent fields or metadata.
+    /// hashes, the semantic scope tree and, when the composition declares
+    /// agents, each agent's definition hash (`agents`, a chassis key: a
+    /// composition without agents hashes as the reference's). No ids,
+    /// versions of chassis, generation numbers, run fields or other metadata.
     pub fn semantic_composition(&self) -> Canon {
-        Canon::map([
-            ("plugins", self.plugins_canon()),
-            ("capabilities", self.capabilities_canon()),
-            ("config_hash", Canon::Str(self.config_hash.clone())),
+        let mut map = self.semantic_composition_without_agents();
+        if let Some(agents) = self.agent_hashes() {
+            map.insert(
+                "agents".to_owned(),
+                Canon::Map(
+                    agents
+                        .into_iter()
+                        .map(|(n, h)| (n.to_owned(), Canon::from(h)))
+                        .collect(),
+                ),
+            );
+        }
+        Canon::Map(map)
+    }
+
+    fn semantic_composition_without_agents(&self) -> BTreeMap<String, Canon> {
+        BTreeMap::from([
+            ("plugins".to_owned(), self.plugins_canon()),
+            ("capabilities".to_owned(), self.capabilities_canon()),
             (
-                "plugin_graph_hash",
+                "config_hash".to_owned(),
+                Canon::Str(self.config_hash.clone()),
+            ),
+            (
+                "plugin_graph_hash".to_owned(),
                 Canon::Str(self.plugin_graph_hash.clone()),
             ),
             (
-                "tool_schema_hash",
+                "tool_schema_hash".to_owned(),
                 Canon::Str(self.tool_schema_hash.clone()),
             ),
-            ("scopes", self.semantic_scopes.to_canon()),
+            ("scopes".to_owned(), self.semantic_scopes.to_canon()),
         ])
     }
 
@@ -454,7 +499,20 @@ impl SnapshotRecord {
 
     /// The semantic composition's canonical JSON up to the `scopes` value.
     fn write_semantic_head<W: Write>(&self, out: &mut W) -> Result<(), CanonError> {
-        out.write_str("{\"capabilities\":")?;
+        out.write_char('{')?;
+        if let Some(agents) = self.agent_hashes() {
+            out.write_str("\"agents\":{")?;
+            for (i, (name, hash)) in agents.into_iter().enumerate() {
+                if i > 0 {
+                    out.write_char(',')?;
+                }
+                write_json_string(name, out)?;
+                out.write_char(':')?;
+                write_json_string(hash, out)?;
+            }
+            out.write_str("},")?;
+        }
+        out.write_str("\"capabilities\":")?;
         self.write_capabilities(out)?;
         out.write_str(",\"config_hash\":")?;
         write_json_string(&self.config_hash, out)?;
@@ -597,6 +655,54 @@ mod writer_tests {
         );
         assert_eq!(r.digest().unwrap(), d.digest);
         assert_eq!(r.semantic_digest().unwrap(), d.semantic_digest);
+    }
+
+    #[test]
+    fn agents_enter_the_semantic_composition_only_when_there_are_some() {
+        let plain = record();
+        let mut with = record();
+        let agent = |hash: &str| {
+            Canon::map([
+                ("hash", Canon::from(hash)),
+                ("definition", Canon::map([("max_steps", Canon::Int(6))])),
+            ])
+        };
+        with.metadata.insert(
+            "agents".into(),
+            Canon::map([("b\"ot", agent("h1")), ("a", agent("h2"))]),
+        );
+        let canon = with.semantic_composition();
+        let Canon::Map(m) = &canon else {
+            panic!("a map")
+        };
+        assert_eq!(
+            m["agents"],
+            Canon::map([("a", Canon::from("h2")), ("b\"ot", Canon::from("h1"))])
+        );
+        assert!(!matches!(plain.semantic_composition(), Canon::Map(m) if m.contains_key("agents")));
+        // The hand-written writers agree with the canon path, both ways.
+        for r in [&plain, &with] {
+            let d = r.digests().unwrap();
+            assert_eq!(
+                d.semantic_digest,
+                stable_hash(&r.semantic_composition()).unwrap()
+            );
+            assert_eq!(d.digest, stable_hash(&r.to_canon()).unwrap());
+        }
+        assert_ne!(
+            plain.semantic_digest().unwrap(),
+            with.semantic_digest().unwrap()
+        );
+        // Another definition hash is another composition.
+        let mut other = with.clone();
+        other.metadata.insert(
+            "agents".into(),
+            Canon::map([("b\"ot", agent("h3")), ("a", agent("h2"))]),
+        );
+        assert_ne!(
+            other.semantic_digest().unwrap(),
+            with.semantic_digest().unwrap()
+        );
     }
 
     #[test]
