@@ -53,7 +53,7 @@ Register-ArgumentCompleter -Native -CommandName 'chassis' -ScriptBlock {
             [CompletionResult]::new('--input-file', '--input-file', [CompletionResultType]::ParameterName, 'Read the input from a file')
             [CompletionResult]::new('--approve', '--approve', [CompletionResultType]::ParameterName, 'Approve every call of this tool without asking (repeatable)')
             [CompletionResult]::new('--env-file', '--env-file', [CompletionResultType]::ParameterName, 'Read secrets and `enabled_if` variables from this env file too (`KEY=VALUE` lines; its values win over the environment''s)')
-            [CompletionResult]::new('--state', '--state', [CompletionResultType]::ParameterName, 'Record the publication and the run in this store (default `.chassis/state.db` beside FILE when given without a value)')
+            [CompletionResult]::new('--state', '--state', [CompletionResultType]::ParameterName, 'Record the publication and the run in this store (given without a value: the composition''s `[store] path`, else `.chassis/state.db` beside FILE)')
             [CompletionResult]::new('--trace', '--trace', [CompletionResultType]::ParameterName, 'Write every telemetry signal of the run (redacted) to FILE as JSON lines')
             [CompletionResult]::new('--record', '--record', [CompletionResultType]::ParameterName, 'Record every model call and tool call (redacted) to FILE')
             [CompletionResult]::new('--replay', '--replay', [CompletionResultType]::ParameterName, 'Answer model and tool calls from a recording; policy, approval and budget still run')
@@ -222,7 +222,7 @@ Register-ArgumentCompleter -Native -CommandName 'chassis' -ScriptBlock {
             break
         }
         'chassis;publish' {
-            [CompletionResult]::new('--state', '--state', [CompletionResultType]::ParameterName, 'The store (default `.chassis/state.db` beside FILE)')
+            [CompletionResult]::new('--state', '--state', [CompletionResultType]::ParameterName, 'The store (default: the composition''s `[store] path`, else `.chassis/state.db` beside FILE)')
             [CompletionResult]::new('--trace', '--trace', [CompletionResultType]::ParameterName, 'Write every telemetry signal of the publish (redacted) to FILE as JSON lines')
             [CompletionResult]::new('--format', '--format', [CompletionResultType]::ParameterName, 'Output format: text, or json (one document with `format_version`); some commands also take markdown, dot or mermaid')
             [CompletionResult]::new('--color', '--color', [CompletionResultType]::ParameterName, 'When to colour diagnostics')
@@ -237,7 +237,7 @@ Register-ArgumentCompleter -Native -CommandName 'chassis' -ScriptBlock {
             break
         }
         'chassis;plan' {
-            [CompletionResult]::new('--state', '--state', [CompletionResultType]::ParameterName, 'The store (default `.chassis/state.db` beside FILE)')
+            [CompletionResult]::new('--state', '--state', [CompletionResultType]::ParameterName, 'The store (default: the composition''s `[store] path`, else `.chassis/state.db` beside FILE)')
             [CompletionResult]::new('--format', '--format', [CompletionResultType]::ParameterName, 'Output format: text, or json (one document with `format_version`); some commands also take markdown, dot or mermaid')
             [CompletionResult]::new('--color', '--color', [CompletionResultType]::ParameterName, 'When to colour diagnostics')
             [CompletionResult]::new('--allow-pending', '--allow-pending', [CompletionResultType]::ParameterName, 'Plan as `publish --allow-pending` would')

@@ -49,7 +49,7 @@ set edit:completion:arg-completer[chassis] = {|@words|
             cand --input-file 'Read the input from a file'
             cand --approve 'Approve every call of this tool without asking (repeatable)'
             cand --env-file 'Read secrets and `enabled_if` variables from this env file too (`KEY=VALUE` lines; its values win over the environment''s)'
-            cand --state 'Record the publication and the run in this store (default `.chassis/state.db` beside FILE when given without a value)'
+            cand --state 'Record the publication and the run in this store (given without a value: the composition''s `[store] path`, else `.chassis/state.db` beside FILE)'
             cand --trace 'Write every telemetry signal of the run (redacted) to FILE as JSON lines'
             cand --record 'Record every model call and tool call (redacted) to FILE'
             cand --replay 'Answer model and tool calls from a recording; policy, approval and budget still run'
@@ -199,7 +199,7 @@ set edit:completion:arg-completer[chassis] = {|@words|
         &'chassis;diff;help;help'= {
         }
         &'chassis;publish'= {
-            cand --state 'The store (default `.chassis/state.db` beside FILE)'
+            cand --state 'The store (default: the composition''s `[store] path`, else `.chassis/state.db` beside FILE)'
             cand --trace 'Write every telemetry signal of the publish (redacted) to FILE as JSON lines'
             cand --format 'Output format: text, or json (one document with `format_version`); some commands also take markdown, dot or mermaid'
             cand --color 'When to colour diagnostics'
@@ -213,7 +213,7 @@ set edit:completion:arg-completer[chassis] = {|@words|
             cand --help 'Print help (see more with ''--help'')'
         }
         &'chassis;plan'= {
-            cand --state 'The store (default `.chassis/state.db` beside FILE)'
+            cand --state 'The store (default: the composition''s `[store] path`, else `.chassis/state.db` beside FILE)'
             cand --format 'Output format: text, or json (one document with `format_version`); some commands also take markdown, dot or mermaid'
             cand --color 'When to colour diagnostics'
             cand --allow-pending 'Plan as `publish --allow-pending` would'

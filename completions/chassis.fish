@@ -55,7 +55,7 @@ complete -c chassis -n "__fish_chassis_using_subcommand run" -l input -d 'The in
 complete -c chassis -n "__fish_chassis_using_subcommand run" -l input-file -d 'Read the input from a file' -r -F
 complete -c chassis -n "__fish_chassis_using_subcommand run" -l approve -d 'Approve every call of this tool without asking (repeatable)' -r
 complete -c chassis -n "__fish_chassis_using_subcommand run" -l env-file -d 'Read secrets and `enabled_if` variables from this env file too (`KEY=VALUE` lines; its values win over the environment\'s)' -r -F
-complete -c chassis -n "__fish_chassis_using_subcommand run" -l state -d 'Record the publication and the run in this store (default `.chassis/state.db` beside FILE when given without a value)' -r -F
+complete -c chassis -n "__fish_chassis_using_subcommand run" -l state -d 'Record the publication and the run in this store (given without a value: the composition\'s `[store] path`, else `.chassis/state.db` beside FILE)' -r -F
 complete -c chassis -n "__fish_chassis_using_subcommand run" -l trace -d 'Write every telemetry signal of the run (redacted) to FILE as JSON lines' -r -F
 complete -c chassis -n "__fish_chassis_using_subcommand run" -l record -d 'Record every model call and tool call (redacted) to FILE' -r -F
 complete -c chassis -n "__fish_chassis_using_subcommand run" -l replay -d 'Answer model and tool calls from a recording; policy, approval and budget still run' -r -F
@@ -198,7 +198,7 @@ complete -c chassis -n "__fish_chassis_using_subcommand diff; and __fish_seen_su
 complete -c chassis -n "__fish_chassis_using_subcommand diff; and __fish_seen_subcommand_from generations" -s h -l help -d 'Print help (see more with \'--help\')'
 complete -c chassis -n "__fish_chassis_using_subcommand diff; and __fish_seen_subcommand_from help" -f -a "generations" -d 'Compare two generations'
 complete -c chassis -n "__fish_chassis_using_subcommand diff; and __fish_seen_subcommand_from help" -f -a "help" -d 'Print this message or the help of the given subcommand(s)'
-complete -c chassis -n "__fish_chassis_using_subcommand publish" -l state -d 'The store (default `.chassis/state.db` beside FILE)' -r -F
+complete -c chassis -n "__fish_chassis_using_subcommand publish" -l state -d 'The store (default: the composition\'s `[store] path`, else `.chassis/state.db` beside FILE)' -r -F
 complete -c chassis -n "__fish_chassis_using_subcommand publish" -l trace -d 'Write every telemetry signal of the publish (redacted) to FILE as JSON lines' -r -F
 complete -c chassis -n "__fish_chassis_using_subcommand publish" -l format -d 'Output format: text, or json (one document with `format_version`); some commands also take markdown, dot or mermaid' -r -f -a "text\t'Human-readable text'
 json\t'One JSON document with `format_version`'
@@ -213,7 +213,7 @@ complete -c chassis -n "__fish_chassis_using_subcommand publish" -l update-lock 
 complete -c chassis -n "__fish_chassis_using_subcommand publish" -s v -l verbose -d 'More logging on stderr (-v info, -vv debug, -vvv trace); `RUST_LOG` overrides'
 complete -c chassis -n "__fish_chassis_using_subcommand publish" -s q -l quiet -d 'Only errors on stderr'
 complete -c chassis -n "__fish_chassis_using_subcommand publish" -s h -l help -d 'Print help (see more with \'--help\')'
-complete -c chassis -n "__fish_chassis_using_subcommand plan" -l state -d 'The store (default `.chassis/state.db` beside FILE)' -r -F
+complete -c chassis -n "__fish_chassis_using_subcommand plan" -l state -d 'The store (default: the composition\'s `[store] path`, else `.chassis/state.db` beside FILE)' -r -F
 complete -c chassis -n "__fish_chassis_using_subcommand plan" -l format -d 'Output format: text, or json (one document with `format_version`); some commands also take markdown, dot or mermaid' -r -f -a "text\t'Human-readable text'
 json\t'One JSON document with `format_version`'
 markdown\t'Markdown (diff: a pull-request comment)'

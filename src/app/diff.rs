@@ -6,6 +6,7 @@ use std::path::{Path, PathBuf};
 
 use crate::engine::diff::{GenerationDiff, diff_snapshots};
 use crate::engine::identity::GenerationId;
+use crate::engine::leaf_diff::{LeafChange, changed_leaves};
 use crate::engine::snapshot::parse_document;
 use crate::store::{OpenMode, StoredGeneration};
 
@@ -38,6 +39,9 @@ pub struct DiffOutcome {
     pub new: Operand,
     /// How each node changed, when both sides are stored generations.
     pub nodes: Option<Vec<NodeChange>>,
+    /// How the host settings changed, when both sides are compositions
+    /// (never part of the semantic diff: they fail no gate).
+    pub host_settings: Option<Vec<LeafChange>>,
 }
 
 /// Compare two sides.
@@ -51,11 +55,16 @@ pub fn diff(options: &DiffOptions, reporter: &dyn Reporter) -> Result<DiffOutcom
         _ => None,
     };
     let diff = diff_snapshots(&old.snapshot, &new.snapshot, options.include_unchanged);
+    let host_settings = match (&old.host, &new.host) {
+        (Some(a), Some(b)) => Some(changed_leaves(&a.to_canon(), &b.to_canon())),
+        _ => None,
+    };
     Ok(DiffOutcome {
         diff,
         old,
         new,
         nodes,
+        host_settings,
     })
 }
 
@@ -101,6 +110,7 @@ fn store_operand(
             snapshot: env.snapshot,
             display: operand.to_owned(),
             label: operand.to_owned(),
+            host: None,
         },
         g,
     )))

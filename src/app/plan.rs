@@ -14,7 +14,7 @@ use super::caller::Caller;
 use super::env::RunEnv;
 use super::error::AppError;
 use super::refusal::{Refusal, pending_lines};
-use super::state::{StateStore, previous_of, state_path};
+use super::state::{StateStore, previous_of, state_path_of};
 use super::workspace::{Workspace, load_file};
 
 /// What to plan.
@@ -22,7 +22,8 @@ use super::workspace::{Workspace, load_file};
 pub struct PlanOptions {
     /// The composition.
     pub file: PathBuf,
-    /// The store (default `.chassis/state.db` beside `file`).
+    /// The store (default: the composition's `[store] path`, else
+    /// `.chassis/state.db` beside `file`).
     pub state: Option<PathBuf>,
     /// Plan as `publish --allow-pending` would.
     pub allow_pending: bool,
@@ -79,7 +80,11 @@ pub struct Planned {
 /// Plan the publication of `options.file`.
 pub fn plan(options: &PlanOptions, caller: &Caller) -> Result<PlanOutcome, AppError> {
     let ws = load_file(&options.file, &RunEnv::process(), &*caller.reporter)?;
-    let store = state_path(options.state.as_deref(), Some(&options.file));
+    let store = state_path_of(
+        options.state.as_deref(),
+        &options.file,
+        &ws.composition.host,
+    );
     let pending = pending_lines(&ws.plan);
     if let Some(refusal) = ws.refusal(options.allow_pending, &*caller.reporter) {
         return Ok(PlanOutcome::Refused {

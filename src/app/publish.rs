@@ -16,7 +16,7 @@ use super::env::RunEnv;
 use super::error::AppError;
 use super::refusal::pending_lines;
 use super::report::Notice;
-use super::state::{Publication, StateStore, previous_of, state_path};
+use super::state::{Publication, StateStore, previous_of, state_path_of};
 use super::workspace::load_file;
 
 /// What to publish.
@@ -24,7 +24,8 @@ use super::workspace::load_file;
 pub struct PublishOptions {
     /// The composition.
     pub file: PathBuf,
-    /// The store (default `.chassis/state.db` beside `file`).
+    /// The store (default: the composition's `[store] path`, else
+    /// `.chassis/state.db` beside `file`).
     pub state: Option<PathBuf>,
     /// Publish without the pending entries instead of refusing.
     pub allow_pending: bool,
@@ -73,7 +74,11 @@ pub async fn publish(options: &PublishOptions, caller: &Caller) -> Result<Publis
     // The trace file first: a path that cannot be written is refused
     // before a store is created.
     let telemetry = super::telemetry::for_operation(options.trace.as_deref(), caller)?;
-    let path = state_path(options.state.as_deref(), Some(&options.file));
+    let path = state_path_of(
+        options.state.as_deref(),
+        &options.file,
+        &ws.composition.host,
+    );
     let mut store = StateStore::open(&path, OpenMode::Create)?;
     if store.created() {
         caller.notice(Notice::StoreCreated {

@@ -31,7 +31,7 @@ use super::candidates::{self, Candidate, Follow, Follower};
 use super::env::RunEnv;
 use super::error::{AppError, ErrorKind, Problem};
 use super::report::Notice;
-use super::state::{Publication, StateStore, previous_of, state_path};
+use super::state::{Publication, StateStore, previous_of, state_path_of};
 use super::workspace::{Workspace, load_file};
 
 /// Where a run's input comes from.
@@ -57,7 +57,8 @@ pub enum RunInput {
 pub enum RunState {
     /// Not recorded (published in memory only).
     None,
-    /// In `.chassis/state.db` beside the composition.
+    /// In the composition's store: its `[store] path`, else
+    /// `.chassis/state.db` beside it.
     Default,
     /// In this store.
     At(PathBuf),
@@ -197,7 +198,7 @@ pub async fn run(options: RunOptions, caller: &Caller) -> Result<RunOutcome, App
     let mut store = match &options.state {
         RunState::None => None,
         RunState::Default => Some(StateStore::open(
-            &state_path(None, Some(&options.file)),
+            &state_path_of(None, &options.file, &ws.composition.host),
             OpenMode::Create,
         )?),
         RunState::At(path) => Some(StateStore::open(path, OpenMode::Create)?),

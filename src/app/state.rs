@@ -13,6 +13,7 @@ use std::path::{Path, PathBuf};
 use crate::engine::agent::AGENTS;
 use crate::engine::canonical::Canon;
 use crate::engine::identity::GenerationId;
+use crate::engine::model::HostSettings;
 use crate::engine::snapshot::envelope;
 use crate::runtime::harness::{ConfigFingerprint, SeedNode, SeedState};
 use crate::runtime::{Generation, ReconcileReport};
@@ -31,6 +32,17 @@ pub fn state_path(state: Option<&Path>, file: Option<&Path>) -> PathBuf {
         (Some(s), _) => s.to_path_buf(),
         (None, Some(f)) => crate::store::default_path(f),
         (None, None) => PathBuf::from(DEFAULT_STATE),
+    }
+}
+
+/// The store of the composition at `file`: `state` (`--state`), else its
+/// `[store] path` (relative to the file's directory), else
+/// `.chassis/state.db` beside it.
+pub fn state_path_of(state: Option<&Path>, file: &Path, host: &HostSettings) -> PathBuf {
+    match (state, host.store.as_ref().and_then(|s| s.path.as_ref())) {
+        (Some(s), _) => s.to_path_buf(),
+        (None, Some(path)) => file.parent().unwrap_or(Path::new("")).join(&path.value),
+        (None, None) => crate::store::default_path(file),
     }
 }
 

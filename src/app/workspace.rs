@@ -7,7 +7,7 @@
 use std::path::{Path, PathBuf};
 
 use crate::engine::diag::{Code, did_you_mean};
-use crate::engine::model::Composition;
+use crate::engine::model::{Composition, HostSettings};
 use crate::engine::request_tools::RequestToolsDecl;
 use crate::engine::resolve::{Plan, resolve_with_tree};
 use crate::engine::snapshot::{SnapshotContext, SnapshotRecord, build_snapshot, parse_document};
@@ -123,6 +123,16 @@ impl Workspace {
         .map_err(|e| AppError::input(e.to_string()))
     }
 
+    /// This composition as a `diff` operand named `operand`.
+    fn operand(self, operand: &str) -> Result<Operand, AppError> {
+        Ok(Operand {
+            snapshot: self.snapshot()?,
+            display: operand.to_owned(),
+            label: operand.to_owned(),
+            host: Some(self.composition.host),
+        })
+    }
+
     /// That this composition declares no agent `name` (with a did-you-mean).
     pub fn unknown_agent(&self, name: &str) -> AppError {
         let names: Vec<&str> = self.composition.agents.keys().map(String::as_str).collect();
@@ -228,6 +238,9 @@ pub struct Operand {
     /// How text output names it: the operand, and for a snapshot file the
     /// generation it records too.
     pub label: String,
+    /// Its host settings, when it is a composition (a snapshot or a stored
+    /// generation holds none).
+    pub host: Option<HostSettings>,
 }
 
 fn looks_like_snapshot(path: &Path, text: &str) -> bool {
@@ -253,22 +266,14 @@ pub fn load_operand(operand: &str, reporter: &dyn Reporter) -> Result<Operand, A
                 snapshot: env.snapshot,
                 display: operand.to_owned(),
                 label,
+                host: None,
             });
         }
         let ws = load_file(path, &RunEnv::process(), reporter)?;
-        return Ok(Operand {
-            snapshot: ws.snapshot()?,
-            display: operand.to_owned(),
-            label: operand.to_owned(),
-        });
+        return ws.operand(operand);
     }
     if let Some((rev, file)) = parse_rev_path(operand) {
-        let ws = load_git(&rev, &file, reporter)?;
-        return Ok(Operand {
-            snapshot: ws.snapshot()?,
-            display: operand.to_owned(),
-            label: operand.to_owned(),
-        });
+        return load_git(&rev, &file, reporter)?.operand(operand);
     }
     Err(Problem::input(format!("`{operand}` is neither an existing file nor `REV:PATH`"))
         .with_help("name a composition (`composition.toml`), a snapshot (`snapshot.json`), or a file at a git revision (`origin/main:composition.toml`)")

@@ -17,6 +17,7 @@ pub mod diff;
 pub mod explain;
 pub mod findings;
 pub mod identity;
+pub mod leaf_diff;
 pub mod model;
 pub mod parallel;
 pub mod policy;

@@ -55,7 +55,11 @@ pub(crate) fn link(
         (Vec::new(), Vec::new(), Vec::new(), Vec::new());
     let mut policy = Vec::new();
     let mut agents = Vec::new();
+    let mut host = crate::engine::model::HostSettings::default();
     for file in files {
+        if !file.out.host.is_empty() {
+            host = file.out.host;
+        }
         agents.extend(file.out.agents);
         plugins.extend(file.out.plugins);
         entries.extend(file.out.entries);
@@ -77,6 +81,7 @@ pub(crate) fn link(
     let entry_ids: BTreeSet<String> = entries.iter().map(|d| d.name.clone()).collect();
 
     let mut comp = Composition::new();
+    comp.host = host;
     comp.policy = policy.into_iter().next().and_then(|d| d.value);
     for def in &scopes {
         if let (Some(_), decl, _) = &def.value {

@@ -32,6 +32,16 @@ struct CompositionFile {
     policy: Option<PolicyTable>,
     /// Agents by name; each owns a scope (default `/agents/<name>`) whose tool view is its tools and whose scope requirement is its model.
     agents: Option<BTreeMap<String, AgentTable>>,
+    /// Host settings: where the generation store is. Root file only; never part of the composition's identity.
+    store: Option<StoreTable>,
+}
+
+/// `[store]` (a host setting): where the generation store is.
+#[derive(JsonSchema)]
+#[schemars(deny_unknown_fields)]
+struct StoreTable {
+    /// The store file, relative to this file's directory (default `.chassis/state.db`; `--state` overrides it).
+    path: Option<String>,
 }
 
 /// An agent: a model, a prompt, a tool view, a step limit and a budget.
@@ -341,6 +351,7 @@ mod tests {
                     "policy" => "PolicyTable",
                     "tool_policy" => "ToolPolicyTable",
                     "agent" => "AgentTable",
+                    "store" => "StoreTable",
                     _ => panic!("unknown table kind {other}"),
                 };
                 &schema["definitions"][type_name]

@@ -25,8 +25,10 @@ pub const SUPPORTED_VERSIONS: &[i64] = &[1];
 
 /// Keys of the document root.
 pub const ROOT_KEYS: &[&str] = &[
-    "version", "include", "prefer", "plugins", "entries", "scopes", "policy", "agents",
+    "version", "include", "prefer", "plugins", "entries", "scopes", "policy", "agents", "store",
 ];
+/// Keys of `[store]` (a host settings table).
+pub const STORE_KEYS: &[&str] = &["path"];
 /// Keys of an `[entries.<id>]` table.
 pub const ENTRY_KEYS: &[&str] = &[
     "plugin",
@@ -50,6 +52,7 @@ pub const TABLE_KEYS: &[(&str, &[&str])] = &[
     ("policy", super::policy::POLICY_KEYS),
     ("tool_policy", super::policy::TOOL_POLICY_KEYS),
     ("agent", super::agent::AGENT_KEYS),
+    ("store", STORE_KEYS),
 ];
 
 /// A declaration keyed by name (plugin name, entry id, scope path, or the
@@ -101,6 +104,8 @@ pub(crate) struct FileOut {
     pub policy: Vec<Def<Option<crate::engine::model::PolicyDecl>>>,
     /// `None`: the agent had errors.
     pub agents: Vec<Def<Option<super::agent::WalkedAgent>>>,
+    /// Host settings (read from the root file only).
+    pub host: crate::engine::model::HostSettings,
 }
 
 /// Report an [`IdError`] at `span`.
@@ -256,6 +261,11 @@ pub(crate) fn walk_file(cx: &mut FileCtx<'_>, doc: &DeTable<'_>, root: bool) -> 
             });
         }
     }
+    if let Some(node) = r.get("store")
+        && host_table(cx, &node, root)
+    {
+        out.host.store = Some(store(cx, &node));
+    }
     if let Some(node) = r.get("policy") {
         let value = super::policy::policy(cx, &node);
         out.policy.push(Def {
@@ -263,6 +273,51 @@ pub(crate) fn walk_file(cx: &mut FileCtx<'_>, doc: &DeTable<'_>, root: bool) -> 
             origin: cx.origin(node.key_span),
             value,
         });
+    }
+    r.finish(cx);
+    out
+}
+
+/// Whether a host settings table may be read here: in the root file only
+/// (an include that declares one is an error: host settings configure the
+/// process that loads the root).
+fn host_table(cx: &mut FileCtx<'_>, node: &Node<'_, '_>, root: bool) -> bool {
+    if root {
+        return true;
+    }
+    let d = cx.error(
+        Code::HostSettingInInclude,
+        node.key_span,
+        format!(
+            "`[{}]` configures the host, so it belongs in the root composition file, not in an include",
+            node.key
+        ),
+        "in an included file",
+    );
+    d.help
+        .push("move it to the file you pass to chassis".to_owned());
+    false
+}
+
+/// `[store]`.
+fn store(cx: &mut FileCtx<'_>, node: &Node<'_, '_>) -> crate::engine::model::StoreSettings {
+    let mut out = crate::engine::model::StoreSettings::default();
+    let Some(r) = node.reader(cx, STORE_KEYS) else {
+        return out;
+    };
+    if let Some(n) = r.get("path")
+        && let Some(s) = n.str(cx)
+    {
+        if s.value.trim().is_empty() {
+            cx.error(
+                Code::InvalidValue,
+                s.span,
+                "`store.path` is empty",
+                "a path",
+            );
+        } else {
+            out.path = Some(Located::new(s.value.to_owned(), Some(cx.origin(s.span))));
+        }
     }
     r.finish(cx);
     out

@@ -216,3 +216,90 @@ fn an_agent_edit_is_a_change_the_gate_sees_and_publish_records() {
         stored.transcript()
     );
 }
+
+#[test]
+fn host_settings_are_validated_shown_apart_and_never_identity() {
+    let dir = examples_copy();
+    let d = dir.path();
+    let text = std::fs::read_to_string(d.join("quickstart.toml")).unwrap();
+    std::fs::write(
+        d.join("moved.toml"),
+        format!("{text}\n[store]\npath = \"state/quickstart.db\"\n"),
+    )
+    .unwrap();
+    // The store moved: no semantic change, the gate passes, the diff says so
+    // in its own section.
+    let diff = run_in(
+        d,
+        &[
+            "diff",
+            "generations",
+            "quickstart.toml",
+            "moved.toml",
+            "--exit-code",
+        ],
+        &[],
+    );
+    assert_eq!(diff.code, 0, "{}", diff.transcript());
+    assert!(
+        diff.stdout.contains("no semantic changes"),
+        "{}",
+        diff.stdout
+    );
+    assert!(
+        diff.stdout.contains("HOST SETTINGS")
+            && diff
+                .stdout
+                .contains("+ store = { path = \"state/quickstart.db\" }"),
+        "{}",
+        diff.stdout
+    );
+    let json = chassis(d, &["diff", "generations", "quickstart.toml", "moved.toml"]);
+    let doc: serde_json::Value = serde_json::from_str(&json.stdout).unwrap();
+    assert_eq!(doc["semantic_changed"], false);
+    assert_eq!(
+        doc["host_settings"][0]["path"],
+        serde_json::json!(["store"])
+    );
+    assert_eq!(doc["host_settings"][0]["masked"], false);
+    // The snapshots are the same record: host settings never enter one.
+    let snap = |f: &str| chassis(d, &["snapshot", f]).stdout;
+    assert_eq!(snap("quickstart.toml"), snap("moved.toml"));
+    // publish and plan use the store it names.
+    let publish = chassis(d, &["publish", "moved.toml"]);
+    assert_eq!(publish.code, 0, "{}", publish.transcript());
+    assert!(d.join("state/quickstart.db").is_file());
+    assert!(!d.join(".chassis").exists());
+    let plan = chassis(d, &["plan", "moved.toml"]);
+    let doc: serde_json::Value = serde_json::from_str(&plan.stdout).unwrap();
+    assert_eq!(doc["action"], "no-op", "{}", plan.transcript());
+    // check validates them: an unknown key, and a table in an include.
+    std::fs::write(
+        d.join("bad.toml"),
+        format!("{text}\n[store]\npth = \"x.db\"\n"),
+    )
+    .unwrap();
+    let bad = chassis(d, &["check", "bad.toml"]);
+    assert_eq!(bad.code, 2);
+    assert!(
+        error_codes(&bad).contains(&"load::unknown-key".to_owned()),
+        "{}",
+        bad.transcript()
+    );
+    std::fs::write(d.join("host.toml"), "[store]\npath = \"x.db\"\n").unwrap();
+    std::fs::write(
+        d.join("included.toml"),
+        text.replace(
+            "include = [\"quickstart-tools.toml\"]",
+            "include = [\"quickstart-tools.toml\", \"host.toml\"]",
+        ),
+    )
+    .unwrap();
+    let included = chassis(d, &["check", "included.toml"]);
+    assert_eq!(included.code, 2, "{}", included.transcript());
+    assert!(
+        error_codes(&included).contains(&"load::host-setting-in-include".to_owned()),
+        "{}",
+        included.transcript()
+    );
+}

@@ -83,6 +83,7 @@ pub fn run(ui: &Ui, cmd: &DiffCommand) -> Result<ExitStatus, ExitStatus> {
             .clone_from(&outcome.new.label);
     }
     let nodes = outcome.nodes.as_deref();
+    let host = outcome.host_settings.as_deref().unwrap_or_default();
     match ui.format {
         Format::Json => {
             let mut doc = outcome.diff.to_canon().to_json();
@@ -95,16 +96,24 @@ pub fn run(ui: &Ui, cmd: &DiffCommand) -> Result<ExitStatus, ExitStatus> {
                         serde_json::to_value(nodes).unwrap_or_default(),
                     );
                 }
+                if let Some(host) = &outcome.host_settings {
+                    obj.insert(
+                        "host_settings".into(),
+                        host.iter().map(|l| l.to_json()).collect(),
+                    );
+                }
             }
             ui.out_json(&doc);
         }
         Format::Markdown => {
             let mut text = render::render_markdown(&outcome.diff);
+            text.push_str(&render::host_settings_markdown(host));
             text.push_str(&nodes.map(reuse::nodes_markdown).unwrap_or_default());
             ui.out(&text);
         }
         _ => {
             let mut text = render::render_text(&outcome.diff);
+            text.push_str(&render::host_settings_text(host));
             text.push_str(&nodes.map(reuse::nodes_text).unwrap_or_default());
             ui.out(&text);
         }

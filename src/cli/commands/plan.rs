@@ -30,7 +30,8 @@ pub struct PlanArgs {
     /// Composition file.
     #[arg(value_name = "FILE")]
     pub file: PathBuf,
-    /// The store (default `.chassis/state.db` beside FILE).
+    /// The store (default: the composition's `[store] path`, else
+    /// `.chassis/state.db` beside FILE).
     #[arg(long, value_name = "PATH")]
     pub state: Option<PathBuf>,
     /// Plan as `publish --allow-pending` would.

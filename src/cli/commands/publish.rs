@@ -18,13 +18,14 @@ use super::super::ui::{Format, Ui};
 /// rebuilt or rewired. The new generation is recorded in one transaction;
 /// an unchanged composition records nothing (`no change: gen_0001 reused`).
 ///
-/// The store is `.chassis/state.db` beside FILE unless `--state` names
-/// another; it is created on the first publish (keep it out of git).
-/// A composition with a pending hard requirement is refused unless
-/// `--allow-pending`; a dependency cycle is always refused.
+/// The store is `.chassis/state.db` beside FILE unless the composition's
+/// `[store] path` or `--state` names another; it is created on the first
+/// publish (keep it out of git). A composition with a pending hard
+/// requirement is refused unless `--allow-pending`; a dependency cycle and
+/// a tool problem `chassis check` reports are always refused.
 ///
-/// Exit status: 0 published or no change, 1 refused (pending or cycle),
-/// 2 unusable input, 3 a plugin, contract or store failure.
+/// Exit status: 0 published or no change, 1 refused (pending, a cycle, a
+/// tool problem), 2 unusable input, 3 a plugin, contract or store failure.
 #[derive(Debug, clap::Args)]
 #[command(
     after_long_help = "Examples:\n  chassis publish composition.toml\n  chassis publish composition.toml --state /var/lib/chassis/state.db --format json"
@@ -33,7 +34,8 @@ pub struct PublishArgs {
     /// Composition file.
     #[arg(value_name = "FILE")]
     pub file: PathBuf,
-    /// The store (default `.chassis/state.db` beside FILE).
+    /// The store (default: the composition's `[store] path`, else
+    /// `.chassis/state.db` beside FILE).
     #[arg(long, value_name = "PATH")]
     pub state: Option<PathBuf>,
     /// Publish even when some entries are pending (they are left out).

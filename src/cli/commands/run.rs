@@ -57,8 +57,9 @@ pub struct RunArgs {
     /// (`KEY=VALUE` lines; its values win over the environment's).
     #[arg(long, value_name = "PATH")]
     pub env_file: Option<PathBuf>,
-    /// Record the publication and the run in this store (default
-    /// `.chassis/state.db` beside FILE when given without a value).
+    /// Record the publication and the run in this store (given without a
+    /// value: the composition's `[store] path`, else `.chassis/state.db`
+    /// beside FILE).
     #[arg(long, value_name = "PATH", num_args = 0..=1, default_missing_value = "@", hide_default_value = true)]
     pub state: Option<PathBuf>,
     /// Run even when some entries are pending (they are left out).

@@ -9,6 +9,7 @@ use std::fmt::Write as _;
 
 use crate::engine::canonical::Canon;
 use crate::engine::diff::{Category, Change, ChangeKind, GenerationDiff};
+use crate::engine::leaf_diff::LeafChange;
 
 const CATEGORIES: [(Category, &str, &str); 4] = [
     (Category::Scope, "SCOPES", "Scopes"),
@@ -229,6 +230,112 @@ pub fn render_markdown(d: &GenerationDiff) -> String {
     }
     let _ = writeln!(out, "\n{}", summary(d));
     out
+}
+
+/// A leaf value as TOML spells it: strings quoted, lists in brackets,
+/// tables inline; a mask as `(masked)`.
+fn leaf_value(v: Option<&Canon>, masked: bool) -> String {
+    match v {
+        None => "(none)".to_owned(),
+        Some(_) if masked => "(masked)".to_owned(),
+        Some(v) => toml_value(v),
+    }
+}
+
+fn toml_value(v: &Canon) -> String {
+    match v {
+        Canon::Str(s) => serde_json::Value::from(s.as_str()).to_string(),
+        Canon::List(items) => format!(
+            "[{}]",
+            items.iter().map(toml_value).collect::<Vec<_>>().join(", ")
+        ),
+        Canon::Map(m) => format!(
+            "{{ {} }}",
+            m.iter()
+                .map(|(k, v)| format!(
+                    "{} = {}",
+                    crate::engine::leaf_diff::path_text(std::slice::from_ref(k)),
+                    toml_value(v)
+                ))
+                .collect::<Vec<_>>()
+                .join(", ")
+        ),
+        other => compact(other),
+    }
+}
+
+/// One line per changed leaf, terraform style:
+/// `  ~ store.path: ".chassis/a.db" -> "b.db"`.
+pub fn leaves_text(leaves: &[LeafChange]) -> String {
+    let mut out = String::new();
+    for l in leaves {
+        let line = match (&l.old, &l.new) {
+            (None, new) => format!(
+                "  + {} = {}",
+                l.path_text(),
+                leaf_value(new.as_ref(), l.masked)
+            ),
+            (old, None) => format!(
+                "  - {} = {}",
+                l.path_text(),
+                leaf_value(old.as_ref(), l.masked)
+            ),
+            (old, new) => format!(
+                "  ~ {}: {} -> {}",
+                l.path_text(),
+                leaf_value(old.as_ref(), l.masked),
+                leaf_value(new.as_ref(), l.masked)
+            ),
+        };
+        let _ = writeln!(out, "{line}");
+    }
+    out
+}
+
+/// The leaves as a markdown table.
+pub fn leaves_markdown(leaves: &[LeafChange]) -> String {
+    let mut out = String::from("| | setting | old | new |\n|---|---|---|---|\n");
+    for l in leaves {
+        let mark = match (&l.old, &l.new) {
+            (None, _) => '+',
+            (_, None) => '-',
+            _ => '~',
+        };
+        let cell_of = |v: &Option<Canon>| {
+            v.as_ref()
+                .map_or_else(String::new, |_| cell(&leaf_value(v.as_ref(), l.masked)))
+        };
+        let _ = writeln!(
+            out,
+            "| {mark} | {} | {} | {} |",
+            cell(&l.path_text()),
+            cell_of(&l.old),
+            cell_of(&l.new)
+        );
+    }
+    out
+}
+
+/// The HOST SETTINGS section of `diff` (text), empty when none changed.
+pub fn host_settings_text(leaves: &[LeafChange]) -> String {
+    if leaves.is_empty() {
+        return String::new();
+    }
+    format!(
+        "\nHOST SETTINGS (not part of the composition; --exit-code ignores them)\n{}",
+        leaves_text(leaves)
+    )
+}
+
+/// The host settings section of `diff` (markdown), empty when none changed.
+pub fn host_settings_markdown(leaves: &[LeafChange]) -> String {
+    if leaves.is_empty() {
+        return String::new();
+    }
+    format!(
+        "\n#### Host settings\n\nNot part of the composition; `--exit-code` ignores them.\n\n{}",
+        leaves_markdown(leaves)
+    )
 }
 
 #[cfg(test)]

@@ -97,6 +97,9 @@ pub struct Composition {
     pub skip_on_failure: std::collections::BTreeSet<EntryId>,
     /// Entries quarantined by a failed setup, with the failure kind.
     pub quarantined: BTreeMap<EntryId, String>,
+    /// Host settings (`[store]`): they configure the process, not the
+    /// composition, so equality ignores them.
+    pub host: super::host::HostSettings,
 }
 
 impl PartialEq for Composition {
@@ -121,6 +124,8 @@ impl Composition {
             skipped,
             skip_on_failure,
             quarantined,
+            // Host settings are not what the composition says.
+            host: _,
         } = self;
         *scopes == other.scopes
             && disabled.keys().eq(other.disabled.keys())
@@ -170,6 +175,7 @@ impl Composition {
             skipped: BTreeMap::new(),
             skip_on_failure: std::collections::BTreeSet::new(),
             quarantined: BTreeMap::new(),
+            host: super::host::HostSettings::default(),
         }
     }
 

@@ -1,0 +1,52 @@
+//! Host settings: tables that configure the process that loads a
+//! composition rather than the composition (`[store]` today; `[serve]` and
+//! `[telemetry]` join them with their features).
+//!
+//! Why apart: moving the store or changing how a server listens must not
+//! make CI believe the composition changed. Host settings are validated
+//! with the composition (`check`), shown by `diff` in a section of their
+//! own that never fails `--exit-code`, and never enter the semantic digest,
+//! a node identity or the snapshot. They are read from the root file only:
+//! an include is a fragment of a composition, which configures no host.
+
+use crate::engine::canonical::Canon;
+use crate::engine::span::Located;
+
+/// Every host settings table, by its key in the root file.
+pub const HOST_TABLES: &[&str] = &["store"];
+
+/// `[store]`: where the generation store is.
+#[derive(Clone, Debug, Default, PartialEq, Eq)]
+pub struct StoreSettings {
+    /// The store file, relative to the root composition file's directory
+    /// (`--state` overrides it).
+    pub path: Option<Located<String>>,
+}
+
+/// The host settings of a composition.
+#[derive(Clone, Debug, Default, PartialEq, Eq)]
+pub struct HostSettings {
+    /// `[store]`.
+    pub store: Option<StoreSettings>,
+}
+
+impl HostSettings {
+    /// Whether no table is set.
+    pub fn is_empty(&self) -> bool {
+        self.store.is_none()
+    }
+
+    /// The settings as a tree of their keys (what `diff` compares): tables
+    /// by key, each holding the keys set in it.
+    pub fn to_canon(&self) -> Canon {
+        let mut tables = std::collections::BTreeMap::new();
+        if let Some(store) = &self.store {
+            let mut keys = std::collections::BTreeMap::new();
+            if let Some(path) = &store.path {
+                keys.insert("path".to_owned(), Canon::from(path.value.as_str()));
+            }
+            tables.insert("store".to_owned(), Canon::Map(keys));
+        }
+        Canon::Map(tables)
+    }
+}
