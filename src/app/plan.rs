@@ -140,6 +140,8 @@ pub fn plan(options: &PlanOptions, caller: &Caller) -> Result<PlanOutcome, AppEr
         plan,
         seed.as_ref(),
         Some(secrets.as_ref()),
+        // What implements each entry, as publish's harness names it.
+        &super::mount::catalog(&options.file, &caller.redactor, &RunEnv::process()).0,
     )?;
     let agents = agents_metadata(&ws.composition).map_err(|e| AppError::input(e.to_string()))?;
     Ok(PlanOutcome::Planned(Box::new(Planned {

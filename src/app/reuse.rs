@@ -16,10 +16,13 @@ use super::state::{StateStore, state_path};
 pub struct NodeChange {
     /// Entry id.
     pub entry_id: String,
-    /// `reused`, `rebuilt`, `rewired`, `unchanged`, `added`, `removed`.
+    /// `reused`, `rebuilt`, `rewired`, `unchanged`, `added`, `removed`,
+    /// `pending` (still declared, not mounted: a requirement of it does not
+    /// resolve).
     pub kind: &'static str,
+
     /// Reasons (`config_changed`, …).
-    pub reasons: Vec<&'static str>,
+    pub reasons: Vec<String>,
     /// Old instance id.
     pub old_instance_id: Option<String>,
     /// New instance id.
@@ -58,19 +61,28 @@ pub fn node_change(
     let (a, b) = (old.node(entry), new.node(entry));
     let (kind, reasons) = match (a, b) {
         (None, None) => return None,
-        (None, Some(_)) => ("added", vec!["entry_added"]),
-        (Some(_), None) => ("removed", vec!["entry_removed"]),
+        (None, Some(_)) => ("added", vec!["entry_added".to_owned()]),
+        (Some(_), None) => match new.impact.iter().find(|i| i.entry_id == entry) {
+            Some(i) if i.decision == "pending" => ("pending", i.reasons.clone()),
+            _ => ("removed", vec!["entry_removed".to_owned()]),
+        },
         (Some(a), Some(b)) => {
             let reasons = changes(&a.identity.to_identity(), &b.identity.to_identity());
-            if a.instance_id == b.instance_id {
-                ("reused", reasons)
+            let kind = if a.instance_id == b.instance_id {
+                "reused"
             } else if reasons.is_empty() {
-                ("unchanged", vec!["instance_inactive"])
+                "unchanged"
             } else if reasons == ["dependency_changed"] {
-                ("rewired", reasons)
+                "rewired"
             } else {
-                ("rebuilt", reasons)
-            }
+                "rebuilt"
+            };
+            let reasons = if kind == "unchanged" {
+                vec!["instance_inactive"]
+            } else {
+                reasons
+            };
+            (kind, reasons.into_iter().map(str::to_owned).collect())
         }
     };
     Some(NodeChange {

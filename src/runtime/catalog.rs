@@ -9,6 +9,7 @@ use std::collections::BTreeMap;
 use std::sync::Arc;
 
 use super::declared::DeclaredPlugin;
+use super::identity::Implementation;
 use super::plugin::Plugin;
 use super::scope::BoxError;
 use super::testing_kinds;
@@ -84,6 +85,22 @@ impl Catalog {
     /// Registered kind names, sorted.
     pub fn kinds(&self) -> Vec<String> {
         self.factories.keys().cloned().collect()
+    }
+
+    /// What implements `entry`, as its node identity names it: its kind,
+    /// or its plugin name when the catalog registers that name (or may
+    /// resolve it), else the declared kind. Agrees with
+    /// [`Self::instantiate`].
+    pub fn implementation<'e>(&self, entry: &'e Entry) -> Implementation<'e> {
+        if let Some(kind) = entry.manifest.kind.as_deref() {
+            return Implementation::Named(kind);
+        }
+        let name = entry.plugin.value.as_str();
+        if self.factories.contains_key(name) || self.resolver.is_some() {
+            Implementation::Named(name)
+        } else {
+            Implementation::Declared
+        }
     }
 
     /// The implementation for `entry`: a registered kind named by

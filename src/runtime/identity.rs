@@ -12,11 +12,23 @@ use serde::Serialize;
 use crate::engine::canonical::{Canon, stable_hash};
 use crate::engine::model::Entry;
 
+/// What implements a node, as its identity names it.
+#[derive(Clone, Copy, Debug, PartialEq, Eq)]
+pub enum Implementation<'a> {
+    /// A kind or a name the catalog registers: which code runs.
+    Named(&'a str),
+    /// A manifest declared in the composition, run by the declared kind:
+    /// what it is is its contents, so renaming its `[plugins]` table (the
+    /// manifest's name) changes nothing.
+    Declared,
+}
+
 /// The parts of an identity, each hashed separately so an impact can say
 /// which input changed.
 #[derive(Clone, Debug, PartialEq, Eq, Serialize)]
 pub struct NodeIdentity {
-    /// Implementation: catalog kind, manifest name and version.
+    /// Implementation: the catalog kind with the manifest's name and
+    /// version, or for a declared manifest its version alone.
     pub implementation: String,
     /// Contracts: provides, requires, optional, permissions, config_version.
     pub contracts: String,
@@ -35,7 +47,7 @@ impl NodeIdentity {
     /// rotated secret rebuilds the node), `None` when it references none.
     pub fn of(
         entry: &Entry,
-        kind: &str,
+        implementation: Implementation<'_>,
         bindings: &[(String, String, String)],
         secrets: Option<&str>,
     ) -> Self {
@@ -67,7 +79,15 @@ impl NodeIdentity {
                 .collect(),
         );
         Self {
-            implementation: h(Canon::list([Canon::from(kind), Canon::from(m.identity())])),
+            implementation: match implementation {
+                Implementation::Named(kind) => {
+                    h(Canon::list([Canon::from(kind), Canon::from(m.identity())]))
+                }
+                Implementation::Declared => h(Canon::list([
+                    Canon::from("declared"),
+                    Canon::from(m.version.to_string()),
+                ])),
+            },
             contracts: h(Canon::map([
                 ("provides", provides),
                 ("requires", requires),
@@ -157,6 +177,10 @@ pub enum Decision {
     Added,
     /// Entry gone.
     Removed,
+    /// Still declared, but not mounted: a hard requirement of it does not
+    /// resolve (its provider was removed or is pending). The reasons are
+    /// the requirements' statuses.
+    Pending,
     /// Same instance kept.
     Reused,
     /// Identical identity, new instance (e.g. retrying a failed one).

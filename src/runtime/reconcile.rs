@@ -257,6 +257,7 @@ impl Harness {
                             ("rebuilt", n(Decision::Rebuilt)),
                             ("rewired", n(Decision::Rewired)),
                             ("unchanged", n(Decision::Unchanged)),
+                            ("pending", n(Decision::Pending)),
                         ]),
                     );
                 }
@@ -505,13 +506,7 @@ impl Harness {
             let current = control.current_by_entry.iter().map(|(e, i)| (&**e, &**i));
             for (entry, iid) in current.chain(seeded_nodes) {
                 if !chosen.contains_key(entry) {
-                    impact.push(NodeImpact {
-                        entry_id: Arc::from(entry),
-                        decision: Decision::Removed,
-                        reasons: vec!["entry_removed"],
-                        old_instance_id: Some(Arc::from(iid)),
-                        new_instance_id: None,
-                    });
+                    impact.push(left_out(&composition, &plan, entry, iid));
                 }
             }
             impact.sort_by(|a, b| a.entry_id.cmp(&b.entry_id));
@@ -811,7 +806,12 @@ impl Harness {
         entry: &crate::engine::model::Entry,
         bindings: &[(String, String, String)],
     ) -> NodeIdentity {
-        node_identity(entry, bindings, Some(self.shared.options.secrets.as_ref()))
+        node_identity(
+            entry,
+            self.shared.catalog.implementation(entry),
+            bindings,
+            Some(self.shared.options.secrets.as_ref()),
+        )
     }
 
     /// Reuse or mount one entry; validate a new mount's contract.
@@ -1124,16 +1124,13 @@ impl PlaceError {
 /// (one computation for what `publish` mounts and what `plan` predicts).
 fn node_identity(
     entry: &crate::engine::model::Entry,
+    implementation: super::identity::Implementation<'_>,
     bindings: &[(String, String, String)],
     secrets: Option<&dyn crate::engine::secret::SecretProvider>,
 ) -> NodeIdentity {
     NodeIdentity::of(
         entry,
-        entry
-            .manifest
-            .kind
-            .as_deref()
-            .unwrap_or(&entry.plugin.value),
+        implementation,
         bindings,
         secrets
             .and_then(|s| super::identity::secret_fingerprint(entry, s))
@@ -1354,6 +1351,42 @@ fn tool_problems(
     (duplicate, undeclared)
 }
 
+/// The impact on a node of the current generation that the new one does
+/// not mount: `pending` with the statuses of its unresolved requirements
+/// (`no_provider`, `provider_pending`…) when the composition still declares
+/// it, `removed` when it does not.
+fn left_out(composition: &Composition, plan: &Plan, entry: &str, iid: &str) -> NodeImpact {
+    let declared = EntryId::new(entry)
+        .ok()
+        .filter(|id| composition.entries.contains_key(id));
+    let pending = declared.and_then(|id| plan.entries.get(&id)).map(|p| {
+        let mut reasons: Vec<&'static str> = Vec::new();
+        for reason in &p.pending {
+            let r = match reason {
+                crate::engine::resolve::PendingReason::Requirement { status, .. } => {
+                    status.as_str()
+                }
+                crate::engine::resolve::PendingReason::Cycle { .. } => "dependency_cycle",
+            };
+            if !reasons.contains(&r) {
+                reasons.push(r);
+            }
+        }
+        reasons
+    });
+    let (decision, reasons) = match pending {
+        Some(reasons) if !reasons.is_empty() => (Decision::Pending, reasons),
+        _ => (Decision::Removed, vec!["entry_removed"]),
+    };
+    NodeImpact {
+        entry_id: Arc::from(entry),
+        decision,
+        reasons,
+        old_instance_id: Some(Arc::from(iid)),
+        new_instance_id: None,
+    }
+}
+
 /// The cycle refusal for `plan`, when it has cycles.
 fn cycle_error(plan: &Plan) -> Option<ReconcileError> {
     if plan.cycles.is_empty() {
@@ -1446,12 +1479,14 @@ pub struct Prediction {
 /// contracts) are not predicted; duplicate declared tool names are.
 /// `secrets` resolves the values that enter node identities (as the
 /// harness's provider does); without it, secret values are not compared.
+/// `catalog` says what implements each entry, as the harness's does.
 pub fn predict(
     composition: &Composition,
     tree: &ScopeTree,
     plan: &Plan,
     seed: Option<&SeedState>,
     secrets: Option<&dyn crate::engine::secret::SecretProvider>,
+    catalog: &super::Catalog,
 ) -> Result<Prediction, ReconcileError> {
     if let Some(cycle) = cycle_error(plan) {
         return Err(cycle);
@@ -1468,7 +1503,7 @@ pub fn predict(
         let entry = &composition.entries[entry_id];
         let id = entry_id.to_string();
         let bindings = bindings_of(plan.resolutions_of(entry_id.as_str()), &chosen);
-        let identity = node_identity(entry, &bindings, secrets);
+        let identity = node_identity(entry, catalog.implementation(entry), &bindings, secrets);
         let (decision, reasons, old_iid, keep_mount) = seed_decision(seed, &id, &identity)
             .unwrap_or((Decision::Added, vec!["entry_added"], None, None));
         let so_far = mounts.get(&id).copied().unwrap_or(0);
@@ -1503,13 +1538,7 @@ pub fn predict(
     }
     for n in &seed.nodes {
         if !chosen.contains_key(n.entry_id.as_str()) {
-            impact.push(NodeImpact {
-                entry_id: Arc::from(n.entry_id.as_str()),
-                decision: Decision::Removed,
-                reasons: vec!["entry_removed"],
-                old_instance_id: Some(Arc::from(n.instance_id.as_str())),
-                new_instance_id: None,
-            });
+            impact.push(left_out(composition, plan, &n.entry_id, &n.instance_id));
         }
     }
     impact.sort_by(|a, b| a.entry_id.cmp(&b.entry_id));

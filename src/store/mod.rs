@@ -212,6 +212,7 @@ pub fn decision_name(d: Decision) -> &'static str {
     match d {
         Decision::Added => "added",
         Decision::Removed => "removed",
+        Decision::Pending => "pending",
         Decision::Reused => "reused",
         Decision::Unchanged => "unchanged",
         Decision::Rewired => "rewired",

@@ -303,3 +303,127 @@ fn host_settings_are_validated_shown_apart_and_never_identity() {
         included.transcript()
     );
 }
+
+const PROVIDER_AND_CONSUMER: &str = r#"version = 1
+[plugins.pg]
+version = "1.0.0"
+provides = { database = "1.0.0" }
+[plugins.app]
+version = "1.0.0"
+requires = { database = ">=1,<2" }
+[plugins.cache]
+version = "1.0.0"
+[entries.db]
+plugin = "pg"
+[entries.app]
+[entries.cache]
+"#;
+
+#[test]
+fn a_renamed_plugin_table_is_the_same_plugin() {
+    let dir = tempfile::tempdir().unwrap();
+    let d = dir.path();
+    std::fs::write(d.join("c.toml"), PROVIDER_AND_CONSUMER).unwrap();
+    assert_eq!(chassis(d, &["publish", "c.toml"]).code, 0);
+    std::fs::write(
+        d.join("c.toml"),
+        PROVIDER_AND_CONSUMER
+            .replace("[plugins.pg]", "[plugins.postgres]")
+            .replace("plugin = \"pg\"", "plugin = \"postgres\""),
+    )
+    .unwrap();
+    for command in ["plan", "publish"] {
+        let r = chassis(d, &[command, "c.toml"]);
+        let doc: serde_json::Value = serde_json::from_str(&r.stdout).unwrap();
+        assert_eq!(doc["action"], "publish", "{command}: {}", r.transcript());
+        assert_eq!(doc["impact"]["reused"], 3, "{command}: {}", r.transcript());
+        assert_eq!(doc["impact"]["rebuilt"], 0);
+        assert_eq!(doc["impact"]["rewired"], 0);
+    }
+    // The diff says the plugin's name changed, and nothing else.
+    let diff = chassis(d, &["diff", "generations", "gen_0001", "gen_0002"]);
+    let doc: serde_json::Value = serde_json::from_str(&diff.stdout).unwrap();
+    let subjects: Vec<&str> = doc["changes"]
+        .as_array()
+        .unwrap()
+        .iter()
+        .map(|c| c["subject"].as_str().unwrap())
+        .collect();
+    assert_eq!(subjects, ["pg", "postgres"], "{}", diff.stdout);
+    assert!(
+        doc["nodes"]
+            .as_array()
+            .unwrap()
+            .iter()
+            .all(|n| n["kind"] == "reused"),
+        "{}",
+        diff.stdout
+    );
+}
+
+#[test]
+fn a_consumer_whose_provider_is_removed_is_pending_not_removed() {
+    let dir = tempfile::tempdir().unwrap();
+    let d = dir.path();
+    std::fs::write(d.join("c.toml"), PROVIDER_AND_CONSUMER).unwrap();
+    assert_eq!(chassis(d, &["publish", "c.toml"]).code, 0);
+    std::fs::write(
+        d.join("c.toml"),
+        PROVIDER_AND_CONSUMER.replace("[entries.db]\nplugin = \"pg\"\n", ""),
+    )
+    .unwrap();
+    let decisions = |r: &Run| -> Vec<(String, String, String)> {
+        let doc: serde_json::Value = serde_json::from_str(&r.stdout).unwrap();
+        doc["nodes"]
+            .as_array()
+            .unwrap_or_else(|| panic!("{}", r.transcript()))
+            .iter()
+            .map(|n| {
+                (
+                    n["entry_id"].as_str().unwrap().to_owned(),
+                    n["decision"].as_str().unwrap().to_owned(),
+                    n["reasons"][0].as_str().unwrap().to_owned(),
+                )
+            })
+            .collect()
+    };
+    let expected = [
+        (
+            "app".to_owned(),
+            "pending".to_owned(),
+            "no_provider".to_owned(),
+        ),
+        (
+            "cache".to_owned(),
+            "reused".to_owned(),
+            "identity_unchanged".to_owned(),
+        ),
+        (
+            "db".to_owned(),
+            "removed".to_owned(),
+            "entry_removed".to_owned(),
+        ),
+    ];
+    let plan = chassis(d, &["plan", "c.toml", "--allow-pending"]);
+    assert_eq!(decisions(&plan), expected, "{}", plan.transcript());
+    let publish = chassis(d, &["publish", "c.toml", "--allow-pending"]);
+    assert_eq!(decisions(&publish), expected, "{}", publish.transcript());
+    let text = run_in(d, &["explain", "reuse", "gen_0001", "gen_0002", "app"], &[]);
+    assert!(
+        text.stdout.contains("app: gen_0001 -> gen_0002: pending")
+            && text.stdout.contains("still declared")
+            && text.stdout.contains("no_provider"),
+        "{}",
+        text.transcript()
+    );
+    let diff = chassis(d, &["diff", "generations", "gen_0001", "gen_0002"]);
+    let doc: serde_json::Value = serde_json::from_str(&diff.stdout).unwrap();
+    let app = doc["nodes"]
+        .as_array()
+        .unwrap()
+        .iter()
+        .find(|n| n["entry_id"] == "app")
+        .unwrap();
+    assert_eq!(app["kind"], "pending");
+    assert_eq!(app["reasons"], serde_json::json!(["no_provider"]));
+}

@@ -15,6 +15,7 @@ fn action(d: Decision) -> &'static str {
     match d {
         Decision::Added => "add",
         Decision::Removed => "remove",
+        Decision::Pending => "pending",
         Decision::Reused => "reuse",
         Decision::Unchanged | Decision::Rebuilt => "rebuild",
         Decision::Rewired => "rewire",
@@ -51,6 +52,7 @@ fn counts(impact: &[NodeImpact]) -> BTreeMap<&'static str, usize> {
         "rebuilt",
         "rewired",
         "unchanged",
+        "pending",
     ]
     .into_iter()
     .map(|k| (k, 0))
@@ -63,14 +65,18 @@ fn counts(impact: &[NodeImpact]) -> BTreeMap<&'static str, usize> {
 
 fn counts_text(impact: &[NodeImpact]) -> String {
     let c = counts(impact);
-    format!(
+    let mut text = format!(
         "{} added, {} removed, {} reused, {} rebuilt, {} rewired",
         c["added"],
         c["removed"],
         c["reused"],
         c["rebuilt"] + c["unchanged"],
         c["rewired"]
-    )
+    );
+    if c["pending"] > 0 {
+        let _ = write!(text, ", {} pending", c["pending"]);
+    }
+    text
 }
 
 /// The per-node lines, then a `reject` line per pending entry.
@@ -97,7 +103,9 @@ fn nodes_text(impact: &[NodeImpact], pending: &[(String, String)]) -> String {
         );
         let _ = writeln!(out, "{}", line.trim_end());
     }
-    for (e, why) in pending {
+    // An entry the current generation mounted is a `pending` node above.
+    let shown = |e: &str| impact.iter().any(|i| &*i.entry_id == e);
+    for (e, why) in pending.iter().filter(|(e, _)| !shown(e)) {
         let _ = writeln!(out, "  {:<7}  {e:<width$}  ({why})", "reject");
     }
     out

@@ -11,6 +11,7 @@ fn marker(kind: &str) -> char {
         "removed" => '-',
         "reused" => '=',
         "rewired" => '>',
+        "pending" => '!',
         _ => '~',
     }
 }
@@ -118,6 +119,11 @@ pub fn text(r: &ReuseReport) -> String {
         "reused" => "every identity part is the same, so the instance id carried over (mounted afresh in each process)".to_owned(),
         "added" => format!("it is not in {}", r.old),
         "removed" => format!("it is not in {}", r.new),
+        "pending" => format!(
+            "it is still declared, but {} does not mount it: a requirement of it does not resolve ({})",
+            r.new,
+            change.reasons.join(", ")
+        ),
         "rewired" => "only its bindings changed (a provider it binds got a new instance), so it was mounted afresh with a new instance id".to_owned(),
         _ => format!("its identity changed ({}), so it was mounted afresh with a new instance id", change.reasons.join(", ")),
     };

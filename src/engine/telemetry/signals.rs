@@ -181,6 +181,7 @@ pub const SIGNALS: &[SignalSpec] = &[
             "rebuilt",
             "rewired",
             "unchanged",
+            "pending",
         ],
     ),
     event(
