@@ -50,15 +50,7 @@ impl Refusal {
 /// The refusal of `composition` resolved as `plan`: cycles and tool
 /// problems always, pending requirements unless allowed.
 pub fn refusal(composition: &Composition, plan: &Plan, allow_pending: bool) -> Option<Refusal> {
-    let cycles: Vec<String> = plan
-        .cycle_paths
-        .iter()
-        .map(|c| {
-            let mut names: Vec<&str> = c.iter().map(|e| e.as_str()).collect();
-            names.extend(c.first().map(|e| e.as_str()));
-            names.join(" -> ")
-        })
-        .collect();
+    let cycles = plan.cycle_texts();
     let mut pending = Vec::new();
     if !allow_pending {
         for entry in &plan.pending {

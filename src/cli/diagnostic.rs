@@ -168,11 +168,20 @@ pub fn to_report(diag: &Diagnostic, sources: &SourceMap) -> miette::Report {
     miette::Report::new(to_rendered(diag, sources))
 }
 
+/// The report handler: `theme` at `width` columns, wrapping only between
+/// words — never inside one, never at a hyphen — so an entry id or a
+/// `prefer = { … }` line in a help stays whole and copyable.
+pub fn handler(theme: GraphicalTheme, width: usize) -> GraphicalReportHandler {
+    GraphicalReportHandler::new_themed(theme)
+        .with_width(width)
+        .with_break_words(false)
+        .with_word_splitter(textwrap::WordSplitter::NoHyphenation)
+}
+
 /// `diag` rendered without colors at `width` columns (for golden tests and
 /// plain output).
 pub fn render_plain(diag: &Diagnostic, sources: &SourceMap, width: usize) -> String {
-    let handler =
-        GraphicalReportHandler::new_themed(GraphicalTheme::unicode_nocolor()).with_width(width);
+    let handler = handler(GraphicalTheme::unicode_nocolor(), width);
     let mut out = String::new();
     handler
         .render_report(&mut out, &to_rendered(diag, sources))

@@ -150,7 +150,7 @@ impl Ui {
         } else {
             miette::GraphicalTheme::unicode_nocolor()
         };
-        let handler = miette::GraphicalReportHandler::new_themed(theme).with_width(self.width);
+        let handler = super::diagnostic::handler(theme, self.width);
         let rendered = to_rendered(d, sources);
         let mut out = String::new();
         if handler.render_report(&mut out, &rendered).is_err() {

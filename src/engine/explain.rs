@@ -31,12 +31,18 @@ pub struct Assessment {
     pub origin: ProviderOrigin,
     /// Whether the consumer can see it (lineage and capability views).
     pub visible: bool,
-    /// Whether the provider activates.
-    pub eligible: bool,
+    /// Whether the provider itself activates (its own requirements
+    /// resolve and it is in no cycle).
+    pub active: bool,
+    /// Whether it qualifies for this requirement: visible, active, and
+    /// offering an accepted version on an accepted contract generation.
+    pub qualifies: bool,
     /// Whether it was selected.
     pub selected: bool,
     /// Why not, when not selected.
     pub rejection: Option<Rejection>,
+    /// Why it was selected or rejected, in a sentence.
+    pub why: String,
 }
 
 /// `chassis explain requirement`.
@@ -109,6 +115,16 @@ pub fn explain_requirement(
         let Some(version) = accepted.cloned().or(fallback) else {
             continue;
         };
+        let why = why(
+            &Judged {
+                entry: &entry.id,
+                versions: &provided.versions,
+                scope: &entry.scope.value,
+                rejection,
+            },
+            &resolution,
+            plan,
+        );
         candidates.push(Assessment {
             entry: entry.id.clone(),
             name: entry.manifest.name.clone(),
@@ -117,15 +133,115 @@ pub fn explain_requirement(
             scope: entry.scope.value.clone(),
             origin,
             visible: in_lineage && exposed && !is_self,
-            eligible,
+            active: eligible,
+            qualifies: matches!(
+                rejection,
+                None | Some(Rejection::Ambiguous | Rejection::NotSelected)
+            ),
             selected,
             rejection,
+            why,
         });
     }
     Some(RequirementReport {
         resolution,
         candidates,
     })
+}
+
+/// A candidate as [`why`] needs it.
+struct Judged<'a> {
+    entry: &'a EntryId,
+    versions: &'a [Version],
+    scope: &'a ScopePath,
+    rejection: Option<Rejection>,
+}
+
+/// Why a candidate was selected or rejected, in a sentence.
+fn why(c: &Judged<'_>, r: &Resolution, plan: &Plan) -> String {
+    let cap = &r.requirement.capability;
+    let spec = r.requirement.specifier.to_string();
+    let spec = if spec.is_empty() {
+        "*".to_owned()
+    } else {
+        spec
+    };
+    let versions = c
+        .versions
+        .iter()
+        .map(ToString::to_string)
+        .collect::<Vec<_>>()
+        .join(", ");
+    let others = |id: &EntryId| -> String {
+        let names: Vec<String> = r
+            .ambiguous_between
+            .iter()
+            .filter(|e| *e != id)
+            .map(|e| format!("`{e}`"))
+            .collect();
+        names.join(", ")
+    };
+    match c.rejection {
+        None => match r.reason {
+            Some(crate::engine::resolve::SelectionReason::ExplicitPreference(level)) => {
+                format!("selected by the {} preference for `{cap}`", level.as_str())
+            }
+            _ => format!("selected: the only provider of `{cap}` that qualifies"),
+        },
+        Some(Rejection::SelfReference) => {
+            format!("`{}` is the consumer itself", c.entry)
+        }
+        Some(Rejection::NotVisible) => format!(
+            "declared in `{}`, which is neither `{}` nor one of its ancestors: a sibling's or a child's providers are never visible",
+            c.scope, r.scope
+        ),
+        Some(Rejection::CapabilityNotExposed) => format!(
+            "a capability view between `/` and `{}` does not include `{cap}`",
+            r.scope
+        ),
+        Some(Rejection::ProviderPending) => {
+            let because: Vec<String> = plan
+                .entries
+                .get(c.entry)
+                .map(|p| {
+                    p.pending
+                        .iter()
+                        .map(|reason| match reason {
+                            crate::engine::resolve::PendingReason::Requirement {
+                                capability,
+                                status,
+                            } => format!("its requirement `{capability}` is {}", status.as_str()),
+                            crate::engine::resolve::PendingReason::Cycle { .. } => {
+                                "it is in a dependency cycle".to_owned()
+                            }
+                        })
+                        .collect()
+                })
+                .unwrap_or_default();
+            if because.is_empty() {
+                format!("`{}` does not activate", c.entry)
+            } else {
+                format!("`{}` does not activate: {}", c.entry, because.join("; "))
+            }
+        }
+        Some(Rejection::ContractMismatch) => match r.requirement.specifier.pinned_major() {
+            Some(major) => format!(
+                "provides `{cap}` {versions}, but the requirement `{spec}` pins contract generation `{cap}@{major}`"
+            ),
+            None => format!("provides `{cap}` {versions}, on another contract generation"),
+        },
+        Some(Rejection::VersionMismatch) => {
+            format!("provides `{cap}` {versions}; the requirement accepts `{spec}`")
+        }
+        Some(Rejection::Ambiguous) => format!(
+            "qualifies, as does {}; no preference chooses between them",
+            others(c.entry)
+        ),
+        Some(Rejection::NotSelected) => match &r.selected {
+            Some(s) => format!("qualifies, but a preference chose `{}`", s.entry),
+            None => "qualifies, but another was chosen".to_owned(),
+        },
+    }
 }
 
 /// An entry as seen from a scope report.

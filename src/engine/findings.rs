@@ -85,11 +85,16 @@ pub fn plan_diagnostics(
                 .first()
                 .map(ToString::to_string)
                 .unwrap_or_default();
-            d = d.with_help(format!(
-                "several providers qualify ({}); choose one with `prefer = {{ {} = \"{first}\" }}` on the consumer, its scope, or `[prefer]`",
-                names.join(", "),
-                r.requirement.capability
-            ));
+            // The snippet on a line of its own, so it is never wrapped.
+            d = d
+                .with_help(format!(
+                    "several providers qualify ({}); choose one with a preference on the consumer, its scope, or `[prefer]`:",
+                    names.join(", "),
+                ))
+                .with_help(format!(
+                    "prefer = {{ {} = \"{first}\" }}",
+                    r.requirement.capability
+                ));
         } else {
             d = d.with_help(format!(
                 "run `chassis explain requirement {} {} FILE` to see every candidate",
@@ -99,12 +104,13 @@ pub fn plan_diagnostics(
         }
         out.push(d);
     }
-    for (cycle, members) in plan.cycle_paths.iter().zip(&plan.cycles) {
-        let mut path: Vec<String> = cycle.iter().map(ToString::to_string).collect();
-        if let Some(first) = cycle.first() {
-            path.push(first.to_string());
-        }
-        let mut message = format!("dependency cycle: {}", path.join(" -> "));
+    for ((cycle, text), members) in plan
+        .cycle_paths
+        .iter()
+        .zip(plan.cycle_texts())
+        .zip(&plan.cycles)
+    {
+        let mut message = format!("dependency cycle (provider -> consumer): {text}");
         if members.len() > cycle.len() {
             let names: Vec<String> = members.iter().map(|m| format!("`{m}`")).collect();
             message.push_str(&format!("; its component holds {}", names.join(", ")));

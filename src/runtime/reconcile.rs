@@ -1392,16 +1392,9 @@ fn cycle_error(plan: &Plan) -> Option<ReconcileError> {
     if plan.cycles.is_empty() {
         return None;
     }
-    let cycles = plan
-        .cycle_paths
-        .iter()
-        .map(|c| {
-            let mut names: Vec<&str> = c.iter().map(EntryId::as_str).collect();
-            names.extend(c.first().map(EntryId::as_str));
-            names.join(" -> ")
-        })
-        .collect();
-    Some(ReconcileError::Cycle { cycles })
+    Some(ReconcileError::Cycle {
+        cycles: plan.cycle_texts(),
+    })
 }
 
 /// Decision and reasons for an old and a new identity of one entry.

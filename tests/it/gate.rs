@@ -427,3 +427,156 @@ fn a_consumer_whose_provider_is_removed_is_pending_not_removed() {
     assert_eq!(app["kind"], "pending");
     assert_eq!(app["reasons"], serde_json::json!(["no_provider"]));
 }
+
+#[test]
+fn explain_says_why_each_candidate_lost_and_how_to_choose() {
+    let dir = tempfile::tempdir().unwrap();
+    let d = dir.path();
+    std::fs::write(
+        d.join("c.toml"),
+        r#"version = 1
+[plugins.old]
+version = "1.0.0"
+provides = { database = "1.2.0" }
+[plugins.pg]
+version = "1.0.0"
+provides = { database = "1.4.0" }
+[plugins.app]
+version = "1.0.0"
+requires = { database = ">=1.3,<2" }
+[entries.old]
+[entries.finance-primary-database-replica-one]
+plugin = "pg"
+[entries.finance-primary-database-replica-two]
+plugin = "pg"
+[entries.app]
+"#,
+    )
+    .unwrap();
+    let json = chassis(d, &["explain", "requirement", "app", "database", "c.toml"]);
+    let doc: serde_json::Value = serde_json::from_str(&json.stdout).unwrap();
+    let old = doc["candidates"]
+        .as_array()
+        .unwrap()
+        .iter()
+        .find(|c| c["entry"] == "old")
+        .unwrap();
+    // A version mismatch is not eligible, and says why in a sentence.
+    assert_eq!(old["eligible"], false, "{old}");
+    assert_eq!(old["active"], true);
+    assert_eq!(
+        old["why"],
+        "provides `database` 1.2.0; the requirement accepts `<2,>=1.3`"
+    );
+    assert_eq!(
+        doc["prefer_snippets"][1],
+        "[prefer]\ndatabase = \"finance-primary-database-replica-one\""
+    );
+    let text = run_in(
+        d,
+        &["explain", "requirement", "app", "database", "c.toml"],
+        &[],
+    );
+    let line = text
+        .stdout
+        .lines()
+        .find(|l| l.trim_start().starts_with("old "))
+        .unwrap();
+    assert!(!line.contains("eligible"), "{line}");
+    assert!(
+        text.stdout.contains(
+            "    [entries.app]\n    prefer = { database = \"finance-primary-database-replica-one\" }"
+        ),
+        "{}",
+        text.stdout
+    );
+    // check's help has the snippet on a line of its own, and however
+    // narrow the terminal, an id is never broken (at a hyphen or anywhere).
+    let wide = run_in(d, &["check", "c.toml"], &[]);
+    assert!(
+        wide.stderr.lines().any(|l| l.trim()
+            == "prefer = { database = \"finance-primary-database-replica-one\" }"),
+        "{}",
+        wide.stderr
+    );
+    let narrow = run_in(d, &["check", "c.toml"], &[("COLUMNS", "40")]);
+    let help: Vec<&str> = narrow
+        .stderr
+        .lines()
+        .skip_while(|l| !l.contains("help: several"))
+        .take_while(|l| !l.is_empty())
+        .collect();
+    assert!(help.len() > 3, "{}", narrow.stderr);
+    assert_eq!(
+        help.join("\n")
+            .matches("finance-primary-database-replica-")
+            .count(),
+        3,
+        "{}",
+        narrow.stderr
+    );
+    assert!(
+        help.iter().all(|l| !l.trim_end().ends_with('-')),
+        "{}",
+        narrow.stderr
+    );
+}
+
+#[test]
+fn a_cycle_reads_in_the_direction_of_the_edges_and_optional_requirements_count() {
+    let dir = tempfile::tempdir().unwrap();
+    let d = dir.path();
+    // a requires beta (b), b requires gamma (c), c requires alpha (a): each
+    // provides to the one that requires it.
+    std::fs::write(
+        d.join("c.toml"),
+        r#"version = 1
+[plugins.a]
+version = "1.0.0"
+provides = { alpha = "1.0.0" }
+requires = { beta = "" }
+[plugins.b]
+version = "1.0.0"
+provides = { beta = "1.0.0" }
+requires = { gamma = "" }
+[plugins.c]
+version = "1.0.0"
+provides = { gamma = "1.0.0" }
+requires = { alpha = "" }
+[plugins.d]
+version = "1.0.0"
+provides = { delta = "1.0.0" }
+optional = { cache = "", delta2 = "" }
+[plugins.e]
+version = "1.0.0"
+provides = { delta2 = "1.0.0" }
+[entries.a]
+[entries.b]
+[entries.c]
+[entries.d]
+[entries.e]
+"#,
+    )
+    .unwrap();
+    let r = run_in(d, &["check", "c.toml"], &[]);
+    assert_eq!(r.code, 1);
+    assert!(
+        r.stdout
+            .contains("cycle     a -> c -> b -> a (provider -> consumer)"),
+        "{}",
+        r.stdout
+    );
+    assert!(
+        r.stderr
+            .contains("dependency cycle (provider -> consumer): a -> c -> b -> a"),
+        "{}",
+        r.stderr
+    );
+    assert!(r.stdout.contains("1/2 optional bound"), "{}", r.stdout);
+    let publish = run_in(d, &["publish", "c.toml"], &[]);
+    assert!(
+        publish.stderr.contains("a -> c -> b -> a"),
+        "{}",
+        publish.stderr
+    );
+}

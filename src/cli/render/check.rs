@@ -20,6 +20,23 @@ pub fn check_text(r: &Workspace, refused: bool) -> String {
         .filter(|x| !x.requirement.optional && x.consumer.kind() == "plugin")
         .collect();
     let resolved = hard.iter().filter(|x| x.status == Status::Resolved).count();
+    let optional: Vec<_> = plan
+        .resolutions
+        .iter()
+        .filter(|x| x.requirement.optional && x.consumer.kind() == "plugin")
+        .collect();
+    let optional_text = if optional.is_empty() {
+        String::new()
+    } else {
+        format!(
+            ", {}/{} optional bound",
+            optional
+                .iter()
+                .filter(|x| x.status == Status::Resolved)
+                .count(),
+            optional.len()
+        )
+    };
     let mut out = String::new();
     let verdict = match (plan.is_complete(), refused) {
         (true, false) if !r.lock_findings().is_empty() => "unlocked",
@@ -29,7 +46,7 @@ pub fn check_text(r: &Workspace, refused: bool) -> String {
     };
     let _ = writeln!(
         out,
-        "{}: {verdict} — {entries} entr{} ({active} active), {} scope{}, {resolved}/{} requirements resolved",
+        "{}: {verdict} — {entries} entr{} ({active} active), {} scope{}, {resolved}/{} requirements resolved{optional_text}",
         r.display,
         if entries == 1 { "y" } else { "ies" },
         r.composition.scopes.len(),
@@ -66,12 +83,8 @@ pub fn check_text(r: &Workspace, refused: bool) -> String {
             x.requirement.render()
         );
     }
-    for cycle in &plan.cycle_paths {
-        let mut path: Vec<&str> = cycle.iter().map(|e| e.as_str()).collect();
-        if let Some(first) = cycle.first() {
-            path.push(first.as_str());
-        }
-        let _ = writeln!(out, "  cycle     {}", path.join(" -> "));
+    for cycle in plan.cycle_texts() {
+        let _ = writeln!(out, "  cycle     {cycle} (provider -> consumer)");
     }
     for agent in r.composition.agents.values() {
         let scope = agent.scope.as_str();

@@ -82,16 +82,56 @@ pub fn requirement_text(report: &RequirementReport) -> String {
         };
         let _ = writeln!(
             out,
-            "  {:w_id$}  {:w_v$}  {:w_s$}  {:9}  {:11}  {:10}  {verdict}",
+            "  {:w_id$}  {:w_v$}  {:w_s$}  {:9}  {:11}  {:8}  {verdict}",
             c.entry.as_str(),
             c.version.as_str(),
             c.scope.as_str(),
             c.origin.as_str(),
             if c.visible { "visible" } else { "not visible" },
-            if c.eligible { "eligible" } else { "pending" },
+            if c.active { "active" } else { "pending" },
         );
+        let _ = writeln!(out, "      {}", c.why);
+    }
+    if let Some(help) = preference_help(report) {
+        let _ = write!(out, "\n{help}");
     }
     out
+}
+
+/// For an ambiguous requirement: the preferences that would choose, as
+/// TOML to paste — for this consumer, and for every consumer.
+fn preference_snippets(report: &RequirementReport) -> Option<[String; 2]> {
+    let r = &report.resolution;
+    if r.status != Status::Ambiguous {
+        return None;
+    }
+    let first = r.ambiguous_between.first()?;
+    let cap = &r.requirement.capability;
+    let table = match &r.consumer {
+        crate::engine::resolve::Consumer::Entry(id) => {
+            format!(
+                "[entries.{}]",
+                crate::engine::leaf_diff::path_text(&[id.to_string()])
+            )
+        }
+        crate::engine::resolve::Consumer::Scope(path) => format!("[scopes.\"{path}\"]"),
+    };
+    Some([
+        format!("{table}\nprefer = {{ {cap} = \"{first}\" }}"),
+        format!("[prefer]\n{cap} = \"{first}\""),
+    ])
+}
+
+/// The preferences that would choose, laid out to paste (never wrapped).
+fn preference_help(report: &RequirementReport) -> Option<String> {
+    let [consumer, global] = preference_snippets(report)?;
+    let indent = |s: &str| s.lines().map(|l| format!("    {l}\n")).collect::<String>();
+    Some(format!(
+        "help: choose one with a preference for this consumer:\n\n{}\n  or for every consumer of `{}`:\n\n{}",
+        indent(&consumer),
+        report.resolution.requirement.capability,
+        indent(&global)
+    ))
 }
 
 /// JSON for `explain requirement`.
@@ -109,7 +149,9 @@ pub fn requirement_json(report: &RequirementReport) -> serde_json::Value {
                 "scope": c.scope.as_str(),
                 "origin": c.origin.as_str(),
                 "visible": c.visible,
-                "eligible": c.eligible,
+                "eligible": c.qualifies,
+                "active": c.active,
+                "why": c.why,
                 "selected": c.selected,
                 "rejection": c.rejection.map(|r| r.as_str()),
             })
@@ -118,6 +160,9 @@ pub fn requirement_json(report: &RequirementReport) -> serde_json::Value {
     if let Some(obj) = v.as_object_mut() {
         obj.insert("format_version".into(), 1.into());
         obj.insert("candidates".into(), candidates.into());
+        if let Some(snippets) = preference_snippets(report) {
+            obj.insert("prefer_snippets".into(), snippets.to_vec().into());
+        }
     }
     v
 }

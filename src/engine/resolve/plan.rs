@@ -295,6 +295,20 @@ pub enum PreferenceFinding {
     },
 }
 
+/// A closed path in dependency order (`a` requires `b` …) as text in the
+/// direction of the plan's edges (provider -> consumer).
+fn cycle_text(path: &[EntryId]) -> String {
+    let Some(first) = path.first() else {
+        return String::new();
+    };
+    std::iter::once(first)
+        .chain(path[1..].iter().rev())
+        .chain(std::iter::once(first))
+        .map(EntryId::as_str)
+        .collect::<Vec<_>>()
+        .join(" -> ")
+}
+
 /// The resolver's answer for one composition.
 #[derive(Clone, Debug, PartialEq)]
 pub struct Plan {
@@ -322,6 +336,14 @@ pub struct Plan {
 }
 
 impl Plan {
+    /// Each cycle as text, in the direction of [`Plan::edges`] (provider ->
+    /// consumer: each entry provides to the next), through its smallest
+    /// member: `a -> c -> b -> a` for `a` requiring `b`, `b` requiring `c`
+    /// and `c` requiring `a`.
+    pub fn cycle_texts(&self) -> Vec<String> {
+        self.cycle_paths.iter().map(|p| cycle_text(p)).collect()
+    }
+
     /// Whether every hard requirement of every entry resolved and there is
     /// no cycle.
     pub fn is_complete(&self) -> bool {
