@@ -304,7 +304,7 @@ _chassis() {
             return 0
             ;;
         chassis__subcmd__diff__subcmd__generations)
-            opts="-v -q -h --include-unchanged --exit-code --state --format --color --verbose --quiet --help"
+            opts="-v -q -h --include-unchanged --exit-code --all --state --format --color --verbose --quiet --help"
             if [[ ${cur} == -* || ${COMP_CWORD} -eq 3 ]] ; then
                 COMPREPLY=( $(compgen -W "${opts}" -- "${cur}") )
                 return 0
@@ -1066,7 +1066,7 @@ _chassis() {
             return 0
             ;;
         chassis__subcmd__plan)
-            opts="-v -q -h --state --allow-pending --format --color --verbose --quiet --help"
+            opts="-v -q -h --state --allow-pending --all --format --color --verbose --quiet --help"
             if [[ ${cur} == -* || ${COMP_CWORD} -eq 2 ]] ; then
                 COMPREPLY=( $(compgen -W "${opts}" -- "${cur}") )
                 return 0
@@ -1092,7 +1092,7 @@ _chassis() {
             return 0
             ;;
         chassis__subcmd__publish)
-            opts="-v -q -h --state --allow-pending --trace --update-lock --format --color --verbose --quiet --help"
+            opts="-v -q -h --state --allow-pending --trace --update-lock --all --format --color --verbose --quiet --help"
             if [[ ${cur} == -* || ${COMP_CWORD} -eq 2 ]] ; then
                 COMPREPLY=( $(compgen -W "${opts}" -- "${cur}") )
                 return 0

@@ -193,6 +193,7 @@ always\t'Always colour'
 never\t'Never colour'"
 complete -c chassis -n "__fish_chassis_using_subcommand diff; and __fish_seen_subcommand_from generations" -l include-unchanged -d 'Also list what did not change'
 complete -c chassis -n "__fish_chassis_using_subcommand diff; and __fish_seen_subcommand_from generations" -l exit-code -d 'Exit 1 exactly when the semantic digests differ (like `git diff --exit-code`)'
+complete -c chassis -n "__fish_chassis_using_subcommand diff; and __fish_seen_subcommand_from generations" -l all -d 'With two stored generations: list reused nodes too in text and markdown (they are counted otherwise; JSON always lists them)'
 complete -c chassis -n "__fish_chassis_using_subcommand diff; and __fish_seen_subcommand_from generations" -s v -l verbose -d 'More logging on stderr (-v info, -vv debug, -vvv trace); `RUST_LOG` overrides'
 complete -c chassis -n "__fish_chassis_using_subcommand diff; and __fish_seen_subcommand_from generations" -s q -l quiet -d 'Only errors on stderr'
 complete -c chassis -n "__fish_chassis_using_subcommand diff; and __fish_seen_subcommand_from generations" -s h -l help -d 'Print help (see more with \'--help\')'
@@ -210,6 +211,7 @@ always\t'Always colour'
 never\t'Never colour'"
 complete -c chassis -n "__fish_chassis_using_subcommand publish" -l allow-pending -d 'Publish even when some entries are pending (they are left out)'
 complete -c chassis -n "__fish_chassis_using_subcommand publish" -l update-lock -d 'Start the `mcp` servers first and pin what they offer in `chassis.lock` (otherwise a server that differs from the lock fails the publication with the tool diff)'
+complete -c chassis -n "__fish_chassis_using_subcommand publish" -l all -d 'List every node in text output (reused ones are counted otherwise; JSON always lists them)'
 complete -c chassis -n "__fish_chassis_using_subcommand publish" -s v -l verbose -d 'More logging on stderr (-v info, -vv debug, -vvv trace); `RUST_LOG` overrides'
 complete -c chassis -n "__fish_chassis_using_subcommand publish" -s q -l quiet -d 'Only errors on stderr'
 complete -c chassis -n "__fish_chassis_using_subcommand publish" -s h -l help -d 'Print help (see more with \'--help\')'
@@ -223,6 +225,7 @@ complete -c chassis -n "__fish_chassis_using_subcommand plan" -l color -d 'When 
 always\t'Always colour'
 never\t'Never colour'"
 complete -c chassis -n "__fish_chassis_using_subcommand plan" -l allow-pending -d 'Plan as `publish --allow-pending` would'
+complete -c chassis -n "__fish_chassis_using_subcommand plan" -l all -d 'List every node in text output (reused ones are counted otherwise; JSON always lists them)'
 complete -c chassis -n "__fish_chassis_using_subcommand plan" -s v -l verbose -d 'More logging on stderr (-v info, -vv debug, -vvv trace); `RUST_LOG` overrides'
 complete -c chassis -n "__fish_chassis_using_subcommand plan" -s q -l quiet -d 'Only errors on stderr'
 complete -c chassis -n "__fish_chassis_using_subcommand plan" -s h -l help -d 'Print help (see more with \'--help\')'

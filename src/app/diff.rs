@@ -4,9 +4,12 @@
 
 use std::path::{Path, PathBuf};
 
+use crate::engine::canonical::Canon;
+use crate::engine::declared::changed_keys;
 use crate::engine::diff::{GenerationDiff, diff_snapshots};
 use crate::engine::identity::GenerationId;
 use crate::engine::leaf_diff::{LeafChange, changed_leaves};
+use crate::engine::redact::REDACTED;
 use crate::engine::snapshot::parse_document;
 use crate::store::{OpenMode, StoredGeneration};
 
@@ -39,6 +42,9 @@ pub struct DiffOutcome {
     pub new: Operand,
     /// How each node changed, when both sides are stored generations.
     pub nodes: Option<Vec<NodeChange>>,
+    /// Every changed key (`entries.db.config.timeout`), when both sides
+    /// are compositions: values masked where a person must not see them.
+    pub keys: Option<Vec<LeafChange>>,
     /// How the host settings changed, when both sides are compositions
     /// (never part of the semantic diff: they fail no gate).
     pub host_settings: Option<Vec<LeafChange>>,
@@ -55,17 +61,66 @@ pub fn diff(options: &DiffOptions, reporter: &dyn Reporter) -> Result<DiffOutcom
         _ => None,
     };
     let diff = diff_snapshots(&old.snapshot, &new.snapshot, options.include_unchanged);
-    let host_settings = match (&old.host, &new.host) {
-        (Some(a), Some(b)) => Some(changed_leaves(&a.to_canon(), &b.to_canon())),
-        _ => None,
+    let (keys, host_settings) = match (&old.composition, &new.composition) {
+        (Some(a), Some(b)) => (
+            Some(changed_keys(a, b)),
+            Some(changed_leaves(&a.host.to_canon(), &b.host.to_canon())),
+        ),
+        _ => match (&old_gen, &new_gen) {
+            (Some(a), Some(b)) => (Some(stored_config_keys(a, b)), None),
+            _ => (None, None),
+        },
     };
     Ok(DiffOutcome {
         diff,
         old,
         new,
         nodes,
+        keys,
         host_settings,
     })
+}
+
+/// The configuration keys that changed between two stored generations,
+/// named from the per-leaf fingerprints the store keeps (it keeps no
+/// values: each is `(changed)`, `(added)` or `(removed)`); an entry stored
+/// without them is one `entries.<id>.config` row.
+fn stored_config_keys(old: &StoredGeneration, new: &StoredGeneration) -> Vec<LeafChange> {
+    let masked = |present: bool| present.then(|| Canon::from(REDACTED));
+    let mut out = Vec::new();
+    for a in &old.nodes {
+        let Some(b) = new.node(&a.entry_id) else {
+            continue;
+        };
+        if a.identity.config == b.identity.config {
+            continue;
+        }
+        let base = ["entries", a.entry_id.as_str(), "config"].map(str::to_owned);
+        let (x, y) = (&a.identity.config_leaves, &b.identity.config_leaves);
+        if x.is_empty() || y.is_empty() {
+            out.push(LeafChange {
+                path: base.to_vec(),
+                old: masked(true),
+                new: masked(true),
+                masked: true,
+            });
+            continue;
+        }
+        let keys: std::collections::BTreeSet<&String> = x.keys().chain(y.keys()).collect();
+        for key in keys {
+            if x.get(key) == y.get(key) {
+                continue;
+            }
+            let below: Vec<String> = serde_json::from_str(key).unwrap_or_default();
+            out.push(LeafChange {
+                path: base.iter().cloned().chain(below).collect(),
+                old: masked(x.contains_key(key)),
+                new: masked(y.contains_key(key)),
+                masked: true,
+            });
+        }
+    }
+    out
 }
 
 fn side(
@@ -110,7 +165,7 @@ fn store_operand(
             snapshot: env.snapshot,
             display: operand.to_owned(),
             label: operand.to_owned(),
-            host: None,
+            composition: None,
         },
         g,
     )))

@@ -12,6 +12,7 @@ use std::path::{Path, PathBuf};
 
 use crate::engine::agent::AGENTS;
 use crate::engine::canonical::Canon;
+use crate::engine::declared::config_leaves;
 use crate::engine::identity::GenerationId;
 use crate::engine::model::HostSettings;
 use crate::engine::snapshot::envelope;
@@ -185,11 +186,21 @@ impl StateStore {
             nodes: p
                 .nodes
                 .iter()
-                .map(|n| StoredNode {
-                    entry_id: n.entry_id.clone(),
-                    instance_id: n.instance_id.clone(),
-                    mount: n.mount,
-                    identity: StoredIdentity::from_identity(&n.identity, Some(&fingerprint)),
+                .map(|n| {
+                    let identity = StoredIdentity::from_identity(&n.identity, Some(&fingerprint));
+                    let leaves = crate::engine::model::EntryId::new(&n.entry_id)
+                        .ok()
+                        .and_then(|id| p.generation.composition.entries.get(&id))
+                        .and_then(|e| config_leaves(&e.config).ok());
+                    StoredNode {
+                        entry_id: n.entry_id.clone(),
+                        instance_id: n.instance_id.clone(),
+                        mount: n.mount,
+                        identity: match leaves {
+                            Some(leaves) => identity.with_config_leaves(leaves, &fingerprint),
+                            None => identity,
+                        },
+                    }
                 })
                 .collect(),
             impact: p

@@ -7,7 +7,7 @@
 use std::path::{Path, PathBuf};
 
 use crate::engine::diag::{Code, did_you_mean};
-use crate::engine::model::{Composition, HostSettings};
+use crate::engine::model::Composition;
 use crate::engine::request_tools::RequestToolsDecl;
 use crate::engine::resolve::{Plan, resolve_with_tree};
 use crate::engine::snapshot::{SnapshotContext, SnapshotRecord, build_snapshot, parse_document};
@@ -129,7 +129,7 @@ impl Workspace {
             snapshot: self.snapshot()?,
             display: operand.to_owned(),
             label: operand.to_owned(),
-            host: Some(self.composition.host),
+            composition: Some(self.composition),
         })
     }
 
@@ -238,9 +238,9 @@ pub struct Operand {
     /// How text output names it: the operand, and for a snapshot file the
     /// generation it records too.
     pub label: String,
-    /// Its host settings, when it is a composition (a snapshot or a stored
-    /// generation holds none).
-    pub host: Option<HostSettings>,
+    /// The composition, when the operand is one (a snapshot or a stored
+    /// generation holds none): what its keys and host settings are.
+    pub composition: Option<Composition>,
 }
 
 fn looks_like_snapshot(path: &Path, text: &str) -> bool {
@@ -266,7 +266,7 @@ pub fn load_operand(operand: &str, reporter: &dyn Reporter) -> Result<Operand, A
                 snapshot: env.snapshot,
                 display: operand.to_owned(),
                 label,
-                host: None,
+                composition: None,
             });
         }
         let ws = load_file(path, &RunEnv::process(), reporter)?;

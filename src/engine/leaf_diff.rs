@@ -69,8 +69,18 @@ pub fn path_text(segments: &[String]) -> String {
 
 /// Every leaf that differs between `old` and `new`, in path order.
 pub fn changed_leaves(old: &Canon, new: &Canon) -> Vec<LeafChange> {
+    changed_leaves_with(old, new, &|_| false)
+}
+
+/// [`changed_leaves`], treating a map for which `is_leaf` holds as one leaf
+/// (a secret reference `{secret = NAME}` is a value, not a table).
+pub fn changed_leaves_with(
+    old: &Canon,
+    new: &Canon,
+    is_leaf: &dyn Fn(&Canon) -> bool,
+) -> Vec<LeafChange> {
     let mut out = Vec::new();
-    walk(&mut Vec::new(), Some(old), Some(new), &mut out);
+    walk(&mut Vec::new(), Some(old), Some(new), is_leaf, &mut out);
     out
 }
 
@@ -78,14 +88,15 @@ fn walk(
     path: &mut Vec<String>,
     old: Option<&Canon>,
     new: Option<&Canon>,
+    is_leaf: &dyn Fn(&Canon) -> bool,
     out: &mut Vec<LeafChange>,
 ) {
     match (old, new) {
-        (Some(Canon::Map(a)), Some(Canon::Map(b))) => {
+        (Some(x @ Canon::Map(a)), Some(y @ Canon::Map(b))) if !is_leaf(x) && !is_leaf(y) => {
             let keys: std::collections::BTreeSet<&String> = a.keys().chain(b.keys()).collect();
             for key in keys {
                 path.push(key.clone());
-                walk(path, a.get(key), b.get(key), out);
+                walk(path, a.get(key), b.get(key), is_leaf, out);
                 path.pop();
             }
         }

@@ -12,6 +12,7 @@ pub mod budget;
 pub mod build;
 pub mod builtin;
 pub mod canonical;
+pub mod declared;
 pub mod diag;
 pub mod diff;
 pub mod explain;

@@ -140,6 +140,12 @@ pub struct StoredIdentity {
     pub scope: String,
     /// Bindings hash.
     pub dependencies: String,
+    /// One keyed fingerprint per configuration leaf, by its path below
+    /// `config` (a JSON array of keys): enough to name every changed key
+    /// between two generations, never a value. Empty in stores written
+    /// before they were kept.
+    #[serde(default, skip_serializing_if = "BTreeMap::is_empty")]
+    pub config_leaves: BTreeMap<String, String>,
 }
 
 impl StoredIdentity {
@@ -152,7 +158,28 @@ impl StoredIdentity {
             config: fingerprint.map_or_else(|| identity.config.clone(), |f| f(&identity.config)),
             scope: identity.scope.clone(),
             dependencies: identity.dependencies.clone(),
+            config_leaves: BTreeMap::new(),
         }
+    }
+
+    /// With the fingerprints of each configuration leaf: `(path, hash)`
+    /// pairs fingerprinted with `fingerprint`.
+    #[must_use]
+    pub fn with_config_leaves(
+        mut self,
+        leaves: Vec<(Vec<String>, String)>,
+        fingerprint: &ConfigFingerprint,
+    ) -> Self {
+        self.config_leaves = leaves
+            .into_iter()
+            .map(|(path, hash)| {
+                (
+                    serde_json::to_string(&path).unwrap_or_default(),
+                    fingerprint(&hash),
+                )
+            })
+            .collect();
+        self
     }
 
     /// Back to a [`NodeIdentity`] whose `config` is the fingerprint.

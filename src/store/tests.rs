@@ -23,6 +23,7 @@ fn record(seq: u64, expected: Option<u64>) -> PublishRecord {
                 config: "f".into(),
                 scope: "/".into(),
                 dependencies: "d".into(),
+                config_leaves: [("[\"timeout\"]".to_owned(), "h".to_owned())].into(),
             },
         }],
         impact: vec![],

@@ -580,3 +580,152 @@ provides = { delta2 = "1.0.0" }
         publish.stderr
     );
 }
+
+#[test]
+fn a_diff_names_every_changed_key_and_masks_secrets() {
+    let dir = tempfile::tempdir().unwrap();
+    let d = dir.path();
+    let long_prompt: String = (1..=40).map(|i| format!("Rule {i}.\n")).collect();
+    let base = format!(
+        r#"version = 1
+[plugins.db]
+version = "1.0.0"
+[entries."finance-db"]
+plugin = "db"
+config = {{ timeout_seconds = 5, api_key = "sk-canary-old-1", "a.b" = 1, dsn = "postgres://u:pw-canary-1@h/db" }}
+[entries.model]
+plugin = "scripted"
+config = {{ turns = [{{ text = "done" }}] }}
+[agents.assistant]
+prompt = """
+{long_prompt}"""
+"#
+    );
+    let edited = base
+        .replace("timeout_seconds = 5", "timeout_seconds = 30")
+        .replace("sk-canary-old-1", "sk-canary-new-2")
+        .replace("pw-canary-1", "pw-canary-2")
+        .replace("\"a.b\" = 1", "\"a.b\" = 2")
+        .replace("Rule 3.\n", "Rule 3, changed.\n")
+        .replace("Rule 30.\n", "");
+    std::fs::write(d.join("old.toml"), &base).unwrap();
+    std::fs::write(d.join("new.toml"), &edited).unwrap();
+    let text = run_in(d, &["diff", "generations", "old.toml", "new.toml"], &[]);
+    assert_eq!(text.code, 0, "{}", text.transcript());
+    let out = &text.stdout;
+    for line in [
+        "  ~ entries.finance-db.config.timeout_seconds: 5 -> 30",
+        "  ~ entries.finance-db.config.\"a.b\": 1 -> 2",
+        "  ~ entries.finance-db.config.api_key (changed)",
+        "  ~ entries.finance-db.config.dsn (changed)",
+        "  ~ agents.assistant.prompt:",
+        "      -Rule 3.",
+        "      +Rule 3, changed.",
+    ] {
+        assert!(out.contains(line), "{line:?}:\n{out}");
+    }
+    assert!(!out.contains("canary"), "{out}");
+    // The prompt's diff is at most 20 lines, then says how many more.
+    let prompt_lines = out
+        .lines()
+        .skip_while(|l| !l.starts_with("  ~ agents.assistant.prompt:"))
+        .skip(1)
+        .take_while(|l| l.starts_with("      "))
+        .count();
+    assert!(prompt_lines <= 21, "{out}");
+    for format in ["json", "markdown"] {
+        let r = run_in(
+            d,
+            &[
+                "--format",
+                format,
+                "diff",
+                "generations",
+                "old.toml",
+                "new.toml",
+            ],
+            &[],
+        );
+        assert!(!r.stdout.contains("canary"), "{format}: {}", r.stdout);
+        assert!(
+            r.stdout.contains("timeout_seconds"),
+            "{format}: {}",
+            r.stdout
+        );
+    }
+    let json = chassis(d, &["diff", "generations", "old.toml", "new.toml"]);
+    let doc: serde_json::Value = serde_json::from_str(&json.stdout).unwrap();
+    let key = |path: &[&str]| {
+        doc["keys"]
+            .as_array()
+            .unwrap()
+            .iter()
+            .find(|k| k["path"] == serde_json::json!(path))
+            .unwrap_or_else(|| panic!("{path:?}: {}", doc["keys"]))
+            .clone()
+    };
+    assert_eq!(
+        key(&["entries", "finance-db", "config", "timeout_seconds"]),
+        serde_json::json!({"path": ["entries", "finance-db", "config", "timeout_seconds"], "old": 5, "new": 30, "masked": false})
+    );
+    assert_eq!(
+        key(&["entries", "finance-db", "config", "api_key"])["masked"],
+        true
+    );
+
+    // Between stored generations the store names the keys, with no values.
+    std::fs::copy(d.join("old.toml"), d.join("c.toml")).unwrap();
+    assert_eq!(chassis(d, &["publish", "c.toml"]).code, 0);
+    std::fs::copy(d.join("new.toml"), d.join("c.toml")).unwrap();
+    assert_eq!(chassis(d, &["publish", "c.toml"]).code, 0);
+    let stored = run_in(d, &["diff", "generations", "gen_0001", "gen_0002"], &[]);
+    for line in [
+        "  ~ entries.finance-db.config.timeout_seconds (changed)",
+        "  ~ entries.finance-db.config.\"a.b\" (changed)",
+        "  ~ entries.finance-db.config.api_key (changed)",
+    ] {
+        assert!(stored.stdout.contains(line), "{line:?}:\n{}", stored.stdout);
+    }
+    assert!(!stored.stdout.contains("-> 30"), "{}", stored.stdout);
+}
+
+#[test]
+fn one_change_among_many_nodes_is_a_short_plan_unless_all() {
+    let dir = tempfile::tempdir().unwrap();
+    let d = dir.path();
+    let mut text = String::from("version = 1\n[plugins.p]\nversion = \"1.0.0\"\n");
+    for i in 0..200 {
+        text.push_str(&format!(
+            "[entries.e{i:03}]\nplugin = \"p\"\nconfig = {{ n = 1 }}\n"
+        ));
+    }
+    std::fs::write(d.join("c.toml"), &text).unwrap();
+    assert_eq!(chassis(d, &["publish", "c.toml"]).code, 0);
+    std::fs::write(
+        d.join("c.toml"),
+        text.replacen("config = { n = 1 }", "config = { n = 2 }", 1),
+    )
+    .unwrap();
+    let plan = run_in(d, &["plan", "c.toml"], &[]);
+    assert!(plan.stdout.lines().count() < 15, "{}", plan.stdout);
+    assert!(
+        plan.stdout.contains("rebuild  e000")
+            && plan
+                .stdout
+                .contains("… 199 reused (identity unchanged; --all lists them)"),
+        "{}",
+        plan.stdout
+    );
+    let all = run_in(d, &["plan", "c.toml", "--all"], &[]);
+    assert!(all.stdout.lines().count() > 200, "{}", all.stdout);
+    let json = chassis(d, &["plan", "c.toml"]);
+    let doc: serde_json::Value = serde_json::from_str(&json.stdout).unwrap();
+    assert_eq!(doc["nodes"].as_array().unwrap().len(), 200);
+    assert_eq!(chassis(d, &["publish", "c.toml"]).code, 0);
+    let diff = run_in(d, &["diff", "generations", "gen_0001", "gen_0002"], &[]);
+    assert!(
+        diff.stdout.contains("… 199 reused") && diff.stdout.lines().count() < 20,
+        "{}",
+        diff.stdout
+    );
+}

@@ -39,6 +39,10 @@ pub enum DiffCommand {
         /// Exit 1 exactly when the semantic digests differ (like `git diff --exit-code`).
         #[arg(long)]
         exit_code: bool,
+        /// With two stored generations: list reused nodes too in text and
+        /// markdown (they are counted otherwise; JSON always lists them).
+        #[arg(long)]
+        all: bool,
         /// The store generation ids are read from (default `.chassis/state.db`).
         #[arg(long, value_name = "PATH")]
         state: Option<std::path::PathBuf>,
@@ -52,6 +56,7 @@ pub fn run(ui: &Ui, cmd: &DiffCommand) -> Result<ExitStatus, ExitStatus> {
         new,
         include_unchanged,
         exit_code,
+        all,
         state,
     } = cmd;
     super::super::require_format(
@@ -84,6 +89,7 @@ pub fn run(ui: &Ui, cmd: &DiffCommand) -> Result<ExitStatus, ExitStatus> {
     }
     let nodes = outcome.nodes.as_deref();
     let host = outcome.host_settings.as_deref().unwrap_or_default();
+    let keys = outcome.keys.as_deref().unwrap_or_default();
     match ui.format {
         Format::Json => {
             let mut doc = outcome.diff.to_canon().to_json();
@@ -96,6 +102,9 @@ pub fn run(ui: &Ui, cmd: &DiffCommand) -> Result<ExitStatus, ExitStatus> {
                         serde_json::to_value(nodes).unwrap_or_default(),
                     );
                 }
+                if let Some(keys) = &outcome.keys {
+                    obj.insert("keys".into(), keys.iter().map(|l| l.to_json()).collect());
+                }
                 if let Some(host) = &outcome.host_settings {
                     obj.insert(
                         "host_settings".into(),
@@ -107,14 +116,24 @@ pub fn run(ui: &Ui, cmd: &DiffCommand) -> Result<ExitStatus, ExitStatus> {
         }
         Format::Markdown => {
             let mut text = render::render_markdown(&outcome.diff);
+            text.push_str(&render::keys_markdown(keys));
             text.push_str(&render::host_settings_markdown(host));
-            text.push_str(&nodes.map(reuse::nodes_markdown).unwrap_or_default());
+            text.push_str(
+                &nodes
+                    .map(|n| reuse::nodes_markdown(n, *all))
+                    .unwrap_or_default(),
+            );
             ui.out(&text);
         }
         _ => {
             let mut text = render::render_text(&outcome.diff);
+            text.push_str(&render::keys_text(keys));
             text.push_str(&render::host_settings_text(host));
-            text.push_str(&nodes.map(reuse::nodes_text).unwrap_or_default());
+            text.push_str(
+                &nodes
+                    .map(|n| reuse::nodes_text(n, *all))
+                    .unwrap_or_default(),
+            );
             ui.out(&text);
         }
     }

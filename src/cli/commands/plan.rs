@@ -37,6 +37,10 @@ pub struct PlanArgs {
     /// Plan as `publish --allow-pending` would.
     #[arg(long)]
     pub allow_pending: bool,
+    /// List every node in text output (reused ones are counted otherwise;
+    /// JSON always lists them).
+    #[arg(long)]
+    pub all: bool,
 }
 
 /// Run `plan`.
@@ -50,7 +54,7 @@ pub fn run(ui: &Ui, args: &PlanArgs) -> Result<ExitStatus, ExitStatus> {
     let outcome = shown(ui, plan(&options, &super::super::caller(ui)))?;
     ui.emit(
         || render::plan_json(&outcome),
-        || render::plan_text(&outcome),
+        || render::plan_text(&outcome, args.all),
     );
     Ok(if outcome.is_negative() {
         ExitStatus::Negative

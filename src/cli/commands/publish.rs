@@ -49,6 +49,10 @@ pub struct PublishArgs {
     /// the publication with the tool diff).
     #[arg(long)]
     pub update_lock: bool,
+    /// List every node in text output (reused ones are counted otherwise;
+    /// JSON always lists them).
+    #[arg(long)]
+    pub all: bool,
 }
 
 /// Run `publish`.
@@ -65,7 +69,7 @@ pub fn run(ui: &Ui, args: &PublishArgs) -> Result<ExitStatus, ExitStatus> {
     let published = super::super::block_on(ui, publish(&options, &caller))?;
     ui.emit(
         || render::publish_json(&published),
-        || render::publish_text(&published),
+        || render::publish_text(&published, args.all),
     );
     Ok(ExitStatus::Success)
 }

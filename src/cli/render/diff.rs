@@ -233,11 +233,11 @@ pub fn render_markdown(d: &GenerationDiff) -> String {
 }
 
 /// A leaf value as TOML spells it: strings quoted, lists in brackets,
-/// tables inline; a mask as `(masked)`.
-fn leaf_value(v: Option<&Canon>, masked: bool) -> String {
+/// tables inline; a masked value as `(masked)`.
+fn leaf_value(v: Option<&Canon>) -> String {
     match v {
         None => "(none)".to_owned(),
-        Some(_) if masked => "(masked)".to_owned(),
+        Some(Canon::Str(s)) if s == crate::engine::redact::REDACTED => "(masked)".to_owned(),
         Some(v) => toml_value(v),
     }
 }
@@ -249,6 +249,7 @@ fn toml_value(v: &Canon) -> String {
             "[{}]",
             items.iter().map(toml_value).collect::<Vec<_>>().join(", ")
         ),
+        Canon::Map(m) if m.is_empty() => "{}".to_owned(),
         Canon::Map(m) => format!(
             "{{ {} }}",
             m.iter()
@@ -264,56 +265,133 @@ fn toml_value(v: &Canon) -> String {
     }
 }
 
-/// One line per changed leaf, terraform style:
-/// `  ~ store.path: ".chassis/a.db" -> "b.db"`.
-pub fn leaves_text(leaves: &[LeafChange]) -> String {
+/// The most lines a changed text (a prompt) shows.
+const TEXT_DIFF_LINES: usize = 20;
+
+/// Two texts worth a unified diff rather than `old -> new`: several lines,
+/// or long.
+fn long_texts<'a>(old: Option<&'a Canon>, new: Option<&'a Canon>) -> Option<(&'a str, &'a str)> {
+    match (old, new) {
+        (Some(Canon::Str(a)), Some(Canon::Str(b)))
+            if a.contains('\n') || b.contains('\n') || a.len().max(b.len()) > 60 =>
+        {
+            Some((a, b))
+        }
+        _ => None,
+    }
+}
+
+/// A unified diff of two texts, at most [`TEXT_DIFF_LINES`] lines (then
+/// how many more there are), each prefixed with `indent`.
+fn text_diff(old: &str, new: &str, indent: &str) -> String {
+    let (old, new) = (
+        format!("{}\n", old.trim_end()),
+        format!("{}\n", new.trim_end()),
+    );
+    let diff = similar::TextDiff::from_lines(&old, &new);
+    let text = diff.unified_diff().context_radius(2).to_string();
+    let lines: Vec<&str> = text.lines().collect();
     let mut out = String::new();
-    for l in leaves {
-        let line = match (&l.old, &l.new) {
-            (None, new) => format!(
-                "  + {} = {}",
-                l.path_text(),
-                leaf_value(new.as_ref(), l.masked)
-            ),
-            (old, None) => format!(
-                "  - {} = {}",
-                l.path_text(),
-                leaf_value(old.as_ref(), l.masked)
-            ),
-            (old, new) => format!(
-                "  ~ {}: {} -> {}",
-                l.path_text(),
-                leaf_value(old.as_ref(), l.masked),
-                leaf_value(new.as_ref(), l.masked)
-            ),
-        };
-        let _ = writeln!(out, "{line}");
+    for line in lines.iter().take(TEXT_DIFF_LINES) {
+        let _ = writeln!(out, "{indent}{line}");
+    }
+    if lines.len() > TEXT_DIFF_LINES {
+        let _ = writeln!(
+            out,
+            "{indent}… {} more lines",
+            lines.len() - TEXT_DIFF_LINES
+        );
     }
     out
 }
 
-/// The leaves as a markdown table.
+/// One line per changed leaf, terraform style:
+/// `  ~ store.path: ".chassis/a.db" -> "b.db"`; a masked value is named
+/// only (`(changed)`), a changed text is a unified diff below its path.
+pub fn leaves_text(leaves: &[LeafChange]) -> String {
+    let mut out = String::new();
+    for l in leaves {
+        let (old, new) = (leaf_value(l.old.as_ref()), leaf_value(l.new.as_ref()));
+        let path = l.path_text();
+        match (&l.old, &l.new) {
+            (None, _) if new == "(masked)" => {
+                let _ = writeln!(out, "  + {path} (added)");
+            }
+            (None, _) => {
+                let _ = writeln!(out, "  + {path} = {new}");
+            }
+            (_, None) if old == "(masked)" => {
+                let _ = writeln!(out, "  - {path} (removed)");
+            }
+            (_, None) => {
+                let _ = writeln!(out, "  - {path} = {old}");
+            }
+            _ if old == new => {
+                let _ = writeln!(out, "  ~ {path} (changed)");
+            }
+            (a, b) => match long_texts(a.as_ref(), b.as_ref()) {
+                Some((a, b)) => {
+                    let _ = write!(out, "  ~ {path}:\n{}", text_diff(a, b, "      "));
+                }
+                None => {
+                    let _ = writeln!(out, "  ~ {path}: {old} -> {new}");
+                }
+            },
+        }
+    }
+    out
+}
+
+/// The leaves as a markdown table (a changed text as a `diff` block after
+/// it).
 pub fn leaves_markdown(leaves: &[LeafChange]) -> String {
-    let mut out = String::from("| | setting | old | new |\n|---|---|---|---|\n");
+    let mut out = String::from("| | key | old | new |\n|---|---|---|---|\n");
+    let mut texts = String::new();
     for l in leaves {
         let mark = match (&l.old, &l.new) {
             (None, _) => '+',
             (_, None) => '-',
             _ => '~',
         };
-        let cell_of = |v: &Option<Canon>| {
-            v.as_ref()
-                .map_or_else(String::new, |_| cell(&leaf_value(v.as_ref(), l.masked)))
+        let (old, new) = match long_texts(l.old.as_ref(), l.new.as_ref()) {
+            Some((a, b)) => {
+                let _ = write!(
+                    texts,
+                    "\n`{}`:\n\n```diff\n{}```\n",
+                    l.path_text(),
+                    text_diff(a, b, "")
+                );
+                ("(text, below)".to_owned(), "(text, below)".to_owned())
+            }
+            None => (
+                l.old
+                    .as_ref()
+                    .map_or_else(String::new, |_| cell(&leaf_value(l.old.as_ref()))),
+                l.new
+                    .as_ref()
+                    .map_or_else(String::new, |_| cell(&leaf_value(l.new.as_ref()))),
+            ),
         };
-        let _ = writeln!(
-            out,
-            "| {mark} | {} | {} | {} |",
-            cell(&l.path_text()),
-            cell_of(&l.old),
-            cell_of(&l.new)
-        );
+        let _ = writeln!(out, "| {mark} | {} | {old} | {new} |", cell(&l.path_text()));
     }
+    out.push_str(&texts);
     out
+}
+
+/// The CHANGED KEYS section of `diff` (text), empty when none changed.
+pub fn keys_text(leaves: &[LeafChange]) -> String {
+    if leaves.is_empty() {
+        return String::new();
+    }
+    format!("\nCHANGED KEYS\n{}", leaves_text(leaves))
+}
+
+/// The changed keys section of `diff` (markdown), empty when none changed.
+pub fn keys_markdown(leaves: &[LeafChange]) -> String {
+    if leaves.is_empty() {
+        return String::new();
+    }
+    format!("\n#### Changed keys\n\n{}", leaves_markdown(leaves))
 }
 
 /// The HOST SETTINGS section of `diff` (text), empty when none changed.

@@ -79,8 +79,9 @@ fn counts_text(impact: &[NodeImpact]) -> String {
     text
 }
 
-/// The per-node lines, then a `reject` line per pending entry.
-fn nodes_text(impact: &[NodeImpact], pending: &[(String, String)]) -> String {
+/// The per-node lines (reused nodes as a count unless `all`), then a
+/// `reject` line per pending entry.
+fn nodes_text(impact: &[NodeImpact], pending: &[(String, String)], all: bool) -> String {
     let width = impact
         .iter()
         .map(|i| i.entry_id.chars().count())
@@ -88,7 +89,12 @@ fn nodes_text(impact: &[NodeImpact], pending: &[(String, String)]) -> String {
         .max()
         .unwrap_or(0);
     let mut out = String::new();
+    let mut reused = 0;
     for i in impact {
+        if !all && i.decision == Decision::Reused {
+            reused += 1;
+            continue;
+        }
         let iid = match (&i.old_instance_id, &i.new_instance_id) {
             (Some(a), Some(b)) if a != b => format!("{a} -> {b}"),
             (_, Some(b)) => b.to_string(),
@@ -107,6 +113,12 @@ fn nodes_text(impact: &[NodeImpact], pending: &[(String, String)]) -> String {
     let shown = |e: &str| impact.iter().any(|i| &*i.entry_id == e);
     for (e, why) in pending.iter().filter(|(e, _)| !shown(e)) {
         let _ = writeln!(out, "  {:<7}  {e:<width$}  ({why})", "reject");
+    }
+    if reused > 0 {
+        let _ = writeln!(
+            out,
+            "  … {reused} reused (identity unchanged; --all lists them)"
+        );
     }
     out
 }
@@ -137,8 +149,8 @@ pub fn publish_json(p: &Published) -> serde_json::Value {
     })
 }
 
-/// `publish` as text.
-pub fn publish_text(p: &Published) -> String {
+/// `publish` as text (reused nodes listed with `all`).
+pub fn publish_text(p: &Published, all: bool) -> String {
     let d = &p.digests;
     let mut out = if p.published {
         format!(
@@ -162,7 +174,7 @@ pub fn publish_text(p: &Published) -> String {
         d.physical_digest
     );
     if p.published {
-        let _ = write!(out, "\nNODES\n{}", nodes_text(&p.impact, &p.pending));
+        let _ = write!(out, "\nNODES\n{}", nodes_text(&p.impact, &p.pending, all));
     }
     out.push_str(&agents_text(&p.agents));
     out
@@ -239,8 +251,8 @@ fn planned_json(p: &Planned) -> serde_json::Value {
     })
 }
 
-/// `plan` as text.
-pub fn plan_text(outcome: &PlanOutcome) -> String {
+/// `plan` as text (reused nodes listed with `all`).
+pub fn plan_text(outcome: &PlanOutcome, all: bool) -> String {
     match outcome {
         PlanOutcome::Refused {
             pending, refusal, ..
@@ -255,7 +267,7 @@ pub fn plan_text(outcome: &PlanOutcome) -> String {
             if !refusal.problems.is_empty() && refusal.cycles.is_empty() {
                 out.push_str("\npublish would refuse: fix them (see `chassis check`)\n");
             } else if refusal.cycles.is_empty() {
-                let _ = write!(out, "\nACTIONS\n{}", nodes_text(&[], pending));
+                let _ = write!(out, "\nACTIONS\n{}", nodes_text(&[], pending, all));
                 out.push_str("\npublish would refuse; --allow-pending publishes without them\n");
             } else {
                 out.push_str("\npublish would refuse: a cycle cannot be published\n");
@@ -270,11 +282,11 @@ pub fn plan_text(outcome: &PlanOutcome) -> String {
             out.push_str("\npublish would fail mounting it: set the variable in the environment\n");
             out
         }
-        PlanOutcome::Planned(p) => planned_text(p),
+        PlanOutcome::Planned(p) => planned_text(p, all),
     }
 }
 
-fn planned_text(p: &Planned) -> String {
+fn planned_text(p: &Planned, all: bool) -> String {
     let prediction = &p.prediction;
     let d = &prediction.digests;
     let mut out = if prediction.published {
@@ -304,7 +316,7 @@ fn planned_text(p: &Planned) -> String {
     let _ = write!(
         out,
         "\nACTIONS\n{}",
-        nodes_text(&prediction.impact, &p.pending)
+        nodes_text(&prediction.impact, &p.pending, all)
     );
     for (name, entry) in &p.quarantined {
         let _ = writeln!(

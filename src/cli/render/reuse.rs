@@ -26,8 +26,20 @@ fn instances(c: &NodeChange) -> String {
     }
 }
 
-/// The NODES section in text.
-pub fn nodes_text(changes: &[NodeChange]) -> String {
+/// The reused nodes, when they are only counted: their number, and the
+/// others.
+fn split(changes: &[NodeChange], all: bool) -> (Vec<&NodeChange>, usize) {
+    let shown: Vec<&NodeChange> = changes
+        .iter()
+        .filter(|c| all || c.kind != "reused")
+        .collect();
+    let reused = changes.len() - shown.len();
+    (shown, reused)
+}
+
+/// The NODES section in text (reused nodes as a count unless `all`).
+pub fn nodes_text(changes: &[NodeChange], all: bool) -> String {
+    let (changes, reused) = split(changes, all);
     let width = changes
         .iter()
         .map(|c| c.entry_id.chars().count())
@@ -49,11 +61,18 @@ pub fn nodes_text(changes: &[NodeChange]) -> String {
         );
         let _ = writeln!(out, "{}", line.trim_end());
     }
+    if reused > 0 {
+        let _ = writeln!(
+            out,
+            "  … {reused} reused (identity unchanged; --all lists them)"
+        );
+    }
     out
 }
 
-/// The NODES section in markdown.
-pub fn nodes_markdown(changes: &[NodeChange]) -> String {
+/// The NODES section in markdown (reused nodes as a count unless `all`).
+pub fn nodes_markdown(changes: &[NodeChange], all: bool) -> String {
+    let (changes, reused) = split(changes, all);
     let mut out = String::from(
         "\n#### Nodes\n\n| | node | kind | instance | reasons |\n|---|---|---|---|---|\n",
     );
@@ -66,6 +85,12 @@ pub fn nodes_markdown(changes: &[NodeChange]) -> String {
             c.kind,
             instances(c),
             c.reasons.join(", ")
+        );
+    }
+    if reused > 0 {
+        let _ = writeln!(
+            out,
+            "\n{reused} more reused (identity unchanged; `--all` lists them)."
         );
     }
     out

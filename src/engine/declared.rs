@@ -1,0 +1,452 @@
+//! What a composition declares, as one tree keyed the way its TOML is:
+//! `entries.<id>.config.<key>`, `plugins.<name>.provides.<capability>`,
+//! `agents.<name>.prompt`… Two such trees are compared leaf by leaf
+//! ([`crate::engine::leaf_diff`]) so a diff of two compositions names every
+//! changed key, terraform style.
+//!
+//! Values are as declared; a secret reference is `{secret = NAME}` (its
+//! name, never a value), and what a person should not see — a value under
+//! a secret-looking key, a URL's password — is masked by
+//! [`mask_for_display`] before anything is shown. Host settings and scope
+//! metadata are not part of it (the first are shown apart, the second is
+//! never compared).
+
+use std::collections::BTreeMap;
+
+use super::canonical::Canon;
+use super::leaf_diff::LeafChange;
+use super::model::{Composition, Manifest, Requirement, ScopeDecl};
+use super::redact::{REDACTED, is_sensitive_key, redact_url_userinfo};
+
+fn strs<'a>(items: impl IntoIterator<Item = &'a str>) -> Canon {
+    Canon::list(items)
+}
+
+fn requirements<'a>(items: impl Iterator<Item = &'a Requirement>) -> Canon {
+    Canon::Map(
+        items
+            .map(|r| {
+                let spec = r.specifier.to_string();
+                (r.capability.to_string(), Canon::Str(spec))
+            })
+            .collect(),
+    )
+}
+
+fn manifest(m: &Manifest) -> Canon {
+    let mut out = BTreeMap::new();
+    out.insert("version".to_owned(), Canon::Str(m.version.to_string()));
+    out.insert(
+        "provides".to_owned(),
+        Canon::Map(
+            m.provides
+                .iter()
+                .map(|(cap, p)| (cap.to_string(), strs(p.versions.iter().map(|v| v.as_str()))))
+                .collect(),
+        ),
+    );
+    out.insert(
+        "requires".to_owned(),
+        requirements(m.requires.values().filter(|r| !r.optional)),
+    );
+    out.insert(
+        "optional".to_owned(),
+        requirements(m.requires.values().filter(|r| r.optional)),
+    );
+    out.insert(
+        "permissions".to_owned(),
+        strs(m.permissions.iter().map(String::as_str)),
+    );
+    out.insert(
+        "config_version".to_owned(),
+        Canon::Int(i128::from(m.config_version)),
+    );
+    out.insert(
+        "tools".to_owned(),
+        Canon::Map(
+            m.tools
+                .iter()
+                .map(|t| {
+                    let json = |v: &Option<serde_json::Value>| {
+                        v.as_ref().map_or(Canon::Null, Canon::from_json)
+                    };
+                    (
+                        t.name.to_string(),
+                        Canon::map([
+                            ("description", Canon::from(t.description.as_str())),
+                            ("args", json(&t.args_schema)),
+                            ("result", json(&t.result)),
+                        ]),
+                    )
+                })
+                .collect(),
+        ),
+    );
+    out.insert(
+        "metadata".to_owned(),
+        Canon::Map(
+            m.metadata
+                .iter()
+                .map(|(k, v)| (k.clone(), v.to_canon_unredacted()))
+                .collect(),
+        ),
+    );
+    Canon::Map(out)
+}
+
+fn set<T: std::fmt::Display>(v: Option<&std::collections::BTreeSet<T>>) -> Canon {
+    v.map_or(Canon::Null, |items| {
+        Canon::List(items.iter().map(|i| Canon::Str(i.to_string())).collect())
+    })
+}
+
+fn scope(s: &ScopeDecl) -> Canon {
+    Canon::map([
+        ("capabilities", set(s.capabilities.as_ref())),
+        ("tools", set(s.tools.as_ref())),
+        ("requires", requirements(s.requirements.values())),
+        (
+            "prefer",
+            Canon::Map(
+                s.prefer
+                    .iter()
+                    .map(|(c, e)| (c.to_string(), Canon::from(e.value.as_str())))
+                    .collect(),
+            ),
+        ),
+    ])
+}
+
+/// What `composition` declares, as a tree of its TOML keys.
+pub fn declared_tree(composition: &Composition) -> Canon {
+    let mut root = BTreeMap::new();
+    let mut entries = BTreeMap::new();
+    let mut plugins = BTreeMap::new();
+    for (id, e) in &composition.entries {
+        let mut entry = BTreeMap::new();
+        entry.insert("plugin".to_owned(), Canon::from(e.plugin.value.as_str()));
+        entry.insert("scope".to_owned(), Canon::from(e.scope.value.as_str()));
+        entry.insert("config".to_owned(), e.config.to_canon_unredacted());
+        entry.insert(
+            "prefer".to_owned(),
+            Canon::Map(
+                e.prefer
+                    .iter()
+                    .map(|(c, r)| (c.to_string(), Canon::from(r.value.as_str())))
+                    .collect(),
+            ),
+        );
+        entry.insert(
+            "on_failure".to_owned(),
+            Canon::from(if composition.skip_on_failure.contains(id) {
+                "skip"
+            } else {
+                "fail"
+            }),
+        );
+        entry.insert(
+            "enabled_if".to_owned(),
+            composition
+                .conditions
+                .get(id)
+                .map_or(Canon::Null, |c| strs(c.env.iter().map(String::as_str))),
+        );
+        entries.insert(id.to_string(), Canon::Map(entry));
+        // A built-in kind's manifest derives from the entry's config, which
+        // is compared above; a declared one is its `[plugins]` table.
+        if e.manifest.kind.is_none() {
+            plugins.insert(e.manifest.name.clone(), manifest(&e.manifest));
+        }
+    }
+    root.insert("entries".to_owned(), Canon::Map(entries));
+    root.insert("plugins".to_owned(), Canon::Map(plugins));
+    let agent_scopes: std::collections::BTreeSet<&str> = composition
+        .agents
+        .values()
+        .map(|a| a.scope.as_str())
+        .collect();
+    root.insert(
+        "scopes".to_owned(),
+        Canon::Map(
+            composition
+                .scopes
+                .values()
+                .filter(|s| !s.implied && !agent_scopes.contains(s.path.as_str()))
+                .map(|s| (s.path.to_string(), scope(s)))
+                .collect(),
+        ),
+    );
+    root.insert(
+        "agents".to_owned(),
+        Canon::Map(
+            composition
+                .agents
+                .iter()
+                .map(|(name, a)| {
+                    let text = |s: &Option<String>| s.as_deref().map_or(Canon::Null, Canon::from);
+                    (
+                        name.clone(),
+                        Canon::map([
+                            ("description", Canon::from(a.description.as_str())),
+                            ("prompt", Canon::from(a.prompt.as_str())),
+                            ("default_input", text(&a.default_input)),
+                            ("revision", Canon::from(a.revision.as_str())),
+                            ("scope", Canon::from(a.scope.as_str())),
+                            ("model", Canon::Str(a.model.render())),
+                            (
+                                "prefer_model",
+                                a.prefer_model
+                                    .as_ref()
+                                    .map_or(Canon::Null, |e| Canon::from(e.value.as_str())),
+                            ),
+                            (
+                                "tools",
+                                a.tools
+                                    .as_ref()
+                                    .map_or(Canon::Null, |t| strs(t.iter().map(|t| t.as_str()))),
+                            ),
+                            ("sub_agents", strs(a.sub_agents.iter().map(String::as_str))),
+                            ("max_steps", Canon::Int(i128::from(a.max_steps))),
+                            (
+                                "budget",
+                                Canon::Map(
+                                    a.budget
+                                        .iter()
+                                        .map(|(d, v)| (d.as_str().to_owned(), Canon::Float(v)))
+                                        .collect(),
+                                ),
+                            ),
+                            (
+                                "temperature",
+                                a.temperature.map_or(Canon::Null, Canon::Float),
+                            ),
+                            (
+                                "max_tokens",
+                                a.max_tokens
+                                    .map_or(Canon::Null, |t| Canon::Int(i128::from(t))),
+                            ),
+                        ]),
+                    )
+                })
+                .collect(),
+        ),
+    );
+    root.insert(
+        "prefer".to_owned(),
+        Canon::Map(
+            composition
+                .preferences
+                .global
+                .iter()
+                .map(|(c, e)| (c.to_string(), Canon::from(e.value.as_str())))
+                .collect(),
+        ),
+    );
+    if let Some(p) = &composition.policy {
+        let grants = |g: &[crate::engine::policy::Grant]| {
+            Canon::List(g.iter().map(|g| Canon::Str(g.to_string())).collect())
+        };
+        root.insert(
+            "policy".to_owned(),
+            Canon::map([
+                ("grants", grants(&p.rules.grants)),
+                ("deny", grants(&p.rules.deny)),
+                (
+                    "approval_required",
+                    strs(p.rules.approval_required.iter().map(String::as_str)),
+                ),
+                (
+                    "tools",
+                    Canon::Map(
+                        p.tools
+                            .iter()
+                            .map(|(name, t)| {
+                                let json = serde_json::to_value(t).unwrap_or_default();
+                                (name.clone(), Canon::from_json(&json))
+                            })
+                            .collect(),
+                    ),
+                ),
+            ]),
+        );
+    }
+    root.insert(
+        "disabled".to_owned(),
+        strs(composition.disabled.keys().map(|k| k.as_str())),
+    );
+    Canon::Map(root)
+}
+
+/// Whether `v` is a secret reference as the tree holds one (`{secret =
+/// NAME}`): a value, compared whole.
+pub fn is_secret_ref(v: &Canon) -> bool {
+    matches!(v, Canon::Map(m) if m.len() == 1 && matches!(m.get("secret"), Some(Canon::Str(_))))
+}
+
+/// The changed keys from `old` to `new`, each masked for display.
+pub fn changed_keys(old: &Composition, new: &Composition) -> Vec<LeafChange> {
+    let mut changes = super::leaf_diff::changed_leaves_with(
+        &declared_tree(old),
+        &declared_tree(new),
+        &is_secret_ref,
+    );
+    changes.iter_mut().for_each(mask_for_display);
+    changes
+}
+
+/// Every leaf of an entry's configuration — its path below `config` and
+/// the hash of its value (a secret reference by its name) — for a store
+/// that keeps no values but must name what changed.
+pub fn config_leaves(
+    config: &super::model::ConfigValue,
+) -> Result<Vec<(Vec<String>, String)>, super::canonical::CanonError> {
+    let mut out = Vec::new();
+    collect_leaves(&mut Vec::new(), &config.to_canon_unredacted(), &mut out)?;
+    Ok(out)
+}
+
+fn collect_leaves(
+    path: &mut Vec<String>,
+    v: &Canon,
+    out: &mut Vec<(Vec<String>, String)>,
+) -> Result<(), super::canonical::CanonError> {
+    match v {
+        Canon::Map(m) if !is_secret_ref(v) => {
+            for (k, item) in m {
+                path.push(k.clone());
+                collect_leaves(path, item, out)?;
+                path.pop();
+            }
+        }
+        leaf => out.push((path.clone(), super::canonical::stable_hash(leaf)?)),
+    }
+    Ok(())
+}
+
+/// Keys below which a value is free-form user data (where secret-looking
+/// keys are masked); above them the keys are chassis's own (`tokens` of a
+/// budget is a limit, not a credential).
+const FREE_FORM: &[&str] = &["config", "metadata"];
+
+/// Mask what a person must not see in a changed leaf: a leaf under a
+/// secret-looking key of free-form data (a configuration, metadata) is
+/// masked whole (named, never shown); inside a value, such keys become
+/// `<redacted>`; URL passwords are hidden everywhere.
+pub fn mask_for_display(change: &mut LeafChange) {
+    let free_from = change
+        .path
+        .iter()
+        .position(|k| FREE_FORM.contains(&k.as_str()));
+    let sensitive =
+        free_from.is_some_and(|at| change.path[at + 1..].iter().any(|k| is_sensitive_key(k)));
+    if sensitive {
+        change.masked = true;
+        change.old = change.old.as_ref().map(|_| Canon::from(REDACTED));
+        change.new = change.new.as_ref().map(|_| Canon::from(REDACTED));
+        return;
+    }
+    let mut masked = false;
+    for side in [&mut change.old, &mut change.new] {
+        if let Some(v) = side.as_mut() {
+            masked |= mask_value(v, free_from.is_some());
+        }
+    }
+    change.masked = masked;
+}
+
+/// Redact inside `v` (`free_form`: below a configuration or metadata key);
+/// whether anything was.
+fn mask_value(v: &mut Canon, free_form: bool) -> bool {
+    match v {
+        Canon::Str(s) => match redact_url_userinfo(s) {
+            std::borrow::Cow::Owned(clean) => {
+                *s = clean;
+                true
+            }
+            std::borrow::Cow::Borrowed(_) => false,
+        },
+        Canon::List(items) => items
+            .iter_mut()
+            .fold(false, |m, i| mask_value(i, free_form) | m),
+        Canon::Map(map) => {
+            let mut masked = false;
+            for (k, item) in map.iter_mut() {
+                if free_form && is_sensitive_key(k) {
+                    *item = Canon::from(REDACTED);
+                    masked = true;
+                } else {
+                    masked |= mask_value(item, free_form || FREE_FORM.contains(&k.as_str()));
+                }
+            }
+            masked
+        }
+        _ => false,
+    }
+}
+
+#[cfg(test)]
+mod tests {
+    use super::*;
+    use crate::load::load_str;
+
+    fn comp(text: &str) -> Composition {
+        let l = load_str("c.toml", text);
+        assert!(!l.has_errors(), "{:?}", l.diagnostics);
+        l.composition.unwrap()
+    }
+
+    fn rows(a: &str, b: &str) -> Vec<String> {
+        changed_keys(&comp(a), &comp(b))
+            .into_iter()
+            .map(|c| format!("{} {:?} -> {:?} {}", c.path_text(), c.old, c.new, c.masked))
+            .collect()
+    }
+
+    const BASE: &str = r#"version = 1
+[plugins.pg]
+version = "1.0.0"
+provides = { database = "1.0.0" }
+[entries.finance-db]
+plugin = "pg"
+config = { dsn = "postgres://u:pw-canary@h/db", api_key = "sk-canary-1", timeout = 5, "a.b" = 1, password = { secret = "DB_PW" } }
+"#;
+
+    #[test]
+    fn every_changed_key_is_named_and_secrets_stay_masked() {
+        let edited = BASE
+            .replace("timeout = 5", "timeout = 30")
+            .replace("\"a.b\" = 1", "\"a.b\" = 2")
+            .replace("sk-canary-1", "sk-canary-2")
+            .replace("pw-canary", "pw-canary-2")
+            .replace("DB_PW", "DB_PASSWORD");
+        let rows = rows(BASE, &edited);
+        let text = rows.join("\n");
+        assert!(!text.contains("canary"), "{text}");
+        assert_eq!(
+            rows,
+            [
+                r#"entries.finance-db.config."a.b" Some(Int(1)) -> Some(Int(2)) false"#,
+                r#"entries.finance-db.config.api_key Some(Str("<redacted>")) -> Some(Str("<redacted>")) true"#,
+                r#"entries.finance-db.config.dsn Some(Str("postgres://u:<redacted>@h/db")) -> Some(Str("postgres://u:<redacted>@h/db")) true"#,
+                r#"entries.finance-db.config.password Some(Str("<redacted>")) -> Some(Str("<redacted>")) true"#,
+                r#"entries.finance-db.config.timeout Some(Int(5)) -> Some(Int(30)) false"#,
+            ]
+        );
+        assert!(self::rows(BASE, BASE).is_empty());
+        // chassis's own keys are never masked, and an added entry's config
+        // is redacted inside.
+        let more = format!(
+            "{BASE}[agents.a]\nprompt = \"p\"\nbudget = {{ tokens = 10 }}\n[entries.cache]\nplugin = \"pg\"\nconfig = {{ token = \"sk-canary-3\", size = 2 }}\n"
+        );
+        let rows = self::rows(BASE, &more);
+        let text = rows.join("\n");
+        assert!(!text.contains("canary"), "{text}");
+        assert!(text.contains("budget"), "{text}");
+        assert!(text.contains(r#""token": Str("<redacted>")"#), "{text}");
+        let more2 = more.replace("tokens = 10", "tokens = 20");
+        assert_eq!(
+            self::rows(&more, &more2),
+            ["agents.a.budget.tokens Some(Float(10.0)) -> Some(Float(20.0)) false"]
+        );
+    }
+}
