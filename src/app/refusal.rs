@@ -8,14 +8,15 @@ use crate::engine::model::Composition;
 use crate::engine::resolve::{PendingReason, Plan};
 
 /// Why a composition is refused before anything runs.
-#[derive(Clone, Debug)]
+#[derive(Clone, Debug, Default)]
 pub struct Refusal {
     /// Cycles as `a -> b -> a`.
     pub cycles: Vec<String>,
     /// `(entry, capability, status)` of pending hard requirements.
     pub pending: Vec<(String, String, String)>,
     /// Tools that cannot be published (a name two entries declare, a
-    /// permission the plugin does not declare), as `check` reports them.
+    /// permission the plugin does not declare, an `mcp` entry whose tools
+    /// are not pinned in `chassis.lock`), as `check` reports them.
     pub problems: Vec<Diagnostic>,
 }
 

@@ -6,7 +6,7 @@
 
 use std::path::{Path, PathBuf};
 
-use crate::engine::diag::{Code, did_you_mean};
+use crate::engine::diag::{Code, Diagnostic, did_you_mean};
 use crate::engine::model::Composition;
 use crate::engine::request_tools::RequestToolsDecl;
 use crate::engine::resolve::{Plan, resolve_with_tree};
@@ -34,6 +34,10 @@ pub struct Workspace {
     /// The codes of the loader's warnings (already reported), for results
     /// that depend on one (`check`, and a missing lock entry).
     pub warnings: Vec<Code>,
+    /// The loader's `chassis.lock` findings (already reported as
+    /// warnings): an `mcp` entry whose tools are not pinned as it expects
+    /// cannot be published, so they are refusals too.
+    pub lock_problems: Vec<Diagnostic>,
 }
 
 impl Workspace {
@@ -41,30 +45,30 @@ impl Workspace {
     /// without locked tools, or whose lock lacks a tool it expects. Such a
     /// composition cannot publish as checked (`check` answers no).
     pub fn lock_findings(&self) -> Vec<&'static str> {
-        self.warnings
-            .iter()
-            .filter(|c| {
-                matches!(
-                    c,
-                    Code::McpLockMissing | Code::McpLockStale | Code::McpExpectedToolMissing
-                )
-            })
-            .map(|c| c.as_str())
-            .collect()
+        self.lock_problems.iter().map(|d| d.code.as_str()).collect()
     }
 
     /// Why publishing this composition would be refused: cycles and tool
     /// problems always, pending requirements unless allowed. The problems
     /// (which point into the files) are reported to `reporter`.
     pub fn refusal(&self, allow_pending: bool, reporter: &dyn Reporter) -> Option<Refusal> {
-        let refusal = refusal(&self.composition, &self.plan, allow_pending)?;
-        if !refusal.problems.is_empty() {
+        let mut found = refusal(&self.composition, &self.plan, allow_pending);
+        if let Some(r) = &found
+            && !r.problems.is_empty()
+        {
             reporter.notice(Notice::Diagnostics {
-                diagnostics: &refusal.problems,
+                diagnostics: &r.problems,
                 sources: &self.sources,
             });
         }
-        Some(refusal)
+        // The lock findings were reported when the file was loaded.
+        if !self.lock_problems.is_empty() {
+            found
+                .get_or_insert_with(Refusal::default)
+                .problems
+                .extend(self.lock_problems.iter().cloned());
+        }
+        found
     }
 
     /// The composition a run of `agent` executes when its request brings
@@ -197,6 +201,17 @@ fn finish(
         .filter(|d| !d.is_error())
         .map(|d| d.code)
         .collect();
+    let lock_problems = loaded
+        .diagnostics
+        .iter()
+        .filter(|d| {
+            matches!(
+                d.code,
+                Code::McpLockMissing | Code::McpLockStale | Code::McpExpectedToolMissing
+            )
+        })
+        .cloned()
+        .collect();
     let Some(mut composition) = loaded.composition else {
         let errors = loaded.diagnostics.iter().filter(|d| d.is_error()).count();
         return Err(AppError::Load { display, errors });
@@ -226,6 +241,7 @@ fn finish(
         sources: loaded.sources,
         display,
         warnings,
+        lock_problems,
     })
 }
 

@@ -729,3 +729,41 @@ fn one_change_among_many_nodes_is_a_short_plan_unless_all() {
         diff.stdout
     );
 }
+
+#[test]
+fn an_unpinned_mcp_entry_is_refused_before_its_server_starts() {
+    let dir = tempfile::tempdir().unwrap();
+    let d = dir.path();
+    // The command would fail if it were ever started.
+    std::fs::write(
+        d.join("c.toml"),
+        "version = 1\n[entries.fs]\nplugin = \"mcp\"\nconfig = { command = \"/bin/false\" }\n",
+    )
+    .unwrap();
+    let codes = |r: &Run| -> Vec<String> {
+        r.stderr
+            .lines()
+            .filter_map(|l| serde_json::from_str::<serde_json::Value>(l).ok())
+            .filter_map(|d| d["code"].as_str().map(str::to_owned))
+            .collect()
+    };
+    let check = chassis(d, &["check", "c.toml"]);
+    assert_eq!(check.code, 1, "{}", check.transcript());
+    assert!(codes(&check).contains(&"load::mcp-lock-missing".to_owned()));
+    let plan = chassis(d, &["plan", "c.toml"]);
+    assert_eq!(plan.code, 1, "{}", plan.transcript());
+    let doc: serde_json::Value = serde_json::from_str(&plan.stdout).unwrap();
+    assert_eq!(
+        doc["refusal"]["problems"][0]["code"],
+        "load::mcp-lock-missing"
+    );
+    let publish = chassis(d, &["publish", "c.toml"]);
+    assert_eq!(publish.code, 1, "{}", publish.transcript());
+    assert!(
+        publish.stderr.contains("[load::mcp-lock-missing]")
+            && codes(&publish).contains(&"publish::refused".to_owned()),
+        "{}",
+        publish.transcript()
+    );
+    assert!(!d.join(".chassis").exists());
+}

@@ -468,16 +468,24 @@ fn a_server_that_differs_from_the_lock_fails_publication_with_the_diff() {
     assert_eq!(r.code, 0, "{}", r.transcript());
     assert_eq!(std::fs::read_to_string(&lock_path).unwrap(), good);
 
-    // A locked tool the server no longer offers: a broken promise,
-    // rolled back (PluginContractError).
+    // A lock that pins a tool the entry no longer mounts: `check` reports
+    // it (load::mcp-lock-stale, exit 1), and publish refuses it alike before
+    // starting anything — the current generation stays.
     let extra = "\n[[entries.s.tools]]\nname = \"vanished\"\nremote_name = \"vanished\"\ndescription = \"gone\"\ninput_schema = '{\"type\":\"object\"}'\n";
     std::fs::write(&lock_path, format!("{good}{extra}")).unwrap();
+    let check = chassis(dir.path(), &["check", "c.toml"], &[]);
+    assert_eq!(check.code, 1, "{}", check.transcript());
+    assert!(
+        check.stderr.contains("load::mcp-lock-stale"),
+        "{}",
+        check.stderr
+    );
     let r = chassis(dir.path(), &["publish", "c.toml", "--state", state], &[]);
-    assert_eq!(r.code, 3, "{}", r.transcript());
-    assert!(r.stderr.contains("runtime::contract"), "{}", r.stderr);
+    assert_eq!(r.code, 1, "{}", r.transcript());
+    assert!(r.stderr.contains("load::mcp-lock-stale"), "{}", r.stderr);
     assert!(r.stderr.contains("vanished"), "{}", r.stderr);
     assert!(
-        r.stderr.contains("current generation is unchanged"),
+        r.stderr.contains("refusing to publish") && r.stderr.contains("--update-lock"),
         "{}",
         r.stderr
     );
@@ -507,48 +515,31 @@ fn expected_tools_are_a_contract() {
         "{}",
         r.stderr
     );
-    // Publishing it anyway mounts the server, which registers what it has:
-    // the missing promise is a `PluginContractError`, rolled back, and the
-    // store keeps what it had.
+    // Publishing it anyway is refused as check refuses it, before the
+    // server starts: the same code, exit 1, and no store is created.
     let state = dir.path().join("state.db");
-    let state = state.to_str().unwrap();
     let r = chassis(
         dir.path(),
-        &["--format", "json", "publish", "c.toml", "--state", state],
+        &[
+            "--format",
+            "json",
+            "publish",
+            "c.toml",
+            "--state",
+            state.to_str().unwrap(),
+        ],
         &[],
     );
-    assert_eq!(r.code, 3, "{}", r.transcript());
-    let v: Value = r
-        .stderr
-        .lines()
-        .filter_map(|l| serde_json::from_str::<Value>(l).ok())
-        .find(|d| d["code"] == "runtime::contract")
-        .unwrap_or_else(|| panic!("{}", r.transcript()));
-    let v = &v["fields"];
-    assert_eq!(v["promised"], "tool `teleport`", "{v}");
+    assert_eq!(r.code, 1, "{}", r.transcript());
     assert!(
-        v["promise"]
-            .as_str()
-            .unwrap()
-            .contains("(expect_tools) but did not register it"),
-        "{v}"
+        r.stderr
+            .lines()
+            .filter_map(|l| serde_json::from_str::<Value>(l).ok())
+            .any(|d| d["code"] == "load::mcp-expected-tool-missing"),
+        "{}",
+        r.transcript()
     );
-    assert_eq!(v["rolled_back"], serde_json::json!(["s"]), "{v}");
-    assert!(
-        v["actual"]
-            .as_array()
-            .unwrap()
-            .contains(&serde_json::json!("tool `echo`")),
-        "{v}"
-    );
-    let r = chassis(
-        dir.path(),
-        &["--format", "json", "generations", "list", "--state", state],
-        &[],
-    );
-    assert_eq!(r.code, 0, "{}", r.transcript());
-    let listed = stdout_json(&r);
-    assert_eq!(listed["generations"], serde_json::json!([]), "{listed}");
+    assert!(!state.exists());
 }
 
 #[test]

@@ -101,6 +101,16 @@ fn refused(ui: &Ui, verb: &str, display: &str, refusal: &Refusal) {
         "dependency_cycle" => format!(
             "  help: break the cycle (see `chassis check {display}`); a cycle cannot be published"
         ),
+        "tool_problems"
+            if refusal
+                .problems
+                .iter()
+                .any(|d| d.code.as_str().starts_with("load::mcp-")) =>
+        {
+            format!(
+                "  help: pin the servers' tools with `chassis tools {display} --update-lock` (or {verb} with --update-lock), and fix the rest (see `chassis check {display}`)"
+            )
+        }
         "tool_problems" => format!(
             "  help: fix them (see `chassis check {display}`); --allow-pending does not skip them"
         ),

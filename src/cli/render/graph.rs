@@ -185,6 +185,7 @@ mod tests {
             sources: loaded.sources,
             display: "c.toml".into(),
             warnings: Vec::new(),
+            lock_problems: Vec::new(),
         };
         let chart = mermaid(&r);
         assert!(chart.contains(r#"["a#quot;b]c"]"#), "{chart}");
