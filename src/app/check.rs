@@ -1,35 +1,66 @@
 //! `check`: load, validate and resolve a composition; find what would keep
-//! it from publishing.
+//! it from publishing — the same refusals `plan`, `publish` and `run` make.
 
 use std::path::Path;
 
 use crate::engine::diag::Diagnostic;
-use crate::engine::findings::{REFUSAL_CODES, plan_diagnostics};
+use crate::engine::findings::plan_diagnostics;
 
 use super::env::RunEnv;
 use super::error::AppError;
 use super::report::Reporter;
 use super::workspace::{Workspace, load_file};
 
+/// The answer of `check` for one composition.
+#[derive(Clone, Copy, Debug, PartialEq, Eq)]
+pub enum Verdict {
+    /// It publishes as it stands.
+    Ok,
+    /// A hard requirement does not resolve, or entries form a cycle.
+    Pending,
+    /// It resolves, but publication would refuse a tool (a name two
+    /// entries declare, a permission its plugin does not declare).
+    Refused,
+    /// It resolves, but an `mcp` entry's tools are not pinned in
+    /// `chassis.lock` as it expects.
+    Unlocked,
+}
+
+impl Verdict {
+    /// `ok`, `pending`, `refused`, `unlocked`.
+    pub fn as_str(self) -> &'static str {
+        match self {
+            Verdict::Ok => "ok",
+            Verdict::Pending => "pending",
+            Verdict::Refused => "refused",
+            Verdict::Unlocked => "unlocked",
+        }
+    }
+}
+
 /// What `check` found in one composition.
 pub struct CheckReport {
     /// The composition, loaded and resolved.
     pub workspace: Workspace,
     /// The resolver's findings (pending, ambiguous, cycles, preferences
-    /// that chose nothing), pointing into the workspace's sources.
+    /// that chose nothing, refused tools), pointing into the workspace's
+    /// sources.
     pub findings: Vec<Diagnostic>,
-    /// Whether publication would refuse a tool: a name two active entries
-    /// declare, or permissions its plugin does not declare.
-    pub refused: bool,
-    /// The loader's `chassis.lock` findings.
-    pub lock_findings: Vec<&'static str>,
+    /// The answer: anything but `Ok` is a no (exit 1), the reason
+    /// `publish` would refuse.
+    pub verdict: Verdict,
 }
 
 impl CheckReport {
-    /// Whether the answer is no: a hard requirement does not resolve, a
-    /// tool would be refused, or an `mcp` entry's lock is missing or stale.
+    /// Whether the answer is no.
     pub fn is_negative(&self) -> bool {
-        !self.workspace.plan.is_complete() || self.refused || !self.lock_findings.is_empty()
+        self.verdict != Verdict::Ok
+    }
+
+    /// The codes of the `chassis.lock` findings about entries that would
+    /// be mounted.
+    pub fn lock_findings(&self) -> Vec<&'static str> {
+        self.workspace.lock_findings()
     }
 }
 
@@ -37,15 +68,21 @@ impl CheckReport {
 pub fn check_file(path: &Path, reporter: &dyn Reporter) -> Result<CheckReport, AppError> {
     let workspace = load_file(path, &RunEnv::process(), reporter)?;
     let findings = plan_diagnostics(&workspace.composition, &workspace.tree, &workspace.plan);
-    // What publication would refuse (a tool name two entries declare, a
-    // permission a plugin does not declare): a negative answer, like a
-    // pending entry.
-    let refused = findings.iter().any(|d| REFUSAL_CODES.contains(&d.code));
-    let lock_findings = workspace.lock_findings();
+    // The refusal publish would make (its problems are among the findings,
+    // so it is not reported again).
+    let refusal = super::refusal::refusal(&workspace.composition, &workspace.plan, false);
+    let verdict = if !workspace.plan.is_complete() {
+        Verdict::Pending
+    } else if refusal.is_some_and(|r| !r.problems.is_empty()) {
+        Verdict::Refused
+    } else if !workspace.lock_problems.is_empty() {
+        Verdict::Unlocked
+    } else {
+        Verdict::Ok
+    };
     Ok(CheckReport {
         workspace,
         findings,
-        refused,
-        lock_findings,
+        verdict,
     })
 }

@@ -17,7 +17,7 @@ use super::error::{AppError, Problem};
 use super::report::Reporter;
 use super::reuse::{NodeChange, node_changes};
 use super::state::{StateStore, state_path};
-use super::workspace::{Operand, load_operand};
+use super::workspace::{Operand, OperandKind, load_operand};
 
 /// What to compare.
 #[derive(Clone, Debug)]
@@ -42,8 +42,10 @@ pub struct DiffOutcome {
     pub new: Operand,
     /// How each node changed, when both sides are stored generations.
     pub nodes: Option<Vec<NodeChange>>,
-    /// Every changed key (`entries.db.config.timeout`), when both sides
-    /// are compositions: values masked where a person must not see them.
+    /// Every changed key (`entries.db.config.timeout`): between two
+    /// compositions with their values (masked where a person must not see
+    /// them); between two stored generations the configuration keys, named
+    /// without values.
     pub keys: Option<Vec<LeafChange>>,
     /// How the host settings changed, when both sides are compositions
     /// (never part of the semantic diff: they fail no gate).
@@ -83,8 +85,10 @@ pub fn diff(options: &DiffOptions, reporter: &dyn Reporter) -> Result<DiffOutcom
 
 /// The configuration keys that changed between two stored generations,
 /// named from the per-leaf fingerprints the store keeps (it keeps no
-/// values: each is `(changed)`, `(added)` or `(removed)`); an entry stored
-/// without them is one `entries.<id>.config` row.
+/// values: each is `(changed)`, `(added)` or `(removed)`). When the
+/// configuration changed and no fingerprinted leaf did — a value that may be
+/// a credential (never fingerprinted), a rotated secret, an entry stored
+/// before leaves were kept — the entry's `config` is the row.
 fn stored_config_keys(old: &StoredGeneration, new: &StoredGeneration) -> Vec<LeafChange> {
     let masked = |present: bool| present.then(|| Canon::from(REDACTED));
     let mut out = Vec::new();
@@ -97,25 +101,29 @@ fn stored_config_keys(old: &StoredGeneration, new: &StoredGeneration) -> Vec<Lea
         }
         let base = ["entries", a.entry_id.as_str(), "config"].map(str::to_owned);
         let (x, y) = (&a.identity.config_leaves, &b.identity.config_leaves);
-        if x.is_empty() || y.is_empty() {
-            out.push(LeafChange {
-                path: base.to_vec(),
-                old: masked(true),
-                new: masked(true),
-                masked: true,
-            });
-            continue;
-        }
+        let before = out.len();
         let keys: std::collections::BTreeSet<&String> = x.keys().chain(y.keys()).collect();
         for key in keys {
-            if x.get(key) == y.get(key) {
+            let (p, q) = (x.get(key), y.get(key));
+            // Present on both sides without a fingerprint: unknown, and
+            // covered by the row below when nothing else explains it.
+            let unknown = p.is_some_and(String::is_empty) && q.is_some_and(String::is_empty);
+            if p == q || unknown {
                 continue;
             }
             let below: Vec<String> = serde_json::from_str(key).unwrap_or_default();
             out.push(LeafChange {
                 path: base.iter().cloned().chain(below).collect(),
-                old: masked(x.contains_key(key)),
-                new: masked(y.contains_key(key)),
+                old: masked(p.is_some()),
+                new: masked(q.is_some()),
+                masked: true,
+            });
+        }
+        if out.len() == before {
+            out.push(LeafChange {
+                path: base.to_vec(),
+                old: masked(true),
+                new: masked(true),
                 masked: true,
             });
         }
@@ -164,7 +172,7 @@ fn store_operand(
         Operand {
             snapshot: env.snapshot,
             display: operand.to_owned(),
-            label: operand.to_owned(),
+            kind: OperandKind::Stored,
             composition: None,
         },
         g,

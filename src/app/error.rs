@@ -95,7 +95,7 @@ pub enum AppError {
     Problems(Vec<Problem>),
     /// A composition that cannot be published as it is (pending hard
     /// requirements, a cycle).
-    #[error("refusing to {verb} `{display}`: {}", refusal.reason())]
+    #[error("refusing to {verb} `{display}`: {}", refusal.reason().as_str())]
     Refused {
         /// `publish` or `run`.
         verb: &'static str,

@@ -227,47 +227,9 @@ pub async fn update_for(file: &Path, env: &RunEnv, caller: &Caller) -> Result<()
     if write(file, &lock)? {
         caller.notice(Notice::LockUpdated {
             path: &lock_path(file),
-            summary: &summary(old.as_ref(), &lock),
+            old: old.as_ref(),
+            new: &lock,
         });
     }
     Ok(())
-}
-
-/// `fs (+2 tools, -1), time (new)`: what changed between two locks.
-pub fn summary(old: Option<&Lock>, new: &Lock) -> String {
-    let mut parts = Vec::new();
-    for (id, e) in &new.entries {
-        match old.and_then(|l| l.entries.get(id)) {
-            None => parts.push(format!(
-                "{id} (new, {} tool{})",
-                e.tools.len(),
-                if e.tools.len() == 1 { "" } else { "s" }
-            )),
-            Some(o) => {
-                let changes = diff_tools(o, e);
-                let count = |f: fn(&ToolChange) -> bool| changes.iter().filter(|c| f(c)).count();
-                let added = count(|c| matches!(c, ToolChange::Added { .. }));
-                let removed = count(|c| matches!(c, ToolChange::Removed { .. }));
-                let changed = changes.len() - added - removed;
-                if !changes.is_empty() {
-                    parts.push(format!("{id} (+{added} -{removed} ~{changed})"));
-                } else if o != e {
-                    parts.push(format!(
-                        "{id} (server {} {})",
-                        e.server_name, e.server_version
-                    ));
-                }
-            }
-        }
-    }
-    for id in old.map(|l| l.entries.keys()).into_iter().flatten() {
-        if !new.entries.contains_key(id) {
-            parts.push(format!("{id} (removed)"));
-        }
-    }
-    if parts.is_empty() {
-        "no change".to_owned()
-    } else {
-        parts.join(", ")
-    }
 }

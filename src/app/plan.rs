@@ -13,7 +13,7 @@ use crate::runtime::reconcile::{Prediction, predict};
 use super::caller::Caller;
 use super::env::RunEnv;
 use super::error::AppError;
-use super::refusal::{Refusal, pending_lines};
+use super::refusal::{PendingEntry, Refusal, pending_entries};
 use super::state::{StateStore, previous_of, state_path_of};
 use super::workspace::{Workspace, load_file};
 
@@ -36,7 +36,7 @@ pub enum PlanOutcome {
         /// The store.
         store: PathBuf,
         /// Pending entries with their first reason.
-        pending: Vec<(String, String)>,
+        pending: Vec<PendingEntry>,
         /// Why.
         refusal: Refusal,
     },
@@ -69,7 +69,7 @@ pub struct Planned {
     /// Per-node actions, generation id and digests.
     pub prediction: Prediction,
     /// Pending entries with their first reason (left out).
-    pub pending: Vec<(String, String)>,
+    pub pending: Vec<PendingEntry>,
     /// `(secret, entry)` of entries `on_failure = "skip"` would quarantine.
     pub quarantined: Vec<(String, String)>,
     /// How the agents would change (a row per agent added, removed or
@@ -85,7 +85,7 @@ pub fn plan(options: &PlanOptions, caller: &Caller) -> Result<PlanOutcome, AppEr
         &options.file,
         &ws.composition.host,
     );
-    let pending = pending_lines(&ws.plan);
+    let pending = pending_entries(&ws.plan);
     if let Some(refusal) = ws.refusal(options.allow_pending, &*caller.reporter) {
         return Ok(PlanOutcome::Refused {
             store,

@@ -14,7 +14,7 @@ use crate::store::OpenMode;
 use super::caller::Caller;
 use super::env::RunEnv;
 use super::error::AppError;
-use super::refusal::pending_lines;
+use super::refusal::{PendingEntry, pending_entries};
 use super::report::Notice;
 use super::state::{Publication, StateStore, previous_of, state_path_of};
 use super::workspace::load_file;
@@ -49,7 +49,7 @@ pub struct Published {
     /// Per-node impact, by entry id.
     pub impact: Vec<NodeImpact>,
     /// Pending entries left out, with their first reason.
-    pub pending: Vec<(String, String)>,
+    pub pending: Vec<PendingEntry>,
     /// The current generation's digests.
     pub digests: Digests,
     /// How the agents changed (a row per agent added, removed or changed,
@@ -140,7 +140,7 @@ pub async fn publish(options: &PublishOptions, caller: &Caller) -> Result<Publis
         previous,
         store: path,
         impact: report.impact.to_vec(),
-        pending: pending_lines(&ws.plan),
+        pending: pending_entries(&ws.plan),
         digests: generation.digests.clone(),
     })
 }

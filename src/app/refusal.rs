@@ -2,18 +2,53 @@
 //! anything is mounted: `check` reports it, and `publish`, `run` and `plan`
 //! refuse alike (exit 1, a negative answer).
 
-use crate::engine::diag::Diagnostic;
+use crate::engine::diag::{Code, Diagnostic};
 use crate::engine::findings::refusal_diagnostics;
-use crate::engine::model::Composition;
-use crate::engine::resolve::{PendingReason, Plan};
+use crate::engine::model::{CapabilityName, Composition, EntryId};
+use crate::engine::resolve::{PendingReason, Plan, Status};
+
+/// What a refusal is mainly about: the first of these that applies.
+#[derive(Clone, Copy, Debug, PartialEq, Eq)]
+pub enum RefusalReason {
+    /// Entries require each other in a cycle.
+    DependencyCycle,
+    /// A tool cannot be published (a name two entries declare, a
+    /// permission its plugin does not declare, an `mcp` entry's tools not
+    /// pinned).
+    ToolProblems,
+    /// A hard requirement does not resolve.
+    PendingRequirements,
+}
+
+impl RefusalReason {
+    /// `dependency_cycle`, `tool_problems`, `pending_requirements`.
+    pub fn as_str(self) -> &'static str {
+        match self {
+            Self::DependencyCycle => "dependency_cycle",
+            Self::ToolProblems => "tool_problems",
+            Self::PendingRequirements => "pending_requirements",
+        }
+    }
+}
+
+/// One pending hard requirement.
+#[derive(Clone, Debug, PartialEq, Eq)]
+pub struct PendingRequirement {
+    /// The entry that holds it.
+    pub entry: EntryId,
+    /// What it requires.
+    pub capability: CapabilityName,
+    /// Why it does not resolve.
+    pub status: Status,
+}
 
 /// Why a composition is refused before anything runs.
 #[derive(Clone, Debug, Default)]
 pub struct Refusal {
-    /// Cycles as `a -> b -> a`.
+    /// Cycles as `a -> b -> a` (provider -> consumer).
     pub cycles: Vec<String>,
-    /// `(entry, capability, status)` of pending hard requirements.
-    pub pending: Vec<(String, String, String)>,
+    /// Pending hard requirements.
+    pub pending: Vec<PendingRequirement>,
     /// Tools that cannot be published (a name two entries declare, a
     /// permission the plugin does not declare, an `mcp` entry whose tools
     /// are not pinned in `chassis.lock`), as `check` reports them.
@@ -21,29 +56,25 @@ pub struct Refusal {
 }
 
 impl Refusal {
-    /// `dependency_cycle`, `tool_problems` or `pending_requirements`: the
-    /// first that applies.
-    pub fn reason(&self) -> &'static str {
+    /// What the refusal is mainly about.
+    pub fn reason(&self) -> RefusalReason {
         if !self.cycles.is_empty() {
-            "dependency_cycle"
+            RefusalReason::DependencyCycle
         } else if !self.problems.is_empty() {
-            "tool_problems"
+            RefusalReason::ToolProblems
         } else {
-            "pending_requirements"
+            RefusalReason::PendingRequirements
         }
     }
 
-    /// The refusal as JSON (`plan`'s `refusal`).
-    pub fn json(&self) -> serde_json::Value {
-        serde_json::json!({
-            "reason": self.reason(),
-            "cycles": self.cycles,
-            "pending": self.pending.iter().map(|(e, c, s)| serde_json::json!({
-                "entry_id": e, "capability": c, "status": s,
-            })).collect::<Vec<_>>(),
-            "problems": self.problems.iter().map(|d| serde_json::json!({
-                "code": d.code.as_str(), "message": d.message,
-            })).collect::<Vec<_>>(),
+    /// Whether a problem is an `mcp` entry's tools not pinned in
+    /// `chassis.lock` (`--update-lock` fixes it).
+    pub fn needs_lock_update(&self) -> bool {
+        self.problems.iter().any(|d| {
+            matches!(
+                d.code,
+                Code::McpLockMissing | Code::McpLockStale | Code::McpExpectedToolMissing
+            )
         })
     }
 }
@@ -57,11 +88,11 @@ pub fn refusal(composition: &Composition, plan: &Plan, allow_pending: bool) -> O
         for entry in &plan.pending {
             for reason in plan.entries.get(entry).map_or(&[][..], |p| &p.pending[..]) {
                 if let PendingReason::Requirement { capability, status } = reason {
-                    pending.push((
-                        entry.to_string(),
-                        capability.to_string(),
-                        status.as_str().to_owned(),
-                    ));
+                    pending.push(PendingRequirement {
+                        entry: entry.clone(),
+                        capability: capability.clone(),
+                        status: *status,
+                    });
                 }
             }
         }
@@ -74,25 +105,22 @@ pub fn refusal(composition: &Composition, plan: &Plan, allow_pending: bool) -> O
     })
 }
 
-/// Pending entries with their first reason, for `reject` lines.
-pub fn pending_lines(plan: &Plan) -> Vec<(String, String)> {
+/// A pending entry with its first reason, for `reject` lines.
+#[derive(Clone, Debug, PartialEq, Eq)]
+pub struct PendingEntry {
+    /// The entry.
+    pub entry: EntryId,
+    /// Its first reason.
+    pub reason: Option<PendingReason>,
+}
+
+/// Every pending entry with its first reason.
+pub fn pending_entries(plan: &Plan) -> Vec<PendingEntry> {
     plan.pending
         .iter()
-        .map(|e| {
-            let why = plan
-                .entries
-                .get(e)
-                .and_then(|p| p.pending.first())
-                .map_or_else(
-                    || "pending".to_owned(),
-                    |p| match p {
-                        PendingReason::Requirement { capability, status } => {
-                            format!("pending: {capability} {}", status.as_str())
-                        }
-                        PendingReason::Cycle { .. } => "dependency_cycle".to_owned(),
-                    },
-                );
-            (e.to_string(), why)
+        .map(|e| PendingEntry {
+            entry: e.clone(),
+            reason: plan.entries.get(e).and_then(|p| p.pending.first()).cloned(),
         })
         .collect()
 }

@@ -11,6 +11,7 @@ use std::path::Path;
 
 use crate::engine::diag::Diagnostic;
 use crate::load::SourceMap;
+use crate::lock::Lock;
 
 use super::error::AppError;
 
@@ -62,8 +63,10 @@ pub enum Notice<'a> {
     LockUpdated {
         /// The lock.
         path: &'a Path,
-        /// What changed (`fs (+2 -1 ~0), time (new, 1 tool)`).
-        summary: &'a str,
+        /// What it held before.
+        old: Option<&'a Lock>,
+        /// What it holds now.
+        new: &'a Lock,
     },
     /// `--update-lock` on a composition without `mcp` entries.
     NothingToPin,

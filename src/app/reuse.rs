@@ -5,7 +5,7 @@
 use std::path::Path;
 
 use crate::engine::diag::did_you_mean;
-use crate::runtime::identity::changes;
+use crate::runtime::identity::{Decision, changes};
 use crate::store::{OpenMode, StoredGeneration, StoredIdentity};
 
 use super::error::{AppError, Problem};
@@ -16,10 +16,10 @@ use super::state::{StateStore, state_path};
 pub struct NodeChange {
     /// Entry id.
     pub entry_id: String,
-    /// `reused`, `rebuilt`, `rewired`, `unchanged`, `added`, `removed`,
-    /// `pending` (still declared, not mounted: a requirement of it does not
-    /// resolve).
-    pub kind: &'static str,
+    /// Reused, rebuilt, rewired, unchanged (a new instance of an unchanged
+    /// identity), added, removed, or pending (still declared, not mounted:
+    /// a requirement of it does not resolve).
+    pub kind: Decision,
 
     /// Reasons (`config_changed`, …).
     pub reasons: Vec<String>,
@@ -61,23 +61,23 @@ pub fn node_change(
     let (a, b) = (old.node(entry), new.node(entry));
     let (kind, reasons) = match (a, b) {
         (None, None) => return None,
-        (None, Some(_)) => ("added", vec!["entry_added".to_owned()]),
-        (Some(_), None) => match new.impact.iter().find(|i| i.entry_id == entry) {
-            Some(i) if i.decision == "pending" => ("pending", i.reasons.clone()),
-            _ => ("removed", vec!["entry_removed".to_owned()]),
+        (None, Some(_)) => (Decision::Added, vec!["entry_added".to_owned()]),
+        (Some(_), None) => match pending_in(new, entry) {
+            Some(statuses) => (Decision::Pending, statuses),
+            None => (Decision::Removed, vec!["entry_removed".to_owned()]),
         },
         (Some(a), Some(b)) => {
             let reasons = changes(&a.identity.to_identity(), &b.identity.to_identity());
             let kind = if a.instance_id == b.instance_id {
-                "reused"
+                Decision::Reused
             } else if reasons.is_empty() {
-                "unchanged"
+                Decision::Unchanged
             } else if reasons == ["dependency_changed"] {
-                "rewired"
+                Decision::Rewired
             } else {
-                "rebuilt"
+                Decision::Rebuilt
             };
-            let reasons = if kind == "unchanged" {
+            let reasons = if kind == Decision::Unchanged {
                 vec!["instance_inactive"]
             } else {
                 reasons
@@ -92,6 +92,34 @@ pub fn node_change(
         old_instance_id: a.map(|n| n.instance_id.clone()),
         new_instance_id: b.map(|n| n.instance_id.clone()),
     })
+}
+
+/// The statuses of `entry`'s unresolved requirements in `generation`,
+/// when it declares the entry but did not mount it (its snapshot lists the
+/// entry's requirements; a removed entry has none).
+fn pending_in(generation: &StoredGeneration, entry: &str) -> Option<Vec<String>> {
+    let scopes = generation
+        .snapshot
+        .pointer("/snapshot/semantic_scopes/scopes")?
+        .as_array()?;
+    let mut statuses: Vec<String> = Vec::new();
+    for row in scopes {
+        let Some(selections) = row.get("selections").and_then(|s| s.as_array()) else {
+            continue;
+        };
+        for sel in selections {
+            if sel.get("consumer").and_then(|c| c.as_str()) != Some(entry) {
+                continue;
+            }
+            if let Some(status) = sel.get("status").and_then(|s| s.as_str())
+                && status != "resolved"
+                && !statuses.iter().any(|s| s == status)
+            {
+                statuses.push(status.to_owned());
+            }
+        }
+    }
+    (!statuses.is_empty()).then_some(statuses)
 }
 
 /// Every node of either generation, by entry id.

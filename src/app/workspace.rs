@@ -35,8 +35,9 @@ pub struct Workspace {
     /// that depend on one (`check`, and a missing lock entry).
     pub warnings: Vec<Code>,
     /// The loader's `chassis.lock` findings (already reported as
-    /// warnings): an `mcp` entry whose tools are not pinned as it expects
-    /// cannot be published, so they are refusals too.
+    /// warnings) about entries that would be mounted: an `mcp` entry whose
+    /// tools are not pinned as it expects cannot be published, so they are
+    /// refusals too.
     pub lock_problems: Vec<Diagnostic>,
 }
 
@@ -132,7 +133,7 @@ impl Workspace {
         Ok(Operand {
             snapshot: self.snapshot()?,
             display: operand.to_owned(),
-            label: operand.to_owned(),
+            kind: OperandKind::Composition,
             composition: Some(self.composition),
         })
     }
@@ -201,7 +202,7 @@ fn finish(
         .filter(|d| !d.is_error())
         .map(|d| d.code)
         .collect();
-    let lock_problems = loaded
+    let lock_findings: Vec<Diagnostic> = loaded
         .diagnostics
         .iter()
         .filter(|d| {
@@ -234,6 +235,22 @@ fn finish(
         edges = plan.edges.len(),
         "resolved"
     );
+    // Only an entry that would be mounted needs its tools pinned (one that
+    // is skipped, disabled or pending starts no server).
+    let active: std::collections::BTreeSet<crate::engine::span::Origin> = plan
+        .activation_order
+        .iter()
+        .filter_map(|id| composition.entries.get(id).and_then(|e| e.origin))
+        .collect();
+    let lock_problems = lock_findings
+        .into_iter()
+        .filter(|d| {
+            d.labels
+                .iter()
+                .find(|l| l.primary)
+                .is_some_and(|l| active.contains(&l.origin))
+        })
+        .collect();
     Ok(Workspace {
         composition,
         tree,
@@ -245,15 +262,25 @@ fn finish(
     })
 }
 
+/// What a `diff` operand is.
+#[derive(Clone, Copy, Debug, PartialEq, Eq)]
+pub enum OperandKind {
+    /// A composition (a file, or a file at a git revision).
+    Composition,
+    /// A snapshot file.
+    SnapshotFile,
+    /// A generation of the store.
+    Stored,
+}
+
 /// A snapshot from any operand kind, for `diff`.
 pub struct Operand {
     /// The snapshot record.
     pub snapshot: SnapshotRecord,
     /// How the caller named it.
     pub display: String,
-    /// How text output names it: the operand, and for a snapshot file the
-    /// generation it records too.
-    pub label: String,
+    /// What it is.
+    pub kind: OperandKind,
     /// The composition, when the operand is one (a snapshot or a stored
     /// generation holds none): what its keys and host settings are.
     pub composition: Option<Composition>,
@@ -277,11 +304,10 @@ pub fn load_operand(operand: &str, reporter: &dyn Reporter) -> Result<Operand, A
                 Problem::input(format!("cannot read snapshot `{operand}`: {}", e.message))
                     .with_code(reason_code(e.reason))
             })?;
-            let label = format!("{operand} ({})", env.snapshot.generation_id);
             return Ok(Operand {
                 snapshot: env.snapshot,
                 display: operand.to_owned(),
-                label,
+                kind: OperandKind::SnapshotFile,
                 composition: None,
             });
         }

@@ -90,9 +90,13 @@ impl Reporter for CliReporter {
                 path.display(),
                 aside.display()
             )),
-            Notice::LockUpdated { path, summary } => {
+            Notice::LockUpdated { path, old, new } => {
                 if !ui.quiet {
-                    ui.info(&format!("updated `{}`: {summary}", path.display()));
+                    ui.info(&format!(
+                        "updated `{}`: {}",
+                        path.display(),
+                        super::render::tools::lock_summary(old, new)
+                    ));
                 }
             }
             Notice::NothingToPin => {

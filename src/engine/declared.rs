@@ -188,7 +188,9 @@ pub fn declared_tree(composition: &Composition) -> Canon {
                         name.clone(),
                         Canon::map([
                             ("description", Canon::from(a.description.as_str())),
-                            ("prompt", Canon::from(a.prompt.as_str())),
+                            // As its hash reads it: whitespace around it is
+                            // no change.
+                            ("prompt", Canon::from(a.prompt.trim())),
                             ("default_input", text(&a.default_input)),
                             ("revision", Canon::from(a.revision.as_str())),
                             ("scope", Canon::from(a.scope.as_str())),
@@ -295,32 +297,68 @@ pub fn changed_keys(old: &Composition, new: &Composition) -> Vec<LeafChange> {
 }
 
 /// Every leaf of an entry's configuration — its path below `config` and
-/// the hash of its value (a secret reference by its name) — for a store
-/// that keeps no values but must name what changed.
+/// the hash of its value (a secret reference by its name; an empty table
+/// inside it is a leaf too) — for a store that keeps no values but must name what
+/// changed. A leaf that may hold a credential (a secret-looking key, `env`
+/// or `headers`, a secret-looking text) has no hash (`None`): a
+/// fingerprint of a short password could be guessed by whoever holds the
+/// store and its key.
 pub fn config_leaves(
     config: &super::model::ConfigValue,
-) -> Result<Vec<(Vec<String>, String)>, super::canonical::CanonError> {
+) -> Result<Vec<ConfigLeaf>, super::canonical::CanonError> {
     let mut out = Vec::new();
     collect_leaves(&mut Vec::new(), &config.to_canon_unredacted(), &mut out)?;
     Ok(out)
 }
 
+/// One leaf of a configuration (see [`config_leaves`]).
+#[derive(Clone, Debug, PartialEq, Eq)]
+pub struct ConfigLeaf {
+    /// Its keys below `config`.
+    pub path: Vec<String>,
+    /// The hash of its value; `None` when it may hold a credential.
+    pub hash: Option<String>,
+}
+
 fn collect_leaves(
     path: &mut Vec<String>,
     v: &Canon,
-    out: &mut Vec<(Vec<String>, String)>,
+    out: &mut Vec<ConfigLeaf>,
 ) -> Result<(), super::canonical::CanonError> {
     match v {
-        Canon::Map(m) if !is_secret_ref(v) => {
+        // An empty table is a leaf, but for the configuration itself.
+        Canon::Map(m) if (!m.is_empty() || path.is_empty()) && !is_secret_ref(v) => {
             for (k, item) in m {
                 path.push(k.clone());
                 collect_leaves(path, item, out)?;
                 path.pop();
             }
         }
-        leaf => out.push((path.clone(), super::canonical::stable_hash(leaf)?)),
+        leaf => {
+            let secret = path
+                .iter()
+                .any(|k| is_sensitive_key(k) || OPAQUE.contains(&k.as_str()))
+                || matches!(leaf, Canon::Str(s) if looks_secret(s))
+                || contains_secret_text(leaf);
+            let hash = if secret {
+                None
+            } else {
+                Some(super::canonical::stable_hash(leaf)?)
+            };
+            out.push(ConfigLeaf {
+                path: path.clone(),
+                hash,
+            });
+        }
     }
     Ok(())
+}
+
+/// Whether a list (or anything in it) holds a text that may be a
+/// credential, or a value after a secret-looking flag.
+fn contains_secret_text(v: &Canon) -> bool {
+    let mut copy = v.clone();
+    mask_value(&mut copy, true)
 }
 
 /// Keys below which a value is free-form user data (where secret-looking
@@ -328,18 +366,51 @@ fn collect_leaves(
 /// budget is a limit, not a credential).
 const FREE_FORM: &[&str] = &["config", "metadata"];
 
-/// Mask what a person must not see in a changed leaf: a leaf under a
-/// secret-looking key of free-form data (a configuration, metadata) is
-/// masked whole (named, never shown); inside a value, such keys become
-/// `<redacted>`; URL passwords are hidden everywhere.
+/// Keys of free-form data whose every value is masked: environment
+/// variables and HTTP headers carry credentials under any name.
+const OPAQUE: &[&str] = &["env", "headers", "environment", "secret_env"];
+
+/// Whether a string of free-form data may be a credential whatever its
+/// key: a `name=value` (or `name: value`) pair with a secret-looking name —
+/// a connection string, a query string, `--password=x` — or a token-like
+/// word (at least 20 characters of letters and digits, no spaces, no `/`).
+fn looks_secret(text: &str) -> bool {
+    let pair_with_secret_name = text
+        .split(|c: char| c.is_whitespace() || matches!(c, '&' | ';' | '?' | ','))
+        .filter_map(|part| part.split_once(['=', ':']))
+        .any(|(name, _)| is_sensitive_key(name.trim_start_matches('-')));
+    let token_like = text.len() >= 20
+        && !text.contains(char::is_whitespace)
+        && !text.contains('/')
+        && text.chars().any(|c| c.is_ascii_digit())
+        && text.chars().any(|c| c.is_ascii_alphabetic());
+    pair_with_secret_name || token_like
+}
+
+/// Mask what a person must not see in a changed leaf of free-form data (a
+/// configuration, metadata): a leaf under a secret-looking key, under `env`
+/// or `headers`, or whose text may be a credential ([`looks_secret`]) is
+/// masked whole — named, never shown; inside a value, the same keys and
+/// texts become `<redacted>`, and in a list the value after a
+/// secret-looking flag (`--password x`). A secret reference shows its name
+/// (it is no secret). URL passwords are hidden everywhere.
 pub fn mask_for_display(change: &mut LeafChange) {
     let free_from = change
         .path
         .iter()
         .position(|k| FREE_FORM.contains(&k.as_str()));
-    let sensitive =
-        free_from.is_some_and(|at| change.path[at + 1..].iter().any(|k| is_sensitive_key(k)));
-    if sensitive {
+    let below = free_from.map_or(&[][..], |at| &change.path[at + 1..]);
+    let refs_only = [&change.old, &change.new]
+        .iter()
+        .all(|v| v.as_ref().is_none_or(is_secret_ref));
+    let by_key = below
+        .iter()
+        .any(|k| is_sensitive_key(k) || OPAQUE.contains(&k.as_str()));
+    let by_text = free_from.is_some()
+        && [&change.old, &change.new]
+            .iter()
+            .any(|v| matches!(v, Some(Canon::Str(s)) if looks_secret(s)));
+    if (by_key && !refs_only) || by_text {
         change.masked = true;
         change.old = change.old.as_ref().map(|_| Canon::from(REDACTED));
         change.new = change.new.as_ref().map(|_| Canon::from(REDACTED));
@@ -357,7 +428,14 @@ pub fn mask_for_display(change: &mut LeafChange) {
 /// Redact inside `v` (`free_form`: below a configuration or metadata key);
 /// whether anything was.
 fn mask_value(v: &mut Canon, free_form: bool) -> bool {
+    if is_secret_ref(v) {
+        return false;
+    }
     match v {
+        Canon::Str(s) if free_form && looks_secret(s) => {
+            *s = REDACTED.to_owned();
+            true
+        }
         Canon::Str(s) => match redact_url_userinfo(s) {
             std::borrow::Cow::Owned(clean) => {
                 *s = clean;
@@ -365,13 +443,26 @@ fn mask_value(v: &mut Canon, free_form: bool) -> bool {
             }
             std::borrow::Cow::Borrowed(_) => false,
         },
-        Canon::List(items) => items
-            .iter_mut()
-            .fold(false, |m, i| mask_value(i, free_form) | m),
+        Canon::List(items) => {
+            let mut masked = false;
+            let mut after_flag = false;
+            for item in items.iter_mut() {
+                if free_form && after_flag && matches!(item, Canon::Str(_)) {
+                    *item = Canon::from(REDACTED);
+                    masked = true;
+                } else {
+                    masked |= mask_value(item, free_form);
+                }
+                after_flag = matches!(item, Canon::Str(flag) if flag.starts_with('-')
+                    && is_sensitive_key(flag.trim_start_matches('-')));
+            }
+            masked
+        }
         Canon::Map(map) => {
             let mut masked = false;
             for (k, item) in map.iter_mut() {
-                if free_form && is_sensitive_key(k) {
+                let opaque = is_sensitive_key(k) || OPAQUE.contains(&k.as_str());
+                if free_form && opaque && !is_secret_ref(item) {
                     *item = Canon::from(REDACTED);
                     masked = true;
                 } else {
@@ -428,7 +519,7 @@ config = { dsn = "postgres://u:pw-canary@h/db", api_key = "sk-canary-1", timeout
                 r#"entries.finance-db.config."a.b" Some(Int(1)) -> Some(Int(2)) false"#,
                 r#"entries.finance-db.config.api_key Some(Str("<redacted>")) -> Some(Str("<redacted>")) true"#,
                 r#"entries.finance-db.config.dsn Some(Str("postgres://u:<redacted>@h/db")) -> Some(Str("postgres://u:<redacted>@h/db")) true"#,
-                r#"entries.finance-db.config.password Some(Str("<redacted>")) -> Some(Str("<redacted>")) true"#,
+                r#"entries.finance-db.config.password Some(Map({"secret": Str("DB_PW")})) -> Some(Map({"secret": Str("DB_PASSWORD")})) false"#,
                 r#"entries.finance-db.config.timeout Some(Int(5)) -> Some(Int(30)) false"#,
             ]
         );
@@ -447,6 +538,79 @@ config = { dsn = "postgres://u:pw-canary@h/db", api_key = "sk-canary-1", timeout
         assert_eq!(
             self::rows(&more, &more2),
             ["agents.a.budget.tokens Some(Float(10.0)) -> Some(Float(20.0)) false"]
+        );
+    }
+
+    #[test]
+    fn credentials_under_any_name_stay_masked() {
+        let config = |c: &str| {
+            format!(
+                "version = 1\n[plugins.p]\nversion = \"1.0.0\"\n[entries.x]\nplugin = \"p\"\nconfig = {c}\n"
+            )
+        };
+        let cases = [
+            (
+                "{ args = [\"--password\", \"canary-1\"] }",
+                "{ args = [\"--password\", \"canary-2\"] }",
+            ),
+            (
+                "{ args = [\"--api-key=canary-1\"] }",
+                "{ args = [\"--api-key=canary-2\"] }",
+            ),
+            (
+                "{ conn = \"host=h password=canary-1\" }",
+                "{ conn = \"host=h password=canary-2\" }",
+            ),
+            (
+                "{ url = \"https://h/x?api_key=canary-1\" }",
+                "{ url = \"https://h/x?api_key=canary-2\" }",
+            ),
+            (
+                "{ env = { OPENAI = \"canary-1\" } }",
+                "{ env = { OPENAI = \"canary-2\" } }",
+            ),
+            (
+                "{ headers = { X-Custom = \"canary-1\" } }",
+                "{ headers = { X-Custom = \"canary-2\" } }",
+            ),
+            (
+                "{ note = \"sk1canary1abcdefghijklmnop\" }",
+                "{ note = \"sk1canary2abcdefghijklmnop\" }",
+            ),
+        ];
+        for (old, new) in cases {
+            let changed = rows(&config(old), &config(new));
+            assert!(!changed.is_empty(), "{old}");
+            let text = changed.join("\n");
+            assert!(!text.contains("canary"), "{old}: {text}");
+            // Added whole, inside a new entry, too.
+            let added = rows(
+                &config("{}"),
+                &format!(
+                    "{}[entries.y]\nplugin = \"p\"\nconfig = {new}\n",
+                    config("{}")
+                ),
+            )
+            .join("\n");
+            assert!(!added.contains("canary"), "{new}: {added}");
+        }
+        // A secret reference shows its name, under any key.
+        let renamed = rows(
+            &config("{ password = { secret = \"DB_PW\" } }"),
+            &config("{ password = { secret = \"DB_PASSWORD\" } }"),
+        );
+        assert_eq!(renamed.len(), 1);
+        assert!(
+            renamed[0].contains("DB_PASSWORD") && renamed[0].ends_with("false"),
+            "{renamed:?}"
+        );
+        // Ordinary values are shown.
+        assert_eq!(
+            rows(
+                &config("{ model = \"gpt-4o\", n = 1 }"),
+                &config("{ model = \"gpt-4.1\", n = 1 }")
+            ),
+            [r#"entries.x.config.model Some(Str("gpt-4o")) -> Some(Str("gpt-4.1")) false"#]
         );
     }
 }

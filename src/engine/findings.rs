@@ -92,8 +92,9 @@ pub fn plan_diagnostics(
                     names.join(", "),
                 ))
                 .with_help(format!(
-                    "prefer = {{ {} = \"{first}\" }}",
-                    r.requirement.capability
+                    "prefer = {{ {} = {} }}",
+                    super::leaf_diff::toml_key(r.requirement.capability.as_str()),
+                    super::leaf_diff::toml_string(&first)
                 ));
         } else {
             d = d.with_help(format!(
@@ -133,9 +134,6 @@ pub fn plan_diagnostics(
     out.extend(system_diagnostics(composition, tree, plan));
     out
 }
-
-/// The codes of [`refusal_diagnostics`].
-pub const REFUSAL_CODES: &[Code] = &[Code::ToolNameTaken, Code::UndeclaredPermission];
 
 /// What makes publication refuse a composition that resolves, found
 /// without running a plugin (errors, each also in [`plan_diagnostics`]):

@@ -43,28 +43,40 @@ impl LeafChange {
 pub fn path_text(segments: &[String]) -> String {
     segments
         .iter()
-        .map(|s| {
-            let bare = !s.is_empty()
-                && s.bytes()
-                    .all(|b| b.is_ascii_alphanumeric() || b == b'_' || b == b'-');
-            if bare {
-                s.clone()
-            } else {
-                let mut quoted = String::from("\"");
-                for c in s.chars() {
-                    match c {
-                        '"' => quoted.push_str("\\\""),
-                        '\\' => quoted.push_str("\\\\"),
-                        c if c.is_control() => quoted.push_str(&format!("\\u{:04X}", c as u32)),
-                        c => quoted.push(c),
-                    }
-                }
-                quoted.push('"');
-                quoted
-            }
-        })
+        .map(|s| toml_key(s))
         .collect::<Vec<_>>()
         .join(".")
+}
+
+/// One key as TOML spells it: bare where TOML allows (`A-Za-z0-9_-`),
+/// a quoted string otherwise (`"a.b"`, `"llm.chat"`).
+pub fn toml_key(key: &str) -> String {
+    let bare = !key.is_empty()
+        && key
+            .bytes()
+            .all(|b| b.is_ascii_alphanumeric() || b == b'_' || b == b'-');
+    if bare {
+        key.to_owned()
+    } else {
+        toml_string(key)
+    }
+}
+
+/// `text` as a TOML basic string, escaped.
+pub fn toml_string(text: &str) -> String {
+    let mut quoted = String::from("\"");
+    for c in text.chars() {
+        match c {
+            '"' => quoted.push_str("\\\""),
+            '\\' => quoted.push_str("\\\\"),
+            '\n' => quoted.push_str("\\n"),
+            '\t' => quoted.push_str("\\t"),
+            c if c.is_control() => quoted.push_str(&format!("\\u{:04X}", c as u32)),
+            c => quoted.push(c),
+        }
+    }
+    quoted.push('"');
+    quoted
 }
 
 /// Every leaf that differs between `old` and `new`, in path order.

@@ -1354,11 +1354,12 @@ fn tool_problems(
 /// The impact on a node of the current generation that the new one does
 /// not mount: `pending` with the statuses of its unresolved requirements
 /// (`no_provider`, `provider_pending`…) when the composition still declares
-/// it, `removed` when it does not.
+/// it, else `removed` — because it is disabled (`entry_disabled`), its
+/// `enabled_if` does not hold (`entry_skipped`), or it is gone
+/// (`entry_removed`).
 fn left_out(composition: &Composition, plan: &Plan, entry: &str, iid: &str) -> NodeImpact {
-    let declared = EntryId::new(entry)
-        .ok()
-        .filter(|id| composition.entries.contains_key(id));
+    let id = EntryId::new(entry).ok();
+    let declared = id.clone().filter(|id| composition.entries.contains_key(id));
     let pending = declared.and_then(|id| plan.entries.get(&id)).map(|p| {
         let mut reasons: Vec<&'static str> = Vec::new();
         for reason in &p.pending {
@@ -1374,9 +1375,14 @@ fn left_out(composition: &Composition, plan: &Plan, entry: &str, iid: &str) -> N
         }
         reasons
     });
+    let gone = match id {
+        Some(id) if composition.disabled.contains_key(&id) => "entry_disabled",
+        Some(id) if composition.skipped.contains_key(&id) => "entry_skipped",
+        _ => "entry_removed",
+    };
     let (decision, reasons) = match pending {
         Some(reasons) if !reasons.is_empty() => (Decision::Pending, reasons),
-        _ => (Decision::Removed, vec!["entry_removed"]),
+        _ => (Decision::Removed, vec![gone]),
     };
     NodeImpact {
         entry_id: Arc::from(entry),

@@ -142,8 +142,10 @@ pub struct StoredIdentity {
     pub dependencies: String,
     /// One keyed fingerprint per configuration leaf, by its path below
     /// `config` (a JSON array of keys): enough to name every changed key
-    /// between two generations, never a value. Empty in stores written
-    /// before they were kept.
+    /// between two generations, never a value. A leaf that may hold a
+    /// credential is listed with an empty fingerprint (present, never
+    /// fingerprinted). Empty for a configuration without leaves, and in
+    /// stores written before they were kept.
     #[serde(default, skip_serializing_if = "BTreeMap::is_empty")]
     pub config_leaves: BTreeMap<String, String>,
 }
@@ -162,20 +164,20 @@ impl StoredIdentity {
         }
     }
 
-    /// With the fingerprints of each configuration leaf: `(path, hash)`
-    /// pairs fingerprinted with `fingerprint`.
+    /// With the fingerprints of each configuration leaf, fingerprinted
+    /// with `fingerprint` (a leaf without a hash is listed unfingerprinted).
     #[must_use]
     pub fn with_config_leaves(
         mut self,
-        leaves: Vec<(Vec<String>, String)>,
+        leaves: Vec<crate::engine::declared::ConfigLeaf>,
         fingerprint: &ConfigFingerprint,
     ) -> Self {
         self.config_leaves = leaves
             .into_iter()
-            .map(|(path, hash)| {
+            .map(|leaf| {
                 (
-                    serde_json::to_string(&path).unwrap_or_default(),
-                    fingerprint(&hash),
+                    serde_json::to_string(&leaf.path).unwrap_or_default(),
+                    leaf.hash.map(|h| fingerprint(&h)).unwrap_or_default(),
                 )
             })
             .collect();

@@ -426,6 +426,28 @@ fn a_consumer_whose_provider_is_removed_is_pending_not_removed() {
         .unwrap();
     assert_eq!(app["kind"], "pending");
     assert_eq!(app["reasons"], serde_json::json!(["no_provider"]));
+    // Still pending two generations on: a diff across them says so too.
+    std::fs::write(
+        d.join("c.toml"),
+        PROVIDER_AND_CONSUMER
+            .replace("[entries.db]\nplugin = \"pg\"\n", "")
+            .replace(
+                "[entries.cache]\n",
+                "[entries.cache]\nconfig = { size = 2 }\n",
+            ),
+    )
+    .unwrap();
+    let third = chassis(d, &["publish", "c.toml", "--allow-pending"]);
+    assert_eq!(third.code, 0, "{}", third.transcript());
+    let diff = chassis(d, &["diff", "generations", "gen_0001", "gen_0003"]);
+    let doc: serde_json::Value = serde_json::from_str(&diff.stdout).unwrap();
+    let app = doc["nodes"]
+        .as_array()
+        .unwrap()
+        .iter()
+        .find(|n| n["entry_id"] == "app")
+        .unwrap();
+    assert_eq!(app["kind"], "pending", "{}", diff.stdout);
 }
 
 #[test]
@@ -682,11 +704,33 @@ prompt = """
     for line in [
         "  ~ entries.finance-db.config.timeout_seconds (changed)",
         "  ~ entries.finance-db.config.\"a.b\" (changed)",
-        "  ~ entries.finance-db.config.api_key (changed)",
     ] {
         assert!(stored.stdout.contains(line), "{line:?}:\n{}", stored.stdout);
     }
     assert!(!stored.stdout.contains("-> 30"), "{}", stored.stdout);
+    // A value that may be a credential is never fingerprinted (a short
+    // password could be guessed from its HMAC by whoever holds the store):
+    // when only such a value changed, the entry's config is the row.
+    assert!(!stored.stdout.contains("api_key"), "{}", stored.stdout);
+    std::fs::write(
+        d.join("c.toml"),
+        edited.replace("sk-canary-new-2", "sk-canary-new-3"),
+    )
+    .unwrap();
+    assert_eq!(chassis(d, &["publish", "c.toml"]).code, 0);
+    let stored = run_in(d, &["diff", "generations", "gen_0002", "gen_0003"], &[]);
+    assert!(
+        stored
+            .stdout
+            .contains("  ~ entries.finance-db.config (changed)"),
+        "{}",
+        stored.stdout
+    );
+    let db = std::fs::read(d.join(".chassis/state.db")).unwrap();
+    assert!(
+        !String::from_utf8_lossy(&db).contains("canary"),
+        "a value in the store"
+    );
 }
 
 #[test]
@@ -766,4 +810,28 @@ fn an_unpinned_mcp_entry_is_refused_before_its_server_starts() {
         publish.transcript()
     );
     assert!(!d.join(".chassis").exists());
+    // An entry that would not be mounted needs no pinned tools: one whose
+    // `enabled_if` does not hold publishes, and leaves as `entry_skipped`.
+    std::fs::write(
+        d.join("c.toml"),
+        "version = 1\n[plugins.p]\nversion = \"1.0.0\"\n[entries.p]\n[entries.fs]\nplugin = \"mcp\"\nconfig = { command = \"/bin/false\" }\nenabled_if = { env = \"CHASSIS_TEST_UNSET_VARIABLE\" }\n",
+    )
+    .unwrap();
+    let plan = chassis(d, &["plan", "c.toml"]);
+    assert_eq!(plan.code, 0, "{}", plan.transcript());
+    let publish = chassis(d, &["publish", "c.toml"]);
+    assert_eq!(publish.code, 0, "{}", publish.transcript());
+    std::fs::write(
+        d.join("c.toml"),
+        "version = 1\n[plugins.p]\nversion = \"1.0.0\"\n[entries.p]\nenabled = false\n",
+    )
+    .unwrap();
+    let gone = chassis(d, &["publish", "c.toml"]);
+    let doc: serde_json::Value = serde_json::from_str(&gone.stdout).unwrap();
+    assert_eq!(
+        doc["nodes"][0]["reasons"],
+        serde_json::json!(["entry_disabled"]),
+        "{}",
+        gone.stdout
+    );
 }

@@ -20,8 +20,10 @@ use super::super::ui::{Format, Ui};
 /// from the lock, or whose locked server lacks a tool in `expect_tools`,
 /// is a finding.
 ///
-/// Exit status: 0 when every hard requirement resolves, 1 when some do not
-/// (or an `mcp` entry's lock finding), 2 when a file is unusable.
+/// Exit status: 0 when every hard requirement resolves and nothing would
+/// be refused, 1 when some do not, a tool would be refused or an `mcp`
+/// entry's tools are not pinned (publish would refuse it alike), 2 when a
+/// file is unusable.
 #[derive(Debug, clap::Args)]
 #[command(
     after_long_help = "Examples:\n  chassis check composition.toml\n  chassis check --format json a.toml b.toml"
@@ -54,20 +56,8 @@ pub fn run(ui: &Ui, args: &CheckArgs) -> Result<ExitStatus, ExitStatus> {
             status = status.max(ExitStatus::Negative);
         }
         match ui.format {
-            Format::Json => {
-                let mut json = render::check_json(&report.workspace, report.refused);
-                if let Some(o) = json.as_object_mut() {
-                    if !report.lock_findings.is_empty() {
-                        o.insert("ok".into(), serde_json::Value::Bool(false));
-                    }
-                    o.insert(
-                        "lock_findings".into(),
-                        serde_json::json!(report.lock_findings),
-                    );
-                }
-                reports.push(json);
-            }
-            _ => ui.out(&render::check_text(&report.workspace, report.refused)),
+            Format::Json => reports.push(render::check_json(&report)),
+            _ => ui.out(&render::check_text(&report)),
         }
     }
     if ui.format == Format::Json {

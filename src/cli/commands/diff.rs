@@ -2,6 +2,7 @@
 //! compositions.
 
 use crate::app::diff::{DiffOptions, diff};
+use crate::app::workspace::{Operand, OperandKind};
 
 use super::super::exit::ExitStatus;
 use super::super::render::{diff as render, reuse};
@@ -23,8 +24,14 @@ pub enum DiffCommand {
     /// the store is `--state`, default `.chassis/state.db`). When both are,
     /// a NODES section says which nodes were reused, rebuilt or rewired.
     ///
-    /// Changes are grouped as SCOPES, PROVIDERS and REQUIREMENTS, each with a
-    /// kind (added, removed, replaced, changed, rewired) and a reason.
+    /// Semantic changes are grouped as SCOPES, PROVIDERS, REQUIREMENTS and
+    /// AGENTS, each with a kind (added, removed, replaced, changed, rewired)
+    /// and a reason; `--exit-code` follows them. Between two compositions,
+    /// CHANGED KEYS names every changed key with old -> new (secrets and
+    /// secret-looking values masked; a changed prompt as a unified diff)
+    /// and HOST SETTINGS the changed `[store]` table, which never fails the
+    /// gate; between two stored generations, CHANGED KEYS names the changed
+    /// configuration keys without values.
     #[command(
         after_long_help = "Examples:\n  chassis diff generations origin/main:composition.toml composition.toml\n  chassis diff generations old.json new.toml --format markdown --exit-code"
     )]
@@ -47,6 +54,17 @@ pub enum DiffCommand {
         #[arg(long, value_name = "PATH")]
         state: Option<std::path::PathBuf>,
     },
+}
+
+/// How text names a side: the operand, and for a snapshot file the
+/// generation it records too.
+fn label(side: &Operand) -> String {
+    match side.kind {
+        OperandKind::SnapshotFile => {
+            format!("{} ({})", side.display, side.snapshot.generation_id)
+        }
+        OperandKind::Composition | OperandKind::Stored => side.display.clone(),
+    }
 }
 
 /// Run `diff`.
@@ -76,16 +94,8 @@ pub fn run(ui: &Ui, cmd: &DiffCommand) -> Result<ExitStatus, ExitStatus> {
         // Text and Markdown name each side by its operand (a stored
         // generation's id, a file, `REV:PATH`): the `gen_0001` of a
         // composition read outside a store would say nothing.
-        outcome
-            .diff
-            .old
-            .generation_id
-            .clone_from(&outcome.old.label);
-        outcome
-            .diff
-            .new
-            .generation_id
-            .clone_from(&outcome.new.label);
+        outcome.diff.old.generation_id = label(&outcome.old);
+        outcome.diff.new.generation_id = label(&outcome.new);
     }
     let nodes = outcome.nodes.as_deref();
     let host = outcome.host_settings.as_deref().unwrap_or_default();

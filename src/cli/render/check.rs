@@ -2,7 +2,7 @@
 
 use std::fmt::Write;
 
-use crate::app::Workspace;
+use crate::app::check::CheckReport;
 use crate::engine::resolve::Status;
 use crate::engine::system::{Governing, SystemCapability, governing};
 
@@ -10,7 +10,8 @@ use super::explain::governing_text;
 use super::resolution_json;
 
 /// The text summary of one checked composition.
-pub fn check_text(r: &Workspace, refused: bool) -> String {
+pub fn check_text(report: &CheckReport) -> String {
+    let r = &report.workspace;
     let plan = &r.plan;
     let entries = r.composition.entries.len();
     let active = plan.activation_order.len();
@@ -38,12 +39,7 @@ pub fn check_text(r: &Workspace, refused: bool) -> String {
         )
     };
     let mut out = String::new();
-    let verdict = match (plan.is_complete(), refused) {
-        (true, false) if !r.lock_findings().is_empty() => "unlocked",
-        (true, false) => "ok",
-        (true, true) => "refused",
-        _ => "pending",
-    };
+    let verdict = report.verdict.as_str();
     let _ = writeln!(
         out,
         "{}: {verdict} — {entries} entr{} ({active} active), {} scope{}, {resolved}/{} requirements resolved{optional_text}",
@@ -154,17 +150,20 @@ pub fn check_text(r: &Workspace, refused: bool) -> String {
 const ORDER_SHOWN: usize = 50;
 
 /// The JSON report of one checked composition.
-pub fn check_json(r: &Workspace, refused: bool) -> serde_json::Value {
+pub fn check_json(report: &CheckReport) -> serde_json::Value {
+    let r = &report.workspace;
     let plan = &r.plan;
-    let findings: Vec<serde_json::Value> =
-        crate::engine::findings::plan_diagnostics(&r.composition, &r.tree, plan)
-            .iter()
-            .map(|d| crate::cli::ui::diagnostic_json(d, &r.sources))
-            .collect();
+    let findings: Vec<serde_json::Value> = report
+        .findings
+        .iter()
+        .map(|d| crate::cli::ui::diagnostic_json(d, &r.sources))
+        .collect();
     serde_json::json!({
         "file": r.display,
         "loaded": true,
-        "ok": plan.is_complete() && !refused,
+        "ok": !report.is_negative(),
+        "verdict": report.verdict.as_str(),
+        "lock_findings": report.lock_findings(),
         "entries": r.composition.entries.len(),
         "disabled": r.composition.disabled.keys().map(|e| e.as_str()).collect::<Vec<_>>(),
         "skipped": r.composition.skipped.iter().map(|(id, s)| serde_json::json!({

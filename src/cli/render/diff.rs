@@ -244,7 +244,7 @@ fn leaf_value(v: Option<&Canon>) -> String {
 
 fn toml_value(v: &Canon) -> String {
     match v {
-        Canon::Str(s) => serde_json::Value::from(s.as_str()).to_string(),
+        Canon::Str(s) => crate::engine::leaf_diff::toml_string(s),
         Canon::List(items) => format!(
             "[{}]",
             items.iter().map(toml_value).collect::<Vec<_>>().join(", ")
@@ -255,7 +255,7 @@ fn toml_value(v: &Canon) -> String {
             m.iter()
                 .map(|(k, v)| format!(
                     "{} = {}",
-                    crate::engine::leaf_diff::path_text(std::slice::from_ref(k)),
+                    crate::engine::leaf_diff::toml_key(k),
                     toml_value(v)
                 ))
                 .collect::<Vec<_>>()
@@ -383,7 +383,10 @@ pub fn keys_text(leaves: &[LeafChange]) -> String {
     if leaves.is_empty() {
         return String::new();
     }
-    format!("\nCHANGED KEYS\n{}", leaves_text(leaves))
+    format!(
+        "\nCHANGED KEYS (what the files say, whether or not it is semantic)\n{}",
+        leaves_text(leaves)
+    )
 }
 
 /// The changed keys section of `diff` (markdown), empty when none changed.
@@ -391,7 +394,10 @@ pub fn keys_markdown(leaves: &[LeafChange]) -> String {
     if leaves.is_empty() {
         return String::new();
     }
-    format!("\n#### Changed keys\n\n{}", leaves_markdown(leaves))
+    format!(
+        "\n#### Changed keys\n\nWhat the files say, whether or not it is semantic.\n\n{}",
+        leaves_markdown(leaves)
+    )
 }
 
 /// The HOST SETTINGS section of `diff` (text), empty when none changed.

@@ -4,7 +4,7 @@
 
 use std::fmt::Write as _;
 
-use crate::app::refusal::Refusal;
+use crate::app::refusal::{Refusal, RefusalReason};
 use crate::app::{AppError, Problem};
 use crate::runtime::ReconcileError;
 use crate::store::StoreError;
@@ -35,6 +35,11 @@ pub fn show(ui: &Ui, e: &AppError) {
         AppError::Store(e) => store_error(ui, e),
         AppError::Interrupted(_) => ui.err(&e.to_string()),
     }
+}
+
+/// A refused tool as one line: its message and code.
+pub fn problem_line(d: &crate::engine::diag::Diagnostic) -> String {
+    format!("{} [{}]", d.message, d.code.as_str())
 }
 
 /// `error[code]: message` and a `  help: …` line per suggestion.
@@ -83,7 +88,7 @@ fn refused(ui: &Ui, verb: &str, display: &str, refusal: &Refusal) {
             if refusal.problems.len() == 1 { "" } else { "s" }
         );
         for d in &refusal.problems {
-            let _ = writeln!(text, "  - {} [{}]", d.message, d.code.as_str());
+            let _ = writeln!(text, "  - {}", problem_line(d));
         }
     }
     if !refusal.pending.is_empty() {
@@ -93,37 +98,36 @@ fn refused(ui: &Ui, verb: &str, display: &str, refusal: &Refusal) {
             refusal.pending.len(),
             if refusal.pending.len() == 1 { "" } else { "s" }
         );
-        for (e, c, s) in &refusal.pending {
-            let _ = writeln!(text, "  - {e}: {c} ({s})");
+        for p in &refusal.pending {
+            let _ = writeln!(
+                text,
+                "  - {}: {} ({})",
+                p.entry.as_str(),
+                p.capability.as_str(),
+                p.status.as_str()
+            );
         }
     }
     let help = match refusal.reason() {
-        "dependency_cycle" => format!(
+        RefusalReason::DependencyCycle => format!(
             "  help: break the cycle (see `chassis check {display}`); a cycle cannot be published"
         ),
-        "tool_problems"
-            if refusal
-                .problems
-                .iter()
-                .any(|d| d.code.as_str().starts_with("load::mcp-")) =>
-        {
-            format!(
-                "  help: pin the servers' tools with `chassis tools {display} --update-lock` (or {verb} with --update-lock), and fix the rest (see `chassis check {display}`)"
-            )
-        }
-        "tool_problems" => format!(
+        RefusalReason::ToolProblems if refusal.needs_lock_update() => format!(
+            "  help: pin the servers' tools with `chassis tools {display} --update-lock` (or {verb} with --update-lock), and fix the rest (see `chassis check {display}`)"
+        ),
+        RefusalReason::ToolProblems => format!(
             "  help: fix them (see `chassis check {display}`); --allow-pending does not skip them"
         ),
-        _ => format!(
+        RefusalReason::PendingRequirements => format!(
             "  help: fix them (see `chassis check {display}`), or {verb} without the pending entries with --allow-pending"
         ),
     };
     text.push_str(&help);
     if ui.format == Format::Json {
         let code = match refusal.reason() {
-            "dependency_cycle" => "publish::cycle",
-            "tool_problems" => "publish::refused",
-            _ => "publish::pending",
+            RefusalReason::DependencyCycle => "publish::cycle",
+            RefusalReason::ToolProblems => "publish::refused",
+            RefusalReason::PendingRequirements => "publish::pending",
         };
         let mut doc = plain_diagnostic(&text).unwrap_or_default();
         doc["code"] = code.into();

@@ -7,6 +7,7 @@ use crate::engine::resolve::{SelectionReason, Status};
 use crate::engine::system::Governing;
 
 use super::{config_json, config_text, resolution_json};
+use crate::engine::leaf_diff::{toml_key, toml_string};
 
 /// Text close to the reference's `to_text`.
 pub fn requirement_text(report: &RequirementReport) -> String {
@@ -106,19 +107,21 @@ fn preference_snippets(report: &RequirementReport) -> Option<[String; 2]> {
         return None;
     }
     let first = r.ambiguous_between.first()?;
-    let cap = &r.requirement.capability;
+    let (key, value) = (
+        toml_key(r.requirement.capability.as_str()),
+        toml_string(first.as_str()),
+    );
     let table = match &r.consumer {
         crate::engine::resolve::Consumer::Entry(id) => {
-            format!(
-                "[entries.{}]",
-                crate::engine::leaf_diff::path_text(&[id.to_string()])
-            )
+            format!("[entries.{}]", toml_key(id.as_str()))
         }
-        crate::engine::resolve::Consumer::Scope(path) => format!("[scopes.\"{path}\"]"),
+        crate::engine::resolve::Consumer::Scope(path) => {
+            format!("[scopes.{}]", toml_string(path.as_str()))
+        }
     };
     Some([
-        format!("{table}\nprefer = {{ {cap} = \"{first}\" }}"),
-        format!("[prefer]\n{cap} = \"{first}\""),
+        format!("{table}\nprefer = {{ {key} = {value} }}"),
+        format!("[prefer]\n{key} = {value}"),
     ])
 }
 
@@ -158,7 +161,9 @@ pub fn requirement_json(report: &RequirementReport) -> serde_json::Value {
         })
         .collect();
     if let Some(obj) = v.as_object_mut() {
-        obj.insert("format_version".into(), 1.into());
+        // 2: `eligible` says whether the candidate qualifies for this
+        // requirement (1 said whether the provider activates, now `active`).
+        obj.insert("format_version".into(), 2.into());
         obj.insert("candidates".into(), candidates.into());
         if let Some(snippets) = preference_snippets(report) {
             obj.insert("prefer_snippets".into(), snippets.to_vec().into());

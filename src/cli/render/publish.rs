@@ -6,7 +6,9 @@ use std::fmt::Write as _;
 
 use crate::app::plan::{PlanOutcome, Planned};
 use crate::app::publish::Published;
+use crate::app::refusal::{PendingEntry, Refusal};
 use crate::engine::diff::Change;
+use crate::engine::resolve::PendingReason;
 use crate::runtime::identity::{Decision, NodeImpact};
 use crate::store::decision_name;
 
@@ -79,13 +81,24 @@ fn counts_text(impact: &[NodeImpact]) -> String {
     text
 }
 
+/// Why an entry is pending, as a `reject` line says it.
+fn pending_why(p: &PendingEntry) -> String {
+    match &p.reason {
+        Some(PendingReason::Requirement { capability, status }) => {
+            format!("pending: {capability} {}", status.as_str())
+        }
+        Some(PendingReason::Cycle { .. }) => "dependency_cycle".to_owned(),
+        None => "pending".to_owned(),
+    }
+}
+
 /// The per-node lines (reused nodes as a count unless `all`), then a
 /// `reject` line per pending entry.
-fn nodes_text(impact: &[NodeImpact], pending: &[(String, String)], all: bool) -> String {
+fn nodes_text(impact: &[NodeImpact], pending: &[PendingEntry], all: bool) -> String {
     let width = impact
         .iter()
         .map(|i| i.entry_id.chars().count())
-        .chain(pending.iter().map(|(e, _)| e.chars().count()))
+        .chain(pending.iter().map(|p| p.entry.as_str().chars().count()))
         .max()
         .unwrap_or(0);
     let mut out = String::new();
@@ -111,8 +124,14 @@ fn nodes_text(impact: &[NodeImpact], pending: &[(String, String)], all: bool) ->
     }
     // An entry the current generation mounted is a `pending` node above.
     let shown = |e: &str| impact.iter().any(|i| &*i.entry_id == e);
-    for (e, why) in pending.iter().filter(|(e, _)| !shown(e)) {
-        let _ = writeln!(out, "  {:<7}  {e:<width$}  ({why})", "reject");
+    for p in pending.iter().filter(|p| !shown(p.entry.as_str())) {
+        let _ = writeln!(
+            out,
+            "  {:<7}  {:<width$}  ({})",
+            "reject",
+            p.entry.as_str(),
+            pending_why(p)
+        );
     }
     if reused > 0 {
         let _ = writeln!(
@@ -123,8 +142,24 @@ fn nodes_text(impact: &[NodeImpact], pending: &[(String, String)], all: bool) ->
     out
 }
 
-fn pending_ids(pending: &[(String, String)]) -> Vec<&String> {
-    pending.iter().map(|(e, _)| e).collect()
+fn pending_ids(pending: &[PendingEntry]) -> Vec<&str> {
+    pending.iter().map(|p| p.entry.as_str()).collect()
+}
+
+/// `plan`'s `refusal` in JSON.
+fn refusal_json(r: &Refusal) -> serde_json::Value {
+    serde_json::json!({
+        "reason": r.reason().as_str(),
+        "cycles": r.cycles,
+        "pending": r.pending.iter().map(|p| serde_json::json!({
+            "entry_id": p.entry.as_str(),
+            "capability": p.capability.as_str(),
+            "status": p.status.as_str(),
+        })).collect::<Vec<_>>(),
+        "problems": r.problems.iter().map(|d| serde_json::json!({
+            "code": d.code.as_str(), "message": d.message,
+        })).collect::<Vec<_>>(),
+    })
 }
 
 /// `publish --format json`.
@@ -207,7 +242,7 @@ pub fn plan_json(outcome: &PlanOutcome) -> serde_json::Value {
                 "store": store.display().to_string(),
                 "pending": pending_ids(pending),
             });
-            doc["refusal"] = refusal.json();
+            doc["refusal"] = refusal_json(refusal);
             doc
         }
         PlanOutcome::MissingSecrets { store, missing } => serde_json::json!({
@@ -257,12 +292,12 @@ pub fn plan_text(outcome: &PlanOutcome, all: bool) -> String {
         PlanOutcome::Refused {
             pending, refusal, ..
         } => {
-            let mut out = format!("plan: reject ({})\n", refusal.reason());
+            let mut out = format!("plan: reject ({})\n", refusal.reason().as_str());
             for c in &refusal.cycles {
                 let _ = writeln!(out, "  cycle    {c}");
             }
             for d in &refusal.problems {
-                let _ = writeln!(out, "  refused  {} [{}]", d.message, d.code.as_str());
+                let _ = writeln!(out, "  refused  {}", super::error::problem_line(d));
             }
             if !refusal.problems.is_empty() && refusal.cycles.is_empty() {
                 out.push_str("\npublish would refuse: fix them (see `chassis check`)\n");

@@ -4,15 +4,17 @@
 use std::fmt::Write as _;
 
 use crate::app::reuse::{NodeChange, ReuseReport};
+use crate::runtime::identity::Decision;
+use crate::store::decision_name;
 
-fn marker(kind: &str) -> char {
+fn marker(kind: Decision) -> char {
     match kind {
-        "added" => '+',
-        "removed" => '-',
-        "reused" => '=',
-        "rewired" => '>',
-        "pending" => '!',
-        _ => '~',
+        Decision::Added => '+',
+        Decision::Removed => '-',
+        Decision::Reused => '=',
+        Decision::Rewired => '>',
+        Decision::Pending => '!',
+        Decision::Rebuilt | Decision::Unchanged => '~',
     }
 }
 
@@ -31,7 +33,7 @@ fn instances(c: &NodeChange) -> String {
 fn split(changes: &[NodeChange], all: bool) -> (Vec<&NodeChange>, usize) {
     let shown: Vec<&NodeChange> = changes
         .iter()
-        .filter(|c| all || c.kind != "reused")
+        .filter(|c| all || c.kind != Decision::Reused)
         .collect();
     let reused = changes.len() - shown.len();
     (shown, reused)
@@ -56,7 +58,7 @@ pub fn nodes_text(changes: &[NodeChange], all: bool) -> String {
             "  {} {:<width$}  {:<9} {}{reasons}",
             marker(c.kind),
             c.entry_id,
-            c.kind,
+            decision_name(c.kind),
             instances(c)
         );
         let _ = writeln!(out, "{}", line.trim_end());
@@ -82,7 +84,7 @@ pub fn nodes_markdown(changes: &[NodeChange], all: bool) -> String {
             "| {} | `{}` | {} | `{}` | {} |",
             marker(c.kind),
             c.entry_id,
-            c.kind,
+            decision_name(c.kind),
             instances(c),
             c.reasons.join(", ")
         );
@@ -125,7 +127,7 @@ pub fn text(r: &ReuseReport) -> String {
         change.entry_id,
         r.old,
         r.new,
-        change.kind,
+        decision_name(change.kind),
         instances(change)
     );
     for p in r.parts.iter().flatten() {
@@ -141,16 +143,16 @@ pub fn text(r: &ReuseReport) -> String {
         );
     }
     let because = match change.kind {
-        "reused" => "every identity part is the same, so the instance id carried over (mounted afresh in each process)".to_owned(),
-        "added" => format!("it is not in {}", r.old),
-        "removed" => format!("it is not in {}", r.new),
-        "pending" => format!(
+        Decision::Reused => "every identity part is the same, so the instance id carried over (mounted afresh in each process)".to_owned(),
+        Decision::Added => format!("it is not in {}", r.old),
+        Decision::Removed => format!("it is not in {}", r.new),
+        Decision::Pending => format!(
             "it is still declared, but {} does not mount it: a requirement of it does not resolve ({})",
             r.new,
             change.reasons.join(", ")
         ),
-        "rewired" => "only its bindings changed (a provider it binds got a new instance), so it was mounted afresh with a new instance id".to_owned(),
-        _ => format!("its identity changed ({}), so it was mounted afresh with a new instance id", change.reasons.join(", ")),
+        Decision::Rewired => "only its bindings changed (a provider it binds got a new instance), so it was mounted afresh with a new instance id".to_owned(),
+        Decision::Rebuilt | Decision::Unchanged => format!("its identity changed ({}), so it was mounted afresh with a new instance id", change.reasons.join(", ")),
     };
     let _ = writeln!(out, "\n{because}");
     out

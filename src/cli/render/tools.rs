@@ -7,6 +7,7 @@ use std::path::Path;
 use crate::app::lock::{self, Probed};
 use crate::app::tools::ToolsReport;
 use crate::engine::tool_listing::{ListedTool, PolicySource};
+use crate::lock::{Lock, ToolChange, diff_tools};
 
 /// `read_only, idempotent · permissions filesystem.read:{/path} · timeout 60s`.
 fn policy_text(t: &ListedTool) -> String {
@@ -56,7 +57,7 @@ pub fn text(r: &ToolsReport, file: &Path) -> String {
                 lock::lock_path(file).display(),
                 r.lock
                     .as_ref()
-                    .map_or_else(String::new, |l| lock::summary(r.old_lock.as_ref(), l))
+                    .map_or_else(String::new, |l| lock_summary(r.old_lock.as_ref(), l))
             );
         }
         Some(false) => {
@@ -189,4 +190,43 @@ pub fn json(r: &ToolsReport, file: &Path) -> serde_json::Value {
         }).collect::<Vec<_>>(),
         "lock_written": r.written,
     })
+}
+
+/// What changed between two locks: `fs (+2 -1 ~0), time (new, 1 tool)`.
+pub fn lock_summary(old: Option<&Lock>, new: &Lock) -> String {
+    let mut parts = Vec::new();
+    for (id, e) in &new.entries {
+        match old.and_then(|l| l.entries.get(id)) {
+            None => parts.push(format!(
+                "{id} (new, {} tool{})",
+                e.tools.len(),
+                if e.tools.len() == 1 { "" } else { "s" }
+            )),
+            Some(o) => {
+                let changes = diff_tools(o, e);
+                let count = |f: fn(&ToolChange) -> bool| changes.iter().filter(|c| f(c)).count();
+                let added = count(|c| matches!(c, ToolChange::Added { .. }));
+                let removed = count(|c| matches!(c, ToolChange::Removed { .. }));
+                let changed = changes.len() - added - removed;
+                if !changes.is_empty() {
+                    parts.push(format!("{id} (+{added} -{removed} ~{changed})"));
+                } else if o != e {
+                    parts.push(format!(
+                        "{id} (server {} {})",
+                        e.server_name, e.server_version
+                    ));
+                }
+            }
+        }
+    }
+    for id in old.map(|l| l.entries.keys()).into_iter().flatten() {
+        if !new.entries.contains_key(id) {
+            parts.push(format!("{id} (removed)"));
+        }
+    }
+    if parts.is_empty() {
+        "no change".to_owned()
+    } else {
+        parts.join(", ")
+    }
 }
