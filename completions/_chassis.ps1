@@ -52,6 +52,7 @@ Register-ArgumentCompleter -Native -CommandName 'chassis' -ScriptBlock {
             [CompletionResult]::new('--input', '--input', [CompletionResultType]::ParameterName, 'The input; `-` reads it from stdin')
             [CompletionResult]::new('--input-file', '--input-file', [CompletionResultType]::ParameterName, 'Read the input from a file')
             [CompletionResult]::new('--approve', '--approve', [CompletionResultType]::ParameterName, 'Approve every call of this tool without asking (repeatable)')
+            [CompletionResult]::new('--grant', '--grant', [CompletionResultType]::ParameterName, 'Grant a permission for this run (repeatable), e.g. `filesystem.read:/workspace/**` or `network.*`: it widens the default policy (`[policy]`, else nothing is granted) and never overrides a deny rule; a scope a `policy` provider governs ignores it')
             [CompletionResult]::new('--env-file', '--env-file', [CompletionResultType]::ParameterName, 'Read secrets and `enabled_if` variables from this env file too (`KEY=VALUE` lines; its values win over the environment''s)')
             [CompletionResult]::new('--state', '--state', [CompletionResultType]::ParameterName, 'Record the publication and the run in this store (given without a value: the composition''s `[store] path`, else `.chassis/state.db` beside FILE)')
             [CompletionResult]::new('--trace', '--trace', [CompletionResultType]::ParameterName, 'Write every telemetry signal of the run (redacted) to FILE as JSON lines')

@@ -1122,7 +1122,7 @@ _chassis() {
             return 0
             ;;
         chassis__subcmd__run)
-            opts="-v -q -h --agent --input --input-file --approve --yes --env-file --state --allow-pending --trace --record --replay --replay-fallback --update-lock --request-tools --format --color --verbose --quiet --help"
+            opts="-v -q -h --agent --input --input-file --approve --yes --grant --env-file --state --allow-pending --trace --record --replay --replay-fallback --update-lock --request-tools --format --color --verbose --quiet --help"
             if [[ ${cur} == -* || ${COMP_CWORD} -eq 2 ]] ; then
                 COMPREPLY=( $(compgen -W "${opts}" -- "${cur}") )
                 return 0
@@ -1141,6 +1141,10 @@ _chassis() {
                     return 0
                     ;;
                 --approve)
+                    COMPREPLY=($(compgen -f "${cur}"))
+                    return 0
+                    ;;
+                --grant)
                     COMPREPLY=($(compgen -f "${cur}"))
                     return 0
                     ;;

@@ -48,6 +48,7 @@ set edit:completion:arg-completer[chassis] = {|@words|
             cand --input 'The input; `-` reads it from stdin'
             cand --input-file 'Read the input from a file'
             cand --approve 'Approve every call of this tool without asking (repeatable)'
+            cand --grant 'Grant a permission for this run (repeatable), e.g. `filesystem.read:/workspace/**` or `network.*`: it widens the default policy (`[policy]`, else nothing is granted) and never overrides a deny rule; a scope a `policy` provider governs ignores it'
             cand --env-file 'Read secrets and `enabled_if` variables from this env file too (`KEY=VALUE` lines; its values win over the environment''s)'
             cand --state 'Record the publication and the run in this store (given without a value: the composition''s `[store] path`, else `.chassis/state.db` beside FILE)'
             cand --trace 'Write every telemetry signal of the run (redacted) to FILE as JSON lines'

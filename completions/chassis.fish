@@ -54,6 +54,7 @@ complete -c chassis -n "__fish_chassis_using_subcommand run" -l agent -d 'The ag
 complete -c chassis -n "__fish_chassis_using_subcommand run" -l input -d 'The input; `-` reads it from stdin' -r
 complete -c chassis -n "__fish_chassis_using_subcommand run" -l input-file -d 'Read the input from a file' -r -F
 complete -c chassis -n "__fish_chassis_using_subcommand run" -l approve -d 'Approve every call of this tool without asking (repeatable)' -r
+complete -c chassis -n "__fish_chassis_using_subcommand run" -l grant -d 'Grant a permission for this run (repeatable), e.g. `filesystem.read:/workspace/**` or `network.*`: it widens the default policy (`[policy]`, else nothing is granted) and never overrides a deny rule; a scope a `policy` provider governs ignores it' -r
 complete -c chassis -n "__fish_chassis_using_subcommand run" -l env-file -d 'Read secrets and `enabled_if` variables from this env file too (`KEY=VALUE` lines; its values win over the environment\'s)' -r -F
 complete -c chassis -n "__fish_chassis_using_subcommand run" -l state -d 'Record the publication and the run in this store (given without a value: the composition\'s `[store] path`, else `.chassis/state.db` beside FILE)' -r -F
 complete -c chassis -n "__fish_chassis_using_subcommand run" -l trace -d 'Write every telemetry signal of the run (redacted) to FILE as JSON lines' -r -F

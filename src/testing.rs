@@ -297,6 +297,9 @@ impl TestHarness {
             default_timeout: None,
             replay: None,
             secrets: Arc::new(self.secrets.clone()),
+            // As a run does: a tool without permissions that is not
+            // read-only needs approval.
+            ungoverned: crate::runtime::Ungoverned::NeedsApproval,
         };
         let run = RunContext {
             run_id: "run_test".into(),
@@ -406,7 +409,11 @@ mod tests {
     async fn fake_tools_cross_the_boundary_and_secrets_are_redacted() {
         let mut h = TestHarness::new();
         h.provide_secret("API_TOKEN", "tok-0123456789");
-        h.install_tool(Search, ToolPolicy::default());
+        let read_only = ToolPolicy {
+            idempotent: true,
+            ..ToolPolicy::default()
+        };
+        h.install_tool(Search, read_only);
         h.reconcile().await.unwrap();
         let out = h
             .call_tool("search", json!({"q": "tok-0123456789"}))
@@ -414,5 +421,25 @@ mod tests {
             .unwrap();
         assert_eq!(out.status, crate::runtime::ToolStatus::Ok);
         assert!(!h.telemetry.mentions("tok-0123456789"));
+    }
+
+    #[tokio::test]
+    async fn a_tool_without_permissions_that_is_not_read_only_needs_approval() {
+        let mut h = TestHarness::new();
+        h.install_tool(Search, ToolPolicy::default());
+        h.reconcile().await.unwrap();
+        let refused = h.call_tool("search", json!({"q": "x"})).await;
+        assert!(
+            matches!(
+                refused,
+                Err(ExecError::Refused(
+                    crate::runtime::ToolRefusal::ApprovalDenied { .. }
+                ))
+            ),
+            "{refused:?}"
+        );
+        h.approve("search");
+        let out = h.call_tool("search", json!({"q": "x"})).await.unwrap();
+        assert_eq!(out.status, crate::runtime::ToolStatus::Ok);
     }
 }

@@ -4,7 +4,8 @@
 use std::path::Path;
 
 use crate::engine::diag::Diagnostic;
-use crate::engine::findings::plan_diagnostics;
+use crate::engine::findings::{plan_diagnostics, tool_policy_findings};
+use crate::engine::tool_listing::list_tools;
 
 use super::env::RunEnv;
 use super::error::AppError;
@@ -67,7 +68,16 @@ impl CheckReport {
 /// Check the composition at `path`.
 pub fn check_file(path: &Path, reporter: &dyn Reporter) -> Result<CheckReport, AppError> {
     let workspace = load_file(path, &RunEnv::process(), reporter)?;
-    let findings = plan_diagnostics(&workspace.composition, &workspace.tree, &workspace.plan);
+    let mut findings = plan_diagnostics(&workspace.composition, &workspace.tree, &workspace.plan);
+    // What the default policy will do with each tool (warnings).
+    let lock = super::lock::read_lock(path);
+    let tools = list_tools(&workspace.composition, &workspace.plan, lock.as_ref());
+    findings.extend(tool_policy_findings(
+        &workspace.composition,
+        &workspace.tree,
+        &workspace.plan,
+        &tools,
+    ));
     // The refusal publish would make (its problems are among the findings,
     // so it is not reported again).
     let refusal = super::refusal::refusal(&workspace.composition, &workspace.plan, false);

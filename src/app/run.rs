@@ -13,6 +13,7 @@ use std::path::{Path, PathBuf};
 use std::sync::Arc;
 
 use crate::engine::diag::did_you_mean;
+use crate::engine::policy::{Grant, PolicyRules};
 use crate::engine::telemetry::Telemetry;
 use crate::runtime::agent::{
     AgentError, AgentObserver, AgentRequest, AgentResult, AgentRunner, MonotonicClock, StopReason,
@@ -22,6 +23,7 @@ use crate::runtime::replay::{Fallback, Replay, ReplayDocument};
 use crate::runtime::request_tools::RequestTools;
 use crate::runtime::{
     ExecutorServices, Generation, Harness, ReconcileError, ReconcileReport, ToolExecutor,
+    Ungoverned,
 };
 use crate::store::{NewRun, OpenMode, now_rfc3339};
 
@@ -74,6 +76,10 @@ pub struct RunOptions {
     pub input: RunInput,
     /// Tools approved for every call.
     pub approve: Vec<String>,
+    /// Grants that widen the default policy (`[policy]`, or nothing): they
+    /// never override a deny rule, and a scope governed by a `policy`
+    /// provider ignores them.
+    pub grants: Vec<String>,
     /// Approve every call that needs approval.
     pub yes: bool,
     /// Secrets and `enabled_if` variables from this env file too.
@@ -164,6 +170,17 @@ pub async fn run(options: RunOptions, caller: &Caller) -> Result<RunOutcome, App
     }
     let agent = pick_agent(&ws, options.agent.as_deref())?;
     let input = read_input(options.input, &ws, &agent)?;
+    let grants = options
+        .grants
+        .iter()
+        .map(|g| {
+            Grant::parse(g).map_err(|e| {
+                Problem::input(format!("`--grant {g}` is not a grant: {}", e.message))
+                    .with_help("a grant is `name[:resource-pattern]`, e.g. `filesystem.read:/workspace/**` or `network.*`")
+                    .into()
+            })
+        })
+        .collect::<Result<Vec<Grant>, AppError>>()?;
     notice_unknown_approvals(caller, &options.approve, &ws);
     let request_tools = match &options.request_tools {
         None => RequestTools::default(),
@@ -234,6 +251,7 @@ pub async fn run(options: RunOptions, caller: &Caller) -> Result<RunOutcome, App
             request_tools,
             file: &options.file,
             update_lock: options.update_lock,
+            grants,
         },
         caller,
     )
@@ -374,6 +392,7 @@ struct Execution<'a> {
     request_tools: RequestTools,
     file: &'a Path,
     update_lock: bool,
+    grants: Vec<Grant>,
 }
 
 /// A run that finished, with what is recorded of it.
@@ -468,15 +487,18 @@ async fn harness_run(x: Execution<'_>, caller: &Caller) -> Ended {
         accept: x.update_lock,
         caller: caller.clone(),
     });
+    // Fail closed: what no grant covers is refused, and a tool no
+    // permission governs needs approval unless it is read-only.
     let services = ExecutorServices {
+        policy: Arc::new(default_policy(&generation, x.grants)),
         approvals: Arc::new(x.approvals),
         telemetry: Arc::clone(&x.telemetry),
         redactor: redactor.clone(),
         replay: x.replay.clone(),
         secrets: default_secrets,
+        ungoverned: Ungoverned::NeedsApproval,
         ..ExecutorServices::permissive()
-    }
-    .with_generation_policy(&generation);
+    };
     let mut runner = AgentRunner::new(ToolExecutor::new(services), Arc::new(MonotonicClock::new()));
     if let Some(r) = x.replay {
         runner = runner.with_models(r);
@@ -532,6 +554,20 @@ async fn harness_run(x: Execution<'_>, caller: &Caller) -> Ended {
             candidates,
         })),
     }
+}
+
+/// The policy of scopes no `policy` provider governs: the generation's
+/// `[policy]` (or no rule at all) with `grants` added — a permission no
+/// grant covers is denied, and a deny rule still wins over a grant.
+fn default_policy(generation: &Generation, grants: Vec<Grant>) -> PolicyRules {
+    let mut rules = generation
+        .composition
+        .policy
+        .as_ref()
+        .map(|p| p.rules.clone())
+        .unwrap_or_default();
+    rules.grants.extend(grants);
+    rules
 }
 
 /// Record the publication, the candidates published during the run (in

@@ -135,6 +135,7 @@ fn a_run_returns_its_result_and_asks_the_callers_prompter() {
         agent: None,
         input: RunInput::AgentDefault,
         approve: vec!["save_nte".into()],
+        grants: Vec::new(),
         yes: false,
         env_file: None,
         state: RunState::Default,

@@ -66,6 +66,8 @@ codes! {
     RequestToolsKind => "load::request-tools-kind", "a `--request-tools` file holds an entry that is not a `command` entry";
     UndeclaredPermission => "resolve::undeclared-permission", "a tool requires a permission its plugin does not declare";
     ToolNameTaken => "resolve::duplicate-tool", "two active entries declare tools of the same name";
+    UngovernedTool => "policy::ungoverned-tool", "a tool declares no permission and is not read-only: every call needs approval";
+    UngrantedPermission => "policy::ungranted-permission", "a tool requires a permission no grant of the policy where it runs covers: every call is refused";
     Unresolved => "resolve::unresolved", "a hard requirement did not resolve";
     Ambiguous => "resolve::ambiguous", "several providers qualify and no preference selects one";
     Cycle => "resolve::cycle", "entries require each other in a cycle";

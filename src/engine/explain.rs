@@ -289,6 +289,20 @@ pub struct ScopeReport {
     /// What governs the scope's `policy` and `secrets`, in
     /// [`SystemCapability::ALL`] order.
     pub system: Vec<(SystemCapability, Governing)>,
+    /// The rules a call here is decided by, and where they come from, when
+    /// they are known before a run: the composition's `[policy]` (or no
+    /// rule: nothing granted) for the harness default, a `policy` entry's
+    /// configuration for a provider of the built-in kind.
+    pub policy: Option<EffectivePolicy>,
+}
+
+/// The rules that decide a scope's tool calls.
+#[derive(Clone, Debug, PartialEq)]
+pub struct EffectivePolicy {
+    /// `[policy]`, or the entry that provides the policy.
+    pub source: String,
+    /// The rules (no grant: every permission is refused).
+    pub rules: super::policy::PolicyRules,
 }
 
 impl ScopeReport {
@@ -427,7 +441,39 @@ pub fn explain_scope(
             .into_iter()
             .map(|system| (system, governing(composition, tree, plan, ix, system)))
             .collect(),
+        policy: effective_policy(composition, tree, plan, ix),
     })
+}
+
+/// The rules that decide the tool calls of scope `ix`, when they are known
+/// before a run.
+fn effective_policy(
+    composition: &Composition,
+    tree: &ScopeTree,
+    plan: &Plan,
+    ix: usize,
+) -> Option<EffectivePolicy> {
+    match governing(composition, tree, plan, ix, SystemCapability::Policy) {
+        Governing::Default => Some(EffectivePolicy {
+            source: "[policy]".to_owned(),
+            rules: composition
+                .policy
+                .as_ref()
+                .map(|p| p.rules.clone())
+                .unwrap_or_default(),
+        }),
+        Governing::Provider { entry, .. } => {
+            let e = composition.entries.get(&entry)?;
+            (e.manifest.kind.as_deref() == Some(super::builtin::system::POLICY.name))
+                .then(|| super::builtin::system::policy_rules(&e.config).ok())
+                .flatten()
+                .map(|rules| EffectivePolicy {
+                    source: format!("entry `{entry}`"),
+                    rules,
+                })
+        }
+        Governing::FailClosed(_) => None,
+    }
 }
 
 #[cfg(test)]

@@ -135,6 +135,117 @@ pub fn plan_diagnostics(
     out
 }
 
+/// What the default policy (fail closed) will do with the active tools,
+/// found before anything runs (warnings): a tool that declares no
+/// permission and is not read-only needs approval for every call
+/// (`policy::ungoverned-tool`); a tool permission that no grant of the
+/// policy where an agent runs covers is refused on every call
+/// (`policy::ungranted-permission`, with the scopes). A templated permission
+/// (`filesystem.delete:{/path}`) counts as granted when a grant names it or
+/// its family with any resource. Scopes a `policy` provider governs are
+/// decided by it at run time; `--grant` widens the default at run time.
+pub fn tool_policy_findings(
+    composition: &Composition,
+    tree: &ScopeTree,
+    plan: &Plan,
+    tools: &[super::tool_listing::ListedTool],
+) -> Vec<Diagnostic> {
+    let origin = |t: &super::tool_listing::ListedTool| {
+        EntryId::new(&t.entry)
+            .ok()
+            .and_then(|id| composition.entries.get(&id))
+            .and_then(|e| {
+                e.manifest
+                    .tools
+                    .iter()
+                    .find(|d| d.name.as_str() == t.name)
+                    .and_then(|d| d.origin)
+                    .or(e.origin)
+            })
+    };
+    let default_grants: Vec<&super::policy::Grant> = composition
+        .policy
+        .iter()
+        .flat_map(|p| p.rules.grants.iter())
+        .collect();
+    // Where calls happen: each agent's scope (else the root).
+    let mut run_scopes: Vec<usize> = composition
+        .agents
+        .values()
+        .filter_map(|a| tree.find(&a.scope))
+        .collect();
+    if run_scopes.is_empty() {
+        run_scopes.extend(tree.find(&super::model::ScopePath::root()));
+    }
+    let mut out = Vec::new();
+    for t in tools.iter().filter(|t| t.active) {
+        if t.policy.is_ungoverned() {
+            out.push(
+                Diagnostic::warning(
+                    Code::UngovernedTool,
+                    format!(
+                        "tool `{}` of `{}` declares no permission and is not read-only: every call needs approval",
+                        t.name, t.entry
+                    ),
+                )
+                .at(origin(t), "no permission, not read-only")
+                .with_help("declare the permissions it needs (`[policy.tools.NAME] permissions = [...]`), or mark it `idempotent = true` if calling it changes nothing"),
+            );
+        }
+        let Ok(name) = super::model::ToolName::new(&t.name) else {
+            continue;
+        };
+        for template in &t.policy.permissions {
+            let Ok(parsed) = super::policy::PermissionTemplate::parse(template) else {
+                continue;
+            };
+            let ungranted: Vec<&str> = run_scopes
+                .iter()
+                .filter(|&&ix| tree.shows_tool(ix, &name))
+                .filter(|&&ix| {
+                    matches!(
+                        super::system::governing(
+                            composition,
+                            tree,
+                            plan,
+                            ix,
+                            SystemCapability::Policy
+                        ),
+                        Governing::Default
+                    )
+                })
+                .filter(|_| !default_grants.iter().any(|g| g.matches_name(parsed.name())))
+                .map(|&ix| tree.scopes()[ix].path.as_str())
+                .collect();
+            if ungranted.is_empty() {
+                continue;
+            }
+            out.push(
+                Diagnostic::warning(
+                    Code::UngrantedPermission,
+                    format!(
+                        "tool `{}` of `{}` requires `{template}`, which no grant covers where it runs ({}): every call will be refused",
+                        t.name,
+                        t.entry,
+                        ungranted
+                            .iter()
+                            .map(|s| format!("`{s}`"))
+                            .collect::<Vec<_>>()
+                            .join(", ")
+                    ),
+                )
+                .at(origin(t), "requires it")
+                .with_help(format!(
+                    "grant it in `[policy] grants` (e.g. `{}`), or for one run with `chassis run --grant {}`",
+                    parsed.name(),
+                    parsed.name()
+                )),
+            );
+        }
+    }
+    out
+}
+
 /// What makes publication refuse a composition that resolves, found
 /// without running a plugin (errors, each also in [`plan_diagnostics`]):
 /// two active entries declaring tools of one name (tool names are unique in

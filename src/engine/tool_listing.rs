@@ -69,6 +69,9 @@ pub struct ListedTool {
     pub policy: ToolPolicy,
     /// Where [`Self::policy`] came from.
     pub policy_source: PolicySource,
+    /// Whether it declares no permission and is not read-only: every call
+    /// needs approval.
+    pub ungoverned: bool,
 }
 
 /// The tools one scope sees.
@@ -131,6 +134,7 @@ pub fn list_tools(composition: &Composition, plan: &Plan, lock: Option<&Lock>) -
                 remote_name,
                 description: t.description.clone(),
                 active,
+                ungoverned: policy.is_ungoverned(),
                 policy,
                 policy_source: source,
             });

@@ -129,8 +129,11 @@ async fn audit_appends_one_redacted_line_per_event() {
         events,
         [
             "before_tool_execute",
+            // Every call's policy decision, a tool without permissions too.
+            "policy_decision",
             "after_tool_execute",
             "before_tool_execute",
+            "policy_decision",
             "tool_error"
         ]
     );

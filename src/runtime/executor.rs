@@ -28,6 +28,9 @@ use crate::engine::schema_check::check as check_schema;
 use crate::engine::secret::{Redactor, SecretProvider};
 use crate::engine::telemetry::{AttrValue, Attributes, NoopTelemetry, Telemetry, attributes};
 
+/// The `permission` of the policy decision of a tool that declares none.
+pub const NO_PERMISSION: &str = "(none)";
+
 /// How long past the run's deadline a tool call may still take before it is
 /// cut off (see [`ToolExecutor::execute`]).
 const DEADLINE_GRACE: Duration = Duration::from_millis(100);
@@ -69,6 +72,19 @@ pub struct ExecutorServices {
     /// The default secrets of tool calls (a scope governed by a `secrets`
     /// provider uses that instead).
     pub secrets: Arc<dyn SecretProvider>,
+    /// What a tool that declares no permission and is not read-only needs.
+    pub ungoverned: Ungoverned,
+}
+
+/// What the boundary asks of an *ungoverned* tool — one that declares no
+/// permission (so no policy can decide it) and is not read-only.
+#[derive(Clone, Copy, Debug, PartialEq, Eq)]
+pub enum Ungoverned {
+    /// It runs (the permissive services of tests and embedders).
+    Runs,
+    /// Every call needs approval (what a run from the command line or a
+    /// server does: fail closed).
+    NeedsApproval,
 }
 
 impl std::fmt::Debug for ExecutorServices {
@@ -100,6 +116,7 @@ impl ExecutorServices {
             default_timeout: None,
             replay: None,
             secrets: Arc::new(crate::engine::secret::StaticSecretProvider::new()),
+            ungoverned: Ungoverned::Runs,
         }
     }
 }
@@ -593,6 +610,26 @@ impl ToolExecutor {
             }
         };
         let mut approval = reg.policy.approval_required;
+        // A tool no permission governs: a read-only one runs, another needs
+        // approval (its decision is a signal too, as for any call). A
+        // sub-agent is governed by its own run's boundary, call by call.
+        if permissions.is_empty() {
+            let needs = s.ungoverned == Ungoverned::NeedsApproval
+                && !reg.policy.is_read_only()
+                && extra.is_none();
+            let reason = if extra.is_some() {
+                "a sub-agent: each call of its own run crosses the boundary"
+            } else if reg.policy.is_read_only() {
+                "read-only: declares no permission"
+            } else if needs {
+                "ungoverned: declares no permission and is not read-only; every call needs approval"
+            } else {
+                "declares no permission"
+            };
+            self.policy_decision(run, &call.name, &reg.owner, NO_PERMISSION, true, reason)
+                .await;
+            approval |= needs;
+        }
         // The scope's policy and secrets providers, looked up once per call
         // and only when needed (a permission to decide, a live call).
         let mut system: Option<ScopeSystem> = None;

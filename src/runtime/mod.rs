@@ -37,7 +37,7 @@ pub use context::{
 };
 pub use executor::{
     ExecError, ExecutorServices, RunContext, ToolCall, ToolExecutor, ToolRefusal, ToolResult,
-    ToolStatus,
+    ToolStatus, Ungoverned,
 };
 pub use generation::{Generation, GenerationState, PressureReport, ScopeSystem};
 pub use harness::{AcquireError, Harness, HarnessOptions, Lease};

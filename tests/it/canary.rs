@@ -420,7 +420,8 @@ fn a_secret_a_tool_reads_through_its_context_appears_in_no_output() {
     };
 
     let run = chassis(&[
-        "--format", "json", "run", &f, "--trace", &trace, "--record", &record, "--state", &state,
+        "--format", "json", "run", &f, "--yes", "--trace", &trace, "--record", &record, "--state",
+        &state,
     ]);
     assert_eq!(run.code, 0, "{}", run.stderr);
     // The tool did receive both values: it answered their lengths, and the
@@ -453,7 +454,7 @@ fn a_secret_a_tool_reads_through_its_context_appears_in_no_output() {
     // Plain `--replay`: the model call after the secret-bearing tool answer
     // is keyed on the redacted conversation, which is what a replay reads
     // back, so it hits without the live fallback and answers the same.
-    let replay = chassis(&["--format", "json", "run", &f, "--replay", &record]);
+    let replay = chassis(&["--format", "json", "run", &f, "--yes", "--replay", &record]);
     assert_eq!(replay.code, 0, "{}", replay.stderr);
     // Under `--format json` progress is JSON lines: replayed calls say so.
     assert!(

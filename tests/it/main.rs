@@ -8,6 +8,7 @@ mod golden;
 mod harness;
 mod mcp;
 mod mcp_servers;
+mod policy;
 mod run;
 mod store;
 mod vectors;

@@ -37,9 +37,11 @@ fn update_lock(dir: &Path, file: &str, env: &[(&str, &str)]) -> Run {
     r
 }
 
-/// `chassis --format json run FILE`, parsed.
+/// `chassis --format json run FILE --yes`, parsed: the scripted servers'
+/// tools declare no permission and are not read-only, so, failing closed,
+/// each call needs approval — given here as a user would.
 fn run_json(dir: &Path, file: &str, env: &[(&str, &str)]) -> (Run, Value) {
-    let r = chassis(dir, &["--format", "json", "run", file], env);
+    let r = chassis(dir, &["--format", "json", "run", file, "--yes"], env);
     let v = stdout_json(&r);
     (r, v)
 }
@@ -422,7 +424,7 @@ fn scripted_server_failures_fail_one_call_and_recover() {
     let (r, _) = {
         let r = chassis(
             dir.path(),
-            &["-vv", "--format", "json", "run", "c.toml"],
+            &["-vv", "--format", "json", "run", "c.toml", "--yes"],
             &env,
         );
         (r, ())
@@ -571,6 +573,7 @@ fn a_server_gets_only_the_allowed_environment_and_its_secrets_stay_hidden() {
             "json",
             "run",
             "c.toml",
+            "--yes",
             "--trace",
             trace.to_str().unwrap(),
         ],
@@ -955,6 +958,7 @@ fn a_changed_tool_list_builds_a_candidate_generation_and_the_run_keeps_its_own()
             "json",
             "run",
             "c.toml",
+            "--yes",
             "--update-lock",
             "--state",
             state,
@@ -1059,7 +1063,14 @@ fn a_server_restarted_with_other_tools_gets_a_candidate_generation() {
     update_lock(dir.path(), "c.toml", &env);
     let r = chassis(
         dir.path(),
-        &["--format", "json", "run", "c.toml", "--update-lock"],
+        &[
+            "--format",
+            "json",
+            "run",
+            "c.toml",
+            "--yes",
+            "--update-lock",
+        ],
         &env,
     );
     assert_eq!(r.code, 0, "{}", r.transcript());
@@ -1097,7 +1108,14 @@ fn a_list_announced_by_the_last_call_is_watched_and_gets_a_candidate() {
     update_lock(dir.path(), "c.toml", &env);
     let r = chassis(
         dir.path(),
-        &["--format", "json", "run", "c.toml", "--update-lock"],
+        &[
+            "--format",
+            "json",
+            "run",
+            "c.toml",
+            "--yes",
+            "--update-lock",
+        ],
         &env,
     );
     assert_eq!(r.code, 0, "{}", r.transcript());
@@ -1137,6 +1155,7 @@ fn a_candidate_whose_fresh_mount_fails_is_refused_and_the_generation_stays() {
             "json",
             "run",
             "c.toml",
+            "--yes",
             "--update-lock",
             "--state",
             state,

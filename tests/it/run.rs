@@ -27,6 +27,8 @@ result = "saved"
 
 [policy]
 grants = ["notes.write"]
+[policy.tools.lookup]
+idempotent = true
 [policy.tools.save_note]
 permissions = ["notes.write"]
 approval_required = true
@@ -633,6 +635,7 @@ description = "Upper-case a word."
 args = { type = "object", required = ["word"], properties = { word = { type = "string" } }, additionalProperties = false }
 argv = ["tr", "a-z", "A-Z"]
 stdin = "{/word}"
+idempotent = true
 timeout_seconds = 5
 "#;
 
@@ -903,6 +906,7 @@ name = "nap"
 description = "Sleeps."
 args = { type = "object" }
 argv = ["sleep", "20"]
+idempotent = true
 timeout_seconds = 30
 [entries.model]
 plugin = "scripted"

@@ -53,6 +53,12 @@ pub struct RunArgs {
     /// Approve every tool call that needs approval.
     #[arg(long)]
     pub yes: bool,
+    /// Grant a permission for this run (repeatable), e.g.
+    /// `filesystem.read:/workspace/**` or `network.*`: it widens the
+    /// default policy (`[policy]`, else nothing is granted) and never
+    /// overrides a deny rule; a scope a `policy` provider governs ignores it.
+    #[arg(long, value_name = "PERM")]
+    pub grant: Vec<String>,
     /// Read secrets and `enabled_if` variables from this env file too
     /// (`KEY=VALUE` lines; its values win over the environment's).
     #[arg(long, value_name = "PATH")]
@@ -157,6 +163,7 @@ fn options(ui: &Ui, args: &RunArgs) -> RunOptions {
         agent: args.agent.clone(),
         input,
         approve: args.approve.clone(),
+        grants: args.grant.clone(),
         yes: args.yes,
         env_file: args.env_file.clone(),
         state,

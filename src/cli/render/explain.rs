@@ -271,6 +271,11 @@ pub fn scope_text(r: &ScopeReport) -> String {
     let _ = writeln!(out, "unresolved   {}", list(&unresolved));
     for (system, governing) in &r.system {
         let _ = writeln!(out, "{:<12} {}", system.name(), governing_text(governing));
+        if *system == crate::engine::system::SystemCapability::Policy
+            && let Some(p) = &r.policy
+        {
+            out.push_str(&effective_policy_text(p));
+        }
     }
     let _ = writeln!(out, "tools        {}", list(&r.local_tools));
     let _ = writeln!(out, "visible tools {}", list(&r.visible_tools));
@@ -279,6 +284,29 @@ pub fn scope_text(r: &ScopeReport) -> String {
         for (k, v) in &r.metadata {
             let _ = writeln!(out, "  {k} = {}", config_text(v));
         }
+    }
+    out
+}
+
+/// The rules that decide the scope's calls, each with where it comes from;
+/// what no grant covers is refused.
+fn effective_policy_text(p: &crate::engine::explain::EffectivePolicy) -> String {
+    let mut out = String::new();
+    let rules = &p.rules;
+    if rules.grants.is_empty() {
+        let _ = writeln!(
+            out,
+            "  grants     none: every permission is refused (`chassis run --grant PERM` widens the default for one run)"
+        );
+    }
+    for g in &rules.grants {
+        let _ = writeln!(out, "  grant      {g}  ({})", p.source);
+    }
+    for d in &rules.deny {
+        let _ = writeln!(out, "  deny       {d}  ({})", p.source);
+    }
+    for a in &rules.approval_required {
+        let _ = writeln!(out, "  approval   {a}  ({})", p.source);
     }
     out
 }
@@ -360,6 +388,12 @@ pub fn scope_json(r: &ScopeReport) -> serde_json::Value {
         "local_tools": r.local_tools,
         "visible_tools": r.visible_tools,
         "system": r.system.iter().map(|(s, g)| (s.name().to_owned(), governing_json(g))).collect::<serde_json::Map<_, _>>(),
+        "effective_policy": r.policy.as_ref().map(|p| serde_json::json!({
+            "source": p.source,
+            "grants": p.rules.grants.iter().map(ToString::to_string).collect::<Vec<_>>(),
+            "deny": p.rules.deny.iter().map(ToString::to_string).collect::<Vec<_>>(),
+            "approval_required": p.rules.approval_required,
+        })),
         "metadata": r.metadata.iter().map(|(k, v)| (k.clone(), config_json(v))).collect::<serde_json::Map<_, _>>(),
     })
 }

@@ -40,6 +40,9 @@ fn policy_text(t: &ListedTool) -> String {
     if t.policy_source != PolicySource::Annotations && t.policy_source != PolicySource::Config {
         let _ = write!(out, " ({})", t.policy_source.as_str());
     }
+    if t.ungoverned {
+        out.push_str(" · ungoverned: each call needs approval");
+    }
     out
 }
 

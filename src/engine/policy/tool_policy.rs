@@ -59,6 +59,20 @@ pub enum ToolPolicyError {
 }
 
 impl ToolPolicy {
+    /// Whether calling the tool changes nothing: it is idempotent and its
+    /// only side effect, if any, is `read_only` (an MCP server's
+    /// `readOnlyHint`).
+    pub fn is_read_only(&self) -> bool {
+        self.idempotent && self.side_effects.iter().all(|s| s == "read_only")
+    }
+
+    /// Whether the tool is *ungoverned*: it declares no permission, so no
+    /// policy can decide it, and it is not read-only — its calls need
+    /// approval.
+    pub fn is_ungoverned(&self) -> bool {
+        self.permissions.is_empty() && !self.is_read_only()
+    }
+
     /// Check the timeout, the permission templates and the labels.
     pub fn validate(&self) -> Result<(), ToolPolicyError> {
         if let Some(t) = self.timeout_seconds
