@@ -62,6 +62,8 @@ codes! {
     BadLock => "load::bad-lock", "`chassis.lock` cannot be read";
     McpLockStale => "load::mcp-lock-stale", "an `mcp` entry's locked tools do not match its tools filter or prefix";
     McpExpectedToolMissing => "load::mcp-expected-tool-missing", "an `mcp` entry expects a tool its locked server does not offer";
+    BadSchema => "load::bad-schema", "a tool's argument schema does not compile";
+    UnknownFormat => "load::unknown-format", "a tool's argument schema names a format that is not checked";
     HostSettingInInclude => "load::host-setting-in-include", "a host settings table (`[store]`) in an included file";
     RequestToolsKind => "load::request-tools-kind", "a `--request-tools` file holds an entry that is not a `command` entry";
     UndeclaredPermission => "resolve::undeclared-permission", "a tool requires a permission its plugin does not declare";

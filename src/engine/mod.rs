@@ -8,6 +8,7 @@
 //! hash-map iteration.
 
 pub mod agent;
+pub mod args_schema;
 pub mod budget;
 pub mod build;
 pub mod builtin;

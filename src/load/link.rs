@@ -35,6 +35,53 @@ fn first_defs<T>(defs: Vec<Def<T>>, kind: &str, diags: &mut Vec<Diagnostic>) -> 
     out
 }
 
+/// Compile every tool's argument schema once (each distinct schema once):
+/// one that does not compile is an error where the tool is declared (an
+/// `mcp` tool's schema comes from `chassis.lock`), a format that is not
+/// checked a warning.
+fn check_tool_schemas(comp: &Composition, diags: &mut Vec<Diagnostic>) {
+    let mut seen: std::collections::HashSet<String> = std::collections::HashSet::new();
+    for (id, entry) in &comp.entries {
+        let from_lock =
+            entry.manifest.kind.as_deref() == Some(crate::engine::builtin::mcp::KIND.name);
+        for tool in &entry.manifest.tools {
+            let Some(schema) = &tool.args_schema else {
+                continue;
+            };
+            if !seen.insert(schema.to_string()) {
+                continue;
+            }
+            let origin = tool.origin.or(entry.origin);
+            let whose = if from_lock {
+                format!("tool `{}` of `{id}` (pinned in `chassis.lock`)", tool.name)
+            } else {
+                format!("tool `{}` of `{id}`", tool.name)
+            };
+            match crate::engine::args_schema::compile(schema) {
+                Err(e) => diags.push(
+                    Diagnostic::error(
+                        Code::BadSchema,
+                        format!("the argument schema of {whose} does not compile: {e}"),
+                    )
+                    .at(origin, "declared here")
+                    .with_help("fix the schema (JSON Schema 2020-12 or draft 7; `$ref` only within the schema)"),
+                ),
+                Ok(compiled) => {
+                    for w in compiled.warnings {
+                        diags.push(
+                            Diagnostic::warning(
+                                Code::UnknownFormat,
+                                format!("the argument schema of {whose}: {w}"),
+                            )
+                            .at(origin, "declared here"),
+                        );
+                    }
+                }
+            }
+        }
+    }
+}
+
 fn did_you_mean_help<'a>(
     input: &str,
     candidates: impl IntoIterator<Item = &'a str>,
@@ -116,6 +163,7 @@ pub(crate) fn link(
         }
     }
     super::mcp_lock::apply(&mut comp, lock, diags);
+    check_tool_schemas(&comp, diags);
     if check_refs {
         check_agent_refs(&walked_agents, &comp, diags);
         for r in refs {

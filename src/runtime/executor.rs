@@ -24,7 +24,6 @@ use crate::engine::budget::{BudgetDimension, BudgetError, BudgetExceeded, Budget
 use crate::engine::policy::{
     ApprovalGate, ApprovalRequest, DenyAllApprovals, PolicyEngine, PolicyRequest, evaluate_or_deny,
 };
-use crate::engine::schema_check::check as check_schema;
 use crate::engine::secret::{Redactor, SecretProvider};
 use crate::engine::telemetry::{AttrValue, Attributes, NoopTelemetry, Telemetry, attributes};
 
@@ -589,11 +588,18 @@ impl ToolExecutor {
 
         // 3. Arguments against the schema (after transforms, before policy).
         if let Some(schema) = reg.tool.args_schema() {
-            let errors = check_schema(schema, &args);
+            let errors: Vec<String> = match &*g.args_schema(&call.name, schema) {
+                Ok(compiled) => compiled
+                    .violations(&args)
+                    .iter()
+                    .map(ToString::to_string)
+                    .collect(),
+                Err(e) => vec![format!("the tool's argument schema does not compile: {e}")],
+            };
             if !errors.is_empty() {
                 return refuse(ToolRefusal::InvalidArguments {
                     tool: call.name.clone(),
-                    errors: errors.iter().map(ToString::to_string).collect(),
+                    errors,
                 });
             }
         }

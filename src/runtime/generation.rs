@@ -140,8 +140,14 @@ pub struct Generation {
     /// incremental reconcile then looks consumers up instead of scanning
     /// every resolution).
     selecting: OnceLock<Arc<SelectingIndex>>,
+    /// Each tool's argument schema, compiled at its first call in this
+    /// generation (`Err`: it does not compile, and every call is refused).
+    schemas: Mutex<BTreeMap<String, CompiledSchema>>,
     accounting: Mutex<Accounting>,
 }
+
+/// A tool's compiled argument schema, or why it does not compile.
+pub type CompiledSchema = Arc<Result<crate::engine::args_schema::ArgsSchema, String>>;
 
 /// The `policy` and `secrets` a scope's tool calls use: the values of the
 /// providers that govern the scope ([`crate::engine::system`]), `None` for
@@ -233,6 +239,21 @@ impl Generation {
         )
     }
 
+    /// The compiled argument schema of `tool` (`schema`), compiled once per
+    /// generation.
+    pub fn args_schema(&self, tool: &str, schema: &serde_json::Value) -> CompiledSchema {
+        let mut schemas = self
+            .schemas
+            .lock()
+            .unwrap_or_else(std::sync::PoisonError::into_inner);
+        if let Some(compiled) = schemas.get(tool) {
+            return Arc::clone(compiled);
+        }
+        let compiled = Arc::new(crate::engine::args_schema::compile(schema).map(|c| c.schema));
+        schemas.insert(tool.to_owned(), Arc::clone(&compiled));
+        compiled
+    }
+
     /// The plan's [`SelectingIndex`] (built at the first call).
     pub(crate) fn selecting_index(&self) -> Arc<SelectingIndex> {
         Arc::clone(
@@ -309,6 +330,7 @@ impl Generation {
             system: OnceLock::new(),
             semantic_text: OnceLock::new(),
             selecting: OnceLock::new(),
+            schemas: Mutex::new(BTreeMap::new()),
             accounting: Mutex::new(Accounting {
                 state: GenerationState::Building,
                 leases: BTreeMap::new(),

@@ -235,3 +235,84 @@ fn check_tools_and_explain_say_what_the_policy_will_do() {
         scope.stdout
     );
 }
+
+#[test]
+fn arguments_are_checked_against_the_full_schema_and_bad_schemas_are_load_errors() {
+    let dir = tempfile::tempdir().unwrap();
+    let d = dir.path();
+    let ran = d.join("ran.txt");
+    let text = format!(
+        r#"version = 1
+[entries.files]
+plugin = "command"
+[[entries.files.config.tools]]
+name = "show"
+description = "Show a note by name."
+args = {{ type = "object", required = ["name"], properties = {{ name = {{ type = "string", pattern = "^[a-z]+$" }} }} }}
+argv = ["touch", "{ran}"]
+idempotent = true
+
+[entries.model]
+plugin = "scripted"
+[[entries.model.config.turns]]
+tool_calls = [{{ name = "show", args = {{ name = "../../etc/passwd; rm -rf" }} }}]
+[[entries.model.config.turns]]
+tool_calls = [{{ name = "show", args = {{ name = "notes" }} }}]
+[[entries.model.config.turns]]
+text = "done"
+
+[agents.a]
+prompt = "p"
+default_input = "go"
+"#,
+        ran = ran.display()
+    );
+    std::fs::write(d.join("c.toml"), &text).unwrap();
+    let (r, doc) = run(d, &[]);
+    assert_eq!(r.code, 0, "{}", r.transcript());
+    assert_eq!(
+        calls(&doc),
+        [
+            row("show", "refused", "invalid_arguments"),
+            row("show", "ok", "")
+        ]
+    );
+    assert!(
+        doc["tool_calls"][0]["error"]
+            .as_str()
+            .unwrap()
+            .contains("/name"),
+        "{doc}"
+    );
+
+    // A schema that does not compile is a load error, with a span.
+    std::fs::write(d.join("c.toml"), text.replace("^[a-z]+$", "(")).unwrap();
+    let bad = run_in(d, &["--format", "json", "check", "c.toml"], &[]);
+    assert_eq!(bad.code, 2, "{}", bad.transcript());
+    let diag = bad
+        .stderr
+        .lines()
+        .filter_map(|l| serde_json::from_str::<serde_json::Value>(l).ok())
+        .find(|l| l["code"] == "load::bad-schema")
+        .unwrap_or_else(|| panic!("{}", bad.transcript()));
+    assert_eq!(diag["labels"][0]["file"], "c.toml");
+
+    // So is an MCP server's schema pinned in the lock (and a remote $ref).
+    std::fs::write(
+        d.join("c.toml"),
+        "version = 1\n[entries.s]\nplugin = \"mcp\"\nconfig = { command = \"/bin/false\" }\n",
+    )
+    .unwrap();
+    std::fs::write(
+        d.join("chassis.lock"),
+        "version = 1\n\n[entries.s]\nserver_name = \"s\"\nserver_version = \"1\"\nprotocol_version = \"2025-11-25\"\n\n[[entries.s.tools]]\nname = \"fetch\"\nremote_name = \"fetch\"\ndescription = \"d\"\ninput_schema = '{\"$ref\":\"https://example.com/schema.json\"}'\n",
+    )
+    .unwrap();
+    let lock = run_in(d, &["check", "c.toml"], &[]);
+    assert_eq!(lock.code, 2, "{}", lock.transcript());
+    assert!(
+        lock.stderr.contains("load::bad-schema") && lock.stderr.contains("chassis.lock"),
+        "{}",
+        lock.stderr
+    );
+}

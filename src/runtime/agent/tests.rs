@@ -259,7 +259,10 @@ text = "done"
         tool_messages[1].contains("available tools: lookup"),
         "{tool_messages:?}"
     );
-    assert!(tool_messages[2].contains("`word`"), "{tool_messages:?}");
+    assert!(
+        tool_messages[2].contains("\"word\" is a required property"),
+        "{tool_messages:?}"
+    );
 }
 
 #[tokio::test]
