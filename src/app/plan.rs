@@ -40,15 +40,29 @@ pub enum PlanOutcome {
         /// Why.
         refusal: Refusal,
     },
-    /// It would fail mounting an entry whose secret is not set.
+    /// It would fail mounting an entry whose secret is not set, or is too
+    /// short to be redacted.
     MissingSecrets {
         /// The store.
         store: PathBuf,
-        /// `(secret, entry)`, sorted.
-        missing: Vec<(String, String)>,
+        /// Each unusable secret, sorted by name then entry.
+        missing: Vec<UnusableSecret>,
     },
     /// It would publish, or change nothing.
     Planned(Box<Planned>),
+}
+
+/// A secret the configuration references that publish could not use.
+#[derive(Clone, Debug, PartialEq, Eq, PartialOrd, Ord)]
+pub struct UnusableSecret {
+    /// The secret's name.
+    pub secret: String,
+    /// The entry whose configuration references it.
+    pub entry: String,
+    /// Why (`missing`, `empty`, `too_short`, …).
+    pub kind: &'static str,
+    /// The whole reason, naming the provider and variable (never a value).
+    pub message: String,
 }
 
 impl PlanOutcome {
@@ -70,8 +84,8 @@ pub struct Planned {
     pub prediction: Prediction,
     /// Pending entries with their first reason (left out).
     pub pending: Vec<PendingEntry>,
-    /// `(secret, entry)` of entries `on_failure = "skip"` would quarantine.
-    pub quarantined: Vec<(String, String)>,
+    /// Secrets of entries `on_failure = "skip"` would quarantine.
+    pub quarantined: Vec<UnusableSecret>,
     /// How the agents would change (a row per agent added, removed or
     /// changed, naming the fields).
     pub agents: Vec<Change>,
@@ -105,7 +119,7 @@ pub fn plan(options: &PlanOptions, caller: &Caller) -> Result<PlanOutcome, AppEr
     let secrets = super::mount::secret_provider(&caller.redactor, &RunEnv::process());
     // A secret that is not set fails publish's mount: say so rather than
     // predict a changed identity from its absence.
-    let mut missing: Vec<(String, String)> = ws
+    let mut missing: Vec<UnusableSecret> = ws
         .plan
         .activation_order
         .iter()
@@ -116,7 +130,15 @@ pub fn plan(options: &PlanOptions, caller: &Caller) -> Result<PlanOutcome, AppEr
                 .into_iter()
                 .map(move |r| (r.name.clone(), e.id.to_string()))
         })
-        .filter(|(name, _)| secrets.get(name).is_err())
+        .filter_map(|(secret, entry)| {
+            let e = secrets.get(&secret).err()?;
+            Some(UnusableSecret {
+                secret,
+                entry,
+                kind: e.kind.as_str(),
+                message: e.to_string(),
+            })
+        })
         .collect();
     missing.sort();
     missing.dedup();
@@ -126,7 +148,7 @@ pub fn plan(options: &PlanOptions, caller: &Caller) -> Result<PlanOutcome, AppEr
         EntryId::new(entry).is_ok_and(|id| ws.composition.quarantines_on_failure(&id))
     };
     let (quarantined, missing): (Vec<_>, Vec<_>) =
-        missing.into_iter().partition(|(_, entry)| skippable(entry));
+        missing.into_iter().partition(|m| skippable(&m.entry));
     if !missing.is_empty() {
         return Ok(PlanOutcome::MissingSecrets { store, missing });
     }
@@ -160,11 +182,11 @@ pub fn plan(options: &PlanOptions, caller: &Caller) -> Result<PlanOutcome, AppEr
 /// secret could not be read).
 fn without_quarantined(
     ws: &Workspace,
-    quarantined: &[(String, String)],
+    quarantined: &[UnusableSecret],
 ) -> (Composition, ScopeTree, Plan) {
     let mut composition = ws.composition.clone();
-    for (_, entry) in quarantined {
-        if let Ok(id) = EntryId::new(entry) {
+    for q in quarantined {
+        if let Ok(id) = EntryId::new(&q.entry) {
             composition.entries.remove(&id);
             composition
                 .quarantined

@@ -132,9 +132,10 @@ impl AgentObserver for Progress {
                     record.duration_seconds,
                     if record.replayed { " [replayed]" } else { "" }
                 );
-                // A refusal says why (the model reads the same words): what
-                // to pass to allow it, which policy rule, which hook.
-                if let (Some(_), Some(why)) = (record.refusal, &record.error) {
+                // A refusal or a failure says why (the model reads the same
+                // words): what to pass to allow it, which policy rule, which
+                // hook, what the tool said.
+                if let Some(why) = &record.error {
                     line.push_str("\n         ");
                     line.push_str(why);
                 }

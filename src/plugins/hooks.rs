@@ -100,8 +100,11 @@ impl HookHandler for CommandHook {
         let spec = &self.spec;
         let mut p = ProcessSpec::new(spec.program.clone(), spec.args.clone(), self.cwd.clone());
         p.env = self.env.clone();
+        // A hook is outside: it sees what the conversation holds, with no
+        // secret value in it (a transform that echoes a payload back gets
+        // the redacted form).
         p.stdin = Some(
-            json!({ "event": event.as_str(), "payload": payload })
+            json!({ "event": event.as_str(), "payload": self.redactor.redact_foreign(payload) })
                 .to_string()
                 .into_bytes(),
         );

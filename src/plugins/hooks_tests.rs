@@ -298,6 +298,42 @@ async fn hook_command_transforms_and_bails() {
     );
 }
 
+/// A guard that cannot answer (crashes, hangs, replies garbage) refuses
+/// the call, whatever its error policy; the tool never runs.
+#[tokio::test]
+async fn a_bail_hook_that_cannot_answer_refuses() {
+    let dir = tempfile::tempdir().unwrap();
+    for (script, why) in [
+        ("exit 3", "exit code 3"),
+        ("sleep 30", "timed out"),
+        ("echo 'not json'", "reply is invalid"),
+    ] {
+        let h = mounted(
+            dir.path(),
+            &Redactor::new(),
+            &[
+                tools(),
+                hook_command(
+                    &["sh", "-c", script],
+                    json!({ "mode": "bail", "timeout_seconds": 0.5, "error_policy": "record" }),
+                ),
+            ],
+        )
+        .await;
+        let err = call(&h, "read_file", json!({})).await.unwrap_err();
+        let ExecError::Refused(ToolRefusal::HookBail { reason, hook, .. }) = &err else {
+            panic!("{script}: {err}");
+        };
+        assert!(
+            reason.starts_with("the guard could not answer"),
+            "{script}: {reason}"
+        );
+        assert!(reason.contains(why), "{script}: {reason}");
+        assert!(!hook.is_empty());
+        assert!(!dir.path().join("ran").exists(), "{script}: the tool ran");
+    }
+}
+
 #[tokio::test]
 async fn hook_command_failures_are_recorded_redacted_or_raised() {
     let dir = tempfile::tempdir().unwrap();

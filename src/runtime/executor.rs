@@ -235,10 +235,14 @@ pub enum ToolRefusal {
         reason: String,
     },
     /// A `before_tool_execute` hook refused.
-    #[error("tool `{tool}` was refused by a hook: {reason}")]
+    #[error("tool `{tool}` was refused by hook `{hook}` of `{owner}`: {reason}")]
     HookBail {
         /// Tool.
         tool: String,
+        /// The hook's registration id.
+        hook: String,
+        /// Its owner entry.
+        owner: String,
         /// The hook's reason.
         reason: String,
     },
@@ -566,10 +570,12 @@ impl ToolExecutor {
                 .await
                 .map_err(ExecError::Hook)?;
             self.hook_failures(&out.failures);
-            if let Some(reason) = out.bailed {
+            if let Some(bail) = out.bailed {
                 return refuse(ToolRefusal::HookBail {
                     tool: call.name.clone(),
-                    reason,
+                    hook: bail.hook,
+                    owner: bail.owner,
+                    reason: bail.reason,
                 });
             }
             let returned = match out.payload {
@@ -860,7 +866,14 @@ impl ToolExecutor {
         };
         let duration_seconds = started.elapsed().as_secs_f64();
         let (status, content, artifact, error) = match outcome {
-            Some(Ok(out)) => (ToolStatus::Ok, out.content, out.artifact, None),
+            // What came back enters the conversation, hooks and recordings
+            // only redacted, keys included (numbered, so none is lost).
+            Some(Ok(out)) => (
+                ToolStatus::Ok,
+                s.redactor.redact_foreign(&out.content),
+                out.artifact.map(|a| s.redactor.redact_foreign(&a)),
+                None,
+            ),
             Some(Err(e)) => (
                 ToolStatus::Error,
                 Value::Null,

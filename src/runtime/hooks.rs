@@ -178,10 +178,22 @@ pub struct HookFailure {
 pub struct Dispatch {
     /// The payload after transforms.
     pub payload: Value,
-    /// A bail's reason, when a bail handler stopped the chain.
-    pub bailed: Option<String>,
+    /// The bail that stopped the chain, if one did.
+    pub bailed: Option<Bail>,
     /// Recorded failures.
     pub failures: Vec<HookFailure>,
+}
+
+/// A guard (a `bail`-mode hook) refused, or could not answer.
+#[derive(Clone, Debug, PartialEq, Eq, thiserror::Error)]
+#[error("{reason} (hook `{hook}` of `{owner}`)")]
+pub struct Bail {
+    /// Registration id.
+    pub hook: String,
+    /// Owner entry.
+    pub owner: String,
+    /// The hook's reason, or why it could not answer.
+    pub reason: String,
 }
 
 /// A handler failed under `raise` on the data plane.
@@ -282,6 +294,16 @@ impl HookSet {
             };
             let reply = match reg.handler.call(event, &out.payload).await {
                 Ok(reply) => reply,
+                // A guard that cannot answer (crashed, hung, replied
+                // garbage) refuses: its silence is never a yes.
+                Err(e) if reg.mode == HookMode::Bail && event.refusable() => {
+                    out.bailed = Some(Bail {
+                        hook: reg.id.clone(),
+                        owner: reg.owner.clone(),
+                        reason: format!("the guard could not answer: {e}"),
+                    });
+                    break;
+                }
                 Err(e) => {
                     if reg.error_policy == ErrorPolicy::Raise && event.plane() == Plane::Data {
                         return Err(HookExecutionError {
@@ -319,7 +341,11 @@ impl HookSet {
                     ));
                 }
                 (HookMode::Bail, HookReply::Bail(reason)) => {
-                    out.bailed = Some(reason);
+                    out.bailed = Some(Bail {
+                        hook: reg.id.clone(),
+                        owner: reg.owner.clone(),
+                        reason,
+                    });
                     break;
                 }
                 (mode, reply) => out.failures.push(failure(format!(
@@ -400,7 +426,7 @@ mod tests {
         ]);
         let out = set.dispatch(e, json!({ "n": 1 })).await.unwrap();
         assert_eq!(out.payload, json!({ "n": 2 }));
-        assert_eq!(out.bailed.as_deref(), Some("no"));
+        assert_eq!(out.bailed.map(|b| b.reason).as_deref(), Some("no"));
         assert_eq!(
             *seen.lock().unwrap(),
             [2],
@@ -515,7 +541,7 @@ mod tests {
                 .dispatch(HookEvent::BeforeToolExecute, before)
                 .await
                 .unwrap();
-            assert_eq!(out.bailed.as_deref(), Some("no saving"));
+            assert_eq!(out.bailed.map(|b| b.reason).as_deref(), Some("no saving"));
             let seen = seen.lock().unwrap().clone();
             assert_eq!(
                 seen,

@@ -22,6 +22,7 @@ use serde_json::{Value, json};
 use super::executor::{RunContext, ToolStatus};
 use super::model::{ChatModel, ModelError, ModelRequest, ModelResponse};
 use crate::engine::canonical::{Canon, stable_hash};
+use crate::engine::redact::REDACTED;
 use crate::engine::secret::Redactor;
 use crate::engine::telemetry::{AttrValue, Telemetry, attributes};
 
@@ -169,6 +170,74 @@ pub fn model_key(redactor: &Redactor, model: &str, request: &ModelRequest) -> St
     )
 }
 
+/// A response as a record keeps it. A tool's output is redacted as it was
+/// when it entered the conversation ([`Redactor::redact_foreign`]: known
+/// values, keys numbered, no sensitive-key rule), so a replay hands the
+/// model the text the recorded run did; a model's reply is redacted as a
+/// request is (its tool-call arguments under sensitive keys too).
+fn redact_response(redactor: &Redactor, kind: &str, response: &Value) -> Value {
+    if kind == "tool" {
+        redactor.redact_foreign(response)
+    } else {
+        redactor.redact_json(response)
+    }
+}
+
+/// Whether `live` reads as `recorded` where each `<redacted>` in a recorded
+/// string (or a recorded `"<redacted>"` standing for a number) stands for
+/// some non-empty text; the texts so hidden are pushed on `hidden`.
+fn masked_match(recorded: &Value, live: &Value, hidden: &mut Vec<String>) -> bool {
+    match (recorded, live) {
+        (Value::Object(r), Value::Object(l)) => {
+            r.len() == l.len()
+                && r.iter()
+                    .all(|(k, rv)| l.get(k).is_some_and(|lv| masked_match(rv, lv, hidden)))
+        }
+        (Value::Array(r), Value::Array(l)) => {
+            r.len() == l.len() && r.iter().zip(l).all(|(rv, lv)| masked_match(rv, lv, hidden))
+        }
+        (Value::String(r), Value::String(l)) => masked_text(r, l, hidden),
+        (Value::String(r), Value::Number(n)) if r == REDACTED => {
+            hidden.push(n.to_string());
+            true
+        }
+        (r, l) => r == l,
+    }
+}
+
+/// [`masked_match`] on one string: the pieces between the markers appear
+/// in `live` in order, first at the start and last at the end.
+fn masked_text(recorded: &str, live: &str, hidden: &mut Vec<String>) -> bool {
+    if !recorded.contains(REDACTED) {
+        return recorded == live;
+    }
+    let pieces: Vec<&str> = recorded.split(REDACTED).collect();
+    let (first, last) = (pieces[0], pieces[pieces.len() - 1]);
+    let Some(mut rest) = live.strip_prefix(first) else {
+        return false;
+    };
+    let mut gaps = Vec::new();
+    for piece in &pieces[1..pieces.len() - 1] {
+        // The gap before `piece` is at least one character.
+        let Some(at) = rest
+            .char_indices()
+            .skip(1)
+            .map(|(i, _)| i)
+            .find(|&i| rest[i..].starts_with(piece))
+        else {
+            return false;
+        };
+        gaps.push(&rest[..at]);
+        rest = &rest[at + piece.len()..];
+    }
+    let Some(gap) = rest.strip_suffix(last).filter(|g| !g.is_empty()) else {
+        return false;
+    };
+    gaps.push(gap);
+    hidden.extend(gaps.into_iter().map(str::to_owned));
+    true
+}
+
 /// The request of a tool call as a record shows it (before redaction).
 fn tool_request(name: &str, args: &Value) -> Value {
     json!({ "tool": name, "args": args })
@@ -310,7 +379,7 @@ impl Replay {
                 ReplayRecord {
                     key: request_key(&r.kind, &request),
                     request,
-                    response: self.redactor.redact_json(&r.response),
+                    response: redact_response(&self.redactor, &r.kind, &r.response),
                     ..r.clone()
                 }
             })
@@ -335,15 +404,17 @@ impl Replay {
             sequence,
             key: request_key(kind, &request),
             request,
-            response: self.redactor.redact_json(response),
+            response: redact_response(&self.redactor, kind, response),
             generation_id: run.generation.id.to_string(),
             run_id: run.run_id.clone(),
         });
     }
 
-    /// The next recorded response for `(kind, key)`: `Ok(None)` when there
-    /// is none, `Err(reason)` naming `missing` or `exhausted`.
-    fn next(&self, kind: &str, key: &str) -> Result<Value, &'static str> {
+    /// The next recorded response for `(kind, key)`, `Err(reason)` naming
+    /// `missing` or `exhausted`. `request` is the live request, redacted
+    /// with what the redactor knows now; see [`Self::learned_match`] for
+    /// what happens when no record has its key.
+    fn next(&self, kind: &str, key: &str, request: &Value) -> Result<Value, &'static str> {
         let mut st = self.state();
         let cursor = st
             .cursors
@@ -356,7 +427,7 @@ impl Replay {
             .filter(|r| r.kind == kind && r.key == key)
             .collect();
         if matching.is_empty() {
-            return Err("missing");
+            return self.learned_match(&mut st, kind, request).ok_or("missing");
         }
         let Some(found) = matching.get(cursor).map(|r| r.response.clone()) else {
             return Err("exhausted");
@@ -364,6 +435,45 @@ impl Replay {
         st.cursors
             .insert((kind.to_owned(), key.to_owned()), cursor + 1);
         Ok(found)
+    }
+
+    /// A request whose value the recorded run learned only later: the
+    /// recording, redacted when the run ended, shows `<redacted>` where
+    /// this request still holds the value (the `--input` named a token a
+    /// tool then looked up, say), and a replay, which runs no tool, never
+    /// learns it. The first unconsumed record of `kind` that is the next of
+    /// its key and reads like `request` with each `<redacted>` standing
+    /// for some text answers it, and that text is learned as the secret it
+    /// was in the recorded run: from here on it is redacted from every
+    /// output, and the keys of later calls match as recorded.
+    fn learned_match(&self, st: &mut State, kind: &str, request: &Value) -> Option<Value> {
+        let mut seen: BTreeMap<&str, usize> = BTreeMap::new();
+        let mut found = None;
+        for r in st.records.iter().filter(|r| r.kind == kind) {
+            let index = seen.entry(r.key.as_str()).or_insert(0);
+            let position = *index;
+            *index += 1;
+            let consumed = st
+                .cursors
+                .get(&(kind.to_owned(), r.key.clone()))
+                .copied()
+                .unwrap_or(0);
+            if position != consumed {
+                continue;
+            }
+            let mut hidden = Vec::new();
+            if masked_match(&r.request, request, &mut hidden) && !hidden.is_empty() {
+                found = Some((r.key.clone(), r.response.clone(), hidden));
+                break;
+            }
+        }
+        let (key, response, hidden) = found?;
+        for value in hidden {
+            self.redactor
+                .learn(&crate::engine::secret::SecretValue::new(value));
+        }
+        *st.cursors.entry((kind.to_owned(), key)).or_insert(0) += 1;
+        Some(response)
     }
 
     fn signal(&self, name: &str, kind: &str, tool: Option<&str>, key: &str, run: &RunContext) {
@@ -398,8 +508,9 @@ impl Replay {
         if self.mode != Mode::Replay {
             return ToolLookup::Live;
         }
-        let key = tool_key(&self.redactor, name, args);
-        match self.next("tool", &key) {
+        let request = self.redactor.redact_json(&tool_request(name, args));
+        let key = request_key("tool", &request);
+        match self.next("tool", &key, &request) {
             Ok(v) => {
                 self.signal("replay.hit", "tool", Some(name), &key, run);
                 let status = match v.get("status").and_then(Value::as_str) {
@@ -459,8 +570,11 @@ impl super::agent::ModelBoundary for Replay {
         run: &RunContext,
     ) -> Result<(ModelResponse, bool), ModelError> {
         if self.mode == Mode::Replay {
-            let key = model_key(&self.redactor, model.model_name(), request);
-            match self.next("model", &key) {
+            let live = self
+                .redactor
+                .redact_json(&model_request(model.model_name(), request));
+            let key = request_key("model", &live);
+            match self.next("model", &key, &live) {
                 Ok(v) => {
                     self.signal("replay.hit", "model", None, &key, run);
                     return serde_json::from_value::<ModelResponse>(v)
@@ -511,6 +625,42 @@ mod tests {
     use crate::runtime::agent::ModelBoundary;
     use crate::runtime::model::{ChatMessage, ModelOptions, ModelToolCall, Role};
     use crate::runtime::tool::Cancellation;
+
+    #[test]
+    fn masked_text_captures_what_each_marker_hides() {
+        let mut hidden = Vec::new();
+        assert!(masked_text(
+            "a <redacted> b <redacted>",
+            "a xyz b w",
+            &mut hidden
+        ));
+        assert_eq!(hidden, ["xyz", "w"]);
+        let mut none = Vec::new();
+        for (recorded, live) in [
+            ("a <redacted> b", "a  b"),
+            ("a <redacted> b", "x abc b"),
+            ("a <redacted> b", "a abc c"),
+            ("plain", "other"),
+        ] {
+            assert!(
+                !masked_text(recorded, live, &mut none),
+                "{recorded} / {live}"
+            );
+        }
+        assert!(none.is_empty());
+        let mut hidden = Vec::new();
+        assert!(masked_match(
+            &json!({ "m": ["<redacted>", { "n": "<redacted>" }] }),
+            &json!({ "m": ["tok", { "n": 123456 }] }),
+            &mut hidden
+        ));
+        assert_eq!(hidden, ["tok", "123456"]);
+        assert!(!masked_match(
+            &json!({ "a": 1 }),
+            &json!({ "a": 1, "b": 2 }),
+            &mut hidden
+        ));
+    }
 
     const SECRET: &str = "sk-live-4f9c2a";
     const OTHER_SECRET: &str = "sk-live-7d1e0b";

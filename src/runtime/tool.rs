@@ -70,7 +70,7 @@ impl ToolSecrets {
     }
 
     /// Like [`SecretProvider::get`], also reporting what the redactor did
-    /// (a value too short to redact is returned but not learned).
+    /// (a value too short to redact is refused).
     ///
     /// # Errors
     ///
@@ -95,6 +95,10 @@ impl SecretProvider for ToolSecrets {
         name: &str,
     ) -> Result<crate::engine::secret::SecretValue, crate::engine::secret::SecretError> {
         self.0.get(name)
+    }
+
+    fn source(&self, name: &str) -> (String, Option<String>) {
+        self.0.source(name)
     }
 }
 

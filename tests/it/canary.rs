@@ -490,3 +490,68 @@ fn a_secret_a_tool_reads_through_its_context_appears_in_no_output() {
         &std::fs::read(path("audit.jsonl")).unwrap(),
     );
 }
+
+/// The `--input` names a secret that the run learns only later (a tool
+/// looks it up): the recording, redacted when the run ends, hides it, and
+/// the replay, which runs no tool, still finds every call and hides it too.
+#[test]
+fn a_replay_whose_input_holds_a_secret_learned_later_finds_its_calls() {
+    let dir = tempfile::tempdir().unwrap();
+    let file = dir.path().join("vault.toml");
+    std::fs::write(&file, SECRET_ECHO).unwrap();
+    let f = file.to_str().unwrap();
+    let record = dir.path().join("record.json");
+    let r = record.to_str().unwrap();
+    let env = [("VAULT_DB_PW", CANARY), ("VAULT_API_TOKEN", PREFIX_CANARY)];
+    let input = format!("rotate the token {PREFIX_CANARY} today");
+    let run = |extra: &[&str]| {
+        let mut all = vec!["--format", "json", "run", f, "--yes", "--input", &input];
+        all.extend_from_slice(extra);
+        let out = run_in(dir.path(), &all, &env);
+        for canary in [CANARY, PREFIX_CANARY] {
+            assert!(
+                !out.stdout.contains(canary) && !out.stderr.contains(canary),
+                "{}\n{}",
+                out.stdout,
+                out.stderr
+            );
+        }
+        out
+    };
+    let recorded = run(&["--record", r]);
+    assert_eq!(recorded.code, 0, "{}", recorded.stderr);
+    let text = std::fs::read_to_string(&record).unwrap();
+    assert!(!text.contains(PREFIX_CANARY), "{text}");
+    assert!(text.contains("rotate the token <redacted> today"), "{text}");
+
+    let replayed = run(&["--replay", r]);
+    assert_eq!(replayed.code, 0, "{}", replayed.stderr);
+    let a: serde_json::Value = serde_json::from_str(&recorded.stdout).unwrap();
+    let b: serde_json::Value = serde_json::from_str(&replayed.stdout).unwrap();
+    assert_eq!(a["answer"], b["answer"]);
+    assert_eq!(a["messages"], b["messages"]);
+    assert!(
+        b["tool_calls"]
+            .as_array()
+            .is_some_and(|c| !c.is_empty() && c.iter().all(|c| c["replayed"] == true)),
+        "{}",
+        replayed.stdout
+    );
+
+    // Another input is still another conversation: a miss, exit 3.
+    let other = run_in(
+        dir.path(),
+        &[
+            "run",
+            f,
+            "--yes",
+            "--input",
+            "rotate nothing",
+            "--replay",
+            r,
+        ],
+        &env,
+    );
+    assert_eq!(other.code, 3, "{}", other.stderr);
+    assert!(other.stderr.contains("replay missing"), "{}", other.stderr);
+}

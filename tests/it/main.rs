@@ -2,10 +2,12 @@
 //! the bundled examples, with a pinned environment.
 
 mod canary;
+mod conversation;
 mod gate;
 mod generated;
 mod golden;
 mod harness;
+mod loopback;
 mod mcp;
 mod mcp_servers;
 mod policy;

@@ -622,6 +622,54 @@ fn a_server_gets_only_the_allowed_environment_and_its_secrets_stay_hidden() {
     }
 }
 
+/// A server that echoes the secret it was started with (in its name, a
+/// tool description and a schema default): `chassis.lock`, which users
+/// commit, and everything printed from it hold `<redacted>` instead, and
+/// the lock still matches the server at run time.
+#[test]
+fn what_a_server_echoes_of_its_secret_never_reaches_the_lock_or_any_output() {
+    let dir = tempfile::tempdir().unwrap();
+    let canary = "mcp-echo-canary-5e21d0";
+    let text = format!(
+        "version = 1\n[entries.s]\nplugin = \"mcp\"\nconfig.command = {}\nconfig.args = [{}]\nconfig.env = [\"SCRIPTED_ECHO_ENV\"]\nconfig.secret_env = {{ API_TOKEN = {{ secret = \"MCP_TOKEN\" }} }}\n{}",
+        lit(Path::new(&real_python())),
+        lit(&mcp_servers::scripted_server()),
+        agent(&[("echo", "{ text = \"hi\" }")], &["echo"])
+    );
+    write(dir.path(), "c.toml", &text);
+    let env = [("SCRIPTED_ECHO_ENV", "API_TOKEN"), ("MCP_TOKEN", canary)];
+    let mut outputs = vec![(
+        "tools --update-lock",
+        update_lock(dir.path(), "c.toml", &env),
+    )];
+    let lock = std::fs::read_to_string(dir.path().join("chassis.lock")).unwrap();
+    assert!(!lock.contains(canary), "{lock}");
+    assert!(
+        lock.contains("Token: <redacted>") && lock.contains("scripted <redacted>"),
+        "the lock says where the server put something secret:\n{lock}"
+    );
+    for (what, args) in [
+        ("tools", vec!["--format", "json", "tools", "c.toml"]),
+        ("tools --live", vec!["tools", "c.toml", "--live"]),
+        ("snapshot", vec!["snapshot", "c.toml"]),
+        (
+            "run",
+            vec!["-vv", "--format", "json", "run", "c.toml", "--yes"],
+        ),
+    ] {
+        let r = chassis(dir.path(), &args, &env);
+        assert_eq!(r.code, 0, "{what}: {}", r.transcript());
+        outputs.push((what, r));
+    }
+    for (what, r) in &outputs {
+        assert!(
+            !r.stdout.contains(canary) && !r.stderr.contains(canary),
+            "{what}: {}",
+            r.transcript()
+        );
+    }
+}
+
 #[test]
 fn the_bundled_example_matches_its_lock_and_runs() {
     let dir = tempfile::tempdir().unwrap();

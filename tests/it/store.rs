@@ -756,7 +756,7 @@ fn plan_reports_a_missing_secret_instead_of_a_rebuild() {
         "{}\n[plugins.vault]\nversion = \"1.0.0\"\n[entries.vault]\nconfig = {{ token = {{ secret = \"CHASSIS_PLAN_TEST_TOKEN\" }} }}\n",
         flat("postgres://a")
     ));
-    let set = [("CHASSIS_PLAN_TEST_TOKEN", "t-1")];
+    let set = [("CHASSIS_PLAN_TEST_TOKEN", "token-value-1")];
     let with = |args: &[&str]| {
         let mut all = vec!["--color", "never"];
         all.extend_from_slice(args);
@@ -775,6 +775,36 @@ fn plan_reports_a_missing_secret_instead_of_a_rebuild() {
     assert_eq!(code, 1);
     assert_eq!(doc["reason"], "missing_secret", "{doc}");
     assert_eq!(doc["missing_secrets"][0]["entry"], "vault", "{doc}");
+    assert_eq!(doc["missing_secrets"][0]["problem"], "missing", "{doc}");
+    // A value too short to be redacted is refused as a missing one is:
+    // plan says which and why, publish fails (exit 3), and the value
+    // is in no output.
+    let short = [("CHASSIS_PLAN_TEST_TOKEN", "k9!x")];
+    let shortly = |args: &[&str]| {
+        let mut all = vec!["--color", "never"];
+        all.extend_from_slice(args);
+        run_in(w.path(), &all, &short)
+    };
+    let r = shortly(&["--format", "json", "plan", "c.toml"]);
+    assert_eq!(r.code, 1, "{}", r.transcript());
+    let doc: serde_json::Value = serde_json::from_str(&r.stdout).unwrap();
+    assert_eq!(doc["missing_secrets"][0]["problem"], "too_short", "{doc}");
+    for args in [&["plan", "c.toml"][..], &["publish", "c.toml"]] {
+        let r = shortly(args);
+        assert_eq!(
+            r.code,
+            if args[0] == "plan" { 1 } else { 3 },
+            "{}",
+            r.transcript()
+        );
+        assert!(
+            r.transcript().contains("shorter than 6 characters")
+                && r.transcript().contains("CHASSIS_PLAN_TEST_TOKEN"),
+            "{}",
+            r.transcript()
+        );
+        assert!(!r.transcript().contains("k9!x"), "{}", r.transcript());
+    }
     let r = with(&["plan", "c.toml"]);
     assert_eq!(r.code, 0, "{}", r.transcript());
     assert!(r.stdout.starts_with("plan: no-op"), "{}", r.transcript());

@@ -16,6 +16,10 @@ Environment:
   SCRIPTED_STATE a file: `flip` creates it, and a server started while it
                  exists offers `extra` from the start (an upgraded server,
                  as seen by a restart or a second process).
+  SCRIPTED_ECHO_ENV the name of a variable whose value the server echoes
+                 in its `serverInfo.name`, in the `echo` tool's description
+                 and as the default of its `text` argument (a server that
+                 leaks the secret it was started with).
 
 Tools (each with an inputSchema):
   echo {text}  -> text content equal to `text`
@@ -194,6 +198,13 @@ def main():
     if mode == "garbage_start":
         write_line("this is not json")
     tools = [dict(t) for t in TOOLS]
+    echoed = os.environ.get(os.environ.get("SCRIPTED_ECHO_ENV", ""), "")
+    if echoed:
+        SERVER_INFO["name"] = f"scripted {echoed}"
+        echo = json.loads(json.dumps(tools[0]))
+        echo["description"] += f" Token: {echoed}"
+        echo["inputSchema"]["properties"]["text"]["default"] = echoed
+        tools[0] = echo
     state = os.environ.get("SCRIPTED_STATE")
     if state and os.path.exists(state):
         tools.append(dict(EXTRA_TOOL))

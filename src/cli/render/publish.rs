@@ -250,9 +250,11 @@ pub fn plan_json(outcome: &PlanOutcome) -> serde_json::Value {
             "action": "reject",
             "reason": "missing_secret",
             "store": store.display().to_string(),
+            // `problem`: `missing`, `empty`, `too_short` (under 6
+            // characters: it could not be redacted), …
             "missing_secrets": missing
                 .iter()
-                .map(|(name, entry)| serde_json::json!({ "secret": name, "entry": entry }))
+                .map(|m| serde_json::json!({ "secret": m.secret, "entry": m.entry, "problem": m.kind, "message": m.message }))
                 .collect::<Vec<_>>(),
         }),
         PlanOutcome::Planned(p) => planned_json(p),
@@ -275,7 +277,7 @@ fn planned_json(p: &Planned) -> serde_json::Value {
         "pending": pending_ids(&p.pending),
         "quarantined": p.quarantined
             .iter()
-            .map(|(name, entry)| serde_json::json!({ "entry": entry, "missing_secret": name }))
+            .map(|q| serde_json::json!({ "entry": q.entry, "missing_secret": q.secret, "problem": q.kind }))
             .collect::<Vec<_>>(),
         "agents": agents_json(&p.agents),
         "digests": {
@@ -310,11 +312,11 @@ pub fn plan_text(outcome: &PlanOutcome, all: bool) -> String {
             out
         }
         PlanOutcome::MissingSecrets { missing, .. } => {
-            let mut out = String::from("plan: reject (missing secret)\n");
-            for (name, entry) in missing {
-                let _ = writeln!(out, "  secret   `{name}` of entry `{entry}` is not set");
+            let mut out = String::from("plan: reject (unusable secret)\n");
+            for m in missing {
+                let _ = writeln!(out, "  entry `{}`: {}", m.entry, m.message);
             }
-            out.push_str("\npublish would fail mounting it: set the variable in the environment\n");
+            out.push_str("\npublish would fail mounting it: set each variable in the environment (6 characters at least)\n");
             out
         }
         PlanOutcome::Planned(p) => planned_text(p, all),
@@ -353,10 +355,11 @@ fn planned_text(p: &Planned, all: bool) -> String {
         "\nACTIONS\n{}",
         nodes_text(&prediction.impact, &p.pending, all)
     );
-    for (name, entry) in &p.quarantined {
+    for q in &p.quarantined {
         let _ = writeln!(
             out,
-            "  quarantine  {entry}  (secret `{name}` is not set; on_failure = \"skip\")"
+            "  quarantine  {}  ({}; on_failure = \"skip\")",
+            q.entry, q.message
         );
     }
     out.push_str(&agents_text(&p.agents));

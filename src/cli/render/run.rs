@@ -1,5 +1,5 @@
 //! `run` output: the answer on stdout and a summary on stderr, or one JSON
-//! document (redacted as a whole).
+//! document (what came from outside in it redacted once more).
 
 use std::fmt::Write as _;
 
@@ -80,16 +80,20 @@ fn result_json(run: &RunOutcome) -> serde_json::Value {
 /// Show a finished run.
 pub fn show(ui: &Ui, run: &RunOutcome, redactor: &Redactor) {
     if ui.format == Format::Json {
-        let doc = result_json(run);
-        let mut out = redactor.redact_json(&doc);
-        // The snapshot's `plugins` and `capabilities` map names to versions:
-        // `secrets.env` names a plugin, not a secret.
-        for field in ["plugins", "capabilities"] {
-            if let (Some(slot), Some(original)) = (
-                out.pointer_mut(&format!("/composition/{field}")),
-                doc.pointer(&format!("/composition/{field}")),
-            ) {
-                *slot = redactor.redact_json_known(original);
+        let mut out = result_json(run);
+        // What came from outside (the conversation, errors, stop reasons,
+        // the request's tools) passes the redactor once more; chassis's own
+        // keys and labels (`tokens`, budget rows, hashes) are never touched.
+        for field in [
+            "answer",
+            "stop",
+            "messages",
+            "tool_calls",
+            "candidate_generations",
+            "request_tools",
+        ] {
+            if let Some(slot) = out.get_mut(field) {
+                *slot = redactor.redact_document(slot);
             }
         }
         ui.out_json(&out);

@@ -204,7 +204,7 @@ pub fn hook_command_schema() -> Value {
             "error_policy": {
                 "type": "string",
                 "enum": ["record", "raise"],
-                "description": "A failed run (non-zero exit, timeout, unparseable reply): `record` (default) and continue, or `raise` (fails the operation on the data plane).",
+                "description": "A failed run (non-zero exit, timeout, unparseable reply): `record` (default) and continue, or `raise` (fails the operation on the data plane). A `bail` hook that fails always refuses: a guard that cannot answer never lets the operation through.",
             },
         }),
     )

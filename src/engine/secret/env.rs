@@ -140,6 +140,10 @@ impl<L: EnvLookup> SecretProvider for EnvSecretProvider<L> {
             Some(value) => Ok(SecretValue::new(value)),
         }
     }
+
+    fn source(&self, name: &str) -> (String, Option<String>) {
+        (Self::NAME.to_owned(), Some(self.variable_for(name)))
+    }
 }
 
 #[cfg(test)]

@@ -16,15 +16,35 @@ pub enum SecretErrorKind {
     /// No provider can be asked: the scope's secrets provider could not be
     /// resolved (fail closed); `provider` says why.
     Unavailable,
+    /// The value is shorter than [`super::MIN_SECRET_LEN`] characters, so
+    /// it could not be redacted from output: chassis refuses to use a
+    /// secret it cannot hide.
+    TooShort,
 }
 
 impl SecretErrorKind {
+    /// Stable name (`missing`, `empty`, `invalid_name`, `unavailable`,
+    /// `too_short`).
+    #[must_use]
+    pub fn as_str(self) -> &'static str {
+        match self {
+            Self::Missing => "missing",
+            Self::Empty => "empty",
+            Self::InvalidName => "invalid_name",
+            Self::Unavailable => "unavailable",
+            Self::TooShort => "too_short",
+        }
+    }
+
     fn describe(self) -> &'static str {
         match self {
             Self::Missing => "is not set",
             Self::Empty => "is empty",
             Self::InvalidName => "has an invalid name",
             Self::Unavailable => "cannot be resolved",
+            Self::TooShort => {
+                "is shorter than 6 characters: chassis uses only secrets it can redact from every output, so set a longer value"
+            }
         }
     }
 }
@@ -70,6 +90,13 @@ pub trait SecretProvider: Send + Sync {
     /// A [`SecretError`] when the provider has no (non-empty) value for it.
     fn get(&self, name: &str) -> Result<SecretValue, SecretError>;
 
+    /// Where `name` is read from, for an error about its value: the
+    /// provider's name and, for environment providers, the variable.
+    fn source(&self, name: &str) -> (String, Option<String>) {
+        let _ = name;
+        ("custom".to_owned(), None)
+    }
+
     /// The secret called `name`, or `None` when it is missing or empty;
     /// other errors are still errors.
     ///
@@ -91,17 +118,29 @@ impl<P: SecretProvider + ?Sized> SecretProvider for &P {
     fn get(&self, name: &str) -> Result<SecretValue, SecretError> {
         (**self).get(name)
     }
+
+    fn source(&self, name: &str) -> (String, Option<String>) {
+        (**self).source(name)
+    }
 }
 
 impl<P: SecretProvider + ?Sized> SecretProvider for Box<P> {
     fn get(&self, name: &str) -> Result<SecretValue, SecretError> {
         (**self).get(name)
     }
+
+    fn source(&self, name: &str) -> (String, Option<String>) {
+        (**self).source(name)
+    }
 }
 
 impl<P: SecretProvider + ?Sized> SecretProvider for std::sync::Arc<P> {
     fn get(&self, name: &str) -> Result<SecretValue, SecretError> {
         (**self).get(name)
+    }
+
+    fn source(&self, name: &str) -> (String, Option<String>) {
+        (**self).source(name)
     }
 }
 
@@ -169,6 +208,10 @@ impl SecretProvider for StaticSecretProvider {
             Some(value) => Ok(value.clone()),
         }
     }
+
+    fn source(&self, _name: &str) -> (String, Option<String>) {
+        (Self::NAME.to_owned(), None)
+    }
 }
 
 /// Stands in for a secrets provider that could not be resolved: every
@@ -195,9 +238,9 @@ impl SecretProvider for UnavailableSecrets {
 /// [`Redactor`] at the moment it is resolved.
 ///
 /// Learning is idempotent, so wrapping twice with the same redactor is
-/// harmless. A value shorter than [`super::MIN_SECRET_LEN`] is still
-/// returned, but is not redacted ([`RedactingSecretProvider::get_learned`]
-/// tells the caller).
+/// harmless. A value shorter than [`super::MIN_SECRET_LEN`] is refused
+/// ([`SecretErrorKind::TooShort`]): it could not be redacted, and a secret
+/// chassis cannot hide is not used.
 #[derive(Debug, Clone)]
 pub struct RedactingSecretProvider<P> {
     inner: P,
@@ -229,14 +272,28 @@ impl<P: SecretProvider> RedactingSecretProvider<P> {
     /// The wrapped provider's error.
     pub fn get_learned(&self, name: &str) -> Result<(SecretValue, Learned), SecretError> {
         let value = self.inner.get(name)?;
-        let learned = self.redactor.learn(&value);
-        Ok((value, learned))
+        match self.redactor.learn(&value) {
+            Learned::TooShort => {
+                let (provider, environment_variable) = self.inner.source(name);
+                Err(SecretError {
+                    name: name.to_owned(),
+                    provider,
+                    environment_variable,
+                    kind: SecretErrorKind::TooShort,
+                })
+            }
+            learned => Ok((value, learned)),
+        }
     }
 }
 
 impl<P: SecretProvider> SecretProvider for RedactingSecretProvider<P> {
     fn get(&self, name: &str) -> Result<SecretValue, SecretError> {
         self.get_learned(name).map(|(value, _)| value)
+    }
+
+    fn source(&self, name: &str) -> (String, Option<String>) {
+        self.inner.source(name)
     }
 }
 
@@ -278,8 +335,17 @@ mod tests {
         assert_eq!(redactor.redact("k=sk-canary-0001"), "k=<redacted>");
         let (_, learned) = provider.get_learned("openai.api_key").expect("set");
         assert_eq!(learned, Learned::AlreadyKnown);
-        let (pin, learned) = provider.get_learned("pin").expect("set");
-        assert_eq!((pin.reveal(), learned), ("12", Learned::TooShort));
+        let short = provider.get_learned("pin").expect_err("too short to hide");
+        assert_eq!(short.kind, SecretErrorKind::TooShort);
+        assert_eq!(
+            short.to_string(),
+            "secret `pin` is shorter than 6 characters: chassis uses only secrets it can redact from every output, so set a longer value (provider `static`)"
+        );
+        assert!(
+            provider.get_optional("pin").is_err(),
+            "an optional lookup is refused too"
+        );
+        assert_eq!(redactor.redact("12"), "12");
         assert!(provider.get("nope").is_err());
         let unavailable = UnavailableSecrets {
             reason: "secrets resolution failed for scope /x: ambiguous between a, b".into(),

@@ -143,23 +143,57 @@ impl Redactor {
     /// whatever its type.
     ///
     /// A number whose decimal text contains a known value becomes
-    /// `"<redacted>"` too (a numeric PIN is still a secret). If two keys
-    /// scrub to the same text, the later one (in map order) wins.
+    /// `"<redacted>"` too (a numeric PIN is still a secret). A key that
+    /// holds a secret becomes `<redacted:N>`, numbered within its object so
+    /// that two such keys never collide and no entry is lost.
     #[must_use]
     pub fn redact_json(&self, value: &Value) -> Value {
         let trie = self.read();
-        scrub_json(&trie, value)
+        Scrub {
+            trie: &trie,
+            key_rule: true,
+            keys: true,
+        }
+        .value(value)
     }
 
     /// [`Self::redact_json`] without the sensitive-key rule: known values
-    /// and URL passwords are scrubbed from every string and key, but a key
-    /// that *names* something secret keeps its value. For maps whose keys
-    /// are names chosen by plugin authors, not configuration keys (a
-    /// snapshot's `plugins` and `capabilities`: `secrets.env` → `1.0.0`).
+    /// and URL passwords are scrubbed from every string, number and key
+    /// (keys numbered as there), but a key that *names* something secret
+    /// keeps its value.
+    ///
+    /// For what came from outside and enters the conversation (a tool's
+    /// output, a hook's payload): a field called `tokens` in a tokenizer's
+    /// output is data, not a credential. What a model receives and what a
+    /// recording keeps of it are both this function's output, so they are
+    /// equal.
     #[must_use]
-    pub fn redact_json_known(&self, value: &Value) -> Value {
+    pub fn redact_foreign(&self, value: &Value) -> Value {
         let trie = self.read();
-        scrub_json_with(&trie, value, false)
+        Scrub {
+            trie: &trie,
+            key_rule: false,
+            keys: true,
+        }
+        .value(value)
+    }
+
+    /// A document chassis wrote (a run result, a report): known values and
+    /// URL passwords are scrubbed from every value, and no key is touched.
+    ///
+    /// The keys of such a document are chassis's own labels (`tokens`,
+    /// `answer`, `generation_id`); a secret that happens to spell one must
+    /// not rewrite the document's shape. Whatever came from outside inside
+    /// it was redacted with [`Self::redact_foreign`] when it came in.
+    #[must_use]
+    pub fn redact_document(&self, value: &Value) -> Value {
+        let trie = self.read();
+        Scrub {
+            trie: &trie,
+            key_rule: false,
+            keys: false,
+        }
+        .value(value)
     }
 
     fn read(&self) -> std::sync::RwLockReadGuard<'_, Trie> {
@@ -167,40 +201,63 @@ impl Redactor {
     }
 }
 
-fn scrub_json(trie: &Trie, value: &Value) -> Value {
-    scrub_json_with(trie, value, true)
+/// One JSON redaction: which rules apply.
+struct Scrub<'t> {
+    trie: &'t Trie,
+    /// Values under a sensitive key become `"<redacted>"`.
+    key_rule: bool,
+    /// Keys are scrubbed (and numbered) too.
+    keys: bool,
 }
 
-fn scrub_json_with(trie: &Trie, value: &Value, key_rule: bool) -> Value {
-    match value {
-        Value::Object(map) => Value::Object(
-            map.iter()
-                .map(|(key, item)| {
-                    let item = if key_rule && is_sensitive_key(key) {
-                        Value::String(REDACTED.to_owned())
-                    } else {
-                        scrub_json_with(trie, item, key_rule)
-                    };
-                    (scrub(trie, key).into_owned(), item)
-                })
-                .collect(),
-        ),
-        Value::Array(items) => Value::Array(
-            items
-                .iter()
-                .map(|v| scrub_json_with(trie, v, key_rule))
-                .collect(),
-        ),
-        Value::String(text) => Value::String(scrub(trie, text).into_owned()),
-        Value::Number(n) => {
-            let text = n.to_string();
-            if matches!(scrub(trie, &text), Cow::Owned(_)) {
+impl Scrub<'_> {
+    fn value(&self, value: &Value) -> Value {
+        match value {
+            Value::Object(map) => Value::Object(self.object(map)),
+            Value::Array(items) => Value::Array(items.iter().map(|v| self.value(v)).collect()),
+            Value::String(text) => Value::String(scrub(self.trie, text).into_owned()),
+            Value::Number(n) => {
+                let text = n.to_string();
+                if matches!(scrub(self.trie, &text), Cow::Owned(_)) {
+                    Value::String(REDACTED.to_owned())
+                } else {
+                    value.clone()
+                }
+            }
+            Value::Bool(_) | Value::Null => value.clone(),
+        }
+    }
+
+    fn object(&self, map: &serde_json::Map<String, Value>) -> serde_json::Map<String, Value> {
+        let mut out = serde_json::Map::with_capacity(map.len());
+        let mut renamed = Vec::new();
+        for (key, item) in map {
+            let item = if self.key_rule && is_sensitive_key(key) {
                 Value::String(REDACTED.to_owned())
             } else {
-                value.clone()
+                self.value(item)
+            };
+            match self.keys.then(|| scrub(self.trie, key)) {
+                Some(Cow::Owned(_)) => renamed.push(item),
+                _ => {
+                    out.insert(key.clone(), item);
+                }
             }
         }
-        Value::Bool(_) | Value::Null => value.clone(),
+        // Numbered after the keys that stay, so a number never takes the
+        // place of a key already there (`<redacted:1>` from an earlier pass).
+        let mut n = 0;
+        for item in renamed {
+            let key = loop {
+                n += 1;
+                let key = format!("<redacted:{n}>");
+                if !out.contains_key(&key) {
+                    break key;
+                }
+            };
+            out.insert(key, item);
+        }
+        out
     }
 }
 
@@ -452,29 +509,55 @@ mod tests {
                 "list": ["<redacted>", 1, true, {"sessionToken": "<redacted>"}],
                 "pin": "<redacted>",
                 "count": 12,
-                "<redacted>": "k",
+                "<redacted:1>": "k",
                 "dsn": "mysql://root:<redacted>@h/db",
             })
         );
         assert!(!got.to_string().contains("canary-777"));
+        assert_eq!(r.redact_json(&got), got, "idempotent");
     }
 
     #[test]
-    fn redact_json_known_keeps_values_under_names_but_not_known_values() {
-        let r = redactor(&["canary-777"]);
+    fn redact_foreign_numbers_keys_and_keeps_values_under_names() {
+        let r = redactor(&["canary-777", "other-888"]);
         let doc = json!({
-            "secrets.env": "1.0.0",
-            "secrets": ["1.0.0"],
+            "tokens": ["a", "b"],
+            "password": "plain",
             "canary-777": "canary-777",
+            "x-other-888": 1,
+            "<redacted:1>": "was here",
             "dsn": "mysql://root:toor@h/db",
         });
+        let got = r.redact_foreign(&doc);
         assert_eq!(
-            r.redact_json_known(&doc),
+            got,
             json!({
-                "secrets.env": "1.0.0",
-                "secrets": ["1.0.0"],
-                "<redacted>": "<redacted>",
+                "tokens": ["a", "b"],
+                "password": "plain",
+                "<redacted:1>": "was here",
+                "<redacted:2>": "<redacted>",
+                "<redacted:3>": 1,
                 "dsn": "mysql://root:<redacted>@h/db",
+            })
+        );
+        assert_eq!(r.redact_foreign(&got), got, "idempotent");
+    }
+
+    #[test]
+    fn redact_document_never_touches_keys() {
+        // A secret that spells a label chassis writes.
+        let r = redactor(&["tokens", "answer-key"]);
+        let doc = json!({
+            "tokens": 12,
+            "answer": "the answer-key is answer-key",
+            "rows": [{ "dimension": "tokens", "api_key": "plain" }],
+        });
+        assert_eq!(
+            r.redact_document(&doc),
+            json!({
+                "tokens": 12,
+                "answer": "the <redacted> is <redacted>",
+                "rows": [{ "dimension": "<redacted>", "api_key": "plain" }],
             })
         );
     }

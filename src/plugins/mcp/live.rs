@@ -19,11 +19,20 @@ use crate::plugins::BuiltinEnv;
 /// The lock entry of `tools` offered by `identity`, after the filter and
 /// prefix of `config`; tools whose exposed name is not a valid chassis tool
 /// name are an error naming them.
+///
+/// What the server said is redacted first (its name and version, each
+/// description, schema and annotation): a server that echoes the secret it
+/// was started with must not put it into `chassis.lock`, the file users
+/// commit, nor into what `tools` and `snapshot` print. Tool names are kept:
+/// they are what chassis calls the server with.
 pub fn lock_entry(
     identity: &ServerIdentity,
     tools: &[RemoteTool],
     config: &Value,
+    redactor: &Redactor,
 ) -> Result<LockEntry, String> {
+    let text = |t: &str| redactor.redact(t).into_owned();
+    let json = |v: &Value| canonical_json(&redactor.redact_foreign(v));
     let filter = ToolFilter::from_config(config);
     let mut out = Vec::new();
     let mut bad = Vec::new();
@@ -36,10 +45,10 @@ pub fn lock_entry(
         out.push(LockedTool {
             name,
             remote_name: t.name.clone(),
-            description: t.description.clone(),
-            input_schema: canonical_json(&t.input_schema),
-            output_schema: t.output_schema.as_ref().map(canonical_json),
-            annotations: t.annotations.as_ref().map(canonical_json),
+            description: text(&t.description),
+            input_schema: json(&t.input_schema),
+            output_schema: t.output_schema.as_ref().map(json),
+            annotations: t.annotations.as_ref().map(json),
         });
     }
     if !bad.is_empty() {
@@ -53,8 +62,8 @@ pub fn lock_entry(
         return Err(format!("the server lists the tool `{}` twice", w[0].name));
     }
     Ok(LockEntry {
-        server_name: identity.name.clone(),
-        server_version: identity.version.clone(),
+        server_name: text(&identity.name),
+        server_version: text(&identity.version),
         protocol_version: identity.protocol_version.clone(),
         tools: out,
     })
@@ -72,7 +81,7 @@ pub async fn probe(
     let spec = server_spec(entry, config, env, secret, redactor)?;
     let (session, tools) = start(&spec, redactor).await?;
     session.close().await;
-    let entry = lock_entry(session.identity(), &tools, config)?;
+    let entry = lock_entry(session.identity(), &tools, config, redactor)?;
     expected_offered(config, &entry)?;
     Ok(entry)
 }
@@ -140,7 +149,13 @@ mod tests {
             protocol_version: "2025-11-25".into(),
         };
         let config = json!({ "tools": { "deny": ["rm"], "prefix": "fs_" } });
-        let e = lock_entry(&id, &[tool("write"), tool("rm"), tool("read")], &config).unwrap();
+        let e = lock_entry(
+            &id,
+            &[tool("write"), tool("rm"), tool("read")],
+            &config,
+            &Redactor::new(),
+        )
+        .unwrap();
         let names: Vec<&str> = e.tools.iter().map(|t| t.name.as_str()).collect();
         assert_eq!(names, ["fs_read", "fs_write"]);
         assert_eq!(e.tools[0].remote_name, "read");
@@ -152,9 +167,9 @@ mod tests {
             e.tools[0].annotations.as_deref(),
             Some(r#"{"readOnlyHint":true}"#)
         );
-        let err = lock_entry(&id, &[tool("bad name!")], &json!({})).unwrap_err();
+        let err = lock_entry(&id, &[tool("bad name!")], &json!({}), &Redactor::new()).unwrap_err();
         assert!(err.contains("bad name!"), "{err}");
-        let offered = lock_entry(&id, &[tool("read")], &json!({})).unwrap();
+        let offered = lock_entry(&id, &[tool("read")], &json!({}), &Redactor::new()).unwrap();
         assert_eq!(
             crate::engine::builtin::mcp::missing_expected(
                 &json!({ "expect_tools": ["read", "nope"] }),
@@ -166,8 +181,31 @@ mod tests {
             &id,
             &[tool("read")],
             &json!({ "tools": { "deny": ["read"] } }),
+            &Redactor::new(),
         )
         .unwrap();
         assert!(expected_offered(&json!({ "expect_tools": ["read"] }), &denied).is_err());
+    }
+
+    #[test]
+    fn what_a_server_echoes_of_a_secret_is_redacted() {
+        let redactor = Redactor::new();
+        redactor.learn(&SecretValue::new("sk-echoed-4411"));
+        let id = ServerIdentity {
+            name: "srv sk-echoed-4411".into(),
+            version: "1".into(),
+            protocol_version: "2025-11-25".into(),
+        };
+        let mut t = tool("read");
+        t.description = "uses sk-echoed-4411".into();
+        t.input_schema = json!({ "properties": { "k": { "default": "sk-echoed-4411" } } });
+        let e = lock_entry(&id, &[t], &json!({}), &redactor).unwrap();
+        let text = crate::lock::Lock {
+            version: crate::lock::LOCK_VERSION,
+            entries: [("s".to_owned(), e)].into(),
+        }
+        .to_text();
+        assert!(!text.contains("sk-echoed-4411"), "{text}");
+        assert!(text.contains("<redacted>"), "{text}");
     }
 }

@@ -71,7 +71,7 @@ impl Plugin for McpPlugin {
                 e
             }
         };
-        let live = match live::lock_entry(session.identity(), &tools, &config) {
+        let live = match live::lock_entry(session.identity(), &tools, &config, &self.redactor) {
             Ok(l) => l,
             Err(e) => return Err(close_on_error(e).await.into()),
         };

@@ -285,7 +285,7 @@ impl Server {
         tools: &[super::client::RemoteTool],
         what: &str,
     ) -> Result<(), String> {
-        let live = lock_entry(identity, tools, &self.config)?;
+        let live = lock_entry(identity, tools, &self.config, &self.redactor)?;
         let changes = diff_tools(&self.published, &live);
         if !changes.is_empty() && state.reported.as_ref() != Some(&live) {
             if let Some(r) = &self.tool_sets {

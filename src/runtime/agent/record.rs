@@ -65,6 +65,23 @@ pub enum StopReason {
 }
 
 impl StopReason {
+    /// The same reason with its text passed through `redactor` (every
+    /// progress event and result carries this form).
+    #[must_use]
+    pub fn redacted(self, redactor: &crate::engine::secret::Redactor) -> Self {
+        let r = |text: String| redactor.redact(&text).into_owned();
+        match self {
+            Self::Refused { reason } => Self::Refused { reason: r(reason) },
+            Self::BudgetExhausted { dimension, message } => Self::BudgetExhausted {
+                dimension,
+                message: r(message),
+            },
+            Self::ModelFailed { error } => Self::ModelFailed { error: r(error) },
+            Self::Failed { error } => Self::Failed { error: r(error) },
+            done @ (Self::Answered | Self::StepLimit { .. }) => done,
+        }
+    }
+
     /// Stable name.
     pub fn kind(&self) -> &'static str {
         match self {
@@ -205,6 +222,62 @@ pub enum AgentEvent {
         /// Nesting depth.
         depth: usize,
     },
+}
+
+impl AgentEvent {
+    /// The event with every text that came from outside (arguments, error
+    /// and refusal reasons, a finish reason) passed through `redactor`:
+    /// what every observer is handed.
+    #[must_use]
+    pub fn redacted(self, redactor: &crate::engine::secret::Redactor) -> Self {
+        let r = |text: String| redactor.redact(&text).into_owned();
+        match self {
+            Self::ModelCallFinished {
+                agent,
+                step,
+                duration_seconds,
+                usage,
+                finish_reason,
+                tool_calls,
+                replayed,
+            } => Self::ModelCallFinished {
+                agent,
+                step,
+                duration_seconds,
+                usage,
+                finish_reason: finish_reason.map(r),
+                tool_calls,
+                replayed,
+            },
+            Self::ToolCallStarted {
+                agent,
+                step,
+                name,
+                arguments,
+            } => Self::ToolCallStarted {
+                agent,
+                step,
+                name,
+                arguments: redactor.redact_json(&arguments),
+            },
+            Self::ToolCallFinished { agent, mut record } => {
+                record.error = record.error.map(r);
+                Self::ToolCallFinished { agent, record }
+            }
+            Self::RunFinished {
+                agent,
+                run_id,
+                stop,
+                depth,
+            } => Self::RunFinished {
+                agent,
+                run_id,
+                stop: stop.redacted(redactor),
+                depth,
+            },
+            started @ (Self::RunStarted { .. } | Self::ModelCallStarted { .. }) => started,
+        }
+    }
 }
 
 /// Receives step events (a progress display, a stream, a test).

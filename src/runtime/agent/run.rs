@@ -181,7 +181,7 @@ impl AgentRunner {
 
     fn emit(&self, event: AgentEvent) {
         if let Some(o) = &self.observer {
-            o.on_event(&event);
+            o.on_event(&event.redacted(&self.executor.services().redactor));
         }
     }
 
@@ -423,15 +423,18 @@ impl AgentRunner {
             steps: 0,
             model: None,
         };
+        // Everything enters the conversation redacted: what the model
+        // receives, what hooks see and what a recording keeps are one text.
         if !bound.plan.system_prompt.is_empty() {
             state.messages.push(ChatMessage::text(
                 Role::System,
-                bound.plan.system_prompt.clone(),
+                redactor.redact(&bound.plan.system_prompt).into_owned(),
             ));
         }
-        state
-            .messages
-            .push(ChatMessage::text(Role::User, request.input.clone()));
+        state.messages.push(ChatMessage::text(
+            Role::User,
+            redactor.redact(&request.input).into_owned(),
+        ));
 
         let base_payload = json!({
             "agent": agent.name, "agent_revision": agent.revision,
@@ -440,7 +443,7 @@ impl AgentRunner {
         let stop = match self
             .hook(&g, HookEvent::BeforeAgentRun, || {
                 let mut p = base_payload.clone();
-                p["input"] = Value::String(request.input.clone());
+                p["input"] = Value::String(redactor.redact(&request.input).into_owned());
                 p
             })
             .await
@@ -450,7 +453,8 @@ impl AgentRunner {
             },
             Ok(HookOutcome::Bailed(reason)) => StopReason::Refused { reason },
             Ok(_) => self.steps(&bound, &run, &budget, &mut state).await,
-        };
+        }
+        .redacted(&redactor);
 
         let (event, status) = match &stop {
             StopReason::Answered => (HookEvent::AfterAgentRun, "ok"),
@@ -528,7 +532,14 @@ impl AgentRunner {
         let out = g.hooks.dispatch(event, payload()).await?;
         self.executor.hook_failures(&out.failures);
         Ok(match out.bailed {
-            Some(reason) => HookOutcome::Bailed(reason),
+            // The reason came from the hook: it names the hook, redacted.
+            Some(bail) => HookOutcome::Bailed(
+                self.executor
+                    .services()
+                    .redactor
+                    .redact(&bail.to_string())
+                    .into_owned(),
+            ),
             None => HookOutcome::Payload(out.payload),
         })
     }
@@ -587,7 +598,12 @@ impl AgentRunner {
                 Ok(HookOutcome::Payload(p)) => {
                     if let Some(m) = p.get("messages") {
                         match serde_json::from_value::<Vec<ChatMessage>>(m.clone()) {
-                            Ok(messages) => state.messages = messages,
+                            Ok(messages) => {
+                                state.messages = messages
+                                    .iter()
+                                    .map(|m| redact_message(redactor, m))
+                                    .collect();
+                            }
                             Err(e) => {
                                 return StopReason::Failed {
                                     error: format!(
@@ -706,12 +722,14 @@ impl AgentRunner {
                 tool_calls: None,
             };
             if let Err(e) = budget.spend(charge) {
-                state.messages.push(response.message);
+                state
+                    .messages
+                    .push(redact_message(redactor, &response.message));
                 return self.exhausted(run, "model.call", &e);
             }
 
             // after_model_call: transform may replace the message.
-            let mut message = response.message;
+            let mut message = redact_message(redactor, &response.message);
             match self
                 .hook(g, HookEvent::AfterModelCall, || {
                     json!({
@@ -732,7 +750,7 @@ impl AgentRunner {
                     if let Some(m) = p.get("message")
                         && let Ok(m) = serde_json::from_value::<ChatMessage>(m.clone())
                     {
-                        message = m;
+                        message = redact_message(redactor, &m);
                     }
                 }
                 Ok(_) => {}
@@ -854,10 +872,12 @@ impl AgentRunner {
                 }
             }
         };
+        // The executor redacted the output when it came back; a value the
+        // call itself taught the redactor is caught here too.
         state.messages.push(ChatMessage::tool(
             call.id.clone(),
             call.name.clone(),
-            content,
+            redactor.redact(&content).into_owned(),
         ));
         state.tool_calls.push(record.clone());
         self.emit(AgentEvent::ToolCallFinished { agent, record });

@@ -531,8 +531,9 @@ async fn model_call_hooks_observe_transform_and_bail() {
     assert_eq!(
         r.stop,
         StopReason::Refused {
-            reason: "no second call".into()
-        }
+            reason: "no second call (hook `hook_watch_2` of `watch`)".into()
+        },
+        "a refusal names the hook"
     );
     assert_eq!(
         *seen.lock().unwrap(),
