@@ -300,6 +300,7 @@ impl TestHarness {
             // As a run does: a tool without permissions that is not
             // read-only needs approval.
             ungoverned: crate::runtime::Ungoverned::NeedsApproval,
+            paths: None,
         };
         let run = RunContext {
             run_id: "run_test".into(),

@@ -497,6 +497,11 @@ async fn harness_run(x: Execution<'_>, caller: &Caller) -> Ended {
         replay: x.replay.clone(),
         secrets: default_secrets,
         ungoverned: Ungoverned::NeedsApproval,
+        // Paths are judged where tools land: relative ones against the
+        // composition's directory (where command tools and servers start).
+        paths: Some(crate::runtime::paths::PathResolver::new(
+            super::workspace::base_dir(x.file),
+        )),
         ..ExecutorServices::permissive()
     };
     let mut runner = AgentRunner::new(ToolExecutor::new(services), Arc::new(MonotonicClock::new()));

@@ -73,6 +73,10 @@ pub struct ExecutorServices {
     pub secrets: Arc<dyn SecretProvider>,
     /// What a tool that declares no permission and is not read-only needs.
     pub ungoverned: Ungoverned,
+    /// Resolves `filesystem.*` resources (relative ones against the
+    /// composition's directory, symlinks followed) before policy judges
+    /// them; `None` judges them as written.
+    pub paths: Option<super::paths::PathResolver>,
 }
 
 /// What the boundary asks of an *ungoverned* tool — one that declares no
@@ -116,6 +120,7 @@ impl ExecutorServices {
             replay: None,
             secrets: Arc::new(crate::engine::secret::StaticSecretProvider::new()),
             ungoverned: Ungoverned::Runs,
+            paths: None,
         }
     }
 }
@@ -612,7 +617,11 @@ impl ToolExecutor {
 
         // 4. Policy for every expanded permission.
         let permissions = match reg.policy.required_permissions(&args) {
-            Ok(p) => p,
+            // A path is judged where the program will land, not as written.
+            Ok(p) => match &s.paths {
+                Some(paths) => p.iter().map(|p| paths.resolve(p)).collect(),
+                None => p,
+            },
             Err(e) => {
                 return refuse(ToolRefusal::PolicyDenied {
                     tool: call.name.clone(),

@@ -18,6 +18,7 @@ pub mod inspect;
 pub mod instance;
 pub mod lifecycle;
 pub mod model;
+pub mod paths;
 pub mod plugin;
 mod reaper;
 pub mod reconcile;

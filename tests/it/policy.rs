@@ -316,3 +316,92 @@ default_input = "go"
         lock.stderr
     );
 }
+
+/// Paths are judged where the program lands: a relative path is normalized
+/// as an absolute one is (`./`, `//`), and a symlink inside the granted
+/// tree that leads out of it is judged by its target.
+#[test]
+fn relative_paths_and_symlinks_are_judged_where_the_tool_lands() {
+    let dir = tempfile::tempdir().unwrap();
+    let ws = dir.path().join("workspace");
+    std::fs::create_dir_all(ws.join("secrets")).unwrap();
+    std::fs::write(ws.join("secrets/key.txt"), "the-secret-key-file").unwrap();
+    std::fs::write(ws.join("notes.md"), "notes").unwrap();
+    std::fs::create_dir_all(dir.path().join("outside")).unwrap();
+    std::fs::write(dir.path().join("outside/private.txt"), "outside-file").unwrap();
+    std::os::unix::fs::symlink(dir.path().join("outside"), ws.join("out")).unwrap();
+    std::os::unix::fs::symlink("secrets", ws.join("alias")).unwrap();
+    let paths = [
+        "workspace/./secrets/key.txt",
+        "workspace//secrets/key.txt",
+        "workspace/alias/key.txt",
+        "workspace/out/private.txt",
+        "workspace/notes.md",
+    ];
+    let turns: String = paths
+        .iter()
+        .map(|p| {
+            format!("[[entries.model.config.turns]]\ntool_calls = [{{ name = \"read\", args = {{ path = \"{p}\" }} }}]\n")
+        })
+        .collect();
+    std::fs::write(
+        dir.path().join("c.toml"),
+        format!(
+            r#"version = 1
+[entries.files]
+plugin = "command"
+[[entries.files.config.tools]]
+name = "read"
+description = "Read a file."
+args = {{ type = "object", required = ["path"], properties = {{ path = {{ type = "string" }} }} }}
+argv = ["cat", "--", "{{/path}}"]
+permissions = ["filesystem.read:{{/path}}"]
+idempotent = true
+
+[policy]
+grants = ["filesystem.read:workspace/**"]
+deny = ["filesystem.read:workspace/secrets/**"]
+
+[entries.model]
+plugin = "scripted"
+{turns}[[entries.model.config.turns]]
+text = "done"
+
+[agents.a]
+prompt = "p"
+default_input = "go"
+max_steps = 10
+"#
+        ),
+    )
+    .unwrap();
+    let (r, doc) = run(dir.path(), &[]);
+    assert_eq!(r.code, 0, "{}", r.transcript());
+    assert_eq!(
+        calls(&doc),
+        [
+            row("read", "refused", "policy_denied"),
+            row("read", "refused", "policy_denied"),
+            row("read", "refused", "policy_denied"),
+            row("read", "refused", "policy_denied"),
+            row("read", "ok", ""),
+        ],
+        "{}",
+        r.stdout
+    );
+    for leaked in ["the-secret-key-file", "outside-file"] {
+        assert!(!r.stdout.contains(leaked), "{}", r.stdout);
+    }
+    // The refusal names the path the tool would have read.
+    let errors: Vec<&str> = doc["tool_calls"]
+        .as_array()
+        .unwrap()
+        .iter()
+        .filter_map(|c| c["error"].as_str())
+        .collect();
+    assert!(
+        errors[2].contains("workspace/secrets/key.txt"),
+        "{errors:?}"
+    );
+    assert!(errors[3].contains("outside/private.txt"), "{errors:?}");
+}

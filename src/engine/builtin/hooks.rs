@@ -20,7 +20,7 @@ use serde_json::{Value, json};
 use super::command::{check_env_names, parse_timeout};
 use super::{BuiltinKind, ConfigProblem};
 use crate::engine::model::{ConfigValue, Manifest};
-use crate::engine::policy::{JsonPointer, normalize_path};
+use crate::engine::policy::{ArgumentPattern, JsonPointer};
 use crate::engine::schema_check;
 use crate::engine::version::Version;
 
@@ -163,7 +163,7 @@ pub fn deny_schema() -> Value {
                     "required": ["pointer", "pattern"],
                     "properties": {
                         "pointer": { "type": "string", "description": "JSON Pointer into the call's arguments, e.g. `/path`." },
-                        "pattern": { "type": "string", "description": "Glob over the value (`*` also matches `/`); paths are also matched normalized." },
+                        "pattern": { "type": "string", "description": "Glob over the value, the grants' dialect read as `.gitignore` reads a line: `*` within one segment, `**` whole segments, `?` one character; without `/` it matches any segment (`*.env` refuses `a/b/.env`), with `/` it is anchored and refuses everything below what it matches. Values are also matched normalized and cut at a NUL." },
                         "tools": { "type": "array", "items": { "type": "string" }, "description": "Only for tools matching these globs (default: every tool)." }
                     }
                 }
@@ -350,7 +350,7 @@ pub struct ArgumentRule {
     /// Where in the arguments.
     pub pointer: JsonPointer,
     /// What is refused.
-    pub pattern: Glob,
+    pub pattern: ArgumentPattern,
     /// The tools it applies to (empty: every tool).
     pub tools: Vec<Glob>,
 }
@@ -366,32 +366,6 @@ pub struct DenySpec {
     pub reason: String,
     /// Hook priority.
     pub priority: i32,
-}
-
-/// `value` and, for a path-like value, its lexically normalized form
-/// (`/a/../b.env` is also `/b.env`, `a/./b` is also `a/b`).
-fn forms(value: &str) -> Vec<String> {
-    // What a C API (a file system call, argv) would see stops at a NUL:
-    // `x.env\0` must not slip past `*.env`.
-    if let Some((before, _)) = value.split_once('\0') {
-        let mut out = forms(before);
-        out.push(value.to_owned());
-        return out;
-    }
-    let mut out = vec![value.to_owned()];
-    let normalized = if value.starts_with('/') {
-        normalize_path(value).ok()
-    } else if value.contains('/') {
-        normalize_path(&format!("/{value}"))
-            .ok()
-            .map(|p| p.trim_start_matches('/').to_owned())
-    } else {
-        None
-    };
-    if let Some(n) = normalized.filter(|n| n != value) {
-        out.push(n);
-    }
-    out
 }
 
 impl DenySpec {
@@ -415,12 +389,10 @@ impl DenySpec {
                 _ => Vec::new(),
             };
             for v in values {
-                if forms(v).iter().any(|f| rule.pattern.matches(f)) {
+                if rule.pattern.matches(v) {
                     return Some(format!(
                         "{} (argument `{}` matches `{}`)",
-                        self.reason,
-                        rule.pointer,
-                        rule.pattern.as_string()
+                        self.reason, rule.pointer, rule.pattern
                     ));
                 }
             }
@@ -467,7 +439,7 @@ pub fn parse_deny(config: &ConfigValue) -> Result<DenySpec, Vec<ConfigProblem>> 
                 None
             }
         };
-        let pattern = match Glob::new(text("pattern")) {
+        let pattern = match ArgumentPattern::parse(text("pattern")) {
             Ok(g) => Some(g),
             Err(e) => {
                 problems.push(ConfigProblem::new(format!("/arguments/{i}/pattern"), e));

@@ -12,8 +12,13 @@
 //!   lexically before matching ([`normalize_path`]): `//` collapses, `.`
 //!   segments drop, `..` removes its parent, and a `..` above the root makes
 //!   the resource match nothing;
-//! * any other resource (`api.example.com`, `db:orders`) is *opaque* and is
-//!   matched as written, with the same segment rules;
+//! * any other resource (`workspace/notes.md`, `api.example.com`,
+//!   `db:orders`) is *relative* (or opaque) and is normalized the same way
+//!   but for `..`: empty and `.` segments drop, so `workspace/./secrets/k`
+//!   and `workspace//secrets/k` are `workspace/secrets/k` for grants and
+//!   deny rules alike, and a `..` makes it match nothing (only the file
+//!   system can say where a relative `..` leads; the runtime resolves
+//!   file-system resources, symlinks included, before they get here);
 //! * path patterns only match path resources and opaque patterns only opaque
 //!   ones, so an opaque `**` never silently covers the file system.
 //!
@@ -122,8 +127,14 @@ pub(crate) fn prepare(resource: &str) -> Result<PreparedResource<'_>, ResourceEr
     }
     Ok(PreparedResource {
         path: false,
-        segments: resource.split('/').collect(),
+        segments: relative_segments(resource).collect(),
     })
+}
+
+/// The segments of a relative resource or pattern: empty and `.` segments
+/// dropped, as a path's are.
+fn relative_segments(text: &str) -> impl Iterator<Item = &str> {
+    text.split('/').filter(|s| !s.is_empty() && *s != ".")
 }
 
 #[derive(Clone, Debug, PartialEq, Eq, Hash)]
@@ -170,7 +181,7 @@ impl ResourcePattern {
                 text[1..].split('/').collect()
             }
         } else {
-            text.split('/').collect()
+            relative_segments(text).collect()
         };
         let mut segments = Vec::with_capacity(raw.len());
         for seg in raw {
@@ -284,4 +295,193 @@ fn segment_covers(pattern: &[char], resource: &str) -> bool {
         }
     }
     pattern[p..].iter().all(|&c| c == '*')
+}
+
+/// One character class of an argument pattern's segment.
+#[derive(Clone, Debug, PartialEq, Eq)]
+enum Token {
+    /// Itself.
+    Literal(char),
+    /// `*`: any run of characters inside the segment.
+    Star,
+    /// `?`: exactly one character.
+    One,
+}
+
+#[derive(Clone, Debug, PartialEq, Eq)]
+enum ArgSegment {
+    /// `**`: zero or more whole segments.
+    Any,
+    Glob(Vec<Token>),
+}
+
+/// The pattern of a `deny` hook's argument rule: the dialect of grants
+/// (`*` inside one segment, `**` whole segments, paths normalized) read
+/// the way `.gitignore` reads a line, so that a deny rule never covers
+/// less than it says:
+///
+/// * a pattern without `/` matches any segment of the value (`*.env`
+///   refuses `a/b/.env`; `secrets` refuses `secrets/key` and
+///   `a/secrets`);
+/// * a pattern with `/` is anchored (an absolute one to absolute values, a
+///   relative one to relative values) and also refuses everything below
+///   what it matches (`/secrets/*` refuses `/secrets/a/b`);
+/// * `?` is one character (a deny rule may be wider than a grant, never
+///   narrower); `{`, `}`, `[`, `]` are literal, as in grants.
+///
+/// A value is matched as written, lexically normalized, and cut at a NUL
+/// (what a C API would see); it is refused if any form matches. Values
+/// are literal: a `*` in a value is the character.
+#[derive(Clone, Debug, PartialEq, Eq)]
+pub struct ArgumentPattern {
+    text: String,
+    /// `None`: no `/`, any segment; `Some(absolute)`: anchored.
+    anchor: Option<bool>,
+    segments: Vec<ArgSegment>,
+}
+
+impl ArgumentPattern {
+    /// Parse a pattern (not empty).
+    pub fn parse(text: &str) -> Result<Self, String> {
+        if text.is_empty() {
+            return Err("a pattern must not be empty".into());
+        }
+        let anchor = text.contains('/').then(|| text.starts_with('/'));
+        let mut segments = Vec::new();
+        for seg in relative_segments(text) {
+            if seg == "**" {
+                segments.push(ArgSegment::Any);
+            } else if seg.contains("**") {
+                return Err(format!(
+                    "`{text}` uses `**` inside a segment: `**` must be a whole segment (`a/**/b`), `*` matches within one"
+                ));
+            } else {
+                segments.push(ArgSegment::Glob(
+                    seg.chars()
+                        .map(|c| match c {
+                            '*' => Token::Star,
+                            '?' => Token::One,
+                            c => Token::Literal(c),
+                        })
+                        .collect(),
+                ));
+            }
+        }
+        if segments.is_empty() {
+            return Err(format!("`{text}` has no segment to match"));
+        }
+        Ok(Self {
+            text: text.to_owned(),
+            anchor,
+            segments,
+        })
+    }
+
+    /// The pattern as written.
+    pub fn as_str(&self) -> &str {
+        &self.text
+    }
+
+    /// Whether `value` (in any of its forms) is refused.
+    pub fn matches(&self, value: &str) -> bool {
+        value_forms(value)
+            .iter()
+            .any(|form| self.matches_form(form))
+    }
+
+    fn matches_form(&self, form: &str) -> bool {
+        let segments: Vec<&str> = relative_segments(form).collect();
+        match self.anchor {
+            None => match &self.segments[..] {
+                [ArgSegment::Glob(g)] => segments.iter().any(|s| tokens_match(g, s)),
+                _ => !segments.is_empty(),
+            },
+            Some(absolute) => {
+                absolute == form.starts_with('/')
+                    && (1..=segments.len()).any(|n| arg_cover(&self.segments, &segments[..n]))
+            }
+        }
+    }
+}
+
+impl fmt::Display for ArgumentPattern {
+    fn fmt(&self, f: &mut fmt::Formatter<'_>) -> fmt::Result {
+        f.write_str(&self.text)
+    }
+}
+
+/// `value` as written, lexically normalized (`/a/../b.env` is also
+/// `/b.env`, `a/./b` is also `a/b`), and cut at a NUL.
+fn value_forms(value: &str) -> Vec<String> {
+    if let Some((before, _)) = value.split_once('\0') {
+        let mut out = value_forms(before);
+        out.push(value.to_owned());
+        return out;
+    }
+    let mut out = vec![value.to_owned()];
+    let normalized = if value.starts_with('/') {
+        path_segments(value)
+            .ok()
+            .map(|s| format!("/{}", s.join("/")))
+    } else if value.contains('/') {
+        path_segments(&format!("/{value}"))
+            .ok()
+            .map(|s| s.join("/"))
+    } else {
+        None
+    };
+    if let Some(n) = normalized.filter(|n| n != value) {
+        out.push(n);
+    }
+    out
+}
+
+/// [`cover`] for argument patterns over literal values.
+fn arg_cover(pattern: &[ArgSegment], value: &[&str]) -> bool {
+    let m = value.len();
+    let mut next = vec![false; m + 1];
+    next[m] = true;
+    for seg in pattern.iter().rev() {
+        let mut cur = vec![false; m + 1];
+        for j in (0..=m).rev() {
+            cur[j] = match seg {
+                ArgSegment::Any => next[j] || (j < m && cur[j + 1]),
+                ArgSegment::Glob(g) => j < m && tokens_match(g, value[j]) && next[j + 1],
+            };
+        }
+        next = cur;
+    }
+    next[0]
+}
+
+/// One segment's tokens against one literal text.
+fn tokens_match(pattern: &[Token], text: &str) -> bool {
+    let text: Vec<char> = text.chars().collect();
+    let (mut p, mut t) = (0, 0);
+    let mut star: Option<(usize, usize)> = None;
+    while t < text.len() {
+        match pattern.get(p) {
+            Some(Token::One) => {
+                p += 1;
+                t += 1;
+            }
+            Some(Token::Literal(c)) if *c == text[t] => {
+                p += 1;
+                t += 1;
+            }
+            Some(Token::Star) => {
+                star = Some((p, t));
+                p += 1;
+            }
+            _ => match star {
+                Some((sp, st)) => {
+                    p = sp + 1;
+                    t = st + 1;
+                    star = Some((sp, st + 1));
+                }
+                None => return false,
+            },
+        }
+    }
+    pattern[p..].iter().all(|t| *t == Token::Star)
 }

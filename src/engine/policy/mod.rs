@@ -35,7 +35,7 @@ mod tests;
 pub use approval::{
     ApprovalDecision, ApprovalGate, ApprovalRequest, ApproveListed, DenyAllApprovals,
 };
-pub use glob::{ResourceError, ResourcePattern, normalize_path};
+pub use glob::{ArgumentPattern, ResourceError, ResourcePattern, normalize_path};
 pub use permission::{Permission, PermissionError};
 pub use rules::{
     AllowAll, DenyAll, FailClosed, Grant, PROVIDER_FAILURE, PolicyDecision, PolicyEngine,

@@ -52,6 +52,13 @@ fn semantics_table() {
             "https://api.example.com/v1/../admin",
             false,
         ),
+        // relative resources are normalized as paths are
+        ("workspace/secrets/**", "workspace/./secrets/key.txt", true),
+        ("workspace/secrets/**", "workspace//secrets/key.txt", true),
+        ("workspace/secrets/**", "./workspace/secrets/key.txt", true),
+        ("workspace/*", "workspace/a/", true),
+        ("workspace/./a", "workspace/a", true),
+        ("workspace/**", "workspace/../etc/passwd", false),
         // kinds never mix
         ("**", "/etc/passwd", false),
         ("/**", "etc/passwd", false),
@@ -120,4 +127,51 @@ fn normalization() {
     );
     // `...` is an ordinary name.
     assert_eq!(normalize_path("/a/.../b").unwrap(), "/a/.../b");
+}
+
+#[test]
+fn argument_patterns_read_like_gitignore() {
+    use crate::engine::policy::ArgumentPattern;
+    let m = |p: &str, v: &str| ArgumentPattern::parse(p).unwrap().matches(v);
+    let table: &[(&str, &str, bool)] = &[
+        // What the deny tests refused before the dialect changed still is.
+        ("*.env", "a/.env", true),
+        ("*.env", "/home/u/.env", true),
+        ("*.env", "config/prod.env", true),
+        ("*.env", "x.env\0", true),
+        ("*.env", "x.env\0.txt", true),
+        ("*.env", "a/.env.txt", false),
+        ("*.env", "prod.env.bak", false),
+        ("/secrets/*", "/tmp/../secrets/k", true),
+        ("*internal*", "http://internal", true),
+        // Without `/`: any segment; what it matches covers what is below.
+        ("*.env", "a/b/.env", true),
+        ("secrets", "secrets/key", true),
+        ("secrets", "a/secrets", true),
+        ("secrets", "a/secrets-old/k", false),
+        ("?.env", "a/x.env", true),
+        ("?.env", "a/xy.env", false),
+        // With `/`: anchored, and everything below is refused too.
+        ("/secrets/*", "/secrets/a", true),
+        ("/secrets/*", "/secrets/a/b", true),
+        ("/secrets/*", "/secrets", false),
+        ("/secrets/*", "/x/secrets/a", false),
+        ("/secrets/*", "secrets/a", false),
+        ("workspace/secrets/**", "workspace/./secrets/key.txt", true),
+        ("workspace/secrets/**", "workspace//secrets/key.txt", true),
+        ("workspace/secrets/**", "/workspace/secrets/key.txt", false),
+        ("/a/**/b", "/a/x/y/b/c", true),
+        ("**", "anything/at/all", true),
+        // Literal brackets; a `*` in a value is the character.
+        ("[ab].txt", "[ab].txt", true),
+        ("[ab].txt", "a.txt", false),
+        ("{a,b}", "a", false),
+        ("/s/*", "/s/**", true),
+    ];
+    for &(pattern, value, expected) in table {
+        assert_eq!(m(pattern, value), expected, "{pattern} vs {value:?}");
+    }
+    assert!(ArgumentPattern::parse("").is_err());
+    assert!(ArgumentPattern::parse("a**b").is_err());
+    assert!(ArgumentPattern::parse("//").is_err());
 }
