@@ -405,3 +405,62 @@ max_steps = 10
     );
     assert!(errors[3].contains("outside/private.txt"), "{errors:?}");
 }
+
+/// A substituted argument that starts with `-` is not handed to the
+/// program as an option: the call fails before it runs, and a literal `--`
+/// in argv makes the same value an operand.
+#[test]
+fn an_argument_is_never_an_option_unless_the_tool_says_so() {
+    let dir = tempfile::tempdir().unwrap();
+    std::fs::write(
+        dir.path().join("c.toml"),
+        r#"version = 1
+[entries.files]
+plugin = "command"
+[[entries.files.config.tools]]
+name = "list"
+description = "List a directory."
+args = { type = "object", required = ["path"], properties = { path = { type = "string" } } }
+argv = ["ls", "{/path}"]
+idempotent = true
+[[entries.files.config.tools]]
+name = "list_operand"
+description = "List a directory."
+args = { type = "object", required = ["path"], properties = { path = { type = "string" } } }
+argv = ["ls", "--", "{/path}"]
+idempotent = true
+
+[entries.model]
+plugin = "scripted"
+[[entries.model.config.turns]]
+tool_calls = [{ name = "list", args = { path = "--version" } }]
+[[entries.model.config.turns]]
+tool_calls = [{ name = "list_operand", args = { path = "--version" } }]
+[[entries.model.config.turns]]
+text = "done"
+
+[agents.a]
+prompt = "p"
+default_input = "go"
+"#,
+    )
+    .unwrap();
+    let (r, doc) = run(dir.path(), &[]);
+    assert_eq!(r.code, 0, "{}", r.transcript());
+    assert_eq!(
+        calls(&doc),
+        [row("list", "error", ""), row("list_operand", "error", "")],
+        "{}",
+        r.stdout
+    );
+    let errors: Vec<&str> = doc["tool_calls"]
+        .as_array()
+        .unwrap()
+        .iter()
+        .filter_map(|c| c["error"].as_str())
+        .collect();
+    assert!(errors[0].contains("starts with `-`"), "{errors:?}");
+    // As an operand, `ls` looked for a file called `--version`.
+    assert!(errors[1].contains("No such file"), "{errors:?}");
+    assert!(!r.stdout.contains("coreutils"), "{}", r.stdout);
+}

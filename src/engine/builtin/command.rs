@@ -30,6 +30,12 @@
 //! any other value as compact JSON); `{{` and `}}` are literal braces. The
 //! program (`argv[0]`) is never a template: the model must not choose what
 //! runs. A pointer that resolves to nothing fails the call.
+//!
+//! A substituted value that starts with `-` would be read by the program
+//! as an option (`rm {/path}` with `path = "-rf"`), so it is refused unless
+//! a literal `--` element comes before it in `argv` (the POSIX end of
+//! options: `["rm", "--", "{/path}"]`) or the tool sets
+//! `allow_leading_dash = true`.
 
 use std::collections::BTreeSet;
 use std::time::Duration;
@@ -77,6 +83,10 @@ fn tool_schema() -> Value {
                 "minItems": 1,
                 "items": { "type": "string" },
                 "description": "The program and its arguments, never a shell. Elements after the program may contain `{/json/pointer}` placeholders replaced by that argument; `{{`/`}}` are literal braces. The program is looked up on the chassis process's PATH."
+            },
+            "allow_leading_dash": {
+                "type": "boolean",
+                "description": "Let a substituted argv element start with `-` before any `--` element (default false: such a value is refused, since the program would read it as an option; write `\"--\"` before the placeholders instead)."
             },
             "input": {
                 "type": "string",
@@ -149,6 +159,11 @@ pub enum ExpandError {
     /// `input = "flags"` needs the arguments to be an object.
     #[error("the arguments must be an object to be passed as flags")]
     FlagsNeedObject,
+    /// A substituted value would be read as an option.
+    #[error(
+        "argument `{0}` starts with `-`, so the program would read it as an option; the tool's argv has no `--` before it (pass a value that does not start with `-`)"
+    )]
+    LeadingDash(String),
 }
 
 impl ArgTemplate {
@@ -207,6 +222,15 @@ impl ArgTemplate {
     /// The template as written.
     pub fn as_str(&self) -> &str {
         &self.text
+    }
+
+    /// The pointer of the placeholder that starts the template, if one
+    /// does (its value decides whether the element reads as an option).
+    fn leading_argument(&self) -> Option<&JsonPointer> {
+        match self.parts.first() {
+            Some(Part::Arg(p)) => Some(p),
+            _ => None,
+        }
     }
 
     /// Whether it has no placeholder.
@@ -275,6 +299,8 @@ pub struct CommandToolSpec {
     pub argv: Vec<ArgTemplate>,
     /// Whether the arguments are appended as `--name value` flags.
     pub flags: bool,
+    /// Whether a substituted element may start with `-` before any `--`.
+    pub allow_leading_dash: bool,
     /// Stdin.
     pub stdin: StdinSource,
     /// Stdout decoding.
@@ -313,11 +339,19 @@ impl CommandToolSpec {
 
     /// The argv and stdin for a call with `args`.
     pub fn invocation(&self, args: &Value) -> Result<Invocation, ExpandError> {
-        let mut argv = self
-            .argv
-            .iter()
-            .map(|t| t.expand(args))
-            .collect::<Result<Vec<_>, _>>()?;
+        let mut argv = Vec::with_capacity(self.argv.len());
+        let mut options_ended = self.allow_leading_dash;
+        for t in &self.argv {
+            let element = t.expand(args)?;
+            if !options_ended
+                && element.starts_with('-')
+                && let Some(p) = t.leading_argument()
+            {
+                return Err(ExpandError::LeadingDash(p.as_str().to_owned()));
+            }
+            options_ended |= t.is_literal() && element == "--";
+            argv.push(element);
+        }
         if self.flags {
             argv.extend(flags(args)?);
         }
@@ -555,6 +589,10 @@ fn parse_tool(i: usize, t: &Value, problems: &mut Vec<ConfigProblem>) -> Option<
         program: argv_text.first()?.clone(),
         argv,
         flags,
+        allow_leading_dash: t
+            .get("allow_leading_dash")
+            .and_then(Value::as_bool)
+            .unwrap_or(false),
         stdin,
         output,
         timeout,
@@ -773,6 +811,44 @@ mod tests {
         );
         assert!(got[1].1.contains("used twice"), "{got:?}");
         assert!(got[3].1.contains("JSON Pointer"), "{got:?}");
+    }
+
+    #[test]
+    fn a_substituted_option_is_refused_unless_options_ended() {
+        let tool = |argv: Value, extra: Value| {
+            let mut t = json!({ "name": "t", "description": "", "argv": argv });
+            t.as_object_mut()
+                .unwrap()
+                .extend(extra.as_object().unwrap().clone());
+            parse(&config(json!({ "tools": [t] })))
+                .unwrap()
+                .tools
+                .remove(0)
+        };
+        let dash = json!({ "path": "--version" });
+        let plain = tool(json!(["rm", "{/path}"]), json!({}));
+        assert_eq!(
+            plain.invocation(&dash),
+            Err(ExpandError::LeadingDash("/path".into()))
+        );
+        assert!(plain.invocation(&json!({ "path": "a-b" })).is_ok());
+        // After a literal `--`, a value is an operand.
+        let ended = tool(json!(["rm", "--", "{/path}"]), json!({}));
+        assert_eq!(ended.invocation(&dash).unwrap().args, ["--", "--version"]);
+        // A literal prefix decides: `--file={/path}` is one option.
+        let prefixed = tool(json!(["cat", "--file={/path}"]), json!({}));
+        assert!(prefixed.invocation(&dash).is_ok());
+        // A `--` that came from an argument ends nothing.
+        let smuggled = tool(json!(["rm", "{/a}", "{/b}"]), json!({}));
+        assert_eq!(
+            smuggled.invocation(&json!({ "a": "--", "b": "-rf" })),
+            Err(ExpandError::LeadingDash("/a".into()))
+        );
+        let allowed = tool(
+            json!(["rm", "{/path}"]),
+            json!({ "allow_leading_dash": true }),
+        );
+        assert!(allowed.invocation(&dash).is_ok());
     }
 
     #[test]
