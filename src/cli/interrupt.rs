@@ -1,4 +1,5 @@
-//! Ctrl-C and SIGTERM as a future, for the commands that start plugins.
+//! Ctrl-C, SIGTERM and SIGHUP as a future, for the commands that start
+//! plugins.
 //!
 //! Why it exists: a command that mounts plugins may be starting server
 //! processes in their own process groups, which a terminal's Ctrl-C does
@@ -9,11 +10,13 @@
 
 use tokio::signal::unix::{SignalKind, signal};
 
-/// Completes on the first SIGINT or SIGTERM (installing the handlers on
-/// first use, so the default "die now" no longer applies).
+/// Completes on the first SIGINT, SIGTERM or SIGHUP (installing the
+/// handlers on first use, so the default "die now" no longer applies: a
+/// closed terminal or an `ssh` that drops ends the work as Ctrl-C does,
+/// its processes killed, instead of leaving them running).
 pub async fn signalled() {
-    let term = async {
-        match signal(SignalKind::terminate()) {
+    let on = |kind: SignalKind| async move {
+        match signal(kind) {
             Ok(mut s) => {
                 s.recv().await;
             }
@@ -22,6 +25,7 @@ pub async fn signalled() {
     };
     tokio::select! {
         _ = tokio::signal::ctrl_c() => {}
-        () = term => {}
+        () = on(SignalKind::terminate()) => {}
+        () = on(SignalKind::hangup()) => {}
     }
 }

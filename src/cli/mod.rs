@@ -204,6 +204,15 @@ pub fn main() -> ExitCode {
 /// Dispatch a parsed command line.
 pub fn run(cli: Cli) -> ExitStatus {
     let ui = Ui::new(cli.format, cli.color, cli.quiet);
+    // The commands that start programs adopt what escapes them (a `setsid`
+    // in a tool) and kill it before they exit; see `process::orphans`.
+    let starts_programs = matches!(
+        &cli.command,
+        Command::Run(_) | Command::Publish(_) | Command::Tools(_)
+    );
+    if starts_programs {
+        crate::process::orphans::adopt_orphans();
+    }
     let result = match &cli.command {
         Command::Run(args) => commands::run::run(&ui, args),
         Command::Check(args) => commands::check::run(&ui, args),
@@ -219,6 +228,9 @@ pub fn run(cli: Cli) -> ExitStatus {
         Command::Schema(args) => commands::schema::run(&ui, args),
         Command::Completions(args) => commands::completions::run(&ui, args),
     };
+    if starts_programs {
+        crate::process::orphans::sweep();
+    }
     result.unwrap_or_else(|status| status)
 }
 
@@ -229,7 +241,7 @@ pub(crate) fn reporter(ui: &Ui) -> report::CliReporter {
 
 /// The caller of an operation run from the command line: notices on
 /// stderr, the process's redactor (the log writer's too), interrupted by
-/// SIGINT or SIGTERM.
+/// SIGINT, SIGTERM or SIGHUP.
 pub(crate) fn caller(ui: &Ui) -> Caller {
     Caller {
         reporter: Arc::new(reporter(ui)),

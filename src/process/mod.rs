@@ -27,7 +27,8 @@
 //!   group is killed), stderr keeping its last bytes.
 //!
 //! A process that escaped its group (`setsid`) and kept the pipes open is
-//! not waited for beyond [`PIPE_GRACE`] after the group died.
+//! not waited for beyond [`PIPE_GRACE`] after the group died; where chassis
+//! adopts orphans ([`orphans`]) it is killed when the call ends.
 
 use std::ffi::{OsStr, OsString};
 use std::os::unix::fs::PermissionsExt;
@@ -40,6 +41,7 @@ use tokio::io::{AsyncRead, AsyncReadExt, AsyncWriteExt};
 
 use crate::runtime::Cancellation;
 
+pub mod orphans;
 #[cfg(test)]
 pub(crate) mod tests;
 
@@ -367,19 +369,20 @@ pub async fn run(spec: &ProcessSpec, cancel: &Cancellation) -> Result<ProcessOut
         .process_group(0)
         .kill_on_drop(true);
     let started = tokio::time::Instant::now();
-    let mut child = cmd.spawn().map_err(|source| match source.kind() {
-        std::io::ErrorKind::NotFound => SpawnError::NotFound {
-            program: spec.program.clone(),
-            searched: false,
-        },
-        std::io::ErrorKind::PermissionDenied => SpawnError::NotExecutable {
-            path: program.clone(),
-        },
-        _ => SpawnError::Os {
-            path: program.clone(),
-            source,
-        },
-    })?;
+    let (mut child, registered) =
+        orphans::spawn(&mut cmd).map_err(|source| match source.kind() {
+            std::io::ErrorKind::NotFound => SpawnError::NotFound {
+                program: spec.program.clone(),
+                searched: false,
+            },
+            std::io::ErrorKind::PermissionDenied => SpawnError::NotExecutable {
+                path: program.clone(),
+            },
+            _ => SpawnError::Os {
+                path: program.clone(),
+                source,
+            },
+        })?;
     // With `process_group(0)` the child's pid is its group id.
     let mut guard = GroupGuard {
         pgid: child
@@ -468,6 +471,10 @@ pub async fn run(spec: &ProcessSpec, cancel: &Cancellation) -> Result<ProcessOut
         (exit, io_result.0, io_result.1)
     };
     guard.disarm();
+    // The leader was waited for: what escaped its group (a `setsid`) is
+    // an orphan of chassis now, and goes.
+    drop(registered);
+    orphans::sweep_async().await;
     if overflow && killed.is_none() {
         killed = Some(KillReason::OutputLimit(spec.max_stdout_bytes));
     }

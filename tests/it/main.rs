@@ -11,6 +11,7 @@ mod loopback;
 mod mcp;
 mod mcp_servers;
 mod policy;
+mod processes;
 mod run;
 mod store;
 mod vectors;

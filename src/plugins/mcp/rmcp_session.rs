@@ -73,6 +73,8 @@ impl ClientHandler for Handler {
 struct ProcessGroup {
     pgid: Option<i32>,
     child: tokio::sync::Mutex<Option<tokio::process::Child>>,
+    /// Registered as started by chassis until the leader was waited for.
+    registered: std::sync::Mutex<Option<crate::process::orphans::Started>>,
 }
 
 impl ProcessGroup {
@@ -95,6 +97,14 @@ impl ProcessGroup {
         if let Some(mut c) = child.take() {
             let _ = c.wait().await;
         }
+        // What escaped the server's group is an orphan of chassis now.
+        drop(
+            self.registered
+                .lock()
+                .unwrap_or_else(std::sync::PoisonError::into_inner)
+                .take(),
+        );
+        crate::process::orphans::sweep_async().await;
     }
 }
 
@@ -208,8 +218,7 @@ async fn connect_once(
                 .stderr(std::process::Stdio::piped())
                 .process_group(0)
                 .kill_on_drop(true);
-            let mut child = cmd
-                .spawn()
+            let (mut child, registered) = crate::process::orphans::spawn(&mut cmd)
                 .map_err(|e| start_error(spec, format_args!("cannot be started: {e}")))?;
             let pgid = child.id().and_then(|p| i32::try_from(p).ok());
             let (Some(stdout), Some(stdin)) = (child.stdout.take(), child.stdin.take()) else {
@@ -221,6 +230,7 @@ async fn connect_once(
             let group = Arc::new(ProcessGroup {
                 pgid,
                 child: tokio::sync::Mutex::new(Some(child)),
+                registered: std::sync::Mutex::new(Some(registered)),
             });
             let service = handler
                 .serve_with_lifecycle((stdout, stdin), mode)
