@@ -432,6 +432,42 @@ fn scripted_server_failures_fail_one_call_and_recover() {
     assert!(r.stderr.contains("noisy line"), "{}", r.stderr);
 }
 
+/// A runaway reply fails its call with an error naming the limit, fast
+/// (not a timeout), and the next call gets a fresh server.
+#[test]
+fn a_reply_over_max_reply_bytes_fails_the_call_and_the_server_restarts() {
+    let dir = tempfile::tempdir().unwrap();
+    let text = format!(
+        "version = 1\n[entries.s]\nplugin = \"mcp\"\nconfig.command = {}\nconfig.max_reply_bytes = 65536\n{}",
+        lit(&mcp_servers::scripted_server()),
+        agent(
+            &[
+                ("big", "{ bytes = 1000 }"),
+                ("big", "{ bytes = 5000000 }"),
+                ("echo", r#"{ text = "after the flood" }"#),
+            ],
+            &["big", "echo"],
+        )
+    );
+    write(dir.path(), "c.toml", &text);
+    update_lock(dir.path(), "c.toml", &[]);
+    let started = std::time::Instant::now();
+    let (r, v) = run_json(dir.path(), "c.toml", &[]);
+    assert_eq!(r.code, 0, "{}", r.transcript());
+    assert_eq!(statuses(&v), ["ok", "error", "ok"], "{}", r.transcript());
+    let contents = tool_contents(&v);
+    assert_eq!(contents[0].len(), 1000);
+    assert!(
+        contents[1].contains("longer than 65536 bytes (`max_reply_bytes`)"),
+        "{contents:?}"
+    );
+    assert_eq!(contents[2], "after the flood");
+    assert!(
+        started.elapsed() < std::time::Duration::from_secs(30),
+        "the oversized reply was cut, not waited out"
+    );
+}
+
 #[test]
 fn a_server_that_differs_from_the_lock_fails_publication_with_the_diff() {
     let dir = tempfile::tempdir().unwrap();

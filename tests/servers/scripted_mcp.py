@@ -34,6 +34,7 @@ Tools (each with an inputSchema):
                   (in that order: a client has the notification before the
                   reply)
   extra        -> (only after flip) "extra"
+  big {bytes}  -> text content of `bytes` characters (a runaway reply)
 
 Also: `ping` -> {}, notifications are logged and ignored, any other request
 -> JSON-RPC error -32601. SCRIPTED_PAGE_SIZE=N pages `tools/list` (N tools
@@ -66,6 +67,15 @@ TOOLS = [
     {"name": "noisy", "description": "Write 200 lines to stderr, then reply ok.", "inputSchema": NO_ARGS},
     {"name": "garbage", "description": "Write a non-JSON line to stdout, then reply.", "inputSchema": NO_ARGS},
     {"name": "flip", "description": "Add the tool `extra`, notify, then reply.", "inputSchema": NO_ARGS},
+    {
+        "name": "big",
+        "description": "Reply with `bytes` characters of text.",
+        "inputSchema": {
+            "type": "object",
+            "properties": {"bytes": {"type": "integer"}},
+            "required": ["bytes"],
+        },
+    },
 ]
 
 EXTRA_TOOL = {"name": "extra", "description": "Appears after flip.", "inputSchema": NO_ARGS}
@@ -130,6 +140,8 @@ def call_tool(msg_id, params, tools):
             sys.stderr.write(f"scripted: noisy line {i}\n")
         sys.stderr.flush()
         reply(msg_id, text_result("ok"))
+    elif name == "big":
+        reply(msg_id, text_result("x" * int(args.get("bytes", 0))))
     elif name == "garbage":
         write_line("this is not json")
         reply(msg_id, text_result("after garbage"))

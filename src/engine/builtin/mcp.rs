@@ -44,6 +44,12 @@ pub const KIND: BuiltinKind = BuiltinKind {
 pub const DEFAULT_TIMEOUT_SECONDS: f64 = 60.0;
 /// Seconds the start (spawn, handshake, `tools/list`) may take by default.
 pub const DEFAULT_STARTUP_TIMEOUT_SECONDS: f64 = 30.0;
+
+/// The longest message a stdio server may send, by default (8 MiB).
+pub const DEFAULT_MAX_REPLY_BYTES: u64 = 8 << 20;
+
+/// The most `max_reply_bytes` may be set to (1 GiB).
+pub const MAX_REPLY_BYTES: u64 = 1 << 30;
 /// How long `protocol = "auto"` waits for a `server/discover` answer before
 /// respawning the server in `initialize` mode.
 pub const AUTO_PROBE_SECONDS: f64 = 2.0;
@@ -117,7 +123,8 @@ pub fn config_schema() -> Value {
             "permissions": string_list("Permissions the entry declares (grant grammar) beyond those named by `policy`; `[policy.tools]` overrides of its tools must stay within them."),
             "expect_tools": string_list("Server tools the entry needs: publication fails when the server does not offer them."),
             "timeout_seconds": { "type": "number", "exclusiveMinimum": 0, "maximum": 86400, "description": "Default per-call timeout (default 60)." },
-            "startup_timeout_seconds": { "type": "number", "exclusiveMinimum": 0, "maximum": 3600, "description": "How long spawn, handshake and tools/list may take (default 30)." }
+            "startup_timeout_seconds": { "type": "number", "exclusiveMinimum": 0, "maximum": 3600, "description": "How long spawn, handshake and tools/list may take (default 30)." },
+            "max_reply_bytes": { "type": "integer", "minimum": 1024, "maximum": MAX_REPLY_BYTES, "description": "The longest message a stdio server may send (default 8388608, 8 MiB): a longer one fails the call with a clear error and closes the connection (the server is started again on the next call), so a runaway reply cannot exhaust memory." }
         }
     })
 }

@@ -114,6 +114,50 @@ impl Drop for ProcessGroup {
     }
 }
 
+/// A stdio server's stdout that refuses a message (a line) longer than
+/// `limit` bytes: rmcp buffers a whole line, so without it one runaway
+/// reply would be held in memory however large it grew. The error closes
+/// the transport; `exceeded` tells the session why.
+struct CappedLines<R> {
+    inner: R,
+    limit: usize,
+    current: usize,
+    exceeded: Arc<AtomicBool>,
+}
+
+impl<R: tokio::io::AsyncRead + Unpin> tokio::io::AsyncRead for CappedLines<R> {
+    fn poll_read(
+        self: std::pin::Pin<&mut Self>,
+        cx: &mut std::task::Context<'_>,
+        buf: &mut tokio::io::ReadBuf<'_>,
+    ) -> std::task::Poll<std::io::Result<()>> {
+        let this = self.get_mut();
+        let too_long = || {
+            std::io::Error::new(
+                std::io::ErrorKind::InvalidData,
+                "a message longer than `max_reply_bytes`",
+            )
+        };
+        if this.exceeded.load(Ordering::SeqCst) {
+            return std::task::Poll::Ready(Err(too_long()));
+        }
+        let before = buf.filled().len();
+        std::task::ready!(std::pin::Pin::new(&mut this.inner).poll_read(cx, buf))?;
+        for &b in &buf.filled()[before..] {
+            if b == b'\n' {
+                this.current = 0;
+            } else {
+                this.current += 1;
+                if this.current > this.limit {
+                    this.exceeded.store(true, Ordering::SeqCst);
+                    return std::task::Poll::Ready(Err(too_long()));
+                }
+            }
+        }
+        std::task::Poll::Ready(Ok(()))
+    }
+}
+
 /// A live rmcp connection.
 pub struct RmcpSession {
     identity: ServerIdentity,
@@ -122,6 +166,9 @@ pub struct RmcpSession {
     changed: Arc<ListChanged>,
     closed: Arc<AtomicBool>,
     group: Option<Arc<ProcessGroup>>,
+    /// Set when the server sent a message longer than `max_reply_bytes`.
+    overflowed: Arc<AtomicBool>,
+    max_reply_bytes: usize,
 }
 
 fn start_error(spec: &ServerSpec, what: impl std::fmt::Display) -> McpError {
@@ -198,6 +245,7 @@ async fn connect_once(
     mode: ClientLifecycleMode,
 ) -> Result<RmcpSession, McpError> {
     let changed = Arc::new(ListChanged::default());
+    let overflowed = Arc::new(AtomicBool::new(false));
     let handler = Handler {
         changed: Arc::clone(&changed),
     };
@@ -232,6 +280,12 @@ async fn connect_once(
                 child: tokio::sync::Mutex::new(Some(child)),
                 registered: std::sync::Mutex::new(Some(registered)),
             });
+            let stdout = CappedLines {
+                inner: stdout,
+                limit: spec.max_reply_bytes,
+                current: 0,
+                exceeded: Arc::clone(&overflowed),
+            };
             let service = handler
                 .serve_with_lifecycle((stdout, stdin), mode)
                 .await
@@ -309,6 +363,8 @@ async fn connect_once(
         changed,
         closed,
         group,
+        overflowed,
+        max_reply_bytes: spec.max_reply_bytes,
     })
 }
 
@@ -344,19 +400,21 @@ impl McpSession for RmcpSession {
     }
 
     async fn list_tools(&self) -> Result<Vec<RemoteTool>, McpError> {
-        let tools = self.peer.list_all_tools().await.map_err(|e| {
-            self.note_closed(&e);
-            service_error(e)
-        })?;
+        let tools = self
+            .peer
+            .list_all_tools()
+            .await
+            .map_err(|e| self.failed(e))?;
         Ok(tools.into_iter().map(remote_tool).collect())
     }
 
     async fn call_tool(&self, name: &str, args: Map<String, Value>) -> Result<CallReply, McpError> {
         let params = CallToolRequestParams::new(name.to_owned()).with_arguments(args);
-        let result = self.peer.call_tool(params).await.map_err(|e| {
-            self.note_closed(&e);
-            service_error(e)
-        })?;
+        let result = self
+            .peer
+            .call_tool(params)
+            .await
+            .map_err(|e| self.failed(e))?;
         Ok(CallReply {
             content: result
                 .content
@@ -395,6 +453,20 @@ impl McpSession for RmcpSession {
 }
 
 impl RmcpSession {
+    /// A request's failure in the user's terms: a reply over the limit is
+    /// named as such, not as a closed connection.
+    fn failed(&self, e: rmcp::ServiceError) -> McpError {
+        self.note_closed(&e);
+        if self.overflowed.load(Ordering::SeqCst) {
+            self.closed.store(true, Ordering::SeqCst);
+            return McpError::Closed(format!(
+                "the server sent a message longer than {} bytes (`max_reply_bytes`)",
+                self.max_reply_bytes
+            ));
+        }
+        service_error(e)
+    }
+
     fn note_closed(&self, e: &rmcp::ServiceError) {
         if matches!(
             e,

@@ -85,6 +85,8 @@ pub struct ServerSpec {
     pub lifecycle: Lifecycle,
     /// How long spawn, handshake and `tools/list` may take.
     pub startup_timeout: Duration,
+    /// The longest message a stdio server may send.
+    pub max_reply_bytes: usize,
 }
 
 impl ServerSpec {
@@ -187,11 +189,17 @@ pub fn server_spec(
             env: vars,
         }
     };
+    let max_reply_bytes = config
+        .get("max_reply_bytes")
+        .and_then(Value::as_u64)
+        .unwrap_or(kind::DEFAULT_MAX_REPLY_BYTES)
+        .min(kind::MAX_REPLY_BYTES);
     Ok(ServerSpec {
         entry: entry.to_owned(),
         transport,
         lifecycle,
         startup_timeout,
+        max_reply_bytes: usize::try_from(max_reply_bytes).unwrap_or(usize::MAX),
     })
 }
 
