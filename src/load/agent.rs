@@ -250,7 +250,8 @@ fn budget(cx: &mut FileCtx<'_>, node: &Node<'_, '_>) -> BudgetLimits {
             cx.push(d);
             continue;
         };
-        let Some(value) = json_value(cx, &item).and_then(|v| v.as_f64()) else {
+        let json = json_value(cx, &item);
+        let Some(value) = json.as_ref().and_then(serde_json::Value::as_f64) else {
             invalid(
                 cx,
                 item.span,
@@ -259,6 +260,21 @@ fn budget(cx: &mut FileCtx<'_>, node: &Node<'_, '_>) -> BudgetLimits {
             );
             continue;
         };
+        // A count is written as an integer: `1.0` tool calls is a float
+        // where a count belongs, refused like `1.5` rather than read as 1.
+        if dimension.is_count() && json.as_ref().is_some_and(|v| !v.is_u64() && !v.is_i64()) {
+            invalid(
+                cx,
+                item.span,
+                format!(
+                    "`{}` counts {}: write a whole number without a decimal point",
+                    item.path,
+                    dimension.as_str()
+                ),
+                "a count must be an integer",
+            );
+            continue;
+        }
         if let Err(e) = BudgetLimits::new([(dimension, value)]) {
             invalid(
                 cx,

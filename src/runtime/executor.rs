@@ -746,9 +746,17 @@ impl ToolExecutor {
                     .secrets
                     .take()
                     .unwrap_or_else(|| Arc::clone(&s.secrets));
-                let (status, content, artifact, error, duration_seconds) = self
+                let (status, content, artifact, error, duration_seconds) = match self
                     .call_live(run, reg, &call, args, secrets, &generation_id)
-                    .await;
+                    .await
+                {
+                    Ok(done) => done,
+                    // A sub-agent spent its caller's budget: the caller's
+                    // run stops, as if it had been refused the charge.
+                    Err(exceeded) => {
+                        return Err(self.exhausted(run, &call.name, &generation_id, exceeded));
+                    }
+                };
                 // A call cut off by the run's deadline ends the run; one that
                 // finished stands (its hooks and record run), and the next
                 // model call's check ends the run.
@@ -821,7 +829,7 @@ impl ToolExecutor {
         args: Value,
         secrets: Arc<dyn SecretProvider>,
         generation_id: &str,
-    ) -> (ToolStatus, Value, Option<Value>, Option<String>, f64) {
+    ) -> Result<(ToolStatus, Value, Option<Value>, Option<String>, f64), BudgetExceeded> {
         let s = &self.services;
         let span_attrs = self.memo.span_start.get(&[
             ("generation_id", Val::Str(generation_id)),
@@ -874,6 +882,12 @@ impl ToolExecutor {
             None => Some(work.await),
         };
         let duration_seconds = started.elapsed().as_secs_f64();
+        let caller_budget = match &outcome {
+            Some(Err(e)) => e
+                .downcast_ref::<super::agent::CallerBudgetExhausted>()
+                .map(|c| c.exceeded.clone()),
+            _ => None,
+        };
         let (status, content, artifact, error) = match outcome {
             // What came back enters the conversation, hooks and recordings
             // only redacted, keys included (numbered, so none is lost).
@@ -911,7 +925,10 @@ impl ToolExecutor {
                 .get(&[("status", Val::Str(status.as_str()))]);
             let _ = s.telemetry.span_end(id, &end, error.as_deref());
         }
-        (status, content, artifact, error, duration_seconds)
+        match caller_budget {
+            Some(exceeded) => Err(exceeded),
+            None => Ok((status, content, artifact, error, duration_seconds)),
+        }
     }
 
     async fn policy_decision(

@@ -930,9 +930,9 @@ budget = { wall_clock_seconds = 0.3 }
     }
 }
 
-/// Usage a model call reports is charged in full, past the limit: a child
-/// run that overspends uses up its parent's budget too, and the parent
-/// stops (exit 3) instead of starting the child again and again.
+/// A child run whose reported usage would cross its parent's limit is
+/// refused that charge (nothing is charged), and the parent stops (exit 3)
+/// instead of starting the child again and again.
 #[test]
 fn a_sub_agent_that_overspends_stops_its_parent() {
     let d = Dir::new(
@@ -978,10 +978,58 @@ tools = []
         .as_array()
         .and_then(|rows| rows.iter().find(|r| r["dimension"] == "tokens"))
         .unwrap_or_else(|| panic!("{doc:#}"));
-    assert_eq!(tokens["used"], 320.0, "{doc:#}");
+    assert_eq!(tokens["used"], 20.0, "only the parent's own call: {doc:#}");
+    assert_eq!(doc["tool_calls"][0]["refusal"], "budget", "{doc:#}");
     assert_eq!(
         doc["tool_calls"].as_array().map(Vec::len),
         Some(1),
         "{doc:#}"
+    );
+}
+
+/// A usage report that does not fit is refused whole: the budget rows and
+/// the message agree (nothing charged), `usage` keeps what the model said;
+/// a count written as a float is refused at load.
+#[test]
+fn a_refused_usage_report_charges_nothing_and_counts_are_integers() {
+    let text = r#"version = 1
+[entries.model]
+plugin = "scripted"
+[[entries.model.config.turns]]
+text = "done"
+usage = { input_tokens = 6, output_tokens = 5 }
+
+[agents.a]
+default_input = "go"
+budget = { tokens = 10 }
+"#;
+    let d = Dir::new(text);
+    let (code, doc, stderr) = d.json(&["run", "c.toml"]);
+    assert_eq!(code, 3, "{doc:#}\n{stderr}");
+    assert_eq!(
+        doc["stop"]["message"], "tokens budget exceeded: 0 used of 10, 11 more requested",
+        "{doc:#}"
+    );
+    let row = |name: &str| {
+        doc["budget"]
+            .as_array()
+            .and_then(|rows| rows.iter().find(|r| r["dimension"] == name))
+            .cloned()
+            .unwrap_or_else(|| panic!("{doc:#}"))
+    };
+    assert_eq!(row("tokens")["used"], 0.0, "{doc:#}");
+    assert_eq!(row("model_calls")["used"], 0.0, "{doc:#}");
+    assert_eq!(doc["usage"]["input_tokens"], 6, "{doc:#}");
+    let r = d.run(&["run", "c.toml"]);
+    assert!(r.stderr.contains("tokens 0/10"), "{}", r.stderr);
+
+    let d = Dir::new(&text.replace("tokens = 10 }", "tokens = 10, model_calls = 1.0 }"));
+    let r = d.run(&["check", "c.toml"]);
+    assert_eq!(r.code, 2, "{}", r.transcript());
+    assert!(
+        r.stderr
+            .contains("write a whole number without a decimal point"),
+        "{}",
+        r.stderr
     );
 }

@@ -23,6 +23,7 @@ pub use clock::MonotonicClock;
 pub use plan::{CompiledPlan, PlanCache};
 pub use record::{AgentEvent, AgentObserver, AgentResult, StopReason, ToolCallRecord};
 pub use run::{AgentError, AgentRequest, AgentRunner, LiveModels, ModelBoundary, new_run_id};
+pub use subagent::CallerBudgetExhausted;
 
 #[cfg(test)]
 mod tests;

@@ -51,6 +51,12 @@ pub enum StopReason {
         dimension: String,
         /// The message.
         message: String,
+        /// The refused charge, when one was refused: its `ancestor` says
+        /// whose limit it was (0: this run's own, 1: its caller's, …), so
+        /// a sub-agent that ran out of its caller's budget stops the caller
+        /// too.
+        #[serde(skip)]
+        exceeded: Option<crate::engine::budget::BudgetExceeded>,
     },
     /// The model provider failed (transport, protocol, timeout).
     ModelFailed {
@@ -72,9 +78,14 @@ impl StopReason {
         let r = |text: String| redactor.redact(&text).into_owned();
         match self {
             Self::Refused { reason } => Self::Refused { reason: r(reason) },
-            Self::BudgetExhausted { dimension, message } => Self::BudgetExhausted {
+            Self::BudgetExhausted {
+                dimension,
+                message,
+                exceeded,
+            } => Self::BudgetExhausted {
                 dimension,
                 message: r(message),
+                exceeded,
             },
             Self::ModelFailed { error } => Self::ModelFailed { error: r(error) },
             Self::Failed { error } => Self::Failed { error: r(error) },

@@ -709,7 +709,11 @@ impl AgentRunner {
                 tool_calls: response.message.tool_calls.len(),
                 replayed,
             });
-            // Charge what the call used: all or nothing across dimensions.
+            // Charge what the call reported: all or nothing across
+            // dimensions and along the chain of budgets. A report that does
+            // not fit is refused and charges nothing — the run stops, and
+            // its rows and message agree — while `usage` keeps what the
+            // model said it used.
             let usage = response.usage.unwrap_or_default();
             state.usage.input_tokens += usage.input_tokens;
             state.usage.output_tokens += usage.output_tokens;
@@ -721,7 +725,7 @@ impl AgentRunner {
                 estimated_cost: cost,
                 tool_calls: None,
             };
-            if let Err(e) = budget.spend(charge) {
+            if let Err(e) = budget.record(charge) {
                 state
                     .messages
                     .push(redact_message(redactor, &response.message));
@@ -860,6 +864,7 @@ impl AgentRunner {
                     return Some(StopReason::BudgetExhausted {
                         dimension: e.dimension.as_str().to_owned(),
                         message: e.to_string(),
+                        exceeded: Some(e),
                     });
                 }
                 Err(e @ (ExecError::Hook(_) | ExecError::Failed(_) | ExecError::Replay(_))) => {
@@ -904,6 +909,7 @@ impl AgentRunner {
         StopReason::BudgetExhausted {
             dimension,
             message: e.to_string(),
+            exceeded: e.exceeded().cloned(),
         }
     }
 }

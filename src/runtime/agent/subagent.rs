@@ -4,14 +4,23 @@
 //! with a child budget: `child_runs` is charged on the parent chain when the
 //! child starts, and every charge of the child counts against its parent, so
 //! the parent can never be overdrawn through its children.
+//!
+//! How a child ends decides what its caller does. A child that exhausts
+//! only its own budget is a failed tool call the caller's model reads and
+//! can work around. A child refused a charge by a limit *above* its own
+//! (the caller's, or higher), and a child that cannot start because the
+//! caller's `child_runs` are spent, mean the caller is out of budget: the
+//! call fails with [`CallerBudgetExhausted`], which the executor turns into
+//! the caller's own `budget_exhausted` stop — no more paid model calls.
 
 use std::sync::{Arc, Weak};
 
 use serde_json::{Value, json};
 
 use super::run::{AgentRequest, AgentRunner};
-use crate::engine::budget::BudgetGovernor;
+use crate::engine::budget::{BudgetExceeded, BudgetGovernor};
 use crate::engine::model::AgentDecl;
+use crate::runtime::agent::StopReason;
 use crate::runtime::generation::Generation;
 use crate::runtime::scope::BoxError;
 use crate::runtime::tool::{Tool, ToolCallContext, ToolOutput};
@@ -51,6 +60,18 @@ impl SubAgentTool {
             depth,
         }
     }
+}
+
+/// The caller's own budget ran out inside (or at the start of) a
+/// sub-agent call: `exceeded` is relative to the caller's allocation
+/// (`ancestor` 0 is the caller's own limit).
+#[derive(Debug, thiserror::Error)]
+#[error("sub-agent `{agent}` ran out of its caller's budget: {exceeded}")]
+pub struct CallerBudgetExhausted {
+    /// The sub-agent.
+    pub agent: String,
+    /// The refused charge, seen from the caller.
+    pub exceeded: BudgetExceeded,
 }
 
 /// A nested run that ended without an answer.
@@ -96,10 +117,12 @@ impl Tool for SubAgentTool {
             .get(&self.name)
             .map(|a| a.budget)
             .unwrap_or_default();
-        let budget = self
-            .parent_budget
-            .child(limits)
-            .map_err(|e| fail(format!("cannot start: {e}")))?;
+        let budget = self.parent_budget.child(limits).map_err(|exceeded| {
+            Box::new(CallerBudgetExhausted {
+                agent: self.name.clone(),
+                exceeded,
+            }) as BoxError
+        })?;
         let input = args
             .get("input")
             .and_then(Value::as_str)
@@ -114,6 +137,20 @@ impl Tool for SubAgentTool {
             .run_with_budget(Arc::clone(&self.generation), request, budget, self.depth)
             .await
             .map_err(|e| fail(e.to_string()))?;
+        if let StopReason::BudgetExhausted {
+            exceeded: Some(exceeded),
+            ..
+        } = &result.stop
+            && exceeded.ancestor > 0
+        {
+            return Err(Box::new(CallerBudgetExhausted {
+                agent: self.name.clone(),
+                exceeded: BudgetExceeded {
+                    ancestor: exceeded.ancestor - 1,
+                    ..exceeded.clone()
+                },
+            }));
+        }
         match result.answer {
             Some(answer) => Ok(ToolOutput {
                 content: Value::String(answer),

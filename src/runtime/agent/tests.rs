@@ -418,19 +418,18 @@ description = "Finds things."
 "#;
     let s = setup(&with_agent(turns, agents)).await;
     let r = s.run("lead", "go").await;
-    assert_eq!(r.stop, StopReason::Answered, "{:?}", r.tool_calls);
     assert_eq!(r.tool_calls[0].status, "ok");
     assert_eq!(tool_messages(&r)[0], "cats found");
-    assert_eq!(
-        r.tool_calls[1].status, "error",
-        "the second child run is over budget"
-    );
+    // The lead's own `child_runs` are spent: its run stops there, with no
+    // further (paid) model call, rather than telling its model.
     assert!(
-        r.tool_calls[1]
-            .error
-            .as_deref()
-            .unwrap_or("")
-            .contains("child_runs"),
+        matches!(&r.stop, StopReason::BudgetExhausted { dimension, .. } if dimension == "child_runs"),
+        "{:?}",
+        r.stop
+    );
+    assert_eq!(
+        (r.tool_calls[1].status, r.tool_calls[1].refusal),
+        ("refused", Some("budget")),
         "{:?}",
         r.tool_calls[1]
     );
@@ -441,12 +440,12 @@ description = "Finds things."
             .used,
         1.0
     );
-    // Three calls of the lead and the child's one, counted on the lead.
+    // Two calls of the lead and the child's one, counted on the lead.
     assert_eq!(
         budget
             .get(crate::engine::budget::BudgetDimension::ModelCalls)
             .used,
-        4.0
+        3.0
     );
     let depths: Vec<usize> = s
         .events
@@ -459,6 +458,80 @@ description = "Finds things."
         })
         .collect();
     assert_eq!(depths, [0, 1]);
+}
+
+/// A child that exhausts only its own budget is a failed tool call its
+/// caller reads; one refused by its caller's limit stops the caller.
+#[tokio::test]
+async fn a_sub_agent_out_of_its_own_budget_fails_one_call_out_of_its_callers_stops_it() {
+    let turns = r#"
+[[entries.model.config.turns]]
+tool_calls = [{ name = "researcher", args = { input = "find cats" } }]
+[[entries.model.config.turns]]
+tool_calls = [{ name = "lookup", args = { word = "cat" } }]
+[[entries.model.config.turns]]
+text = "Done without help."
+"#;
+    let own = r#"
+[agents.lead]
+sub_agents = ["researcher"]
+tools = []
+[agents.researcher]
+description = "Finds things."
+budget = { model_calls = 1 }
+"#;
+    let s = setup(&with_agent(turns, own)).await;
+    let r = s.run("lead", "go").await;
+    assert_eq!(r.stop, StopReason::Answered, "{:?}", r.tool_calls);
+    assert_eq!(r.tool_calls[0].status, "error", "{:?}", r.tool_calls);
+    assert!(
+        r.tool_calls[0]
+            .error
+            .as_deref()
+            .is_some_and(|e| e.contains("model_calls")),
+        "{:?}",
+        r.tool_calls[0]
+    );
+
+    let turns = r#"
+[[entries.model.config.turns]]
+tool_calls = [{ name = "researcher", args = { input = "find cats" } }]
+usage = { input_tokens = 10, output_tokens = 0 }
+[[entries.model.config.turns]]
+text = "a very long answer"
+usage = { input_tokens = 60, output_tokens = 0 }
+[[entries.model.config.turns]]
+text = "never asked"
+"#;
+    let callers = r#"
+[agents.lead]
+sub_agents = ["researcher"]
+tools = []
+budget = { tokens = 50 }
+[agents.researcher]
+description = "Finds things."
+"#;
+    let s = setup(&with_agent(turns, callers)).await;
+    let r = s.run("lead", "go").await;
+    assert!(
+        matches!(&r.stop, StopReason::BudgetExhausted { dimension, .. } if dimension == "tokens"),
+        "{:?}",
+        r.stop
+    );
+    let budget = r.budget.expect("report");
+    assert_eq!(
+        budget
+            .get(crate::engine::budget::BudgetDimension::ModelCalls)
+            .used,
+        1.0,
+        "the refused report charged nothing, and no model call followed"
+    );
+    assert_eq!(
+        budget
+            .get(crate::engine::budget::BudgetDimension::Tokens)
+            .used,
+        10.0
+    );
 }
 
 #[tokio::test]
