@@ -1,7 +1,8 @@
 //! The telemetry of operations that mount plugins: every signal redacted,
 //! to a JSON-lines trace file when asked for (`--trace FILE`), else to the
-//! log (visible with `-vv`); data-plane hook failures said to the caller
-//! either way, since under the default error policy they fail nothing.
+//! log (visible with `-vv`); hook failures of both planes said to the
+//! caller either way, since under the default error policy (and always on
+//! the control plane) they fail nothing.
 
 use std::path::Path;
 use std::sync::Arc;

@@ -102,9 +102,10 @@ pub struct WarnHookFailures<T> {
 }
 
 impl<T> WarnHookFailures<T> {
-    /// Wrap `inner`; `warn` says one failure (already redacted) to the user.
-    /// Only data-plane failures: a control-plane one is in the transition's
-    /// report, which the command prints.
+    /// Wrap `inner`; `warn` says one failure (already redacted) to the user,
+    /// of either plane: a control-plane hook (`plugin_mounted`,
+    /// `generation_published`, …) never fails the transition, so without
+    /// this its failure would be seen only in a trace.
     pub fn new(inner: T, warn: impl Fn(&str) + Send + Sync + 'static) -> Self {
         Self {
             inner,
@@ -119,7 +120,7 @@ impl<T: Telemetry> Telemetry for WarnHookFailures<T> {
             Some(crate::engine::telemetry::AttrValue::Str(s)) => s.as_str(),
             _ => "?",
         };
-        if name == "hook.failure" && text("plane") == "data" {
+        if name == "hook.failure" {
             (self.warn)(&format!(
                 "hook `{}` of `{}` failed on `{}`: {}",
                 text("hook"),

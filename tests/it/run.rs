@@ -1033,3 +1033,86 @@ budget = { tokens = 10 }
         r.stderr
     );
 }
+
+/// Control-plane hook failures (`plugin_mounted`, `generation_published`)
+/// fail nothing, so they are said: as warnings in text, as diagnostic
+/// lines under `--format json`; and a trace keeps a failing tool's message
+/// with only the secret removed.
+#[test]
+fn control_plane_hook_failures_are_said_and_trace_errors_keep_their_message() {
+    let d = Dir::new(
+        r#"version = 1
+[entries.h]
+plugin = "hook-command"
+config = { argv = ["sh", "-c", "exit 4"], events = ["plugin_mounted", "generation_published"], env = ["PATH"] }
+
+[plugins.vault]
+version = "1.0.0"
+[entries.vault]
+config = { token = { secret = "VAULT_TOKEN" } }
+
+[entries.tools]
+plugin = "command"
+[entries.tools.config]
+env = ["VAULT_TOKEN"]
+[[entries.tools.config.tools]]
+name = "fail"
+description = "Fails."
+args = { type = "object" }
+argv = ["sh", "-c", "echo \"cannot open vault with $VAULT_TOKEN\" >&2; exit 2"]
+input = "none"
+idempotent = true
+
+[entries.model]
+plugin = "scripted"
+[[entries.model.config.turns]]
+tool_calls = [{ name = "fail", args = {} }]
+[[entries.model.config.turns]]
+text = "done"
+
+[agents.a]
+default_input = "go"
+"#,
+    );
+    let env = [("VAULT_TOKEN", "sk-trace-canary-4417")];
+    let publish = run_in(
+        d.dir.path(),
+        &["--color", "never", "publish", "c.toml"],
+        &env,
+    );
+    assert_eq!(publish.code, 0, "{}", publish.transcript());
+    for event in ["plugin_mounted", "generation_published"] {
+        assert!(
+            publish.stderr.contains(&format!("failed on `{event}`")),
+            "{}",
+            publish.stderr
+        );
+    }
+    let trace = d.path("trace.jsonl");
+    let run = run_in(
+        d.dir.path(),
+        &[
+            "--format",
+            "json",
+            "run",
+            "c.toml",
+            "--trace",
+            trace.to_str().unwrap(),
+        ],
+        &env,
+    );
+    assert_eq!(run.code, 0, "{}", run.transcript());
+    assert!(
+        run.stderr
+            .lines()
+            .any(|l| l.contains("\"diagnostic\"") && l.contains("plugin_mounted")),
+        "{}",
+        run.stderr
+    );
+    let text = std::fs::read_to_string(&trace).unwrap();
+    assert!(!text.contains("sk-trace-canary-4417"), "{text}");
+    assert!(
+        text.contains("cannot open vault with <redacted>"),
+        "the message stays, the secret goes:\n{text}"
+    );
+}

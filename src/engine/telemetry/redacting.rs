@@ -104,34 +104,24 @@ impl<T: Telemetry> RedactingTelemetry<T> {
     }
 }
 
-/// What a recorded error becomes: `"<Type>: <redacted>"`.
+/// What a recorded error becomes: the message with every known secret
+/// value and URL password replaced by `<redacted>`, and nothing else
+/// removed.
 ///
-/// The type is the text before the first `": "` when that looks like a type
-/// path (an ASCII letter, then letters, digits, `_` or `::`, at most 64
-/// characters) and contains no learned secret; otherwise it is `Error`.
-/// The message itself is always dropped: error text is where secrets,
-/// payloads and URLs hide, and the type is what dashboards group by.
+/// The reference drops the whole message (`TimeoutError: <redacted>`), so a
+/// trace says that something failed but never what; chassis keeps what the
+/// user needs to act on (`tool \`read\` failed: exit code 2; stderr: no such
+/// file`) and removes what must not leave (the values it knows are secret,
+/// as everywhere else).
 ///
 /// | error | recorded |
 /// | --- | --- |
-/// | `TimeoutError: after 30s` | `TimeoutError: <redacted>` |
-/// | `std::io::Error: denied` | `std::io::Error: <redacted>` |
-/// | `connection refused` | `Error: <redacted>` |
+/// | `TimeoutError: after 30s` | `TimeoutError: after 30s` |
+/// | `auth failed for sk-live-1234` (known) | `auth failed for <redacted>` |
+/// | `cannot reach postgres://u:pw@db/x` | `cannot reach postgres://u:<redacted>@db/x` |
 #[must_use]
 pub fn redact_error(redactor: &Redactor, error: &str) -> String {
-    let type_name = error
-        .split_once(": ")
-        .map(|(head, _)| head)
-        .filter(|head| {
-            head.len() <= 64
-                && head.starts_with(|c: char| c.is_ascii_alphabetic())
-                && head
-                    .chars()
-                    .all(|c| c.is_ascii_alphanumeric() || c == '_' || c == ':')
-                && !redactor.contains_secret(head)
-        })
-        .unwrap_or("Error");
-    format!("{type_name}: {REDACTED}")
+    redactor.redact(error).into_owned()
 }
 
 impl<T: Telemetry> Telemetry for RedactingTelemetry<T> {

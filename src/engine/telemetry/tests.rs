@@ -311,8 +311,11 @@ fn redaction_removes_a_learned_canary_everywhere() {
     assert_eq!(attrs["pin"], AttrValue::from("<redacted>"));
     assert!(attrs.contains_key("<redacted>"));
     let spans = rec.spans();
-    assert_eq!(spans[0].error.as_deref(), Some("AuthError: <redacted>"));
-    assert_eq!(spans[1].error.as_deref(), Some("Error: <redacted>"));
+    assert_eq!(
+        spans[0].error.as_deref(),
+        Some("AuthError: key <redacted> rejected")
+    );
+    assert_eq!(spans[1].error.as_deref(), Some("<redacted>: oops"));
     // Scrubbed before truncation: the long value ends in the marker's head,
     // not in half of the canary.
     let AttrValue::Str(owner) = &spans[0].attrs["owner"] else {
@@ -325,16 +328,18 @@ fn redaction_removes_a_learned_canary_everywhere() {
 }
 
 #[test]
-fn redact_error_keeps_only_a_type() {
+fn redact_error_removes_the_secret_not_the_message() {
     let r = Redactor::new();
     r.learn(&SecretValue::new("SecretType"));
     for (error, want) in [
-        ("TimeoutError: after 30s", "TimeoutError: <redacted>"),
-        ("std::io::Error: denied", "std::io::Error: <redacted>"),
-        ("connection refused", "Error: <redacted>"),
-        ("not a type: x", "Error: <redacted>"),
-        ("SecretType: x", "Error: <redacted>"),
-        ("", "Error: <redacted>"),
+        ("TimeoutError: after 30s", "TimeoutError: after 30s"),
+        ("connection refused", "connection refused"),
+        ("SecretType: x", "<redacted>: x"),
+        (
+            "cannot reach postgres://u:pw@db/x",
+            "cannot reach postgres://u:<redacted>@db/x",
+        ),
+        ("", ""),
     ] {
         assert_eq!(redact_error(&r, error), want, "{error}");
     }
