@@ -59,6 +59,12 @@ fn semantics_table() {
         ("workspace/*", "workspace/a/", true),
         ("workspace/./a", "workspace/a", true),
         ("workspace/**", "workspace/../etc/passwd", false),
+        // `?`, `{ }` and `[ ]` are literal in grants
+        ("/a/[ab]", "/a/[ab]", true),
+        ("/a/[ab]", "/a/a", false),
+        ("/a/{x,y}", "/a/x", false),
+        ("/a/{x,y}", "/a/{x,y}", true),
+        ("/a/?", "/a/b", false),
         // kinds never mix
         ("**", "/etc/passwd", false),
         ("/**", "etc/passwd", false),
