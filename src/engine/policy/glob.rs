@@ -248,19 +248,40 @@ impl fmt::Display for ResourcePattern {
     }
 }
 
-/// Whether the pattern segments cover the resource segments (dynamic
-/// programming over suffixes; `**` absorbs any run of segments).
+/// Whether the pattern segments cover the resource segments.
 fn cover(pattern: &[Segment], resource: &[&str]) -> bool {
-    let m = resource.len();
-    // next[j]: pattern[i+1..] covers resource[j..].
+    segments_match(
+        pattern,
+        resource,
+        |seg| matches!(seg, Segment::Any),
+        |seg, text| match seg {
+            Segment::Any => true,
+            Segment::Glob(g) => segment_covers(g, text),
+        },
+    )
+}
+
+/// Whether `pattern` matches the whole of `text`, segment by segment
+/// (dynamic programming over suffixes): a segment for which `any` holds
+/// absorbs any run of segments (`**`), any other must match one segment
+/// by `one`. Shared by grants and deny patterns, so they agree on `**`.
+fn segments_match<S>(
+    pattern: &[S],
+    text: &[&str],
+    any: impl Fn(&S) -> bool,
+    one: impl Fn(&S, &str) -> bool,
+) -> bool {
+    let m = text.len();
+    // next[j]: pattern[i+1..] matches text[j..].
     let mut next = vec![false; m + 1];
     next[m] = true;
     for seg in pattern.iter().rev() {
         let mut cur = vec![false; m + 1];
         for j in (0..=m).rev() {
-            cur[j] = match seg {
-                Segment::Any => next[j] || (j < m && cur[j + 1]),
-                Segment::Glob(g) => j < m && segment_covers(g, resource[j]) && next[j + 1],
+            cur[j] = if any(seg) {
+                next[j] || (j < m && cur[j + 1])
+            } else {
+                j < m && one(seg, text[j]) && next[j + 1]
             };
         }
         next = cur;
@@ -438,20 +459,15 @@ fn value_forms(value: &str) -> Vec<String> {
 
 /// [`cover`] for argument patterns over literal values.
 fn arg_cover(pattern: &[ArgSegment], value: &[&str]) -> bool {
-    let m = value.len();
-    let mut next = vec![false; m + 1];
-    next[m] = true;
-    for seg in pattern.iter().rev() {
-        let mut cur = vec![false; m + 1];
-        for j in (0..=m).rev() {
-            cur[j] = match seg {
-                ArgSegment::Any => next[j] || (j < m && cur[j + 1]),
-                ArgSegment::Glob(g) => j < m && tokens_match(g, value[j]) && next[j + 1],
-            };
-        }
-        next = cur;
-    }
-    next[0]
+    segments_match(
+        pattern,
+        value,
+        |seg| matches!(seg, ArgSegment::Any),
+        |seg, text| match seg {
+            ArgSegment::Any => true,
+            ArgSegment::Glob(g) => tokens_match(g, text),
+        },
+    )
 }
 
 /// One segment's tokens against one literal text.
