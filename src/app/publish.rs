@@ -80,17 +80,39 @@ pub async fn publish(options: &PublishOptions, caller: &Caller) -> Result<Publis
         &ws.composition.host,
     );
     let mut store = StateStore::open(&path, OpenMode::Create)?;
-    if store.created() {
-        caller.notice(Notice::StoreCreated {
-            path: &path,
-            in_default_folder: store.in_default_folder(),
-        });
+    match publish_into(&mut store, &ws, telemetry, &env, options, caller).await {
+        Ok(published) => {
+            if store.created() {
+                caller.notice(Notice::StoreCreated {
+                    path: &path,
+                    in_default_folder: store.in_default_folder(),
+                });
+            }
+            Ok(published)
+        }
+        Err(e) => {
+            // A first publish that fails leaves no store behind.
+            store.discard_if_unused();
+            Err(e)
+        }
     }
+}
+
+/// [`publish`] once its store is open.
+async fn publish_into(
+    store: &mut StateStore,
+    ws: &super::workspace::Workspace,
+    telemetry: std::sync::Arc<dyn crate::engine::telemetry::Telemetry>,
+    env: &RunEnv,
+    options: &PublishOptions,
+    caller: &Caller,
+) -> Result<Published, AppError> {
+    let path = store.path().to_path_buf();
     let (seed, agents_before) = store.seed_and_agents()?;
     let previous = previous_of(&seed);
     let mounts = seed.mounts.clone();
-    let harness_options = super::mount::harness_options(telemetry, &caller.redactor, &env);
-    let (catalog, _) = super::mount::catalog(&options.file, &caller.redactor, &env);
+    let harness_options = super::mount::harness_options(telemetry, &caller.redactor, env);
+    let (catalog, _) = super::mount::catalog(&options.file, &caller.redactor, env);
     let harness = Harness::new(catalog, harness_options);
     // A fresh harness has no generation, so seeding cannot fail.
     let _ = harness.seed(seed).await;

@@ -255,7 +255,17 @@ pub async fn run(options: RunOptions, caller: &Caller) -> Result<RunOutcome, App
         },
         caller,
     )
-    .await?;
+    .await;
+    let ran = match ran {
+        Ok(ran) => ran,
+        Err(e) => {
+            // A first run that fails before publishing leaves no store.
+            if let Some(store) = store {
+                store.discard_if_unused();
+            }
+            return Err(e);
+        }
+    };
     super::publish::notice_quarantined(caller, &ran.report);
     let status = RunStatus::of(&ran.result.stop);
     if let (Some(file), Some(replay)) = (record_file, &replay) {

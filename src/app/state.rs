@@ -56,6 +56,12 @@ pub struct StateStore {
 impl StateStore {
     /// Open the store at `path` (`Create` makes it when absent).
     pub fn open(path: &Path, mode: OpenMode) -> Result<Self, AppError> {
+        if let Some(scheme) = url_scheme(path) {
+            return Err(AppError::input(format!(
+                "the store `{}` is a `{scheme}://` URL, which this chassis does not support: a store is a SQLite file path (for example `.chassis/state.db`)",
+                path.display()
+            )));
+        }
         let store = crate::store::open(path, mode)?;
         Ok(Self {
             store: Box::new(store),
@@ -80,6 +86,28 @@ impl StateStore {
     /// Whether opening it created it.
     pub fn created(&self) -> bool {
         self.store.created()
+    }
+
+    /// After a failure: a store this operation created and never recorded
+    /// anything in is removed again (with its SQLite side files, and the
+    /// `.chassis/` folder when that is left empty), so a first publish that
+    /// fails leaves the directory as it found it. Anything else is kept.
+    pub fn discard_if_unused(self) {
+        if !self.created() || !matches!(self.store.current(), Ok(None)) {
+            return;
+        }
+        let in_default_folder = self.in_default_folder();
+        let path = self.path.clone();
+        drop(self);
+        for suffix in ["", "-wal", "-shm", "-journal"] {
+            let mut file = path.clone().into_os_string();
+            file.push(suffix);
+            let _ = std::fs::remove_file(file);
+        }
+        if in_default_folder && let Some(dir) = path.parent() {
+            // Only when empty: `remove_dir` refuses anything else.
+            let _ = std::fs::remove_dir(dir);
+        }
     }
 
     /// Whether it is in the default `.chassis/` folder.
@@ -242,4 +270,15 @@ pub fn parse_id(id: &str) -> Result<GenerationId, AppError> {
 /// The generation a seed was taken at (`None` for an empty store).
 pub fn previous_of(seed: &SeedState) -> Option<GenerationId> {
     (seed.sequence > 0).then(|| GenerationId::from_sequence(seed.sequence))
+}
+
+/// The scheme of `path` when it is written as a URL (`postgres://…`), which
+/// would otherwise be taken as a directory called `postgres:`.
+fn url_scheme(path: &Path) -> Option<&str> {
+    let text = path.to_str()?;
+    let (scheme, _) = text.split_once("://")?;
+    let mut chars = scheme.chars();
+    (chars.next()?.is_ascii_alphabetic()
+        && chars.all(|c| c.is_ascii_alphanumeric() || matches!(c, '+' | '-' | '.')))
+    .then_some(scheme)
 }

@@ -89,8 +89,49 @@ fn labeled(label: &Label, text_len: usize, primary: bool) -> LabeledSpan {
     }
 }
 
+/// The longest source line a report shows; a label on a longer line (a
+/// minified file, a generated 70,000-character value) is reported by its
+/// position instead: miette pads to the label's column, which past 65,535
+/// is out of the formatter's range, and such a line helps nobody on a
+/// terminal anyway.
+const MAX_SHOWN_LINE: usize = 1_000;
+
+/// Whether every byte of `label` sits on lines short enough to show.
+fn showable(label: &Label, text: &str) -> bool {
+    let start = (label.origin.span.start as usize).min(text.len());
+    let end = (label.origin.span.end as usize).clamp(start, text.len());
+    let line_start = text[..start].rfind('\n').map_or(0, |i| i + 1);
+    let line_end = text[end..].find('\n').map_or(text.len(), |i| end + i);
+    text[line_start..line_end]
+        .split('\n')
+        .all(|line| line.len() <= MAX_SHOWN_LINE)
+}
+
 /// Build the miette form of `diag`.
 pub fn to_rendered(diag: &Diagnostic, sources: &SourceMap) -> Rendered {
+    if let Some(label) = diag
+        .labels
+        .iter()
+        .find(|l| !showable(l, sources.text(l.origin.source)))
+    {
+        let (line, column) = sources.line_col(label.origin);
+        return Rendered {
+            code: Some(diag.code.as_str().to_owned()),
+            severity: match diag.severity {
+                Severity::Error => miette::Severity::Error,
+                Severity::Warning => miette::Severity::Warning,
+            },
+            message: format!(
+                "{} (at {}:{line}:{column}; the line is too long to show)",
+                diag.message,
+                sources.name(label.origin.source)
+            ),
+            help: (!diag.help.is_empty()).then(|| diag.help.join("\n")),
+            source: None,
+            labels: Vec::new(),
+            related: Vec::new(),
+        };
+    }
     let main = diag
         .labels
         .iter()

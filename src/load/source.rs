@@ -95,6 +95,15 @@ pub fn normalize(path: &Path) -> PathBuf {
     }
 }
 
+/// The 1-based line and column (in characters) of byte `at` of `bytes`,
+/// whose first `at` bytes are valid UTF-8.
+fn utf8_position(bytes: &[u8], at: usize) -> (usize, usize) {
+    let before = std::str::from_utf8(&bytes[..at.min(bytes.len())]).unwrap_or_default();
+    let line = before.matches('\n').count() + 1;
+    let start = before.rfind('\n').map_or(0, |i| i + 1);
+    (line, before[start..].chars().count() + 1)
+}
+
 pub(crate) fn is_toml(path: &Path) -> bool {
     path.extension().is_some_and(|e| e == "toml")
 }
@@ -105,13 +114,37 @@ pub struct FsSource;
 
 impl Source for FsSource {
     fn read(&self, path: &Path) -> Result<String, SourceError> {
-        std::fs::read_to_string(path).map_err(|e| {
+        let io = |e: std::io::Error| {
             let kind = if e.kind() == std::io::ErrorKind::NotFound {
                 SourceErrorKind::NotFound
             } else {
                 SourceErrorKind::Io
             };
             SourceError::new(kind, format!("cannot read `{}`: {e}", path.display()))
+        };
+        // Only regular files: a FIFO or a device named by an include would
+        // block the load forever (or read without end).
+        let meta = std::fs::metadata(path).map_err(io)?;
+        if !meta.is_file() {
+            return Err(SourceError::new(
+                SourceErrorKind::Io,
+                format!(
+                    "cannot read `{}`: it is not a regular file (a composition is read from files only)",
+                    path.display()
+                ),
+            ));
+        }
+        let bytes = std::fs::read(path).map_err(io)?;
+        String::from_utf8(bytes).map_err(|e| {
+            let (line, column) = utf8_position(e.as_bytes(), e.utf8_error().valid_up_to());
+            SourceError::new(
+                SourceErrorKind::Io,
+                format!(
+                    "cannot read `{}`: it is not valid UTF-8 at line {line}, column {column} (byte {}); save the file as UTF-8",
+                    path.display(),
+                    e.utf8_error().valid_up_to()
+                ),
+            )
         })
     }
 

@@ -12,6 +12,7 @@ mod mcp;
 mod mcp_servers;
 mod policy;
 mod processes;
+mod robust;
 mod run;
 mod store;
 mod vectors;

@@ -1,0 +1,131 @@
+//! Inputs that used to crash, hang or litter: each is a clear error with
+//! the right exit code, and nothing is left behind.
+
+use std::process::{Command, Stdio};
+use std::time::{Duration, Instant};
+
+use crate::harness::{Run, run_in};
+
+/// `chassis ARGS` in `dir`, killed (and the test failed) after `limit`.
+fn run_within(dir: &std::path::Path, args: &[&str], limit: Duration) -> Run {
+    let mut child = Command::new(env!("CARGO_BIN_EXE_chassis"))
+        .args(args)
+        .current_dir(dir)
+        .env_clear()
+        .env("PATH", std::env::var_os("PATH").unwrap_or_default())
+        .env("HOME", dir)
+        .env("NO_COLOR", "1")
+        .stdin(Stdio::null())
+        .stdout(Stdio::piped())
+        .stderr(Stdio::piped())
+        .spawn()
+        .unwrap();
+    let deadline = Instant::now() + limit;
+    while child.try_wait().unwrap().is_none() {
+        if Instant::now() > deadline {
+            let _ = child.kill();
+            panic!(
+                "`chassis {}` did not finish within {limit:?}",
+                args.join(" ")
+            );
+        }
+        std::thread::sleep(Duration::from_millis(20));
+    }
+    let out = child.wait_with_output().unwrap();
+    Run {
+        code: out.status.code().unwrap_or(-1),
+        stdout: String::from_utf8_lossy(&out.stdout).into_owned(),
+        stderr: String::from_utf8_lossy(&out.stderr).into_owned(),
+    }
+}
+
+#[test]
+fn a_diagnostic_past_column_65535_is_reported_not_a_panic() {
+    let dir = tempfile::tempdir().unwrap();
+    let long = format!("version = 1\nx = \"{}\" = 3\n", "a".repeat(70_000));
+    std::fs::write(dir.path().join("c.toml"), long).unwrap();
+    let r = run_in(dir.path(), &["--color", "never", "check", "c.toml"], &[]);
+    assert_eq!(r.code, 2, "{}", &r.stderr[..r.stderr.len().min(2000)]);
+    assert!(
+        r.stderr.contains("the line is too long to show"),
+        "{}",
+        &r.stderr[..2000.min(r.stderr.len())]
+    );
+    assert!(r.stderr.contains("c.toml:2:70008"), "the position is given");
+    assert!(r.stderr.len() < 10_000, "the line itself is not printed");
+}
+
+#[test]
+fn invalid_utf8_is_reported_with_its_line_and_column() {
+    let dir = tempfile::tempdir().unwrap();
+    std::fs::write(
+        dir.path().join("c.toml"),
+        b"version = 1\n[entries.a]\nplugin = \"\xff\xfe\"\n",
+    )
+    .unwrap();
+    let r = run_in(dir.path(), &["--format", "json", "check", "c.toml"], &[]);
+    assert_eq!(r.code, 2, "{}", r.transcript());
+    assert!(
+        r.stderr.contains("not valid UTF-8 at line 3, column 11"),
+        "{}",
+        r.stderr
+    );
+}
+
+#[test]
+fn an_include_that_names_a_fifo_is_refused_not_waited_on() {
+    let dir = tempfile::tempdir().unwrap();
+    let fifo = dir.path().join("pipe.toml");
+    let made = Command::new("mkfifo").arg(&fifo).status().unwrap();
+    assert!(made.success());
+    std::fs::write(
+        dir.path().join("c.toml"),
+        "version = 1\ninclude = [\"pipe.toml\"]\n",
+    )
+    .unwrap();
+    let r = run_within(dir.path(), &["check", "c.toml"], Duration::from_secs(20));
+    assert_eq!(r.code, 2, "{}", r.transcript());
+    assert!(r.stderr.contains("not a regular file"), "{}", r.stderr);
+}
+
+#[test]
+fn a_state_url_is_refused_and_creates_nothing() {
+    let dir = tempfile::tempdir().unwrap();
+    std::fs::write(
+        dir.path().join("c.toml"),
+        "version = 1\n[plugins.a]\nversion = \"1.0.0\"\n[entries.a]\n",
+    )
+    .unwrap();
+    let r = run_in(
+        dir.path(),
+        &["publish", "c.toml", "--state", "postgres://app@db/chassis"],
+        &[],
+    );
+    assert_eq!(r.code, 2, "{}", r.transcript());
+    assert!(r.stderr.contains("`postgres://` URL"), "{}", r.stderr);
+    assert!(!dir.path().join("postgres:").exists());
+}
+
+#[test]
+fn a_first_publish_that_fails_leaves_no_store() {
+    let dir = tempfile::tempdir().unwrap();
+    std::fs::write(
+        dir.path().join("c.toml"),
+        "version = 1\n[plugins.vault]\nversion = \"1.0.0\"\n[entries.vault]\nconfig = { token = { secret = \"CHASSIS_UNSET_TOKEN\" } }\n",
+    )
+    .unwrap();
+    for verb in ["publish", "run"] {
+        let r = run_in(dir.path(), &[verb, "c.toml"], &[]);
+        assert_ne!(r.code, 0, "{}", r.transcript());
+        assert!(
+            !dir.path().join(".chassis").exists(),
+            "`{verb}` left a store: {}",
+            r.transcript()
+        );
+        assert!(
+            !r.stderr.contains("created the generation store"),
+            "{}",
+            r.stderr
+        );
+    }
+}
