@@ -7,7 +7,12 @@
 
 use std::fmt;
 
-use miette::{GraphicalReportHandler, GraphicalTheme, LabeledSpan, NamedSource, SourceSpan};
+use std::sync::Arc;
+
+use miette::{
+    GraphicalReportHandler, GraphicalTheme, LabeledSpan, MietteError, MietteSpanContents,
+    SourceCode, SourceSpan, SpanContents,
+};
 
 use crate::engine::diag::{Diagnostic, Label, Severity};
 use crate::engine::span::SourceId;
@@ -20,7 +25,7 @@ pub struct Rendered {
     severity: miette::Severity,
     message: String,
     help: Option<String>,
-    source: Option<NamedSource<String>>,
+    source: Option<Window>,
     labels: Vec<LabeledSpan>,
     related: Vec<Rendered>,
 }
@@ -73,8 +78,88 @@ impl miette::Diagnostic for Rendered {
     }
 }
 
-fn named_source(sources: &SourceMap, id: SourceId) -> NamedSource<String> {
-    NamedSource::new(sources.name(id), sources.display_text(id).into_owned()).with_language("toml")
+/// Lines shown around a diagnostic's labels (miette shows fewer).
+const WINDOW_CONTEXT_LINES: usize = 3;
+
+/// The part of a source a diagnostic shows: the lines around its labels,
+/// cut from the (masked) display text shared by every diagnostic of the
+/// file. miette finds lines by scanning its source from the start, so
+/// handing it the whole file made each report cost the file's size, and
+/// N reports of one file N × its size; a window costs its few lines.
+#[derive(Debug)]
+struct Window {
+    name: String,
+    text: Arc<str>,
+    /// The window's byte range in `text`.
+    start: usize,
+    end: usize,
+    /// The 0-based line number of `start`.
+    first_line: usize,
+}
+
+impl Window {
+    /// The window of source `id` around `labels` (byte ranges).
+    fn around(sources: &SourceMap, id: SourceId, labels: &[&Label]) -> Self {
+        let text = sources.display_arc(id);
+        let starts = sources.line_starts(id);
+        let line_of = |at: usize| starts.partition_point(|&s| s <= at).saturating_sub(1);
+        let low = labels
+            .iter()
+            .map(|l| l.origin.span.start as usize)
+            .min()
+            .unwrap_or(0)
+            .min(text.len());
+        let high = labels
+            .iter()
+            .map(|l| l.origin.span.end as usize)
+            .max()
+            .unwrap_or(0)
+            .clamp(low, text.len());
+        let first_line = line_of(low).saturating_sub(WINDOW_CONTEXT_LINES);
+        let last_line = line_of(high) + WINDOW_CONTEXT_LINES + 1;
+        let start = starts.get(first_line).copied().unwrap_or(0);
+        let end = starts.get(last_line).copied().unwrap_or(text.len());
+        Self {
+            name: sources.name(id).to_owned(),
+            text,
+            start,
+            end,
+            first_line,
+        }
+    }
+}
+
+impl SourceCode for Window {
+    fn read_span<'a>(
+        &'a self,
+        span: &SourceSpan,
+        context_lines_before: usize,
+        context_lines_after: usize,
+    ) -> Result<Box<dyn SpanContents<'a> + 'a>, MietteError> {
+        let slice = &self.text.as_bytes()[self.start..self.end];
+        let inside = SourceSpan::new(
+            span.offset()
+                .saturating_sub(self.start)
+                .min(slice.len())
+                .into(),
+            span.len(),
+        );
+        let inner = slice.read_span(&inside, context_lines_before, context_lines_after)?;
+        Ok(Box::new(
+            MietteSpanContents::new_named(
+                self.name.clone(),
+                inner.data(),
+                SourceSpan::new(
+                    (inner.span().offset() + self.start).into(),
+                    inner.span().len(),
+                ),
+                inner.line() + self.first_line,
+                inner.column(),
+                inner.line_count(),
+            )
+            .with_language("toml"),
+        ))
+    }
 }
 
 fn labeled(label: &Label, text_len: usize, primary: bool) -> LabeledSpan {
@@ -174,7 +259,7 @@ pub fn to_rendered(diag: &Diagnostic, sources: &SourceMap) -> Rendered {
                 severity: miette::Severity::Advice,
                 message,
                 help: None,
-                source: Some(named_source(sources, id)),
+                source: Some(Window::around(sources, id, &group)),
                 labels,
                 related: Vec::new(),
             }
@@ -184,7 +269,7 @@ pub fn to_rendered(diag: &Diagnostic, sources: &SourceMap) -> Rendered {
         Some(id) => {
             let len = sources.text(id).len();
             (
-                Some(named_source(sources, id)),
+                Some(Window::around(sources, id, &labels)),
                 labels.iter().map(|l| labeled(l, len, l.primary)).collect(),
             )
         }

@@ -35,6 +35,7 @@ codes! {
     Io => "load::io", "a composition file could not be read";
     Git => "load::git", "a composition could not be read at a git revision";
     Syntax => "load::syntax", "the file is not valid TOML";
+    Suppressed => "load::suppressed", "further diagnostics of a file with syntax errors, not shown";
     UnknownKey => "load::unknown-key", "a key the format does not define";
     WrongType => "load::wrong-type", "a value of the wrong type";
     MissingKey => "load::missing-key", "a required key is missing";

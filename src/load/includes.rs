@@ -12,6 +12,11 @@ use super::walk::{FileOut, walk_file};
 use crate::engine::diag::{Code, Diagnostic};
 use crate::engine::span::Origin;
 
+/// How many diagnostics a file with syntax errors reports before the rest
+/// are summed up in one line: one missing bracket can echo into thousands,
+/// and only the first few help.
+pub const MAX_DIAGNOSTICS_AFTER_SYNTAX_ERROR: usize = 20;
+
 /// One walked file.
 pub(crate) struct Walked {
     pub out: FileOut,
@@ -59,6 +64,10 @@ impl<'s> Reader<'s> {
     }
 
     /// Read `path` (the root when `via` is `None`) and, recursively, its includes.
+    ///
+    /// A file with syntax errors reports at most
+    /// [`MAX_DIAGNOSTICS_AFTER_SYNTAX_ERROR`] diagnostics, then one line
+    /// saying how many more there were.
     pub fn read(&mut self, path: &Path, via: Option<Origin>) {
         let path = normalize(path);
         if via.is_none() {
@@ -91,6 +100,7 @@ impl<'s> Reader<'s> {
         let text = self.sources.text(id).to_owned();
         let (doc, errors) = DeTable::parse_recoverable(&text);
         let has_syntax = !errors.is_empty();
+        let mut file_diags = Vec::new();
         for e in errors {
             let at = e.span().map(span).unwrap_or_default();
             let d = Diagnostic::error(
@@ -98,9 +108,8 @@ impl<'s> Reader<'s> {
                 format!("invalid TOML: {}", e.message().trim_end()),
             )
             .at(Some(Origin::new(id, at)), "");
-            self.diags.push(d);
+            file_diags.push(d);
         }
-        let mut file_diags = Vec::new();
         let mut cx = FileCtx {
             source: id,
             text: &text,
@@ -122,6 +131,20 @@ impl<'s> Reader<'s> {
                     && !(d.code == Code::WrongType
                         && d.labels.iter().all(|l| l.origin.span.is_empty()))
             });
+            // After a syntax error, what follows is mostly its echo: the
+            // first few, in file order, then one line saying how many more.
+            if file_diags.len() > MAX_DIAGNOSTICS_AFTER_SYNTAX_ERROR {
+                file_diags.sort_by_key(|d| d.labels.first().map_or(0, |l| l.origin.span.start));
+                let more = file_diags.len() - MAX_DIAGNOSTICS_AFTER_SYNTAX_ERROR;
+                file_diags.truncate(MAX_DIAGNOSTICS_AFTER_SYNTAX_ERROR);
+                file_diags.push(Diagnostic::warning(
+                    Code::Suppressed,
+                    format!(
+                        "… {more} more diagnostics in `{}` suppressed: fix the syntax errors above first",
+                        self.sources.name(id)
+                    ),
+                ));
+            }
         }
         self.diags.extend(file_diags);
         let includes = std::mem::take(&mut out.includes);

@@ -122,11 +122,13 @@ pub fn load_str(name: &str, text: &str) -> Loaded {
 }
 
 /// Sort diagnostics by (source id, span start, code) of their primary label;
-/// diagnostics without a label come first. The sort is stable.
+/// diagnostics without a label come first, and the "… N more suppressed"
+/// lines last. The sort is stable.
 pub fn sort_diagnostics(diagnostics: &mut [Diagnostic]) {
     diagnostics.sort_by_key(|d| {
         let label = d.labels.iter().find(|l| l.primary).or(d.labels.first());
         (
+            d.code == crate::engine::diag::Code::Suppressed,
             label.map(|l| (l.origin.source, l.origin.span.start)),
             d.code,
         )

@@ -2,6 +2,7 @@
 
 use std::borrow::Cow;
 use std::path::{Path, PathBuf};
+use std::sync::{Arc, OnceLock};
 
 use crate::engine::span::{Origin, SourceId, Span};
 
@@ -12,6 +13,12 @@ struct SourceFile {
     text: String,
     /// Byte ranges never shown ([`SourceMap::conceal`]).
     concealed: Vec<Span>,
+    /// [`SourceMap::display_text`], computed once: every diagnostic of a
+    /// file shows it, so masking it again per diagnostic would make
+    /// reporting N diagnostics O(N × file).
+    shown: OnceLock<Arc<str>>,
+    /// The byte offset of every line start, for [`SourceMap::line_col`].
+    lines: OnceLock<Arc<[usize]>>,
 }
 
 /// The texts that origins point into: a display name and the text of every
@@ -19,6 +26,27 @@ struct SourceFile {
 #[derive(Clone, Debug, Default)]
 pub struct SourceMap {
     files: Vec<SourceFile>,
+}
+
+impl SourceFile {
+    /// The text to show: masked and concealed, computed on first use.
+    fn shown(&self) -> &str {
+        self.shown.get_or_init(|| {
+            let mut shown = match super::mask::mask_secrets(&self.text, super::is_sensitive_key) {
+                Some(masked) => masked,
+                None => self.text.clone(),
+            };
+            if !self.concealed.is_empty() {
+                shown = super::mask::mask_ranges(
+                    &shown,
+                    self.concealed
+                        .iter()
+                        .map(|s| (s.start as usize, s.end as usize)),
+                );
+            }
+            Arc::from(shown)
+        })
+    }
 }
 
 impl SourceMap {
@@ -40,6 +68,8 @@ impl SourceMap {
             path: path.into(),
             text: text.into(),
             concealed: Vec::new(),
+            shown: OnceLock::new(),
+            lines: OnceLock::new(),
         });
         id
     }
@@ -84,19 +114,21 @@ impl SourceMap {
     /// that looks sensitive, and every URL password, replaced by `*` of the
     /// same byte length, so spans stay valid.
     pub fn display_text(&self, id: SourceId) -> Cow<'_, str> {
-        let text = self.text(id);
-        let mut shown = match super::mask::mask_secrets(text, super::is_sensitive_key) {
-            Some(masked) => Cow::Owned(masked),
-            None => Cow::Borrowed(text),
-        };
-        let concealed = self.file(id).map_or(&[][..], |f| f.concealed.as_slice());
-        if !concealed.is_empty() {
-            shown = Cow::Owned(super::mask::mask_ranges(
-                &shown,
-                concealed.iter().map(|s| (s.start as usize, s.end as usize)),
-            ));
+        match self.file(id) {
+            Some(f) => Cow::Borrowed(f.shown()),
+            None => Cow::Borrowed(""),
         }
-        shown
+    }
+
+    /// [`Self::display_text`], shared (computed once per source).
+    pub fn display_arc(&self, id: SourceId) -> Arc<str> {
+        self.file(id).map_or_else(
+            || Arc::from(""),
+            |f| {
+                f.shown();
+                Arc::clone(f.shown.get().expect("just computed"))
+            },
+        )
     }
 
     /// Never show the text at `spans` of source `id` (values a diagnostic
@@ -104,6 +136,7 @@ impl SourceMap {
     pub fn conceal(&mut self, id: SourceId, spans: impl IntoIterator<Item = Span>) {
         if let Some(f) = self.files.get_mut(id.0 as usize) {
             f.concealed.extend(spans);
+            f.shown = OnceLock::new();
         }
     }
 
@@ -114,10 +147,23 @@ impl SourceMap {
         while !text.is_char_boundary(at) {
             at -= 1;
         }
-        let before = &text[..at];
-        let line = before.matches('\n').count() + 1;
-        let line_start = before.rfind('\n').map_or(0, |i| i + 1);
-        (line, before[line_start..].chars().count() + 1)
+        let starts = self.line_starts(origin.source);
+        // The last line start at or before `at`.
+        let line = starts.partition_point(|&s| s <= at).max(1);
+        let line_start = starts.get(line - 1).copied().unwrap_or(0);
+        (line, text[line_start..at].chars().count() + 1)
+    }
+
+    /// The byte offset of each line start of source `id` (the first is 0).
+    pub fn line_starts(&self, id: SourceId) -> &[usize] {
+        let Some(f) = self.file(id) else {
+            return &[0];
+        };
+        f.lines.get_or_init(|| {
+            std::iter::once(0)
+                .chain(f.text.match_indices('\n').map(|(i, _)| i + 1))
+                .collect()
+        })
     }
 }
 

@@ -129,3 +129,32 @@ fn a_first_publish_that_fails_leaves_no_store() {
         );
     }
 }
+
+#[test]
+fn a_file_with_syntax_errors_reports_twenty_then_sums_up_the_rest() {
+    let dir = tempfile::tempdir().unwrap();
+    let mut text = String::from("version = 1\n");
+    for i in 0..2_000 {
+        text.push_str(&format!("k{i} = = {i}\n"));
+    }
+    std::fs::write(dir.path().join("c.toml"), text).unwrap();
+    let r = run_in(dir.path(), &["--format", "json", "check", "c.toml"], &[]);
+    assert_eq!(r.code, 2);
+    let lines: Vec<serde_json::Value> = r
+        .stderr
+        .lines()
+        .map(|l| serde_json::from_str(l).unwrap())
+        .collect();
+    assert_eq!(lines.len(), 21, "{}", r.stderr);
+    let last = lines.last().unwrap();
+    assert_eq!(last["code"], "load::suppressed");
+    assert!(
+        last["message"]
+            .as_str()
+            .unwrap()
+            .contains("more diagnostics in `c.toml` suppressed"),
+        "{last}"
+    );
+    // The first reported is the first broken line.
+    assert_eq!(lines[0]["labels"][0]["line"], 2, "{}", lines[0]);
+}
