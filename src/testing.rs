@@ -27,6 +27,8 @@
 //! approvals that deny unless a tool is approved, and `install_tool` for
 //! fake tools.
 
+pub mod generate;
+
 use std::collections::BTreeSet;
 use std::sync::Arc;
 

@@ -13,7 +13,7 @@
 use serde::Serialize;
 
 use super::builtin::{command, mcp};
-use super::model::{Composition, ToolName};
+use super::model::{Composition, EntryId, ToolName};
 use super::policy::ToolPolicy;
 use super::resolve::Plan;
 use super::tree::ScopeTree;
@@ -89,10 +89,15 @@ pub struct ScopeTools {
 /// name then entry.
 pub fn list_tools(composition: &Composition, plan: &Plan, lock: Option<&Lock>) -> Vec<ListedTool> {
     let mut out = Vec::new();
+    // Looked up per entry: a scan of the order per entry was quadratic.
+    let active_ids: std::collections::BTreeSet<&EntryId> = plan.activation_order.iter().collect();
     for (id, entry) in &composition.entries {
+        if entry.manifest.tools.is_empty() {
+            continue;
+        }
         let kind = entry.manifest.kind.as_deref().unwrap_or("declared");
         let config = entry.config.to_json();
-        let active = plan.activation_order.iter().any(|a| a == id);
+        let active = active_ids.contains(id);
         let commands = (kind == command::KIND.name)
             .then(|| command::parse(&entry.config).ok())
             .flatten();

@@ -137,7 +137,9 @@ impl ControlState {
     /// Instance ids, newest mount first (consumers before their providers).
     pub(crate) fn newest_first(&self, ids: impl IntoIterator<Item = Arc<str>>) -> Vec<Arc<str>> {
         let mut ids: Vec<Arc<str>> = ids.into_iter().collect();
-        ids.sort_by_key(|id| std::cmp::Reverse(self.instances.get(id).map_or(0, |m| m.order)));
+        ids.sort_by_cached_key(|id| {
+            std::cmp::Reverse(self.instances.get(id).map_or(0, |m| m.order))
+        });
         ids
     }
 }
@@ -210,7 +212,8 @@ pub struct SeedState {
     pub digest: Option<String>,
     /// Entry id -> mounts so far (kept for removed entries too).
     pub mounts: BTreeMap<String, u64>,
-    /// The stored current generation's nodes.
+    /// The stored current generation's nodes, sorted by entry id (as the
+    /// store and [`Harness::seed`] keep them; see [`SeedState::sort`]).
     pub nodes: Vec<SeedNode>,
     /// Applied to a computed identity's `config` before comparing.
     pub config_fingerprint: Option<ConfigFingerprint>,
@@ -228,9 +231,19 @@ impl std::fmt::Debug for SeedState {
 }
 
 impl SeedState {
-    /// The stored node of `entry`.
+    /// The stored node of `entry` (a binary search: called once per entry
+    /// of a reconcile, a scan made every publish against a store
+    /// quadratic).
     pub fn node(&self, entry: &str) -> Option<&SeedNode> {
-        self.nodes.iter().find(|n| n.entry_id == entry)
+        self.nodes
+            .binary_search_by(|n| n.entry_id.as_str().cmp(entry))
+            .ok()
+            .map(|i| &self.nodes[i])
+    }
+
+    /// Sort the nodes by entry id, as [`Self::node`] needs.
+    pub fn sort(&mut self) {
+        self.nodes.sort_by(|a, b| a.entry_id.cmp(&b.entry_id));
     }
 
     /// `identity` as the store would keep it.
@@ -373,7 +386,8 @@ impl Harness {
     /// numbering continues from `seed.sequence`, mount numbers from
     /// `seed.mounts`, and an entry whose identity equals its stored one keeps
     /// its stored instance id (mounted afresh, decision `reused`).
-    pub async fn seed(&self, seed: SeedState) -> Result<(), SeedError> {
+    pub async fn seed(&self, mut seed: SeedState) -> Result<(), SeedError> {
+        seed.sort();
         let mut control = self.shared.control.lock().await;
         if let Some(current) = self.current() {
             return Err(SeedError {

@@ -409,7 +409,7 @@ pub fn seed_state_at(
     current: Option<&StoredGeneration>,
 ) -> Result<SeedState, StoreError> {
     let mounts = store.entry_mounts()?;
-    Ok(SeedState {
+    let mut seed = SeedState {
         sequence: current.map_or(0, |g| g.summary.sequence),
         digest: current.map(|g| g.summary.digest.clone()),
         mounts,
@@ -424,7 +424,9 @@ pub fn seed_state_at(
             })
             .collect(),
         config_fingerprint: Some(store.config_fingerprint()),
-    })
+    };
+    seed.sort();
+    Ok(seed)
 }
 
 #[cfg(test)]
