@@ -138,7 +138,8 @@ Register-ArgumentCompleter -Native -CommandName 'chassis' -ScriptBlock {
             break
         }
         'chassis;explain;reuse' {
-            [CompletionResult]::new('--state', '--state', [CompletionResultType]::ParameterName, 'The store (default `.chassis/state.db` in the current directory)')
+            [CompletionResult]::new('--state', '--state', [CompletionResultType]::ParameterName, 'The store (default `.chassis/state.db` beside `--composition FILE`, else in the current directory)')
+            [CompletionResult]::new('--composition', '--composition', [CompletionResultType]::ParameterName, 'Whose history, when compositions share the store: a composition file, or its lineage name (the file''s path in the workspace, or its `name = "…"`). A qualified id (`NAME:gen_0002`) names one too')
             [CompletionResult]::new('--format', '--format', [CompletionResultType]::ParameterName, 'Output format: text, or json (one document with `format_version`); some commands also take markdown, dot or mermaid')
             [CompletionResult]::new('--color', '--color', [CompletionResultType]::ParameterName, 'When to colour diagnostics')
             [CompletionResult]::new('-v', '-v', [CompletionResultType]::ParameterName, 'More logging on stderr (-v info, -vv debug, -vvv trace); `RUST_LOG` overrides')
@@ -198,7 +199,8 @@ Register-ArgumentCompleter -Native -CommandName 'chassis' -ScriptBlock {
             break
         }
         'chassis;diff;generations' {
-            [CompletionResult]::new('--state', '--state', [CompletionResultType]::ParameterName, 'The store generation ids are read from (default `.chassis/state.db`)')
+            [CompletionResult]::new('--state', '--state', [CompletionResultType]::ParameterName, 'The store (default `.chassis/state.db` beside `--composition FILE`, else in the current directory)')
+            [CompletionResult]::new('--composition', '--composition', [CompletionResultType]::ParameterName, 'Whose history, when compositions share the store: a composition file, or its lineage name (the file''s path in the workspace, or its `name = "…"`). A qualified id (`NAME:gen_0002`) names one too')
             [CompletionResult]::new('--format', '--format', [CompletionResultType]::ParameterName, 'Output format: text, or json (one document with `format_version`); some commands also take markdown, dot or mermaid')
             [CompletionResult]::new('--color', '--color', [CompletionResultType]::ParameterName, 'When to colour diagnostics')
             [CompletionResult]::new('--include-unchanged', '--include-unchanged', [CompletionResultType]::ParameterName, 'Also list what did not change')
@@ -262,13 +264,14 @@ Register-ArgumentCompleter -Native -CommandName 'chassis' -ScriptBlock {
             [CompletionResult]::new('--quiet', '--quiet', [CompletionResultType]::ParameterName, 'Only errors on stderr')
             [CompletionResult]::new('-h', '-h', [CompletionResultType]::ParameterName, 'Print help (see more with ''--help'')')
             [CompletionResult]::new('--help', '--help', [CompletionResultType]::ParameterName, 'Print help (see more with ''--help'')')
-            [CompletionResult]::new('list', 'list', [CompletionResultType]::ParameterValue, 'Every published generation, oldest first')
+            [CompletionResult]::new('list', 'list', [CompletionResultType]::ParameterValue, 'Every published generation, grouped by composition (lineage), oldest first')
             [CompletionResult]::new('show', 'show', [CompletionResultType]::ParameterValue, 'One generation: digests, nodes (entry, instance id, mount, identity hashes) and what its publish did to each node')
             [CompletionResult]::new('help', 'help', [CompletionResultType]::ParameterValue, 'Print this message or the help of the given subcommand(s)')
             break
         }
         'chassis;generations;list' {
-            [CompletionResult]::new('--state', '--state', [CompletionResultType]::ParameterName, 'The store (default `.chassis/state.db` in the current directory)')
+            [CompletionResult]::new('--state', '--state', [CompletionResultType]::ParameterName, 'The store (default `.chassis/state.db` beside `--composition FILE`, else in the current directory)')
+            [CompletionResult]::new('--composition', '--composition', [CompletionResultType]::ParameterName, 'Whose history, when compositions share the store: a composition file, or its lineage name (the file''s path in the workspace, or its `name = "…"`). A qualified id (`NAME:gen_0002`) names one too')
             [CompletionResult]::new('--format', '--format', [CompletionResultType]::ParameterName, 'Output format: text, or json (one document with `format_version`); some commands also take markdown, dot or mermaid')
             [CompletionResult]::new('--color', '--color', [CompletionResultType]::ParameterName, 'When to colour diagnostics')
             [CompletionResult]::new('-v', '-v', [CompletionResultType]::ParameterName, 'More logging on stderr (-v info, -vv debug, -vvv trace); `RUST_LOG` overrides')
@@ -280,7 +283,8 @@ Register-ArgumentCompleter -Native -CommandName 'chassis' -ScriptBlock {
             break
         }
         'chassis;generations;show' {
-            [CompletionResult]::new('--state', '--state', [CompletionResultType]::ParameterName, 'The store (default `.chassis/state.db` in the current directory)')
+            [CompletionResult]::new('--state', '--state', [CompletionResultType]::ParameterName, 'The store (default `.chassis/state.db` beside `--composition FILE`, else in the current directory)')
+            [CompletionResult]::new('--composition', '--composition', [CompletionResultType]::ParameterName, 'Whose history, when compositions share the store: a composition file, or its lineage name (the file''s path in the workspace, or its `name = "…"`). A qualified id (`NAME:gen_0002`) names one too')
             [CompletionResult]::new('--format', '--format', [CompletionResultType]::ParameterName, 'Output format: text, or json (one document with `format_version`); some commands also take markdown, dot or mermaid')
             [CompletionResult]::new('--color', '--color', [CompletionResultType]::ParameterName, 'When to colour diagnostics')
             [CompletionResult]::new('-v', '-v', [CompletionResultType]::ParameterName, 'More logging on stderr (-v info, -vv debug, -vvv trace); `RUST_LOG` overrides')
@@ -292,7 +296,7 @@ Register-ArgumentCompleter -Native -CommandName 'chassis' -ScriptBlock {
             break
         }
         'chassis;generations;help' {
-            [CompletionResult]::new('list', 'list', [CompletionResultType]::ParameterValue, 'Every published generation, oldest first')
+            [CompletionResult]::new('list', 'list', [CompletionResultType]::ParameterValue, 'Every published generation, grouped by composition (lineage), oldest first')
             [CompletionResult]::new('show', 'show', [CompletionResultType]::ParameterValue, 'One generation: digests, nodes (entry, instance id, mount, identity hashes) and what its publish did to each node')
             [CompletionResult]::new('help', 'help', [CompletionResultType]::ParameterValue, 'Print this message or the help of the given subcommand(s)')
             break
@@ -321,7 +325,8 @@ Register-ArgumentCompleter -Native -CommandName 'chassis' -ScriptBlock {
             break
         }
         'chassis;runs;list' {
-            [CompletionResult]::new('--state', '--state', [CompletionResultType]::ParameterName, 'The store (default `.chassis/state.db` in the current directory)')
+            [CompletionResult]::new('--state', '--state', [CompletionResultType]::ParameterName, 'The store (default `.chassis/state.db` beside `--composition FILE`, else in the current directory)')
+            [CompletionResult]::new('--composition', '--composition', [CompletionResultType]::ParameterName, 'Whose history, when compositions share the store: a composition file, or its lineage name (the file''s path in the workspace, or its `name = "…"`). A qualified id (`NAME:gen_0002`) names one too')
             [CompletionResult]::new('--format', '--format', [CompletionResultType]::ParameterName, 'Output format: text, or json (one document with `format_version`); some commands also take markdown, dot or mermaid')
             [CompletionResult]::new('--color', '--color', [CompletionResultType]::ParameterName, 'When to colour diagnostics')
             [CompletionResult]::new('-v', '-v', [CompletionResultType]::ParameterName, 'More logging on stderr (-v info, -vv debug, -vvv trace); `RUST_LOG` overrides')
@@ -333,7 +338,8 @@ Register-ArgumentCompleter -Native -CommandName 'chassis' -ScriptBlock {
             break
         }
         'chassis;runs;show' {
-            [CompletionResult]::new('--state', '--state', [CompletionResultType]::ParameterName, 'The store (default `.chassis/state.db` in the current directory)')
+            [CompletionResult]::new('--state', '--state', [CompletionResultType]::ParameterName, 'The store (default `.chassis/state.db` beside `--composition FILE`, else in the current directory)')
+            [CompletionResult]::new('--composition', '--composition', [CompletionResultType]::ParameterName, 'Whose history, when compositions share the store: a composition file, or its lineage name (the file''s path in the workspace, or its `name = "…"`). A qualified id (`NAME:gen_0002`) names one too')
             [CompletionResult]::new('--format', '--format', [CompletionResultType]::ParameterName, 'Output format: text, or json (one document with `format_version`); some commands also take markdown, dot or mermaid')
             [CompletionResult]::new('--color', '--color', [CompletionResultType]::ParameterName, 'When to colour diagnostics')
             [CompletionResult]::new('-v', '-v', [CompletionResultType]::ParameterName, 'More logging on stderr (-v info, -vv debug, -vvv trace); `RUST_LOG` overrides')
@@ -470,7 +476,7 @@ Register-ArgumentCompleter -Native -CommandName 'chassis' -ScriptBlock {
             break
         }
         'chassis;help;generations' {
-            [CompletionResult]::new('list', 'list', [CompletionResultType]::ParameterValue, 'Every published generation, oldest first')
+            [CompletionResult]::new('list', 'list', [CompletionResultType]::ParameterValue, 'Every published generation, grouped by composition (lineage), oldest first')
             [CompletionResult]::new('show', 'show', [CompletionResultType]::ParameterValue, 'One generation: digests, nodes (entry, instance id, mount, identity hashes) and what its publish did to each node')
             break
         }

@@ -304,13 +304,17 @@ _chassis() {
             return 0
             ;;
         chassis__subcmd__diff__subcmd__generations)
-            opts="-v -q -h --include-unchanged --exit-code --all --state --format --color --verbose --quiet --help"
+            opts="-v -q -h --include-unchanged --exit-code --all --state --composition --format --color --verbose --quiet --help"
             if [[ ${cur} == -* || ${COMP_CWORD} -eq 3 ]] ; then
                 COMPREPLY=( $(compgen -W "${opts}" -- "${cur}") )
                 return 0
             fi
             case "${prev}" in
                 --state)
+                    COMPREPLY=($(compgen -f "${cur}"))
+                    return 0
+                    ;;
+                --composition)
                     COMPREPLY=($(compgen -f "${cur}"))
                     return 0
                     ;;
@@ -530,13 +534,17 @@ _chassis() {
             return 0
             ;;
         chassis__subcmd__explain__subcmd__reuse)
-            opts="-v -q -h --state --format --color --verbose --quiet --help"
+            opts="-v -q -h --state --composition --format --color --verbose --quiet --help"
             if [[ ${cur} == -* || ${COMP_CWORD} -eq 3 ]] ; then
                 COMPREPLY=( $(compgen -W "${opts}" -- "${cur}") )
                 return 0
             fi
             case "${prev}" in
                 --state)
+                    COMPREPLY=($(compgen -f "${cur}"))
+                    return 0
+                    ;;
+                --composition)
                     COMPREPLY=($(compgen -f "${cur}"))
                     return 0
                     ;;
@@ -656,13 +664,17 @@ _chassis() {
             return 0
             ;;
         chassis__subcmd__generations__subcmd__list)
-            opts="-v -q -h --state --format --color --verbose --quiet --help"
+            opts="-v -q -h --state --composition --format --color --verbose --quiet --help"
             if [[ ${cur} == -* || ${COMP_CWORD} -eq 3 ]] ; then
                 COMPREPLY=( $(compgen -W "${opts}" -- "${cur}") )
                 return 0
             fi
             case "${prev}" in
                 --state)
+                    COMPREPLY=($(compgen -f "${cur}"))
+                    return 0
+                    ;;
+                --composition)
                     COMPREPLY=($(compgen -f "${cur}"))
                     return 0
                     ;;
@@ -682,13 +694,17 @@ _chassis() {
             return 0
             ;;
         chassis__subcmd__generations__subcmd__show)
-            opts="-v -q -h --state --format --color --verbose --quiet --help"
+            opts="-v -q -h --state --composition --format --color --verbose --quiet --help"
             if [[ ${cur} == -* || ${COMP_CWORD} -eq 3 ]] ; then
                 COMPREPLY=( $(compgen -W "${opts}" -- "${cur}") )
                 return 0
             fi
             case "${prev}" in
                 --state)
+                    COMPREPLY=($(compgen -f "${cur}"))
+                    return 0
+                    ;;
+                --composition)
                     COMPREPLY=($(compgen -f "${cur}"))
                     return 0
                     ;;
@@ -1270,13 +1286,17 @@ _chassis() {
             return 0
             ;;
         chassis__subcmd__runs__subcmd__list)
-            opts="-v -q -h --state --format --color --verbose --quiet --help"
+            opts="-v -q -h --state --composition --format --color --verbose --quiet --help"
             if [[ ${cur} == -* || ${COMP_CWORD} -eq 3 ]] ; then
                 COMPREPLY=( $(compgen -W "${opts}" -- "${cur}") )
                 return 0
             fi
             case "${prev}" in
                 --state)
+                    COMPREPLY=($(compgen -f "${cur}"))
+                    return 0
+                    ;;
+                --composition)
                     COMPREPLY=($(compgen -f "${cur}"))
                     return 0
                     ;;
@@ -1296,13 +1316,17 @@ _chassis() {
             return 0
             ;;
         chassis__subcmd__runs__subcmd__show)
-            opts="-v -q -h --state --format --color --verbose --quiet --help"
+            opts="-v -q -h --state --composition --format --color --verbose --quiet --help"
             if [[ ${cur} == -* || ${COMP_CWORD} -eq 3 ]] ; then
                 COMPREPLY=( $(compgen -W "${opts}" -- "${cur}") )
                 return 0
             fi
             case "${prev}" in
                 --state)
+                    COMPREPLY=($(compgen -f "${cur}"))
+                    return 0
+                    ;;
+                --composition)
                     COMPREPLY=($(compgen -f "${cur}"))
                     return 0
                     ;;

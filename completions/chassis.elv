@@ -128,7 +128,8 @@ set edit:completion:arg-completer[chassis] = {|@words|
             cand --help 'Print help (see more with ''--help'')'
         }
         &'chassis;explain;reuse'= {
-            cand --state 'The store (default `.chassis/state.db` in the current directory)'
+            cand --state 'The store (default `.chassis/state.db` beside `--composition FILE`, else in the current directory)'
+            cand --composition 'Whose history, when compositions share the store: a composition file, or its lineage name (the file''s path in the workspace, or its `name = "…"`). A qualified id (`NAME:gen_0002`) names one too'
             cand --format 'Output format: text, or json (one document with `format_version`); some commands also take markdown, dot or mermaid'
             cand --color 'When to colour diagnostics'
             cand -v 'More logging on stderr (-v info, -vv debug, -vvv trace); `RUST_LOG` overrides'
@@ -179,7 +180,8 @@ set edit:completion:arg-completer[chassis] = {|@words|
             cand help 'Print this message or the help of the given subcommand(s)'
         }
         &'chassis;diff;generations'= {
-            cand --state 'The store generation ids are read from (default `.chassis/state.db`)'
+            cand --state 'The store (default `.chassis/state.db` beside `--composition FILE`, else in the current directory)'
+            cand --composition 'Whose history, when compositions share the store: a composition file, or its lineage name (the file''s path in the workspace, or its `name = "…"`). A qualified id (`NAME:gen_0002`) names one too'
             cand --format 'Output format: text, or json (one document with `format_version`); some commands also take markdown, dot or mermaid'
             cand --color 'When to colour diagnostics'
             cand --include-unchanged 'Also list what did not change'
@@ -237,12 +239,13 @@ set edit:completion:arg-completer[chassis] = {|@words|
             cand --quiet 'Only errors on stderr'
             cand -h 'Print help (see more with ''--help'')'
             cand --help 'Print help (see more with ''--help'')'
-            cand list 'Every published generation, oldest first'
+            cand list 'Every published generation, grouped by composition (lineage), oldest first'
             cand show 'One generation: digests, nodes (entry, instance id, mount, identity hashes) and what its publish did to each node'
             cand help 'Print this message or the help of the given subcommand(s)'
         }
         &'chassis;generations;list'= {
-            cand --state 'The store (default `.chassis/state.db` in the current directory)'
+            cand --state 'The store (default `.chassis/state.db` beside `--composition FILE`, else in the current directory)'
+            cand --composition 'Whose history, when compositions share the store: a composition file, or its lineage name (the file''s path in the workspace, or its `name = "…"`). A qualified id (`NAME:gen_0002`) names one too'
             cand --format 'Output format: text, or json (one document with `format_version`); some commands also take markdown, dot or mermaid'
             cand --color 'When to colour diagnostics'
             cand -v 'More logging on stderr (-v info, -vv debug, -vvv trace); `RUST_LOG` overrides'
@@ -253,7 +256,8 @@ set edit:completion:arg-completer[chassis] = {|@words|
             cand --help 'Print help (see more with ''--help'')'
         }
         &'chassis;generations;show'= {
-            cand --state 'The store (default `.chassis/state.db` in the current directory)'
+            cand --state 'The store (default `.chassis/state.db` beside `--composition FILE`, else in the current directory)'
+            cand --composition 'Whose history, when compositions share the store: a composition file, or its lineage name (the file''s path in the workspace, or its `name = "…"`). A qualified id (`NAME:gen_0002`) names one too'
             cand --format 'Output format: text, or json (one document with `format_version`); some commands also take markdown, dot or mermaid'
             cand --color 'When to colour diagnostics'
             cand -v 'More logging on stderr (-v info, -vv debug, -vvv trace); `RUST_LOG` overrides'
@@ -264,7 +268,7 @@ set edit:completion:arg-completer[chassis] = {|@words|
             cand --help 'Print help (see more with ''--help'')'
         }
         &'chassis;generations;help'= {
-            cand list 'Every published generation, oldest first'
+            cand list 'Every published generation, grouped by composition (lineage), oldest first'
             cand show 'One generation: digests, nodes (entry, instance id, mount, identity hashes) and what its publish did to each node'
             cand help 'Print this message or the help of the given subcommand(s)'
         }
@@ -288,7 +292,8 @@ set edit:completion:arg-completer[chassis] = {|@words|
             cand help 'Print this message or the help of the given subcommand(s)'
         }
         &'chassis;runs;list'= {
-            cand --state 'The store (default `.chassis/state.db` in the current directory)'
+            cand --state 'The store (default `.chassis/state.db` beside `--composition FILE`, else in the current directory)'
+            cand --composition 'Whose history, when compositions share the store: a composition file, or its lineage name (the file''s path in the workspace, or its `name = "…"`). A qualified id (`NAME:gen_0002`) names one too'
             cand --format 'Output format: text, or json (one document with `format_version`); some commands also take markdown, dot or mermaid'
             cand --color 'When to colour diagnostics'
             cand -v 'More logging on stderr (-v info, -vv debug, -vvv trace); `RUST_LOG` overrides'
@@ -299,7 +304,8 @@ set edit:completion:arg-completer[chassis] = {|@words|
             cand --help 'Print help (see more with ''--help'')'
         }
         &'chassis;runs;show'= {
-            cand --state 'The store (default `.chassis/state.db` in the current directory)'
+            cand --state 'The store (default `.chassis/state.db` beside `--composition FILE`, else in the current directory)'
+            cand --composition 'Whose history, when compositions share the store: a composition file, or its lineage name (the file''s path in the workspace, or its `name = "…"`). A qualified id (`NAME:gen_0002`) names one too'
             cand --format 'Output format: text, or json (one document with `format_version`); some commands also take markdown, dot or mermaid'
             cand --color 'When to colour diagnostics'
             cand -v 'More logging on stderr (-v info, -vv debug, -vvv trace); `RUST_LOG` overrides'
@@ -414,7 +420,7 @@ set edit:completion:arg-completer[chassis] = {|@words|
         &'chassis;help;plan'= {
         }
         &'chassis;help;generations'= {
-            cand list 'Every published generation, oldest first'
+            cand list 'Every published generation, grouped by composition (lineage), oldest first'
             cand show 'One generation: digests, nodes (entry, instance id, mount, identity hashes) and what its publish did to each node'
         }
         &'chassis;help;generations;list'= {

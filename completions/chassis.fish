@@ -141,7 +141,8 @@ never\t'Never colour'"
 complete -c chassis -n "__fish_chassis_using_subcommand explain; and __fish_seen_subcommand_from scope" -s v -l verbose -d 'More logging on stderr (-v info, -vv debug, -vvv trace); `RUST_LOG` overrides'
 complete -c chassis -n "__fish_chassis_using_subcommand explain; and __fish_seen_subcommand_from scope" -s q -l quiet -d 'Only errors on stderr'
 complete -c chassis -n "__fish_chassis_using_subcommand explain; and __fish_seen_subcommand_from scope" -s h -l help -d 'Print help (see more with \'--help\')'
-complete -c chassis -n "__fish_chassis_using_subcommand explain; and __fish_seen_subcommand_from reuse" -l state -d 'The store (default `.chassis/state.db` in the current directory)' -r -F
+complete -c chassis -n "__fish_chassis_using_subcommand explain; and __fish_seen_subcommand_from reuse" -l state -d 'The store (default `.chassis/state.db` beside `--composition FILE`, else in the current directory)' -r -F
+complete -c chassis -n "__fish_chassis_using_subcommand explain; and __fish_seen_subcommand_from reuse" -l composition -d 'Whose history, when compositions share the store: a composition file, or its lineage name (the file\'s path in the workspace, or its `name = "…"`). A qualified id (`NAME:gen_0002`) names one too' -r
 complete -c chassis -n "__fish_chassis_using_subcommand explain; and __fish_seen_subcommand_from reuse" -l format -d 'Output format: text, or json (one document with `format_version`); some commands also take markdown, dot or mermaid' -r -f -a "text\t'Human-readable text'
 json\t'One JSON document with `format_version`'
 markdown\t'Markdown (diff: a pull-request comment)'
@@ -183,7 +184,8 @@ complete -c chassis -n "__fish_chassis_using_subcommand diff; and not __fish_see
 complete -c chassis -n "__fish_chassis_using_subcommand diff; and not __fish_seen_subcommand_from generations help" -s h -l help -d 'Print help (see more with \'--help\')'
 complete -c chassis -n "__fish_chassis_using_subcommand diff; and not __fish_seen_subcommand_from generations help" -f -a "generations" -d 'Compare two generations'
 complete -c chassis -n "__fish_chassis_using_subcommand diff; and not __fish_seen_subcommand_from generations help" -f -a "help" -d 'Print this message or the help of the given subcommand(s)'
-complete -c chassis -n "__fish_chassis_using_subcommand diff; and __fish_seen_subcommand_from generations" -l state -d 'The store generation ids are read from (default `.chassis/state.db`)' -r -F
+complete -c chassis -n "__fish_chassis_using_subcommand diff; and __fish_seen_subcommand_from generations" -l state -d 'The store (default `.chassis/state.db` beside `--composition FILE`, else in the current directory)' -r -F
+complete -c chassis -n "__fish_chassis_using_subcommand diff; and __fish_seen_subcommand_from generations" -l composition -d 'Whose history, when compositions share the store: a composition file, or its lineage name (the file\'s path in the workspace, or its `name = "…"`). A qualified id (`NAME:gen_0002`) names one too' -r
 complete -c chassis -n "__fish_chassis_using_subcommand diff; and __fish_seen_subcommand_from generations" -l format -d 'Output format: text, or json (one document with `format_version`); some commands also take markdown, dot or mermaid' -r -f -a "text\t'Human-readable text'
 json\t'One JSON document with `format_version`'
 markdown\t'Markdown (diff: a pull-request comment)'
@@ -241,10 +243,11 @@ never\t'Never colour'"
 complete -c chassis -n "__fish_chassis_using_subcommand generations; and not __fish_seen_subcommand_from list show help" -s v -l verbose -d 'More logging on stderr (-v info, -vv debug, -vvv trace); `RUST_LOG` overrides'
 complete -c chassis -n "__fish_chassis_using_subcommand generations; and not __fish_seen_subcommand_from list show help" -s q -l quiet -d 'Only errors on stderr'
 complete -c chassis -n "__fish_chassis_using_subcommand generations; and not __fish_seen_subcommand_from list show help" -s h -l help -d 'Print help (see more with \'--help\')'
-complete -c chassis -n "__fish_chassis_using_subcommand generations; and not __fish_seen_subcommand_from list show help" -f -a "list" -d 'Every published generation, oldest first'
+complete -c chassis -n "__fish_chassis_using_subcommand generations; and not __fish_seen_subcommand_from list show help" -f -a "list" -d 'Every published generation, grouped by composition (lineage), oldest first'
 complete -c chassis -n "__fish_chassis_using_subcommand generations; and not __fish_seen_subcommand_from list show help" -f -a "show" -d 'One generation: digests, nodes (entry, instance id, mount, identity hashes) and what its publish did to each node'
 complete -c chassis -n "__fish_chassis_using_subcommand generations; and not __fish_seen_subcommand_from list show help" -f -a "help" -d 'Print this message or the help of the given subcommand(s)'
-complete -c chassis -n "__fish_chassis_using_subcommand generations; and __fish_seen_subcommand_from list" -l state -d 'The store (default `.chassis/state.db` in the current directory)' -r -F
+complete -c chassis -n "__fish_chassis_using_subcommand generations; and __fish_seen_subcommand_from list" -l state -d 'The store (default `.chassis/state.db` beside `--composition FILE`, else in the current directory)' -r -F
+complete -c chassis -n "__fish_chassis_using_subcommand generations; and __fish_seen_subcommand_from list" -l composition -d 'Whose history, when compositions share the store: a composition file, or its lineage name (the file\'s path in the workspace, or its `name = "…"`). A qualified id (`NAME:gen_0002`) names one too' -r
 complete -c chassis -n "__fish_chassis_using_subcommand generations; and __fish_seen_subcommand_from list" -l format -d 'Output format: text, or json (one document with `format_version`); some commands also take markdown, dot or mermaid' -r -f -a "text\t'Human-readable text'
 json\t'One JSON document with `format_version`'
 markdown\t'Markdown (diff: a pull-request comment)'
@@ -256,7 +259,8 @@ never\t'Never colour'"
 complete -c chassis -n "__fish_chassis_using_subcommand generations; and __fish_seen_subcommand_from list" -s v -l verbose -d 'More logging on stderr (-v info, -vv debug, -vvv trace); `RUST_LOG` overrides'
 complete -c chassis -n "__fish_chassis_using_subcommand generations; and __fish_seen_subcommand_from list" -s q -l quiet -d 'Only errors on stderr'
 complete -c chassis -n "__fish_chassis_using_subcommand generations; and __fish_seen_subcommand_from list" -s h -l help -d 'Print help (see more with \'--help\')'
-complete -c chassis -n "__fish_chassis_using_subcommand generations; and __fish_seen_subcommand_from show" -l state -d 'The store (default `.chassis/state.db` in the current directory)' -r -F
+complete -c chassis -n "__fish_chassis_using_subcommand generations; and __fish_seen_subcommand_from show" -l state -d 'The store (default `.chassis/state.db` beside `--composition FILE`, else in the current directory)' -r -F
+complete -c chassis -n "__fish_chassis_using_subcommand generations; and __fish_seen_subcommand_from show" -l composition -d 'Whose history, when compositions share the store: a composition file, or its lineage name (the file\'s path in the workspace, or its `name = "…"`). A qualified id (`NAME:gen_0002`) names one too' -r
 complete -c chassis -n "__fish_chassis_using_subcommand generations; and __fish_seen_subcommand_from show" -l format -d 'Output format: text, or json (one document with `format_version`); some commands also take markdown, dot or mermaid' -r -f -a "text\t'Human-readable text'
 json\t'One JSON document with `format_version`'
 markdown\t'Markdown (diff: a pull-request comment)'
@@ -268,7 +272,7 @@ never\t'Never colour'"
 complete -c chassis -n "__fish_chassis_using_subcommand generations; and __fish_seen_subcommand_from show" -s v -l verbose -d 'More logging on stderr (-v info, -vv debug, -vvv trace); `RUST_LOG` overrides'
 complete -c chassis -n "__fish_chassis_using_subcommand generations; and __fish_seen_subcommand_from show" -s q -l quiet -d 'Only errors on stderr'
 complete -c chassis -n "__fish_chassis_using_subcommand generations; and __fish_seen_subcommand_from show" -s h -l help -d 'Print help (see more with \'--help\')'
-complete -c chassis -n "__fish_chassis_using_subcommand generations; and __fish_seen_subcommand_from help" -f -a "list" -d 'Every published generation, oldest first'
+complete -c chassis -n "__fish_chassis_using_subcommand generations; and __fish_seen_subcommand_from help" -f -a "list" -d 'Every published generation, grouped by composition (lineage), oldest first'
 complete -c chassis -n "__fish_chassis_using_subcommand generations; and __fish_seen_subcommand_from help" -f -a "show" -d 'One generation: digests, nodes (entry, instance id, mount, identity hashes) and what its publish did to each node'
 complete -c chassis -n "__fish_chassis_using_subcommand generations; and __fish_seen_subcommand_from help" -f -a "help" -d 'Print this message or the help of the given subcommand(s)'
 complete -c chassis -n "__fish_chassis_using_subcommand runs; and not __fish_seen_subcommand_from list show help" -l format -d 'Output format: text, or json (one document with `format_version`); some commands also take markdown, dot or mermaid' -r -f -a "text\t'Human-readable text'
@@ -285,7 +289,8 @@ complete -c chassis -n "__fish_chassis_using_subcommand runs; and not __fish_see
 complete -c chassis -n "__fish_chassis_using_subcommand runs; and not __fish_seen_subcommand_from list show help" -f -a "list" -d 'Every recorded run, oldest first'
 complete -c chassis -n "__fish_chassis_using_subcommand runs; and not __fish_seen_subcommand_from list show help" -f -a "show" -d 'One run'
 complete -c chassis -n "__fish_chassis_using_subcommand runs; and not __fish_seen_subcommand_from list show help" -f -a "help" -d 'Print this message or the help of the given subcommand(s)'
-complete -c chassis -n "__fish_chassis_using_subcommand runs; and __fish_seen_subcommand_from list" -l state -d 'The store (default `.chassis/state.db` in the current directory)' -r -F
+complete -c chassis -n "__fish_chassis_using_subcommand runs; and __fish_seen_subcommand_from list" -l state -d 'The store (default `.chassis/state.db` beside `--composition FILE`, else in the current directory)' -r -F
+complete -c chassis -n "__fish_chassis_using_subcommand runs; and __fish_seen_subcommand_from list" -l composition -d 'Whose history, when compositions share the store: a composition file, or its lineage name (the file\'s path in the workspace, or its `name = "…"`). A qualified id (`NAME:gen_0002`) names one too' -r
 complete -c chassis -n "__fish_chassis_using_subcommand runs; and __fish_seen_subcommand_from list" -l format -d 'Output format: text, or json (one document with `format_version`); some commands also take markdown, dot or mermaid' -r -f -a "text\t'Human-readable text'
 json\t'One JSON document with `format_version`'
 markdown\t'Markdown (diff: a pull-request comment)'
@@ -297,7 +302,8 @@ never\t'Never colour'"
 complete -c chassis -n "__fish_chassis_using_subcommand runs; and __fish_seen_subcommand_from list" -s v -l verbose -d 'More logging on stderr (-v info, -vv debug, -vvv trace); `RUST_LOG` overrides'
 complete -c chassis -n "__fish_chassis_using_subcommand runs; and __fish_seen_subcommand_from list" -s q -l quiet -d 'Only errors on stderr'
 complete -c chassis -n "__fish_chassis_using_subcommand runs; and __fish_seen_subcommand_from list" -s h -l help -d 'Print help (see more with \'--help\')'
-complete -c chassis -n "__fish_chassis_using_subcommand runs; and __fish_seen_subcommand_from show" -l state -d 'The store (default `.chassis/state.db` in the current directory)' -r -F
+complete -c chassis -n "__fish_chassis_using_subcommand runs; and __fish_seen_subcommand_from show" -l state -d 'The store (default `.chassis/state.db` beside `--composition FILE`, else in the current directory)' -r -F
+complete -c chassis -n "__fish_chassis_using_subcommand runs; and __fish_seen_subcommand_from show" -l composition -d 'Whose history, when compositions share the store: a composition file, or its lineage name (the file\'s path in the workspace, or its `name = "…"`). A qualified id (`NAME:gen_0002`) names one too' -r
 complete -c chassis -n "__fish_chassis_using_subcommand runs; and __fish_seen_subcommand_from show" -l format -d 'Output format: text, or json (one document with `format_version`); some commands also take markdown, dot or mermaid' -r -f -a "text\t'Human-readable text'
 json\t'One JSON document with `format_version`'
 markdown\t'Markdown (diff: a pull-request comment)'
@@ -383,7 +389,7 @@ complete -c chassis -n "__fish_chassis_using_subcommand help; and __fish_seen_su
 complete -c chassis -n "__fish_chassis_using_subcommand help; and __fish_seen_subcommand_from explain" -f -a "reuse" -d 'Why a node was reused, rebuilt or rewired between two stored generations: which identity parts changed'
 complete -c chassis -n "__fish_chassis_using_subcommand help; and __fish_seen_subcommand_from explain" -f -a "budgets" -d 'Each agent\'s budget limits per dimension and how they are enforced (the built-in loop enforces every dimension at its boundaries)'
 complete -c chassis -n "__fish_chassis_using_subcommand help; and __fish_seen_subcommand_from diff" -f -a "generations" -d 'Compare two generations'
-complete -c chassis -n "__fish_chassis_using_subcommand help; and __fish_seen_subcommand_from generations" -f -a "list" -d 'Every published generation, oldest first'
+complete -c chassis -n "__fish_chassis_using_subcommand help; and __fish_seen_subcommand_from generations" -f -a "list" -d 'Every published generation, grouped by composition (lineage), oldest first'
 complete -c chassis -n "__fish_chassis_using_subcommand help; and __fish_seen_subcommand_from generations" -f -a "show" -d 'One generation: digests, nodes (entry, instance id, mount, identity hashes) and what its publish did to each node'
 complete -c chassis -n "__fish_chassis_using_subcommand help; and __fish_seen_subcommand_from runs" -f -a "list" -d 'Every recorded run, oldest first'
 complete -c chassis -n "__fish_chassis_using_subcommand help; and __fish_seen_subcommand_from runs" -f -a "show" -d 'One run'

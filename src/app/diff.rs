@@ -2,21 +2,20 @@
 //! each a composition, a snapshot file, a composition at a git revision or
 //! a stored generation id; with NODES when both are stored generations.
 
-use std::path::{Path, PathBuf};
+use std::path::Path;
 
 use crate::engine::canonical::Canon;
 use crate::engine::declared::changed_keys;
 use crate::engine::diff::{GenerationDiff, diff_snapshots};
-use crate::engine::identity::GenerationId;
 use crate::engine::leaf_diff::{LeafChange, changed_leaves};
 use crate::engine::redact::REDACTED;
 use crate::engine::snapshot::parse_document;
-use crate::store::{OpenMode, StoredGeneration};
+use crate::store::StoredGeneration;
 
 use super::error::{AppError, Problem};
 use super::report::Reporter;
 use super::reuse::{NodeChange, node_changes};
-use super::state::{StateStore, state_path};
+use super::state::{GenerationRef, StateStore, StoreSelection};
 use super::workspace::{Operand, OperandKind, load_operand};
 
 /// What to compare.
@@ -28,8 +27,8 @@ pub struct DiffOptions {
     pub new: String,
     /// Also list what did not change.
     pub include_unchanged: bool,
-    /// The store generation ids are read from.
-    pub state: Option<PathBuf>,
+    /// The store generation ids are read from (and whose history).
+    pub store: StoreSelection,
 }
 
 /// The comparison.
@@ -55,9 +54,8 @@ pub struct DiffOutcome {
 /// Compare two sides.
 pub fn diff(options: &DiffOptions, reporter: &dyn Reporter) -> Result<DiffOutcome, AppError> {
     let mut store = None;
-    let state = options.state.as_deref();
-    let (old, old_gen) = side(&options.old, state, &mut store, reporter)?;
-    let (new, new_gen) = side(&options.new, state, &mut store, reporter)?;
+    let (old, old_gen) = side(&options.old, &options.store, &mut store, reporter)?;
+    let (new, new_gen) = side(&options.new, &options.store, &mut store, reporter)?;
     let nodes = match (&old_gen, &new_gen) {
         (Some(a), Some(b)) => Some(node_changes(a, b)),
         _ => None,
@@ -133,34 +131,32 @@ fn stored_config_keys(old: &StoredGeneration, new: &StoredGeneration) -> Vec<Lea
 
 fn side(
     operand: &str,
-    state: Option<&Path>,
+    at: &StoreSelection,
     store: &mut Option<StateStore>,
     reporter: &dyn Reporter,
 ) -> Result<(Operand, Option<StoredGeneration>), AppError> {
-    match store_operand(operand, state, store)? {
+    match store_operand(operand, at, store)? {
         Some((side, g)) => Ok((side, Some(g))),
         None => Ok((load_operand(operand, reporter)?, None)),
     }
 }
 
-/// An operand that names a stored generation: a `gen_NNNN` that is not an
-/// existing file. `Ok(None)` when it is not one.
+/// An operand that names a stored generation: a `gen_NNNN` (or
+/// `NAME:gen_NNNN`) that is not an existing file. `Ok(None)` when it is
+/// not one.
 fn store_operand(
     operand: &str,
-    state: Option<&Path>,
+    at: &StoreSelection,
     store: &mut Option<StateStore>,
 ) -> Result<Option<(Operand, StoredGeneration)>, AppError> {
-    if Path::new(operand).exists() || GenerationId::parse(operand).is_none() {
+    if Path::new(operand).exists() || GenerationRef::parse(operand).is_none() {
         return Ok(None);
     }
     let opened = match store {
         Some(s) => s,
-        None => store.insert(StateStore::open(
-            &state_path(state, None),
-            OpenMode::ReadOnly,
-        )?),
+        None => store.insert(at.open()?),
     };
-    let g = opened.generation(operand)?;
+    let g = opened.generation(operand, at.composition.as_ref())?;
     let env = parse_document(&g.snapshot).map_err(|e| {
         Problem::failure(format!(
             "the snapshot of {operand} cannot be read: {}",

@@ -130,7 +130,13 @@ impl AppError {
             AppError::Refused { .. } => ErrorKind::Negative,
             AppError::Reconcile(ReconcileError::Cycle { .. }) => ErrorKind::Negative,
             AppError::Reconcile(_) => ErrorKind::Failure,
-            AppError::Store(StoreError::Missing { .. }) => ErrorKind::Input,
+            // A store that is absent, from a newer chassis or not a store
+            // at all is found before anything runs.
+            AppError::Store(
+                StoreError::Missing { .. }
+                | StoreError::FutureSchema { .. }
+                | StoreError::NotAStore { .. },
+            ) => ErrorKind::Input,
             AppError::Store(_) => ErrorKind::Failure,
             AppError::Interrupted(_) => ErrorKind::Interrupted,
         }

@@ -1,11 +1,11 @@
 //! What a store remembers: its generations and the runs made on them.
 
-use std::path::{Path, PathBuf};
+use std::path::PathBuf;
 
-use crate::store::{GenerationSummary, OpenMode, StoredGeneration, StoredRun};
+use crate::store::{GenerationSummary, StoredGeneration, StoredRun};
 
 use super::error::AppError;
-use super::state::{StateStore, state_path};
+use super::state::StoreSelection;
 
 /// A list read from a store.
 pub struct Listing<T> {
@@ -15,35 +15,39 @@ pub struct Listing<T> {
     pub items: Vec<T>,
 }
 
-fn open(state: Option<&Path>) -> Result<StateStore, AppError> {
-    StateStore::open(&state_path(state, None), OpenMode::ReadOnly)
-}
-
-/// Every published generation of the store at `state` (default
-/// `.chassis/state.db` here), oldest first.
-pub fn generations(state: Option<&Path>) -> Result<Listing<GenerationSummary>, AppError> {
-    let store = open(state)?;
+/// Every published generation of the selected store (default
+/// `.chassis/state.db` here), by lineage, oldest first; one lineage's with
+/// `--composition`.
+pub fn generations(at: &StoreSelection) -> Result<Listing<GenerationSummary>, AppError> {
+    let store = at.open()?;
+    let lineage = at.lineage(store.path());
     Ok(Listing {
-        items: store.list()?,
+        items: store.list(lineage.as_deref())?,
         store: store.path().to_path_buf(),
     })
 }
 
-/// Generation `id` of the store at `state`.
-pub fn generation(state: Option<&Path>, id: &str) -> Result<StoredGeneration, AppError> {
-    open(state)?.generation(id)
+/// Generation `id` (`gen_0002` or `NAME:gen_0002`) of the selected store.
+pub fn generation(at: &StoreSelection, id: &str) -> Result<StoredGeneration, AppError> {
+    at.open()?.generation(id, at.composition.as_ref())
 }
 
-/// Every run recorded in the store at `state`.
-pub fn runs(state: Option<&Path>) -> Result<Listing<StoredRun>, AppError> {
-    let store = open(state)?;
+/// Every run recorded in the selected store (one lineage's with
+/// `--composition`).
+pub fn runs(at: &StoreSelection) -> Result<Listing<StoredRun>, AppError> {
+    let store = at.open()?;
+    let lineage = at.lineage(store.path());
+    let mut items = store.runs()?;
+    if let Some(l) = lineage {
+        items.retain(|r| r.lineage == l);
+    }
     Ok(Listing {
-        items: store.runs()?,
+        items,
         store: store.path().to_path_buf(),
     })
 }
 
-/// Run `id` of the store at `state`.
-pub fn run(state: Option<&Path>, id: &str) -> Result<StoredRun, AppError> {
-    open(state)?.run(id)
+/// Run `id` of the selected store.
+pub fn run(at: &StoreSelection, id: &str) -> Result<StoredRun, AppError> {
+    at.open()?.run(id)
 }

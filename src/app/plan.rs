@@ -14,7 +14,7 @@ use super::caller::Caller;
 use super::env::RunEnv;
 use super::error::AppError;
 use super::refusal::{PendingEntry, Refusal, pending_entries};
-use super::state::{StateStore, previous_of, state_path_of};
+use super::state::{StateStore, lineage_of, previous_of, state_path_of};
 use super::workspace::{Workspace, load_file};
 
 /// What to plan.
@@ -107,8 +107,10 @@ pub fn plan(options: &PlanOptions, caller: &Caller) -> Result<PlanOutcome, AppEr
             refusal,
         });
     }
+    let lineage = lineage_of(&options.file, &ws.composition.host, &store);
     let (seed, current_agents) = match StateStore::open_existing(&store)? {
         Some(s) => {
+            let s = s.in_lineage(lineage);
             let (seed, agents) = s.seed_and_agents()?;
             (Some(seed), agents)
         }

@@ -16,7 +16,7 @@ use super::env::RunEnv;
 use super::error::AppError;
 use super::refusal::{PendingEntry, pending_entries};
 use super::report::Notice;
-use super::state::{Publication, StateStore, previous_of, state_path_of};
+use super::state::{Publication, StateStore, lineage_of, previous_of, state_path_of};
 use super::workspace::load_file;
 
 /// What to publish.
@@ -79,7 +79,9 @@ pub async fn publish(options: &PublishOptions, caller: &Caller) -> Result<Publis
         &options.file,
         &ws.composition.host,
     );
-    let mut store = StateStore::open(&path, OpenMode::Create)?;
+    let lineage = lineage_of(&options.file, &ws.composition.host, &path);
+    let mut store =
+        StateStore::open(&path, OpenMode::Create)?.writing_as(lineage, &*caller.reporter)?;
     match publish_into(&mut store, &ws, telemetry, &env, options, caller).await {
         Ok(published) => {
             if store.created() {

@@ -32,6 +32,14 @@ pub enum Notice<'a> {
         /// Whether it is the default `.chassis/` folder (worth ignoring in git).
         in_default_folder: bool,
     },
+    /// A composition claimed the history a store kept from before lineages
+    /// (the first to publish or run after the store was migrated).
+    LineageClaimed {
+        /// The store.
+        store: &'a Path,
+        /// The lineage it now is.
+        lineage: &'a str,
+    },
     /// `on_failure = "skip"` left an entry out of the generation.
     Quarantined {
         /// Entry id.

@@ -2,14 +2,12 @@
 //! rewired, and which parts of its identity changed (`explain reuse`, and
 //! the NODES section of a `diff` of two stored generations).
 
-use std::path::Path;
-
 use crate::engine::diag::did_you_mean;
 use crate::runtime::identity::{Decision, changes};
-use crate::store::{OpenMode, StoredGeneration, StoredIdentity};
+use crate::store::{StoredGeneration, StoredIdentity};
 
 use super::error::{AppError, Problem};
-use super::state::{StateStore, state_path};
+use super::state::StoreSelection;
 
 /// How one node changed between two stored generations.
 #[derive(Clone, Debug, PartialEq, Eq, serde::Serialize)]
@@ -164,14 +162,14 @@ fn parts(a: &StoredIdentity, b: &StoredIdentity) -> [IdentityPart; 5] {
 /// Explain node `node` between generations `old` and `new` of the store
 /// at `state` (default `.chassis/state.db` here).
 pub fn explain_reuse(
-    state: Option<&Path>,
+    at: &StoreSelection,
     old: &str,
     new: &str,
     node: &str,
 ) -> Result<ReuseReport, AppError> {
-    let store = StateStore::open(&state_path(state, None), OpenMode::ReadOnly)?;
-    let a = store.generation(old)?;
-    let b = store.generation(new)?;
+    let store = at.open()?;
+    let a = store.generation(old, at.composition.as_ref())?;
+    let b = store.generation(new, at.composition.as_ref())?;
     let Some(change) = node_change(&a, &b, node) else {
         let mut known: Vec<&str> = a
             .nodes

@@ -33,7 +33,7 @@ use super::candidates::{self, Candidate, Follow, Follower};
 use super::env::RunEnv;
 use super::error::{AppError, ErrorKind, Problem};
 use super::report::Notice;
-use super::state::{Publication, StateStore, previous_of, state_path_of};
+use super::state::{Publication, StateStore, lineage_of, previous_of, state_path_of};
 use super::workspace::{Workspace, load_file};
 
 /// Where a run's input comes from.
@@ -212,13 +212,20 @@ pub async fn run(options: RunOptions, caller: &Caller) -> Result<RunOutcome, App
         .as_deref()
         .map(RecordFile::create)
         .transpose()?;
-    let mut store = match &options.state {
+    let store_path = match &options.state {
         RunState::None => None,
-        RunState::Default => Some(StateStore::open(
-            &state_path_of(None, &options.file, &ws.composition.host),
-            OpenMode::Create,
-        )?),
-        RunState::At(path) => Some(StateStore::open(path, OpenMode::Create)?),
+        RunState::Default => Some(state_path_of(None, &options.file, &ws.composition.host)),
+        RunState::At(path) => Some(path.clone()),
+    };
+    let mut store = match store_path {
+        None => None,
+        Some(path) => {
+            let lineage = lineage_of(&options.file, &ws.composition.host, &path);
+            Some(
+                StateStore::open(&path, OpenMode::Create)?
+                    .writing_as(lineage, &*caller.reporter)?,
+            )
+        }
     };
     let seed = store.as_ref().map(StateStore::seed).transpose()?;
     let replay = replay(

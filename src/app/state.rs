@@ -19,12 +19,13 @@ use crate::engine::snapshot::envelope;
 use crate::runtime::harness::{ConfigFingerprint, SeedNode, SeedState};
 use crate::runtime::{Generation, ReconcileReport};
 use crate::store::{
-    DEFAULT_STATE, GenerationSummary, NewRun, OpenMode, PublishRecord, Store, StoreError,
-    StoredGeneration, StoredIdentity, StoredImpact, StoredNode, StoredRun, seed_state,
+    DEFAULT_STATE, GenerationSummary, LineageSummary, NewRun, OpenMode, PublishRecord, Store,
+    StoreError, StoredGeneration, StoredIdentity, StoredImpact, StoredNode, StoredRun, seed_state,
     seed_state_at,
 };
 
 use super::error::{AppError, Problem};
+use super::report::{Notice, Reporter};
 
 /// The store path: `state`, else `.chassis/state.db` beside `file` (or in
 /// the current directory).
@@ -47,10 +48,170 @@ pub fn state_path_of(state: Option<&Path>, file: &Path, host: &HostSettings) -> 
     }
 }
 
+/// The lineage the composition at `file` publishes into, in the store at
+/// `store`: its `name = "…"`, else the root file's path relative to the
+/// workspace (the folder holding the store's `.chassis/`, or the store's
+/// own folder), `/`-separated — so `composition.toml` and `quickstart.toml`
+/// beside one store keep separate histories, and the same file reached
+/// from another directory is the same lineage.
+pub fn lineage_of(file: &Path, host: &HostSettings, store: &Path) -> String {
+    if let Some(name) = &host.name {
+        return name.value.clone();
+    }
+    let store = absolute(store);
+    let workspace = store
+        .parent()
+        .map(|dir| {
+            if dir.file_name().is_some_and(|n| n == ".chassis") {
+                dir.parent().unwrap_or(dir)
+            } else {
+                dir
+            }
+        })
+        .unwrap_or(Path::new("/"));
+    let file = absolute(file);
+    let shown = file.strip_prefix(workspace).unwrap_or(&file);
+    shown
+        .components()
+        .map(|c| c.as_os_str().to_string_lossy().into_owned())
+        .collect::<Vec<_>>()
+        .join("/")
+        .replacen("//", "/", 1)
+}
+
+/// `path` made absolute and normalised lexically (`.` and `..` resolved
+/// without touching the file system: a store may not exist yet).
+fn absolute(path: &Path) -> PathBuf {
+    let joined = if path.is_absolute() {
+        path.to_path_buf()
+    } else {
+        std::env::current_dir()
+            .unwrap_or_else(|_| PathBuf::from("/"))
+            .join(path)
+    };
+    let mut out = PathBuf::new();
+    for c in joined.components() {
+        match c {
+            std::path::Component::CurDir => {}
+            std::path::Component::ParentDir => {
+                out.pop();
+            }
+            other => out.push(other),
+        }
+    }
+    out
+}
+
+/// Which lineage a read names: a composition file, or a lineage's name.
+#[derive(Clone, Debug, PartialEq, Eq)]
+pub enum CompositionRef {
+    /// `--composition FILE`: the lineage that file publishes into (its
+    /// store, by default, is the one beside it).
+    File(PathBuf),
+    /// `--composition NAME`.
+    Name(String),
+}
+
+impl CompositionRef {
+    /// `value` as given to `--composition`: an existing file, else a name.
+    pub fn parse(value: &str) -> Self {
+        if Path::new(value).is_file() {
+            CompositionRef::File(PathBuf::from(value))
+        } else {
+            CompositionRef::Name(value.to_owned())
+        }
+    }
+
+    /// The store a read uses: `state`, else the one beside a file.
+    pub fn state_path(this: Option<&Self>, state: Option<&Path>) -> PathBuf {
+        match this {
+            Some(CompositionRef::File(f)) => state_path(state, Some(f)),
+            _ => state_path(state, None),
+        }
+    }
+
+    /// The lineage name, given the store at `store`.
+    pub fn lineage(&self, store: &Path) -> String {
+        match self {
+            CompositionRef::Name(n) => n.clone(),
+            CompositionRef::File(f) => lineage_of(f, &HostSettings::named(declared_name(f)), store),
+        }
+    }
+}
+
+/// The top-level `name = "…"` of the composition file at `file`, read
+/// without loading the composition (a history command reads no plugin).
+fn declared_name(file: &Path) -> Option<String> {
+    let text = std::fs::read_to_string(file).ok()?;
+    let table: toml::Table = text.parse().ok()?;
+    table.get("name")?.as_str().map(str::to_owned)
+}
+
+/// Which store a read opens, and whose history in it.
+#[derive(Clone, Debug, Default, PartialEq, Eq)]
+pub struct StoreSelection {
+    /// `--state`.
+    pub state: Option<PathBuf>,
+    /// `--composition FILE|NAME`.
+    pub composition: Option<CompositionRef>,
+}
+
+impl StoreSelection {
+    /// From `--state` and `--composition`.
+    pub fn new(state: Option<&Path>, composition: Option<&str>) -> Self {
+        Self {
+            state: state.map(Path::to_path_buf),
+            composition: composition.map(CompositionRef::parse),
+        }
+    }
+
+    /// The store's path: `--state`, else beside `--composition FILE`, else
+    /// `.chassis/state.db` here.
+    pub fn path(&self) -> PathBuf {
+        CompositionRef::state_path(self.composition.as_ref(), self.state.as_deref())
+    }
+
+    /// Open the store to read.
+    pub fn open(&self) -> Result<StateStore, AppError> {
+        StateStore::open(&self.path(), OpenMode::ReadOnly)
+    }
+
+    /// The lineage it names, if any, in the store at `store`.
+    pub fn lineage(&self, store: &Path) -> Option<String> {
+        self.composition.as_ref().map(|c| c.lineage(store))
+    }
+}
+
+/// A generation id as a read names it: `gen_0002`, or qualified by its
+/// lineage, `NAME:gen_0002`.
+#[derive(Clone, Debug, PartialEq, Eq)]
+pub struct GenerationRef {
+    /// The lineage, when qualified.
+    pub lineage: Option<String>,
+    /// The id.
+    pub id: GenerationId,
+}
+
+impl GenerationRef {
+    /// Parse `text` (`None` when it names no generation).
+    pub fn parse(text: &str) -> Option<Self> {
+        if let Some(id) = GenerationId::parse(text) {
+            return Some(Self { lineage: None, id });
+        }
+        let (lineage, id) = text.rsplit_once(':')?;
+        Some(Self {
+            lineage: Some(lineage.to_owned()),
+            id: GenerationId::parse(id)?,
+        })
+    }
+}
+
 /// An open generation store.
 pub struct StateStore {
     store: Box<dyn Store>,
     path: PathBuf,
+    /// The lineage a composition operation reads and writes.
+    lineage: String,
 }
 
 impl StateStore {
@@ -66,7 +227,35 @@ impl StateStore {
         Ok(Self {
             store: Box::new(store),
             path: path.to_path_buf(),
+            lineage: String::new(),
         })
+    }
+
+    /// For the composition of lineage `lineage` (what `seed`,
+    /// `record_publication` and `record_run` use).
+    #[must_use]
+    pub fn in_lineage(mut self, lineage: String) -> Self {
+        self.lineage = lineage;
+        self
+    }
+
+    /// For the composition of lineage `lineage`, which publishes or runs:
+    /// the first to do so in a store migrated from before lineages
+    /// continues (and names) its unclaimed history, and is told.
+    pub fn writing_as(self, lineage: String, reporter: &dyn Reporter) -> Result<Self, AppError> {
+        let mut this = self.in_lineage(lineage);
+        if this.store.claim(&this.lineage)? {
+            reporter.notice(Notice::LineageClaimed {
+                store: &this.path,
+                lineage: &this.lineage,
+            });
+        }
+        Ok(this)
+    }
+
+    /// The lineage of its composition.
+    pub fn lineage(&self) -> &str {
+        &self.lineage
     }
 
     /// Open the store at `path` to read, or `None` when there is none.
@@ -93,7 +282,7 @@ impl StateStore {
     /// `.chassis/` folder when that is left empty), so a first publish that
     /// fails leaves the directory as it found it. Anything else is kept.
     pub fn discard_if_unused(self) {
-        if !self.created() || !matches!(self.store.current(), Ok(None)) {
+        if !self.created() || !matches!(self.store.lineages().map(|l| l.is_empty()), Ok(true)) {
             return;
         }
         let in_default_folder = self.in_default_folder();
@@ -121,15 +310,15 @@ impl StateStore {
     /// The harness seed: the current generation's nodes, mount counters,
     /// sequence, digest and the store's configuration fingerprint.
     pub fn seed(&self) -> Result<SeedState, AppError> {
-        Ok(seed_state(self.store.as_ref())?)
+        Ok(seed_state(self.store.as_ref(), &self.lineage)?)
     }
 
     /// [`Self::seed`], and the agents' definitions the current generation
     /// recorded (its snapshot's `metadata.agents`), for saying which agents
     /// a publication changes.
     pub fn seed_and_agents(&self) -> Result<(SeedState, Option<Canon>), AppError> {
-        let current = self.store.current()?;
-        let seed = seed_state_at(self.store.as_ref(), current.as_ref())?;
+        let current = self.store.current(&self.lineage)?;
+        let seed = seed_state_at(self.store.as_ref(), &self.lineage, current.as_ref())?;
         let agents = current
             .as_ref()
             .and_then(|g| g.snapshot.pointer(&format!("/snapshot/metadata/{AGENTS}")))
@@ -142,35 +331,106 @@ impl StateStore {
         self.store.config_fingerprint()
     }
 
-    /// Every generation, oldest first.
-    pub fn list(&self) -> Result<Vec<GenerationSummary>, AppError> {
-        Ok(self.store.list()?)
+    /// Every lineage, by name.
+    pub fn lineages(&self) -> Result<Vec<LineageSummary>, AppError> {
+        Ok(self.store.lineages()?)
     }
 
-    /// Generation `id` (unusable input when it is not an id or not here).
-    pub fn generation(&self, id: &str) -> Result<StoredGeneration, AppError> {
-        let parsed = parse_id(id)?;
-        match self.store.generation(&parsed)? {
-            Some(g) => Ok(g),
-            None => {
-                let known: Vec<String> = self
-                    .store
-                    .list()
-                    .map(|l| l.into_iter().map(|g| g.id).collect())
-                    .unwrap_or_default();
-                let range = match (known.first(), known.last()) {
-                    (Some(a), Some(b)) if a != b => format!("{a} … {b}"),
-                    (Some(a), _) => a.clone(),
-                    _ => "none".into(),
-                };
-                Err(Problem::input(format!(
-                    "the store `{}` has no generation `{id}`",
-                    self.store.location()
-                ))
-                .with_help(format!("it holds {range}"))
-                .into())
+    /// The generations of `lineage` (every lineage's when `None`), by
+    /// lineage, oldest first.
+    pub fn list(&self, lineage: Option<&str>) -> Result<Vec<GenerationSummary>, AppError> {
+        Ok(self.store.list(lineage)?)
+    }
+
+    /// The generation `text` names (`gen_0002` or `NAME:gen_0002`), in
+    /// `composition`'s lineage when given. An unqualified id held by more
+    /// than one lineage is ambiguous: unusable input, naming them.
+    pub fn generation(
+        &self,
+        text: &str,
+        composition: Option<&CompositionRef>,
+    ) -> Result<StoredGeneration, AppError> {
+        let Some(parsed) = GenerationRef::parse(text) else {
+            return Err(Problem::input(format!("`{text}` is not a generation id"))
+                .with_help(
+                    "generation ids look like `gen_0001`, or `NAME:gen_0001` in a store that \
+                     several compositions share (see `chassis generations list`)",
+                )
+                .into());
+        };
+        let lineages = self.store.lineages()?;
+        let lineage = match (&parsed.lineage, composition) {
+            (Some(l), _) => l.clone(),
+            (None, Some(c)) => c.lineage(&self.path),
+            (None, None) => {
+                let holding: Vec<&LineageSummary> = lineages
+                    .iter()
+                    .filter(|l| l.generations >= parsed.id.sequence())
+                    .collect();
+                match holding.as_slice() {
+                    [one] => one.name.clone(),
+                    [] => return Err(self.no_such(text, None, &lineages)),
+                    many => {
+                        let names: Vec<String> = many
+                            .iter()
+                            .map(|l| format!("`{}:{}`", l.name, parsed.id))
+                            .collect();
+                        return Err(Problem::input(format!(
+                            "`{text}` is ambiguous: {} compositions in the store `{}` have one",
+                            many.len(),
+                            self.path.display()
+                        ))
+                        .with_help(format!(
+                            "name one: {}, or pass `--composition FILE|NAME`",
+                            names.join(", ")
+                        ))
+                        .with_code("store::ambiguous-generation")
+                        .into());
+                    }
+                }
             }
+        };
+        match self.store.generation(&lineage, &parsed.id)? {
+            Some(g) => Ok(g),
+            None => Err(self.no_such(text, Some(&lineage), &lineages)),
         }
+    }
+
+    fn no_such(&self, text: &str, lineage: Option<&str>, lineages: &[LineageSummary]) -> AppError {
+        let held: Vec<String> = lineages
+            .iter()
+            .filter(|l| lineage.is_none_or(|n| n == l.name))
+            .map(|l| {
+                let range = match l.generations {
+                    0 => "none".to_owned(),
+                    1 => "gen_0001".to_owned(),
+                    n => format!("gen_0001 … {}", GenerationId::from_sequence(n)),
+                };
+                if lineages.len() > 1 {
+                    format!("{}: {range}", shown_lineage(&l.name))
+                } else {
+                    range
+                }
+            })
+            .collect();
+        let in_lineage = match lineage {
+            Some(l) if lineages.len() > 1 || !lineages.iter().any(|x| x.name == l) => {
+                format!(" for the composition `{l}`")
+            }
+            _ => String::new(),
+        };
+        let help = if held.is_empty() {
+            let names: Vec<String> = lineages.iter().map(|l| shown_lineage(&l.name)).collect();
+            format!("its compositions are {}", names.join(", "))
+        } else {
+            format!("it holds {}", held.join("; "))
+        };
+        Problem::input(format!(
+            "the store `{}` has no generation `{text}`{in_lineage}",
+            self.store.location()
+        ))
+        .with_help(help)
+        .into()
     }
 
     /// Every recorded run, in the order they were recorded.
@@ -192,7 +452,7 @@ impl StateStore {
 
     /// Record a run under its own id (returned).
     pub fn record_run(&mut self, run: NewRun) -> Result<String, AppError> {
-        Ok(self.store.record_run(run)?)
+        Ok(self.store.record_run(&self.lineage, run)?)
     }
 
     /// Record a published generation (one transaction).
@@ -239,7 +499,7 @@ impl StateStore {
                 .collect(),
             mounts,
         };
-        self.store.publish(record)?;
+        self.store.publish(&self.lineage, record)?;
         Ok(())
     }
 }
@@ -258,13 +518,14 @@ pub struct Publication<'a> {
     pub mounts: BTreeMap<String, u64>,
 }
 
-/// Parse a generation id (unusable input when it is not one).
-pub fn parse_id(id: &str) -> Result<GenerationId, AppError> {
-    GenerationId::parse(id).ok_or_else(|| {
-        Problem::input(format!("`{id}` is not a generation id"))
-            .with_help("generation ids look like `gen_0001` (see `chassis generations list`)")
-            .into()
-    })
+/// How a lineage reads to a person: its name, or what the unnamed lineage
+/// of a migrated store is.
+pub fn shown_lineage(name: &str) -> String {
+    if name.is_empty() {
+        "(from before lineages)".to_owned()
+    } else {
+        name.to_owned()
+    }
 }
 
 /// The generation a seed was taken at (`None` for an empty store).

@@ -192,7 +192,8 @@ fn failures_carry_their_exit_code_row() {
     assert_eq!(p.kind, ErrorKind::Input);
     assert_eq!(p.help, ["did you mean `assistant`?"]);
     // A store that is not there, for a command that only reads.
-    let Err(e) = super::history::generations(Some(&dir.path().join("none.db"))) else {
+    let at = super::state::StoreSelection::new(Some(&dir.path().join("none.db")), None);
+    let Err(e) = super::history::generations(&at) else {
         panic!("no store");
     };
     assert_eq!(e.kind(), ErrorKind::Input);

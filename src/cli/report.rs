@@ -63,6 +63,10 @@ impl Reporter for CliReporter {
                     path.display()
                 ));
             }
+            Notice::LineageClaimed { store, lineage } => self.said(&format!(
+                "note: the generations `{}` held from before lineages continue as the history of `{lineage}`; other compositions publishing there get histories of their own",
+                store.display()
+            )),
             Notice::Quarantined { entry, error } => self.said(&format!(
                 "warning: entry `{entry}` was quarantined (on_failure = \"skip\"): {error}; its consumers are pending"
             )),

@@ -20,6 +20,9 @@ struct CompositionFile {
     version: Option<u32>,
     /// Files to include, relative to this file: a file, a directory (its `*.toml` files, sorted by name, not recursive) or `dir/*.toml`.
     include: Option<Vec<String>>,
+    /// The name of this composition's history (lineage) in a store several compositions share; default: the root file's path in the workspace. Root file only; a host setting, never part of the composition's identity.
+    #[schemars(length(min = 1, max = 200))]
+    name: Option<String>,
     /// Global provider preferences: capability = entry id.
     prefer: Option<BTreeMap<String, String>>,
     /// Declared plugins by catalog name; entries refer to them with `plugin`.

@@ -25,7 +25,8 @@ pub const SUPPORTED_VERSIONS: &[i64] = &[1];
 
 /// Keys of the document root.
 pub const ROOT_KEYS: &[&str] = &[
-    "version", "include", "prefer", "plugins", "entries", "scopes", "policy", "agents", "store",
+    "version", "include", "name", "prefer", "plugins", "entries", "scopes", "policy", "agents",
+    "store",
 ];
 /// Keys of `[store]` (a host settings table).
 pub const STORE_KEYS: &[&str] = &["path"];
@@ -261,6 +262,11 @@ pub(crate) fn walk_file(cx: &mut FileCtx<'_>, doc: &DeTable<'_>, root: bool) -> 
             });
         }
     }
+    if let Some(node) = r.get("name")
+        && host_table(cx, &node, root)
+    {
+        out.host.name = composition_name(cx, &node);
+    }
     if let Some(node) = r.get("store")
         && host_table(cx, &node, root)
     {
@@ -289,14 +295,41 @@ fn host_table(cx: &mut FileCtx<'_>, node: &Node<'_, '_>, root: bool) -> bool {
         Code::HostSettingInInclude,
         node.key_span,
         format!(
-            "`[{}]` configures the host, so it belongs in the root composition file, not in an include",
-            node.key
+            "{} configures the host, so it belongs in the root composition file, not in an include",
+            if node.key == "name" {
+                "`name`".to_owned()
+            } else {
+                format!("`[{}]`", node.key)
+            }
         ),
         "in an included file",
     );
     d.help
         .push("move it to the file you pass to chassis".to_owned());
     false
+}
+
+/// `name = "…"`: a lineage name (no control characters; at most 200
+/// bytes; not empty).
+fn composition_name(cx: &mut FileCtx<'_>, node: &Node<'_, '_>) -> Option<Located<String>> {
+    let s = node.str(cx)?;
+    let problem = if s.value.trim().is_empty() {
+        Some("`name` is empty")
+    } else if s.value.chars().any(char::is_control) {
+        Some("`name` holds a control character")
+    } else if s.value.len() > 200 {
+        Some("`name` is longer than 200 bytes")
+    } else {
+        None
+    };
+    if let Some(problem) = problem {
+        let d = cx.error(Code::InvalidValue, s.span, problem, "a composition name");
+        d.help.push(
+            "a name such as `support-bot`; it names this composition's history in the store".into(),
+        );
+        return None;
+    }
+    Some(Located::new(s.value.to_owned(), Some(cx.origin(s.span))))
 }
 
 /// `[store]`.

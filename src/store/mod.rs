@@ -14,8 +14,10 @@
 //! keyed fingerprint (HMAC under a random per-store key, [`key`]), never a
 //! configuration value.
 
+pub mod chunks;
 pub mod failpoint;
 pub mod key;
+pub mod migrate;
 pub mod sqlite;
 mod time;
 
@@ -34,8 +36,10 @@ pub use key::StoreKey;
 pub use sqlite::SqliteStore;
 pub use time::now_rfc3339;
 
-/// The schema version this chassis writes and reads.
-pub const SCHEMA_VERSION: i64 = 1;
+/// The schema version this chassis writes (and the newest it reads).
+pub fn schema_version() -> i64 {
+    migrate::latest()
+}
 
 /// Where the store lives by default, relative to the composition's folder.
 pub const DEFAULT_STATE: &str = ".chassis/state.db";
@@ -249,9 +253,24 @@ pub fn decision_name(d: Decision) -> &'static str {
     }
 }
 
+/// A lineage as listed: one composition's history in a shared store.
+#[derive(Clone, Debug, PartialEq, Eq, Serialize)]
+pub struct LineageSummary {
+    /// Its name (the root file's path in the workspace, or the
+    /// composition's `name`); empty for generations a version 1 store held
+    /// before lineages, until a composition publishes and claims them.
+    pub name: String,
+    /// How many generations it holds.
+    pub generations: u64,
+    /// Its current generation.
+    pub current: Option<String>,
+}
+
 /// A generation as listed.
 #[derive(Clone, Debug, PartialEq, Eq, Serialize)]
 pub struct GenerationSummary {
+    /// The lineage it belongs to.
+    pub lineage: String,
     /// Id (`gen_0001`).
     pub id: String,
     /// Sequence.
@@ -289,9 +308,12 @@ impl StoredGeneration {
         GenerationId::from_sequence(self.summary.sequence)
     }
 
-    /// The node of `entry`.
+    /// The node of `entry` (nodes are kept by entry id).
     pub fn node(&self, entry: &str) -> Option<&StoredNode> {
-        self.nodes.iter().find(|n| n.entry_id == entry)
+        self.nodes
+            .binary_search_by(|n| n.entry_id.as_str().cmp(entry))
+            .ok()
+            .map(|i| &self.nodes[i])
     }
 }
 
@@ -337,6 +359,8 @@ pub struct NewRun {
 pub struct StoredRun {
     /// Id (`run_<12 hex>`, the run's own).
     pub id: String,
+    /// The lineage of its generation.
+    pub lineage: String,
     /// Generation id.
     pub generation_id: String,
     /// Agent.
@@ -358,27 +382,41 @@ pub enum OpenMode {
     ReadOnly,
 }
 
-/// A generation store.
+/// A generation store: lineages (one per composition) of generations, and
+/// the runs made on them. A lineage named by a composition that has none
+/// yet stands for the unclaimed lineage of a migrated store, if any.
 pub trait Store: Send {
     /// Where it is.
     fn location(&self) -> String;
     /// Whether opening it created it.
     fn created(&self) -> bool;
-    /// The current (latest published) generation.
-    fn current(&self) -> Result<Option<StoredGeneration>, StoreError>;
-    /// One generation.
-    fn generation(&self, id: &GenerationId) -> Result<Option<StoredGeneration>, StoreError>;
-    /// Every generation, oldest first.
-    fn list(&self) -> Result<Vec<GenerationSummary>, StoreError>;
-    /// Entry id -> mounts so far.
-    fn entry_mounts(&self) -> Result<BTreeMap<String, u64>, StoreError>;
+    /// Every lineage, by name.
+    fn lineages(&self) -> Result<Vec<LineageSummary>, StoreError>;
+    /// The current (latest published) generation of `lineage`.
+    fn current(&self, lineage: &str) -> Result<Option<StoredGeneration>, StoreError>;
+    /// One generation of `lineage`.
+    fn generation(
+        &self,
+        lineage: &str,
+        id: &GenerationId,
+    ) -> Result<Option<StoredGeneration>, StoreError>;
+    /// The generations of `lineage` (every lineage's when `None`), by
+    /// lineage, oldest first.
+    fn list(&self, lineage: Option<&str>) -> Result<Vec<GenerationSummary>, StoreError>;
+    /// Entry id -> mounts so far, in `lineage`.
+    fn entry_mounts(&self, lineage: &str) -> Result<BTreeMap<String, u64>, StoreError>;
     /// The keyed configuration fingerprint of this store.
     fn config_fingerprint(&self) -> ConfigFingerprint;
-    /// Record a generation atomically; its sequence is allocated inside the
-    /// transaction and must be the one the record was built as.
-    fn publish(&mut self, record: PublishRecord) -> Result<GenerationId, StoreError>;
-    /// Record a run under its own id (returned).
-    fn record_run(&mut self, run: NewRun) -> Result<String, StoreError>;
+    /// Record a generation of `lineage` atomically; its sequence is
+    /// allocated inside the transaction and must be the one the record was
+    /// built as.
+    fn publish(&mut self, lineage: &str, record: PublishRecord)
+    -> Result<GenerationId, StoreError>;
+    /// Claim the unclaimed lineage of a migrated store for `lineage` (when
+    /// there is one and `lineage` has none of its own); `true` when it did.
+    fn claim(&mut self, lineage: &str) -> Result<bool, StoreError>;
+    /// Record a run on a generation of `lineage` under its own id (returned).
+    fn record_run(&mut self, lineage: &str, run: NewRun) -> Result<String, StoreError>;
     /// Every run, in the order they were recorded.
     fn runs(&self) -> Result<Vec<StoredRun>, StoreError>;
     /// One run.
@@ -396,19 +434,21 @@ pub fn fingerprint_fn(key: StoreKey) -> ConfigFingerprint {
     Arc::new(move |hash: &str| key.fingerprint(CONFIG_PURPOSE, hash))
 }
 
-/// The harness seed for `store`: its current generation's nodes, the mount
-/// counters, the sequence and digest, and the store's fingerprint.
-pub fn seed_state(store: &dyn Store) -> Result<SeedState, StoreError> {
-    seed_state_at(store, store.current()?.as_ref())
+/// The harness seed for `lineage` in `store`: its current generation's
+/// nodes, the mount counters, the sequence and digest, and the store's
+/// fingerprint.
+pub fn seed_state(store: &dyn Store, lineage: &str) -> Result<SeedState, StoreError> {
+    seed_state_at(store, lineage, store.current(lineage)?.as_ref())
 }
 
-/// [`seed_state`], given the store's `current` generation (read once by a
-/// caller that needs more of it).
+/// [`seed_state`], given the lineage's `current` generation (read once by
+/// a caller that needs more of it).
 pub fn seed_state_at(
     store: &dyn Store,
+    lineage: &str,
     current: Option<&StoredGeneration>,
 ) -> Result<SeedState, StoreError> {
-    let mounts = store.entry_mounts()?;
+    let mounts = store.entry_mounts(lineage)?;
     let mut seed = SeedState {
         sequence: current.map_or(0, |g| g.summary.sequence),
         digest: current.map(|g| g.summary.digest.clone()),

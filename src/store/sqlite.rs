@@ -4,7 +4,9 @@
 //! write lock is taken first, the sequence number is allocated inside it,
 //! and a process killed anywhere before `COMMIT` leaves the previous state
 //! (SQLite rolls the hot journal back on the next open). Reading commands
-//! open the file read-only.
+//! open the file read-only. The layout is [`super::migrate`]'s; a
+//! generation's documents are chunk trees ([`super::chunks`]), so it costs
+//! what changed.
 
 use std::collections::BTreeMap;
 use std::path::{Path, PathBuf};
@@ -12,12 +14,13 @@ use std::time::Duration;
 
 use rusqlite::{Connection, OpenFlags, OptionalExtension, TransactionBehavior, params};
 
+use super::chunks::{self, Chunk};
 use super::failpoint::failpoint;
 use super::key::StoreKey;
+use super::migrate::{self, Documents, UNCLAIMED};
 use super::{
-    GenerationSummary, NewRun, OpenMode, PublishRecord, SCHEMA_VERSION, Store, StoreError,
-    StoredGeneration, StoredIdentity, StoredImpact, StoredNode, StoredRun, fingerprint_fn,
-    now_rfc3339,
+    GenerationSummary, LineageSummary, NewRun, OpenMode, PublishRecord, Store, StoreError,
+    StoredGeneration, StoredImpact, StoredNode, StoredRun, fingerprint_fn, now_rfc3339,
 };
 use crate::engine::identity::GenerationId;
 use crate::runtime::harness::ConfigFingerprint;
@@ -25,47 +28,14 @@ use crate::runtime::harness::ConfigFingerprint;
 /// How long a publish waits for another writer.
 pub const BUSY_TIMEOUT: Duration = Duration::from_secs(10);
 
-const SCHEMA: &str = "
-CREATE TABLE meta (
-    key   TEXT PRIMARY KEY,
-    value TEXT NOT NULL
-);
-CREATE TABLE store_key (
-    id  INTEGER PRIMARY KEY CHECK (id = 1),
-    key BLOB NOT NULL
-);
-CREATE TABLE generations (
-    id              TEXT PRIMARY KEY,
-    sequence        INTEGER NOT NULL UNIQUE,
-    state           TEXT NOT NULL,
-    created_at      TEXT NOT NULL,
-    snapshot        TEXT NOT NULL,
-    semantic_digest TEXT NOT NULL,
-    digest          TEXT NOT NULL,
-    physical_digest TEXT NOT NULL,
-    impact          TEXT NOT NULL
-);
-CREATE TABLE nodes (
-    generation_id TEXT NOT NULL REFERENCES generations(id),
-    entry_id      TEXT NOT NULL,
-    instance_id   TEXT NOT NULL,
-    mount         INTEGER NOT NULL,
-    identity      TEXT NOT NULL,
-    PRIMARY KEY (generation_id, entry_id)
-);
-CREATE TABLE entry_mounts (
-    entry_id TEXT PRIMARY KEY,
-    mount    INTEGER NOT NULL
-);
-CREATE TABLE runs (
-    id            TEXT PRIMARY KEY,
-    generation_id TEXT NOT NULL REFERENCES generations(id),
-    agent         TEXT NOT NULL,
-    status        TEXT NOT NULL,
-    started_at    TEXT NOT NULL,
-    finished_at   TEXT
-);
-";
+/// A generation row: its summary and where its documents are.
+struct Row {
+    summary: GenerationSummary,
+    physical_digest: String,
+    snapshot_root: String,
+    nodes_root: String,
+    impact_root: String,
+}
 
 /// The SQLite store.
 pub struct SqliteStore {
@@ -92,7 +62,9 @@ fn u64_of(n: i64) -> u64 {
 }
 
 impl SqliteStore {
-    /// Open (or, with [`OpenMode::Create`], create) the store at `path`.
+    /// Open (or, with [`OpenMode::Create`], create) the store at `path`,
+    /// migrating an older schema (one transaction; a read-only open of an
+    /// older store migrates it read-write first).
     pub fn open(path: &Path, mode: OpenMode) -> Result<Self, StoreError> {
         let shown = path.display().to_string();
         let backend = |e: &dyn std::fmt::Display| StoreError::Backend {
@@ -123,7 +95,15 @@ impl SqliteStore {
         if mode == OpenMode::Create {
             store.created = store.initialize()?;
         }
-        store.check_schema()?;
+        if store.schema_version()? < migrate::latest() {
+            if mode == OpenMode::ReadOnly {
+                let mut rw = Self::open(path, OpenMode::Create)?;
+                rw.upgrade()?;
+                drop(rw);
+                return Self::open(path, OpenMode::ReadOnly);
+            }
+            store.upgrade()?;
+        }
         store.key = store.load_key()?;
         Ok(store)
     }
@@ -137,6 +117,18 @@ impl SqliteStore {
     pub fn integrity_check(&self) -> Result<String, StoreError> {
         self.conn
             .query_row("PRAGMA integrity_check", [], |r| r.get(0))
+            .map_err(|e| self.backend(e))
+    }
+
+    /// Bytes the chunks hold (what generations share).
+    pub fn chunk_bytes(&self) -> Result<u64, StoreError> {
+        self.conn
+            .query_row(
+                "SELECT coalesce(sum(length(body)), 0) FROM chunks",
+                [],
+                |r| r.get::<_, i64>(0),
+            )
+            .map(u64_of)
             .map_err(|e| self.backend(e))
     }
 
@@ -154,31 +146,28 @@ impl SqliteStore {
         }
     }
 
-    /// Create the schema and key in an empty file; `true` when it did.
+    /// Create the base tables, key and every migration in an empty file;
+    /// `true` when it did.
     fn initialize(&mut self) -> Result<bool, StoreError> {
+        let path = self.path.clone();
+        let backend = |e: &dyn std::fmt::Display| StoreError::Backend {
+            path: path.display().to_string(),
+            message: e.to_string(),
+        };
         let tx = self
             .conn
             .transaction_with_behavior(TransactionBehavior::Immediate)
-            .map_err(|e| StoreError::Backend {
-                path: self.path.display().to_string(),
-                message: e.to_string(),
-            })?;
+            .map_err(|e| backend(&e))?;
         let tables: i64 = tx
             .query_row("SELECT count(*) FROM sqlite_master", [], |r| r.get(0))
-            .map_err(|e| not_a_store_err(&self.path, e))?;
+            .map_err(|e| not_a_store_err(&path, e))?;
         if tables > 0 {
             return Ok(false);
         }
-        let key = StoreKey::generate().map_err(|e| StoreError::Backend {
-            path: self.path.display().to_string(),
-            message: format!("cannot read /dev/urandom for the store key: {e}"),
-        })?;
+        let key = StoreKey::generate()
+            .map_err(|e| backend(&format!("cannot read /dev/urandom for the store key: {e}")))?;
         let result = (|| -> rusqlite::Result<()> {
-            tx.execute_batch(SCHEMA)?;
-            tx.execute(
-                "INSERT INTO meta (key, value) VALUES ('schema_version', ?1)",
-                params![SCHEMA_VERSION.to_string()],
-            )?;
+            tx.execute_batch(migrate::BASE)?;
             tx.execute(
                 "INSERT INTO meta (key, value) VALUES ('created_by', ?1)",
                 params![format!("chassis {}", env!("CARGO_PKG_VERSION"))],
@@ -187,46 +176,36 @@ impl SqliteStore {
                 "INSERT INTO store_key (id, key) VALUES (1, ?1)",
                 params![key.bytes().as_slice()],
             )?;
+            migrate::migrate(&tx, 0)?;
             Ok(())
         })();
-        result.map_err(|e| StoreError::Backend {
-            path: self.path.display().to_string(),
-            message: e.to_string(),
-        })?;
-        tx.commit().map_err(|e| StoreError::Backend {
-            path: self.path.display().to_string(),
-            message: e.to_string(),
-        })?;
+        result.map_err(|e| backend(&e))?;
+        tx.commit().map_err(|e| backend(&e))?;
         Ok(true)
     }
 
-    fn check_schema(&self) -> Result<(), StoreError> {
-        let version: Option<String> = self
-            .conn
-            .query_row(
-                "SELECT value FROM meta WHERE key = 'schema_version'",
-                [],
-                |r| r.get(0),
-            )
-            .optional()
-            .map_err(|e| not_a_store_err(&self.path, e))?;
-        let Some(version) = version else {
-            return Err(self.not_a_store("it has no schema_version"));
+    /// Apply the migrations past the store's version, in one transaction.
+    fn upgrade(&mut self) -> Result<(), StoreError> {
+        let path = self.path.clone();
+        let backend = |e: &dyn std::fmt::Display| StoreError::Backend {
+            path: path.display().to_string(),
+            message: format!("migrating the store: {e}"),
         };
-        let found: i64 = version.parse().map_err(|_| {
-            self.not_a_store(format!("its schema_version `{version}` is not a number"))
-        })?;
-        if found > SCHEMA_VERSION {
-            return Err(StoreError::FutureSchema {
-                path: self.path.display().to_string(),
-                found,
-                supported: SCHEMA_VERSION,
-            });
+        let tx = self
+            .conn
+            .transaction_with_behavior(TransactionBehavior::Immediate)
+            .map_err(|e| backend(&e))?;
+        // Read again under the write lock: another process may have won.
+        let from = read_schema_version(&tx, &path)?;
+        if from < migrate::latest() {
+            migrate::migrate(&tx, from).map_err(|e| backend(&e))?;
+            failpoint("migrate.before_commit");
         }
-        if found < 1 {
-            return Err(self.not_a_store(format!("schema_version {found}")));
-        }
-        Ok(())
+        tx.commit().map_err(|e| backend(&e))
+    }
+
+    fn schema_version(&self) -> Result<i64, StoreError> {
+        read_schema_version(&self.conn, &self.path)
     }
 
     fn load_key(&self) -> Result<StoreKey, StoreError> {
@@ -237,87 +216,150 @@ impl SqliteStore {
         StoreKey::from_bytes(&bytes).ok_or_else(|| self.not_a_store("its key is not 32 bytes"))
     }
 
+    /// The lineage `name` stands for: its own, else the unclaimed one a
+    /// version 1 store's generations moved into (which its first publish
+    /// claims).
+    fn lineage_id(&self, name: &str) -> Result<Option<i64>, StoreError> {
+        lineage_id(&self.conn, name).map_err(|e| self.backend(e))
+    }
+
     fn summaries(
         &self,
         filter: &str,
-        arg: Option<&str>,
-    ) -> Result<Vec<GenerationSummary>, StoreError> {
+        args: &[&dyn rusqlite::ToSql],
+    ) -> Result<Vec<Row>, StoreError> {
         let sql = format!(
-            "SELECT g.id, g.sequence, g.state, g.created_at, g.semantic_digest, g.digest,
-                    (SELECT count(*) FROM nodes n WHERE n.generation_id = g.id)
-             FROM generations g {filter} ORDER BY g.sequence"
+            "SELECT l.name, g.sequence, g.state, g.created_at, g.semantic_digest, g.digest,
+                    g.node_count, g.physical_digest, g.snapshot_root, g.nodes_root,
+                    g.impact_root
+             FROM generations g JOIN lineages l ON l.id = g.lineage_id
+             {filter} ORDER BY l.name, g.sequence"
         );
-        let mut stmt = self.conn.prepare(&sql).map_err(|e| self.backend(e))?;
-        let map = |r: &rusqlite::Row<'_>| -> rusqlite::Result<GenerationSummary> {
-            Ok(GenerationSummary {
-                id: r.get(0)?,
-                sequence: u64_of(r.get(1)?),
-                state: r.get(2)?,
-                created_at: r.get(3)?,
-                semantic_digest: r.get(4)?,
-                digest: r.get(5)?,
-                nodes: usize::try_from(r.get::<_, i64>(6)?).unwrap_or(0),
+        let mut stmt = self
+            .conn
+            .prepare_cached(&sql)
+            .map_err(|e| self.backend(e))?;
+        let rows = stmt
+            .query_map(args, |r| {
+                let sequence = u64_of(r.get(1)?);
+                Ok(Row {
+                    summary: GenerationSummary {
+                        lineage: r.get(0)?,
+                        id: GenerationId::from_sequence(sequence).to_string(),
+                        sequence,
+                        state: r.get(2)?,
+                        created_at: r.get(3)?,
+                        semantic_digest: r.get(4)?,
+                        digest: r.get(5)?,
+                        nodes: usize::try_from(r.get::<_, i64>(6)?).unwrap_or(0),
+                    },
+                    physical_digest: r.get(7)?,
+                    snapshot_root: r.get(8)?,
+                    nodes_root: r.get(9)?,
+                    impact_root: r.get(10)?,
+                })
             })
-        };
-        let rows = match arg {
-            Some(a) => stmt.query_map(params![a], map),
-            None => stmt.query_map([], map),
-        }
-        .map_err(|e| self.backend(e))?;
+            .map_err(|e| self.backend(e))?;
         rows.collect::<rusqlite::Result<Vec<_>>>()
             .map_err(|e| self.backend(e))
     }
 
-    fn full(&self, summary: GenerationSummary) -> Result<StoredGeneration, StoreError> {
-        let (snapshot, physical, impact): (String, String, String) = self
-            .conn
-            .query_row(
-                "SELECT snapshot, physical_digest, impact FROM generations WHERE id = ?1",
-                params![summary.id],
-                |r| Ok((r.get(0)?, r.get(1)?, r.get(2)?)),
-            )
-            .map_err(|e| self.backend(e))?;
+    /// The text of the chunk tree at `root`.
+    fn document(&self, root: &str, what: &str) -> Result<String, StoreError> {
         let mut stmt = self
             .conn
-            .prepare(
-                "SELECT entry_id, instance_id, mount, identity FROM nodes
-                 WHERE generation_id = ?1 ORDER BY entry_id",
-            )
+            .prepare_cached("SELECT level, body FROM chunks WHERE hash = ?1")
             .map_err(|e| self.backend(e))?;
-        let rows = stmt
-            .query_map(params![summary.id], |r| {
-                Ok((
-                    r.get::<_, String>(0)?,
-                    r.get::<_, String>(1)?,
-                    r.get::<_, i64>(2)?,
-                    r.get::<_, String>(3)?,
-                ))
+        chunks::read(root, &mut |hash| {
+            stmt.query_row(params![hash], |r| {
+                Ok(Chunk {
+                    level: u8::try_from(r.get::<_, i64>(0)?).unwrap_or(u8::MAX),
+                    body: r.get(1)?,
+                })
             })
-            .map_err(|e| self.backend(e))?;
-        let mut nodes = Vec::new();
-        for row in rows {
-            let (entry_id, instance_id, mount, identity) = row.map_err(|e| self.backend(e))?;
-            let identity: StoredIdentity = serde_json::from_str(&identity)
-                .map_err(|e| self.not_a_store(format!("node `{entry_id}`: {e}")))?;
-            nodes.push(StoredNode {
-                entry_id,
-                instance_id,
-                mount: u64_of(mount),
-                identity,
-            });
-        }
+            .optional()
+        })
+        .map_err(|e| match e {
+            chunks::ReadError::Fetch(e) => self.backend(e),
+            other => self.not_a_store(format!("{what}: {other}")),
+        })
+    }
+
+    fn full(&self, row: Row) -> Result<StoredGeneration, StoreError> {
+        let what = |part: &str| format!("the {part} of {}", row.summary.id);
+        let snapshot = self.document(&row.snapshot_root, &what("snapshot"))?;
         let snapshot = serde_json::from_str(&snapshot)
-            .map_err(|e| self.not_a_store(format!("snapshot of {}: {e}", summary.id)))?;
-        let impact: Vec<StoredImpact> = serde_json::from_str(&impact)
-            .map_err(|e| self.not_a_store(format!("impact of {}: {e}", summary.id)))?;
+            .map_err(|e| self.not_a_store(format!("{}: {e}", what("snapshot"))))?;
+        let mut nodes = self.lines::<StoredNode>(&row.nodes_root, &what("nodes"))?;
+        // Kept by entry id (`StoredGeneration::node` searches them).
+        nodes.sort_by(|a, b| a.entry_id.cmp(&b.entry_id));
+        let impact = migrate::with_implied(
+            self.lines::<StoredImpact>(&row.impact_root, &what("impact"))?,
+            &nodes,
+        );
         Ok(StoredGeneration {
-            summary,
-            physical_digest: physical,
+            summary: row.summary,
+            physical_digest: row.physical_digest,
             snapshot,
             nodes,
             impact,
         })
     }
+
+    fn lines<T: serde::de::DeserializeOwned>(
+        &self,
+        root: &str,
+        what: &str,
+    ) -> Result<Vec<T>, StoreError> {
+        self.document(root, what)?
+            .lines()
+            .map(|line| {
+                serde_json::from_str(line).map_err(|e| self.not_a_store(format!("{what}: {e}")))
+            })
+            .collect()
+    }
+}
+
+fn lineage_id(conn: &Connection, name: &str) -> rusqlite::Result<Option<i64>> {
+    conn.query_row(
+        "SELECT id FROM lineages WHERE name IN (?1, ?2)
+         ORDER BY name = ?1 DESC LIMIT 1",
+        params![name, UNCLAIMED],
+        |r| r.get(0),
+    )
+    .optional()
+}
+
+fn read_schema_version(conn: &Connection, path: &Path) -> Result<i64, StoreError> {
+    let not_a_store = |reason: String| StoreError::NotAStore {
+        path: path.display().to_string(),
+        reason,
+    };
+    let version: Option<String> = conn
+        .query_row(
+            "SELECT value FROM meta WHERE key = 'schema_version'",
+            [],
+            |r| r.get(0),
+        )
+        .optional()
+        .map_err(|e| not_a_store_err(path, e))?;
+    let Some(version) = version else {
+        return Err(not_a_store("it has no schema_version".into()));
+    };
+    let found: i64 = version
+        .parse()
+        .map_err(|_| not_a_store(format!("its schema_version `{version}` is not a number")))?;
+    if found > migrate::latest() {
+        return Err(StoreError::FutureSchema {
+            path: path.display().to_string(),
+            found,
+            supported: migrate::latest(),
+        });
+    }
+    if found < 1 {
+        return Err(not_a_store(format!("schema_version {found}")));
+    }
+    Ok(found)
 }
 
 fn not_a_store_err(path: &Path, e: impl std::fmt::Display) -> StoreError {
@@ -370,34 +412,80 @@ impl Store for SqliteStore {
         self.created
     }
 
-    fn current(&self) -> Result<Option<StoredGeneration>, StoreError> {
+    fn lineages(&self) -> Result<Vec<LineageSummary>, StoreError> {
+        let mut stmt = self
+            .conn
+            .prepare_cached(
+                "SELECT l.name, count(g.sequence), max(g.sequence)
+                 FROM lineages l LEFT JOIN generations g ON g.lineage_id = l.id
+                 GROUP BY l.id ORDER BY l.name",
+            )
+            .map_err(|e| self.backend(e))?;
+        let rows = stmt
+            .query_map([], |r| {
+                Ok(LineageSummary {
+                    name: r.get(0)?,
+                    generations: u64_of(r.get(1)?),
+                    current: r
+                        .get::<_, Option<i64>>(2)?
+                        .map(|s| GenerationId::from_sequence(u64_of(s)).to_string()),
+                })
+            })
+            .map_err(|e| self.backend(e))?;
+        rows.collect::<rusqlite::Result<Vec<_>>>()
+            .map_err(|e| self.backend(e))
+    }
+
+    fn current(&self, lineage: &str) -> Result<Option<StoredGeneration>, StoreError> {
+        let Some(id) = self.lineage_id(lineage)? else {
+            return Ok(None);
+        };
         let last = self
             .summaries(
-                "WHERE g.sequence = (SELECT max(sequence) FROM generations)",
-                None,
+                "WHERE g.lineage_id = ?1 AND g.sequence =
+                   (SELECT max(sequence) FROM generations WHERE lineage_id = ?1)",
+                &[&id],
             )?
             .pop();
         last.map(|s| self.full(s)).transpose()
     }
 
-    fn generation(&self, id: &GenerationId) -> Result<Option<StoredGeneration>, StoreError> {
+    fn generation(
+        &self,
+        lineage: &str,
+        id: &GenerationId,
+    ) -> Result<Option<StoredGeneration>, StoreError> {
         let found = self
-            .summaries("WHERE g.id = ?1", Some(&id.to_string()))?
+            .summaries(
+                "WHERE l.name = ?1 AND g.sequence = ?2",
+                &[&lineage, &i64_of(id.sequence())],
+            )?
             .pop();
         found.map(|s| self.full(s)).transpose()
     }
 
-    fn list(&self) -> Result<Vec<GenerationSummary>, StoreError> {
-        self.summaries("", None)
+    fn list(&self, lineage: Option<&str>) -> Result<Vec<GenerationSummary>, StoreError> {
+        let rows = match lineage {
+            Some(name) => self.summaries("WHERE l.name = ?1", &[&name])?,
+            None => self.summaries("", &[])?,
+        };
+        Ok(rows.into_iter().map(|r| r.summary).collect())
     }
 
-    fn entry_mounts(&self) -> Result<BTreeMap<String, u64>, StoreError> {
+    fn entry_mounts(&self, lineage: &str) -> Result<BTreeMap<String, u64>, StoreError> {
+        let Some(id) = self.lineage_id(lineage)? else {
+            return Ok(BTreeMap::new());
+        };
         let mut stmt = self
             .conn
-            .prepare("SELECT entry_id, mount FROM entry_mounts ORDER BY entry_id")
+            .prepare_cached(
+                "SELECT entry_id, mount FROM entry_mounts WHERE lineage_id = ?1 ORDER BY entry_id",
+            )
             .map_err(|e| self.backend(e))?;
         let rows = stmt
-            .query_map([], |r| Ok((r.get::<_, String>(0)?, u64_of(r.get(1)?))))
+            .query_map(params![id], |r| {
+                Ok((r.get::<_, String>(0)?, u64_of(r.get(1)?)))
+            })
             .map_err(|e| self.backend(e))?;
         rows.collect::<rusqlite::Result<BTreeMap<_, _>>>()
             .map_err(|e| self.backend(e))
@@ -407,7 +495,11 @@ impl Store for SqliteStore {
         fingerprint_fn(self.key.clone())
     }
 
-    fn publish(&mut self, record: PublishRecord) -> Result<GenerationId, StoreError> {
+    fn publish(
+        &mut self,
+        lineage: &str,
+        record: PublishRecord,
+    ) -> Result<GenerationId, StoreError> {
         let path = self.path.display().to_string();
         let backend = |e: rusqlite::Error| StoreError::Backend {
             path: path.clone(),
@@ -418,17 +510,17 @@ impl Store for SqliteStore {
             .transaction_with_behavior(TransactionBehavior::Immediate)
             .map_err(backend)?;
         failpoint("publish.after_begin");
-        let current: Option<(String, i64)> = tx
+        let lineage_id = claim_lineage(&tx, lineage).map_err(backend)?;
+        let current: Option<i64> = tx
             .query_row(
-                "SELECT id, sequence FROM generations ORDER BY sequence DESC LIMIT 1",
-                [],
-                |r| Ok((r.get(0)?, r.get(1)?)),
+                "SELECT max(sequence) FROM generations WHERE lineage_id = ?1",
+                params![lineage_id],
+                |r| r.get(0),
             )
-            .optional()
             .map_err(backend)?;
-        let found = current.as_ref().map(|(id, _)| id.clone());
+        let found = current.map(|s| GenerationId::from_sequence(u64_of(s)).to_string());
         let expected = record.expected_current.as_ref().map(ToString::to_string);
-        let sequence = current.as_ref().map_or(0, |(_, s)| u64_of(*s)) + 1;
+        let sequence = current.map_or(0, u64_of) + 1;
         if found != expected || sequence != record.generation_id.sequence() {
             return Err(StoreError::Conflict {
                 expected: expected.unwrap_or_else(|| "none".into()),
@@ -437,56 +529,60 @@ impl Store for SqliteStore {
         }
         let id = GenerationId::from_sequence(sequence);
         tx.execute(
-            "UPDATE generations SET state = 'superseded' WHERE state = 'active'",
-            [],
+            "UPDATE generations SET state = 'superseded'
+             WHERE lineage_id = ?1 AND state = 'active'",
+            params![lineage_id],
         )
         .map_err(backend)?;
+        let roots = Documents {
+            snapshot: &record.snapshot,
+            nodes: &record.nodes,
+            impact: &record.impact,
+        }
+        .write(&tx)
+        .map_err(backend)?;
+        failpoint("publish.after_nodes");
         tx.execute(
             "INSERT INTO generations
-               (id, sequence, state, created_at, snapshot, semantic_digest, digest, physical_digest, impact)
-             VALUES (?1, ?2, 'active', ?3, ?4, ?5, ?6, ?7, ?8)",
+               (lineage_id, sequence, state, created_at, semantic_digest, digest, physical_digest,
+                node_count, snapshot_root, nodes_root, impact_root)
+             VALUES (?1, ?2, 'active', ?3, ?4, ?5, ?6, ?7, ?8, ?9, ?10)",
             params![
-                id.to_string(),
+                lineage_id,
                 i64_of(sequence),
                 now_rfc3339(),
-                json(&record.snapshot),
                 record.digests.semantic_digest,
                 record.digests.digest,
                 record.digests.physical_digest,
-                json(&record.impact),
+                i64_of(record.nodes.len() as u64),
+                roots[0],
+                roots[1],
+                roots[2],
             ],
         )
         .map_err(backend)?;
         failpoint("publish.after_generation_row");
-        for n in &record.nodes {
-            tx.execute(
-                "INSERT INTO nodes (generation_id, entry_id, instance_id, mount, identity)
-                 VALUES (?1, ?2, ?3, ?4, ?5)",
-                params![
-                    id.to_string(),
-                    n.entry_id,
-                    n.instance_id,
-                    i64_of(n.mount),
-                    json(&n.identity),
-                ],
-            )
-            .map_err(backend)?;
+        {
+            let mut mount = tx
+                .prepare_cached(
+                    "INSERT INTO entry_mounts (lineage_id, entry_id, mount) VALUES (?1, ?2, ?3)
+                     ON CONFLICT (lineage_id, entry_id) DO UPDATE
+                     SET mount = max(mount, excluded.mount)
+                     WHERE excluded.mount > mount",
+                )
+                .map_err(backend)?;
+            for (entry, m) in &record.mounts {
+                mount
+                    .execute(params![lineage_id, entry, i64_of(*m)])
+                    .map_err(backend)?;
+            }
         }
-        for (entry, mount) in &record.mounts {
-            tx.execute(
-                "INSERT INTO entry_mounts (entry_id, mount) VALUES (?1, ?2)
-                 ON CONFLICT (entry_id) DO UPDATE SET mount = max(mount, excluded.mount)",
-                params![entry, i64_of(*mount)],
-            )
-            .map_err(backend)?;
-        }
-        failpoint("publish.after_nodes");
         failpoint("publish.before_commit");
         tx.commit().map_err(backend)?;
         Ok(id)
     }
 
-    fn record_run(&mut self, run: NewRun) -> Result<String, StoreError> {
+    fn claim(&mut self, lineage: &str) -> Result<bool, StoreError> {
         let path = self.path.display().to_string();
         let backend = |e: rusqlite::Error| StoreError::Backend {
             path: path.clone(),
@@ -496,13 +592,37 @@ impl Store for SqliteStore {
             .conn
             .transaction_with_behavior(TransactionBehavior::Immediate)
             .map_err(backend)?;
+        let claimed = tx
+            .execute(
+                "UPDATE lineages SET name = ?1 WHERE name = ?2
+                 AND NOT EXISTS (SELECT 1 FROM lineages WHERE name = ?1)",
+                params![lineage, UNCLAIMED],
+            )
+            .map_err(backend)?;
+        tx.commit().map_err(backend)?;
+        Ok(claimed > 0)
+    }
+
+    fn record_run(&mut self, lineage: &str, run: NewRun) -> Result<String, StoreError> {
+        let path = self.path.display().to_string();
+        let backend = |e: rusqlite::Error| StoreError::Backend {
+            path: path.clone(),
+            message: e.to_string(),
+        };
+        let tx = self
+            .conn
+            .transaction_with_behavior(TransactionBehavior::Immediate)
+            .map_err(backend)?;
+        let lineage_id = claim_lineage(&tx, lineage).map_err(backend)?;
+        let sequence = GenerationId::parse(&run.generation_id).map_or(0, |g| g.sequence());
         let id = run.id;
         tx.execute(
-            "INSERT INTO runs (id, generation_id, agent, status, started_at, finished_at)
-             VALUES (?1, ?2, ?3, ?4, ?5, ?6)",
+            "INSERT INTO runs (id, lineage_id, sequence, agent, status, started_at, finished_at)
+             VALUES (?1, ?2, ?3, ?4, ?5, ?6, ?7)",
             params![
                 id,
-                run.generation_id,
+                lineage_id,
+                i64_of(sequence),
                 run.agent,
                 run.status,
                 run.started_at,
@@ -515,40 +635,72 @@ impl Store for SqliteStore {
     }
 
     fn runs(&self) -> Result<Vec<StoredRun>, StoreError> {
-        self.query_runs("", None)
+        self.query_runs("", &[])
     }
 
     fn run(&self, id: &str) -> Result<Option<StoredRun>, StoreError> {
-        Ok(self.query_runs("WHERE id = ?1", Some(id))?.pop())
+        Ok(self.query_runs("WHERE r.id = ?1", &[&id])?.pop())
     }
+}
+
+/// The id of lineage `name` inside a write: its own; else the unclaimed
+/// lineage of a migrated store, which it claims (renames); else a new one.
+fn claim_lineage(tx: &rusqlite::Transaction<'_>, name: &str) -> rusqlite::Result<i64> {
+    if let Some(id) = tx
+        .query_row(
+            "SELECT id FROM lineages WHERE name = ?1",
+            params![name],
+            |r| r.get(0),
+        )
+        .optional()?
+    {
+        return Ok(id);
+    }
+    let claimed = tx.execute(
+        "UPDATE lineages SET name = ?1 WHERE name = ?2",
+        params![name, UNCLAIMED],
+    )?;
+    if claimed == 0 {
+        tx.execute(
+            "INSERT INTO lineages (name, created_at) VALUES (?1, ?2)",
+            params![name, now_rfc3339()],
+        )?;
+    }
+    tx.query_row(
+        "SELECT id FROM lineages WHERE name = ?1",
+        params![name],
+        |r| r.get(0),
+    )
 }
 
 impl SqliteStore {
-    fn query_runs(&self, filter: &str, arg: Option<&str>) -> Result<Vec<StoredRun>, StoreError> {
+    fn query_runs(
+        &self,
+        filter: &str,
+        args: &[&dyn rusqlite::ToSql],
+    ) -> Result<Vec<StoredRun>, StoreError> {
         let sql = format!(
-            "SELECT id, generation_id, agent, status, started_at, finished_at FROM runs {filter} ORDER BY rowid"
+            "SELECT r.id, l.name, r.sequence, r.agent, r.status, r.started_at, r.finished_at
+             FROM runs r JOIN lineages l ON l.id = r.lineage_id {filter} ORDER BY r.rowid"
         );
-        let mut stmt = self.conn.prepare(&sql).map_err(|e| self.backend(e))?;
-        let map = |r: &rusqlite::Row<'_>| -> rusqlite::Result<StoredRun> {
-            Ok(StoredRun {
-                id: r.get(0)?,
-                generation_id: r.get(1)?,
-                agent: r.get(2)?,
-                status: r.get(3)?,
-                started_at: r.get(4)?,
-                finished_at: r.get(5)?,
+        let mut stmt = self
+            .conn
+            .prepare_cached(&sql)
+            .map_err(|e| self.backend(e))?;
+        let rows = stmt
+            .query_map(args, |r| {
+                Ok(StoredRun {
+                    id: r.get(0)?,
+                    lineage: r.get(1)?,
+                    generation_id: GenerationId::from_sequence(u64_of(r.get(2)?)).to_string(),
+                    agent: r.get(3)?,
+                    status: r.get(4)?,
+                    started_at: r.get(5)?,
+                    finished_at: r.get(6)?,
+                })
             })
-        };
-        let rows = match arg {
-            Some(a) => stmt.query_map(params![a], map),
-            None => stmt.query_map([], map),
-        }
-        .map_err(|e| self.backend(e))?;
+            .map_err(|e| self.backend(e))?;
         rows.collect::<rusqlite::Result<Vec<_>>>()
             .map_err(|e| self.backend(e))
     }
-}
-
-fn json<T: serde::Serialize + ?Sized>(value: &T) -> String {
-    serde_json::to_string(value).unwrap_or_else(|_| "null".into())
 }

@@ -41,25 +41,31 @@ fn a_store_is_created_published_to_and_read_back() {
     ));
     let mut store = open(&path, OpenMode::Create).unwrap();
     assert!(store.created());
-    assert!(store.current().unwrap().is_none());
+    assert!(store.current("c.toml").unwrap().is_none());
     assert_eq!(
-        store.publish(record(1, None)).unwrap().to_string(),
+        store
+            .publish("c.toml", record(1, None))
+            .unwrap()
+            .to_string(),
         "gen_0001"
     );
     assert_eq!(
-        store.publish(record(2, Some(1))).unwrap().to_string(),
+        store
+            .publish("c.toml", record(2, Some(1)))
+            .unwrap()
+            .to_string(),
         "gen_0002"
     );
     drop(store);
     let store = open(&path, OpenMode::ReadOnly).unwrap();
-    let list = store.list().unwrap();
+    let list = store.list(None).unwrap();
     assert_eq!(list.len(), 2);
     assert_eq!(list[0].state, "superseded");
     assert_eq!(list[1].state, "active");
-    let current = store.current().unwrap().unwrap();
+    let current = store.current("c.toml").unwrap().unwrap();
     assert_eq!(current.summary.id, "gen_0002");
     assert_eq!(current.nodes[0].mount, 2);
-    assert_eq!(store.entry_mounts().unwrap()["app"], 2);
+    assert_eq!(store.entry_mounts("c.toml").unwrap()["app"], 2);
     assert_eq!(store.integrity_check().unwrap(), "ok");
     let reopened = open(&path, OpenMode::Create).unwrap();
     assert!(!reopened.created());
@@ -75,10 +81,10 @@ fn a_store_is_created_published_to_and_read_back() {
 fn a_publish_computed_against_an_older_current_is_a_conflict() {
     let dir = tempfile::tempdir().unwrap();
     let mut store = open(&dir.path().join("s.db"), OpenMode::Create).unwrap();
-    store.publish(record(1, None)).unwrap();
-    let err = store.publish(record(1, None)).unwrap_err();
+    store.publish("c.toml", record(1, None)).unwrap();
+    let err = store.publish("c.toml", record(1, None)).unwrap_err();
     assert!(matches!(err, StoreError::Conflict { .. }), "{err}");
-    assert_eq!(store.list().unwrap().len(), 1);
+    assert_eq!(store.list(None).unwrap().len(), 1);
 }
 
 #[test]
@@ -117,16 +123,19 @@ fn a_file_that_is_not_a_store_is_refused() {
 fn runs_are_recorded_and_listed() {
     let dir = tempfile::tempdir().unwrap();
     let mut store = open(&dir.path().join("s.db"), OpenMode::Create).unwrap();
-    store.publish(record(1, None)).unwrap();
+    store.publish("c.toml", record(1, None)).unwrap();
     let id = store
-        .record_run(NewRun {
-            id: "run_0123456789ab".into(),
-            generation_id: "gen_0001".into(),
-            agent: "triage".into(),
-            status: "succeeded".into(),
-            started_at: now_rfc3339(),
-            finished_at: Some(now_rfc3339()),
-        })
+        .record_run(
+            "c.toml",
+            NewRun {
+                id: "run_0123456789ab".into(),
+                generation_id: "gen_0001".into(),
+                agent: "triage".into(),
+                status: "succeeded".into(),
+                started_at: now_rfc3339(),
+                finished_at: Some(now_rfc3339()),
+            },
+        )
         .unwrap();
     assert_eq!(id, "run_0123456789ab");
     assert_eq!(store.runs().unwrap().len(), 1);

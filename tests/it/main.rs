@@ -7,6 +7,7 @@ mod gate;
 mod generated;
 mod golden;
 mod harness;
+mod lineage;
 mod loopback;
 mod mcp;
 mod mcp_servers;

@@ -139,7 +139,7 @@ impl Workspace {
 
     fn current(&self) -> Option<String> {
         let store = chassis::store::open(&self.state(), OpenMode::ReadOnly).unwrap();
-        store.current().unwrap().map(|g| g.summary.id)
+        store.current("c.toml").unwrap().map(|g| g.summary.id)
     }
 }
 
@@ -218,11 +218,11 @@ fn a_config_change_publishes_gen_0002_rebuilding_the_provider_and_rewiring_its_c
     let store = chassis::store::open(&w.state(), OpenMode::ReadOnly).unwrap();
     let (g1, g2) = (
         store
-            .generation(&GenerationId::from_sequence(1))
+            .generation("c.toml", &GenerationId::from_sequence(1))
             .unwrap()
             .unwrap(),
         store
-            .generation(&GenerationId::from_sequence(2))
+            .generation("c.toml", &GenerationId::from_sequence(2))
             .unwrap()
             .unwrap(),
     );
@@ -351,14 +351,17 @@ fn runs_list_is_empty_until_chassis_run_records_some() {
     assert_eq!(doc["runs"], serde_json::json!([]));
     let mut store = chassis::store::open(&w.state(), OpenMode::Create).unwrap();
     store
-        .record_run(chassis::store::NewRun {
-            id: "run_0123456789ab".into(),
-            generation_id: "gen_0002".into(),
-            agent: "triage".into(),
-            status: "succeeded".into(),
-            started_at: "2026-01-01T00:00:00Z".into(),
-            finished_at: Some("2026-01-01T00:00:05Z".into()),
-        })
+        .record_run(
+            "c.toml",
+            chassis::store::NewRun {
+                id: "run_0123456789ab".into(),
+                generation_id: "gen_0002".into(),
+                agent: "triage".into(),
+                status: "succeeded".into(),
+                started_at: "2026-01-01T00:00:00Z".into(),
+                finished_at: Some("2026-01-01T00:00:05Z".into()),
+            },
+        )
         .unwrap();
     drop(store);
     let (code, doc) = w.json(&["runs", "show", "run_0123456789ab"]);
@@ -441,12 +444,12 @@ fn killing_a_publish_at_any_failpoint_leaves_the_store_consistent() {
         let store = chassis::store::open(&w.state(), OpenMode::ReadOnly).unwrap();
         assert_eq!(store.integrity_check().unwrap(), "ok", "{point}");
         assert_eq!(
-            store.current().unwrap().unwrap().summary.id,
+            store.current("c.toml").unwrap().unwrap().summary.id,
             "gen_0001",
             "{point}: the current generation is unchanged"
         );
-        assert_eq!(store.list().unwrap().len(), 1, "{point}");
-        assert_eq!(store.entry_mounts().unwrap()["db"], 1, "{point}");
+        assert_eq!(store.list(None).unwrap().len(), 1, "{point}");
+        assert_eq!(store.entry_mounts("c.toml").unwrap()["db"], 1, "{point}");
         drop(store);
         // The next publish goes through.
         let (code, doc) = w.json(&["publish", "c.toml"]);

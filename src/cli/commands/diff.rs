@@ -50,9 +50,8 @@ pub enum DiffCommand {
         /// markdown (they are counted otherwise; JSON always lists them).
         #[arg(long)]
         all: bool,
-        /// The store generation ids are read from (default `.chassis/state.db`).
-        #[arg(long, value_name = "PATH")]
-        state: Option<std::path::PathBuf>,
+        #[command(flatten)]
+        store: super::store_args::StoreArgs,
     },
 }
 
@@ -75,7 +74,7 @@ pub fn run(ui: &Ui, cmd: &DiffCommand) -> Result<ExitStatus, ExitStatus> {
         include_unchanged,
         exit_code,
         all,
-        state,
+        store,
     } = cmd;
     super::super::require_format(
         ui,
@@ -86,7 +85,7 @@ pub fn run(ui: &Ui, cmd: &DiffCommand) -> Result<ExitStatus, ExitStatus> {
         old: old.clone(),
         new: new.clone(),
         include_unchanged: *include_unchanged,
-        state: state.clone(),
+        store: store.selection(),
     };
     let mut outcome = shown(ui, diff(&options, &super::super::reporter(ui)))?;
     let changed = outcome.diff.semantic_changed;

@@ -65,9 +65,8 @@ pub struct ReuseArgs {
     pub new: String,
     /// The node (entry id).
     pub node: String,
-    /// The store (default `.chassis/state.db` in the current directory).
-    #[arg(long, value_name = "PATH")]
-    pub state: Option<PathBuf>,
+    #[command(flatten)]
+    pub store: super::store_args::StoreArgs,
 }
 
 /// Arguments of `explain budgets`.
@@ -111,7 +110,7 @@ pub fn run(ui: &Ui, cmd: &ExplainCommand) -> Result<ExitStatus, ExitStatus> {
         ExplainCommand::Reuse(args) => {
             let report = shown(
                 ui,
-                reuse::explain_reuse(args.state.as_deref(), &args.old, &args.new, &args.node),
+                reuse::explain_reuse(&args.store.selection(), &args.old, &args.new, &args.node),
             )?;
             ui.emit(
                 || reuse_render::json(&report),

@@ -14,4 +14,5 @@ pub mod run;
 pub mod runs;
 pub mod schema;
 pub mod snapshot;
+pub mod store_args;
 pub mod tools;

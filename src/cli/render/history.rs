@@ -3,6 +3,7 @@
 use std::fmt::Write as _;
 
 use crate::app::history::Listing;
+use crate::app::state::shown_lineage;
 use crate::store::{GenerationSummary, StoredGeneration, StoredRun};
 
 /// The first 12 hex digits of a digest.
@@ -12,6 +13,7 @@ fn short(digest: &str) -> &str {
 
 fn summary_json(g: &GenerationSummary) -> serde_json::Value {
     serde_json::json!({
+        "lineage": g.lineage,
         "id": g.id,
         "sequence": g.sequence,
         "state": g.state,
@@ -36,9 +38,23 @@ pub fn generations_text(list: &Listing<GenerationSummary>) -> String {
     if list.items.is_empty() {
         return format!("no generations in `{}`", list.store.display());
     }
-    let mut out =
-        String::from("ID        STATE       CREATED               NODES  SEMANTIC      DIGEST\n");
-    for g in &list.items {
+    let grouped = list
+        .items
+        .iter()
+        .any(|g| g.lineage != list.items[0].lineage);
+    let mut out = String::new();
+    for (i, g) in list.items.iter().enumerate() {
+        if i == 0 || (grouped && g.lineage != list.items[i - 1].lineage) {
+            if grouped {
+                if i > 0 {
+                    out.push('\n');
+                }
+                let _ = writeln!(out, "{}", shown_lineage(&g.lineage));
+            }
+            out.push_str(
+                "ID        STATE       CREATED               NODES  SEMANTIC      DIGEST\n",
+            );
+        }
         let _ = writeln!(
             out,
             "{:<9} {:<11} {:<21} {:<6} {:<13} {}",
@@ -121,7 +137,11 @@ pub fn runs_text(list: &Listing<StoredRun>) -> String {
             list.store.display()
         );
     }
-    table(&list.items)
+    let qualified = list
+        .items
+        .iter()
+        .any(|r| r.lineage != list.items[0].lineage);
+    table(&list.items, qualified)
 }
 
 /// `runs show --format json`.
@@ -133,10 +153,15 @@ pub fn run_json(r: &StoredRun) -> serde_json::Value {
 
 /// `runs show`.
 pub fn run_text(r: &StoredRun) -> String {
+    let generation = if r.lineage.is_empty() {
+        r.generation_id.clone()
+    } else {
+        format!("{} ({})", r.generation_id, r.lineage)
+    };
     format!(
         "{}\n  generation  {}\n  agent       {}\n  status      {}\n  started_at  {}\n  finished_at {}",
         r.id,
-        r.generation_id,
+        generation,
         r.agent,
         r.status,
         r.started_at,
@@ -144,15 +169,27 @@ pub fn run_text(r: &StoredRun) -> String {
     )
 }
 
-/// The runs as a table, each column as wide as its widest cell.
-fn table(runs: &[StoredRun]) -> String {
+/// The runs as a table, each column as wide as its widest cell; with
+/// `qualified`, generations are named with their lineage (`NAME:gen_0001`).
+fn table(runs: &[StoredRun], qualified: bool) -> String {
     const HEAD: [&str; 6] = ["ID", "GENERATION", "AGENT", "STATUS", "STARTED", "FINISHED"];
-    let rows: Vec<[&str; 6]> = runs
+    let generations: Vec<String> = runs
         .iter()
         .map(|r| {
+            if qualified {
+                format!("{}:{}", r.lineage, r.generation_id)
+            } else {
+                r.generation_id.clone()
+            }
+        })
+        .collect();
+    let rows: Vec<[&str; 6]> = runs
+        .iter()
+        .zip(&generations)
+        .map(|(r, generation)| {
             [
                 r.id.as_str(),
-                r.generation_id.as_str(),
+                generation.as_str(),
                 r.agent.as_str(),
                 r.status.as_str(),
                 r.started_at.as_str(),

@@ -1,5 +1,6 @@
-//! Host settings: tables that configure the process that loads a
-//! composition rather than the composition (`[store]` today; `[serve]` and
+//! Host settings: keys that configure the process that loads a
+//! composition rather than the composition (`name`, the lineage it
+//! publishes into, and `[store]` today; `[serve]` and
 //! `[telemetry]` join them with their features).
 //!
 //! Why apart: moving the store or changing how a server listens must not
@@ -26,20 +27,34 @@ pub struct StoreSettings {
 /// The host settings of a composition.
 #[derive(Clone, Debug, Default, PartialEq, Eq)]
 pub struct HostSettings {
+    /// `name = "…"`: the lineage the composition publishes into (default:
+    /// the root file's path in its workspace).
+    pub name: Option<Located<String>>,
     /// `[store]`.
     pub store: Option<StoreSettings>,
 }
 
 impl HostSettings {
-    /// Whether no table is set.
+    /// Settings with only `name` set (when `Some`).
+    pub fn named(name: Option<String>) -> Self {
+        Self {
+            name: name.map(|n| Located::new(n, None)),
+            store: None,
+        }
+    }
+
+    /// Whether nothing is set.
     pub fn is_empty(&self) -> bool {
-        self.store.is_none()
+        self.store.is_none() && self.name.is_none()
     }
 
     /// The settings as a tree of their keys (what `diff` compares): tables
     /// by key, each holding the keys set in it.
     pub fn to_canon(&self) -> Canon {
         let mut tables = std::collections::BTreeMap::new();
+        if let Some(name) = &self.name {
+            tables.insert("name".to_owned(), Canon::from(name.value.as_str()));
+        }
         if let Some(store) = &self.store {
             let mut keys = std::collections::BTreeMap::new();
             if let Some(path) = &store.path {

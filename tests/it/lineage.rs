@@ -1,0 +1,323 @@
+//! A store evolves safely and knows its compositions: numbered migrations
+//! (a store written by the chassis before lineages, checked in under
+//! `tests/data/store-v1/`, is migrated and read back), one lineage per
+//! composition in a shared store, qualified and ambiguous ids, and a store
+//! that grows with what changed.
+
+use std::path::Path;
+
+use chassis::store::{OpenMode, SqliteStore, Store};
+use chassis::testing::generate::{Shape, generate};
+
+use crate::harness::{Run, root, run_in};
+
+fn run(dir: &Path, args: &[&str]) -> Run {
+    let mut all = vec!["--color", "never"];
+    all.extend_from_slice(args);
+    run_in(dir, &all, &[])
+}
+
+fn json(dir: &Path, args: &[&str]) -> (i32, serde_json::Value) {
+    let mut all = vec!["--format", "json"];
+    all.extend_from_slice(args);
+    let r = run_in(dir, &all, &[]);
+    let doc = serde_json::from_str(&r.stdout)
+        .unwrap_or_else(|e| panic!("not JSON ({e}):\n{}", r.transcript()));
+    (r.code, doc)
+}
+
+/// A copy of the fixture: the composition, its include, and the version 1
+/// store its two publishes and one run wrote (`.chassis/state.db`).
+fn fixture() -> tempfile::TempDir {
+    let dir = tempfile::tempdir().unwrap();
+    let data = root().join("tests/data/store-v1");
+    for f in ["composition.toml", "quickstart-tools.toml"] {
+        std::fs::copy(data.join(f), dir.path().join(f)).unwrap();
+    }
+    std::fs::create_dir(dir.path().join(".chassis")).unwrap();
+    std::fs::copy(data.join("state.db"), dir.path().join(".chassis/state.db")).unwrap();
+    dir
+}
+
+fn expected(name: &str) -> serde_json::Value {
+    let text = std::fs::read_to_string(root().join("tests/data/store-v1").join(name)).unwrap();
+    serde_json::from_str(&text).unwrap()
+}
+
+fn schema_version(path: &Path) -> String {
+    let conn = rusqlite::Connection::open(path).unwrap();
+    conn.query_row(
+        "SELECT value FROM meta WHERE key = 'schema_version'",
+        [],
+        |r| r.get(0),
+    )
+    .unwrap()
+}
+
+#[test]
+fn a_version_1_store_is_migrated_on_open_and_reads_back_as_it_was_written() {
+    let dir = fixture();
+    let state = dir.path().join(".chassis/state.db");
+    assert_eq!(schema_version(&state), "1");
+    // A reading command migrates it (one transaction) and reads it back.
+    let (code, mut shown) = json(dir.path(), &["generations", "show", "gen_0002"]);
+    assert_eq!(code, 0, "{shown}");
+    assert_eq!(
+        schema_version(&state),
+        chassis::store::schema_version().to_string()
+    );
+    // Everything the old chassis printed is still there; only the lineage
+    // (unnamed until a composition claims it) is new.
+    assert_eq!(shown["lineage"], "");
+    shown.as_object_mut().unwrap().remove("lineage");
+    assert_eq!(shown, expected("show2.json"));
+    let (_, mut first) = json(dir.path(), &["generations", "show", "gen_0001"]);
+    first.as_object_mut().unwrap().remove("lineage");
+    assert_eq!(first, expected("show1.json"));
+    let (code, diff) = json(dir.path(), &["diff", "generations", "gen_0001", "gen_0002"]);
+    assert_eq!(code, 0);
+    assert_eq!(diff, expected("diff12.json"));
+    let (_, runs) = json(dir.path(), &["runs", "list"]);
+    assert_eq!(runs["runs"][0]["id"], "run_8c5ffea4529a");
+    assert_eq!(runs["runs"][0]["generation_id"], "gen_0001");
+    let store = SqliteStore::open(&state, OpenMode::ReadOnly).unwrap();
+    assert_eq!(store.integrity_check().unwrap(), "ok");
+
+    // The composition that publishes first continues the history, and is
+    // told: its nodes are reused, nothing is added or removed.
+    let r = run(dir.path(), &["publish", "composition.toml"]);
+    assert_eq!(r.code, 0, "{}", r.transcript());
+    assert!(
+        r.stderr
+            .contains("continue as the history of `composition.toml`"),
+        "{}",
+        r.stderr
+    );
+    assert!(r.stdout.contains("gen_0002"), "{}", r.stdout);
+    let (_, list) = json(dir.path(), &["generations", "list"]);
+    let rows = list["generations"].as_array().unwrap();
+    assert_eq!(rows.len(), 2);
+    assert!(rows.iter().all(|g| g["lineage"] == "composition.toml"));
+}
+
+#[test]
+fn a_store_from_a_newer_chassis_is_refused_and_left_alone() {
+    let dir = fixture();
+    let state = dir.path().join(".chassis/state.db");
+    {
+        let conn = rusqlite::Connection::open(&state).unwrap();
+        conn.execute(
+            "UPDATE meta SET value = '999' WHERE key = 'schema_version'",
+            [],
+        )
+        .unwrap();
+    }
+    let before = std::fs::read(&state).unwrap();
+    for args in [
+        &["generations", "list"][..],
+        &["publish", "composition.toml"][..],
+    ] {
+        let r = run(dir.path(), args);
+        assert_eq!(r.code, 2, "{}", r.transcript());
+        assert!(r.stderr.contains("schema version 999"), "{}", r.stderr);
+        assert!(r.stderr.contains("upgrade chassis"), "{}", r.stderr);
+    }
+    assert_eq!(std::fs::read(&state).unwrap(), before, "untouched");
+}
+
+const A: &str = r#"version = 1
+
+[plugins.db]
+version = "1.0.0"
+provides = { database = "1.0.0" }
+
+[plugins.app]
+version = "1.0.0"
+requires = { database = ">=1,<2" }
+
+[entries.db]
+config = { n = 1 }
+
+[entries.app]
+"#;
+
+const B: &str = r#"version = 1
+
+[plugins.cache]
+version = "1.0.0"
+provides = { cache = "1.0.0" }
+
+[entries.cache]
+config = { size = 10 }
+"#;
+
+#[test]
+fn compositions_sharing_a_store_keep_histories_of_their_own() {
+    let dir = tempfile::tempdir().unwrap();
+    let d = dir.path();
+    std::fs::write(d.join("composition.toml"), A).unwrap();
+    std::fs::write(d.join("quickstart.toml"), B).unwrap();
+    assert_eq!(run(d, &["publish", "composition.toml"]).code, 0);
+    // The second file starts its own history: nothing of the first is
+    // recorded as removed.
+    let (code, doc) = json(d, &["publish", "quickstart.toml"]);
+    assert_eq!(code, 0, "{doc}");
+    assert_eq!(doc["generation_id"], "gen_0001");
+    assert_eq!(doc["impact"]["removed"], 0, "{doc}");
+    assert_eq!(doc["impact"]["added"], 1, "{doc}");
+    // And the first is still where it was: republishing it changes nothing.
+    let (code, doc) = json(d, &["publish", "composition.toml"]);
+    assert_eq!(code, 0, "{doc}");
+    assert_eq!(doc["published"], false, "{doc}");
+    std::fs::write(d.join("composition.toml"), A.replace("{ n = 1 }", "{ n = 2 }")).unwrap();
+    let (_, doc) = json(d, &["publish", "composition.toml"]);
+    assert_eq!(doc["generation_id"], "gen_0002");
+    assert_eq!(doc["previous_generation_id"], "gen_0001");
+
+    // `generations list` groups by lineage.
+    let r = run(d, &["generations", "list"]);
+    assert_eq!(r.code, 0);
+    let a = r.stdout.find("composition.toml\n").expect(&r.stdout);
+    let b = r.stdout.find("quickstart.toml\n").expect(&r.stdout);
+    assert!(a < b, "{}", r.stdout);
+    let (_, only) = json(
+        d,
+        &["generations", "list", "--composition", "quickstart.toml"],
+    );
+    assert_eq!(only["generations"].as_array().unwrap().len(), 1);
+
+    // An id both hold is ambiguous (exit 2, naming both); qualified, or
+    // with --composition (a file or a name), it is one generation.
+    let r = run(d, &["generations", "show", "gen_0001"]);
+    assert_eq!(r.code, 2, "{}", r.transcript());
+    assert!(r.stderr.contains("ambiguous"), "{}", r.stderr);
+    assert!(
+        r.stderr.contains("`composition.toml:gen_0001`"),
+        "{}",
+        r.stderr
+    );
+    assert!(
+        r.stderr.contains("`quickstart.toml:gen_0001`"),
+        "{}",
+        r.stderr
+    );
+    let (code, g) = json(d, &["generations", "show", "quickstart.toml:gen_0001"]);
+    assert_eq!(code, 0);
+    assert_eq!(g["node_list"][0]["entry_id"], "cache");
+    let (code, g) = json(
+        d,
+        &[
+            "generations",
+            "show",
+            "gen_0001",
+            "--composition",
+            "composition.toml",
+        ],
+    );
+    assert_eq!(code, 0);
+    assert_eq!(g["lineage"], "composition.toml");
+    // An id only one holds needs no qualifier.
+    let (code, g) = json(d, &["generations", "show", "gen_0002"]);
+    assert_eq!(code, 0);
+    assert_eq!(g["lineage"], "composition.toml");
+    // Diff and explain reuse take the same ids.
+    let r = run(
+        d,
+        &[
+            "diff",
+            "generations",
+            "composition.toml:gen_0001",
+            "composition.toml:gen_0002",
+        ],
+    );
+    assert_eq!(r.code, 0, "{}", r.transcript());
+    let r = run(d, &["diff", "generations", "gen_0001", "gen_0002"]);
+    assert_eq!(r.code, 2, "{}", r.transcript());
+    let r = run(
+        d,
+        &[
+            "explain",
+            "reuse",
+            "gen_0001",
+            "gen_0002",
+            "db",
+            "--composition",
+            "composition.toml",
+        ],
+    );
+    assert_eq!(r.code, 0, "{}", r.transcript());
+    // A lineage the store does not have is named in the error.
+    let r = run(d, &["generations", "show", "nope:gen_0001"]);
+    assert_eq!(r.code, 2);
+    assert!(
+        r.stderr.contains("composition.toml, quickstart.toml"),
+        "{}",
+        r.stderr
+    );
+}
+
+#[test]
+fn a_name_in_the_composition_names_its_lineage() {
+    let dir = tempfile::tempdir().unwrap();
+    let d = dir.path();
+    std::fs::write(d.join("c.toml"), format!("name = \"support-bot\"\n{A}")).unwrap();
+    let (code, _) = json(d, &["publish", "c.toml"]);
+    assert_eq!(code, 0);
+    // Renaming the file keeps the history: the name is the lineage.
+    std::fs::rename(d.join("c.toml"), d.join("renamed.toml")).unwrap();
+    let (_, doc) = json(d, &["publish", "renamed.toml"]);
+    assert_eq!(doc["published"], false, "{doc}");
+    let (_, list) = json(d, &["generations", "list"]);
+    assert_eq!(list["generations"][0]["lineage"], "support-bot");
+    let (code, _) = json(d, &["generations", "show", "support-bot:gen_0001"]);
+    assert_eq!(code, 0);
+    let (code, _) = json(
+        d,
+        &[
+            "generations",
+            "show",
+            "gen_0001",
+            "--composition",
+            "renamed.toml",
+        ],
+    );
+    assert_eq!(code, 0);
+    // A name that is not one is an error pointing at it.
+    std::fs::write(d.join("bad.toml"), format!("name = \"\"\n{A}")).unwrap();
+    let r = run(d, &["check", "bad.toml"]);
+    assert_eq!(r.code, 2, "{}", r.transcript());
+    assert!(r.stderr.contains("`name` is empty"), "{}", r.stderr);
+}
+
+/// Bytes of the store file and its chunks after a publish of `text`.
+fn publish(dir: &Path, text: &str) -> u64 {
+    std::fs::write(dir.join("c.toml"), text).unwrap();
+    let r = run(dir, &["publish", "c.toml"]);
+    assert_eq!(r.code, 0, "{}", r.transcript());
+    let store = SqliteStore::open(&dir.join(".chassis/state.db"), OpenMode::ReadOnly).unwrap();
+    store.chunk_bytes().unwrap()
+}
+
+#[test]
+fn a_one_entry_generation_stores_what_changed_not_a_copy() {
+    let dir = tempfile::tempdir().unwrap();
+    let d = dir.path();
+    let fan = generate(Shape::Fan, 2_000);
+    let first = publish(d, &fan.text);
+    let one = publish(d, &fan.one_change());
+    let growth = one - first;
+    // The first generation of 2,000 entries holds hundreds of kilobytes;
+    // a one-entry change adds a few chunks.
+    assert!(first > 200_000, "first generation: {first} bytes");
+    assert!(
+        growth * 20 < first,
+        "a one-entry generation added {growth} bytes to a first of {first}"
+    );
+    // The generations read back whole.
+    let store = SqliteStore::open(&d.join(".chassis/state.db"), OpenMode::ReadOnly).unwrap();
+    let list = store.list(None).unwrap();
+    assert_eq!(list.len(), 2);
+    let current = store.current("c.toml").unwrap().unwrap();
+    assert_eq!(current.nodes.len(), 2_000);
+    assert_eq!(current.summary.nodes, 2_000);
+}
