@@ -10,7 +10,6 @@
 use std::collections::BTreeMap;
 use std::path::{Path, PathBuf};
 
-use crate::engine::agent::AGENTS;
 use crate::engine::canonical::Canon;
 use crate::engine::declared::config_leaves;
 use crate::engine::identity::GenerationId;
@@ -21,7 +20,6 @@ use crate::runtime::{Generation, ReconcileReport};
 use crate::store::{
     DEFAULT_STATE, GenerationSummary, LineageSummary, NewRun, OpenMode, PublishRecord, Store,
     StoreError, StoredGeneration, StoredIdentity, StoredImpact, StoredNode, StoredRun, seed_state,
-    seed_state_at,
 };
 
 use super::error::{AppError, Problem};
@@ -310,20 +308,15 @@ impl StateStore {
     /// The harness seed: the current generation's nodes, mount counters,
     /// sequence, digest and the store's configuration fingerprint.
     pub fn seed(&self) -> Result<SeedState, AppError> {
-        Ok(seed_state(self.store.as_ref(), &self.lineage)?)
+        Ok(seed_state(self.store.as_ref(), &self.lineage)?.0)
     }
 
     /// [`Self::seed`], and the agents' definitions the current generation
     /// recorded (its snapshot's `metadata.agents`), for saying which agents
     /// a publication changes.
     pub fn seed_and_agents(&self) -> Result<(SeedState, Option<Canon>), AppError> {
-        let current = self.store.current(&self.lineage)?;
-        let seed = seed_state_at(self.store.as_ref(), &self.lineage, current.as_ref())?;
-        let agents = current
-            .as_ref()
-            .and_then(|g| g.snapshot.pointer(&format!("/snapshot/metadata/{AGENTS}")))
-            .map(Canon::from_json);
-        Ok((seed, agents))
+        let (seed, agents) = seed_state(self.store.as_ref(), &self.lineage)?;
+        Ok((seed, agents.as_ref().map(Canon::from_json)))
     }
 
     /// The keyed configuration fingerprint of this store.
@@ -460,10 +453,14 @@ impl StateStore {
         let snapshot = envelope(&p.generation.snapshot)
             .map(|c| c.to_json())
             .map_err(|e| AppError::failure(e.to_string()))?;
-        let mut mounts = p.mounts;
+        // Only the counters this publish raised: a one-entry publish writes
+        // one row, not one per entry.
+        let mut mounts: BTreeMap<String, u64> = BTreeMap::new();
         for n in p.nodes {
-            let m = mounts.entry(n.entry_id.clone()).or_default();
-            *m = (*m).max(n.mount);
+            if p.mounts.get(&n.entry_id).is_none_or(|m| *m < n.mount) {
+                let m = mounts.entry(n.entry_id.clone()).or_default();
+                *m = (*m).max(n.mount);
+            }
         }
         let fingerprint = self.store.config_fingerprint();
         let record = PublishRecord {

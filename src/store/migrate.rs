@@ -127,7 +127,7 @@ CREATE TABLE chunks (
     hash  TEXT PRIMARY KEY,
     level INTEGER NOT NULL,
     body  BLOB NOT NULL
-) WITHOUT ROWID;
+);
 CREATE TABLE generations_v2 (
     lineage_id      INTEGER NOT NULL REFERENCES lineages(id),
     sequence        INTEGER NOT NULL,

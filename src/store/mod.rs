@@ -332,7 +332,8 @@ pub struct PublishRecord {
     pub nodes: Vec<StoredNode>,
     /// What the publish did per node.
     pub impact: Vec<StoredImpact>,
-    /// Entry id -> mounts so far, after this publish.
+    /// Entry id -> mounts so far, for the entries whose counter this
+    /// publish raised (a counter never goes down).
     pub mounts: BTreeMap<String, u64>,
 }
 
@@ -394,6 +395,8 @@ pub trait Store: Send {
     fn lineages(&self) -> Result<Vec<LineageSummary>, StoreError>;
     /// The current (latest published) generation of `lineage`.
     fn current(&self, lineage: &str) -> Result<Option<StoredGeneration>, StoreError>;
+    /// What a publish needs of the current generation of `lineage`.
+    fn head(&self, lineage: &str) -> Result<Option<Head>, StoreError>;
     /// One generation of `lineage`.
     fn generation(
         &self,
@@ -434,39 +437,49 @@ pub fn fingerprint_fn(key: StoreKey) -> ConfigFingerprint {
     Arc::new(move |hash: &str| key.fingerprint(CONFIG_PURPOSE, hash))
 }
 
-/// The harness seed for `lineage` in `store`: its current generation's
-/// nodes, the mount counters, the sequence and digest, and the store's
-/// fingerprint.
-pub fn seed_state(store: &dyn Store, lineage: &str) -> Result<SeedState, StoreError> {
-    seed_state_at(store, lineage, store.current(lineage)?.as_ref())
+/// What a publish needs of a lineage's current generation: its summary,
+/// its nodes and the agents its snapshot recorded — without the rest of
+/// the snapshot.
+#[derive(Clone, Debug, PartialEq)]
+pub struct Head {
+    /// Summary fields.
+    pub summary: GenerationSummary,
+    /// Nodes, by entry id.
+    pub nodes: Vec<StoredNode>,
+    /// The snapshot's `metadata.agents`, when it has one.
+    pub agents: Option<serde_json::Value>,
 }
 
-/// [`seed_state`], given the lineage's `current` generation (read once by
-/// a caller that needs more of it).
-pub fn seed_state_at(
+/// The harness seed for `lineage` in `store` (its current generation's
+/// nodes, the mount counters, the sequence and digest, and the store's
+/// fingerprint), and the agents that generation recorded.
+pub fn seed_state(
     store: &dyn Store,
     lineage: &str,
-    current: Option<&StoredGeneration>,
-) -> Result<SeedState, StoreError> {
+) -> Result<(SeedState, Option<serde_json::Value>), StoreError> {
+    let head = store.head(lineage)?;
     let mounts = store.entry_mounts(lineage)?;
+    let (summary, nodes, agents) = match head {
+        Some(h) => (Some(h.summary), h.nodes, h.agents),
+        None => (None, Vec::new(), None),
+    };
     let mut seed = SeedState {
-        sequence: current.map_or(0, |g| g.summary.sequence),
-        digest: current.map(|g| g.summary.digest.clone()),
+        sequence: summary.as_ref().map_or(0, |g| g.sequence),
+        digest: summary.map(|g| g.digest),
         mounts,
-        nodes: current
-            .iter()
-            .flat_map(|g| g.nodes.iter())
+        nodes: nodes
+            .into_iter()
             .map(|n| SeedNode {
-                entry_id: n.entry_id.clone(),
-                instance_id: n.instance_id.clone(),
-                mount: n.mount,
                 identity: n.identity.to_identity(),
+                entry_id: n.entry_id,
+                instance_id: n.instance_id,
+                mount: n.mount,
             })
             .collect(),
         config_fingerprint: Some(store.config_fingerprint()),
     };
     seed.sort();
-    Ok(seed)
+    Ok((seed, agents))
 }
 
 #[cfg(test)]

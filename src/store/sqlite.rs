@@ -19,7 +19,7 @@ use super::failpoint::failpoint;
 use super::key::StoreKey;
 use super::migrate::{self, Documents, UNCLAIMED};
 use super::{
-    GenerationSummary, LineageSummary, NewRun, OpenMode, PublishRecord, Store, StoreError,
+    GenerationSummary, Head, LineageSummary, NewRun, OpenMode, PublishRecord, Store, StoreError,
     StoredGeneration, StoredImpact, StoredNode, StoredRun, fingerprint_fn, now_rfc3339,
 };
 use crate::engine::identity::GenerationId;
@@ -448,6 +448,49 @@ impl Store for SqliteStore {
             )?
             .pop();
         last.map(|s| self.full(s)).transpose()
+    }
+
+    fn head(&self, lineage: &str) -> Result<Option<Head>, StoreError> {
+        let Some(id) = self.lineage_id(lineage)? else {
+            return Ok(None);
+        };
+        let Some(row) = self
+            .summaries(
+                "WHERE g.lineage_id = ?1 AND g.sequence =
+                   (SELECT max(sequence) FROM generations WHERE lineage_id = ?1)",
+                &[&id],
+            )?
+            .pop()
+        else {
+            return Ok(None);
+        };
+        let what = |part: &str| format!("the {part} of {}", row.summary.id);
+        let mut nodes = self.lines::<StoredNode>(&row.nodes_root, &what("nodes"))?;
+        nodes.sort_by(|a, b| a.entry_id.cmp(&b.entry_id));
+        let snapshot = self.document(&row.snapshot_root, &what("snapshot"))?;
+        // Only `snapshot.metadata.agents`: the rest is skipped unparsed.
+        #[derive(serde::Deserialize)]
+        struct Envelope {
+            snapshot: Option<Inner>,
+        }
+        #[derive(serde::Deserialize)]
+        struct Inner {
+            metadata: Option<Metadata>,
+        }
+        #[derive(serde::Deserialize)]
+        struct Metadata {
+            agents: Option<serde_json::Value>,
+        }
+        let envelope: Envelope = serde_json::from_str(&snapshot)
+            .map_err(|e| self.not_a_store(format!("{}: {e}", what("snapshot"))))?;
+        Ok(Some(Head {
+            summary: row.summary,
+            nodes,
+            agents: envelope
+                .snapshot
+                .and_then(|s| s.metadata)
+                .and_then(|m| m.agents),
+        }))
     }
 
     fn generation(

@@ -169,7 +169,11 @@ fn compositions_sharing_a_store_keep_histories_of_their_own() {
     let (code, doc) = json(d, &["publish", "composition.toml"]);
     assert_eq!(code, 0, "{doc}");
     assert_eq!(doc["published"], false, "{doc}");
-    std::fs::write(d.join("composition.toml"), A.replace("{ n = 1 }", "{ n = 2 }")).unwrap();
+    std::fs::write(
+        d.join("composition.toml"),
+        A.replace("{ n = 1 }", "{ n = 2 }"),
+    )
+    .unwrap();
     let (_, doc) = json(d, &["publish", "composition.toml"]);
     assert_eq!(doc["generation_id"], "gen_0002");
     assert_eq!(doc["previous_generation_id"], "gen_0001");
