@@ -118,6 +118,9 @@ impl<'s> Reader<'s> {
         };
         let mut out = walk_file(&mut cx, doc.get_ref(), via.is_none());
         let concealed = std::mem::take(&mut cx.concealed);
+        // The parsed tree is done with: not kept while includes are read.
+        drop(doc);
+        drop(text);
         self.sources.conceal(id, concealed);
         if has_syntax {
             // The recovered tree lacks what did not parse: a "missing" key is

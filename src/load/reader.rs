@@ -266,6 +266,21 @@ impl<'t, 'i> Node<'t, 'i> {
         }
     }
 
+    /// [`Self::entries`] one at a time (a table of 100,000 entries is not
+    /// copied into a list first), with how many there are.
+    pub fn entries_iter(
+        &self,
+        cx: &mut FileCtx<'_>,
+    ) -> Option<impl ExactSizeIterator<Item = Node<'t, 'i>> + '_> {
+        match self.value {
+            DeValue::Table(t) => Some(t.iter().map(|(k, v)| Node::entry(&self.path, k, v))),
+            _ => {
+                self.wrong_type(cx, "a table");
+                None
+            }
+        }
+    }
+
     /// The entries of a table value; empty (and nothing reported) otherwise.
     pub fn table_entries(&self) -> Vec<Node<'t, 'i>> {
         match self.value {

@@ -220,8 +220,11 @@ pub(crate) fn walk_file(cx: &mut FileCtx<'_>, doc: &DeTable<'_>, root: bool) -> 
             });
         }
     }
-    if let Some(node) = r.get("plugins") {
-        for item in node.entries(cx).unwrap_or_default() {
+    if let Some(node) = r.get("plugins")
+        && let Some(items) = node.entries_iter(cx)
+    {
+        out.plugins.reserve_exact(items.len());
+        for item in items {
             let before = cx.errors();
             let manifest = plugin(cx, &item);
             let value = manifest.filter(|_| cx.errors() == before);
@@ -232,8 +235,11 @@ pub(crate) fn walk_file(cx: &mut FileCtx<'_>, doc: &DeTable<'_>, root: bool) -> 
             });
         }
     }
-    if let Some(node) = r.get("entries") {
-        for item in node.entries(cx).unwrap_or_default() {
+    if let Some(node) = r.get("entries")
+        && let Some(items) = node.entries_iter(cx)
+    {
+        out.entries.reserve_exact(items.len());
+        for item in items {
             let value = entry(cx, &item);
             out.entries.push(Def {
                 name: item.key.to_owned(),

@@ -18,18 +18,20 @@
 
 use sha2::{Digest, Sha256};
 
-/// Lines per leaf chunk, on average (a power of two).
-const LEAF_AVERAGE: u64 = 64;
+/// Bytes per leaf chunk, on average: a line ends a chunk with a
+/// probability of its length over this, so a chunk of long lines (a node's
+/// identity) and one of short lines (a snapshot's) weigh alike.
+const LEAF_AVERAGE: u64 = 4096;
 /// No leaf chunk is cut shorter (unless the document ends).
-const LEAF_MIN: usize = 16;
-/// Every leaf chunk is cut at this many lines.
-const LEAF_MAX: usize = 1024;
-/// Child hashes per index chunk, on average (a power of two).
-const INDEX_AVERAGE: u64 = 16;
+const LEAF_MIN: usize = 512;
+/// Every leaf chunk is cut once it reaches this many bytes.
+const LEAF_MAX: usize = 64 * 1024;
+/// Bytes per index chunk, on average (16 child hashes).
+const INDEX_AVERAGE: u64 = 1024;
 /// No index chunk is cut shorter.
-const INDEX_MIN: usize = 4;
-/// Every index chunk is cut at this many children.
-const INDEX_MAX: usize = 256;
+const INDEX_MIN: usize = 256;
+/// Every index chunk is cut at this many bytes.
+const INDEX_MAX: usize = 16 * 1024;
 
 /// A stored chunk: its level (0 holds text, above holds child hashes, one
 /// per line) and its bytes.
@@ -142,8 +144,8 @@ fn lines(text: &str) -> impl Iterator<Item = &str> {
 }
 
 /// Group `items` into chunks: a chunk ends after an item where the mixed
-/// hash of the last `window` items hits `average` (and it has `min` items),
-/// or at `max` items.
+/// hash of the last `window` items falls below the item's length out of
+/// `average` (and it has `min` bytes), or once it has `max` bytes.
 fn cut<'a>(
     items: impl Iterator<Item = &'a str>,
     average: u64,
@@ -153,7 +155,6 @@ fn cut<'a>(
 ) -> Vec<String> {
     let mut chunks = Vec::new();
     let mut current = String::new();
-    let mut count = 0usize;
     let mut recent = [0u64; 3];
     for item in items {
         recent.rotate_right(1);
@@ -163,11 +164,9 @@ fn cut<'a>(
             w ^= h.rotate_left(u32::try_from(i * 21).unwrap_or(0));
         }
         current.push_str(item);
-        count += 1;
-        let boundary = mix(w) % average == average - 1;
-        if (boundary && count >= min) || count >= max {
+        let boundary = mix(w) % average < item.len() as u64;
+        if (boundary && current.len() >= min) || current.len() >= max {
             chunks.push(std::mem::take(&mut current));
-            count = 0;
         }
     }
     if !current.is_empty() || chunks.is_empty() {

@@ -35,6 +35,11 @@ pub const MIGRATIONS: &[Migration] = &[
         summary: "lineages (one per composition) and content-addressed chunks",
         apply: v2,
     },
+    Migration {
+        version: 3,
+        summary: "each generation's agents beside it (a publish reads no snapshot)",
+        apply: v3,
+    },
 ];
 
 /// The newest schema version this build writes.
@@ -196,6 +201,37 @@ CREATE TABLE runs_v2 (
     )
 }
 
+/// Version 3: a generation's `metadata.agents` in a column of its own,
+/// filled in from each stored snapshot.
+fn v3(tx: &Transaction<'_>) -> rusqlite::Result<()> {
+    tx.execute_batch("ALTER TABLE generations ADD COLUMN agents TEXT;")?;
+    let rows: Vec<(i64, i64, String)> = tx
+        .prepare("SELECT lineage_id, sequence, snapshot_root FROM generations")?
+        .query_map([], |r| Ok((r.get(0)?, r.get(1)?, r.get(2)?)))?
+        .collect::<rusqlite::Result<_>>()?;
+    let mut get = tx.prepare("SELECT level, body FROM chunks WHERE hash = ?1")?;
+    for (lineage, sequence, root) in rows {
+        let text = chunks::read(&root, &mut |hash| {
+            use rusqlite::OptionalExtension as _;
+            get.query_row(params![hash], |r| {
+                Ok(chunks::Chunk {
+                    level: u8::try_from(r.get::<_, i64>(0)?).unwrap_or(u8::MAX),
+                    body: r.get(1)?,
+                })
+            })
+            .optional()
+        })
+        .map_err(|e| damaged(&format!("{sequence}"), &e))?;
+        let snapshot: serde_json::Value =
+            serde_json::from_str(&text).map_err(|e| damaged(&format!("{sequence}"), &e))?;
+        tx.execute(
+            "UPDATE generations SET agents = ?1 WHERE lineage_id = ?2 AND sequence = ?3",
+            params![agents_of(&snapshot), lineage, sequence],
+        )?;
+    }
+    Ok(())
+}
+
 /// Version 1 generations into version 2 rows, their documents as chunks.
 fn move_generations(tx: &Transaction<'_>) -> rusqlite::Result<()> {
     let mut gens = tx.prepare(
@@ -268,6 +304,14 @@ fn move_generations(tx: &Transaction<'_>) -> rusqlite::Result<()> {
     Ok(())
 }
 
+/// The snapshot's `metadata.agents` as JSON, kept beside a generation so a
+/// publish reads what it compares agents with without its snapshot.
+pub fn agents_of(snapshot: &serde_json::Value) -> Option<String> {
+    snapshot
+        .pointer("/snapshot/metadata/agents")
+        .map(|a| serde_json::to_string(a).unwrap_or_default())
+}
+
 fn damaged(id: &str, e: &dyn std::fmt::Display) -> rusqlite::Error {
     rusqlite::Error::ToSqlConversionFailure(
         format!("generation {id} cannot be migrated: {e}").into(),
@@ -297,7 +341,7 @@ impl Documents<'_> {
             insert.execute(params![hash, i64::from(c.level), c.body])?;
             Ok(())
         };
-        let snapshot = serde_json::to_string_pretty(self.snapshot).unwrap_or_default();
+        let snapshot = one_value_per_line(self.snapshot);
         let impact: Vec<&StoredImpact> = self
             .impact
             .iter()
@@ -343,6 +387,20 @@ pub fn with_implied(stored: Vec<StoredImpact>, nodes: &[StoredNode]) -> Vec<Stor
     all.extend(implied);
     all.sort_by(|a, b| a.entry_id.cmp(&b.entry_id));
     all
+}
+
+/// `value` as JSON with every member and element on a line of its own and
+/// no indentation: an edit touches the lines of what changed (so the chunks
+/// around it), and no byte is spent on indentation.
+pub fn one_value_per_line(value: &serde_json::Value) -> String {
+    use serde::Serialize as _;
+    let mut out = Vec::new();
+    let formatter = serde_json::ser::PrettyFormatter::with_indent(b"");
+    let mut ser = serde_json::Serializer::with_formatter(&mut out, formatter);
+    if value.serialize(&mut ser).is_err() {
+        return "null".to_owned();
+    }
+    String::from_utf8(out).unwrap_or_default()
 }
 
 /// One compact JSON value per line.

@@ -467,29 +467,23 @@ impl Store for SqliteStore {
         let what = |part: &str| format!("the {part} of {}", row.summary.id);
         let mut nodes = self.lines::<StoredNode>(&row.nodes_root, &what("nodes"))?;
         nodes.sort_by(|a, b| a.entry_id.cmp(&b.entry_id));
-        let snapshot = self.document(&row.snapshot_root, &what("snapshot"))?;
-        // Only `snapshot.metadata.agents`: the rest is skipped unparsed.
-        #[derive(serde::Deserialize)]
-        struct Envelope {
-            snapshot: Option<Inner>,
-        }
-        #[derive(serde::Deserialize)]
-        struct Inner {
-            metadata: Option<Metadata>,
-        }
-        #[derive(serde::Deserialize)]
-        struct Metadata {
-            agents: Option<serde_json::Value>,
-        }
-        let envelope: Envelope = serde_json::from_str(&snapshot)
-            .map_err(|e| self.not_a_store(format!("{}: {e}", what("snapshot"))))?;
+        let agents: Option<String> = self
+            .conn
+            .prepare_cached(
+                "SELECT agents FROM generations WHERE lineage_id = ?1 AND sequence = ?2",
+            )
+            .and_then(|mut st| {
+                st.query_row(params![id, i64_of(row.summary.sequence)], |r| r.get(0))
+            })
+            .map_err(|e| self.backend(e))?;
+        let agents = agents
+            .map(|a| serde_json::from_str(&a))
+            .transpose()
+            .map_err(|e| self.not_a_store(format!("{}: {e}", what("agents"))))?;
         Ok(Some(Head {
             summary: row.summary,
             nodes,
-            agents: envelope
-                .snapshot
-                .and_then(|s| s.metadata)
-                .and_then(|m| m.agents),
+            agents,
         }))
     }
 
@@ -588,8 +582,8 @@ impl Store for SqliteStore {
         tx.execute(
             "INSERT INTO generations
                (lineage_id, sequence, state, created_at, semantic_digest, digest, physical_digest,
-                node_count, snapshot_root, nodes_root, impact_root)
-             VALUES (?1, ?2, 'active', ?3, ?4, ?5, ?6, ?7, ?8, ?9, ?10)",
+                node_count, snapshot_root, nodes_root, impact_root, agents)
+             VALUES (?1, ?2, 'active', ?3, ?4, ?5, ?6, ?7, ?8, ?9, ?10, ?11)",
             params![
                 lineage_id,
                 i64_of(sequence),
@@ -601,6 +595,7 @@ impl Store for SqliteStore {
                 roots[0],
                 roots[1],
                 roots[2],
+                migrate::agents_of(&record.snapshot),
             ],
         )
         .map_err(backend)?;

@@ -98,6 +98,17 @@ fn a_version_1_store_is_migrated_on_open_and_reads_back_as_it_was_written() {
     let rows = list["generations"].as_array().unwrap();
     assert_eq!(rows.len(), 2);
     assert!(rows.iter().all(|g| g["lineage"] == "composition.toml"));
+    // The agents the migrated generation recorded are what the next
+    // publish compares with: a changed description, not a new agent.
+    let file = dir.path().join("composition.toml");
+    let text = std::fs::read_to_string(&file).unwrap();
+    std::fs::write(&file, text.replace("keeps a note", "keeps notes")).unwrap();
+    let (code, doc) = json(dir.path(), &["publish", "composition.toml"]);
+    assert_eq!(code, 0, "{doc}");
+    assert_eq!(doc["generation_id"], "gen_0003");
+    let agents = doc["agents"].to_string();
+    assert!(agents.contains("description_changed"), "{agents}");
+    assert!(!agents.contains("agent_added"), "{agents}");
 }
 
 #[test]
@@ -310,6 +321,7 @@ fn a_one_entry_generation_stores_what_changed_not_a_copy() {
     let first = publish(d, &fan.text);
     let one = publish(d, &fan.one_change());
     let growth = one - first;
+    eprintln!("store: first generation {first} bytes of chunks, one-entry generation +{growth}");
     // The first generation of 2,000 entries holds hundreds of kilobytes;
     // a one-entry change adds a few chunks.
     assert!(first > 200_000, "first generation: {first} bytes");
