@@ -95,6 +95,10 @@ struct Window {
     end: usize,
     /// The 0-based line number of `start`.
     first_line: usize,
+    /// Where each of the window's lines starts in `text` (so a span is
+    /// read from its own line, not by scanning the window from its start:
+    /// a diagnostic with thousands of labels reads each in its few lines).
+    starts: Vec<usize>,
 }
 
 impl Window {
@@ -119,12 +123,16 @@ impl Window {
         let last_line = line_of(high) + WINDOW_CONTEXT_LINES + 1;
         let start = starts.get(first_line).copied().unwrap_or(0);
         let end = starts.get(last_line).copied().unwrap_or(text.len());
+        let window_starts = starts
+            .get(first_line..last_line.min(starts.len()))
+            .map_or_else(|| vec![start], <[usize]>::to_vec);
         Self {
             name: sources.name(id).to_owned(),
             text,
             start,
             end,
             first_line,
+            starts: window_starts,
         }
     }
 }
@@ -136,12 +144,18 @@ impl SourceCode for Window {
         context_lines_before: usize,
         context_lines_after: usize,
     ) -> Result<Box<dyn SpanContents<'a> + 'a>, MietteError> {
-        let slice = &self.text.as_bytes()[self.start..self.end];
+        // Only the span's lines and the context asked for (and a line
+        // more each side: miette counts context within what it is given).
+        let at = span.offset().clamp(self.start, self.end);
+        let until = (span.offset() + span.len()).clamp(at, self.end);
+        let line_of = |x: usize| self.starts.partition_point(|&s| s <= x).saturating_sub(1);
+        let first = line_of(at).saturating_sub(context_lines_before + 1);
+        let last = line_of(until) + context_lines_after + 2;
+        let from = self.starts.get(first).copied().unwrap_or(self.start);
+        let to = self.starts.get(last).copied().unwrap_or(self.end).max(from);
+        let slice = &self.text.as_bytes()[from..to];
         let inside = SourceSpan::new(
-            span.offset()
-                .saturating_sub(self.start)
-                .min(slice.len())
-                .into(),
+            span.offset().saturating_sub(from).min(slice.len()).into(),
             span.len(),
         );
         let inner = slice.read_span(&inside, context_lines_before, context_lines_after)?;
@@ -149,13 +163,12 @@ impl SourceCode for Window {
             MietteSpanContents::new_named(
                 self.name.clone(),
                 inner.data(),
-                SourceSpan::new(
-                    (inner.span().offset() + self.start).into(),
-                    inner.span().len(),
-                ),
-                inner.line() + self.first_line,
+                SourceSpan::new((inner.span().offset() + from).into(), inner.span().len()),
+                inner.line() + self.first_line + first,
                 inner.column(),
-                inner.line_count(),
+                // As miette counts it when the source starts at the window
+                // (its snippet merging reads this).
+                inner.line_count() + first,
             )
             .with_language("toml"),
         ))
@@ -173,6 +186,12 @@ fn labeled(label: &Label, text_len: usize, primary: bool) -> LabeledSpan {
         LabeledSpan::new_with_span(message, span)
     }
 }
+
+/// The most labels a report shows per file (and files beside the main
+/// one): a diagnostic naming 4,000 ambiguous providers reads no better
+/// with all of them, and miette lays labels out in time that grows with
+/// their square. The rest are counted in the help; JSON lists every one.
+const MAX_SHOWN_LABELS: usize = 12;
 
 /// The longest source line a report shows; a label on a longer line (a
 /// minified file, a generated 70,000-character value) is reported by its
@@ -225,13 +244,24 @@ pub fn to_rendered(diag: &Diagnostic, sources: &SourceMap) -> Rendered {
         .map(|l| l.origin.source);
     let mut labels = Vec::new();
     let mut others: Vec<(SourceId, Vec<&Label>)> = Vec::new();
+    let mut hidden = 0usize;
     for label in &diag.labels {
         if Some(label.origin.source) == main {
-            labels.push(label);
+            if labels.len() < MAX_SHOWN_LABELS || label.primary {
+                labels.push(label);
+            } else {
+                hidden += 1;
+            }
         } else if let Some(group) = others.iter_mut().find(|(id, _)| *id == label.origin.source) {
-            group.1.push(label);
-        } else {
+            if group.1.len() < MAX_SHOWN_LABELS {
+                group.1.push(label);
+            } else {
+                hidden += 1;
+            }
+        } else if others.len() < MAX_SHOWN_LABELS {
             others.push((label.origin.source, vec![label]));
+        } else {
+            hidden += 1;
         }
     }
     let related = others
@@ -282,7 +312,15 @@ pub fn to_rendered(diag: &Diagnostic, sources: &SourceMap) -> Rendered {
             Severity::Warning => miette::Severity::Warning,
         },
         message: diag.message.clone(),
-        help: (!diag.help.is_empty()).then(|| diag.help.join("\n")),
+        help: {
+            let mut help = diag.help.clone();
+            if hidden > 0 {
+                help.push(format!(
+                    "… and {hidden} more places not shown (`--format json` lists every one)"
+                ));
+            }
+            (!help.is_empty()).then(|| help.join("\n"))
+        },
         source,
         labels,
         related,

@@ -3,6 +3,7 @@
 
 mod canary;
 mod conversation;
+mod fuzz;
 mod gate;
 mod generated;
 mod golden;

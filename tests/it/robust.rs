@@ -20,6 +20,17 @@ fn run_within(dir: &std::path::Path, args: &[&str], limit: Duration) -> Run {
         .stderr(Stdio::piped())
         .spawn()
         .unwrap();
+    // Drained while it runs: a report larger than a pipe's buffer must not
+    // stall the process.
+    let drain = |mut r: Box<dyn std::io::Read + Send>| {
+        std::thread::spawn(move || {
+            let mut buf = Vec::new();
+            let _ = r.read_to_end(&mut buf);
+            buf
+        })
+    };
+    let stdout = drain(Box::new(child.stdout.take().unwrap()));
+    let stderr = drain(Box::new(child.stderr.take().unwrap()));
     let deadline = Instant::now() + limit;
     while child.try_wait().unwrap().is_none() {
         if Instant::now() > deadline {
@@ -31,11 +42,11 @@ fn run_within(dir: &std::path::Path, args: &[&str], limit: Duration) -> Run {
         }
         std::thread::sleep(Duration::from_millis(20));
     }
-    let out = child.wait_with_output().unwrap();
+    let status = child.wait().unwrap();
     Run {
-        code: out.status.code().unwrap_or(-1),
-        stdout: String::from_utf8_lossy(&out.stdout).into_owned(),
-        stderr: String::from_utf8_lossy(&out.stderr).into_owned(),
+        code: status.code().unwrap_or(-1),
+        stdout: String::from_utf8_lossy(&stdout.join().unwrap()).into_owned(),
+        stderr: String::from_utf8_lossy(&stderr.join().unwrap()).into_owned(),
     }
 }
 
@@ -157,4 +168,49 @@ fn a_file_with_syntax_errors_reports_twenty_then_sums_up_the_rest() {
     );
     // The first reported is the first broken line.
     assert_eq!(lines[0]["labels"][0]["line"], 2, "{}", lines[0]);
+}
+
+#[test]
+fn a_diagnostic_with_thousands_of_places_shows_a_dozen_and_counts_the_rest() {
+    let dir = tempfile::tempdir().unwrap();
+    let mut text = String::from(
+        "version = 1\n\n[plugins.p]\nversion = \"1.0.0\"\nprovides = { database = \"1.0.0\" }\n\n[plugins.c]\nversion = \"1.0.0\"\nrequires = { database = \">=1,<2\" }\n\n[entries.consumer]\nplugin = \"c\"\n\n",
+    );
+    for i in 0..3_000 {
+        text.push_str(&format!("[entries.p{i:05}]\nplugin = \"p\"\n\n"));
+    }
+    std::fs::write(dir.path().join("c.toml"), text).unwrap();
+    let r = run_within(
+        dir.path(),
+        &["--color", "never", "check", "c.toml"],
+        Duration::from_secs(20),
+    );
+    assert_eq!(r.code, 1, "{}", r.transcript());
+    assert_eq!(
+        r.stderr.matches("╰── candidate").count(),
+        11,
+        "{}",
+        r.stderr
+    );
+    assert!(
+        r.stderr
+            .contains("… and 2989 more places not shown (`--format json` lists every one)"),
+        "{}",
+        r.stderr
+    );
+    // JSON lists every one.
+    let r = run_within(
+        dir.path(),
+        &["--format", "json", "check", "c.toml"],
+        Duration::from_secs(20),
+    );
+    let labels = r
+        .stdout
+        .lines()
+        .chain(r.stderr.lines())
+        .filter_map(|l| serde_json::from_str::<serde_json::Value>(l).ok())
+        .filter(|d| d["code"] == "resolve::ambiguous")
+        .map(|d| d["labels"].as_array().map_or(0, Vec::len))
+        .max();
+    assert_eq!(labels, Some(3_001), "{}", r.transcript());
 }
