@@ -11,6 +11,7 @@
 //! metadata are not part of it (the first are shown apart, the second is
 //! never compared).
 
+use crate::engine::model::EntryId;
 use std::collections::BTreeMap;
 
 use super::canonical::Canon;
@@ -119,10 +120,25 @@ fn scope(s: &ScopeDecl) -> Canon {
 
 /// What `composition` declares, as a tree of its TOML keys.
 pub fn declared_tree(composition: &Composition) -> Canon {
+    declared_tree_of(composition, &|_| true)
+}
+
+/// [`declared_tree`] with only the entries `keep` accepts (every plugin
+/// and the rest of the composition still in it).
+fn declared_tree_of(composition: &Composition, keep: &dyn Fn(&EntryId) -> bool) -> Canon {
     let mut root = BTreeMap::new();
     let mut entries = BTreeMap::new();
     let mut plugins = BTreeMap::new();
     for (id, e) in &composition.entries {
+        // A built-in kind's manifest derives from the entry's config, which
+        // is compared with the entry; a declared one is its `[plugins]`
+        // table, built once however many entries share it.
+        if e.manifest.kind.is_none() && !plugins.contains_key(&e.manifest.name) {
+            plugins.insert(e.manifest.name.clone(), manifest(&e.manifest));
+        }
+        if !keep(id) {
+            continue;
+        }
         let mut entry = BTreeMap::new();
         entry.insert("plugin".to_owned(), Canon::from(e.plugin.value.as_str()));
         entry.insert("scope".to_owned(), Canon::from(e.scope.value.as_str()));
@@ -152,11 +168,6 @@ pub fn declared_tree(composition: &Composition) -> Canon {
                 .map_or(Canon::Null, |c| strs(c.env.iter().map(String::as_str))),
         );
         entries.insert(id.to_string(), Canon::Map(entry));
-        // A built-in kind's manifest derives from the entry's config, which
-        // is compared above; a declared one is its `[plugins]` table.
-        if e.manifest.kind.is_none() {
-            plugins.insert(e.manifest.name.clone(), manifest(&e.manifest));
-        }
     }
     root.insert("entries".to_owned(), Canon::Map(entries));
     root.insert("plugins".to_owned(), Canon::Map(plugins));
@@ -287,9 +298,16 @@ pub fn is_secret_ref(v: &Canon) -> bool {
 
 /// The changed keys from `old` to `new`, each masked for display.
 pub fn changed_keys(old: &Composition, new: &Composition) -> Vec<LeafChange> {
+    // An entry declared alike on both sides has no changed key: only the
+    // others are laid out and compared (a one-entry edit of 100,000).
+    let differs = |id: &EntryId| {
+        old.entries.get(id) != new.entries.get(id)
+            || old.skip_on_failure.contains(id) != new.skip_on_failure.contains(id)
+            || old.conditions.get(id) != new.conditions.get(id)
+    };
     let mut changes = super::leaf_diff::changed_leaves_with(
-        &declared_tree(old),
-        &declared_tree(new),
+        &declared_tree_of(old, &differs),
+        &declared_tree_of(new, &differs),
         &is_secret_ref,
     );
     changes.iter_mut().for_each(mask_for_display);
