@@ -132,6 +132,31 @@ impl SqliteStore {
             .map_err(|e| self.backend(e))
     }
 
+    /// Run `f` in one `BEGIN IMMEDIATE` transaction (the write lock taken
+    /// first, under the busy timeout), committed when `f` succeeds and
+    /// rolled back otherwise; `f` maps SQLite failures with the `backend`
+    /// it is given.
+    fn write<T>(
+        &mut self,
+        f: impl FnOnce(
+            &rusqlite::Transaction<'_>,
+            &dyn Fn(rusqlite::Error) -> StoreError,
+        ) -> Result<T, StoreError>,
+    ) -> Result<T, StoreError> {
+        let path = self.path.display().to_string();
+        let backend = move |e: rusqlite::Error| StoreError::Backend {
+            path: path.clone(),
+            message: e.to_string(),
+        };
+        let tx = self
+            .conn
+            .transaction_with_behavior(TransactionBehavior::Immediate)
+            .map_err(&backend)?;
+        let out = f(&tx, &backend)?;
+        tx.commit().map_err(&backend)?;
+        Ok(out)
+    }
+
     fn backend(&self, e: impl std::fmt::Display) -> StoreError {
         StoreError::Backend {
             path: self.path.display().to_string(),
@@ -535,126 +560,104 @@ impl Store for SqliteStore {
     fn publish(
         &mut self,
         lineage: &str,
-        record: PublishRecord,
+        mut record: PublishRecord,
     ) -> Result<GenerationId, StoreError> {
-        let path = self.path.display().to_string();
-        let backend = |e: rusqlite::Error| StoreError::Backend {
-            path: path.clone(),
-            message: e.to_string(),
-        };
-        let tx = self
-            .conn
-            .transaction_with_behavior(TransactionBehavior::Immediate)
-            .map_err(backend)?;
-        failpoint("publish.after_begin");
-        let lineage_id = claim_lineage(&tx, lineage).map_err(backend)?;
-        let current: Option<i64> = tx
-            .query_row(
-                "SELECT max(sequence) FROM generations WHERE lineage_id = ?1",
+        // By entry id: how nodes are searched and impact rows implied.
+        record.nodes.sort_by(|a, b| a.entry_id.cmp(&b.entry_id));
+        self.write(|tx, backend| {
+            failpoint("publish.after_begin");
+            let lineage_id = claim_lineage(tx, lineage).map_err(backend)?;
+            let current: Option<i64> = tx
+                .query_row(
+                    "SELECT max(sequence) FROM generations WHERE lineage_id = ?1",
+                    params![lineage_id],
+                    |r| r.get(0),
+                )
+                .map_err(backend)?;
+            let found = current.map(|s| GenerationId::from_sequence(u64_of(s)).to_string());
+            let expected = record.expected_current.as_ref().map(ToString::to_string);
+            let sequence = current.map_or(0, u64_of) + 1;
+            if found != expected || sequence != record.generation_id.sequence() {
+                return Err(StoreError::Conflict {
+                    expected: expected.unwrap_or_else(|| "none".into()),
+                    found: found.unwrap_or_else(|| "none".into()),
+                });
+            }
+            let id = GenerationId::from_sequence(sequence);
+            tx.execute(
+                "UPDATE generations SET state = 'superseded'
+             WHERE lineage_id = ?1 AND state = 'active'",
                 params![lineage_id],
-                |r| r.get(0),
             )
             .map_err(backend)?;
-        let found = current.map(|s| GenerationId::from_sequence(u64_of(s)).to_string());
-        let expected = record.expected_current.as_ref().map(ToString::to_string);
-        let sequence = current.map_or(0, u64_of) + 1;
-        if found != expected || sequence != record.generation_id.sequence() {
-            return Err(StoreError::Conflict {
-                expected: expected.unwrap_or_else(|| "none".into()),
-                found: found.unwrap_or_else(|| "none".into()),
-            });
-        }
-        let id = GenerationId::from_sequence(sequence);
-        tx.execute(
-            "UPDATE generations SET state = 'superseded'
-             WHERE lineage_id = ?1 AND state = 'active'",
-            params![lineage_id],
-        )
-        .map_err(backend)?;
-        let roots = Documents {
-            snapshot: &record.snapshot,
-            nodes: &record.nodes,
-            impact: &record.impact,
-        }
-        .write(&tx)
-        .map_err(backend)?;
-        failpoint("publish.after_nodes");
-        tx.execute(
-            "INSERT INTO generations
+            let roots = Documents {
+                snapshot: &record.snapshot,
+                nodes: &record.nodes,
+                impact: &record.impact,
+            }
+            .write(tx)
+            .map_err(backend)?;
+            failpoint("publish.after_nodes");
+            tx.execute(
+                "INSERT INTO generations
                (lineage_id, sequence, state, created_at, semantic_digest, digest, physical_digest,
                 node_count, snapshot_root, nodes_root, impact_root, agents)
              VALUES (?1, ?2, 'active', ?3, ?4, ?5, ?6, ?7, ?8, ?9, ?10, ?11)",
-            params![
-                lineage_id,
-                i64_of(sequence),
-                now_rfc3339(),
-                record.digests.semantic_digest,
-                record.digests.digest,
-                record.digests.physical_digest,
-                i64_of(record.nodes.len() as u64),
-                roots[0],
-                roots[1],
-                roots[2],
-                migrate::agents_of(&record.snapshot),
-            ],
-        )
-        .map_err(backend)?;
-        failpoint("publish.after_generation_row");
-        {
-            let mut mount = tx
-                .prepare_cached(
-                    "INSERT INTO entry_mounts (lineage_id, entry_id, mount) VALUES (?1, ?2, ?3)
+                params![
+                    lineage_id,
+                    i64_of(sequence),
+                    now_rfc3339(),
+                    record.digests.semantic_digest,
+                    record.digests.digest,
+                    record.digests.physical_digest,
+                    i64_of(record.nodes.len() as u64),
+                    roots[0],
+                    roots[1],
+                    roots[2],
+                    migrate::agents_of(&record.snapshot),
+                ],
+            )
+            .map_err(backend)?;
+            failpoint("publish.after_generation_row");
+            {
+                let mut mount = tx
+                    .prepare_cached(
+                        "INSERT INTO entry_mounts (lineage_id, entry_id, mount) VALUES (?1, ?2, ?3)
                      ON CONFLICT (lineage_id, entry_id) DO UPDATE
                      SET mount = max(mount, excluded.mount)
                      WHERE excluded.mount > mount",
-                )
-                .map_err(backend)?;
-            for (entry, m) in &record.mounts {
-                mount
-                    .execute(params![lineage_id, entry, i64_of(*m)])
+                    )
                     .map_err(backend)?;
+                for (entry, m) in &record.mounts {
+                    mount
+                        .execute(params![lineage_id, entry, i64_of(*m)])
+                        .map_err(backend)?;
+                }
             }
-        }
-        failpoint("publish.before_commit");
-        tx.commit().map_err(backend)?;
-        Ok(id)
+            failpoint("publish.before_commit");
+            Ok(id)
+        })
     }
 
     fn claim(&mut self, lineage: &str) -> Result<bool, StoreError> {
-        let path = self.path.display().to_string();
-        let backend = |e: rusqlite::Error| StoreError::Backend {
-            path: path.clone(),
-            message: e.to_string(),
-        };
-        let tx = self
-            .conn
-            .transaction_with_behavior(TransactionBehavior::Immediate)
-            .map_err(backend)?;
-        let claimed = tx
-            .execute(
-                "UPDATE lineages SET name = ?1 WHERE name = ?2
+        self.write(|tx, backend| {
+            let claimed = tx
+                .execute(
+                    "UPDATE lineages SET name = ?1 WHERE name = ?2
                  AND NOT EXISTS (SELECT 1 FROM lineages WHERE name = ?1)",
-                params![lineage, UNCLAIMED],
-            )
-            .map_err(backend)?;
-        tx.commit().map_err(backend)?;
-        Ok(claimed > 0)
+                    params![lineage, UNCLAIMED],
+                )
+                .map_err(backend)?;
+            Ok(claimed > 0)
+        })
     }
 
     fn record_run(&mut self, lineage: &str, run: NewRun) -> Result<String, StoreError> {
-        let path = self.path.display().to_string();
-        let backend = |e: rusqlite::Error| StoreError::Backend {
-            path: path.clone(),
-            message: e.to_string(),
-        };
-        let tx = self
-            .conn
-            .transaction_with_behavior(TransactionBehavior::Immediate)
-            .map_err(backend)?;
-        let lineage_id = claim_lineage(&tx, lineage).map_err(backend)?;
-        let sequence = GenerationId::parse(&run.generation_id).map_or(0, |g| g.sequence());
-        let id = run.id;
-        tx.execute(
+        self.write(|tx, backend| {
+            let lineage_id = claim_lineage(tx, lineage).map_err(backend)?;
+            let sequence = GenerationId::parse(&run.generation_id).map_or(0, |g| g.sequence());
+            let id = run.id;
+            tx.execute(
             "INSERT INTO runs (id, lineage_id, sequence, agent, status, started_at, finished_at)
              VALUES (?1, ?2, ?3, ?4, ?5, ?6, ?7)",
             params![
@@ -668,8 +671,8 @@ impl Store for SqliteStore {
             ],
         )
         .map_err(backend)?;
-        tx.commit().map_err(backend)?;
-        Ok(id)
+            Ok(id)
+        })
     }
 
     fn runs(&self) -> Result<Vec<StoredRun>, StoreError> {
