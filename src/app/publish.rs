@@ -80,8 +80,8 @@ pub async fn publish(options: &PublishOptions, caller: &Caller) -> Result<Publis
         &ws.composition.host,
     );
     let lineage = lineage_of(&options.file, &ws.composition.host, &path);
-    let mut store =
-        StateStore::open(&path, OpenMode::Create)?.writing_as(lineage, &*caller.reporter)?;
+    let mut store = StateStore::open(&path, OpenMode::Create)?
+        .writing_as(lineage, std::sync::Arc::clone(&caller.reporter))?;
     match publish_into(&mut store, &ws, telemetry, &env, options, caller).await {
         Ok(published) => {
             if store.created() {

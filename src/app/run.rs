@@ -223,7 +223,7 @@ pub async fn run(options: RunOptions, caller: &Caller) -> Result<RunOutcome, App
             let lineage = lineage_of(&options.file, &ws.composition.host, &path);
             Some(
                 StateStore::open(&path, OpenMode::Create)?
-                    .writing_as(lineage, &*caller.reporter)?,
+                    .writing_as(lineage, Arc::clone(&caller.reporter))?,
             )
         }
     };

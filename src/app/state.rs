@@ -9,6 +9,7 @@
 
 use std::collections::BTreeMap;
 use std::path::{Path, PathBuf};
+use std::sync::Arc;
 
 use crate::engine::canonical::Canon;
 use crate::engine::declared::config_leaves;
@@ -17,6 +18,7 @@ use crate::engine::model::HostSettings;
 use crate::engine::snapshot::envelope;
 use crate::runtime::harness::{ConfigFingerprint, SeedNode, SeedState};
 use crate::runtime::{Generation, ReconcileReport};
+use crate::store::migrate::UNCLAIMED;
 use crate::store::{
     DEFAULT_STATE, GenerationSummary, LineageSummary, NewRun, OpenMode, PublishRecord, Store,
     StoreError, StoredGeneration, StoredIdentity, StoredImpact, StoredNode, StoredRun, seed_state,
@@ -48,8 +50,8 @@ pub fn state_path_of(state: Option<&Path>, file: &Path, host: &HostSettings) -> 
 
 /// The lineage the composition at `file` publishes into, in the store at
 /// `store`: its `name = "…"`, else the root file's path relative to the
-/// workspace (the folder holding the store's `.chassis/`, or the store's
-/// own folder), `/`-separated — so `composition.toml` and `quickstart.toml`
+/// workspace (the folder holding the store's `.chassis/`; for a store
+/// elsewhere, the deepest folder holding both), `/`-separated — so `composition.toml` and `quickstart.toml`
 /// beside one store keep separate histories, and the same file reached
 /// from another directory is the same lineage.
 pub fn lineage_of(file: &Path, host: &HostSettings, store: &Path) -> String {
@@ -57,18 +59,23 @@ pub fn lineage_of(file: &Path, host: &HostSettings, store: &Path) -> String {
         return name.value.clone();
     }
     let store = absolute(store);
-    let workspace = store
-        .parent()
-        .map(|dir| {
-            if dir.file_name().is_some_and(|n| n == ".chassis") {
-                dir.parent().unwrap_or(dir)
-            } else {
-                dir
-            }
-        })
-        .unwrap_or(Path::new("/"));
     let file = absolute(file);
-    let shown = file.strip_prefix(workspace).unwrap_or(&file);
+    let dir = store.parent().unwrap_or(Path::new("/"));
+    let workspace = if dir.file_name().is_some_and(|n| n == ".chassis") {
+        dir.parent().unwrap_or(dir).to_path_buf()
+    } else {
+        // A store elsewhere (`[store] path`, `--state`): the deepest folder
+        // holding both it and the file.
+        let mut common = PathBuf::new();
+        for (a, b) in dir.components().zip(file.components()) {
+            if a != b {
+                break;
+            }
+            common.push(a);
+        }
+        common
+    };
+    let shown = file.strip_prefix(&workspace).unwrap_or(&file);
     shown
         .components()
         .map(|c| c.as_os_str().to_string_lossy().into_owned())
@@ -120,10 +127,11 @@ impl CompositionRef {
         }
     }
 
-    /// The store a read uses: `state`, else the one beside a file.
+    /// The store a read uses: `state`, else the file's (its `[store]
+    /// path`, else `.chassis/state.db` beside it), else the one here.
     pub fn state_path(this: Option<&Self>, state: Option<&Path>) -> PathBuf {
         match this {
-            Some(CompositionRef::File(f)) => state_path(state, Some(f)),
+            Some(CompositionRef::File(f)) => state_path_of(state, f, &declared_host(f)),
             _ => state_path(state, None),
         }
     }
@@ -132,17 +140,32 @@ impl CompositionRef {
     pub fn lineage(&self, store: &Path) -> String {
         match self {
             CompositionRef::Name(n) => n.clone(),
-            CompositionRef::File(f) => lineage_of(f, &HostSettings::named(declared_name(f)), store),
+            CompositionRef::File(f) => lineage_of(f, &declared_host(f), store),
         }
     }
 }
 
-/// The top-level `name = "…"` of the composition file at `file`, read
-/// without loading the composition (a history command reads no plugin).
-fn declared_name(file: &Path) -> Option<String> {
-    let text = std::fs::read_to_string(file).ok()?;
-    let table: toml::Table = text.parse().ok()?;
-    table.get("name")?.as_str().map(str::to_owned)
+/// The host settings a history command needs of the composition file at
+/// `file` — its `name` and `[store] path` — read without loading the
+/// composition (a history command reads no plugin). A file that does not
+/// parse has none.
+fn declared_host(file: &Path) -> HostSettings {
+    let table: Option<toml::Table> = std::fs::read_to_string(file)
+        .ok()
+        .and_then(|text| text.parse().ok());
+    let text = |value: Option<&toml::Value>| {
+        value
+            .and_then(toml::Value::as_str)
+            .map(|s| crate::engine::span::Located::new(s.to_owned(), None))
+    };
+    let Some(table) = table else {
+        return HostSettings::default();
+    };
+    let store_path = text(table.get("store").and_then(|s| s.get("path")));
+    HostSettings {
+        name: text(table.get("name")),
+        store: store_path.map(|path| crate::engine::model::StoreSettings { path: Some(path) }),
+    }
 }
 
 /// Which store a read opens, and whose history in it.
@@ -210,6 +233,9 @@ pub struct StateStore {
     path: PathBuf,
     /// The lineage a composition operation reads and writes.
     lineage: String,
+    /// Told once the first write of this lineage claims a migrated store's
+    /// unclaimed history (see [`Self::writing_as`]).
+    claim_notice: Option<Arc<dyn Reporter>>,
 }
 
 impl StateStore {
@@ -226,6 +252,7 @@ impl StateStore {
             store: Box::new(store),
             path: path.to_path_buf(),
             lineage: String::new(),
+            claim_notice: None,
         })
     }
 
@@ -238,17 +265,33 @@ impl StateStore {
     }
 
     /// For the composition of lineage `lineage`, which publishes or runs:
-    /// the first to do so in a store migrated from before lineages
-    /// continues (and names) its unclaimed history, and is told.
-    pub fn writing_as(self, lineage: String, reporter: &dyn Reporter) -> Result<Self, AppError> {
+    /// the first to record something in a store migrated from before
+    /// lineages continues (and names) its unclaimed history — inside that
+    /// write's transaction, so a refused or failed publish claims nothing —
+    /// and `reporter` is told once it has.
+    pub fn writing_as(
+        self,
+        lineage: String,
+        reporter: Arc<dyn Reporter>,
+    ) -> Result<Self, AppError> {
         let mut this = self.in_lineage(lineage);
-        if this.store.claim(&this.lineage)? {
-            reporter.notice(Notice::LineageClaimed {
-                store: &this.path,
-                lineage: &this.lineage,
-            });
+        let lineages = this.store.lineages()?;
+        let claims = !lineages.iter().any(|l| l.name == this.lineage)
+            && lineages.iter().any(|l| l.name == UNCLAIMED);
+        if claims {
+            this.claim_notice = Some(reporter);
         }
         Ok(this)
+    }
+
+    /// After a write: say that it claimed the unclaimed history, once.
+    fn claimed(&mut self) {
+        if let Some(reporter) = self.claim_notice.take() {
+            reporter.notice(Notice::LineageClaimed {
+                store: &self.path,
+                lineage: &self.lineage,
+            });
+        }
     }
 
     /// The lineage of its composition.
@@ -445,7 +488,9 @@ impl StateStore {
 
     /// Record a run under its own id (returned).
     pub fn record_run(&mut self, run: NewRun) -> Result<String, AppError> {
-        Ok(self.store.record_run(&self.lineage, run)?)
+        let id = self.store.record_run(&self.lineage, run)?;
+        self.claimed();
+        Ok(id)
     }
 
     /// Record a published generation (one transaction).
@@ -497,6 +542,7 @@ impl StateStore {
             mounts,
         };
         self.store.publish(&self.lineage, record)?;
+        self.claimed();
         Ok(())
     }
 }

@@ -1,4 +1,5 @@
-//! Named failpoints: crash the process at a chosen point inside a publish.
+//! Named failpoints: crash the process at a chosen point inside a publish
+//! or a schema migration.
 //!
 //! Used only by the tests (`tests/it/store.rs`): they run the real binary
 //! with `CHASSIS_FAILPOINT=<name>`, the process sends itself `SIGKILL` at
@@ -8,9 +9,13 @@
 //! [`super::sqlite::SqliteStore::publish`], in order:
 //!
 //! - `publish.after_begin`: the `BEGIN IMMEDIATE` transaction is open;
+//! - `publish.after_nodes`: the generation's chunks (snapshot, nodes,
+//!   impact) are written;
 //! - `publish.after_generation_row`: the generation row is written;
-//! - `publish.after_nodes`: its nodes and mount counters are written;
-//! - `publish.before_commit`: everything is written, nothing committed.
+//! - `publish.before_commit`: the mount counters too, nothing committed.
+//!
+//! And `migrate.before_commit`: every migration past the store's version is
+//! applied, nothing committed (`tests/it/lineage.rs`).
 //!
 //! With the variable unset (always, outside the tests) a failpoint is one
 //! environment lookup.
@@ -21,8 +26,8 @@ pub const FAILPOINT_ENV: &str = "CHASSIS_FAILPOINT";
 /// Every failpoint, in the order a publish passes them.
 pub const PUBLISH_FAILPOINTS: [&str; 4] = [
     "publish.after_begin",
-    "publish.after_generation_row",
     "publish.after_nodes",
+    "publish.after_generation_row",
     "publish.before_commit",
 ];
 

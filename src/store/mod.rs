@@ -415,9 +415,6 @@ pub trait Store: Send {
     /// built as.
     fn publish(&mut self, lineage: &str, record: PublishRecord)
     -> Result<GenerationId, StoreError>;
-    /// Claim the unclaimed lineage of a migrated store for `lineage` (when
-    /// there is one and `lineage` has none of its own); `true` when it did.
-    fn claim(&mut self, lineage: &str) -> Result<bool, StoreError>;
     /// Record a run on a generation of `lineage` under its own id (returned).
     fn record_run(&mut self, lineage: &str, run: NewRun) -> Result<String, StoreError>;
     /// Every run, in the order they were recorded.

@@ -517,10 +517,15 @@ impl Store for SqliteStore {
         lineage: &str,
         id: &GenerationId,
     ) -> Result<Option<StoredGeneration>, StoreError> {
+        // As `current` reads it: a lineage not recorded yet stands for the
+        // unclaimed history of a migrated store.
+        let Some(lineage_id) = self.lineage_id(lineage)? else {
+            return Ok(None);
+        };
         let found = self
             .summaries(
-                "WHERE l.name = ?1 AND g.sequence = ?2",
-                &[&lineage, &i64_of(id.sequence())],
+                "WHERE g.lineage_id = ?1 AND g.sequence = ?2",
+                &[&lineage_id, &i64_of(id.sequence())],
             )?
             .pop();
         found.map(|s| self.full(s)).transpose()
@@ -528,7 +533,10 @@ impl Store for SqliteStore {
 
     fn list(&self, lineage: Option<&str>) -> Result<Vec<GenerationSummary>, StoreError> {
         let rows = match lineage {
-            Some(name) => self.summaries("WHERE l.name = ?1", &[&name])?,
+            Some(name) => match self.lineage_id(name)? {
+                Some(id) => self.summaries("WHERE g.lineage_id = ?1", &[&id])?,
+                None => Vec::new(),
+            },
             None => self.summaries("", &[])?,
         };
         Ok(rows.into_iter().map(|r| r.summary).collect())
@@ -636,19 +644,6 @@ impl Store for SqliteStore {
             }
             failpoint("publish.before_commit");
             Ok(id)
-        })
-    }
-
-    fn claim(&mut self, lineage: &str) -> Result<bool, StoreError> {
-        self.write(|tx, backend| {
-            let claimed = tx
-                .execute(
-                    "UPDATE lineages SET name = ?1 WHERE name = ?2
-                 AND NOT EXISTS (SELECT 1 FROM lineages WHERE name = ?1)",
-                    params![lineage, UNCLAIMED],
-                )
-                .map_err(backend)?;
-            Ok(claimed > 0)
         })
     }
 

@@ -35,14 +35,6 @@ pub struct HostSettings {
 }
 
 impl HostSettings {
-    /// Settings with only `name` set (when `Some`).
-    pub fn named(name: Option<String>) -> Self {
-        Self {
-            name: name.map(|n| Located::new(n, None)),
-            store: None,
-        }
-    }
-
     /// Whether nothing is set.
     pub fn is_empty(&self) -> bool {
         self.store.is_none() && self.name.is_none()
