@@ -199,3 +199,57 @@ fn failures_carry_their_exit_code_row() {
     assert_eq!(e.kind(), ErrorKind::Input);
     assert!(matches!(e, AppError::Store(_)));
 }
+
+#[test]
+fn generation_refs_are_ids_or_qualified_ids_never_git_operands() {
+    use super::state::GenerationRef;
+    let plain = GenerationRef::parse("gen_0002").unwrap();
+    assert_eq!((plain.lineage, plain.id.sequence()), (None, 2));
+    let qualified = GenerationRef::parse("support-bot:gen_0012").unwrap();
+    assert_eq!(qualified.lineage.as_deref(), Some("support-bot"));
+    assert_eq!(qualified.id.sequence(), 12);
+    // The last colon splits: a lineage may hold one (a path on some systems).
+    let colon = GenerationRef::parse("a:b.toml:gen_0001").unwrap();
+    assert_eq!(colon.lineage.as_deref(), Some("a:b.toml"));
+    // `REV:PATH` (a composition at a git revision) is not a generation.
+    assert_eq!(GenerationRef::parse("origin/main:composition.toml"), None);
+    assert_eq!(GenerationRef::parse("main:gen_12"), None);
+    assert_eq!(GenerationRef::parse("gen_0001.toml"), None);
+}
+
+#[test]
+fn a_lineage_is_named_by_the_file_in_its_workspace() {
+    use super::state::lineage_of;
+    use crate::engine::model::HostSettings;
+    let none = HostSettings::default();
+    let p = std::path::Path::new;
+    // Beside the default store: the file's name; in a subfolder, its path.
+    assert_eq!(
+        lineage_of(p("/w/composition.toml"), &none, p("/w/.chassis/state.db")),
+        "composition.toml"
+    );
+    assert_eq!(
+        lineage_of(p("/w/deploy/c.toml"), &none, p("/w/.chassis/state.db")),
+        "deploy/c.toml"
+    );
+    // `.` and `..` resolve before naming.
+    assert_eq!(
+        lineage_of(p("/w/x/../c.toml"), &none, p("/w/./.chassis/state.db")),
+        "c.toml"
+    );
+    // A store elsewhere: the deepest folder holding both.
+    assert_eq!(
+        lineage_of(p("/w/sub/c.toml"), &none, p("/w/state/s.db")),
+        "sub/c.toml"
+    );
+    assert_eq!(lineage_of(p("/w/c.toml"), &none, p("/s.db")), "w/c.toml");
+    // `name = "…"` wins.
+    let named = HostSettings {
+        name: Some(crate::engine::span::Located::new("bot".to_owned(), None)),
+        store: None,
+    };
+    assert_eq!(
+        lineage_of(p("/w/c.toml"), &named, p("/w/.chassis/state.db")),
+        "bot"
+    );
+}
