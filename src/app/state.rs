@@ -78,10 +78,13 @@ pub fn lineage_of(file: &Path, host: &HostSettings, store: &Path) -> String {
     let shown = file.strip_prefix(&workspace).unwrap_or(&file);
     shown
         .components()
-        .map(|c| c.as_os_str().to_string_lossy().into_owned())
+        .map(|c| match c {
+            // Joined below with `/`: a leading root needs no text of its own.
+            std::path::Component::RootDir => String::new(),
+            other => other.as_os_str().to_string_lossy().into_owned(),
+        })
         .collect::<Vec<_>>()
         .join("/")
-        .replacen("//", "/", 1)
 }
 
 /// `path` made absolute and normalised lexically (`.` and `..` resolved

@@ -209,19 +209,8 @@ fn v3(tx: &Transaction<'_>) -> rusqlite::Result<()> {
         .prepare("SELECT lineage_id, sequence, snapshot_root FROM generations")?
         .query_map([], |r| Ok((r.get(0)?, r.get(1)?, r.get(2)?)))?
         .collect::<rusqlite::Result<_>>()?;
-    let mut get = tx.prepare("SELECT level, body FROM chunks WHERE hash = ?1")?;
     for (lineage, sequence, root) in rows {
-        let text = chunks::read(&root, &mut |hash| {
-            use rusqlite::OptionalExtension as _;
-            get.query_row(params![hash], |r| {
-                Ok(chunks::Chunk {
-                    level: u8::try_from(r.get::<_, i64>(0)?).unwrap_or(u8::MAX),
-                    body: r.get(1)?,
-                })
-            })
-            .optional()
-        })
-        .map_err(|e| damaged(&format!("{sequence}"), &e))?;
+        let text = read_document(tx, &root).map_err(|e| damaged(&format!("{sequence}"), &e))?;
         let snapshot: serde_json::Value =
             serde_json::from_str(&text).map_err(|e| damaged(&format!("{sequence}"), &e))?;
         tx.execute(
@@ -230,6 +219,27 @@ fn v3(tx: &Transaction<'_>) -> rusqlite::Result<()> {
         )?;
     }
     Ok(())
+}
+
+/// The text of the chunk tree at `root` in the store `conn` (statement
+/// prepared once per connection).
+pub fn read_document(
+    conn: &rusqlite::Connection,
+    root: &str,
+) -> Result<String, chunks::ReadError<rusqlite::Error>> {
+    use rusqlite::OptionalExtension as _;
+    let mut stmt = conn
+        .prepare_cached("SELECT level, body FROM chunks WHERE hash = ?1")
+        .map_err(chunks::ReadError::Fetch)?;
+    chunks::read(root, &mut |hash| {
+        stmt.query_row(params![hash], |r| {
+            Ok(chunks::Chunk {
+                level: u8::try_from(r.get::<_, i64>(0)?).unwrap_or(u8::MAX),
+                body: r.get(1)?,
+            })
+        })
+        .optional()
+    })
 }
 
 /// Version 1 generations into version 2 rows, their documents as chunks.

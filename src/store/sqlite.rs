@@ -14,7 +14,7 @@ use std::time::Duration;
 
 use rusqlite::{Connection, OpenFlags, OptionalExtension, TransactionBehavior, params};
 
-use super::chunks::{self, Chunk};
+use super::chunks;
 use super::failpoint::failpoint;
 use super::key::StoreKey;
 use super::migrate::{self, Documents, UNCLAIMED};
@@ -291,20 +291,7 @@ impl SqliteStore {
 
     /// The text of the chunk tree at `root`.
     fn document(&self, root: &str, what: &str) -> Result<String, StoreError> {
-        let mut stmt = self
-            .conn
-            .prepare_cached("SELECT level, body FROM chunks WHERE hash = ?1")
-            .map_err(|e| self.backend(e))?;
-        chunks::read(root, &mut |hash| {
-            stmt.query_row(params![hash], |r| {
-                Ok(Chunk {
-                    level: u8::try_from(r.get::<_, i64>(0)?).unwrap_or(u8::MAX),
-                    body: r.get(1)?,
-                })
-            })
-            .optional()
-        })
-        .map_err(|e| match e {
+        migrate::read_document(&self.conn, root).map_err(|e| match e {
             chunks::ReadError::Fetch(e) => self.backend(e),
             other => self.not_a_store(format!("{what}: {other}")),
         })
