@@ -440,6 +440,7 @@ budget = {{ model_calls = {limit}, tool_calls = {limit}, tokens = {tokens} }}
         tools: &[],
         options: Default::default(),
         cancel: Default::default(),
+        cursors: Default::default(),
     };
     let t = Instant::now();
     rt.block_on(async {

@@ -37,6 +37,7 @@ Register-ArgumentCompleter -Native -CommandName 'chassis' -ScriptBlock {
             [CompletionResult]::new('explain', 'explain', [CompletionResultType]::ParameterValue, 'Explain a requirement or a scope')
             [CompletionResult]::new('diff', 'diff', [CompletionResultType]::ParameterValue, 'Compare two compositions, snapshots or git revisions semantically')
             [CompletionResult]::new('publish', 'publish', [CompletionResultType]::ParameterValue, 'Reconcile a composition against the store and record a new generation')
+            [CompletionResult]::new('serve', 'serve', [CompletionResultType]::ParameterValue, 'Publish a composition and serve its agents over HTTP, reloading it as new generations')
             [CompletionResult]::new('plan', 'plan', [CompletionResultType]::ParameterValue, 'Show what `publish` would do, changing nothing')
             [CompletionResult]::new('generations', 'generations', [CompletionResultType]::ParameterValue, 'List or show the generations in the store')
             [CompletionResult]::new('runs', 'runs', [CompletionResultType]::ParameterValue, 'List or show the runs recorded in the store')
@@ -241,6 +242,26 @@ Register-ArgumentCompleter -Native -CommandName 'chassis' -ScriptBlock {
             [CompletionResult]::new('--help', '--help', [CompletionResultType]::ParameterName, 'Print help (see more with ''--help'')')
             break
         }
+        'chassis;serve' {
+            [CompletionResult]::new('--listen', '--listen', [CompletionResultType]::ParameterName, 'Address to listen on (port 0 picks a free port; the address is printed on stderr)')
+            [CompletionResult]::new('--state', '--state', [CompletionResultType]::ParameterName, 'The store (default: the composition''s `[store] path`, else `.chassis/state.db` beside FILE)')
+            [CompletionResult]::new('--env-file', '--env-file', [CompletionResultType]::ParameterName, 'Secrets and `enabled_if` variables from this env file too')
+            [CompletionResult]::new('--approve', '--approve', [CompletionResultType]::ParameterName, 'Approve every call of this tool (repeatable)')
+            [CompletionResult]::new('--grant', '--grant', [CompletionResultType]::ParameterName, 'Widen the default policy: `name[:resource-pattern]` (repeatable)')
+            [CompletionResult]::new('--max-runs', '--max-runs', [CompletionResultType]::ParameterName, 'Runs at once; more are refused with 429 and `Retry-After`')
+            [CompletionResult]::new('--max-body', '--max-body', [CompletionResultType]::ParameterName, 'Largest request body, in bytes')
+            [CompletionResult]::new('--drain-timeout', '--drain-timeout', [CompletionResultType]::ParameterName, 'Seconds runs in flight may take to finish after SIGTERM/SIGINT before they are cancelled')
+            [CompletionResult]::new('--format', '--format', [CompletionResultType]::ParameterName, 'Output format: text, or json (one document with `format_version`); some commands also take markdown, dot or mermaid')
+            [CompletionResult]::new('--color', '--color', [CompletionResultType]::ParameterName, 'When to colour diagnostics')
+            [CompletionResult]::new('--allow-pending', '--allow-pending', [CompletionResultType]::ParameterName, 'Publish without the pending entries instead of refusing')
+            [CompletionResult]::new('-v', '-v', [CompletionResultType]::ParameterName, 'More logging on stderr (-v info, -vv debug, -vvv trace); `RUST_LOG` overrides')
+            [CompletionResult]::new('--verbose', '--verbose', [CompletionResultType]::ParameterName, 'More logging on stderr (-v info, -vv debug, -vvv trace); `RUST_LOG` overrides')
+            [CompletionResult]::new('-q', '-q', [CompletionResultType]::ParameterName, 'Only errors on stderr')
+            [CompletionResult]::new('--quiet', '--quiet', [CompletionResultType]::ParameterName, 'Only errors on stderr')
+            [CompletionResult]::new('-h', '-h', [CompletionResultType]::ParameterName, 'Print help (see more with ''--help'')')
+            [CompletionResult]::new('--help', '--help', [CompletionResultType]::ParameterName, 'Print help (see more with ''--help'')')
+            break
+        }
         'chassis;plan' {
             [CompletionResult]::new('--state', '--state', [CompletionResultType]::ParameterName, 'The store (default: the composition''s `[store] path`, else `.chassis/state.db` beside FILE)')
             [CompletionResult]::new('--format', '--format', [CompletionResultType]::ParameterName, 'Output format: text, or json (one document with `format_version`); some commands also take markdown, dot or mermaid')
@@ -424,6 +445,7 @@ Register-ArgumentCompleter -Native -CommandName 'chassis' -ScriptBlock {
             [CompletionResult]::new('explain', 'explain', [CompletionResultType]::ParameterValue, 'Explain a requirement or a scope')
             [CompletionResult]::new('diff', 'diff', [CompletionResultType]::ParameterValue, 'Compare two compositions, snapshots or git revisions semantically')
             [CompletionResult]::new('publish', 'publish', [CompletionResultType]::ParameterValue, 'Reconcile a composition against the store and record a new generation')
+            [CompletionResult]::new('serve', 'serve', [CompletionResultType]::ParameterValue, 'Publish a composition and serve its agents over HTTP, reloading it as new generations')
             [CompletionResult]::new('plan', 'plan', [CompletionResultType]::ParameterValue, 'Show what `publish` would do, changing nothing')
             [CompletionResult]::new('generations', 'generations', [CompletionResultType]::ParameterValue, 'List or show the generations in the store')
             [CompletionResult]::new('runs', 'runs', [CompletionResultType]::ParameterValue, 'List or show the runs recorded in the store')
@@ -470,6 +492,9 @@ Register-ArgumentCompleter -Native -CommandName 'chassis' -ScriptBlock {
             break
         }
         'chassis;help;publish' {
+            break
+        }
+        'chassis;help;serve' {
             break
         }
         'chassis;help;plan' {

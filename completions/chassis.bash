@@ -52,6 +52,9 @@ _chassis() {
             chassis,schema)
                 cmd="chassis__subcmd__schema"
                 ;;
+            chassis,serve)
+                cmd="chassis__subcmd__serve"
+                ;;
             chassis,snapshot)
                 cmd="chassis__subcmd__snapshot"
                 ;;
@@ -154,6 +157,9 @@ _chassis() {
             chassis__subcmd__help,schema)
                 cmd="chassis__subcmd__help__subcmd__schema"
                 ;;
+            chassis__subcmd__help,serve)
+                cmd="chassis__subcmd__help__subcmd__serve"
+                ;;
             chassis__subcmd__help,snapshot)
                 cmd="chassis__subcmd__help__subcmd__snapshot"
                 ;;
@@ -212,7 +218,7 @@ _chassis() {
 
     case "${cmd}" in
         chassis)
-            opts="-v -q -h -V --format --color --verbose --quiet --help --version run check snapshot explain diff publish plan generations runs tools graph schema completions help"
+            opts="-v -q -h -V --format --color --verbose --quiet --help --version run check snapshot explain diff publish serve plan generations runs tools graph schema completions help"
             if [[ ${cur} == -* || ${COMP_CWORD} -eq 1 ]] ; then
                 COMPREPLY=( $(compgen -W "${opts}" -- "${cur}") )
                 return 0
@@ -746,7 +752,7 @@ _chassis() {
             return 0
             ;;
         chassis__subcmd__help)
-            opts="run check snapshot explain diff publish plan generations runs tools graph schema completions help"
+            opts="run check snapshot explain diff publish serve plan generations runs tools graph schema completions help"
             if [[ ${cur} == -* || ${COMP_CWORD} -eq 2 ]] ; then
                 COMPREPLY=( $(compgen -W "${opts}" -- "${cur}") )
                 return 0
@@ -1040,6 +1046,20 @@ _chassis() {
             return 0
             ;;
         chassis__subcmd__help__subcmd__schema)
+            opts=""
+            if [[ ${cur} == -* || ${COMP_CWORD} -eq 3 ]] ; then
+                COMPREPLY=( $(compgen -W "${opts}" -- "${cur}") )
+                return 0
+            fi
+            case "${prev}" in
+                *)
+                    COMPREPLY=()
+                    ;;
+            esac
+            COMPREPLY=( $(compgen -W "${opts}" -- "${cur}") )
+            return 0
+            ;;
+        chassis__subcmd__help__subcmd__serve)
             opts=""
             if [[ ${cur} == -* || ${COMP_CWORD} -eq 3 ]] ; then
                 COMPREPLY=( $(compgen -W "${opts}" -- "${cur}") )
@@ -1357,6 +1377,60 @@ _chassis() {
                     return 0
                     ;;
                 --kind)
+                    COMPREPLY=($(compgen -f "${cur}"))
+                    return 0
+                    ;;
+                --format)
+                    COMPREPLY=($(compgen -W "text json markdown dot mermaid" -- "${cur}"))
+                    return 0
+                    ;;
+                --color)
+                    COMPREPLY=($(compgen -W "auto always never" -- "${cur}"))
+                    return 0
+                    ;;
+                *)
+                    COMPREPLY=()
+                    ;;
+            esac
+            COMPREPLY=( $(compgen -W "${opts}" -- "${cur}") )
+            return 0
+            ;;
+        chassis__subcmd__serve)
+            opts="-v -q -h --listen --state --env-file --approve --grant --allow-pending --max-runs --max-body --drain-timeout --format --color --verbose --quiet --help"
+            if [[ ${cur} == -* || ${COMP_CWORD} -eq 2 ]] ; then
+                COMPREPLY=( $(compgen -W "${opts}" -- "${cur}") )
+                return 0
+            fi
+            case "${prev}" in
+                --listen)
+                    COMPREPLY=($(compgen -f "${cur}"))
+                    return 0
+                    ;;
+                --state)
+                    COMPREPLY=($(compgen -f "${cur}"))
+                    return 0
+                    ;;
+                --env-file)
+                    COMPREPLY=($(compgen -f "${cur}"))
+                    return 0
+                    ;;
+                --approve)
+                    COMPREPLY=($(compgen -f "${cur}"))
+                    return 0
+                    ;;
+                --grant)
+                    COMPREPLY=($(compgen -f "${cur}"))
+                    return 0
+                    ;;
+                --max-runs)
+                    COMPREPLY=($(compgen -f "${cur}"))
+                    return 0
+                    ;;
+                --max-body)
+                    COMPREPLY=($(compgen -f "${cur}"))
+                    return 0
+                    ;;
+                --drain-timeout)
                     COMPREPLY=($(compgen -f "${cur}"))
                     return 0
                     ;;

@@ -34,6 +34,7 @@ set edit:completion:arg-completer[chassis] = {|@words|
             cand explain 'Explain a requirement or a scope'
             cand diff 'Compare two compositions, snapshots or git revisions semantically'
             cand publish 'Reconcile a composition against the store and record a new generation'
+            cand serve 'Publish a composition and serve its agents over HTTP, reloading it as new generations'
             cand plan 'Show what `publish` would do, changing nothing'
             cand generations 'List or show the generations in the store'
             cand runs 'List or show the runs recorded in the store'
@@ -217,6 +218,25 @@ set edit:completion:arg-completer[chassis] = {|@words|
             cand -h 'Print help (see more with ''--help'')'
             cand --help 'Print help (see more with ''--help'')'
         }
+        &'chassis;serve'= {
+            cand --listen 'Address to listen on (port 0 picks a free port; the address is printed on stderr)'
+            cand --state 'The store (default: the composition''s `[store] path`, else `.chassis/state.db` beside FILE)'
+            cand --env-file 'Secrets and `enabled_if` variables from this env file too'
+            cand --approve 'Approve every call of this tool (repeatable)'
+            cand --grant 'Widen the default policy: `name[:resource-pattern]` (repeatable)'
+            cand --max-runs 'Runs at once; more are refused with 429 and `Retry-After`'
+            cand --max-body 'Largest request body, in bytes'
+            cand --drain-timeout 'Seconds runs in flight may take to finish after SIGTERM/SIGINT before they are cancelled'
+            cand --format 'Output format: text, or json (one document with `format_version`); some commands also take markdown, dot or mermaid'
+            cand --color 'When to colour diagnostics'
+            cand --allow-pending 'Publish without the pending entries instead of refusing'
+            cand -v 'More logging on stderr (-v info, -vv debug, -vvv trace); `RUST_LOG` overrides'
+            cand --verbose 'More logging on stderr (-v info, -vv debug, -vvv trace); `RUST_LOG` overrides'
+            cand -q 'Only errors on stderr'
+            cand --quiet 'Only errors on stderr'
+            cand -h 'Print help (see more with ''--help'')'
+            cand --help 'Print help (see more with ''--help'')'
+        }
         &'chassis;plan'= {
             cand --state 'The store (default: the composition''s `[store] path`, else `.chassis/state.db` beside FILE)'
             cand --format 'Output format: text, or json (one document with `format_version`); some commands also take markdown, dot or mermaid'
@@ -381,6 +401,7 @@ set edit:completion:arg-completer[chassis] = {|@words|
             cand explain 'Explain a requirement or a scope'
             cand diff 'Compare two compositions, snapshots or git revisions semantically'
             cand publish 'Reconcile a composition against the store and record a new generation'
+            cand serve 'Publish a composition and serve its agents over HTTP, reloading it as new generations'
             cand plan 'Show what `publish` would do, changing nothing'
             cand generations 'List or show the generations in the store'
             cand runs 'List or show the runs recorded in the store'
@@ -416,6 +437,8 @@ set edit:completion:arg-completer[chassis] = {|@words|
         &'chassis;help;diff;generations'= {
         }
         &'chassis;help;publish'= {
+        }
+        &'chassis;help;serve'= {
         }
         &'chassis;help;plan'= {
         }

@@ -42,6 +42,7 @@ complete -c chassis -n "__fish_chassis_needs_command" -f -a "snapshot" -d 'Print
 complete -c chassis -n "__fish_chassis_needs_command" -f -a "explain" -d 'Explain a requirement or a scope'
 complete -c chassis -n "__fish_chassis_needs_command" -f -a "diff" -d 'Compare two compositions, snapshots or git revisions semantically'
 complete -c chassis -n "__fish_chassis_needs_command" -f -a "publish" -d 'Reconcile a composition against the store and record a new generation'
+complete -c chassis -n "__fish_chassis_needs_command" -f -a "serve" -d 'Publish a composition and serve its agents over HTTP, reloading it as new generations'
 complete -c chassis -n "__fish_chassis_needs_command" -f -a "plan" -d 'Show what `publish` would do, changing nothing'
 complete -c chassis -n "__fish_chassis_needs_command" -f -a "generations" -d 'List or show the generations in the store'
 complete -c chassis -n "__fish_chassis_needs_command" -f -a "runs" -d 'List or show the runs recorded in the store'
@@ -218,6 +219,26 @@ complete -c chassis -n "__fish_chassis_using_subcommand publish" -l all -d 'List
 complete -c chassis -n "__fish_chassis_using_subcommand publish" -s v -l verbose -d 'More logging on stderr (-v info, -vv debug, -vvv trace); `RUST_LOG` overrides'
 complete -c chassis -n "__fish_chassis_using_subcommand publish" -s q -l quiet -d 'Only errors on stderr'
 complete -c chassis -n "__fish_chassis_using_subcommand publish" -s h -l help -d 'Print help (see more with \'--help\')'
+complete -c chassis -n "__fish_chassis_using_subcommand serve" -l listen -d 'Address to listen on (port 0 picks a free port; the address is printed on stderr)' -r
+complete -c chassis -n "__fish_chassis_using_subcommand serve" -l state -d 'The store (default: the composition\'s `[store] path`, else `.chassis/state.db` beside FILE)' -r -F
+complete -c chassis -n "__fish_chassis_using_subcommand serve" -l env-file -d 'Secrets and `enabled_if` variables from this env file too' -r -F
+complete -c chassis -n "__fish_chassis_using_subcommand serve" -l approve -d 'Approve every call of this tool (repeatable)' -r
+complete -c chassis -n "__fish_chassis_using_subcommand serve" -l grant -d 'Widen the default policy: `name[:resource-pattern]` (repeatable)' -r
+complete -c chassis -n "__fish_chassis_using_subcommand serve" -l max-runs -d 'Runs at once; more are refused with 429 and `Retry-After`' -r
+complete -c chassis -n "__fish_chassis_using_subcommand serve" -l max-body -d 'Largest request body, in bytes' -r
+complete -c chassis -n "__fish_chassis_using_subcommand serve" -l drain-timeout -d 'Seconds runs in flight may take to finish after SIGTERM/SIGINT before they are cancelled' -r
+complete -c chassis -n "__fish_chassis_using_subcommand serve" -l format -d 'Output format: text, or json (one document with `format_version`); some commands also take markdown, dot or mermaid' -r -f -a "text\t'Human-readable text'
+json\t'One JSON document with `format_version`'
+markdown\t'Markdown (diff: a pull-request comment)'
+dot\t'Graphviz dot (graph)'
+mermaid\t'Mermaid flowchart (graph)'"
+complete -c chassis -n "__fish_chassis_using_subcommand serve" -l color -d 'When to colour diagnostics' -r -f -a "auto\t'Colour when stderr is a terminal and `NO_COLOR` is unset'
+always\t'Always colour'
+never\t'Never colour'"
+complete -c chassis -n "__fish_chassis_using_subcommand serve" -l allow-pending -d 'Publish without the pending entries instead of refusing'
+complete -c chassis -n "__fish_chassis_using_subcommand serve" -s v -l verbose -d 'More logging on stderr (-v info, -vv debug, -vvv trace); `RUST_LOG` overrides'
+complete -c chassis -n "__fish_chassis_using_subcommand serve" -s q -l quiet -d 'Only errors on stderr'
+complete -c chassis -n "__fish_chassis_using_subcommand serve" -s h -l help -d 'Print help (see more with \'--help\')'
 complete -c chassis -n "__fish_chassis_using_subcommand plan" -l state -d 'The store (default: the composition\'s `[store] path`, else `.chassis/state.db` beside FILE)' -r -F
 complete -c chassis -n "__fish_chassis_using_subcommand plan" -l format -d 'Output format: text, or json (one document with `format_version`); some commands also take markdown, dot or mermaid' -r -f -a "text\t'Human-readable text'
 json\t'One JSON document with `format_version`'
@@ -370,20 +391,21 @@ never\t'Never colour'"
 complete -c chassis -n "__fish_chassis_using_subcommand completions" -s v -l verbose -d 'More logging on stderr (-v info, -vv debug, -vvv trace); `RUST_LOG` overrides'
 complete -c chassis -n "__fish_chassis_using_subcommand completions" -s q -l quiet -d 'Only errors on stderr'
 complete -c chassis -n "__fish_chassis_using_subcommand completions" -s h -l help -d 'Print help (see more with \'--help\')'
-complete -c chassis -n "__fish_chassis_using_subcommand help; and not __fish_seen_subcommand_from run check snapshot explain diff publish plan generations runs tools graph schema completions help" -f -a "run" -d 'Publish a composition and run an agent against exactly that generation'
-complete -c chassis -n "__fish_chassis_using_subcommand help; and not __fish_seen_subcommand_from run check snapshot explain diff publish plan generations runs tools graph schema completions help" -f -a "check" -d 'Load, validate and resolve compositions; list what does not resolve'
-complete -c chassis -n "__fish_chassis_using_subcommand help; and not __fish_seen_subcommand_from run check snapshot explain diff publish plan generations runs tools graph schema completions help" -f -a "snapshot" -d 'Print the snapshot of a resolved composition with its three digests'
-complete -c chassis -n "__fish_chassis_using_subcommand help; and not __fish_seen_subcommand_from run check snapshot explain diff publish plan generations runs tools graph schema completions help" -f -a "explain" -d 'Explain a requirement or a scope'
-complete -c chassis -n "__fish_chassis_using_subcommand help; and not __fish_seen_subcommand_from run check snapshot explain diff publish plan generations runs tools graph schema completions help" -f -a "diff" -d 'Compare two compositions, snapshots or git revisions semantically'
-complete -c chassis -n "__fish_chassis_using_subcommand help; and not __fish_seen_subcommand_from run check snapshot explain diff publish plan generations runs tools graph schema completions help" -f -a "publish" -d 'Reconcile a composition against the store and record a new generation'
-complete -c chassis -n "__fish_chassis_using_subcommand help; and not __fish_seen_subcommand_from run check snapshot explain diff publish plan generations runs tools graph schema completions help" -f -a "plan" -d 'Show what `publish` would do, changing nothing'
-complete -c chassis -n "__fish_chassis_using_subcommand help; and not __fish_seen_subcommand_from run check snapshot explain diff publish plan generations runs tools graph schema completions help" -f -a "generations" -d 'List or show the generations in the store'
-complete -c chassis -n "__fish_chassis_using_subcommand help; and not __fish_seen_subcommand_from run check snapshot explain diff publish plan generations runs tools graph schema completions help" -f -a "runs" -d 'List or show the runs recorded in the store'
-complete -c chassis -n "__fish_chassis_using_subcommand help; and not __fish_seen_subcommand_from run check snapshot explain diff publish plan generations runs tools graph schema completions help" -f -a "tools" -d 'List the tools a composition mounts, per scope, with their policy; start MCP servers and pin their tools in `chassis.lock`'
-complete -c chassis -n "__fish_chassis_using_subcommand help; and not __fish_seen_subcommand_from run check snapshot explain diff publish plan generations runs tools graph schema completions help" -f -a "graph" -d 'Draw the dependency graph, scopes as clusters'
-complete -c chassis -n "__fish_chassis_using_subcommand help; and not __fish_seen_subcommand_from run check snapshot explain diff publish plan generations runs tools graph schema completions help" -f -a "schema" -d 'Print the JSON Schema of the composition format'
-complete -c chassis -n "__fish_chassis_using_subcommand help; and not __fish_seen_subcommand_from run check snapshot explain diff publish plan generations runs tools graph schema completions help" -f -a "completions" -d 'Print a shell completion script'
-complete -c chassis -n "__fish_chassis_using_subcommand help; and not __fish_seen_subcommand_from run check snapshot explain diff publish plan generations runs tools graph schema completions help" -f -a "help" -d 'Print this message or the help of the given subcommand(s)'
+complete -c chassis -n "__fish_chassis_using_subcommand help; and not __fish_seen_subcommand_from run check snapshot explain diff publish serve plan generations runs tools graph schema completions help" -f -a "run" -d 'Publish a composition and run an agent against exactly that generation'
+complete -c chassis -n "__fish_chassis_using_subcommand help; and not __fish_seen_subcommand_from run check snapshot explain diff publish serve plan generations runs tools graph schema completions help" -f -a "check" -d 'Load, validate and resolve compositions; list what does not resolve'
+complete -c chassis -n "__fish_chassis_using_subcommand help; and not __fish_seen_subcommand_from run check snapshot explain diff publish serve plan generations runs tools graph schema completions help" -f -a "snapshot" -d 'Print the snapshot of a resolved composition with its three digests'
+complete -c chassis -n "__fish_chassis_using_subcommand help; and not __fish_seen_subcommand_from run check snapshot explain diff publish serve plan generations runs tools graph schema completions help" -f -a "explain" -d 'Explain a requirement or a scope'
+complete -c chassis -n "__fish_chassis_using_subcommand help; and not __fish_seen_subcommand_from run check snapshot explain diff publish serve plan generations runs tools graph schema completions help" -f -a "diff" -d 'Compare two compositions, snapshots or git revisions semantically'
+complete -c chassis -n "__fish_chassis_using_subcommand help; and not __fish_seen_subcommand_from run check snapshot explain diff publish serve plan generations runs tools graph schema completions help" -f -a "publish" -d 'Reconcile a composition against the store and record a new generation'
+complete -c chassis -n "__fish_chassis_using_subcommand help; and not __fish_seen_subcommand_from run check snapshot explain diff publish serve plan generations runs tools graph schema completions help" -f -a "serve" -d 'Publish a composition and serve its agents over HTTP, reloading it as new generations'
+complete -c chassis -n "__fish_chassis_using_subcommand help; and not __fish_seen_subcommand_from run check snapshot explain diff publish serve plan generations runs tools graph schema completions help" -f -a "plan" -d 'Show what `publish` would do, changing nothing'
+complete -c chassis -n "__fish_chassis_using_subcommand help; and not __fish_seen_subcommand_from run check snapshot explain diff publish serve plan generations runs tools graph schema completions help" -f -a "generations" -d 'List or show the generations in the store'
+complete -c chassis -n "__fish_chassis_using_subcommand help; and not __fish_seen_subcommand_from run check snapshot explain diff publish serve plan generations runs tools graph schema completions help" -f -a "runs" -d 'List or show the runs recorded in the store'
+complete -c chassis -n "__fish_chassis_using_subcommand help; and not __fish_seen_subcommand_from run check snapshot explain diff publish serve plan generations runs tools graph schema completions help" -f -a "tools" -d 'List the tools a composition mounts, per scope, with their policy; start MCP servers and pin their tools in `chassis.lock`'
+complete -c chassis -n "__fish_chassis_using_subcommand help; and not __fish_seen_subcommand_from run check snapshot explain diff publish serve plan generations runs tools graph schema completions help" -f -a "graph" -d 'Draw the dependency graph, scopes as clusters'
+complete -c chassis -n "__fish_chassis_using_subcommand help; and not __fish_seen_subcommand_from run check snapshot explain diff publish serve plan generations runs tools graph schema completions help" -f -a "schema" -d 'Print the JSON Schema of the composition format'
+complete -c chassis -n "__fish_chassis_using_subcommand help; and not __fish_seen_subcommand_from run check snapshot explain diff publish serve plan generations runs tools graph schema completions help" -f -a "completions" -d 'Print a shell completion script'
+complete -c chassis -n "__fish_chassis_using_subcommand help; and not __fish_seen_subcommand_from run check snapshot explain diff publish serve plan generations runs tools graph schema completions help" -f -a "help" -d 'Print this message or the help of the given subcommand(s)'
 complete -c chassis -n "__fish_chassis_using_subcommand help; and __fish_seen_subcommand_from explain" -f -a "requirement" -d 'Every candidate for one requirement: origin, visibility, eligibility, selection, and the reason each was rejected'
 complete -c chassis -n "__fish_chassis_using_subcommand help; and __fish_seen_subcommand_from explain" -f -a "scope" -d 'A scope: parent, children, effective view, providers (local, inherited, visible), entries, requirements, tools. Metadata values are redacted'
 complete -c chassis -n "__fish_chassis_using_subcommand help; and __fish_seen_subcommand_from explain" -f -a "reuse" -d 'Why a node was reused, rebuilt or rewired between two stored generations: which identity parts changed'

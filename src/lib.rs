@@ -16,6 +16,9 @@
 //! - [`app`] is the application layer: each thing chassis does (check,
 //!   publish, plan, run an agent…) as a function that returns data, for
 //!   every front end alike.
+//! - [`serve`] is the HTTP front (`chassis serve`): each handler a thin
+//!   parse → call [`app::host`] → render of the same JSON documents, errors
+//!   as `application/problem+json`; it imports nothing from [`cli`].
 //! - [`cli`] is the only module that prints: argument parsing, commands
 //!   (each a thin parse → call [`app`] → render), rendering (text, JSON,
 //!   markdown, miette diagnostics) and exit codes.
@@ -29,6 +32,7 @@ pub mod lock;
 pub mod plugins;
 pub mod process;
 pub mod runtime;
+pub mod serve;
 pub mod store;
 pub mod testing;
 pub mod trace;

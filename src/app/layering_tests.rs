@@ -90,6 +90,40 @@ fn nothing_below_the_application_layer_names_it_or_the_cli() {
 }
 
 #[test]
+fn the_http_front_names_no_cli_and_never_prints() {
+    let found = offending(
+        &["serve"],
+        &[
+            "crate::cli",
+            "super::cli",
+            "clap::",
+            "println!",
+            "print!(",
+            "eprint",
+            "io::stdout",
+            "io::stderr",
+            "process::exit",
+        ],
+    );
+    assert!(
+        found.is_empty(),
+        "the HTTP front must not print or name the CLI:\n{}",
+        found.join("\n")
+    );
+    // It is a front over the application layer, and nothing names it.
+    assert!(!offending(&["serve"], &["crate::app::host"]).is_empty());
+    assert!(
+        offending(
+            &[
+                "app", "engine", "load", "lock", "plugins", "process", "runtime", "store", "trace"
+            ],
+            &["crate::serve"],
+        )
+        .is_empty()
+    );
+}
+
+#[test]
 fn the_scan_sees_what_it_looks_for() {
     // The scan is not vacuous: the CLI does name the app layer, and prints.
     assert!(!offending(&["cli"], &["crate::app"]).is_empty());

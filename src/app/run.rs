@@ -170,17 +170,7 @@ pub async fn run(options: RunOptions, caller: &Caller) -> Result<RunOutcome, App
     }
     let agent = pick_agent(&ws, options.agent.as_deref())?;
     let input = read_input(options.input, &ws, &agent)?;
-    let grants = options
-        .grants
-        .iter()
-        .map(|g| {
-            Grant::parse(g).map_err(|e| {
-                Problem::input(format!("`--grant {g}` is not a grant: {}", e.message))
-                    .with_help("a grant is `name[:resource-pattern]`, e.g. `filesystem.read:/workspace/**` or `network.*`")
-                    .into()
-            })
-        })
-        .collect::<Result<Vec<Grant>, AppError>>()?;
+    let grants = parse_grants(&options.grants)?;
     notice_unknown_approvals(caller, &options.approve, &ws);
     let request_tools = match &options.request_tools {
         None => RequestTools::default(),
@@ -288,6 +278,20 @@ pub async fn run(options: RunOptions, caller: &Caller) -> Result<RunOutcome, App
         request_tools: request_tool_names,
         status,
     })
+}
+
+/// `--grant` values as grants (unusable input when one is not).
+pub(crate) fn parse_grants(grants: &[String]) -> Result<Vec<Grant>, AppError> {
+    grants
+        .iter()
+        .map(|g| {
+            Grant::parse(g).map_err(|e| {
+                Problem::input(format!("`--grant {g}` is not a grant: {}", e.message))
+                    .with_help("a grant is `name[:resource-pattern]`, e.g. `filesystem.read:/workspace/**` or `network.*`")
+                    .into()
+            })
+        })
+        .collect()
 }
 
 fn pick_agent(ws: &Workspace, asked: Option<&str>) -> Result<String, AppError> {
@@ -440,20 +444,23 @@ async fn execute(x: Execution<'_>, caller: &Caller) -> Result<Ran, AppError> {
         Ended::Interrupted => Err(AppError::Interrupted(
             "the run was cancelled; nothing was recorded",
         )),
-        Ended::Agent(e) => {
-            let kind = match e {
-                AgentError::UnknownAgent { .. } => ErrorKind::Input,
-                AgentError::ModelUnavailable { .. } => ErrorKind::Negative,
-                AgentError::Snapshot(_) => ErrorKind::Failure,
-                AgentError::RequestTools(
-                    crate::engine::request_tools::RequestToolsError::Snapshot(_),
-                ) => ErrorKind::Failure,
-                AgentError::RequestTools(_) => ErrorKind::Input,
-            };
-            Err(Problem::new(kind, e.to_string()).into())
-        }
+        Ended::Agent(e) => Err(agent_error(e)),
         Ended::Other(e) => Err(AppError::failure(e)),
     }
+}
+
+/// A run that could not start, as a failure of its row.
+pub(crate) fn agent_error(e: AgentError) -> AppError {
+    let kind = match e {
+        AgentError::UnknownAgent { .. } => ErrorKind::Input,
+        AgentError::ModelUnavailable { .. } => ErrorKind::Negative,
+        AgentError::Snapshot(_) => ErrorKind::Failure,
+        AgentError::RequestTools(crate::engine::request_tools::RequestToolsError::Snapshot(_)) => {
+            ErrorKind::Failure
+        }
+        AgentError::RequestTools(_) => ErrorKind::Input,
+    };
+    Problem::new(kind, e.to_string()).into()
 }
 
 async fn harness_run(x: Execution<'_>, caller: &Caller) -> Ended {
@@ -581,7 +588,7 @@ async fn harness_run(x: Execution<'_>, caller: &Caller) -> Ended {
 /// The policy of scopes no `policy` provider governs: the generation's
 /// `[policy]` (or no rule at all) with `grants` added — a permission no
 /// grant covers is denied, and a deny rule still wins over a grant.
-fn default_policy(generation: &Generation, grants: Vec<Grant>) -> PolicyRules {
+pub(crate) fn default_policy(generation: &Generation, grants: Vec<Grant>) -> PolicyRules {
     let mut rules = generation
         .composition
         .policy

@@ -88,6 +88,8 @@ pub enum Command {
     Diff(commands::diff::DiffCommand),
     /// Reconcile a composition against the store and record a new generation.
     Publish(commands::publish::PublishArgs),
+    /// Publish a composition and serve its agents over HTTP, reloading it as new generations.
+    Serve(commands::serve::ServeArgs),
     /// Show what `publish` would do, changing nothing.
     Plan(commands::plan::PlanArgs),
     /// List or show the generations in the store.
@@ -208,7 +210,7 @@ pub fn run(cli: Cli) -> ExitStatus {
     // in a tool) and kill it before they exit; see `process::orphans`.
     let starts_programs = matches!(
         &cli.command,
-        Command::Run(_) | Command::Publish(_) | Command::Tools(_)
+        Command::Run(_) | Command::Publish(_) | Command::Serve(_) | Command::Tools(_)
     );
     if starts_programs {
         crate::process::orphans::adopt_orphans();
@@ -220,6 +222,7 @@ pub fn run(cli: Cli) -> ExitStatus {
         Command::Explain(cmd) => commands::explain::run(&ui, cmd),
         Command::Diff(cmd) => commands::diff::run(&ui, cmd),
         Command::Publish(args) => commands::publish::run(&ui, args),
+        Command::Serve(args) => commands::serve::run(&ui, args),
         Command::Plan(args) => commands::plan::run(&ui, args),
         Command::Generations(cmd) => commands::generations::run(&ui, cmd),
         Command::Runs(cmd) => commands::runs::run(&ui, cmd),

@@ -9,6 +9,8 @@ use std::io::{IsTerminal, Write};
 use crate::engine::diag::{Diagnostic, Severity};
 use crate::load::SourceMap;
 
+pub use crate::app::documents::{diagnostic_json, message_json};
+
 use super::diagnostic::to_rendered;
 
 /// Output format requested with `--format`.
@@ -160,24 +162,6 @@ impl Ui {
     }
 }
 
-/// The JSON line of a diagnostic that points at no file: `help` is always a
-/// list, `code` `null` when the finding has none.
-pub fn message_json(
-    severity: &str,
-    code: Option<&str>,
-    message: &str,
-    help: &[String],
-) -> serde_json::Value {
-    serde_json::json!({
-        "type": "diagnostic",
-        "code": code,
-        "severity": severity,
-        "message": message,
-        "labels": [],
-        "help": help,
-    })
-}
-
 /// A message a command wrote as text (see [`Ui::err`]) as a JSON
 /// diagnostic; `None` for text that is not one (progress, summaries).
 pub(crate) fn plain_diagnostic(text: &str) -> Option<serde_json::Value> {
@@ -213,32 +197,6 @@ pub(crate) fn plain_diagnostic(text: &str) -> Option<serde_json::Value> {
         h.truncate(trimmed);
     }
     Some(message_json(severity, code, &message, &help))
-}
-
-/// A diagnostic as a JSON line.
-pub fn diagnostic_json(d: &Diagnostic, sources: &SourceMap) -> serde_json::Value {
-    let labels: Vec<serde_json::Value> = d
-        .labels
-        .iter()
-        .map(|l| {
-            let (line, column) = sources.line_col(l.origin);
-            serde_json::json!({
-                "file": sources.name(l.origin.source),
-                "line": line,
-                "column": column,
-                "message": l.message,
-                "primary": l.primary,
-            })
-        })
-        .collect();
-    serde_json::json!({
-        "type": "diagnostic",
-        "code": d.code.as_str(),
-        "severity": match d.severity { Severity::Error => "error", Severity::Warning => "warning" },
-        "message": d.message,
-        "labels": labels,
-        "help": d.help,
-    })
 }
 
 #[cfg(test)]

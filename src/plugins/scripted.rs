@@ -1,7 +1,6 @@
 //! The `scripted` model: answers each call with the next scripted turn.
 
 use std::sync::Arc;
-use std::sync::atomic::{AtomicUsize, Ordering};
 use std::time::Duration;
 
 use serde_json::Value;
@@ -34,6 +33,54 @@ pub struct Turn {
     pub refusal: Option<String>,
     /// Wait before answering.
     pub delay: Option<Duration>,
+    /// Answer only when the last user message matches.
+    pub when: Option<When>,
+}
+
+/// Which inputs a turn answers: the last user message the model sees.
+#[derive(Clone, Debug)]
+pub enum When {
+    /// Exactly this text.
+    Input(String),
+    /// Text this regular expression finds a match in.
+    Regex(regex::Regex),
+}
+
+impl PartialEq for When {
+    fn eq(&self, other: &Self) -> bool {
+        match (self, other) {
+            (When::Input(a), When::Input(b)) => a == b,
+            (When::Regex(a), When::Regex(b)) => a.as_str() == b.as_str(),
+            _ => false,
+        }
+    }
+}
+
+impl When {
+    /// Parse `{ input = "…" }` or `{ regex = "…" }`.
+    pub fn parse(value: &Value) -> Result<Self, String> {
+        let obj = value
+            .as_object()
+            .filter(|o| o.len() == 1)
+            .ok_or("`when` must be `{ input = \"…\" }` or `{ regex = \"…\" }`")?;
+        match obj.iter().next() {
+            Some((k, Value::String(text))) if k == "input" => Ok(When::Input(text.clone())),
+            Some((k, Value::String(pattern))) if k == "regex" => regex::RegexBuilder::new(pattern)
+                .size_limit(1 << 20)
+                .build()
+                .map(When::Regex)
+                .map_err(|e| format!("`when.regex` is not a regular expression: {e}")),
+            _ => Err("`when` must be `{ input = \"…\" }` or `{ regex = \"…\" }`".into()),
+        }
+    }
+
+    /// Whether it answers `input`.
+    pub fn matches(&self, input: &str) -> bool {
+        match self {
+            When::Input(text) => text == input,
+            When::Regex(re) => re.is_match(input),
+        }
+    }
 }
 
 /// Parse one turn from its JSON form (the `turns` items and the lines of a
@@ -93,6 +140,7 @@ pub fn parse_turn(value: &Value, index: usize) -> Result<Turn, String> {
             "error" => turn.error = v.as_str().map(str::to_owned),
             "refusal" => turn.refusal = v.as_str().map(str::to_owned),
             "delay_ms" => turn.delay = v.as_u64().map(Duration::from_millis),
+            "when" => turn.when = Some(When::parse(v)?),
             other => return Err(format!("unknown key `{other}` in turn {}", index + 1)),
         }
     }
@@ -100,23 +148,40 @@ pub fn parse_turn(value: &Value, index: usize) -> Result<Turn, String> {
 }
 
 /// The scripted model.
+///
+/// Its position in the script belongs to the top-level run
+/// ([`crate::runtime::model::TurnCursors`]), so every run of a served
+/// generation starts at turn 1 and concurrent runs never take each other's
+/// turns. A script with `when` turns keeps one position per input: a call
+/// answers with the next turn whose `when` matches the last user message
+/// (a turn without `when` matches any).
 #[derive(Debug)]
 pub struct ScriptedModel {
     name: String,
+    /// Tells this model's position apart from another's in one run.
+    key: String,
     turns: Vec<Turn>,
     repeat_last: bool,
-    next: AtomicUsize,
 }
 
 impl ScriptedModel {
     /// A model answering with `turns` in order.
     pub fn new(name: impl Into<String>, turns: Vec<Turn>, repeat_last: bool) -> Self {
+        let name = name.into();
         Self {
-            name: name.into(),
+            key: name.clone(),
+            name,
             turns,
             repeat_last,
-            next: AtomicUsize::new(0),
         }
+    }
+
+    /// Keep its position under `key` (its entry's instance id), so two
+    /// scripted models of one name in one run keep their own positions.
+    #[must_use]
+    pub fn keyed(mut self, key: impl Into<String>) -> Self {
+        self.key = key.into();
+        self
     }
 
     /// Build from an entry's configuration, reading `turns_file` against `env`.
@@ -166,17 +231,49 @@ impl ChatModel for ScriptedModel {
     }
 
     async fn complete(&self, request: &ModelRequest) -> Result<ModelResponse, ModelError> {
-        let i = self.next.fetch_add(1, Ordering::SeqCst);
-        let turn = match self.turns.get(i) {
-            Some(t) => t,
-            None if self.repeat_last && !self.turns.is_empty() => &self.turns[self.turns.len() - 1],
-            None => {
-                return Err(ModelError::Scripted(format!(
-                    "the scripted model `{}` has no turn {} (it has {}); add turns or set `repeat_last = true`",
-                    self.name,
-                    i + 1,
-                    self.turns.len()
-                )));
+        let conditional = self.turns.iter().any(|t| t.when.is_some());
+        let turn = if conditional {
+            let input = request
+                .messages
+                .iter()
+                .rev()
+                .find(|m| m.role == Role::User)
+                .map_or("", |m| m.content.as_str());
+            let i = request
+                .cursors
+                .advance(&format!("{}\u{0}{input}", self.key));
+            let eligible: Vec<&Turn> = self
+                .turns
+                .iter()
+                .filter(|t| t.when.as_ref().is_none_or(|w| w.matches(input)))
+                .collect();
+            match eligible.get(i) {
+                Some(t) => *t,
+                None if self.repeat_last && !eligible.is_empty() => eligible[eligible.len() - 1],
+                None => {
+                    return Err(ModelError::Scripted(format!(
+                        "the scripted model `{}` has no turn {} for this input ({} of its turns match it); add a turn whose `when` matches, or set `repeat_last = true`",
+                        self.name,
+                        i + 1,
+                        eligible.len()
+                    )));
+                }
+            }
+        } else {
+            let i = request.cursors.advance(&self.key);
+            match self.turns.get(i) {
+                Some(t) => t,
+                None if self.repeat_last && !self.turns.is_empty() => {
+                    &self.turns[self.turns.len() - 1]
+                }
+                None => {
+                    return Err(ModelError::Scripted(format!(
+                        "the scripted model `{}` has no turn {} (it has {}); add turns or set `repeat_last = true`",
+                        self.name,
+                        i + 1,
+                        self.turns.len()
+                    )));
+                }
             }
         };
         if let Some(delay) = turn.delay {
@@ -226,7 +323,7 @@ impl Plugin for ScriptedPlugin {
     }
 
     async fn setup(&self, ctx: PluginContext) -> Result<(), BoxError> {
-        let model = ScriptedModel::from_config(ctx.config(), &self.env)?;
+        let model = ScriptedModel::from_config(ctx.config(), &self.env)?.keyed(ctx.instance_id());
         let handle = ModelHandle(Arc::new(model));
         let version = self
             .manifest
@@ -260,12 +357,16 @@ mod tests {
     use super::*;
     use crate::runtime::tool::Cancellation;
 
-    fn request(messages: &[ChatMessage]) -> ModelRequest<'_> {
+    fn request<'a>(
+        messages: &'a [ChatMessage],
+        run: &crate::runtime::model::TurnCursors,
+    ) -> ModelRequest<'a> {
         ModelRequest {
             messages,
             tools: &[],
             options: Default::default(),
             cancel: Cancellation::new(),
+            cursors: run.clone(),
         }
     }
 
@@ -291,21 +392,126 @@ mod tests {
         .clone();
         let model = ScriptedModel::from_config(&config, &BuiltinEnv::new(dir.path())).unwrap();
         let m = [ChatMessage::text(Role::User, "hi")];
+        let run = crate::runtime::model::TurnCursors::new();
         assert_eq!(
-            model.complete(&request(&m)).await.unwrap().message.content,
+            model
+                .complete(&request(&m, &run))
+                .await
+                .unwrap()
+                .message
+                .content,
             "inline"
         );
         assert_eq!(
-            model.complete(&request(&m)).await.unwrap().message.content,
+            model
+                .complete(&request(&m, &run))
+                .await
+                .unwrap()
+                .message
+                .content,
             "from the file"
         );
-        let third = model.complete(&request(&m)).await.unwrap();
+        let third = model.complete(&request(&m, &run)).await.unwrap();
         assert!(third.message.tool_calls[0].malformed.is_some());
         assert_eq!(third.finish_reason.as_deref(), Some("tool_calls"));
-        let err = model.complete(&request(&m)).await.unwrap_err();
+        let err = model.complete(&request(&m, &run)).await.unwrap_err();
         assert!(
             err.to_string().contains("has no turn 4 (it has 3)"),
             "{err}"
+        );
+    }
+
+    fn model_of(toml_config: &str) -> ScriptedModel {
+        let config = crate::load::load_str(
+            "c.toml",
+            &format!("version = 1\n[entries.m]\nplugin = \"scripted\"\n{toml_config}"),
+        )
+        .composition
+        .unwrap()
+        .entries
+        .values()
+        .next()
+        .unwrap()
+        .config
+        .clone();
+        ScriptedModel::from_config(&config, &BuiltinEnv::new(".")).unwrap()
+    }
+
+    #[tokio::test]
+    async fn every_run_starts_at_turn_one_and_runs_never_share_a_position() {
+        let model = model_of(
+            "[[entries.m.config.turns]]\ntext = \"one\"\n[[entries.m.config.turns]]\ntext = \"two\"\n",
+        );
+        let m = [ChatMessage::text(Role::User, "hi")];
+        let (a, b) = (
+            crate::runtime::model::TurnCursors::new(),
+            crate::runtime::model::TurnCursors::new(),
+        );
+        let text = |r: Result<ModelResponse, ModelError>| r.unwrap().message.content;
+        assert_eq!(text(model.complete(&request(&m, &a)).await), "one");
+        assert_eq!(text(model.complete(&request(&m, &b)).await), "one");
+        assert_eq!(text(model.complete(&request(&m, &b)).await), "two");
+        assert_eq!(text(model.complete(&request(&m, &a)).await), "two");
+        // Two models in one run keep their own positions.
+        let other = model_of("config.turns = [{ text = \"x\" }]\n").keyed("other");
+        assert_eq!(text(other.complete(&request(&m, &a)).await), "x");
+    }
+
+    #[tokio::test]
+    async fn a_when_turn_answers_its_input_only() {
+        let model = model_of(
+            r#"[[entries.m.config.turns]]
+when = { input = "weather?" }
+tool_calls = [{ name = "forecast" }]
+[[entries.m.config.turns]]
+when = { input = "weather?" }
+text = "sunny"
+[[entries.m.config.turns]]
+when = { regex = '^(hi|hello)\b' }
+text = "hello there"
+"#,
+        );
+        let text = |r: Result<ModelResponse, ModelError>| r.unwrap().message;
+        let weather = [ChatMessage::text(Role::User, "weather?")];
+        let hello = [ChatMessage::text(Role::User, "hello you")];
+        let run = crate::runtime::model::TurnCursors::new();
+        assert_eq!(
+            text(model.complete(&request(&hello, &run)).await).content,
+            "hello there"
+        );
+        let first = text(model.complete(&request(&weather, &run)).await);
+        assert_eq!(first.tool_calls[0].name, "forecast");
+        assert_eq!(
+            text(model.complete(&request(&weather, &run)).await).content,
+            "sunny"
+        );
+        let err = model
+            .complete(&request(&[ChatMessage::text(Role::User, "bye")], &run))
+            .await
+            .unwrap_err();
+        assert!(
+            err.to_string()
+                .contains("has no turn 1 for this input (0 of its turns match it)"),
+            "{err}"
+        );
+    }
+
+    #[test]
+    fn a_bad_when_regex_points_at_its_turn() {
+        let loaded = crate::load::load_str(
+            "c.toml",
+            "version = 1\n[entries.m]\nplugin = \"scripted\"\nconfig.turns = [{ text = \"a\" }, { text = \"b\", when = { regex = \"(\" } }]\n",
+        );
+        let text: Vec<String> = loaded
+            .diagnostics
+            .iter()
+            .map(|d| d.message.clone())
+            .collect();
+        assert!(
+            text.iter().any(
+                |m| m.contains("/turns/1/when/regex") || m.contains("not a regular expression")
+            ),
+            "{text:?}"
         );
     }
 

@@ -7,6 +7,7 @@
 //! usage the provider reported. The types serialize in a provider-neutral
 //! form that record/replay keys and `--format json` share.
 
+use std::collections::BTreeMap;
 use std::sync::Arc;
 
 use serde::{Deserialize, Serialize};
@@ -125,6 +126,38 @@ pub struct ModelRequest<'a> {
     pub options: ModelOptions,
     /// Fires when the run is interrupted or out of time.
     pub cancel: Cancellation,
+    /// Where each scripted model stands in this top-level run.
+    pub cursors: TurnCursors,
+}
+
+/// Where each scripted model stands in one top-level run: how many turns of
+/// it the run (with its sub-agents) has used, by key.
+///
+/// Why it exists: a model instance serves every run of its generation (a
+/// server runs many at once), so a script's position belongs to the run,
+/// not to the instance. A runner makes one per top-level run and shares it
+/// with that run's sub-agents, so a script read top to bottom is one run's
+/// conversation. Dropped with the run.
+#[derive(Clone, Debug, Default)]
+pub struct TurnCursors(std::sync::Arc<std::sync::Mutex<BTreeMap<String, usize>>>);
+
+impl TurnCursors {
+    /// No turn used yet.
+    pub fn new() -> Self {
+        Self::default()
+    }
+
+    /// The position under `key` (starting at 0), then advance it.
+    pub fn advance(&self, key: &str) -> usize {
+        let mut map = self
+            .0
+            .lock()
+            .unwrap_or_else(std::sync::PoisonError::into_inner);
+        let slot = map.entry(key.to_owned()).or_insert(0);
+        let at = *slot;
+        *slot += 1;
+        at
+    }
 }
 
 /// Token usage a provider reported.

@@ -699,6 +699,7 @@ mod tests {
                 max_tokens: Some(256),
             },
             cancel: Cancellation::new(),
+            cursors: crate::runtime::model::TurnCursors::new(),
         }
     }
 

@@ -247,6 +247,12 @@ fn invocations(path: &str) -> Option<Vec<Vec<&'static str>>> {
             vec!["--format", "json", "explain", "budgets", "{F}"],
         ],
         "completions" => vec![vec!["completions", "bash"]],
+        // A server that binds is tested over HTTP (serve.rs, with this
+        // canary); here its refusals before anything is served.
+        "serve" => vec![
+            vec!["serve", "{F}", "--listen", "0.0.0.0:7300"],
+            vec!["--format", "json", "serve", "{F}", "--listen", "nonsense"],
+        ],
         "tools" => vec![
             vec!["tools", "{F}"],
             vec!["--format", "json", "tools", "{A}"],

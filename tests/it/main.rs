@@ -16,5 +16,6 @@ mod policy;
 mod processes;
 mod robust;
 mod run;
+mod serve;
 mod store;
 mod vectors;

@@ -13,6 +13,7 @@ pub mod publish;
 pub mod run;
 pub mod runs;
 pub mod schema;
+pub mod serve;
 pub mod snapshot;
 pub mod store_args;
 pub mod tools;

@@ -2,6 +2,7 @@
 
 use std::fmt::Write as _;
 
+pub use crate::app::documents::{generation_json, generations_json};
 use crate::app::history::Listing;
 use crate::app::state::shown_lineage;
 use crate::store::{GenerationSummary, StoredGeneration, StoredRun};
@@ -9,28 +10,6 @@ use crate::store::{GenerationSummary, StoredGeneration, StoredRun};
 /// The first 12 hex digits of a digest.
 fn short(digest: &str) -> &str {
     &digest[..digest.len().min(12)]
-}
-
-fn summary_json(g: &GenerationSummary) -> serde_json::Value {
-    serde_json::json!({
-        "lineage": g.lineage,
-        "id": g.id,
-        "sequence": g.sequence,
-        "state": g.state,
-        "created_at": g.created_at,
-        "nodes": g.nodes,
-        "semantic_digest": g.semantic_digest,
-        "digest": g.digest,
-    })
-}
-
-/// `generations list --format json`.
-pub fn generations_json(list: &Listing<GenerationSummary>) -> serde_json::Value {
-    serde_json::json!({
-        "format_version": 1,
-        "store": list.store.display().to_string(),
-        "generations": list.items.iter().map(summary_json).collect::<Vec<_>>(),
-    })
 }
 
 /// `generations list`.
@@ -67,17 +46,6 @@ pub fn generations_text(list: &Listing<GenerationSummary>) -> String {
         );
     }
     out
-}
-
-/// `generations show --format json`.
-pub fn generation_json(g: &StoredGeneration) -> serde_json::Value {
-    let mut doc = summary_json(&g.summary);
-    doc["format_version"] = 1.into();
-    doc["physical_digest"] = g.physical_digest.clone().into();
-    doc["node_list"] = serde_json::to_value(&g.nodes).unwrap_or_default();
-    doc["impact"] = serde_json::to_value(&g.impact).unwrap_or_default();
-    doc["snapshot"] = g.snapshot.clone();
-    doc
 }
 
 /// `generations show`.

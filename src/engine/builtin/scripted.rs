@@ -5,7 +5,10 @@
 //! text, tool calls (possibly malformed, to exercise the loop's recovery),
 //! usage, a finish reason, or fails (`error`) or refuses (`refusal`). When
 //! the turns are used up the call fails with a clear error, unless
-//! `repeat_last = true`.
+//! `repeat_last = true`. Each top-level run starts at turn 1 (a server
+//! runs many); a turn with `when = { input = "…" }` or `{ regex = "…" }`
+//! answers only that input, so one model answers different inputs
+//! deterministically.
 //!
 //! ```toml
 //! [entries.model]
@@ -65,7 +68,18 @@ fn turn_schema() -> Value {
             "cost": { "type": "number", "minimum": 0, "description": "Estimated cost of the turn." },
             "error": { "type": "string", "description": "The call fails with this message." },
             "refusal": { "type": "string", "description": "The model refuses with this message." },
-            "delay_ms": { "type": "integer", "minimum": 0, "description": "Wait before answering." }
+            "delay_ms": { "type": "integer", "minimum": 0, "description": "Wait before answering." },
+            "when": {
+                "description": "Answer only when the last user message is `input`, or `regex` finds a match in it.",
+                "type": "object",
+                "additionalProperties": false,
+                "minProperties": 1,
+                "maxProperties": 1,
+                "properties": {
+                    "input": { "type": "string" },
+                    "regex": { "type": "string" }
+                }
+            }
         }
     })
 }
@@ -90,6 +104,16 @@ fn manifest(config: &ConfigValue) -> Result<Manifest, Vec<ConfigProblem>> {
     if let Some(ConfigValue::Array(turns)) = config.get("turns") {
         let mut problems = Vec::new();
         for (i, turn) in turns.iter().enumerate() {
+            if let Some(ConfigValue::Str(pattern)) = turn.get("when").and_then(|w| w.get("regex"))
+                && let Err(e) = regex::RegexBuilder::new(pattern)
+                    .size_limit(1 << 20)
+                    .build()
+            {
+                problems.push(ConfigProblem::new(
+                    format!("/turns/{i}/when/regex"),
+                    format!("not a regular expression: {e}"),
+                ));
+            }
             if let Some(ConfigValue::Array(calls)) = turn.get("tool_calls") {
                 for (j, call) in calls.iter().enumerate() {
                     if call.get("args").is_some() && call.get("raw_args").is_some() {

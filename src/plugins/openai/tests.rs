@@ -237,6 +237,7 @@ impl Ask {
             tools: &self.tools,
             options: self.options.clone(),
             cancel: self.cancel.clone(),
+            cursors: crate::runtime::model::TurnCursors::new(),
         }
     }
 }

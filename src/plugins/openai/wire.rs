@@ -457,6 +457,7 @@ mod tests {
                 max_tokens: Some(10),
             },
             cancel: Cancellation::new(),
+            cursors: crate::runtime::model::TurnCursors::new(),
         };
         let body = build_request(
             "m",
@@ -496,6 +497,7 @@ mod tests {
             tools: &[],
             options: ModelOptions::default(),
             cancel: Cancellation::new(),
+            cursors: crate::runtime::model::TurnCursors::new(),
         };
         let v = serde_json::to_value(build_request("m", &request, Defaults::default())).unwrap();
         assert_eq!(

@@ -175,6 +175,9 @@ pub enum AgentEvent {
         run_id: String,
         /// Generation id.
         generation_id: String,
+        /// The digest of the agent's snapshot (what the run is stamped
+        /// with).
+        snapshot_digest: String,
         /// Nesting depth.
         depth: usize,
     },

@@ -106,6 +106,7 @@ pub struct AgentRunner {
     plans: PlanCache,
     models: Arc<dyn ModelBoundary>,
     cancel: Cancellation,
+    cursors: crate::runtime::model::TurnCursors,
 }
 
 impl std::fmt::Debug for AgentRunner {
@@ -148,6 +149,7 @@ impl AgentRunner {
             plans: PlanCache::default(),
             models: Arc::new(LiveModels),
             cancel: Cancellation::new(),
+            cursors: crate::runtime::model::TurnCursors::new(),
         }
     }
 
@@ -381,6 +383,7 @@ impl AgentRunner {
             agent: agent.name.clone(),
             run_id: run_id.clone(),
             generation_id: generation_id.clone(),
+            snapshot_digest: bound.snapshot_digest.clone(),
             depth,
         });
         let span = telemetry
@@ -625,6 +628,7 @@ impl AgentRunner {
                     max_tokens,
                 },
                 cancel: self.cancel.clone(),
+                cursors: self.cursors.clone(),
             };
             self.emit(AgentEvent::ModelCallStarted {
                 agent: agent.name.clone(),

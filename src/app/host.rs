@@ -1,0 +1,624 @@
+//! A long-running host of one composition: published once, then serving
+//! runs on whatever generation is current while reloads publish new ones.
+//!
+//! Why it exists: `run` and `publish` build a harness, use it once and shut
+//! it down. A server keeps one harness for its whole life — runs lease the
+//! generation current when they arrive and finish on it, a reload
+//! reconciles the edited composition into a new generation (instances whose
+//! identity did not change are kept), and an old generation retires when
+//! its last lease is released. This is that life as functions returning
+//! data; `chassis serve` is a thin HTTP front over it.
+//!
+//! Store writes happen off the async workers (`spawn_blocking`), one at a
+//! time behind one lock.
+
+use std::collections::{BTreeMap, VecDeque};
+use std::path::PathBuf;
+use std::sync::{Arc, Mutex, PoisonError};
+
+use crate::engine::identity::GenerationId;
+use crate::engine::policy::Grant;
+use crate::engine::secret::SecretProvider;
+use crate::engine::telemetry::Telemetry;
+use crate::runtime::agent::{AgentObserver, AgentRequest, AgentRunner, MonotonicClock, new_run_id};
+use crate::runtime::{
+    ExecutorServices, Generation, Harness, ReconcileReport, ToolExecutor, Ungoverned,
+};
+use crate::store::{NewRun, OpenMode, now_rfc3339};
+
+use super::approval::{Answer, Approvals, Prompter};
+use super::caller::Caller;
+use super::env::RunEnv;
+use super::error::{AppError, ErrorKind, Problem};
+use super::report::{Notice, Reporter};
+use super::run::{RunOutcome, RunStatus, default_policy, parse_grants};
+use super::state::{Publication, StateStore, lineage_of, previous_of, state_path_of};
+use super::workspace::load_file;
+use crate::engine::policy::ApprovalRequest;
+
+/// How many finished runs a host keeps in memory with their documents.
+const KEPT_RUNS: usize = 1024;
+
+/// What to host.
+#[derive(Clone, Debug)]
+pub struct HostOptions {
+    /// The composition.
+    pub file: PathBuf,
+    /// The store (default: the composition's `[store] path`, else
+    /// `.chassis/state.db` beside `file`).
+    pub state: Option<PathBuf>,
+    /// Secrets and `enabled_if` variables from this env file too.
+    pub env_file: Option<PathBuf>,
+    /// Publish without the pending entries instead of refusing.
+    pub allow_pending: bool,
+    /// Grants that widen the default policy of every run.
+    pub grants: Vec<String>,
+    /// Tools approved for every call of every run.
+    pub approve: Vec<String>,
+}
+
+/// The outcome of the last reload.
+#[derive(Clone, Debug)]
+pub struct ReloadStatus {
+    /// When it ended (RFC 3339).
+    pub at: String,
+    /// Whether it left a (new or unchanged) generation current.
+    pub ok: bool,
+    /// Whether it published a new generation.
+    pub published: bool,
+    /// The generation current after it.
+    pub generation_id: String,
+    /// What went wrong (a failed reload keeps the current generation).
+    pub error: Option<String>,
+    /// The findings of the load, as JSON diagnostics.
+    pub diagnostics: Vec<serde_json::Value>,
+}
+
+/// A run the host knows: running, or finished with its document.
+#[derive(Clone, Debug)]
+pub struct HostRun {
+    /// `run_<12 hex>`.
+    pub run_id: String,
+    /// The agent.
+    pub agent: String,
+    /// The generation it leased.
+    pub generation_id: String,
+    /// `running`, `succeeded`, `no_answer`, `failed`.
+    pub status: &'static str,
+    /// When it started (RFC 3339).
+    pub started_at: String,
+    /// When it ended.
+    pub finished_at: Option<String>,
+    /// The run document (`chassis run --format json`), once finished.
+    pub document: Option<serde_json::Value>,
+}
+
+/// What one run asks for.
+pub struct HostRunRequest {
+    /// The agent.
+    pub agent: String,
+    /// The input.
+    pub input: String,
+    /// Told of every step (already redacted), from `run_started` (with
+    /// the generation and snapshot digest) to `run_finished`.
+    pub observer: Option<Arc<dyn AgentObserver>>,
+}
+
+/// A composition held live: one harness, one store, many runs.
+#[derive(Clone)]
+pub struct Host {
+    inner: Arc<Inner>,
+}
+
+struct Inner {
+    file: PathBuf,
+    env: RunEnv,
+    allow_pending: bool,
+    grants: Vec<Grant>,
+    approve: Vec<String>,
+    harness: Harness,
+    telemetry: Arc<dyn Telemetry>,
+    secrets: Arc<dyn SecretProvider>,
+    caller: Caller,
+    store: Arc<Mutex<StateStore>>,
+    /// What the next publication is computed against.
+    published: Mutex<Published>,
+    /// One reload at a time.
+    reloading: tokio::sync::Mutex<()>,
+    last_reload: Mutex<Option<ReloadStatus>>,
+    runs: Mutex<RunBook>,
+}
+
+struct Published {
+    previous: Option<GenerationId>,
+    mounts: BTreeMap<String, u64>,
+}
+
+#[derive(Default)]
+struct RunBook {
+    runs: BTreeMap<String, HostRun>,
+    /// Finished runs, oldest first (what is forgotten first).
+    finished: VecDeque<String>,
+}
+
+impl Host {
+    /// Load, publish and hold `options.file`. A composition that cannot be
+    /// published is refused here, before anything is served.
+    pub async fn start(options: HostOptions, caller: Caller) -> Result<Host, AppError> {
+        let env = super::mount::run_env(options.env_file.as_deref())?;
+        let grants = parse_grants(&options.grants)?;
+        let ws = load_file(&options.file, &env, &*caller.reporter)?;
+        if let Some(refusal) = ws.refusal(options.allow_pending, &*caller.reporter) {
+            return Err(AppError::Refused {
+                verb: "serve",
+                display: ws.display,
+                refusal,
+            });
+        }
+        let telemetry = super::telemetry::for_operation(None, &caller)?;
+        let path = state_path_of(
+            options.state.as_deref(),
+            &options.file,
+            &ws.composition.host,
+        );
+        let lineage = lineage_of(&options.file, &ws.composition.host, &path);
+        let store = StateStore::open(&path, OpenMode::Create)?
+            .writing_as(lineage, Arc::clone(&caller.reporter))?;
+        let seed = store.seed()?;
+        let harness_options =
+            super::mount::harness_options(Arc::clone(&telemetry), &caller.redactor, &env);
+        let secrets = Arc::clone(&harness_options.secrets);
+        let (catalog, _) = super::mount::catalog(&options.file, &caller.redactor, &env);
+        let harness = Harness::new(catalog, harness_options);
+        let mut published = Published {
+            previous: previous_of(&seed),
+            mounts: seed.mounts.clone(),
+        };
+        let _ = harness.seed(seed).await;
+        let reconciled = tokio::select! {
+            r = harness.reconcile(ws.composition.clone()) => Some(r),
+            () = caller.interrupt.wait() => None,
+        };
+        let first = match reconciled {
+            Some(Ok(report)) => first_record(&harness, store, report, &mut published).await,
+            Some(Err(e)) => Err((e.into(), Some(store))),
+            None => Err((AppError::Interrupted("nothing was published"), Some(store))),
+        };
+        let (store, report) = match first {
+            Ok(ok) => ok,
+            Err((e, store)) => {
+                harness.shutdown().await;
+                // A first publish that fails leaves no store behind.
+                if let Some(store) = store {
+                    store.discard_if_unused();
+                }
+                return Err(e);
+            }
+        };
+        super::publish::notice_quarantined(&caller, &report);
+        if store.created() {
+            caller.notice(Notice::StoreCreated {
+                path: store.path(),
+                in_default_folder: store.in_default_folder(),
+            });
+        }
+        Ok(Host {
+            inner: Arc::new(Inner {
+                file: options.file,
+                env,
+                allow_pending: options.allow_pending,
+                grants,
+                approve: options.approve,
+                harness,
+                telemetry,
+                secrets,
+                caller,
+                store: Arc::new(Mutex::new(store)),
+                published: Mutex::new(published),
+                reloading: tokio::sync::Mutex::new(()),
+                last_reload: Mutex::new(None),
+                runs: Mutex::new(RunBook::default()),
+            }),
+        })
+    }
+
+    /// The redactor that knows every secret this host resolved.
+    pub fn redactor(&self) -> crate::engine::secret::Redactor {
+        self.inner.caller.redactor.clone()
+    }
+
+    /// The composition file.
+    pub fn file(&self) -> &std::path::Path {
+        &self.inner.file
+    }
+
+    /// The store's path.
+    pub fn store_path(&self) -> PathBuf {
+        lock(&self.inner.store).path().to_path_buf()
+    }
+
+    /// The generation new runs take.
+    pub fn current(&self) -> Option<Arc<Generation>> {
+        self.inner.harness.current()
+    }
+
+    /// Every generation still alive (current, and draining ones held by
+    /// leases).
+    pub fn live_generations(&self) -> Vec<Arc<Generation>> {
+        self.inner.harness.live_generations()
+    }
+
+    /// The last reload's outcome (`None` before the first reload).
+    pub fn last_reload(&self) -> Option<ReloadStatus> {
+        lock(&self.inner.last_reload).clone()
+    }
+
+    /// The store, for reads (generations, snapshots, runs), off the async
+    /// workers.
+    pub async fn read_store<T: Send + 'static>(
+        &self,
+        read: impl FnOnce(&StateStore) -> Result<T, AppError> + Send + 'static,
+    ) -> Result<T, AppError> {
+        let store = Arc::clone(&self.inner.store);
+        tokio::task::spawn_blocking(move || read(&lock(&store)))
+            .await
+            .map_err(|e| AppError::failure(format!("a store read stopped: {e}")))?
+    }
+
+    /// Reload the composition from disk: a new generation when it changed,
+    /// the current one kept (and the findings reported) when it cannot be
+    /// published.
+    pub async fn reload(&self) -> ReloadStatus {
+        let _one = self.inner.reloading.lock().await;
+        let capture = Arc::new(Capture::new(Arc::clone(&self.inner.caller.reporter)));
+        let status = match self
+            .reload_with(Arc::clone(&capture) as Arc<dyn Reporter>)
+            .await
+        {
+            Ok(report) => ReloadStatus {
+                at: now_rfc3339(),
+                ok: true,
+                published: report.published,
+                generation_id: report.generation_id,
+                error: None,
+                diagnostics: capture.take(),
+            },
+            Err(e) => ReloadStatus {
+                at: now_rfc3339(),
+                ok: false,
+                published: false,
+                generation_id: self.current().map(|g| g.id.to_string()).unwrap_or_default(),
+                error: Some(
+                    self.inner
+                        .caller
+                        .redactor
+                        .redact(&e.to_string())
+                        .into_owned(),
+                ),
+                diagnostics: capture.take(),
+            },
+        };
+        *lock(&self.inner.last_reload) = Some(status.clone());
+        status
+    }
+
+    async fn reload_with(&self, reporter: Arc<dyn Reporter>) -> Result<ReconcileReport, AppError> {
+        let ws = load_file(&self.inner.file, &self.inner.env, &*reporter)?;
+        if let Some(refusal) = ws.refusal(self.inner.allow_pending, &*reporter) {
+            return Err(AppError::Refused {
+                verb: "reload",
+                display: ws.display,
+                refusal,
+            });
+        }
+        let report = self.inner.harness.reconcile(ws.composition.clone()).await?;
+        super::publish::notice_quarantined(&self.inner.caller, &report);
+        self.record(&report).await?;
+        Ok(report)
+    }
+
+    /// Record a publication (when the reconcile published one).
+    async fn record(&self, report: &ReconcileReport) -> Result<(), AppError> {
+        if !report.published {
+            return Ok(());
+        }
+        let Some(generation) = self.current() else {
+            return Err(AppError::failure("the reconcile published no generation"));
+        };
+        let nodes = self.inner.harness.nodes().await;
+        let (previous, mounts) = {
+            let p = lock(&self.inner.published);
+            (p.previous.clone(), p.mounts.clone())
+        };
+        let store = Arc::clone(&self.inner.store);
+        let report = report.clone();
+        let recorded = Arc::clone(&generation);
+        let nodes = tokio::task::spawn_blocking(move || {
+            lock(&store).record_publication(Publication {
+                report: &report,
+                nodes: &nodes,
+                generation: &recorded,
+                previous,
+                mounts,
+            })?;
+            Ok::<_, AppError>(nodes)
+        })
+        .await
+        .map_err(|e| AppError::failure(format!("recording the generation stopped: {e}")))??;
+        lock(&self.inner.published).advance(&generation, nodes);
+        Ok(())
+    }
+
+    /// Whether the current generation has agent `name`.
+    pub fn has_agent(&self, name: &str) -> bool {
+        self.current()
+            .is_some_and(|g| g.composition.agents.contains_key(name))
+    }
+
+    /// Run an agent on the generation current now (holding a lease on it
+    /// until the run ends), and record the run.
+    pub async fn run(&self, request: HostRunRequest) -> Result<RunOutcome, AppError> {
+        let inner = &self.inner;
+        let lease = inner.harness.acquire().map_err(|e| {
+            Problem::failure(format!("no generation to run on: {e}")).with_code("serve::stopping")
+        })?;
+        let generation = Arc::clone(lease.generation());
+        if !generation.composition.agents.contains_key(&request.agent) {
+            let known: Vec<&String> = generation.composition.agents.keys().collect();
+            return Err(Problem::input(format!(
+                "generation {} has no agent `{}`",
+                generation.id, request.agent
+            ))
+            .with_code("serve::unknown-agent")
+            .with_help(format!(
+                "its agents: {}",
+                known
+                    .iter()
+                    .map(|s| s.as_str())
+                    .collect::<Vec<_>>()
+                    .join(", ")
+            ))
+            .into());
+        }
+        let run_id = new_run_id();
+        let started = HostRun {
+            run_id: run_id.clone(),
+            agent: request.agent.clone(),
+            generation_id: generation.id.to_string(),
+            status: "running",
+            started_at: now_rfc3339(),
+            finished_at: None,
+            document: None,
+        };
+        lock(&inner.runs)
+            .runs
+            .insert(run_id.clone(), started.clone());
+        let approvals = Approvals::new(
+            inner.approve.iter().cloned(),
+            false,
+            Arc::new(NobodyToAsk),
+            Arc::clone(&inner.telemetry),
+        );
+        let services = ExecutorServices {
+            policy: Arc::new(default_policy(&generation, inner.grants.clone())),
+            approvals: Arc::new(approvals),
+            telemetry: Arc::clone(&inner.telemetry),
+            redactor: inner.caller.redactor.clone(),
+            secrets: Arc::clone(&inner.secrets),
+            ungoverned: Ungoverned::NeedsApproval,
+            paths: Some(crate::runtime::paths::PathResolver::new(
+                super::workspace::base_dir(&inner.file),
+            )),
+            ..ExecutorServices::permissive()
+        };
+        let mut runner =
+            AgentRunner::new(ToolExecutor::new(services), Arc::new(MonotonicClock::new()));
+        if let Some(observer) = request.observer {
+            runner = runner.with_observer(observer);
+        }
+        let runner = Arc::new(runner);
+        let agent_request = AgentRequest {
+            agent: request.agent,
+            input: request.input,
+            run_id: Some(run_id.clone()),
+        };
+        let result = tokio::select! {
+            r = runner.run(&generation, agent_request) => Some(r),
+            () = inner.caller.interrupt.wait() => {
+                runner.cancellation().cancel();
+                None
+            }
+        };
+        drop(lease);
+        let result = match result {
+            None => {
+                self.forget(&run_id);
+                return Err(AppError::Interrupted(
+                    "the server is stopping; the run was cancelled",
+                ));
+            }
+            Some(Err(e)) => {
+                self.forget(&run_id);
+                return Err(super::run::agent_error(e));
+            }
+            Some(Ok(result)) => result,
+        };
+        let status = RunStatus::of(&result.stop);
+        let outcome = RunOutcome {
+            result,
+            generation,
+            candidates: Vec::new(),
+            request_tools: Vec::new(),
+            status,
+        };
+        let finished_at = now_rfc3339();
+        let record = NewRun {
+            id: run_id.clone(),
+            generation_id: outcome.generation.id.to_string(),
+            agent: outcome.result.agent.clone(),
+            status: status.as_str().to_owned(),
+            started_at: started.started_at.clone(),
+            finished_at: Some(finished_at.clone()),
+        };
+        let store = Arc::clone(&inner.store);
+        tokio::task::spawn_blocking(move || lock(&store).record_run(record))
+            .await
+            .map_err(|e| AppError::failure(format!("recording the run stopped: {e}")))??;
+        let document = outcome.document(&inner.caller.redactor);
+        let mut book = lock(&inner.runs);
+        book.runs.insert(
+            run_id.clone(),
+            HostRun {
+                status: status.as_str(),
+                finished_at: Some(finished_at),
+                document: Some(document),
+                ..started
+            },
+        );
+        book.finished.push_back(run_id);
+        while book.finished.len() > KEPT_RUNS {
+            if let Some(old) = book.finished.pop_front() {
+                book.runs.remove(&old);
+            }
+        }
+        Ok(outcome)
+    }
+
+    fn forget(&self, run_id: &str) {
+        lock(&self.inner.runs).runs.remove(run_id);
+    }
+
+    /// A run this host knows (running, or among the last finished).
+    pub fn run_of(&self, run_id: &str) -> Option<HostRun> {
+        lock(&self.inner.runs).runs.get(run_id).cloned()
+    }
+
+    /// The runs this host knows, newest first: at most `limit`, started
+    /// before run `after` when given.
+    pub fn runs(&self, limit: usize, after: Option<&str>) -> Vec<HostRun> {
+        let book = lock(&self.inner.runs);
+        let mut all: Vec<&HostRun> = book.runs.values().collect();
+        all.sort_by(|a, b| {
+            b.started_at
+                .cmp(&a.started_at)
+                .then_with(|| b.run_id.cmp(&a.run_id))
+        });
+        let start = after
+            .and_then(|id| all.iter().position(|r| r.run_id == id))
+            .map_or(0, |i| i + 1);
+        all.into_iter().skip(start).take(limit).cloned().collect()
+    }
+
+    /// Stop: no new run leases a generation; the harness unmounts every
+    /// instance in reverse order. Runs in flight should have finished (or
+    /// been interrupted through the caller) first.
+    pub async fn shutdown(&self) {
+        for f in self.inner.harness.shutdown().await {
+            self.inner.caller.notice(Notice::CleanupFailed {
+                description: &f.description,
+                error: &f.error,
+            });
+        }
+    }
+}
+
+/// Record the first publication with the store still owned here (nothing
+/// is served yet), handing the store back either way.
+async fn first_record(
+    harness: &Harness,
+    mut store: StateStore,
+    report: ReconcileReport,
+    published: &mut Published,
+) -> Result<(StateStore, ReconcileReport), (AppError, Option<StateStore>)> {
+    if !report.published {
+        return Ok((store, report));
+    }
+    let Some(generation) = harness.current() else {
+        return Err((
+            AppError::failure("the reconcile published no generation"),
+            Some(store),
+        ));
+    };
+    let nodes = harness.nodes().await;
+    let recorded = store.record_publication(Publication {
+        report: &report,
+        nodes: &nodes,
+        generation: &generation,
+        previous: published.previous.clone(),
+        mounts: published.mounts.clone(),
+    });
+    if let Err(e) = recorded {
+        return Err((e, Some(store)));
+    }
+    published.advance(&generation, nodes);
+    Ok((store, report))
+}
+
+impl Published {
+    /// After `generation` was recorded with `nodes`.
+    fn advance(&mut self, generation: &Generation, nodes: Vec<crate::runtime::harness::SeedNode>) {
+        self.previous = Some(generation.id.clone());
+        for n in nodes {
+            let m = self.mounts.entry(n.entry_id).or_default();
+            *m = (*m).max(n.mount);
+        }
+    }
+}
+
+fn lock<T>(m: &Mutex<T>) -> std::sync::MutexGuard<'_, T> {
+    m.lock().unwrap_or_else(PoisonError::into_inner)
+}
+
+/// The approvals of a served run: nobody sits at a terminal, so a call
+/// that needs approval is refused (approve tools with `--approve`).
+struct NobodyToAsk;
+
+impl Prompter for NobodyToAsk {
+    fn ask(&self, request: &ApprovalRequest) -> Result<Answer, String> {
+        Err(format!(
+            "`{}` needs approval and a served run has nobody to ask; start `chassis serve` with `--approve {}`",
+            request.tool, request.tool
+        ))
+    }
+}
+
+/// Passes notices on, keeping a reload's diagnostics as JSON.
+struct Capture {
+    next: Arc<dyn Reporter>,
+    kept: Mutex<Vec<serde_json::Value>>,
+}
+
+impl Capture {
+    fn new(next: Arc<dyn Reporter>) -> Self {
+        Self {
+            next,
+            kept: Mutex::new(Vec::new()),
+        }
+    }
+
+    fn take(&self) -> Vec<serde_json::Value> {
+        std::mem::take(&mut *lock(&self.kept))
+    }
+}
+
+impl Reporter for Capture {
+    fn notice(&self, notice: Notice<'_>) {
+        if let Notice::Diagnostics {
+            diagnostics,
+            sources,
+        } = &notice
+        {
+            lock(&self.kept).extend(
+                diagnostics
+                    .iter()
+                    .map(|d| super::documents::diagnostic_json(d, sources)),
+            );
+        }
+        self.next.notice(notice);
+    }
+}
+
+/// Whether a failure is the client's (4xx) or the server's (5xx).
+pub fn is_client_error(e: &AppError) -> bool {
+    matches!(e.kind(), ErrorKind::Input | ErrorKind::Negative)
+}

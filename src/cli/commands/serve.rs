@@ -1,0 +1,302 @@
+//! `chassis serve`: publish a composition and serve its agents over HTTP
+//! until stopped, reloading it as new generations.
+
+use std::net::SocketAddr;
+use std::path::PathBuf;
+use std::sync::Arc;
+use std::sync::atomic::{AtomicBool, Ordering};
+use std::time::Duration;
+
+use tokio::signal::unix::{SignalKind, signal};
+use tokio::sync::watch;
+
+use crate::app::caller::Interrupt;
+use crate::app::host::{Host, HostOptions};
+use crate::app::{AppError, Problem};
+use crate::serve::{Limits, Served, router};
+
+use super::super::exit::ExitStatus;
+use super::super::ui::{Format, Ui};
+
+/// Serve a composition's agents over HTTP.
+///
+/// Publishes FILE (exactly as `chassis publish` does; a composition that
+/// cannot be published exits with that code before the port is bound),
+/// then serves until stopped. Every run leases the generation current when
+/// it arrives and finishes on it; `POST /v1/reload` (or SIGHUP) reads FILE
+/// again and publishes what changed as a new generation — a reload that
+/// fails keeps serving the current one and reports its findings at
+/// `GET /v1/status`. Old generations retire when their last run ends.
+///
+/// Routes: `POST /v1/agents/{agent}/runs` with `{"input": "…"}` answers the
+/// document `chassis run --format json` prints (`"stream": true` or
+/// `Accept: text/event-stream` for Server-Sent Events: `run_started`, each
+/// step, then `result` or `error`); `GET /v1/runs`, `GET /v1/runs/{id}`,
+/// `GET /v1/generations`, `GET /v1/generations/{id}`, `GET /v1/status`,
+/// `POST /v1/reload`, `GET /healthz`. Errors are `application/problem+json`
+/// with a stable `code`.
+///
+/// Tool calls that need approval are refused unless `--approve`d (nobody
+/// sits at a terminal); what no grant covers is refused.
+///
+/// SIGTERM stops accepting, lets runs in flight finish (up to
+/// `--drain-timeout`, then cancels them), unmounts every plugin and exits 0;
+/// SIGINT does the same and exits 130; a second signal skips the drain.
+///
+/// Exit status: 0 stopped by SIGTERM, 1 refused (pending, a cycle),
+/// 2 unusable input (the file, the address), 3 a plugin, store or bind
+/// failure, 130 stopped by SIGINT.
+#[derive(Debug, clap::Args)]
+#[command(
+    after_long_help = "Examples:\n  chassis serve examples/serve.toml\n  chassis serve composition.toml --listen 127.0.0.1:8080 --approve word_count\n  curl -s localhost:7300/v1/agents/assistant/runs -d '{\"input\": \"Count: one two\"}'\n  curl -sN localhost:7300/v1/agents/assistant/runs -d '{\"input\": \"hi\", \"stream\": true}'"
+)]
+pub struct ServeArgs {
+    /// Composition file.
+    #[arg(value_name = "FILE")]
+    pub file: PathBuf,
+    /// Address to listen on (port 0 picks a free port; the address is
+    /// printed on stderr).
+    #[arg(long, value_name = "ADDR", default_value = "127.0.0.1:7300")]
+    pub listen: String,
+    /// The store (default: the composition's `[store] path`, else
+    /// `.chassis/state.db` beside FILE).
+    #[arg(long, value_name = "PATH")]
+    pub state: Option<PathBuf>,
+    /// Secrets and `enabled_if` variables from this env file too.
+    #[arg(long, value_name = "PATH")]
+    pub env_file: Option<PathBuf>,
+    /// Approve every call of this tool (repeatable).
+    #[arg(long, value_name = "TOOL")]
+    pub approve: Vec<String>,
+    /// Widen the default policy: `name[:resource-pattern]` (repeatable).
+    #[arg(long, value_name = "GRANT")]
+    pub grant: Vec<String>,
+    /// Publish without the pending entries instead of refusing.
+    #[arg(long)]
+    pub allow_pending: bool,
+    /// Runs at once; more are refused with 429 and `Retry-After`.
+    #[arg(long, value_name = "N", default_value_t = 256)]
+    pub max_runs: usize,
+    /// Largest request body, in bytes.
+    #[arg(long, value_name = "BYTES", default_value_t = 1 << 20)]
+    pub max_body: usize,
+    /// Seconds runs in flight may take to finish after SIGTERM/SIGINT
+    /// before they are cancelled.
+    #[arg(long, value_name = "SECONDS", default_value_t = 30)]
+    pub drain_timeout: u64,
+}
+
+/// How the server was stopped.
+#[derive(Clone, Copy, Debug, PartialEq, Eq)]
+enum Stop {
+    Running,
+    Terminate,
+    Interrupt,
+}
+
+/// Run `serve`.
+pub fn run(ui: &Ui, args: &ServeArgs) -> Result<ExitStatus, ExitStatus> {
+    super::super::require_format(ui, &[Format::Text, Format::Json], "serve")?;
+    let listen: SocketAddr = args.listen.parse().map_err(|e| {
+        super::super::report::fail(
+            ui,
+            &Problem::input(format!("`--listen {}` is not an address: {e}", args.listen))
+                .with_help("give `HOST:PORT`, e.g. `127.0.0.1:7300` (port 0 picks a free one)")
+                .into(),
+        )
+    })?;
+    if !listen.ip().is_loopback() {
+        return Err(super::super::report::fail(
+            ui,
+            &Problem::input(format!(
+                "`--listen {listen}` is not a loopback address, and this chassis serves without authentication or TLS"
+            ))
+            .with_help("listen on 127.0.0.1 (or ::1) and put an authenticating proxy in front")
+            .into(),
+        ));
+    }
+    let runtime = tokio::runtime::Builder::new_multi_thread()
+        .worker_threads(2)
+        .enable_all()
+        .build()
+        .map_err(|e| {
+            super::super::report::fail(
+                ui,
+                &AppError::failure(format!("cannot start the runtime: {e}")),
+            )
+        })?;
+    runtime.block_on(serve(ui, args, listen))
+}
+
+async fn serve(ui: &Ui, args: &ServeArgs, listen: SocketAddr) -> Result<ExitStatus, ExitStatus> {
+    let (stop_tx, stop_rx) = watch::channel(Stop::Running);
+    // Cancels what is still running: a second signal, or the drain timeout.
+    let (cancel_tx, cancel_rx) = watch::channel(false);
+    let serving = Arc::new(AtomicBool::new(false));
+    let signals = spawn_signals(stop_tx.clone(), cancel_tx.clone(), Arc::clone(&serving));
+    let mut caller = super::super::caller(ui);
+    // What cancels the publish and the runs: a signal before the port is
+    // bound, a second signal or the drain's end after.
+    caller.interrupt = Interrupt::new(move || {
+        let mut cancel = cancel_rx.clone();
+        async move {
+            let _ = cancel.wait_for(|c| *c).await;
+        }
+    });
+    let host = Host::start(
+        HostOptions {
+            file: args.file.clone(),
+            state: args.state.clone(),
+            env_file: args.env_file.clone(),
+            allow_pending: args.allow_pending,
+            grants: args.grant.clone(),
+            approve: args.approve.clone(),
+        },
+        caller.clone(),
+    )
+    .await;
+    let host = match host {
+        Ok(h) => h,
+        Err(e) => {
+            signals.abort();
+            return Err(super::super::report::fail(ui, &e));
+        }
+    };
+    let listener = match tokio::net::TcpListener::bind(listen).await {
+        Ok(l) => l,
+        Err(e) => {
+            host.shutdown().await;
+            signals.abort();
+            return Err(super::super::report::fail(
+                ui,
+                &Problem::failure(format!("cannot listen on {listen}: {e}"))
+                    .with_code("serve::bind")
+                    .with_help("another process may hold the port; choose one with --listen")
+                    .into(),
+            ));
+        }
+    };
+    serving.store(true, Ordering::SeqCst);
+    let address = listener.local_addr().unwrap_or(listen);
+    let current = host.current().map(|g| g.id.to_string()).unwrap_or_default();
+    if ui.format == Format::Json {
+        ui.err(
+            &serde_json::json!({
+                "type": "listening",
+                "address": format!("http://{address}"),
+                "generation_id": current,
+            })
+            .to_string(),
+        );
+    } else {
+        ui.err(&format!(
+            "chassis serve: listening on http://{address} (generation {current}); stop with Ctrl-C"
+        ));
+    }
+    // SIGHUP reloads.
+    let reloader = spawn_reload_on_hangup(host.clone(), ui.quiet);
+    let served = Served::new(
+        host.clone(),
+        Limits {
+            body_bytes: args.max_body,
+            concurrent_runs: args.max_runs.max(1),
+        },
+    );
+    let mut stopped = stop_rx.clone();
+    let drain = Duration::from_secs(args.drain_timeout);
+    let cancel_on_timeout = cancel_tx.clone();
+    let graceful = async move {
+        let _ = stopped.wait_for(|s| *s != Stop::Running).await;
+        // Runs in flight get `drain`; then what is left is cancelled.
+        tokio::spawn(async move {
+            tokio::time::sleep(drain).await;
+            let _ = cancel_on_timeout.send(true);
+        });
+    };
+    let result = axum::serve(listener, router(served))
+        .with_graceful_shutdown(graceful)
+        .await;
+    reloader.abort();
+    host.shutdown().await;
+    signals.abort();
+    if let Err(e) = result {
+        return Err(super::super::report::fail(
+            ui,
+            &AppError::failure(format!("the server failed: {e}")),
+        ));
+    }
+    let how = *stop_rx.borrow();
+    if !ui.quiet {
+        ui.err("chassis serve: stopped; every plugin unmounted");
+    }
+    Ok(match how {
+        Stop::Interrupt => ExitStatus::Interrupted,
+        _ => ExitStatus::Success,
+    })
+}
+
+/// SIGTERM and SIGINT: the first stops accepting (and records which) —
+/// and, before the port is bound, cancels the publish — the second cancels
+/// what is still running.
+fn spawn_signals(
+    stop: watch::Sender<Stop>,
+    cancel: watch::Sender<bool>,
+    serving: Arc<AtomicBool>,
+) -> tokio::task::JoinHandle<()> {
+    tokio::spawn(async move {
+        let (Ok(mut term), Ok(mut int)) = (
+            signal(SignalKind::terminate()),
+            signal(SignalKind::interrupt()),
+        ) else {
+            return;
+        };
+        let mut seen = 0;
+        loop {
+            let got = tokio::select! {
+                _ = term.recv() => Stop::Terminate,
+                _ = int.recv() => Stop::Interrupt,
+            };
+            seen += 1;
+            if seen == 1 {
+                let _ = stop.send(got);
+                if !serving.load(Ordering::SeqCst) {
+                    let _ = cancel.send(true);
+                }
+            } else {
+                let _ = cancel.send(true);
+            }
+        }
+    })
+}
+
+fn spawn_reload_on_hangup(host: Host, quiet: bool) -> tokio::task::JoinHandle<()> {
+    let host = Arc::new(host);
+    tokio::spawn(async move {
+        let Ok(mut hup) = signal(SignalKind::hangup()) else {
+            return;
+        };
+        while hup.recv().await.is_some() {
+            let r = host.reload().await;
+            if !quiet {
+                let line = if r.ok {
+                    format!(
+                        "chassis serve: reloaded ({}: {})",
+                        if r.published {
+                            "published"
+                        } else {
+                            "no change"
+                        },
+                        r.generation_id
+                    )
+                } else {
+                    format!(
+                        "chassis serve: reload failed, still serving {}: {}",
+                        r.generation_id,
+                        r.error.unwrap_or_default()
+                    )
+                };
+                eprintln!("{line}");
+            }
+        }
+    })
+}

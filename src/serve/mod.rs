@@ -1,0 +1,80 @@
+//! `chassis serve`: the HTTP front of a [`Host`].
+//!
+//! Why it exists: generations, leases, draining and reload only mean
+//! something in a process that stays up. This module is an adapter — parse
+//! the request, call the application layer ([`crate::app::host`]), render
+//! the same JSON documents the command line prints — and imports nothing
+//! from the command line. Errors are `application/problem+json` with a
+//! stable code ([`problem`]); streamed runs are Server-Sent Events.
+
+pub mod problem;
+mod reads;
+mod runs;
+
+use std::sync::Arc;
+use std::time::Instant;
+
+use axum::Router;
+use axum::extract::DefaultBodyLimit;
+use axum::routing::{get, post};
+
+use crate::app::host::Host;
+
+pub use problem::ApiProblem;
+
+/// Limits of one server.
+#[derive(Clone, Copy, Debug)]
+pub struct Limits {
+    /// Largest request body, in bytes.
+    pub body_bytes: usize,
+    /// Runs at once; more are refused with 429 and `Retry-After`.
+    pub concurrent_runs: usize,
+}
+
+impl Default for Limits {
+    fn default() -> Self {
+        Self {
+            body_bytes: 1 << 20,
+            concurrent_runs: 256,
+        }
+    }
+}
+
+/// What every handler shares.
+#[derive(Clone)]
+pub struct Served {
+    host: Host,
+    started: Instant,
+    limits: Limits,
+    runs: Arc<tokio::sync::Semaphore>,
+}
+
+impl Served {
+    /// Serve `host` within `limits`.
+    pub fn new(host: Host, limits: Limits) -> Self {
+        Self {
+            host,
+            started: Instant::now(),
+            limits,
+            runs: Arc::new(tokio::sync::Semaphore::new(limits.concurrent_runs)),
+        }
+    }
+}
+
+/// The routes.
+pub fn router(served: Served) -> Router {
+    let body = served.limits.body_bytes;
+    Router::new()
+        .route("/healthz", get(reads::healthz))
+        .route("/v1/status", get(reads::status))
+        .route("/v1/generations", get(reads::generations))
+        .route("/v1/generations/{id}", get(reads::generation))
+        .route("/v1/reload", post(reads::reload))
+        .route("/v1/agents/{agent}/runs", post(runs::create))
+        .route("/v1/runs", get(runs::list))
+        .route("/v1/runs/{id}", get(runs::show))
+        .fallback(problem::not_found)
+        .method_not_allowed_fallback(problem::method_not_allowed)
+        .layer(DefaultBodyLimit::max(body))
+        .with_state(served)
+}

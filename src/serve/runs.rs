@@ -1,0 +1,262 @@
+//! Runs over HTTP: `POST /v1/agents/{agent}/runs` (a JSON document, or
+//! Server-Sent Events while it runs), `GET /v1/runs[/{id}]`.
+
+use std::convert::Infallible;
+use std::sync::Arc;
+
+use axum::Json;
+use axum::body::Bytes;
+use axum::extract::rejection::BytesRejection;
+use axum::extract::{Path, Query, State};
+use axum::http::{HeaderMap, StatusCode, header};
+use axum::response::sse::{Event, KeepAlive, Sse};
+use axum::response::{IntoResponse, Response};
+use serde::Deserialize;
+use tokio::sync::mpsc;
+
+use crate::app::host::{HostRun, HostRunRequest};
+use crate::runtime::agent::AgentEvent;
+
+use super::Served;
+use super::problem::ApiProblem;
+
+/// The body of `POST /v1/agents/{agent}/runs`.
+#[derive(Debug, Deserialize)]
+#[serde(deny_unknown_fields)]
+struct RunBody {
+    input: String,
+    #[serde(default)]
+    stream: bool,
+    #[serde(default)]
+    session: Option<serde_json::Value>,
+    #[serde(default)]
+    request_tools: Option<serde_json::Value>,
+}
+
+fn parse_body(body: Result<Bytes, BytesRejection>) -> Result<RunBody, ApiProblem> {
+    let bytes = body.map_err(|e| {
+        let status = e.status();
+        let code = if status == StatusCode::PAYLOAD_TOO_LARGE {
+            "serve::body-too-large"
+        } else {
+            "serve::bad-request"
+        };
+        ApiProblem::new(status, code, e.body_text())
+    })?;
+    let body: RunBody = serde_json::from_slice(&bytes).map_err(|e| {
+        ApiProblem::new(
+            StatusCode::BAD_REQUEST,
+            "serve::bad-request",
+            format!("the body is not a run request: {e}"),
+        )
+        .with_help("send `{\"input\": \"…\"}`, with `\"stream\": true` for Server-Sent Events")
+    })?;
+    for (given, what) in [
+        (body.session.is_some(), "sessions (`session`)"),
+        (
+            body.request_tools.is_some(),
+            "tools brought by a request (`request_tools`)",
+        ),
+    ] {
+        if given {
+            return Err(ApiProblem::new(
+                StatusCode::NOT_IMPLEMENTED,
+                "serve::not-implemented",
+                format!("{what} are not served yet"),
+            )
+            .with_help("leave the field out; `chassis run` supports request tools today"));
+        }
+    }
+    Ok(body)
+}
+
+fn wants_stream(body: &RunBody, headers: &HeaderMap) -> bool {
+    body.stream
+        || headers
+            .get(header::ACCEPT)
+            .and_then(|v| v.to_str().ok())
+            .is_some_and(|v| v.contains("text/event-stream"))
+}
+
+/// `POST /v1/agents/{agent}/runs`.
+pub async fn create(
+    State(s): State<Served>,
+    Path(agent): Path<String>,
+    headers: HeaderMap,
+    body: Result<Bytes, BytesRejection>,
+) -> Response {
+    let body = match parse_body(body) {
+        Ok(b) => b,
+        Err(p) => return p.into_response(),
+    };
+    if !s.host.has_agent(&agent) {
+        let p = ApiProblem::new(
+            StatusCode::NOT_FOUND,
+            "serve::unknown-agent",
+            format!(
+                "the current generation has no agent `{}`",
+                s.host.redactor().redact(&agent)
+            ),
+        )
+        .with_help("`GET /v1/status` lists the agents served");
+        return p.into_response();
+    }
+    let Ok(permit) = Arc::clone(&s.runs).try_acquire_owned() else {
+        return ApiProblem::new(
+            StatusCode::TOO_MANY_REQUESTS,
+            "serve::too-many-runs",
+            format!("{} runs are in flight already", s.limits.concurrent_runs),
+        )
+        .retry_after(1)
+        .into_response();
+    };
+    let stream = wants_stream(&body, &headers);
+    let (tx, rx) = mpsc::unbounded_channel::<Event>();
+    let request = HostRunRequest {
+        agent,
+        input: body.input,
+        observer: stream.then(|| {
+            let tx = tx.clone();
+            Arc::new(move |e: &AgentEvent| {
+                let _ = tx.send(agent_event(e));
+            }) as Arc<dyn crate::runtime::agent::AgentObserver>
+        }),
+    };
+    // The run is a task of its own: a client that goes away does not
+    // cancel it, and it is recorded either way.
+    let host = s.host.clone();
+    let redactor = host.redactor();
+    let task = tokio::spawn(async move {
+        let outcome = host.run(request).await;
+        drop(permit);
+        outcome.map(|o| o.document(&host.redactor()))
+    });
+    if !stream {
+        drop(tx);
+        return match task.await {
+            Ok(Ok(document)) => Json(document).into_response(),
+            Ok(Err(e)) => ApiProblem::from_app(&e, &redactor).into_response(),
+            Err(e) => ApiProblem::new(
+                StatusCode::INTERNAL_SERVER_ERROR,
+                "serve::failed",
+                format!("the run stopped: {e}"),
+            )
+            .into_response(),
+        };
+    }
+    tokio::spawn(async move {
+        let last = match task.await {
+            Ok(Ok(document)) => json_event("result", &document),
+            Ok(Err(e)) => json_event("error", &ApiProblem::from_app(&e, &redactor).to_json()),
+            Err(e) => json_event(
+                "error",
+                &ApiProblem::new(
+                    StatusCode::INTERNAL_SERVER_ERROR,
+                    "serve::failed",
+                    format!("the run stopped: {e}"),
+                )
+                .to_json(),
+            ),
+        };
+        let _ = tx.send(last);
+    });
+    let events = futures_util::stream::unfold(rx, |mut rx| async move {
+        rx.recv().await.map(|e| (Ok::<_, Infallible>(e), rx))
+    });
+    Sse::new(events)
+        .keep_alive(KeepAlive::default())
+        .into_response()
+}
+
+/// A step event (already redacted by the runner) as an SSE event named by
+/// its kind (`model_call_started`, `tool_call_finished`, …).
+fn agent_event(e: &AgentEvent) -> Event {
+    let value = serde_json::to_value(e).unwrap_or_default();
+    let name = value
+        .get("event")
+        .and_then(serde_json::Value::as_str)
+        .unwrap_or("step")
+        .to_owned();
+    json_event(&name, &value)
+}
+
+fn json_event(name: &str, data: &serde_json::Value) -> Event {
+    Event::default().event(name).data(data.to_string())
+}
+
+fn run_json(r: &HostRun) -> serde_json::Value {
+    serde_json::json!({
+        "run_id": r.run_id,
+        "agent": r.agent,
+        "generation_id": r.generation_id,
+        "status": r.status,
+        "started_at": r.started_at,
+        "finished_at": r.finished_at,
+        "result": r.document,
+    })
+}
+
+/// `GET /v1/runs/{id}`: a run this server knows (running, or among the
+/// last 1,024 finished, with its document), else the store's record.
+pub async fn show(
+    State(s): State<Served>,
+    Path(id): Path<String>,
+) -> Result<Json<serde_json::Value>, ApiProblem> {
+    if let Some(r) = s.host.run_of(&id) {
+        let mut doc = run_json(&r);
+        doc["format_version"] = 1.into();
+        return Ok(Json(doc));
+    }
+    let redactor = s.host.redactor();
+    let wanted = id.clone();
+    let stored = s
+        .host
+        .read_store(move |store| store.run(&wanted))
+        .await
+        .map_err(|_| {
+            ApiProblem::new(
+                StatusCode::NOT_FOUND,
+                "serve::unknown-run",
+                format!("no run `{}`", redactor.redact(&id)),
+            )
+        })?;
+    Ok(Json(serde_json::json!({
+        "format_version": 1,
+        "run_id": stored.id,
+        "agent": stored.agent,
+        "generation_id": stored.generation_id,
+        "status": stored.status,
+        "started_at": stored.started_at,
+        "finished_at": stored.finished_at,
+        "result": null,
+    })))
+}
+
+/// `?limit=&after=` of `GET /v1/runs`.
+#[derive(Debug, Deserialize)]
+#[serde(deny_unknown_fields)]
+pub struct Page {
+    #[serde(default)]
+    limit: Option<usize>,
+    #[serde(default)]
+    after: Option<String>,
+}
+
+/// `GET /v1/runs`: the runs this server knows, newest first (at most
+/// `limit`, default 50, at most 1,000; those after run `after`).
+pub async fn list(
+    State(s): State<Served>,
+    page: Result<Query<Page>, axum::extract::rejection::QueryRejection>,
+) -> Result<Json<serde_json::Value>, ApiProblem> {
+    let Query(page) = page.map_err(|e| {
+        ApiProblem::new(StatusCode::BAD_REQUEST, "serve::bad-request", e.body_text())
+            .with_help("`limit` is a number, `after` a run id")
+    })?;
+    let limit = page.limit.unwrap_or(50).min(1000);
+    let runs = s.host.runs(limit, page.after.as_deref());
+    Ok(Json(serde_json::json!({
+        "format_version": 1,
+        "runs": runs.iter().map(run_json).collect::<Vec<_>>(),
+        "next": (runs.len() == limit).then(|| runs.last().map(|r| r.run_id.clone())).flatten(),
+    })))
+}

@@ -1,0 +1,672 @@
+//! `chassis serve` over real HTTP on loopback: the release-shaped binary in
+//! its own process, a reqwest client in this one.
+
+use std::io::{BufRead, BufReader};
+use std::path::{Path, PathBuf};
+use std::process::{Child, Command, Stdio};
+use std::sync::mpsc;
+use std::time::Duration;
+
+use serde_json::{Value, json};
+
+use crate::harness::root;
+
+const CANARY: &str = "sk-canary-serve-4d8e19b7";
+
+/// A running `chassis serve`; killed when dropped.
+struct Server {
+    child: Child,
+    base: String,
+    stderr: mpsc::Receiver<String>,
+}
+
+impl Server {
+    /// Start `chassis serve FILE --listen 127.0.0.1:0 EXTRA…` in `dir`; the
+    /// address comes from its `listening on` line.
+    fn start(dir: &Path, file: &str, extra: &[&str]) -> Server {
+        let mut child = command(dir, file, extra)
+            .args(["--listen", "127.0.0.1:0"])
+            .stdout(Stdio::null())
+            .stderr(Stdio::piped())
+            .spawn()
+            .expect("chassis serve starts");
+        let (tx, rx) = mpsc::channel();
+        let stderr = child.stderr.take().unwrap();
+        std::thread::spawn(move || {
+            for line in BufReader::new(stderr).lines().map_while(Result::ok) {
+                if tx.send(line).is_err() {
+                    return;
+                }
+            }
+        });
+        let mut seen = Vec::new();
+        let base = loop {
+            match rx.recv_timeout(Duration::from_secs(60)) {
+                Ok(line) => {
+                    if let Some(rest) = line.split("listening on ").nth(1) {
+                        break rest.split_whitespace().next().unwrap().to_owned();
+                    }
+                    seen.push(line);
+                }
+                Err(_) => panic!("no `listening on` line; stderr: {seen:?}"),
+            }
+        };
+        Server {
+            child,
+            base,
+            stderr: rx,
+        }
+    }
+
+    fn url(&self, path: &str) -> String {
+        format!("{}{path}", self.base)
+    }
+
+    /// Send `signal` and wait for the exit code and the rest of stderr.
+    fn stop(mut self, signal: nix::sys::signal::Signal) -> (i32, String) {
+        let pid = nix::unistd::Pid::from_raw(i32::try_from(self.child.id()).unwrap());
+        nix::sys::signal::kill(pid, signal).unwrap();
+        let deadline = std::time::Instant::now() + Duration::from_secs(30);
+        let code = loop {
+            if let Some(status) = self.child.try_wait().unwrap() {
+                break status.code().unwrap_or(-1);
+            }
+            assert!(
+                std::time::Instant::now() < deadline,
+                "the server did not stop"
+            );
+            std::thread::sleep(Duration::from_millis(20));
+        };
+        let rest: Vec<String> = self.stderr.try_iter().collect();
+        (code, rest.join("\n"))
+    }
+}
+
+impl Drop for Server {
+    fn drop(&mut self) {
+        let _ = self.child.kill();
+        let _ = self.child.wait();
+    }
+}
+
+fn command(dir: &Path, file: &str, extra: &[&str]) -> Command {
+    let mut cmd = Command::new(env!("CARGO_BIN_EXE_chassis"));
+    cmd.args(["--color", "never", "serve", file])
+        .args(extra)
+        .current_dir(dir)
+        .env_clear()
+        .env("PATH", std::env::var_os("PATH").unwrap_or_default())
+        .env("HOME", dir)
+        .env("LANG", "C.UTF-8")
+        .env("SERVE_CANARY", CANARY);
+    cmd
+}
+
+/// A folder with `examples/serve.toml` and the tools it includes.
+fn workspace() -> (tempfile::TempDir, PathBuf) {
+    let dir = tempfile::tempdir().unwrap();
+    for f in ["serve.toml", "quickstart-tools.toml"] {
+        std::fs::copy(root().join("examples").join(f), dir.path().join(f)).unwrap();
+    }
+    let file = dir.path().join("serve.toml");
+    (dir, file)
+}
+
+/// Save `text` as an editor does: write a temporary file, rename it over.
+fn save(file: &Path, text: &str) {
+    let tmp = file.with_extension("toml.tmp");
+    std::fs::write(&tmp, text).unwrap();
+    std::fs::rename(&tmp, file).unwrap();
+}
+
+fn client() -> reqwest::Client {
+    let _ = rustls::crypto::ring::default_provider().install_default();
+    reqwest::Client::builder()
+        .timeout(Duration::from_secs(60))
+        .build()
+        .unwrap()
+}
+
+fn runtime() -> tokio::runtime::Runtime {
+    tokio::runtime::Builder::new_current_thread()
+        .enable_all()
+        .build()
+        .unwrap()
+}
+
+async fn post(c: &reqwest::Client, url: &str, body: &Value) -> (u16, String, Value) {
+    let r = c.post(url).json(body).send().await.unwrap();
+    let status = r.status().as_u16();
+    let ct = r
+        .headers()
+        .get("content-type")
+        .map(|v| v.to_str().unwrap().to_owned())
+        .unwrap_or_default();
+    let text = r.text().await.unwrap();
+    (
+        status,
+        ct,
+        serde_json::from_str(&text).unwrap_or(Value::String(text)),
+    )
+}
+
+async fn get(c: &reqwest::Client, url: &str) -> (u16, Value) {
+    let r = c.get(url).send().await.unwrap();
+    let status = r.status().as_u16();
+    let text = r.text().await.unwrap();
+    (
+        status,
+        serde_json::from_str(&text).unwrap_or(Value::String(text)),
+    )
+}
+
+/// The events of a Server-Sent Events body, as (name, data).
+fn sse_events(body: &str) -> Vec<(String, Value)> {
+    body.split("\n\n")
+        .filter_map(|block| {
+            let mut name = None;
+            let mut data = String::new();
+            for line in block.lines() {
+                if let Some(n) = line.strip_prefix("event: ") {
+                    name = Some(n.to_owned());
+                } else if let Some(d) = line.strip_prefix("data: ") {
+                    data.push_str(d);
+                }
+            }
+            Some((name?, serde_json::from_str(&data).ok()?))
+        })
+        .collect()
+}
+
+#[test]
+fn serves_runs_plain_streamed_and_concurrent_with_problem_documents() {
+    let (dir, _) = workspace();
+    let server = Server::start(dir.path(), "serve.toml", &[]);
+    let c = client();
+    runtime().block_on(async {
+        let (status, health) = get(&c, &server.url("/healthz")).await;
+        assert_eq!(
+            (status, health["generation_id"].as_str()),
+            (200, Some("gen_0001"))
+        );
+
+        // The same document `chassis run --format json` prints; every run
+        // starts at the script's first turn (a served scripted model
+        // answers many runs).
+        let runs_url = server.url("/v1/agents/assistant/runs");
+        for _ in 0..2 {
+            let (status, ct, doc) =
+                post(&c, &runs_url, &json!({"input": "Count: one two three"})).await;
+            assert_eq!(status, 200, "{doc}");
+            assert!(ct.starts_with("application/json"), "{ct}");
+            assert_eq!(doc["format_version"], 1);
+            assert_eq!(doc["answer"], "It has 3 words.");
+            assert_eq!(doc["generation_id"], "gen_0001");
+            assert_eq!(doc["tool_calls"][0]["name"], "word_count");
+            assert_eq!(doc["tool_calls"][0]["status"], "ok");
+        }
+        // 24 runs at once, two inputs: each gets its own input's answer.
+        let mut tasks = Vec::new();
+        for i in 0..24 {
+            let c = c.clone();
+            let url = runs_url.clone();
+            tasks.push(tokio::spawn(async move {
+                let input = if i % 2 == 0 {
+                    "Count: one two three"
+                } else {
+                    "hello"
+                };
+                let (status, _, doc) = post(&c, &url, &json!({ "input": input })).await;
+                (
+                    i,
+                    status,
+                    doc["answer"].as_str().unwrap_or_default().to_owned(),
+                )
+            }));
+        }
+        for t in tasks {
+            let (i, status, answer) = t.await.unwrap();
+            assert_eq!(status, 200);
+            let expected = if i % 2 == 0 {
+                "It has 3 words."
+            } else {
+                "Hello! Ask me to `Count: <some words>`."
+            };
+            assert_eq!(answer, expected, "run {i}");
+        }
+
+        // Streamed: run_started (generation, snapshot digest), each step,
+        // then the result document.
+        let r = c
+            .post(&runs_url)
+            .json(&json!({"input": "Count: a b c", "stream": true}))
+            .send()
+            .await
+            .unwrap();
+        assert_eq!(r.status().as_u16(), 200);
+        assert!(
+            r.headers()["content-type"]
+                .to_str()
+                .unwrap()
+                .starts_with("text/event-stream")
+        );
+        let events = sse_events(&r.text().await.unwrap());
+        let names: Vec<&str> = events.iter().map(|(n, _)| n.as_str()).collect();
+        assert_eq!(
+            names,
+            [
+                "run_started",
+                "model_call_started",
+                "model_call_finished",
+                "tool_call_started",
+                "tool_call_finished",
+                "model_call_started",
+                "model_call_finished",
+                "run_finished",
+                "result"
+            ]
+        );
+        let started = &events[0].1;
+        let result = &events.last().unwrap().1;
+        assert_eq!(started["generation_id"], "gen_0001");
+        assert_eq!(started["snapshot_digest"], result["snapshot_digest"]);
+        assert_eq!(result["answer"], "It has 3 words.");
+        // `Accept: text/event-stream` streams too.
+        let r = c
+            .post(&runs_url)
+            .header("accept", "text/event-stream")
+            .json(&json!({"input": "hi"}))
+            .send()
+            .await
+            .unwrap();
+        let events = sse_events(&r.text().await.unwrap());
+        assert_eq!(events.last().unwrap().0, "result");
+
+        // Runs by id and by page.
+        let run_id = result["run_id"].as_str().unwrap().to_owned();
+        let (status, run) = get(&c, &server.url(&format!("/v1/runs/{run_id}"))).await;
+        assert_eq!(status, 200);
+        assert_eq!(run["status"], "succeeded");
+        assert_eq!(run["result"]["answer"], "It has 3 words.");
+        let (_, page) = get(&c, &server.url("/v1/runs?limit=2")).await;
+        assert_eq!(page["runs"].as_array().unwrap().len(), 2);
+        let next = page["next"].as_str().unwrap().to_owned();
+        let (_, page2) = get(&c, &server.url(&format!("/v1/runs?limit=2&after={next}"))).await;
+        assert_ne!(page2["runs"][0]["run_id"], page["runs"][0]["run_id"]);
+        assert_ne!(page2["runs"][0]["run_id"], page["runs"][1]["run_id"]);
+
+        // Problems: JSON documents with a stable code.
+        for (method, path, body, status, code) in [
+            (
+                "POST",
+                "/v1/agents/nobody/runs",
+                json!({"input": "x"}),
+                404,
+                "serve::unknown-agent",
+            ),
+            (
+                "POST",
+                "/v1/agents/assistant/runs",
+                json!({"inptu": "x"}),
+                400,
+                "serve::bad-request",
+            ),
+            (
+                "POST",
+                "/v1/agents/assistant/runs",
+                json!({"input": "x", "session": "s1"}),
+                501,
+                "serve::not-implemented",
+            ),
+            (
+                "GET",
+                "/v1/nothing-here",
+                Value::Null,
+                404,
+                "serve::not-found",
+            ),
+            (
+                "DELETE",
+                "/v1/status",
+                Value::Null,
+                405,
+                "serve::method-not-allowed",
+            ),
+            (
+                "GET",
+                "/v1/runs/run_000000000000",
+                Value::Null,
+                404,
+                "serve::unknown-run",
+            ),
+            (
+                "GET",
+                "/v1/runs?limit=lots",
+                Value::Null,
+                400,
+                "serve::bad-request",
+            ),
+            (
+                "GET",
+                "/v1/generations/gen_0099",
+                Value::Null,
+                404,
+                "serve::unknown-generation",
+            ),
+        ] {
+            let req = c.request(method.parse().unwrap(), server.url(path));
+            let req = if body.is_null() { req } else { req.json(&body) };
+            let r = req.send().await.unwrap();
+            assert_eq!(r.status().as_u16(), status, "{method} {path}");
+            assert_eq!(
+                r.headers()["content-type"].to_str().unwrap(),
+                "application/problem+json",
+                "{method} {path}"
+            );
+            let doc: Value = r.json().await.unwrap();
+            assert_eq!(doc["code"], code, "{method} {path}: {doc}");
+            assert_eq!(doc["status"], status);
+        }
+        // Not JSON at all, and a body over the limit.
+        let r = c.post(&runs_url).body("{nope").send().await.unwrap();
+        assert_eq!(r.status().as_u16(), 400);
+        let r = c
+            .post(&runs_url)
+            .body(format!("{{\"input\": \"{}\"}}", "x".repeat(2 << 20)))
+            .send()
+            .await
+            .unwrap();
+        assert_eq!(r.status().as_u16(), 413);
+        let doc: Value = r.json().await.unwrap();
+        assert_eq!(doc["code"], "serve::body-too-large");
+    });
+    let (code, rest) = server.stop(nix::sys::signal::Signal::SIGTERM);
+    assert_eq!(code, 0, "{rest}");
+    assert!(rest.contains("stopped"), "{rest}");
+    // Every run was recorded in the store.
+    let listed = crate::harness::run_in(dir.path(), &["--format", "json", "runs", "list"], &[]);
+    let runs: Value = serde_json::from_str(&listed.stdout).unwrap();
+    assert_eq!(
+        runs["runs"].as_array().unwrap().len(),
+        2 + 24 + 2,
+        "{}",
+        listed.stdout
+    );
+}
+
+#[test]
+fn a_reload_publishes_a_new_generation_while_a_run_finishes_on_the_old_one() {
+    let (dir, file) = workspace();
+    // The "slow" input waits before its answer: it is in flight across the
+    // reload.
+    let original = std::fs::read_to_string(&file).unwrap().replace(
+        "# Any other input.",
+        "[[entries.model.config.turns]]\nwhen = { input = \"slow\" }\ntext = \"slow answer\"\ndelay_ms = 1500\n\n# Any other input.",
+    );
+    save(&file, &original);
+    let server = Server::start(dir.path(), "serve.toml", &[]);
+    let c = client();
+    runtime().block_on(async {
+        let runs_url = server.url("/v1/agents/assistant/runs");
+        let slow = {
+            let c = c.clone();
+            let url = runs_url.clone();
+            tokio::spawn(async move { post(&c, &url, &json!({"input": "slow"})).await })
+        };
+        // Wait until the slow run holds its lease.
+        let mut leased = false;
+        for _ in 0..100 {
+            let (_, status) = get(&c, &server.url("/v1/status")).await;
+            if status["live_generations"][0]["leases"] == 1 {
+                leased = true;
+                break;
+            }
+            tokio::time::sleep(Duration::from_millis(20)).await;
+        }
+        assert!(leased, "the slow run never leased its generation");
+
+        save(&file, &original.replace("It has 3 words.", "Three words."));
+        let (status, _, reload) = post(&c, &server.url("/v1/reload"), &Value::Null).await;
+        assert_eq!(status, 200, "{reload}");
+        assert_eq!(
+            (
+                reload["published"].as_bool(),
+                reload["generation_id"].as_str()
+            ),
+            (Some(true), Some("gen_0002"))
+        );
+        // Two generations live: the old one drains under the slow run.
+        let (_, status) = get(&c, &server.url("/v1/status")).await;
+        assert_eq!(status["current"]["id"], "gen_0002");
+        let live: Vec<(&str, &str)> = status["live_generations"]
+            .as_array()
+            .unwrap()
+            .iter()
+            .map(|g| (g["id"].as_str().unwrap(), g["state"].as_str().unwrap()))
+            .collect();
+        assert!(live.contains(&("gen_0001", "draining")), "{live:?}");
+
+        let (_, _, new_run) = post(&c, &runs_url, &json!({"input": "Count: x y z"})).await;
+        assert_eq!(
+            (
+                new_run["answer"].as_str(),
+                new_run["generation_id"].as_str()
+            ),
+            (Some("Three words."), Some("gen_0002"))
+        );
+        let (status, _, old_run) = slow.await.unwrap();
+        assert_eq!(status, 200);
+        assert_eq!(
+            (
+                old_run["answer"].as_str(),
+                old_run["generation_id"].as_str()
+            ),
+            (Some("slow answer"), Some("gen_0001"))
+        );
+        // Its last lease released, the old generation retired.
+        let (_, status) = get(&c, &server.url("/v1/status")).await;
+        let ids: Vec<&str> = status["live_generations"]
+            .as_array()
+            .unwrap()
+            .iter()
+            .map(|g| g["id"].as_str().unwrap())
+            .collect();
+        assert_eq!(ids, ["gen_0002"]);
+
+        // An unchanged reload publishes nothing.
+        let (_, _, reload) = post(&c, &server.url("/v1/reload"), &Value::Null).await;
+        assert_eq!(
+            (
+                reload["published"].as_bool(),
+                reload["generation_id"].as_str()
+            ),
+            (Some(false), Some("gen_0002"))
+        );
+
+        // A reload that fails keeps serving, with its findings.
+        save(&file, &format!("{original}\n[agents.assistant\n"));
+        let r = c.post(server.url("/v1/reload")).send().await.unwrap();
+        assert_eq!(r.status().as_u16(), 422);
+        let problem: Value = r.json().await.unwrap();
+        assert_eq!(problem["code"], "serve::reload-failed");
+        let d = &problem["diagnostics"][0];
+        assert_eq!(d["severity"], "error", "{problem}");
+        assert_eq!(d["labels"][0]["file"], "serve.toml", "{problem}");
+        assert!(d["labels"][0]["line"].as_u64().unwrap() > 40, "{problem}");
+        let (_, status) = get(&c, &server.url("/v1/status")).await;
+        assert_eq!(status["last_reload"]["ok"], false);
+        assert_eq!(status["current"]["id"], "gen_0002");
+        let (_, _, still) = post(&c, &runs_url, &json!({"input": "hello"})).await;
+        assert_eq!(still["generation_id"], "gen_0002");
+
+        // The store's generations, as `generations list --format json`.
+        let (_, gens) = get(&c, &server.url("/v1/generations")).await;
+        let ids: Vec<&str> = gens["generations"]
+            .as_array()
+            .unwrap()
+            .iter()
+            .map(|g| g["id"].as_str().unwrap())
+            .collect();
+        assert_eq!(ids, ["gen_0001", "gen_0002"]);
+        let (status, one) = get(&c, &server.url("/v1/generations/gen_0001")).await;
+        assert_eq!(status, 200);
+        assert!(one["snapshot"].is_object());
+    });
+    // SIGHUP reloads too: fix the file, hang up, and the fix is served.
+    save(
+        &file,
+        &original.replace("It has 3 words.", "Three, after a hangup."),
+    );
+    let pid = nix::unistd::Pid::from_raw(i32::try_from(server.child.id()).unwrap());
+    nix::sys::signal::kill(pid, nix::sys::signal::Signal::SIGHUP).unwrap();
+    runtime().block_on(async {
+        let mut current = String::new();
+        for _ in 0..200 {
+            let (_, status) = get(&c, &server.url("/v1/status")).await;
+            current = status["current"]["id"].as_str().unwrap().to_owned();
+            if current == "gen_0003" {
+                break;
+            }
+            tokio::time::sleep(Duration::from_millis(20)).await;
+        }
+        assert_eq!(current, "gen_0003");
+    });
+    let (code, rest) = server.stop(nix::sys::signal::Signal::SIGINT);
+    assert_eq!(code, 130, "{rest}");
+}
+
+#[test]
+fn sigterm_lets_a_run_in_flight_finish_and_it_is_recorded() {
+    let (dir, file) = workspace();
+    let text = std::fs::read_to_string(&file).unwrap().replace(
+        "# Any other input.",
+        "[[entries.model.config.turns]]\nwhen = { input = \"slow\" }\ntext = \"slow answer\"\ndelay_ms = 800\n\n# Any other input.",
+    );
+    save(&file, &text);
+    let server = Server::start(dir.path(), "serve.toml", &[]);
+    let c = client();
+    let url = server.url("/v1/agents/assistant/runs");
+    let pid = nix::unistd::Pid::from_raw(i32::try_from(server.child.id()).unwrap());
+    let answer = runtime().block_on(async {
+        let slow = tokio::spawn({
+            let c = c.clone();
+            async move { post(&c, &url, &json!({"input": "slow"})).await }
+        });
+        tokio::time::sleep(Duration::from_millis(300)).await;
+        nix::sys::signal::kill(pid, nix::sys::signal::Signal::SIGTERM).unwrap();
+        let (status, _, doc) = slow.await.unwrap();
+        (status, doc["answer"].clone())
+    });
+    assert_eq!(answer, (200, json!("slow answer")));
+    let (code, rest) = server.stop(nix::sys::signal::Signal::SIGTERM);
+    assert_eq!(code, 0, "{rest}");
+    let listed = crate::harness::run_in(dir.path(), &["--format", "json", "runs", "list"], &[]);
+    assert!(listed.stdout.contains("\"succeeded\""), "{}", listed.stdout);
+}
+
+#[test]
+fn what_cannot_be_served_exits_before_the_port_is_bound() {
+    let (dir, file) = workspace();
+    let bad = |args: &[&str]| {
+        let out = command(dir.path(), "serve.toml", &[])
+            .args(args)
+            .output()
+            .unwrap();
+        (
+            out.status.code().unwrap_or(-1),
+            String::from_utf8_lossy(&out.stderr).into_owned(),
+        )
+    };
+    // Only loopback without authentication.
+    let (code, err) = bad(&["--listen", "0.0.0.0:7300"]);
+    assert_eq!(code, 2, "{err}");
+    assert!(err.contains("not a loopback address"), "{err}");
+    assert!(!err.contains("listening"), "{err}");
+    let (code, err) = bad(&["--listen", "here"]);
+    assert_eq!(code, 2, "{err}");
+    assert!(err.contains("is not an address"), "{err}");
+    // A composition that does not load: exit 2, its diagnostics, no port,
+    // no store left behind.
+    save(&file, "version = 1\n[entries.model]\nplugin = \"nope\"\n");
+    let (code, err) = bad(&["--listen", "127.0.0.1:0"]);
+    assert_eq!(code, 2, "{err}");
+    assert!(err.contains("unknown plugin"), "{err}");
+    assert!(!err.contains("listening"), "{err}");
+    assert!(!dir.path().join(".chassis").exists());
+}
+
+#[test]
+fn the_canary_secret_leaves_through_no_endpoint_event_or_log() {
+    let (dir, file) = workspace();
+    // The canary is a resolved secret (so the redactor knows it), which the
+    // model then repeats and a tool prints.
+    let text = std::fs::read_to_string(&file)
+        .unwrap()
+        .replace(
+            "text = \"It has 3 words.\"",
+            &format!("text = \"It has 3 words; the key is {CANARY}.\""),
+        )
+        .replace(
+            "tool_calls = [{ name = \"word_count\", args = { text = \"one two three\" } }]",
+            "tool_calls = [{ name = \"word_count\", args = { text = \"one two three\" } }, { name = \"leak\" }]",
+        )
+        .replace("tools = [\"word_count\"]", "tools = [\"word_count\", \"leak\"]")
+        .replace("tool_calls = 2", "tool_calls = 4")
+        .replace(
+            "[agents.assistant]",
+            "[plugins.vault]\nversion = \"1.0.0\"\n\n[entries.vault]\nconfig = { token = { secret = \"SERVE_CANARY\" } }\n\n[entries.leaky]\nplugin = \"command\"\nconfig.env = [\"SERVE_CANARY\"]\n[[entries.leaky.config.tools]]\nname = \"leak\"\ndescription = \"Prints the token.\"\nargs = { type = \"object\", properties = {} }\nargv = [\"printenv\", \"SERVE_CANARY\"]\ntimeout_seconds = 5\n\n[agents.assistant]",
+        );
+    save(&file, &text);
+    let server = Server::start(dir.path(), "serve.toml", &["--approve", "leak"]);
+    let c = client();
+    let mut seen = String::new();
+    runtime().block_on(async {
+        let url = server.url("/v1/agents/assistant/runs");
+        let (status, _, doc) = post(&c, &url, &json!({"input": format!("Count: {CANARY}")})).await;
+        assert_eq!(status, 200, "{doc}");
+        seen.push_str(&doc.to_string());
+        let r = c
+            .post(&url)
+            .json(&json!({"input": format!("Count: {CANARY}"), "stream": true}))
+            .send()
+            .await
+            .unwrap();
+        seen.push_str(&format!("{:?}", r.headers()));
+        seen.push_str(&r.text().await.unwrap());
+        for path in [
+            "/v1/status",
+            "/v1/runs",
+            "/v1/generations",
+            "/v1/generations/gen_0001",
+            "/healthz",
+        ] {
+            let r = c.get(server.url(path)).send().await.unwrap();
+            seen.push_str(&format!("{:?}", r.headers()));
+            seen.push_str(&r.text().await.unwrap());
+        }
+        let (_, _, problem) = post(
+            &c,
+            &server.url(&format!("/v1/agents/{CANARY}/runs")),
+            &json!({"input": CANARY}),
+        )
+        .await;
+        seen.push_str(&problem.to_string());
+        let (_, status) = get(&c, &server.url(&format!("/v1/runs/{CANARY}"))).await;
+        seen.push_str(&status.to_string());
+    });
+    assert!(seen.contains("It has 3 words; the key is"), "{seen}");
+    assert!(
+        seen.contains("\"leak\""),
+        "the leak tool was called: {seen}"
+    );
+    let (code, rest) = server.stop(nix::sys::signal::Signal::SIGTERM);
+    assert_eq!(code, 0);
+    assert!(
+        !seen.contains(CANARY),
+        "the canary leaked over HTTP: {seen}"
+    );
+    assert!(
+        !rest.contains(CANARY),
+        "the canary leaked on stderr: {rest}"
+    );
+}
