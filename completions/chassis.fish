@@ -227,6 +227,8 @@ complete -c chassis -n "__fish_chassis_using_subcommand serve" -l grant -d 'Wide
 complete -c chassis -n "__fish_chassis_using_subcommand serve" -l max-runs -d 'Runs at once; more are refused with 429 and `Retry-After`' -r
 complete -c chassis -n "__fish_chassis_using_subcommand serve" -l max-body -d 'Largest request body, in bytes' -r
 complete -c chassis -n "__fish_chassis_using_subcommand serve" -l drain-timeout -d 'Seconds runs in flight may take to finish after SIGTERM/SIGINT before they are cancelled' -r
+complete -c chassis -n "__fish_chassis_using_subcommand serve" -l tls-cert -d 'Serve HTTPS with this PEM certificate chain (with --tls-key)' -r -F
+complete -c chassis -n "__fish_chassis_using_subcommand serve" -l tls-key -d 'The PEM private key of --tls-cert' -r -F
 complete -c chassis -n "__fish_chassis_using_subcommand serve" -l format -d 'Output format: text, or json (one document with `format_version`); some commands also take markdown, dot or mermaid' -r -f -a "text\t'Human-readable text'
 json\t'One JSON document with `format_version`'
 markdown\t'Markdown (diff: a pull-request comment)'
@@ -236,6 +238,7 @@ complete -c chassis -n "__fish_chassis_using_subcommand serve" -l color -d 'When
 always\t'Always colour'
 never\t'Never colour'"
 complete -c chassis -n "__fish_chassis_using_subcommand serve" -l allow-pending -d 'Publish without the pending entries instead of refusing'
+complete -c chassis -n "__fish_chassis_using_subcommand serve" -l allow-insecure-bind -d 'Listen on a non-loopback address without TLS (tokens still required): only behind a proxy that terminates TLS'
 complete -c chassis -n "__fish_chassis_using_subcommand serve" -s v -l verbose -d 'More logging on stderr (-v info, -vv debug, -vvv trace); `RUST_LOG` overrides'
 complete -c chassis -n "__fish_chassis_using_subcommand serve" -s q -l quiet -d 'Only errors on stderr'
 complete -c chassis -n "__fish_chassis_using_subcommand serve" -s h -l help -d 'Print help (see more with \'--help\')'

@@ -127,6 +127,10 @@ struct Inner {
     reloading: tokio::sync::Mutex<()>,
     last_reload: Mutex<Option<ReloadStatus>>,
     runs: Mutex<RunBook>,
+    /// `[serve]` as the host started.
+    serve: Option<crate::engine::model::ServeSettings>,
+    /// Compiled agent plans, shared by every run's runner.
+    plans: Arc<crate::runtime::agent::PlanCache>,
 }
 
 struct Published {
@@ -218,6 +222,8 @@ impl Host {
                 reloading: tokio::sync::Mutex::new(()),
                 last_reload: Mutex::new(None),
                 runs: Mutex::new(RunBook::default()),
+                plans: Arc::default(),
+                serve: ws.composition.host.serve.clone(),
             }),
         })
     }
@@ -225,6 +231,26 @@ impl Host {
     /// The redactor that knows every secret this host resolved.
     pub fn redactor(&self) -> crate::engine::secret::Redactor {
         self.inner.caller.redactor.clone()
+    }
+
+    /// `[serve]` of the composition the host started with (what a reload
+    /// changes there applies at the next start).
+    pub fn serve_settings(&self) -> crate::engine::model::ServeSettings {
+        self.inner.serve.clone().unwrap_or_default()
+    }
+
+    /// The value of secret `name` (a `[serve]` token), learned by the
+    /// redactor so it never leaves in a document; unusable input when it
+    /// is not set.
+    pub fn secret(&self, name: &str) -> Result<crate::engine::secret::SecretValue, AppError> {
+        self.inner.secrets.get(name).map_err(|e| {
+            Problem::input(format!("the `[serve]` token secret `{name}`: {e}"))
+                .with_code("serve::token-missing")
+                .with_help(format!(
+                    "set `{name}` in the environment (or an --env-file) before starting"
+                ))
+                .into()
+        })
     }
 
     /// The composition file.
@@ -303,14 +329,26 @@ impl Host {
     }
 
     async fn reload_with(&self, reporter: Arc<dyn Reporter>) -> Result<ReconcileReport, AppError> {
-        let ws = load_file(&self.inner.file, &self.inner.env, &*reporter)?;
-        if let Some(refusal) = ws.refusal(self.inner.allow_pending, &*reporter) {
-            return Err(AppError::Refused {
-                verb: "reload",
-                display: ws.display,
-                refusal,
-            });
-        }
+        // Reading and resolving the files is blocking work: off the async
+        // workers that serve runs.
+        let (file, env, allow_pending) = (
+            self.inner.file.clone(),
+            self.inner.env.clone(),
+            self.inner.allow_pending,
+        );
+        let ws = tokio::task::spawn_blocking(move || {
+            let ws = load_file(&file, &env, &*reporter)?;
+            if let Some(refusal) = ws.refusal(allow_pending, &*reporter) {
+                return Err(AppError::Refused {
+                    verb: "reload",
+                    display: ws.display,
+                    refusal,
+                });
+            }
+            Ok(ws)
+        })
+        .await
+        .map_err(|e| AppError::failure(format!("reading the composition stopped: {e}")))??;
         let report = self.inner.harness.reconcile(ws.composition.clone()).await?;
         super::publish::notice_quarantined(&self.inner.caller, &report);
         self.record(&report).await?;
@@ -412,7 +450,8 @@ impl Host {
             ..ExecutorServices::permissive()
         };
         let mut runner =
-            AgentRunner::new(ToolExecutor::new(services), Arc::new(MonotonicClock::new()));
+            AgentRunner::new(ToolExecutor::new(services), Arc::new(MonotonicClock::new()))
+                .with_plan_cache(Arc::clone(&inner.plans));
         if let Some(observer) = request.observer {
             runner = runner.with_observer(observer);
         }

@@ -168,6 +168,7 @@ fn declared_host(file: &Path) -> HostSettings {
     HostSettings {
         name: text(table.get("name")),
         store: store_path.map(|path| crate::engine::model::StoreSettings { path: Some(path) }),
+        serve: None,
     }
 }
 

@@ -246,7 +246,7 @@ fn a_lineage_is_named_by_the_file_in_its_workspace() {
     // `name = "…"` wins.
     let named = HostSettings {
         name: Some(crate::engine::span::Located::new("bot".to_owned(), None)),
-        store: None,
+        ..HostSettings::default()
     };
     assert_eq!(
         lineage_of(p("/w/c.toml"), &named, p("/w/.chassis/state.db")),

@@ -37,6 +37,39 @@ struct CompositionFile {
     agents: Option<BTreeMap<String, AgentTable>>,
     /// Host settings: where the generation store is. Root file only; never part of the composition's identity.
     store: Option<StoreTable>,
+    /// Host settings of `chassis serve`: bearer tokens and the routes answered without one. Root file only; never part of the composition's identity.
+    serve: Option<ServeTable>,
+}
+
+/// `[serve]` (a host setting): who may call `chassis serve`.
+#[derive(JsonSchema)]
+#[schemars(deny_unknown_fields)]
+struct ServeTable {
+    /// Bearer tokens, each a secret reference `{ secret = "NAME" }` (never a literal). With tokens set, every route needs `Authorization: Bearer <token>` except `auth_excluded`.
+    tokens: Option<Vec<SecretRefValue>>,
+    /// Routes answered without a token: `/healthz`, `/metrics`.
+    auth_excluded: Option<Vec<ExcludableRoute>>,
+}
+
+/// A secret reference.
+#[derive(JsonSchema)]
+#[schemars(deny_unknown_fields)]
+struct SecretRefValue {
+    /// The secret's name (an environment variable, or what a `secrets` provider answers).
+    #[schemars(length(min = 1))]
+    secret: String,
+}
+
+/// A route that may be answered without a token.
+#[derive(JsonSchema)]
+#[allow(dead_code)]
+enum ExcludableRoute {
+    /// Liveness.
+    #[serde(rename = "/healthz")]
+    Healthz,
+    /// Prometheus metrics.
+    #[serde(rename = "/metrics")]
+    Metrics,
 }
 
 /// `[store]` (a host setting): where the generation store is.
@@ -355,6 +388,7 @@ mod tests {
                     "tool_policy" => "ToolPolicyTable",
                     "agent" => "AgentTable",
                     "store" => "StoreTable",
+                    "serve" => "ServeTable",
                     _ => panic!("unknown table kind {other}"),
                 };
                 &schema["definitions"][type_name]

@@ -26,8 +26,10 @@ pub const SUPPORTED_VERSIONS: &[i64] = &[1];
 /// Keys of the document root.
 pub const ROOT_KEYS: &[&str] = &[
     "version", "include", "name", "prefer", "plugins", "entries", "scopes", "policy", "agents",
-    "store",
+    "store", "serve",
 ];
+/// Keys of `[serve]` (a host settings table).
+pub const SERVE_KEYS: &[&str] = &["tokens", "auth_excluded"];
 /// Keys of `[store]` (a host settings table).
 pub const STORE_KEYS: &[&str] = &["path"];
 /// Keys of an `[entries.<id>]` table.
@@ -54,6 +56,7 @@ pub const TABLE_KEYS: &[(&str, &[&str])] = &[
     ("tool_policy", super::policy::TOOL_POLICY_KEYS),
     ("agent", super::agent::AGENT_KEYS),
     ("store", STORE_KEYS),
+    ("serve", SERVE_KEYS),
 ];
 
 /// A declaration keyed by name (plugin name, entry id, scope path, or the
@@ -278,6 +281,11 @@ pub(crate) fn walk_file(cx: &mut FileCtx<'_>, doc: &DeTable<'_>, root: bool) -> 
     {
         out.host.store = Some(store(cx, &node));
     }
+    if let Some(node) = r.get("serve")
+        && host_table(cx, &node, root)
+    {
+        out.host.serve = Some(serve(cx, &node));
+    }
     if let Some(node) = r.get("policy") {
         let value = super::policy::policy(cx, &node);
         out.policy.push(Def {
@@ -356,6 +364,59 @@ fn store(cx: &mut FileCtx<'_>, node: &Node<'_, '_>) -> crate::engine::model::Sto
             );
         } else {
             out.path = Some(Located::new(s.value.to_owned(), Some(cx.origin(s.span))));
+        }
+    }
+    r.finish(cx);
+    out
+}
+
+/// `[serve]`: tokens as secret references only, auth exclusions of the
+/// routes that may have them.
+fn serve(cx: &mut FileCtx<'_>, node: &Node<'_, '_>) -> crate::engine::model::ServeSettings {
+    use crate::engine::model::AUTH_EXCLUDABLE;
+    let mut out = crate::engine::model::ServeSettings::default();
+    let Some(r) = node.reader(cx, SERVE_KEYS) else {
+        return out;
+    };
+    if let Some(n) = r.get("tokens") {
+        for item in n.items(cx).unwrap_or_default() {
+            match super::values::config_value(cx, &item, false) {
+                Some(crate::engine::model::ConfigValue::Secret(s)) => out
+                    .tokens
+                    .push(Located::new(s.name, Some(cx.origin(item.span)))),
+                Some(_) => {
+                    let d = cx.error(
+                        Code::InvalidValue,
+                        item.span,
+                        "a `[serve]` token must be a secret reference",
+                        "not `{ secret = \"NAME\" }`",
+                    );
+                    d.help.push(
+                        "write `tokens = [{ secret = \"CHASSIS_TOKEN\" }]` and set the token in that variable; a literal token would sit in the file".into(),
+                    );
+                }
+                None => {}
+            }
+        }
+    }
+    if let Some(n) = r.get("auth_excluded") {
+        for item in n.items(cx).unwrap_or_default() {
+            let Some(s) = item.str(cx) else { continue };
+            if AUTH_EXCLUDABLE.contains(&s.value) {
+                out.auth_excluded
+                    .push(Located::new(s.value.to_owned(), Some(cx.origin(s.span))));
+            } else {
+                let d = cx.error(
+                    Code::InvalidValue,
+                    s.span,
+                    format!("`{}` cannot be excluded from authentication", s.value),
+                    "not an excludable route",
+                );
+                d.help.push(format!(
+                    "routes that may be answered without a token: {}",
+                    AUTH_EXCLUDABLE.join(", ")
+                ));
+            }
         }
     }
     r.finish(cx);

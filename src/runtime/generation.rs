@@ -99,6 +99,17 @@ struct Accounting {
 /// [`Generation::capabilities`]).
 pub type ProvidersByCapability = imbl::OrdMap<CapabilityName, Arc<[Provider]>>;
 
+/// What a run of one agent on a generation is stamped with.
+#[derive(Clone, Debug)]
+pub struct AgentStamp {
+    /// The agent's graph definition hash.
+    pub definition_hash: String,
+    /// Its prompt's hash.
+    pub prompt_hash: String,
+    /// The digests of the generation's snapshot as this agent sees it.
+    pub digests: Digests,
+}
+
 /// An immutable published composition.
 #[derive(Debug)]
 pub struct Generation {
@@ -140,6 +151,10 @@ pub struct Generation {
     /// incremental reconcile then looks consumers up instead of scanning
     /// every resolution).
     selecting: OnceLock<Arc<SelectingIndex>>,
+    /// What runs of each agent are stamped with, computed at its first run
+    /// (hashing the agent's view of the whole snapshot is the cost of a run
+    /// that grows with the composition; a server runs many).
+    agent_stamps: Mutex<BTreeMap<String, Arc<AgentStamp>>>,
     /// Each tool's argument schema, compiled at its first call in this
     /// generation (`Err`: it does not compile, and every call is refused).
     schemas: Mutex<BTreeMap<String, CompiledSchema>>,
@@ -300,6 +315,29 @@ impl Generation {
         ));
     }
 
+    /// What runs of `agent` on this generation are stamped with: computed
+    /// by `compute` at the first run, then shared.
+    pub fn agent_stamp<E>(
+        &self,
+        agent: &str,
+        compute: impl FnOnce() -> Result<AgentStamp, E>,
+    ) -> Result<Arc<AgentStamp>, E> {
+        if let Some(stamp) = self
+            .agent_stamps
+            .lock()
+            .unwrap_or_else(std::sync::PoisonError::into_inner)
+            .get(agent)
+        {
+            return Ok(Arc::clone(stamp));
+        }
+        let stamp = Arc::new(compute()?);
+        self.agent_stamps
+            .lock()
+            .unwrap_or_else(std::sync::PoisonError::into_inner)
+            .insert(agent.to_owned(), Arc::clone(&stamp));
+        Ok(stamp)
+    }
+
     /// Assemble a generation in the building state.
     #[allow(clippy::too_many_arguments)]
     pub fn new(
@@ -330,6 +368,7 @@ impl Generation {
             system: OnceLock::new(),
             semantic_text: OnceLock::new(),
             selecting: OnceLock::new(),
+            agent_stamps: Mutex::new(BTreeMap::new()),
             schemas: Mutex::new(BTreeMap::new()),
             accounting: Mutex::new(Accounting {
                 state: GenerationState::Building,

@@ -7,9 +7,11 @@
 //! from the command line. Errors are `application/problem+json` with a
 //! stable code ([`problem`]); streamed runs are Server-Sent Events.
 
+pub mod auth;
 pub mod problem;
 mod reads;
 mod runs;
+pub mod tls;
 
 use std::sync::Arc;
 use std::time::Instant;
@@ -20,6 +22,7 @@ use axum::routing::{get, post};
 
 use crate::app::host::Host;
 
+pub use auth::Access;
 pub use problem::ApiProblem;
 
 /// Limits of one server.
@@ -61,8 +64,8 @@ impl Served {
     }
 }
 
-/// The routes.
-pub fn router(served: Served) -> Router {
+/// The routes, behind `access`.
+pub fn router(served: Served, access: Access) -> Router {
     let body = served.limits.body_bytes;
     Router::new()
         .route("/healthz", get(reads::healthz))
@@ -76,5 +79,9 @@ pub fn router(served: Served) -> Router {
         .fallback(problem::not_found)
         .method_not_allowed_fallback(problem::method_not_allowed)
         .layer(DefaultBodyLimit::max(body))
+        .layer(axum::middleware::from_fn_with_state(
+            Arc::new(access),
+            auth::authorize,
+        ))
         .with_state(served)
 }

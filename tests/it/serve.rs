@@ -12,6 +12,7 @@ use serde_json::{Value, json};
 use crate::harness::root;
 
 const CANARY: &str = "sk-canary-serve-4d8e19b7";
+const TOKEN: &str = "tok-serve-3b7c2a9e41";
 
 /// A running `chassis serve`; killed when dropped.
 struct Server {
@@ -98,7 +99,8 @@ fn command(dir: &Path, file: &str, extra: &[&str]) -> Command {
         .env("PATH", std::env::var_os("PATH").unwrap_or_default())
         .env("HOME", dir)
         .env("LANG", "C.UTF-8")
-        .env("SERVE_CANARY", CANARY);
+        .env("SERVE_CANARY", CANARY)
+        .env("SERVE_TOKEN", TOKEN);
     cmd
 }
 
@@ -668,5 +670,193 @@ fn the_canary_secret_leaves_through_no_endpoint_event_or_log() {
     assert!(
         !rest.contains(CANARY),
         "the canary leaked on stderr: {rest}"
+    );
+}
+
+#[test]
+fn tokens_guard_every_route_but_the_excluded_and_never_show() {
+    let (dir, file) = workspace();
+    let text = std::fs::read_to_string(&file).unwrap().replace(
+        "include = [\"quickstart-tools.toml\"]",
+        "include = [\"quickstart-tools.toml\"]\n\n[serve]\ntokens = [{ secret = \"SERVE_TOKEN\" }]\nauth_excluded = [\"/healthz\"]",
+    );
+    save(&file, &text);
+    let server = Server::start(dir.path(), "serve.toml", &[]);
+    let c = client();
+    let mut seen = String::new();
+    runtime().block_on(async {
+        let status = |r: &reqwest::Response| r.status().as_u16();
+        let r = c.get(server.url("/v1/status")).send().await.unwrap();
+        assert_eq!(status(&r), 401);
+        assert_eq!(r.headers()["www-authenticate"], "Bearer");
+        assert_eq!(r.headers()["content-type"], "application/problem+json");
+        let doc: Value = r.json().await.unwrap();
+        assert_eq!(doc["code"], "serve::unauthorized");
+        for wrong in [
+            "Bearer tok-serve-3b7c2a9e4",
+            "Basic tok-serve-3b7c2a9e41",
+            "tok-serve-3b7c2a9e41",
+        ] {
+            let r = c
+                .get(server.url("/v1/status"))
+                .header("authorization", wrong)
+                .send()
+                .await
+                .unwrap();
+            assert_eq!(status(&r), 401, "{wrong}");
+            seen.push_str(&r.text().await.unwrap());
+        }
+        let r = c
+            .post(server.url("/v1/agents/assistant/runs"))
+            .json(&json!({"input": format!("Count: {TOKEN}")}))
+            .send()
+            .await
+            .unwrap();
+        assert_eq!(status(&r), 401);
+        // The excluded route answers anyone; the token opens the rest.
+        let r = c.get(server.url("/healthz")).send().await.unwrap();
+        assert_eq!(status(&r), 200);
+        let bearer = format!("Bearer {TOKEN}");
+        let r = c
+            .get(server.url("/v1/status"))
+            .header("authorization", &bearer)
+            .send()
+            .await
+            .unwrap();
+        assert_eq!(status(&r), 200);
+        seen.push_str(&r.text().await.unwrap());
+        let r = c
+            .post(server.url("/v1/agents/assistant/runs"))
+            .header("authorization", &bearer)
+            .json(&json!({"input": format!("Count: {TOKEN}")}))
+            .send()
+            .await
+            .unwrap();
+        assert_eq!(status(&r), 200);
+        let doc: Value = r.json().await.unwrap();
+        assert_eq!(doc["answer"], "It has 3 words.");
+        seen.push_str(&doc.to_string());
+    });
+    // The token is a secret: the run's input echoed it, redacted.
+    assert!(seen.contains("Count: "), "{seen}");
+    assert!(!seen.contains(TOKEN), "the token leaked: {seen}");
+    let (code, rest) = server.stop(nix::sys::signal::Signal::SIGTERM);
+    assert_eq!(code, 0);
+    assert!(!rest.contains(TOKEN), "{rest}");
+}
+
+#[test]
+fn tls_serves_https_with_the_given_certificate() {
+    let (dir, _) = workspace();
+    let tls = root().join("tests/data/tls");
+    let cert = tls.join("server.pem").display().to_string();
+    let key = tls.join("server.key").display().to_string();
+    let server = Server::start(
+        dir.path(),
+        "serve.toml",
+        &["--tls-cert", &cert, "--tls-key", &key],
+    );
+    assert!(
+        server.base.starts_with("https://127.0.0.1:"),
+        "{}",
+        server.base
+    );
+    let _ = rustls::crypto::ring::default_provider().install_default();
+    let ca = reqwest::Certificate::from_pem(&std::fs::read(tls.join("ca.pem")).unwrap()).unwrap();
+    let c = reqwest::Client::builder()
+        .add_root_certificate(ca)
+        .build()
+        .unwrap();
+    let plain = client();
+    runtime().block_on(async {
+        let r = c.get(server.url("/healthz")).send().await.unwrap();
+        assert_eq!(r.status().as_u16(), 200);
+        let r = c
+            .post(server.url("/v1/agents/assistant/runs"))
+            .json(&json!({"input": "Count: a b c"}))
+            .send()
+            .await
+            .unwrap();
+        let doc: Value = r.json().await.unwrap();
+        assert_eq!(doc["answer"], "It has 3 words.");
+        // Plain HTTP to the TLS port gets no answer.
+        let url = server.url("/healthz").replace("https://", "http://");
+        let answered = plain
+            .get(url)
+            .send()
+            .await
+            .is_ok_and(|r| r.status().is_success());
+        assert!(!answered);
+    });
+    let (code, _) = server.stop(nix::sys::signal::Signal::SIGTERM);
+    assert_eq!(code, 0);
+}
+
+#[test]
+fn a_public_address_needs_tokens_and_tls_and_a_token_must_be_a_secret() {
+    let (dir, file) = workspace();
+    let run = |args: &[&str]| {
+        let out = command(dir.path(), "serve.toml", args).output().unwrap();
+        (
+            out.status.code().unwrap_or(-1),
+            String::from_utf8_lossy(&out.stderr).into_owned(),
+        )
+    };
+    let (code, err) = run(&["--listen", "0.0.0.0:0"]);
+    assert_eq!(code, 2, "{err}");
+    assert!(err.contains("serve::insecure-bind"), "{err}");
+    let (code, err) = run(&["--listen", "0.0.0.0:0", "--allow-insecure-bind"]);
+    assert_eq!(code, 2, "{err}");
+    assert!(err.contains("serve::needs-tokens"), "{err}");
+    let (code, err) = run(&[
+        "--listen",
+        "127.0.0.1:0",
+        "--tls-cert",
+        "nowhere.pem",
+        "--tls-key",
+        "nowhere.key",
+    ]);
+    assert_eq!(code, 2, "{err}");
+    assert!(err.contains("nowhere.pem"), "{err}");
+    // A token secret that is not set: exit 2 before the port is bound.
+    let original = std::fs::read_to_string(&file).unwrap();
+    save(
+        &file,
+        &original.replace(
+            "include = [\"quickstart-tools.toml\"]",
+            "include = [\"quickstart-tools.toml\"]\n[serve]\ntokens = [{ secret = \"NOT_SET_ANYWHERE\" }]",
+        ),
+    );
+    let (code, err) = run(&["--listen", "127.0.0.1:0"]);
+    assert_eq!(code, 2, "{err}");
+    assert!(
+        err.contains("serve::token-missing") && !err.contains("listening"),
+        "{err}"
+    );
+    // A literal token is refused by `check`, pointing at it.
+    save(
+        &file,
+        &original.replace(
+            "include = [\"quickstart-tools.toml\"]",
+            "include = [\"quickstart-tools.toml\"]\n[serve]\ntokens = [\"hunter2-literal\"]\nauth_excluded = [\"/v1/runs\"]",
+        ),
+    );
+    let out = crate::harness::run_in(
+        dir.path(),
+        &["--color", "never", "check", "serve.toml"],
+        &[],
+    );
+    assert_eq!(out.code, 2, "{}", out.stderr);
+    assert!(
+        out.stderr.contains("must be a secret reference"),
+        "{}",
+        out.stderr
+    );
+    assert!(out.stderr.contains("serve.toml:13"), "{}", out.stderr);
+    assert!(
+        out.stderr
+            .contains("cannot be excluded from authentication"),
+        "{}",
+        out.stderr
     );
 }

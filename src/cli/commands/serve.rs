@@ -13,7 +13,7 @@ use tokio::sync::watch;
 use crate::app::caller::Interrupt;
 use crate::app::host::{Host, HostOptions};
 use crate::app::{AppError, Problem};
-use crate::serve::{Limits, Served, router};
+use crate::serve::{Access, Limits, Served, router};
 
 use super::super::exit::ExitStatus;
 use super::super::ui::{Format, Ui};
@@ -38,6 +38,12 @@ use super::super::ui::{Format, Ui};
 ///
 /// Tool calls that need approval are refused unless `--approve`d (nobody
 /// sits at a terminal); what no grant covers is refused.
+///
+/// Who may call: with `[serve] tokens = [{ secret = "CHASSIS_TOKEN" }]`
+/// every route needs `Authorization: Bearer <token>` (401 without), but
+/// those `[serve] auth_excluded` names (`/healthz`, `/metrics`). A
+/// non-loopback `--listen` needs tokens, and TLS (`--tls-cert`,
+/// `--tls-key`) or `--allow-insecure-bind`.
 ///
 /// SIGTERM stops accepting, lets runs in flight finish (up to
 /// `--drain-timeout`, then cancels them), unmounts every plugin and exits 0;
@@ -84,6 +90,16 @@ pub struct ServeArgs {
     /// before they are cancelled.
     #[arg(long, value_name = "SECONDS", default_value_t = 30)]
     pub drain_timeout: u64,
+    /// Serve HTTPS with this PEM certificate chain (with --tls-key).
+    #[arg(long, value_name = "PEM", requires = "tls_key")]
+    pub tls_cert: Option<PathBuf>,
+    /// The PEM private key of --tls-cert.
+    #[arg(long, value_name = "PEM", requires = "tls_cert")]
+    pub tls_key: Option<PathBuf>,
+    /// Listen on a non-loopback address without TLS (tokens still
+    /// required): only behind a proxy that terminates TLS.
+    #[arg(long)]
+    pub allow_insecure_bind: bool,
 }
 
 /// How the server was stopped.
@@ -105,13 +121,22 @@ pub fn run(ui: &Ui, args: &ServeArgs) -> Result<ExitStatus, ExitStatus> {
                 .into(),
         )
     })?;
-    if !listen.ip().is_loopback() {
+    let tls = match (&args.tls_cert, &args.tls_key) {
+        (Some(cert), Some(key)) => {
+            Some(crate::serve::tls::server_config(cert, key).map_err(|e| {
+                super::super::report::fail(ui, &Problem::input(e).with_code("serve::tls").into())
+            })?)
+        }
+        _ => None,
+    };
+    if !listen.ip().is_loopback() && tls.is_none() && !args.allow_insecure_bind {
         return Err(super::super::report::fail(
             ui,
             &Problem::input(format!(
-                "`--listen {listen}` is not a loopback address, and this chassis serves without authentication or TLS"
+                "`--listen {listen}` is not a loopback address: serving it needs TLS"
             ))
-            .with_help("listen on 127.0.0.1 (or ::1) and put an authenticating proxy in front")
+            .with_code("serve::insecure-bind")
+            .with_help("give --tls-cert and --tls-key, or --allow-insecure-bind behind a proxy that terminates TLS")
             .into(),
         ));
     }
@@ -125,10 +150,42 @@ pub fn run(ui: &Ui, args: &ServeArgs) -> Result<ExitStatus, ExitStatus> {
                 &AppError::failure(format!("cannot start the runtime: {e}")),
             )
         })?;
-    runtime.block_on(serve(ui, args, listen))
+    runtime.block_on(serve(ui, args, listen, tls))
 }
 
-async fn serve(ui: &Ui, args: &ServeArgs, listen: SocketAddr) -> Result<ExitStatus, ExitStatus> {
+/// The tokens of `[serve]`, resolved; a non-loopback address without any
+/// is refused.
+fn access(host: &Host, listen: SocketAddr) -> Result<Access, AppError> {
+    let settings = host.serve_settings();
+    let tokens = settings
+        .tokens
+        .iter()
+        .map(|t| host.secret(&t.value))
+        .collect::<Result<Vec<_>, _>>()?;
+    if tokens.is_empty() && !listen.ip().is_loopback() {
+        return Err(Problem::input(format!(
+            "`--listen {listen}` is not a loopback address, and `[serve] tokens` names none"
+        ))
+        .with_code("serve::needs-tokens")
+        .with_help("add `[serve]\ntokens = [{ secret = \"CHASSIS_TOKEN\" }]` to the composition and set CHASSIS_TOKEN")
+        .into());
+    }
+    Ok(Access::new(
+        tokens,
+        settings
+            .auth_excluded
+            .into_iter()
+            .map(|r| r.value)
+            .collect(),
+    ))
+}
+
+async fn serve(
+    ui: &Ui,
+    args: &ServeArgs,
+    listen: SocketAddr,
+    tls: Option<Arc<rustls::ServerConfig>>,
+) -> Result<ExitStatus, ExitStatus> {
     let (stop_tx, stop_rx) = watch::channel(Stop::Running);
     // Cancels what is still running: a second signal, or the drain timeout.
     let (cancel_tx, cancel_rx) = watch::channel(false);
@@ -162,6 +219,14 @@ async fn serve(ui: &Ui, args: &ServeArgs, listen: SocketAddr) -> Result<ExitStat
             return Err(super::super::report::fail(ui, &e));
         }
     };
+    let access = match access(&host, listen) {
+        Ok(a) => a,
+        Err(e) => {
+            host.shutdown().await;
+            signals.abort();
+            return Err(super::super::report::fail(ui, &e));
+        }
+    };
     let listener = match tokio::net::TcpListener::bind(listen).await {
         Ok(l) => l,
         Err(e) => {
@@ -178,19 +243,20 @@ async fn serve(ui: &Ui, args: &ServeArgs, listen: SocketAddr) -> Result<ExitStat
     };
     serving.store(true, Ordering::SeqCst);
     let address = listener.local_addr().unwrap_or(listen);
+    let scheme = if tls.is_some() { "https" } else { "http" };
     let current = host.current().map(|g| g.id.to_string()).unwrap_or_default();
     if ui.format == Format::Json {
         ui.err(
             &serde_json::json!({
                 "type": "listening",
-                "address": format!("http://{address}"),
+                "address": format!("{scheme}://{address}"),
                 "generation_id": current,
             })
             .to_string(),
         );
     } else {
         ui.err(&format!(
-            "chassis serve: listening on http://{address} (generation {current}); stop with Ctrl-C"
+            "chassis serve: listening on {scheme}://{address} (generation {current}); stop with Ctrl-C"
         ));
     }
     // SIGHUP reloads.
@@ -213,9 +279,18 @@ async fn serve(ui: &Ui, args: &ServeArgs, listen: SocketAddr) -> Result<ExitStat
             let _ = cancel_on_timeout.send(true);
         });
     };
-    let result = axum::serve(listener, router(served))
-        .with_graceful_shutdown(graceful)
-        .await;
+    let app = router(served, access);
+    let result = match tls {
+        None => {
+            axum::serve(listener, app)
+                .with_graceful_shutdown(graceful)
+                .await
+        }
+        Some(config) => match crate::serve::tls::TlsListener::new(listener, config) {
+            Ok(tls) => axum::serve(tls, app).with_graceful_shutdown(graceful).await,
+            Err(e) => Err(e),
+        },
+    };
     reloader.abort();
     host.shutdown().await;
     signals.abort();

@@ -1,7 +1,7 @@
 //! Host settings: keys that configure the process that loads a
 //! composition rather than the composition (`name`, the lineage it
-//! publishes into, and `[store]` today; `[serve]` and
-//! `[telemetry]` join them with their features).
+//! publishes into, `[store]` and `[serve]` today; `[telemetry]` joins them
+//! with its feature).
 //!
 //! Why apart: moving the store or changing how a server listens must not
 //! make CI believe the composition changed. Host settings are validated
@@ -14,7 +14,20 @@ use crate::engine::canonical::Canon;
 use crate::engine::span::Located;
 
 /// Every host settings table, by its key in the root file.
-pub const HOST_TABLES: &[&str] = &["store"];
+pub const HOST_TABLES: &[&str] = &["serve", "store"];
+
+/// Routes a `[serve] auth_excluded` may name (everything else always needs
+/// a token when tokens are set).
+pub const AUTH_EXCLUDABLE: &[&str] = &["/healthz", "/metrics"];
+
+/// `[serve]`: how `chassis serve` lets clients in.
+#[derive(Clone, Debug, Default, PartialEq, Eq)]
+pub struct ServeSettings {
+    /// Bearer tokens, each a secret's name (never a literal in the file).
+    pub tokens: Vec<Located<String>>,
+    /// Routes answered without a token (of [`AUTH_EXCLUDABLE`]).
+    pub auth_excluded: Vec<Located<String>>,
+}
 
 /// `[store]`: where the generation store is.
 #[derive(Clone, Debug, Default, PartialEq, Eq)]
@@ -32,12 +45,14 @@ pub struct HostSettings {
     pub name: Option<Located<String>>,
     /// `[store]`.
     pub store: Option<StoreSettings>,
+    /// `[serve]`.
+    pub serve: Option<ServeSettings>,
 }
 
 impl HostSettings {
     /// Whether nothing is set.
     pub fn is_empty(&self) -> bool {
-        self.store.is_none() && self.name.is_none()
+        self.store.is_none() && self.name.is_none() && self.serve.is_none()
     }
 
     /// The settings as a tree of their keys (what `diff` compares): tables
@@ -53,6 +68,25 @@ impl HostSettings {
                 keys.insert("path".to_owned(), Canon::from(path.value.as_str()));
             }
             tables.insert("store".to_owned(), Canon::Map(keys));
+        }
+        if let Some(serve) = &self.serve {
+            let list = |items: &[Located<String>]| {
+                Canon::List(
+                    items
+                        .iter()
+                        .map(|i| Canon::from(i.value.as_str()))
+                        .collect(),
+                )
+            };
+            let mut keys = std::collections::BTreeMap::new();
+            if !serve.tokens.is_empty() {
+                // The secrets' names, never their values.
+                keys.insert("tokens".to_owned(), list(&serve.tokens));
+            }
+            if !serve.auth_excluded.is_empty() {
+                keys.insert("auth_excluded".to_owned(), list(&serve.auth_excluded));
+            }
+            tables.insert("serve".to_owned(), Canon::Map(keys));
         }
         Canon::Map(tables)
     }

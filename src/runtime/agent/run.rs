@@ -20,7 +20,7 @@ use crate::engine::telemetry::{AttrValue, attributes};
 use crate::runtime::executor::{
     ExecError, RunContext, ToolCall, ToolExecutor, ToolStatus, deadline,
 };
-use crate::runtime::generation::Generation;
+use crate::runtime::generation::{AgentStamp, Generation};
 use crate::runtime::hooks::{HookEvent, HookExecutionError};
 use crate::runtime::model::{
     ChatMessage, ChatModel, ModelError, ModelHandle, ModelOptions, ModelRequest, ModelResponse,
@@ -103,7 +103,7 @@ pub struct AgentRunner {
     executor: ToolExecutor,
     clock: Arc<dyn Clock>,
     observer: Option<Arc<dyn AgentObserver>>,
-    plans: PlanCache,
+    plans: Arc<PlanCache>,
     models: Arc<dyn ModelBoundary>,
     cancel: Cancellation,
     cursors: crate::runtime::model::TurnCursors,
@@ -146,7 +146,7 @@ impl AgentRunner {
             executor,
             clock,
             observer: None,
-            plans: PlanCache::default(),
+            plans: Arc::new(PlanCache::default()),
             models: Arc::new(LiveModels),
             cancel: Cancellation::new(),
             cursors: crate::runtime::model::TurnCursors::new(),
@@ -156,6 +156,13 @@ impl AgentRunner {
     /// Send step events to `observer`.
     pub fn with_observer(mut self, observer: Arc<dyn AgentObserver>) -> Self {
         self.observer = Some(observer);
+        self
+    }
+
+    /// Share `plans` with other runners (a server makes a runner per run).
+    #[must_use]
+    pub fn with_plan_cache(mut self, plans: Arc<PlanCache>) -> Self {
+        self.plans = plans;
         self
     }
 
@@ -291,39 +298,48 @@ impl AgentRunner {
                     selected.entry, agent.model.capability
                 ))
             })?;
-        // The snapshot of this run.
-        let active: Vec<&Entry> = g
-            .plan
-            .activation_order
-            .iter()
-            .filter_map(|id| g.composition.entries.get(id))
-            .collect();
-        let definition = graph_definition_hash(&g.composition, agent, &active)
-            .map_err(|e| AgentError::Snapshot(e.to_string()))?;
-        let prompt = prompt_hash(&agent.prompt).map_err(|e| AgentError::Snapshot(e.to_string()))?;
-        let mut record = g.snapshot.clone();
-        record.agent_runtime = crate::engine::agent::LOOP_RUNTIME.to_owned();
-        record.agent = Some(agent.name.clone());
-        record.agent_revision = Some(agent.revision.clone());
-        record.graph_definition_hash = Some(definition.clone());
-        record.prompt_hash = Some(prompt.clone());
-        let digests = record
-            .digests()
-            .map_err(|e| AgentError::Snapshot(e.to_string()))?;
+        // The snapshot of this run: the same for every run of this agent on
+        // this generation, so computed once per generation.
+        let stamp = g.agent_stamp(&agent.name, || {
+            let active: Vec<&Entry> = g
+                .plan
+                .activation_order
+                .iter()
+                .filter_map(|id| g.composition.entries.get(id))
+                .collect();
+            let definition = graph_definition_hash(&g.composition, agent, &active)
+                .map_err(|e| AgentError::Snapshot(e.to_string()))?;
+            let prompt =
+                prompt_hash(&agent.prompt).map_err(|e| AgentError::Snapshot(e.to_string()))?;
+            let mut record = g.snapshot.clone();
+            record.agent_runtime = crate::engine::agent::LOOP_RUNTIME.to_owned();
+            record.agent = Some(agent.name.clone());
+            record.agent_revision = Some(agent.revision.clone());
+            record.graph_definition_hash = Some(definition.clone());
+            record.prompt_hash = Some(prompt.clone());
+            let digests = record
+                .digests()
+                .map_err(|e| AgentError::Snapshot(e.to_string()))?;
+            Ok::<_, AgentError>(AgentStamp {
+                definition_hash: definition,
+                prompt_hash: prompt,
+                digests,
+            })
+        })?;
         let plan = self.plans.get_or_compile(
             &agent.name,
-            &definition,
+            &stamp.definition_hash,
             self.executor.services().telemetry.as_ref(),
-            || compile(g, agent, definition.clone()),
+            || compile(g, agent, stamp.definition_hash.clone()),
         );
         Ok(Bound {
             agent: agent.clone(),
             model: Arc::clone(&model.0),
             model_entry: selected.entry.to_string(),
             plan,
-            snapshot_digest: digests.digest,
-            semantic_digest: digests.semantic_digest,
-            prompt_hash: prompt,
+            snapshot_digest: stamp.digests.digest.clone(),
+            semantic_digest: stamp.digests.semantic_digest.clone(),
+            prompt_hash: stamp.prompt_hash.clone(),
         })
     }
 
