@@ -241,7 +241,8 @@ fn main() {
             let mut slowest = Duration::ZERO;
             while reloading.load(Ordering::SeqCst) {
                 tokio::time::sleep(Duration::from_secs(1)).await;
-                std::fs::write(&file, if n.is_multiple_of(2) { &edited } else { &text }).expect("edit");
+                std::fs::write(&file, if n.is_multiple_of(2) { &edited } else { &text })
+                    .expect("edit");
                 let t = Instant::now();
                 let r = client.post(&reload_url).send().await.expect("reload");
                 assert!(r.status().is_success(), "a reload failed");

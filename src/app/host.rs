@@ -10,7 +10,9 @@
 //! data; `chassis serve` is a thin HTTP front over it.
 //!
 //! Store writes happen off the async workers (`spawn_blocking`), one at a
-//! time behind one lock.
+//! time behind one lock; run records go through one writer that commits
+//! them in groups ([`super::run_writer`]), and a publication is built
+//! outside the lock, which it holds only for its transaction.
 
 use std::collections::{BTreeMap, VecDeque};
 use std::path::PathBuf;
@@ -32,7 +34,9 @@ use super::env::RunEnv;
 use super::error::{AppError, ErrorKind, Problem};
 use super::report::{Notice, Reporter};
 use super::run::{RunOutcome, RunStatus, default_policy, parse_grants};
-use super::state::{Publication, StateStore, lineage_of, previous_of, state_path_of};
+use super::state::{
+    Publication, StateStore, lineage_of, prepare_publication, previous_of, state_path_of,
+};
 use super::workspace::load_file;
 use crate::engine::policy::ApprovalRequest;
 
@@ -127,6 +131,8 @@ struct Inner {
     reloading: tokio::sync::Mutex<()>,
     last_reload: Mutex<Option<ReloadStatus>>,
     runs: Mutex<RunBook>,
+    /// Commits run records in groups.
+    writer: super::run_writer::RunWriter,
     /// `[serve]` as the host started.
     serve: Option<crate::engine::model::ServeSettings>,
     /// Compiled agent plans, shared by every run's runner.
@@ -206,8 +212,10 @@ impl Host {
                 in_default_folder: store.in_default_folder(),
             });
         }
+        let store = Arc::new(Mutex::new(store));
         Ok(Host {
             inner: Arc::new(Inner {
+                writer: super::run_writer::RunWriter::start(Arc::clone(&store)),
                 file: options.file,
                 env,
                 allow_pending: options.allow_pending,
@@ -217,7 +225,7 @@ impl Host {
                 telemetry,
                 secrets,
                 caller,
-                store: Arc::new(Mutex::new(store)),
+                store,
                 published: Mutex::new(published),
                 reloading: tokio::sync::Mutex::new(()),
                 last_reload: Mutex::new(None),
@@ -349,7 +357,15 @@ impl Host {
         })
         .await
         .map_err(|e| AppError::failure(format!("reading the composition stopped: {e}")))??;
-        let report = self.inner.harness.reconcile(ws.composition.clone()).await?;
+        // Reconciling is CPU work that grows with the composition: on a
+        // blocking thread, so the async workers keep serving runs.
+        let harness = self.inner.harness.clone();
+        let runtime = tokio::runtime::Handle::current();
+        let report = tokio::task::spawn_blocking(move || {
+            runtime.block_on(harness.reconcile(ws.composition.clone()))
+        })
+        .await
+        .map_err(|e| AppError::failure(format!("the reconcile stopped: {e}")))??;
         super::publish::notice_quarantined(&self.inner.caller, &report);
         self.record(&report).await?;
         Ok(report)
@@ -372,13 +388,18 @@ impl Host {
         let report = report.clone();
         let recorded = Arc::clone(&generation);
         let nodes = tokio::task::spawn_blocking(move || {
-            lock(&store).record_publication(Publication {
-                report: &report,
-                nodes: &nodes,
-                generation: &recorded,
-                previous,
-                mounts,
-            })?;
+            let fingerprint = lock(&store).config_fingerprint();
+            let record = prepare_publication(
+                Publication {
+                    report: &report,
+                    nodes: &nodes,
+                    generation: &recorded,
+                    previous,
+                    mounts,
+                },
+                &fingerprint,
+            )?;
+            lock(&store).commit_publication(record)?;
             Ok::<_, AppError>(nodes)
         })
         .await
@@ -499,10 +520,7 @@ impl Host {
             started_at: started.started_at.clone(),
             finished_at: Some(finished_at.clone()),
         };
-        let store = Arc::clone(&inner.store);
-        tokio::task::spawn_blocking(move || lock(&store).record_run(record))
-            .await
-            .map_err(|e| AppError::failure(format!("recording the run stopped: {e}")))??;
+        inner.writer.record(record).await?;
         let document = outcome.document(&inner.caller.redactor);
         let mut book = lock(&inner.runs);
         book.runs.insert(

@@ -44,6 +44,7 @@ pub mod request_tools;
 pub mod reuse;
 pub mod run;
 mod run_document;
+pub mod run_writer;
 pub mod snapshot;
 pub mod state;
 pub mod telemetry;

@@ -499,56 +499,80 @@ impl StateStore {
 
     /// Record a published generation (one transaction).
     pub fn record_publication(&mut self, p: Publication<'_>) -> Result<(), AppError> {
-        let snapshot = envelope(&p.generation.snapshot)
-            .map(|c| c.to_json())
-            .map_err(|e| AppError::failure(e.to_string()))?;
-        // Only the counters this publish raised: a one-entry publish writes
-        // one row, not one per entry.
-        let mut mounts: BTreeMap<String, u64> = BTreeMap::new();
-        for n in p.nodes {
-            if p.mounts.get(&n.entry_id).is_none_or(|m| *m < n.mount) {
-                let m = mounts.entry(n.entry_id.clone()).or_default();
-                *m = (*m).max(n.mount);
-            }
-        }
-        let fingerprint = self.store.config_fingerprint();
-        let record = PublishRecord {
-            generation_id: p.generation.id.clone(),
-            expected_current: p.previous,
-            snapshot,
-            digests: p.generation.digests.clone(),
-            nodes: p
-                .nodes
-                .iter()
-                .map(|n| {
-                    let identity = StoredIdentity::from_identity(&n.identity, Some(&fingerprint));
-                    let leaves = crate::engine::model::EntryId::new(&n.entry_id)
-                        .ok()
-                        .and_then(|id| p.generation.composition.entries.get(&id))
-                        .and_then(|e| config_leaves(&e.config).ok());
-                    StoredNode {
-                        entry_id: n.entry_id.clone(),
-                        instance_id: n.instance_id.clone(),
-                        mount: n.mount,
-                        identity: match leaves {
-                            Some(leaves) => identity.with_config_leaves(leaves, &fingerprint),
-                            None => identity,
-                        },
-                    }
-                })
-                .collect(),
-            impact: p
-                .report
-                .impact
-                .iter()
-                .map(|i| StoredImpact::from(&i))
-                .collect(),
-            mounts,
-        };
+        let record = prepare_publication(p, &self.store.config_fingerprint())?;
+        self.commit_publication(record)
+    }
+
+    /// Commit a publication [`prepare_publication`] built (one
+    /// transaction).
+    pub fn commit_publication(&mut self, record: PublishRecord) -> Result<(), AppError> {
         self.store.publish(&self.lineage, record)?;
         self.claimed();
         Ok(())
     }
+
+    /// Record runs in one transaction, their ids in order.
+    pub fn record_runs(&mut self, runs: Vec<NewRun>) -> Result<Vec<String>, AppError> {
+        let ids = self.store.record_runs(&self.lineage, runs)?;
+        self.claimed();
+        Ok(ids)
+    }
+}
+
+/// What a publication writes, built without the store (only its
+/// configuration fingerprint): the snapshot document and a row per node.
+/// A server builds it outside its store lock, so runs being recorded wait
+/// only for the transaction.
+pub fn prepare_publication(
+    p: Publication<'_>,
+    fingerprint: &ConfigFingerprint,
+) -> Result<PublishRecord, AppError> {
+    let snapshot = envelope(&p.generation.snapshot)
+        .map(|c| c.to_json())
+        .map_err(|e| AppError::failure(e.to_string()))?;
+    // Only the counters this publish raised: a one-entry publish writes
+    // one row, not one per entry.
+    let mut mounts: BTreeMap<String, u64> = BTreeMap::new();
+    for n in p.nodes {
+        if p.mounts.get(&n.entry_id).is_none_or(|m| *m < n.mount) {
+            let m = mounts.entry(n.entry_id.clone()).or_default();
+            *m = (*m).max(n.mount);
+        }
+    }
+    let record = PublishRecord {
+        generation_id: p.generation.id.clone(),
+        expected_current: p.previous,
+        snapshot,
+        digests: p.generation.digests.clone(),
+        nodes: p
+            .nodes
+            .iter()
+            .map(|n| {
+                let identity = StoredIdentity::from_identity(&n.identity, Some(fingerprint));
+                let leaves = crate::engine::model::EntryId::new(&n.entry_id)
+                    .ok()
+                    .and_then(|id| p.generation.composition.entries.get(&id))
+                    .and_then(|e| config_leaves(&e.config).ok());
+                StoredNode {
+                    entry_id: n.entry_id.clone(),
+                    instance_id: n.instance_id.clone(),
+                    mount: n.mount,
+                    identity: match leaves {
+                        Some(leaves) => identity.with_config_leaves(leaves, fingerprint),
+                        None => identity,
+                    },
+                }
+            })
+            .collect(),
+        impact: p
+            .report
+            .impact
+            .iter()
+            .map(|i| StoredImpact::from(&i))
+            .collect(),
+        mounts,
+    };
+    Ok(record)
 }
 
 /// One publication to record.

@@ -416,7 +416,16 @@ pub trait Store: Send {
     fn publish(&mut self, lineage: &str, record: PublishRecord)
     -> Result<GenerationId, StoreError>;
     /// Record a run on a generation of `lineage` under its own id (returned).
-    fn record_run(&mut self, lineage: &str, run: NewRun) -> Result<String, StoreError>;
+    fn record_run(&mut self, lineage: &str, run: NewRun) -> Result<String, StoreError> {
+        let mut ids = self.record_runs(lineage, vec![run])?;
+        ids.pop().ok_or_else(|| StoreError::Backend {
+            path: String::new(),
+            message: "a run was not recorded".into(),
+        })
+    }
+    /// Record runs of `lineage` in one transaction (a server commits the
+    /// runs that finished together as one group), their ids in order.
+    fn record_runs(&mut self, lineage: &str, runs: Vec<NewRun>) -> Result<Vec<String>, StoreError>;
     /// Every run, in the order they were recorded.
     fn runs(&self) -> Result<Vec<StoredRun>, StoreError>;
     /// One run.

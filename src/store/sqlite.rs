@@ -634,26 +634,32 @@ impl Store for SqliteStore {
         })
     }
 
-    fn record_run(&mut self, lineage: &str, run: NewRun) -> Result<String, StoreError> {
+    fn record_runs(&mut self, lineage: &str, runs: Vec<NewRun>) -> Result<Vec<String>, StoreError> {
         self.write(|tx, backend| {
             let lineage_id = claim_lineage(tx, lineage).map_err(backend)?;
-            let sequence = GenerationId::parse(&run.generation_id).map_or(0, |g| g.sequence());
-            let id = run.id;
-            tx.execute(
-            "INSERT INTO runs (id, lineage_id, sequence, agent, status, started_at, finished_at)
-             VALUES (?1, ?2, ?3, ?4, ?5, ?6, ?7)",
-            params![
-                id,
-                lineage_id,
-                i64_of(sequence),
-                run.agent,
-                run.status,
-                run.started_at,
-                run.finished_at
-            ],
-        )
-        .map_err(backend)?;
-            Ok(id)
+            let mut insert = tx
+                .prepare_cached(
+                    "INSERT INTO runs (id, lineage_id, sequence, agent, status, started_at, finished_at)
+                     VALUES (?1, ?2, ?3, ?4, ?5, ?6, ?7)",
+                )
+                .map_err(backend)?;
+            let mut ids = Vec::with_capacity(runs.len());
+            for run in runs {
+                let sequence = GenerationId::parse(&run.generation_id).map_or(0, |g| g.sequence());
+                insert
+                    .execute(params![
+                        run.id,
+                        lineage_id,
+                        i64_of(sequence),
+                        run.agent,
+                        run.status,
+                        run.started_at,
+                        run.finished_at
+                    ])
+                    .map_err(backend)?;
+                ids.push(run.id);
+            }
+            Ok(ids)
         })
     }
 

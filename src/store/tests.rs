@@ -142,3 +142,36 @@ fn runs_are_recorded_and_listed() {
     assert_eq!(store.run(&id).unwrap().unwrap().agent, "triage");
     assert!(store.run("run_0001").unwrap().is_none());
 }
+
+#[test]
+fn a_group_of_runs_commits_together_or_not_at_all() {
+    let dir = tempfile::tempdir().unwrap();
+    let mut store = open(&dir.path().join("s.db"), OpenMode::Create).unwrap();
+    store.publish("c.toml", record(1, None)).unwrap();
+    let run = |id: &str| NewRun {
+        id: id.into(),
+        generation_id: "gen_0001".into(),
+        agent: "a".into(),
+        status: "succeeded".into(),
+        started_at: now_rfc3339(),
+        finished_at: Some(now_rfc3339()),
+    };
+    let ids = store
+        .record_runs(
+            "c.toml",
+            vec![run("run_000000000001"), run("run_000000000002")],
+        )
+        .unwrap();
+    assert_eq!(ids, ["run_000000000001", "run_000000000002"]);
+    // A group with one bad row (an id already recorded) records nothing.
+    assert!(
+        store
+            .record_runs(
+                "c.toml",
+                vec![run("run_000000000003"), run("run_000000000001")]
+            )
+            .is_err()
+    );
+    let listed: Vec<String> = store.runs().unwrap().into_iter().map(|r| r.id).collect();
+    assert_eq!(listed, ["run_000000000001", "run_000000000002"]);
+}
