@@ -1396,7 +1396,7 @@ _chassis() {
             return 0
             ;;
         chassis__subcmd__serve)
-            opts="-v -q -h --listen --state --env-file --approve --grant --allow-pending --max-runs --max-body --drain-timeout --tls-cert --tls-key --allow-insecure-bind --format --color --verbose --quiet --help"
+            opts="-v -q -h --listen --state --env-file --approve --grant --allow-pending --max-runs --max-body --drain-timeout --tls-cert --tls-key --no-watch --allow-insecure-bind --format --color --verbose --quiet --help"
             if [[ ${cur} == -* || ${COMP_CWORD} -eq 2 ]] ; then
                 COMPREPLY=( $(compgen -W "${opts}" -- "${cur}") )
                 return 0

@@ -232,6 +232,7 @@ set edit:completion:arg-completer[chassis] = {|@words|
             cand --format 'Output format: text, or json (one document with `format_version`); some commands also take markdown, dot or mermaid'
             cand --color 'When to colour diagnostics'
             cand --allow-pending 'Publish without the pending entries instead of refusing'
+            cand --no-watch 'Do not reload when the composition''s files change (SIGHUP and `POST /v1/reload` still do)'
             cand --allow-insecure-bind 'Listen on a non-loopback address without TLS (tokens still required): only behind a proxy that terminates TLS'
             cand -v 'More logging on stderr (-v info, -vv debug, -vvv trace); `RUST_LOG` overrides'
             cand --verbose 'More logging on stderr (-v info, -vv debug, -vvv trace); `RUST_LOG` overrides'

@@ -37,7 +37,7 @@ use super::run::{RunOutcome, RunStatus, default_policy, parse_grants};
 use super::state::{
     Publication, StateStore, lineage_of, prepare_publication, previous_of, state_path_of,
 };
-use super::workspace::load_file;
+use super::workspace::load_file_recorded;
 use crate::engine::policy::ApprovalRequest;
 
 /// How many finished runs a host keeps in memory with their documents.
@@ -133,6 +133,9 @@ struct Inner {
     runs: Mutex<RunBook>,
     /// Commits run records in groups.
     writer: super::run_writer::RunWriter,
+    /// What the last load read: what a watcher watches. (The env file is
+    /// read once, at start.)
+    watched: Arc<Mutex<crate::load::recording::Read>>,
     /// `[serve]` as the host started.
     serve: Option<crate::engine::model::ServeSettings>,
     /// Compiled agent plans, shared by every run's runner.
@@ -157,7 +160,8 @@ impl Host {
     pub async fn start(options: HostOptions, caller: Caller) -> Result<Host, AppError> {
         let env = super::mount::run_env(options.env_file.as_deref())?;
         let grants = parse_grants(&options.grants)?;
-        let ws = load_file(&options.file, &env, &*caller.reporter)?;
+        let (ws, read) = load_file_recorded(&options.file, &env, &*caller.reporter);
+        let ws = ws?;
         if let Some(refusal) = ws.refusal(options.allow_pending, &*caller.reporter) {
             return Err(AppError::Refused {
                 verb: "serve",
@@ -232,6 +236,7 @@ impl Host {
                 runs: Mutex::new(RunBook::default()),
                 plans: Arc::default(),
                 serve: ws.composition.host.serve.clone(),
+                watched: Arc::new(Mutex::new(read)),
             }),
         })
     }
@@ -259,6 +264,12 @@ impl Host {
                 ))
                 .into()
         })
+    }
+
+    /// Every file the last load read (or tried to) and the folders it
+    /// listed: a change to any of them is a reason to reload.
+    pub fn watched(&self) -> crate::load::recording::Read {
+        lock(&self.inner.watched).clone()
     }
 
     /// The composition file.
@@ -344,8 +355,11 @@ impl Host {
             self.inner.env.clone(),
             self.inner.allow_pending,
         );
+        let watched = Arc::clone(&self.inner.watched);
         let ws = tokio::task::spawn_blocking(move || {
-            let ws = load_file(&file, &env, &*reporter)?;
+            let (ws, read) = load_file_recorded(&file, &env, &*reporter);
+            *lock(&watched) = read;
+            let ws = ws?;
             if let Some(refusal) = ws.refusal(allow_pending, &*reporter) {
                 return Err(AppError::Refused {
                     verb: "reload",

@@ -168,6 +168,22 @@ pub fn load_file(
     finish(loaded, path.display().to_string(), env, reporter)
 }
 
+/// [`load_file`], and what the load read (every file it read or tried to,
+/// every folder it listed): what a server watches.
+pub fn load_file_recorded(
+    path: &Path,
+    env: &RunEnv,
+    reporter: &dyn Reporter,
+) -> (Result<Workspace, AppError>, crate::load::recording::Read) {
+    let recording = crate::load::recording::Recording::new(&FsSource);
+    let loaded = load(&recording, path);
+    let read = recording.into_read();
+    (
+        finish(loaded, path.display().to_string(), env, reporter),
+        read,
+    )
+}
+
 /// Load and resolve `path` as it is at git revision `rev` (in the git work
 /// tree of the current directory).
 pub fn load_git(rev: &str, path: &str, reporter: &dyn Reporter) -> Result<Workspace, AppError> {

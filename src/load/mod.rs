@@ -21,6 +21,7 @@ mod mcp_lock;
 mod plugin;
 mod policy;
 mod reader;
+pub mod recording;
 pub mod schema;
 mod source;
 mod source_map;

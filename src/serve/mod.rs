@@ -12,6 +12,7 @@ pub mod problem;
 mod reads;
 mod runs;
 pub mod tls;
+pub mod watch;
 
 use std::sync::Arc;
 use std::time::Instant;

@@ -406,7 +406,8 @@ fn a_reload_publishes_a_new_generation_while_a_run_finishes_on_the_old_one() {
         "[[entries.model.config.turns]]\nwhen = { input = \"slow\" }\ntext = \"slow answer\"\ndelay_ms = 1500\n\n# Any other input.",
     );
     save(&file, &original);
-    let server = Server::start(dir.path(), "serve.toml", &[]);
+    // Reloads here are asked for (watching has a test of its own).
+    let server = Server::start(dir.path(), "serve.toml", &["--no-watch"]);
     let c = client();
     runtime().block_on(async {
         let runs_url = server.url("/v1/agents/assistant/runs");
@@ -859,4 +860,83 @@ fn a_public_address_needs_tokens_and_tls_and_a_token_must_be_a_secret() {
         "{}",
         out.stderr
     );
+}
+
+/// Poll `/v1/status` until `done` holds (at most 10 s).
+async fn status_until(
+    c: &reqwest::Client,
+    server: &Server,
+    done: impl Fn(&Value) -> bool,
+) -> Value {
+    let mut last = Value::Null;
+    for _ in 0..500 {
+        let (_, status) = get(c, &server.url("/v1/status")).await;
+        if done(&status) {
+            return status;
+        }
+        last = status;
+        tokio::time::sleep(Duration::from_millis(20)).await;
+    }
+    panic!("status never matched: {last}");
+}
+
+#[test]
+fn saving_any_file_the_load_read_reloads_once() {
+    let (dir, file) = workspace();
+    let server = Server::start(dir.path(), "serve.toml", &[]);
+    let c = client();
+    let original = std::fs::read_to_string(&file).unwrap();
+    runtime().block_on(async {
+        // An editor's save: a temporary file renamed over the original.
+        save(
+            &file,
+            &original.replace("It has 3 words.", "Three words, watched."),
+        );
+        let status = status_until(&c, &server, |s| {
+            s["last_reload"]["generation_id"] == "gen_0002"
+        })
+        .await;
+        assert_eq!(status["last_reload"]["published"], true);
+        let (_, _, doc) = post(
+            &c,
+            &server.url("/v1/agents/assistant/runs"),
+            &json!({"input": "Count: a b c"}),
+        )
+        .await;
+        assert_eq!(
+            (doc["answer"].as_str(), doc["generation_id"].as_str()),
+            (Some("Three words, watched."), Some("gen_0002"))
+        );
+        // An included file is watched too.
+        let tools = dir.path().join("quickstart-tools.toml");
+        let text = std::fs::read_to_string(&tools).unwrap();
+        save(
+            &tools,
+            &text.replace("Count the words in a text.", "Count words."),
+        );
+        status_until(&c, &server, |s| {
+            s["last_reload"]["generation_id"] == "gen_0003"
+        })
+        .await;
+        // A file the load never read changes nothing.
+        std::fs::write(dir.path().join("notes.txt"), "x").unwrap();
+        tokio::time::sleep(Duration::from_millis(600)).await;
+        let (_, status) = get(&c, &server.url("/v1/status")).await;
+        assert_eq!(status["current"]["id"], "gen_0003");
+        // A broken save keeps serving, with its findings.
+        save(&file, &format!("{original}\n[agents.assistant\n"));
+        let status = status_until(&c, &server, |s| s["last_reload"]["ok"] == false).await;
+        assert_eq!(status["current"]["id"], "gen_0003");
+        assert!(
+            !status["last_reload"]["diagnostics"]
+                .as_array()
+                .unwrap()
+                .is_empty()
+        );
+    });
+    let (code, rest) = server.stop(nix::sys::signal::Signal::SIGTERM);
+    assert_eq!(code, 0, "{rest}");
+    // One reload per save: three saves, three reload lines.
+    let reloads = rest.matches("chassis serve: reload").count();
+    assert_eq!(reloads, 3, "{rest}");
 }

@@ -23,8 +23,9 @@ use super::super::ui::{Format, Ui};
 /// Publishes FILE (exactly as `chassis publish` does; a composition that
 /// cannot be published exits with that code before the port is bound),
 /// then serves until stopped. Every run leases the generation current when
-/// it arrives and finishes on it; `POST /v1/reload` (or SIGHUP) reads FILE
-/// again and publishes what changed as a new generation — a reload that
+/// it arrives and finishes on it; a saved change to any file the load read
+/// (FILE, its includes, prompt files, `chassis.lock`), `POST /v1/reload` or
+/// SIGHUP reads FILE again and publishes what changed as a new generation — a reload that
 /// fails keeps serving the current one and reports its findings at
 /// `GET /v1/status`. Old generations retire when their last run ends.
 ///
@@ -96,6 +97,10 @@ pub struct ServeArgs {
     /// The PEM private key of --tls-cert.
     #[arg(long, value_name = "PEM", requires = "tls_cert")]
     pub tls_key: Option<PathBuf>,
+    /// Do not reload when the composition's files change (SIGHUP and
+    /// `POST /v1/reload` still do).
+    #[arg(long)]
+    pub no_watch: bool,
     /// Listen on a non-loopback address without TLS (tokens still
     /// required): only behind a proxy that terminates TLS.
     #[arg(long)]
@@ -259,8 +264,22 @@ async fn serve(
             "chassis serve: listening on {scheme}://{address} (generation {current}); stop with Ctrl-C"
         ));
     }
-    // SIGHUP reloads.
+    // SIGHUP reloads, and so does a change to any file the load read.
     let reloader = spawn_reload_on_hangup(host.clone(), ui.quiet);
+    let quiet = ui.quiet;
+    let watcher = if args.no_watch {
+        None
+    } else {
+        match crate::serve::watch::spawn(host.clone(), move |r| say_reload(r, quiet)) {
+            Ok(w) => Some(w),
+            Err(e) => {
+                ui.err(&format!(
+                    "warning: {e}; reload with SIGHUP or POST /v1/reload"
+                ));
+                None
+            }
+        }
+    };
     let served = Served::new(
         host.clone(),
         Limits {
@@ -292,6 +311,9 @@ async fn serve(
         },
     };
     reloader.abort();
+    if let Some(w) = watcher {
+        w.abort();
+    }
     host.shutdown().await;
     signals.abort();
     if let Err(e) = result {
@@ -344,6 +366,31 @@ fn spawn_signals(
     })
 }
 
+/// One line on stderr per reload (`-q`: none).
+fn say_reload(r: &crate::app::host::ReloadStatus, quiet: bool) {
+    if quiet {
+        return;
+    }
+    let line = if r.ok {
+        format!(
+            "chassis serve: reloaded ({}: {})",
+            if r.published {
+                "published"
+            } else {
+                "no change"
+            },
+            r.generation_id
+        )
+    } else {
+        format!(
+            "chassis serve: reload failed, still serving {}: {}",
+            r.generation_id,
+            r.error.as_deref().unwrap_or_default()
+        )
+    };
+    eprintln!("{line}");
+}
+
 fn spawn_reload_on_hangup(host: Host, quiet: bool) -> tokio::task::JoinHandle<()> {
     let host = Arc::new(host);
     tokio::spawn(async move {
@@ -351,27 +398,7 @@ fn spawn_reload_on_hangup(host: Host, quiet: bool) -> tokio::task::JoinHandle<()
             return;
         };
         while hup.recv().await.is_some() {
-            let r = host.reload().await;
-            if !quiet {
-                let line = if r.ok {
-                    format!(
-                        "chassis serve: reloaded ({}: {})",
-                        if r.published {
-                            "published"
-                        } else {
-                            "no change"
-                        },
-                        r.generation_id
-                    )
-                } else {
-                    format!(
-                        "chassis serve: reload failed, still serving {}: {}",
-                        r.generation_id,
-                        r.error.unwrap_or_default()
-                    )
-                };
-                eprintln!("{line}");
-            }
+            say_reload(&host.reload().await, quiet);
         }
     })
 }
