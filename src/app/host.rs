@@ -131,6 +131,8 @@ struct Inner {
     reloading: tokio::sync::Mutex<()>,
     last_reload: Mutex<Option<ReloadStatus>>,
     runs: Mutex<RunBook>,
+    /// What `/metrics` shows.
+    metrics: Arc<super::metrics::Metrics>,
     /// Commits run records in groups.
     writer: super::run_writer::RunWriter,
     /// What the last load read: what a watcher watches. (The env file is
@@ -220,6 +222,7 @@ impl Host {
         Ok(Host {
             inner: Arc::new(Inner {
                 writer: super::run_writer::RunWriter::start(Arc::clone(&store)),
+                metrics: Arc::default(),
                 file: options.file,
                 env,
                 allow_pending: options.allow_pending,
@@ -270,6 +273,49 @@ impl Host {
     /// listed: a change to any of them is a reason to reload.
     pub fn watched(&self) -> crate::load::recording::Read {
         lock(&self.inner.watched).clone()
+    }
+
+    /// Every metric: the generation gauges (live, draining, leases, the
+    /// oldest lease's age, instances shared between live generations),
+    /// `gauges` the caller adds, then the counters and histograms.
+    pub fn metrics(
+        &self,
+        mut gauges: Vec<(&'static str, &'static str, f64)>,
+    ) -> Vec<super::metrics::Family> {
+        let pressure = self.inner.harness.generation_pressure().metrics();
+        let help = |name: &str| match name {
+            "chassis.generations.live" => (
+                "chassis_generations_live",
+                "Live generations (current and draining).",
+            ),
+            "chassis.generations.draining" => (
+                "chassis_generations_draining",
+                "Generations draining (superseded, still leased).",
+            ),
+            "chassis.generations.leases" => (
+                "chassis_generation_leases",
+                "Leases held on live generations (runs in flight).",
+            ),
+            "chassis.generations.oldest_lease_age_seconds" => (
+                "chassis_generation_oldest_lease_age_seconds",
+                "Age of the oldest lease held.",
+            ),
+            "chassis.resources.shared" => (
+                "chassis_shared_resources",
+                "Plugin instances shared by more than one live generation.",
+            ),
+            _ => ("", ""),
+        };
+        let mut first: Vec<(&'static str, &'static str, f64)> = pressure
+            .iter()
+            .map(|(name, v)| {
+                let (n, h) = help(name);
+                (n, h, *v)
+            })
+            .filter(|(n, _, _)| !n.is_empty())
+            .collect();
+        first.append(&mut gauges);
+        self.inner.metrics.families(first)
     }
 
     /// The composition file.
@@ -343,6 +389,13 @@ impl Host {
                 diagnostics: capture.take(),
             },
         };
+        self.inner
+            .metrics
+            .reloaded(match (status.ok, status.published) {
+                (false, _) => "failed",
+                (true, true) => "published",
+                (true, false) => "unchanged",
+            });
         *lock(&self.inner.last_reload) = Some(status.clone());
         status
     }
@@ -487,9 +540,7 @@ impl Host {
         let mut runner =
             AgentRunner::new(ToolExecutor::new(services), Arc::new(MonotonicClock::new()))
                 .with_plan_cache(Arc::clone(&inner.plans));
-        if let Some(observer) = request.observer {
-            runner = runner.with_observer(observer);
-        }
+        runner = runner.with_observer(inner.metrics.observer(request.observer));
         let runner = Arc::new(runner);
         let agent_request = AgentRequest {
             agent: request.agent,
@@ -506,18 +557,21 @@ impl Host {
         drop(lease);
         let result = match result {
             None => {
+                inner.metrics.run_failed(&started.agent, "cancelled");
                 self.forget(&run_id);
                 return Err(AppError::Interrupted(
                     "the server is stopping; the run was cancelled",
                 ));
             }
             Some(Err(e)) => {
+                inner.metrics.run_failed(&started.agent, "error");
                 self.forget(&run_id);
                 return Err(super::run::agent_error(e));
             }
             Some(Ok(result)) => result,
         };
         let status = RunStatus::of(&result.stop);
+        inner.metrics.run_finished(&result, status.as_str());
         let outcome = RunOutcome {
             result,
             generation,

@@ -35,6 +35,7 @@ pub mod explain;
 pub mod history;
 pub mod host;
 pub mod lock;
+pub mod metrics;
 pub mod mount;
 pub mod plan;
 pub mod publish;

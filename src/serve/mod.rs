@@ -8,6 +8,7 @@
 //! stable code ([`problem`]); streamed runs are Server-Sent Events.
 
 pub mod auth;
+mod metrics;
 pub mod problem;
 mod reads;
 mod runs;
@@ -70,6 +71,7 @@ pub fn router(served: Served, access: Access) -> Router {
     let body = served.limits.body_bytes;
     Router::new()
         .route("/healthz", get(reads::healthz))
+        .route("/metrics", get(metrics::metrics))
         .route("/v1/status", get(reads::status))
         .route("/v1/generations", get(reads::generations))
         .route("/v1/generations/{id}", get(reads::generation))

@@ -297,6 +297,46 @@ fn serves_runs_plain_streamed_and_concurrent_with_problem_documents() {
         assert_ne!(page2["runs"][0]["run_id"], page["runs"][0]["run_id"]);
         assert_ne!(page2["runs"][0]["run_id"], page["runs"][1]["run_id"]);
 
+        // Metrics: Prometheus text, labels bounded by the composition.
+        let r = c.get(server.url("/metrics")).send().await.unwrap();
+        assert!(
+            r.headers()["content-type"]
+                .to_str()
+                .unwrap()
+                .starts_with("text/plain; version=0.0.4")
+        );
+        let text = r.text().await.unwrap();
+        for line in [
+            "chassis_runs_total{agent=\"assistant\",status=\"succeeded\"} 28",
+            "chassis_tool_calls_total{tool=\"word_count\",outcome=\"ok\"} 15",
+            "chassis_tool_call_duration_seconds_count{tool=\"word_count\"} 15",
+            "chassis_model_call_duration_seconds_bucket{model=\"serve-script\",le=\"+Inf\"} 43",
+            "chassis_run_duration_seconds_count{agent=\"assistant\"} 28",
+            "chassis_generations_live 1",
+            "chassis_generation_leases 0",
+            "# TYPE chassis_run_duration_seconds histogram",
+        ] {
+            assert!(
+                text.lines().any(|l| l == line),
+                "{line} missing from:\n{text}"
+            );
+        }
+        assert!(
+            text.contains(
+                "chassis_tokens_total{agent=\"assistant\",model=\"serve-script\",kind=\"input\"}"
+            ),
+            "{text}"
+        );
+        let has_run_id = text.match_indices("run_").any(|(i, _)| {
+            text[i + 4..]
+                .chars()
+                .take(12)
+                .filter(char::is_ascii_hexdigit)
+                .count()
+                == 12
+        });
+        assert!(!has_run_id, "a run id in a label:\n{text}");
+
         // Problems: JSON documents with a stable code.
         for (method, path, body, status, code) in [
             (
@@ -514,6 +554,24 @@ fn a_reload_publishes_a_new_generation_while_a_run_finishes_on_the_old_one() {
         let (status, one) = get(&c, &server.url("/v1/generations/gen_0001")).await;
         assert_eq!(status, 200);
         assert!(one["snapshot"].is_object());
+        let metrics = c
+            .get(server.url("/metrics"))
+            .send()
+            .await
+            .unwrap()
+            .text()
+            .await
+            .unwrap();
+        for line in [
+            "chassis_reloads_total{outcome=\"published\"} 1",
+            "chassis_reloads_total{outcome=\"unchanged\"} 1",
+            "chassis_reloads_total{outcome=\"failed\"} 1",
+        ] {
+            assert!(
+                metrics.lines().any(|l| l == line),
+                "{line} missing from:\n{metrics}"
+            );
+        }
     });
     // SIGHUP reloads too: fix the file, hang up, and the fix is served.
     save(
@@ -717,6 +775,8 @@ fn tokens_guard_every_route_but_the_excluded_and_never_show() {
         // The excluded route answers anyone; the token opens the rest.
         let r = c.get(server.url("/healthz")).send().await.unwrap();
         assert_eq!(status(&r), 200);
+        let r = c.get(server.url("/metrics")).send().await.unwrap();
+        assert_eq!(status(&r), 401);
         let bearer = format!("Bearer {TOKEN}");
         let r = c
             .get(server.url("/v1/status"))
