@@ -5,7 +5,9 @@ use std::path::Path;
 
 use crate::engine::diag::did_you_mean;
 use crate::engine::explain::{RequirementReport, ScopeReport, explain_requirement, explain_scope};
-use crate::engine::model::{AgentDecl, ScopePath};
+use crate::engine::model::{AgentDecl, Composition, ScopePath};
+use crate::engine::resolve::Plan;
+use crate::engine::tree::ScopeTree;
 
 use super::env::RunEnv;
 use super::error::{AppError, Problem};
@@ -22,10 +24,44 @@ pub fn requirement(
     reporter: &dyn Reporter,
 ) -> Result<RequirementReport, AppError> {
     let ws = load_file(file, &RunEnv::process(), reporter)?;
-    let Some(report) =
-        explain_requirement(&ws.composition, &ws.tree, &ws.plan, consumer, capability)
+    requirement_in(&View::of(&ws), consumer, capability, scope)
+}
+
+/// A resolved composition to explain: a loaded workspace, or a served
+/// generation.
+pub struct View<'a> {
+    /// The composition.
+    pub composition: &'a Composition,
+    /// Its scope tree.
+    pub tree: &'a ScopeTree,
+    /// Its resolution plan.
+    pub plan: &'a Plan,
+    /// How it is named in messages.
+    pub display: &'a str,
+}
+
+impl<'a> View<'a> {
+    /// The view of a loaded workspace.
+    pub fn of(ws: &'a Workspace) -> Self {
+        Self {
+            composition: &ws.composition,
+            tree: &ws.tree,
+            plan: &ws.plan,
+            display: &ws.display,
+        }
+    }
+}
+
+/// [`requirement`] of a resolved composition.
+pub fn requirement_in(
+    ws: &View<'_>,
+    consumer: &str,
+    capability: &str,
+    scope: Option<&str>,
+) -> Result<RequirementReport, AppError> {
+    let Some(report) = explain_requirement(ws.composition, ws.tree, ws.plan, consumer, capability)
     else {
-        return Err(no_requirement(&ws, consumer, capability));
+        return Err(no_requirement(ws, consumer, capability));
     };
     if let Some(scope) = scope
         && report.resolution.scope.as_str() != scope
@@ -39,7 +75,7 @@ pub fn requirement(
 }
 
 /// Why `consumer` holds no requirement of `capability`.
-fn no_requirement(ws: &Workspace, consumer: &str, capability: &str) -> AppError {
+fn no_requirement(ws: &View<'_>, consumer: &str, capability: &str) -> AppError {
     let held = ws.plan.resolutions_of(consumer);
     let absent = ws
         .composition
@@ -87,8 +123,13 @@ fn no_requirement(ws: &Workspace, consumer: &str, capability: &str) -> AppError 
 /// What the scope `path` of the composition at `file` sees.
 pub fn scope(file: &Path, path: &str, reporter: &dyn Reporter) -> Result<ScopeReport, AppError> {
     let ws = load_file(file, &RunEnv::process(), reporter)?;
+    scope_in(&View::of(&ws), path)
+}
+
+/// [`scope`] of a resolved composition.
+pub fn scope_in(ws: &View<'_>, path: &str) -> Result<ScopeReport, AppError> {
     let parsed = ScopePath::new(path).map_err(|e| AppError::input(e.to_string()))?;
-    explain_scope(&ws.composition, &ws.tree, &ws.plan, &parsed).ok_or_else(|| {
+    explain_scope(ws.composition, ws.tree, ws.plan, &parsed).ok_or_else(|| {
         let paths: Vec<&str> = ws
             .composition
             .scopes
@@ -111,6 +152,11 @@ pub fn budgets(
     reporter: &dyn Reporter,
 ) -> Result<Vec<AgentDecl>, AppError> {
     let ws = load_file(file, &RunEnv::process(), reporter)?;
+    budgets_in(&View::of(&ws), agent)
+}
+
+/// [`budgets`] of a resolved composition.
+pub fn budgets_in(ws: &View<'_>, agent: Option<&str>) -> Result<Vec<AgentDecl>, AppError> {
     let agents: Vec<AgentDecl> = ws
         .composition
         .agents
@@ -119,7 +165,22 @@ pub fn budgets(
         .cloned()
         .collect();
     match agent {
-        Some(name) if agents.is_empty() => Err(ws.unknown_agent(name)),
+        Some(name) if agents.is_empty() => {
+            let names: Vec<&str> = ws.composition.agents.keys().map(String::as_str).collect();
+            let problem = Problem::input(format!(
+                "`{}` declares no agent `{name}`; agents: {}",
+                ws.display,
+                if names.is_empty() {
+                    "none".to_owned()
+                } else {
+                    names.join(", ")
+                }
+            ));
+            Err(match did_you_mean(name, names.iter().copied()) {
+                Some(s) => problem.with_help(format!("did you mean `{s}`?")).into(),
+                None => problem.into(),
+            })
+        }
         _ => Ok(agents),
     }
 }

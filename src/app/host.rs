@@ -318,6 +318,26 @@ impl Host {
         self.inner.metrics.families(first)
     }
 
+    /// `f` of the current generation as an explain view (named by its id).
+    pub fn explain<T>(
+        &self,
+        f: impl FnOnce(&super::explain::View<'_>) -> Result<T, AppError>,
+    ) -> Result<T, AppError> {
+        let g = self.current().ok_or_else(|| {
+            AppError::from(
+                Problem::failure("no generation is current (the server is stopping)")
+                    .with_code("serve::stopping"),
+            )
+        })?;
+        let display = format!("generation {}", g.id);
+        f(&super::explain::View {
+            composition: &g.composition,
+            tree: &g.tree,
+            plan: &g.plan,
+            display: &display,
+        })
+    }
+
     /// The composition file.
     pub fn file(&self) -> &std::path::Path {
         &self.inner.file

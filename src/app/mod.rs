@@ -32,6 +32,7 @@ pub mod documents;
 pub mod env;
 pub mod error;
 pub mod explain;
+pub mod explain_documents;
 pub mod history;
 pub mod host;
 pub mod lock;

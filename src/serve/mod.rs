@@ -8,6 +8,7 @@
 //! stable code ([`problem`]); streamed runs are Server-Sent Events.
 
 pub mod auth;
+mod explain;
 mod metrics;
 pub mod problem;
 mod reads;
@@ -76,6 +77,9 @@ pub fn router(served: Served, access: Access) -> Router {
         .route("/v1/generations", get(reads::generations))
         .route("/v1/generations/{id}", get(reads::generation))
         .route("/v1/reload", post(reads::reload))
+        .route("/v1/explain/requirement", get(explain::requirement))
+        .route("/v1/explain/scope", get(explain::scope))
+        .route("/v1/explain/budgets", get(explain::budgets))
         .route("/v1/agents/{agent}/runs", post(runs::create))
         .route("/v1/runs", get(runs::list))
         .route("/v1/runs/{id}", get(runs::show))

@@ -297,6 +297,49 @@ fn serves_runs_plain_streamed_and_concurrent_with_problem_documents() {
         assert_ne!(page2["runs"][0]["run_id"], page["runs"][0]["run_id"]);
         assert_ne!(page2["runs"][0]["run_id"], page["runs"][1]["run_id"]);
 
+        // Explain: the documents `chassis explain … --format json` prints.
+        for (path, args) in [
+            (
+                "/v1/explain/requirement?consumer=/agents/assistant&capability=model",
+                vec![
+                    "explain",
+                    "requirement",
+                    "/agents/assistant",
+                    "model",
+                    "serve.toml",
+                ],
+            ),
+            (
+                "/v1/explain/scope?path=/agents/assistant",
+                vec!["explain", "scope", "/agents/assistant", "serve.toml"],
+            ),
+            (
+                "/v1/explain/budgets?agent=assistant",
+                vec!["explain", "budgets", "serve.toml", "--agent", "assistant"],
+            ),
+        ] {
+            let (status, served) = get(&c, &server.url(path)).await;
+            assert_eq!(status, 200, "{path}: {served}");
+            let mut all = vec!["--format", "json"];
+            all.extend(args);
+            let cli = crate::harness::run_in(dir.path(), &all, &[]);
+            assert_eq!(cli.code, 0, "{}", cli.stderr);
+            let printed: Value = serde_json::from_str(&cli.stdout).unwrap();
+            assert_eq!(served, printed, "{path}");
+        }
+        let (status, problem) = get(
+            &c,
+            &server.url("/v1/explain/requirement?consumer=nobody&capability=model"),
+        )
+        .await;
+        assert_eq!(
+            (status, problem["code"].as_str()),
+            (400, Some("serve::bad-request")),
+            "{problem}"
+        );
+        let (status, _) = get(&c, &server.url("/v1/explain/scope")).await;
+        assert_eq!(status, 400);
+
         // Metrics: Prometheus text, labels bounded by the composition.
         let r = c.get(server.url("/metrics")).send().await.unwrap();
         assert!(

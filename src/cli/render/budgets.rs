@@ -3,48 +3,11 @@
 
 use std::fmt::Write as _;
 
-use crate::engine::budget::{BudgetDimension, EnforcementProfile};
+use crate::engine::budget::BudgetDimension;
 use crate::engine::model::AgentDecl;
 
-fn why(d: BudgetDimension) -> &'static str {
-    match d {
-        BudgetDimension::WallClockSeconds => "checked at every model and tool boundary",
-        BudgetDimension::ToolCalls => "charged at the tool boundary before the tool runs",
-        BudgetDimension::ChildRuns => "charged when a sub-agent run starts",
-        BudgetDimension::ModelCalls => "checked before and charged after each model call",
-        BudgetDimension::Tokens => {
-            "caps max_tokens of each call to what is left; charged from reported usage"
-        }
-        BudgetDimension::EstimatedCost => "charged from the cost each model call reports",
-    }
-}
-
-/// The built-in loop owns the model boundary: every dimension enforced.
-fn profile() -> EnforcementProfile {
-    EnforcementProfile::owning_model_boundary()
-}
-
-/// `explain budgets --format json`.
-pub fn json(agents: &[AgentDecl]) -> serde_json::Value {
-    let profile = profile();
-    let list: Vec<serde_json::Value> = agents
-        .iter()
-        .map(|a| {
-            serde_json::json!({
-                "agent": a.name,
-                "runtime": crate::engine::agent::LOOP_RUNTIME,
-                "max_steps": a.max_steps,
-                "dimensions": BudgetDimension::ALL.iter().map(|&d| serde_json::json!({
-                    "dimension": d.as_str(),
-                    "limit": a.budget.get(d),
-                    "enforcement": profile.get(d).as_str(),
-                    "where": why(d),
-                })).collect::<Vec<_>>(),
-            })
-        })
-        .collect();
-    serde_json::json!({ "format_version": 1, "agents": list })
-}
+pub use crate::app::explain_documents::budgets_json as json;
+use crate::app::explain_documents::{budget_enforcement_site as why, budget_profile as profile};
 
 /// `explain budgets`.
 pub fn text(agents: &[AgentDecl]) -> String {

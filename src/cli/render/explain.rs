@@ -6,8 +6,10 @@ use crate::engine::explain::{RequirementReport, ScopeReport};
 use crate::engine::resolve::{SelectionReason, Status};
 use crate::engine::system::Governing;
 
-use super::{config_json, config_text, resolution_json};
-use crate::engine::leaf_diff::{toml_key, toml_string};
+use crate::app::explain_documents::preference_snippets;
+pub use crate::app::explain_documents::{requirement_json, scope_json};
+
+use super::config_text;
 
 /// Text close to the reference's `to_text`.
 pub fn requirement_text(report: &RequirementReport) -> String {
@@ -99,32 +101,6 @@ pub fn requirement_text(report: &RequirementReport) -> String {
     out
 }
 
-/// For an ambiguous requirement: the preferences that would choose, as
-/// TOML to paste — for this consumer, and for every consumer.
-fn preference_snippets(report: &RequirementReport) -> Option<[String; 2]> {
-    let r = &report.resolution;
-    if r.status != Status::Ambiguous {
-        return None;
-    }
-    let first = r.ambiguous_between.first()?;
-    let (key, value) = (
-        toml_key(r.requirement.capability.as_str()),
-        toml_string(first.as_str()),
-    );
-    let table = match &r.consumer {
-        crate::engine::resolve::Consumer::Entry(id) => {
-            format!("[entries.{}]", toml_key(id.as_str()))
-        }
-        crate::engine::resolve::Consumer::Scope(path) => {
-            format!("[scopes.{}]", toml_string(path.as_str()))
-        }
-    };
-    Some([
-        format!("{table}\nprefer = {{ {key} = {value} }}"),
-        format!("[prefer]\n{key} = {value}"),
-    ])
-}
-
 /// The preferences that would choose, laid out to paste (never wrapped).
 fn preference_help(report: &RequirementReport) -> Option<String> {
     let [consumer, global] = preference_snippets(report)?;
@@ -135,41 +111,6 @@ fn preference_help(report: &RequirementReport) -> Option<String> {
         report.resolution.requirement.capability,
         indent(&global)
     ))
-}
-
-/// JSON for `explain requirement`.
-pub fn requirement_json(report: &RequirementReport) -> serde_json::Value {
-    let mut v = resolution_json(&report.resolution);
-    let candidates: Vec<serde_json::Value> = report
-        .candidates
-        .iter()
-        .map(|c| {
-            serde_json::json!({
-                "entry": c.entry.as_str(),
-                "name": c.name,
-                "version": c.version.to_string(),
-                "versions": c.versions.iter().map(ToString::to_string).collect::<Vec<_>>(),
-                "scope": c.scope.as_str(),
-                "origin": c.origin.as_str(),
-                "visible": c.visible,
-                "eligible": c.qualifies,
-                "active": c.active,
-                "why": c.why,
-                "selected": c.selected,
-                "rejection": c.rejection.map(|r| r.as_str()),
-            })
-        })
-        .collect();
-    if let Some(obj) = v.as_object_mut() {
-        // 2: `eligible` says whether the candidate qualifies for this
-        // requirement (1 said whether the provider activates, now `active`).
-        obj.insert("format_version".into(), 2.into());
-        obj.insert("candidates".into(), candidates.into());
-        if let Some(snippets) = preference_snippets(report) {
-            obj.insert("prefer_snippets".into(), snippets.to_vec().into());
-        }
-    }
-    v
 }
 
 fn list(items: &[String]) -> String {
@@ -330,70 +271,4 @@ pub(crate) fn governing_text(g: &Governing) -> String {
         }
         Governing::FailClosed(failure) => format!("fail closed: {failure}"),
     }
-}
-
-fn governing_json(g: &Governing) -> serde_json::Value {
-    match g {
-        Governing::Default => serde_json::json!({ "status": "default" }),
-        Governing::Provider {
-            entry,
-            origin,
-            reason,
-        } => serde_json::json!({
-            "status": "provider",
-            "entry": entry.as_str(),
-            "origin": origin.as_str(),
-            "selection_reason": reason.as_str(),
-            "preference_level": match reason {
-                SelectionReason::ExplicitPreference(level) => Some(level.as_str()),
-                SelectionReason::OnlyEligible => None,
-            },
-        }),
-        Governing::FailClosed(failure) => {
-            serde_json::json!({ "status": "fail_closed", "reason": failure.to_string() })
-        }
-    }
-}
-
-/// JSON for `explain scope`.
-pub fn scope_json(r: &ScopeReport) -> serde_json::Value {
-    let providers = |m: &std::collections::BTreeMap<
-        crate::engine::model::CapabilityName,
-        Vec<crate::engine::model::EntryId>,
-    >| {
-        m.iter()
-            .map(|(k, v)| {
-                (
-                    k.to_string(),
-                    serde_json::Value::from(v.iter().map(|e| e.to_string()).collect::<Vec<_>>()),
-                )
-            })
-            .collect::<serde_json::Map<_, _>>()
-    };
-    serde_json::json!({
-        "format_version": 1,
-        "path": r.path.as_str(),
-        "name": r.name,
-        "parent": r.parent.as_ref().map(|p| p.as_str()),
-        "children": r.children.iter().map(|c| c.as_str()).collect::<Vec<_>>(),
-        "implied": r.implied,
-        "capabilities": r.capabilities.as_ref().map(|v| v.iter().map(|c| c.as_str()).collect::<Vec<_>>()),
-        "tools": r.tools,
-        "entries": r.entries.iter().map(|e| serde_json::json!({"id": e.id.as_str(), "plugin": e.plugin, "eligible": e.eligible})).collect::<Vec<_>>(),
-        "local_providers": providers(&r.local_providers),
-        "inherited_providers": providers(&r.inherited_providers),
-        "visible_providers": providers(&r.visible_providers()),
-        "requirements": r.requirements.iter().map(resolution_json).collect::<Vec<_>>(),
-        "unresolved": r.unresolved().map(resolution_json).collect::<Vec<_>>(),
-        "local_tools": r.local_tools,
-        "visible_tools": r.visible_tools,
-        "system": r.system.iter().map(|(s, g)| (s.name().to_owned(), governing_json(g))).collect::<serde_json::Map<_, _>>(),
-        "effective_policy": r.policy.as_ref().map(|p| serde_json::json!({
-            "source": p.source,
-            "grants": p.rules.grants.iter().map(ToString::to_string).collect::<Vec<_>>(),
-            "deny": p.rules.deny.iter().map(ToString::to_string).collect::<Vec<_>>(),
-            "approval_required": p.rules.approval_required,
-        })),
-        "metadata": r.metadata.iter().map(|(k, v)| (k.clone(), config_json(v))).collect::<serde_json::Map<_, _>>(),
-    })
 }

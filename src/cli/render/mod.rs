@@ -14,8 +14,8 @@ pub mod reuse;
 pub mod run;
 pub mod tools;
 
+pub use crate::app::explain_documents::{config_json, resolution_json};
 use crate::engine::model::ConfigValue;
-use crate::engine::resolve::Resolution;
 
 /// A budget amount for people: whole numbers as integers, fractions to four
 /// places, and anything huge (an estimated cost a provider got wrong) in
@@ -28,32 +28,6 @@ pub fn amount(v: f64) -> String {
     } else {
         format!("{v:.4}")
     }
-}
-
-/// A resolution as JSON.
-pub fn resolution_json(r: &Resolution) -> serde_json::Value {
-    serde_json::json!({
-        "consumer": r.consumer.name(),
-        "consumer_kind": r.consumer.kind(),
-        "scope": r.scope.as_str(),
-        "capability": r.requirement.capability.as_str(),
-        "requirement": r.requirement.render(),
-        "optional": r.requirement.optional,
-        "status": r.status.as_str(),
-        "reason": r.reason.map(|x| x.as_str()),
-        "selected": r.selected.as_ref().map(|s| serde_json::json!({
-            "provider": s.entry.as_str(),
-            "version": s.version.to_string(),
-            "scope": s.scope.as_str(),
-            "origin": s.origin.as_str(),
-        })),
-        "ambiguous_between": r.ambiguous_between.iter().map(|e| e.as_str()).collect::<Vec<_>>(),
-    })
-}
-
-/// A configuration value as JSON (secret references as `{"secret": NAME}`).
-pub fn config_json(v: &ConfigValue) -> serde_json::Value {
-    v.to_json()
 }
 
 /// A configuration value inline, TOML-like.
