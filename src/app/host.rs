@@ -91,6 +91,8 @@ pub struct HostRun {
     pub status: &'static str,
     /// When it started (RFC 3339).
     pub started_at: String,
+    /// The order this host started its runs in (1, 2, …).
+    pub sequence: u64,
     /// When it ended.
     pub finished_at: Option<String>,
     /// The run document (`chassis run --format json`), once finished.
@@ -131,6 +133,10 @@ struct Inner {
     reloading: tokio::sync::Mutex<()>,
     last_reload: Mutex<Option<ReloadStatus>>,
     runs: Mutex<RunBook>,
+    /// The built-in kinds' environment (a reload sets the lock it read).
+    builtin: crate::plugins::BuiltinEnv,
+    /// How many runs this host has started.
+    started_runs: std::sync::atomic::AtomicU64,
     /// What `/metrics` shows.
     metrics: Arc<super::metrics::Metrics>,
     /// Commits run records in groups.
@@ -184,7 +190,7 @@ impl Host {
         let harness_options =
             super::mount::harness_options(Arc::clone(&telemetry), &caller.redactor, &env);
         let secrets = Arc::clone(&harness_options.secrets);
-        let (catalog, _) = super::mount::catalog(&options.file, &caller.redactor, &env);
+        let (catalog, builtin) = super::mount::catalog(&options.file, &caller.redactor, &env);
         let harness = Harness::new(catalog, harness_options);
         let mut published = Published {
             previous: previous_of(&seed),
@@ -223,6 +229,8 @@ impl Host {
             inner: Arc::new(Inner {
                 writer: super::run_writer::RunWriter::start(Arc::clone(&store)),
                 metrics: Arc::default(),
+                started_runs: std::sync::atomic::AtomicU64::new(0),
+                builtin,
                 file: options.file,
                 env,
                 allow_pending: options.allow_pending,
@@ -381,7 +389,10 @@ impl Host {
     /// published.
     pub async fn reload(&self) -> ReloadStatus {
         let _one = self.inner.reloading.lock().await;
-        let capture = Arc::new(Capture::new(Arc::clone(&self.inner.caller.reporter)));
+        let capture = Arc::new(Capture::new(
+            Arc::clone(&self.inner.caller.reporter),
+            self.inner.caller.redactor.clone(),
+        ));
         let status = match self
             .reload_with(Arc::clone(&capture) as Arc<dyn Reporter>)
             .await
@@ -444,6 +455,10 @@ impl Host {
         })
         .await
         .map_err(|e| AppError::failure(format!("reading the composition stopped: {e}")))??;
+        // `mcp` entries mount against the lock as it is now.
+        self.inner
+            .builtin
+            .set_lock(super::lock::read_lock(&self.inner.file));
         // Reconciling is CPU work that grows with the composition: on a
         // blocking thread, so the async workers keep serving runs.
         let harness = self.inner.harness.clone();
@@ -533,12 +548,22 @@ impl Host {
             generation_id: generation.id.to_string(),
             status: "running",
             started_at: now_rfc3339(),
+            sequence: inner
+                .started_runs
+                .fetch_add(1, std::sync::atomic::Ordering::Relaxed)
+                + 1,
             finished_at: None,
             document: None,
         };
         lock(&inner.runs)
             .runs
             .insert(run_id.clone(), started.clone());
+        // Whatever happens below (a panic in a plugin included), the run
+        // leaves the book's `running` state.
+        let mut guard = Unfinished {
+            host: self,
+            run: Some(started.clone()),
+        };
         let approvals = Approvals::new(
             inner.approve.iter().cloned(),
             false,
@@ -574,63 +599,76 @@ impl Host {
                 None
             }
         };
-        drop(lease);
-        let result = match result {
-            None => {
-                inner.metrics.run_failed(&started.agent, "cancelled");
-                self.forget(&run_id);
-                return Err(AppError::Interrupted(
+        // The lease is held until the run is recorded: a server that is
+        // stopping waits for it.
+        let (result, status_text) = match result {
+            None => (
+                Err(AppError::Interrupted(
                     "the server is stopping; the run was cancelled",
-                ));
+                )),
+                "cancelled",
+            ),
+            Some(Err(e)) => (Err(super::run::agent_error(e)), "error"),
+            Some(Ok(result)) => {
+                let status = RunStatus::of(&result.stop);
+                (Ok(result), status.as_str())
             }
-            Some(Err(e)) => {
-                inner.metrics.run_failed(&started.agent, "error");
-                self.forget(&run_id);
-                return Err(super::run::agent_error(e));
-            }
-            Some(Ok(result)) => result,
-        };
-        let status = RunStatus::of(&result.stop);
-        inner.metrics.run_finished(&result, status.as_str());
-        let outcome = RunOutcome {
-            result,
-            generation,
-            candidates: Vec::new(),
-            request_tools: Vec::new(),
-            status,
         };
         let finished_at = now_rfc3339();
         let record = NewRun {
             id: run_id.clone(),
-            generation_id: outcome.generation.id.to_string(),
-            agent: outcome.result.agent.clone(),
-            status: status.as_str().to_owned(),
+            generation_id: generation.id.to_string(),
+            agent: started.agent.clone(),
+            status: status_text.to_owned(),
             started_at: started.started_at.clone(),
             finished_at: Some(finished_at.clone()),
         };
-        inner.writer.record(record).await?;
-        let document = outcome.document(&inner.caller.redactor);
-        let mut book = lock(&inner.runs);
-        book.runs.insert(
-            run_id.clone(),
-            HostRun {
-                status: status.as_str(),
-                finished_at: Some(finished_at),
-                document: Some(document),
-                ..started
-            },
-        );
-        book.finished.push_back(run_id);
+        // Every run is recorded, however it ended; a run whose record
+        // fails is finished in the book all the same (as `failed`).
+        let recorded = inner.writer.record(record).await;
+        drop(lease);
+        let outcome = result.map(|result| {
+            let status = RunStatus::of(&result.stop);
+            inner.metrics.run_finished(&result, status.as_str());
+            RunOutcome {
+                result,
+                generation,
+                candidates: Vec::new(),
+                request_tools: Vec::new(),
+                status,
+            }
+        });
+        if outcome.is_err() {
+            inner.metrics.run_failed(&started.agent, status_text);
+        }
+        let (status_text, document) = match (&outcome, &recorded) {
+            (Ok(o), Ok(_)) => (status_text, Some(o.document(&inner.caller.redactor))),
+            (Ok(_), Err(_)) => ("failed", None),
+            (Err(_), _) => (status_text, None),
+        };
+        guard.run = None;
+        self.finish(HostRun {
+            status: status_text,
+            finished_at: Some(finished_at),
+            document,
+            ..started
+        });
+        recorded?;
+        outcome
+    }
+
+    /// Move a run to the finished end of the book (the oldest finished
+    /// runs beyond [`KEPT_RUNS`] are forgotten).
+    fn finish(&self, run: HostRun) {
+        let mut book = lock(&self.inner.runs);
+        let id = run.run_id.clone();
+        book.runs.insert(id.clone(), run);
+        book.finished.push_back(id);
         while book.finished.len() > KEPT_RUNS {
             if let Some(old) = book.finished.pop_front() {
                 book.runs.remove(&old);
             }
         }
-        Ok(outcome)
-    }
-
-    fn forget(&self, run_id: &str) {
-        lock(&self.inner.runs).runs.remove(run_id);
     }
 
     /// A run this host knows (running, or among the last finished).
@@ -638,20 +676,17 @@ impl Host {
         lock(&self.inner.runs).runs.get(run_id).cloned()
     }
 
-    /// The runs this host knows, newest first: at most `limit`, started
-    /// before run `after` when given.
-    pub fn runs(&self, limit: usize, after: Option<&str>) -> Vec<HostRun> {
+    /// The runs this host knows, newest first: at most `limit`, those after
+    /// run `after` when given (`None`: `after` is not a run it knows).
+    pub fn runs(&self, limit: usize, after: Option<&str>) -> Option<Vec<HostRun>> {
         let book = lock(&self.inner.runs);
         let mut all: Vec<&HostRun> = book.runs.values().collect();
-        all.sort_by(|a, b| {
-            b.started_at
-                .cmp(&a.started_at)
-                .then_with(|| b.run_id.cmp(&a.run_id))
-        });
-        let start = after
-            .and_then(|id| all.iter().position(|r| r.run_id == id))
-            .map_or(0, |i| i + 1);
-        all.into_iter().skip(start).take(limit).cloned().collect()
+        all.sort_by_key(|r| std::cmp::Reverse(r.sequence));
+        let start = match after {
+            None => 0,
+            Some(id) => all.iter().position(|r| r.run_id == id)? + 1,
+        };
+        Some(all.into_iter().skip(start).take(limit).cloned().collect())
     }
 
     /// Stop: no new run leases a generation; the harness unmounts every
@@ -710,6 +745,24 @@ impl Published {
     }
 }
 
+/// Finishes a run in the book as `failed` if it is dropped armed.
+struct Unfinished<'h> {
+    host: &'h Host,
+    run: Option<HostRun>,
+}
+
+impl Drop for Unfinished<'_> {
+    fn drop(&mut self) {
+        if let Some(run) = self.run.take() {
+            self.host.finish(HostRun {
+                status: "failed",
+                finished_at: Some(now_rfc3339()),
+                ..run
+            });
+        }
+    }
+}
+
 fn lock<T>(m: &Mutex<T>) -> std::sync::MutexGuard<'_, T> {
     m.lock().unwrap_or_else(PoisonError::into_inner)
 }
@@ -727,16 +780,21 @@ impl Prompter for NobodyToAsk {
     }
 }
 
-/// Passes notices on, keeping a reload's diagnostics as JSON.
+/// Keeps a reload's diagnostics as JSON, scrubbed by the redactor (the
+/// server reports them at `/v1/status`, in the reload's answer and in one
+/// line each on its log — never the source text, which may hold a value a
+/// secret also has); passes every other notice on.
 struct Capture {
     next: Arc<dyn Reporter>,
+    redactor: crate::engine::secret::Redactor,
     kept: Mutex<Vec<serde_json::Value>>,
 }
 
 impl Capture {
-    fn new(next: Arc<dyn Reporter>) -> Self {
+    fn new(next: Arc<dyn Reporter>, redactor: crate::engine::secret::Redactor) -> Self {
         Self {
             next,
+            redactor,
             kept: Mutex::new(Vec::new()),
         }
     }
@@ -753,11 +811,11 @@ impl Reporter for Capture {
             sources,
         } = &notice
         {
-            lock(&self.kept).extend(
-                diagnostics
-                    .iter()
-                    .map(|d| super::documents::diagnostic_json(d, sources)),
-            );
+            lock(&self.kept).extend(diagnostics.iter().map(|d| {
+                self.redactor
+                    .redact_json(&super::documents::diagnostic_json(d, sources))
+            }));
+            return;
         }
         self.next.notice(notice);
     }

@@ -150,3 +150,11 @@ pub async fn method_not_allowed(method: axum::http::Method, uri: axum::http::Uri
         format!("`{method} {}` is not served", uri.path()),
     )
 }
+
+/// A path parameter, or a problem document when it does not decode.
+pub fn path_param(
+    p: Result<axum::extract::Path<String>, axum::extract::rejection::PathRejection>,
+) -> Result<String, ApiProblem> {
+    p.map(|axum::extract::Path(v)| v)
+        .map_err(|e| ApiProblem::new(StatusCode::BAD_REQUEST, "serve::bad-request", e.body_text()))
+}

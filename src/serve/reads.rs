@@ -92,8 +92,9 @@ pub async fn generations(State(s): State<Served>) -> Result<Json<serde_json::Val
 /// `chassis generations show --format json` prints it.
 pub async fn generation(
     State(s): State<Served>,
-    Path(id): Path<String>,
+    id: Result<Path<String>, axum::extract::rejection::PathRejection>,
 ) -> Result<Json<serde_json::Value>, ApiProblem> {
+    let id = super::problem::path_param(id)?;
     let redactor = s.host.redactor();
     s.host
         .read_store(move |store| {

@@ -6,7 +6,7 @@ use std::sync::Arc;
 
 use axum::Json;
 use axum::body::Bytes;
-use axum::extract::rejection::BytesRejection;
+use axum::extract::rejection::{BytesRejection, PathRejection};
 use axum::extract::{Path, Query, State};
 use axum::http::{HeaderMap, StatusCode, header};
 use axum::response::sse::{Event, KeepAlive, Sse};
@@ -18,7 +18,7 @@ use crate::app::host::{HostRun, HostRunRequest};
 use crate::runtime::agent::AgentEvent;
 
 use super::Served;
-use super::problem::ApiProblem;
+use super::problem::{ApiProblem, path_param};
 
 /// The body of `POST /v1/agents/{agent}/runs`.
 #[derive(Debug, Deserialize)]
@@ -64,7 +64,7 @@ fn parse_body(body: Result<Bytes, BytesRejection>) -> Result<RunBody, ApiProblem
                 "serve::not-implemented",
                 format!("{what} are not served yet"),
             )
-            .with_help("leave the field out; `chassis run` supports request tools today"));
+            .with_help("leave the field out"));
         }
     }
     Ok(body)
@@ -81,10 +81,14 @@ fn wants_stream(body: &RunBody, headers: &HeaderMap) -> bool {
 /// `POST /v1/agents/{agent}/runs`.
 pub async fn create(
     State(s): State<Served>,
-    Path(agent): Path<String>,
+    agent: Result<Path<String>, PathRejection>,
     headers: HeaderMap,
     body: Result<Bytes, BytesRejection>,
 ) -> Response {
+    let agent = match path_param(agent) {
+        Ok(a) => a,
+        Err(p) => return p.into_response(),
+    };
     let body = match parse_body(body) {
         Ok(b) => b,
         Err(p) => return p.into_response(),
@@ -200,8 +204,9 @@ fn run_json(r: &HostRun) -> serde_json::Value {
 /// last 1,024 finished, with its document), else the store's record.
 pub async fn show(
     State(s): State<Served>,
-    Path(id): Path<String>,
+    id: Result<Path<String>, PathRejection>,
 ) -> Result<Json<serde_json::Value>, ApiProblem> {
+    let id = path_param(id)?;
     if let Some(r) = s.host.run_of(&id) {
         let mut doc = run_json(&r);
         doc["format_version"] = 1.into();
@@ -253,7 +258,14 @@ pub async fn list(
             .with_help("`limit` is a number, `after` a run id")
     })?;
     let limit = page.limit.unwrap_or(50).min(1000);
-    let runs = s.host.runs(limit, page.after.as_deref());
+    let Some(runs) = s.host.runs(limit, page.after.as_deref()) else {
+        return Err(ApiProblem::new(
+            StatusCode::BAD_REQUEST,
+            "serve::unknown-run",
+            "`after` names no run this server knows",
+        )
+        .with_help("page with the `next` of the previous page; a server keeps its last 1,024 finished runs"));
+    };
     Ok(Json(serde_json::json!({
         "format_version": 1,
         "runs": runs.iter().map(run_json).collect::<Vec<_>>(),

@@ -24,6 +24,9 @@ use crate::load::recording::Read;
 /// How long the files must stay quiet before a reload.
 pub const QUIET: Duration = Duration::from_millis(150);
 
+/// The longest a stream of changes delays a reload.
+pub const LONGEST: Duration = Duration::from_secs(2);
+
 /// Watch `host`'s files until the returned task is aborted; `told` hears
 /// each reload's outcome.
 pub fn spawn(
@@ -59,10 +62,19 @@ pub fn spawn(
             if !paths.iter().any(|p| concerns(&read, p)) {
                 continue;
             }
-            // Debounce: wait until nothing relevant arrives for QUIET.
+            // Debounce: wait until nothing relevant arrives for QUIET (a
+            // store written beside the composition is busy, but not
+            // relevant), and at most LONGEST in all.
+            let deadline = tokio::time::Instant::now() + LONGEST;
+            let mut quiet_until = tokio::time::Instant::now() + QUIET;
             loop {
-                match tokio::time::timeout(QUIET, rx.recv()).await {
-                    Ok(Some(_)) => {}
+                let wake = quiet_until.min(deadline);
+                match tokio::time::timeout_at(wake, rx.recv()).await {
+                    Ok(Some(paths)) => {
+                        if paths.iter().any(|p| concerns(&read, p)) {
+                            quiet_until = tokio::time::Instant::now() + QUIET;
+                        }
+                    }
                     Ok(None) => return,
                     Err(_) => break,
                 }

@@ -78,7 +78,8 @@ impl Server {
             );
             std::thread::sleep(Duration::from_millis(20));
         };
-        let rest: Vec<String> = self.stderr.try_iter().collect();
+        // The reader thread ends when the pipe closes: read to the end.
+        let rest: Vec<String> = self.stderr.iter().collect();
         (code, rest.join("\n"))
     }
 }
@@ -486,7 +487,7 @@ fn a_reload_publishes_a_new_generation_while_a_run_finishes_on_the_old_one() {
     // reload.
     let original = std::fs::read_to_string(&file).unwrap().replace(
         "# Any other input.",
-        "[[entries.model.config.turns]]\nwhen = { input = \"slow\" }\ntext = \"slow answer\"\ndelay_ms = 1500\n\n# Any other input.",
+        "[[entries.model.config.turns]]\nwhen = { input = \"slow\" }\ntext = \"slow answer\"\ndelay_ms = 2500\n\n# Any other input.",
     );
     save(&file, &original);
     // Reloads here are asked for (watching has a test of its own).
@@ -650,13 +651,14 @@ fn sigterm_lets_a_run_in_flight_finish_and_it_is_recorded() {
     let server = Server::start(dir.path(), "serve.toml", &[]);
     let c = client();
     let url = server.url("/v1/agents/assistant/runs");
+    let base = server.base.clone();
     let pid = nix::unistd::Pid::from_raw(i32::try_from(server.child.id()).unwrap());
     let answer = runtime().block_on(async {
         let slow = tokio::spawn({
             let c = c.clone();
             async move { post(&c, &url, &json!({"input": "slow"})).await }
         });
-        tokio::time::sleep(Duration::from_millis(300)).await;
+        wait_for_lease(&c, &base).await;
         nix::sys::signal::kill(pid, nix::sys::signal::Signal::SIGTERM).unwrap();
         let (status, _, doc) = slow.await.unwrap();
         (status, doc["answer"].clone())
@@ -1042,4 +1044,113 @@ fn saving_any_file_the_load_read_reloads_once() {
     // One reload per save: three saves, three reload lines.
     let reloads = rest.matches("chassis serve: reload").count();
     assert_eq!(reloads, 3, "{rest}");
+}
+
+/// Wait until a run holds a lease on the current generation.
+async fn wait_for_lease(c: &reqwest::Client, base: &str) {
+    for _ in 0..250 {
+        let (_, status) = get(c, &format!("{base}/v1/status")).await;
+        if status["live_generations"][0]["leases"]
+            .as_u64()
+            .unwrap_or(0)
+            > 0
+        {
+            return;
+        }
+        tokio::time::sleep(Duration::from_millis(20)).await;
+    }
+    panic!("no run ever leased a generation");
+}
+
+#[test]
+fn a_run_past_the_drain_timeout_is_cancelled_and_recorded_as_such() {
+    let (dir, file) = workspace();
+    let text = std::fs::read_to_string(&file).unwrap().replace(
+        "# Any other input.",
+        "[[entries.model.config.turns]]\nwhen = { input = \"slow\" }\ntext = \"too late\"\ndelay_ms = 20000\n\n# Any other input.",
+    );
+    save(&file, &text);
+    let server = Server::start(dir.path(), "serve.toml", &["--drain-timeout", "1"]);
+    let c = client();
+    let url = server.url("/v1/agents/assistant/runs");
+    let base = server.base.clone();
+    let pid = nix::unistd::Pid::from_raw(i32::try_from(server.child.id()).unwrap());
+    let started = std::time::Instant::now();
+    let (status, problem) = runtime().block_on(async {
+        let slow = tokio::spawn({
+            let c = c.clone();
+            async move { post(&c, &url, &json!({"input": "slow"})).await }
+        });
+        wait_for_lease(&c, &base).await;
+        nix::sys::signal::kill(pid, nix::sys::signal::Signal::SIGTERM).unwrap();
+        let (status, _, problem) = slow.await.unwrap();
+        (status, problem)
+    });
+    assert_eq!(
+        (status, problem["code"].as_str()),
+        (503, Some("serve::stopping")),
+        "{problem}"
+    );
+    assert!(
+        started.elapsed() < Duration::from_secs(15),
+        "the drain did not time out"
+    );
+    let (code, rest) = server.stop(nix::sys::signal::Signal::SIGTERM);
+    assert_eq!(code, 0, "{rest}");
+    let listed = crate::harness::run_in(dir.path(), &["--format", "json", "runs", "list"], &[]);
+    assert!(listed.stdout.contains("\"cancelled\""), "{}", listed.stdout);
+}
+
+#[test]
+fn odd_requests_get_problem_documents_and_reload_findings_are_scrubbed() {
+    let (dir, file) = workspace();
+    // The canary is a secret the served generation resolved.
+    let vault = format!(
+        "{}\n[plugins.vault]\nversion = \"1.0.0\"\n[entries.vault]\nconfig = {{ token = {{ secret = \"SERVE_CANARY\" }} }}\n",
+        std::fs::read_to_string(&file).unwrap()
+    );
+    save(&file, &vault);
+    let server = Server::start(dir.path(), "serve.toml", &["--no-watch"]);
+    let c = client();
+    runtime().block_on(async {
+        for path in ["/v1/runs/%ff", "/v1/generations/%ff"] {
+            let r = c.get(server.url(path)).send().await.unwrap();
+            assert_eq!(r.status().as_u16(), 400, "{path}");
+            assert_eq!(
+                r.headers()["content-type"],
+                "application/problem+json",
+                "{path}"
+            );
+        }
+        let r = c
+            .post(server.url("/v1/agents/%ff/runs"))
+            .json(&json!({"input": "x"}))
+            .send()
+            .await
+            .unwrap();
+        assert_eq!(r.headers()["content-type"], "application/problem+json");
+        let (status, problem) = get(&c, &server.url("/v1/runs?after=run_000000000000")).await;
+        assert_eq!(
+            (status, problem["code"].as_str()),
+            (400, Some("serve::unknown-run"))
+        );
+        // A secret's value in a file a reload reads: the findings say where,
+        // never the value.
+        let original = std::fs::read_to_string(&file).unwrap();
+        save(
+            &file,
+            &format!("{original}\n[serve]\nauth_excluded = [\"{CANARY}\"]\n"),
+        );
+        let r = c.post(server.url("/v1/reload")).send().await.unwrap();
+        let body = r.text().await.unwrap();
+        let (_, status) = get(&c, &server.url("/v1/status")).await;
+        let all = format!("{body}{status}");
+        assert!(
+            all.contains("cannot be excluded from authentication"),
+            "{all}"
+        );
+        assert!(!all.contains(CANARY), "{all}");
+    });
+    let (_, rest) = server.stop(nix::sys::signal::Signal::SIGTERM);
+    assert!(!rest.contains(CANARY), "{rest}");
 }

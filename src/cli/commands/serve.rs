@@ -82,11 +82,11 @@ pub struct ServeArgs {
     #[arg(long)]
     pub allow_pending: bool,
     /// Runs at once; more are refused with 429 and `Retry-After`.
-    #[arg(long, value_name = "N", default_value_t = 256)]
-    pub max_runs: usize,
+    #[arg(long, value_name = "N", default_value_t = 256, value_parser = clap::value_parser!(u32).range(1..=1_000_000))]
+    pub max_runs: u32,
     /// Largest request body, in bytes.
-    #[arg(long, value_name = "BYTES", default_value_t = 1 << 20)]
-    pub max_body: usize,
+    #[arg(long, value_name = "BYTES", default_value_t = 1 << 20, value_parser = clap::value_parser!(u32).range(1..=1 << 30))]
+    pub max_body: u32,
     /// Seconds runs in flight may take to finish after SIGTERM/SIGINT
     /// before they are cancelled.
     #[arg(long, value_name = "SECONDS", default_value_t = 30)]
@@ -283,8 +283,8 @@ async fn serve(
     let served = Served::new(
         host.clone(),
         Limits {
-            body_bytes: args.max_body,
-            concurrent_runs: args.max_runs.max(1),
+            body_bytes: args.max_body as usize,
+            concurrent_runs: args.max_runs as usize,
         },
     );
     let mut stopped = stop_rx.clone();
@@ -341,9 +341,13 @@ fn spawn_signals(
     serving: Arc<AtomicBool>,
 ) -> tokio::task::JoinHandle<()> {
     tokio::spawn(async move {
-        let (Ok(mut term), Ok(mut int)) = (
+        let (Ok(mut term), Ok(mut int), Ok(mut hup)) = (
             signal(SignalKind::terminate()),
             signal(SignalKind::interrupt()),
+            // Installed from the start, so a SIGHUP before the port is
+            // bound no longer kills the process; once serving, it reloads
+            // (see spawn_reload_on_hangup).
+            signal(SignalKind::hangup()),
         ) else {
             return;
         };
@@ -352,6 +356,7 @@ fn spawn_signals(
             let got = tokio::select! {
                 _ = term.recv() => Stop::Terminate,
                 _ = int.recv() => Stop::Interrupt,
+                _ = hup.recv() => continue,
             };
             seen += 1;
             if seen == 1 {
@@ -382,11 +387,29 @@ fn say_reload(r: &crate::app::host::ReloadStatus, quiet: bool) {
             r.generation_id
         )
     } else {
-        format!(
+        let mut text = format!(
             "chassis serve: reload failed, still serving {}: {}",
             r.generation_id,
             r.error.as_deref().unwrap_or_default()
-        )
+        );
+        // The findings (already scrubbed), one line each.
+        for d in &r.diagnostics {
+            let at = &d["labels"][0];
+            let place = match (
+                at["file"].as_str(),
+                at["line"].as_u64(),
+                at["column"].as_u64(),
+            ) {
+                (Some(f), Some(l), Some(c)) => format!("{f}:{l}:{c}: "),
+                _ => String::new(),
+            };
+            text.push_str(&format!(
+                "\n  {place}{}: {}",
+                d["severity"].as_str().unwrap_or("error"),
+                d["message"].as_str().unwrap_or_default()
+            ));
+        }
+        text
     };
     eprintln!("{line}");
 }
