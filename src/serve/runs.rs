@@ -97,10 +97,9 @@ pub async fn create(
         let p = ApiProblem::new(
             StatusCode::NOT_FOUND,
             "serve::unknown-agent",
-            format!(
-                "the current generation has no agent `{}`",
-                s.host.redactor().redact(&agent)
-            ),
+            // The name is not echoed: a reply that redacts it would tell a
+            // client its guess is a secret's value.
+            "the current generation has no agent of that name".to_owned(),
         )
         .with_help("`GET /v1/status` lists the agents served");
         return p.into_response();
@@ -212,17 +211,16 @@ pub async fn show(
         doc["format_version"] = 1.into();
         return Ok(Json(doc));
     }
-    let redactor = s.host.redactor();
-    let wanted = id.clone();
     let stored = s
         .host
-        .read_store(move |store| store.run(&wanted))
+        .read_store(move |store| store.run(&id))
         .await
         .map_err(|_| {
+            // The id is not echoed (see `create`).
             ApiProblem::new(
                 StatusCode::NOT_FOUND,
                 "serve::unknown-run",
-                format!("no run `{}`", redactor.redact(&id)),
+                "no run of that id in this server or its store",
             )
         })?;
     Ok(Json(serde_json::json!({
