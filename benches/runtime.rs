@@ -389,6 +389,7 @@ budget = {{ model_calls = {limit}, tool_calls = {limit}, tokens = {tokens} }}
                 agent: "bench".into(),
                 input: "go".into(),
                 run_id: None,
+                history: Vec::new(),
             },
         ))
         .expect("runs");
@@ -414,6 +415,7 @@ budget = {{ model_calls = {limit}, tool_calls = {limit}, tokens = {tokens} }}
                         agent: "bench".into(),
                         input: "go".into(),
                         run_id: None,
+                        history: Vec::new(),
                     },
                 )
                 .await

@@ -108,6 +108,16 @@ pub struct HostRunRequest {
     /// Told of every step (already redacted), from `run_started` (with
     /// the generation and snapshot digest) to `run_finished`.
     pub observer: Option<Arc<dyn AgentObserver>>,
+    /// Continue (or start) this session: the model sees its earlier turns.
+    pub session: Option<String>,
+}
+
+/// Whether `id` may name a session: `[A-Za-z0-9._-]{1,128}`.
+pub fn is_session_id(id: &str) -> bool {
+    (1..=128).contains(&id.len())
+        && id
+            .bytes()
+            .all(|b| b.is_ascii_alphanumeric() || matches!(b, b'.' | b'_' | b'-'))
 }
 
 /// A composition held live: one harness, one store, many runs.
@@ -135,6 +145,8 @@ struct Inner {
     runs: Mutex<RunBook>,
     /// The built-in kinds' environment (a reload sets the lock it read).
     builtin: crate::plugins::BuiltinEnv,
+    /// Sessions with a run under way (one at a time each).
+    busy_sessions: Mutex<std::collections::BTreeSet<String>>,
     /// How many runs this host has started.
     started_runs: std::sync::atomic::AtomicU64,
     /// What `/metrics` shows.
@@ -230,6 +242,7 @@ impl Host {
                 writer: super::run_writer::RunWriter::start(Arc::clone(&store)),
                 metrics: Arc::default(),
                 started_runs: std::sync::atomic::AtomicU64::new(0),
+                busy_sessions: Mutex::default(),
                 builtin,
                 file: options.file,
                 env,
@@ -541,6 +554,15 @@ impl Host {
             ))
             .into());
         }
+        // A session: one run at a time, one agent, its earlier turns.
+        let session = match request.session {
+            None => None,
+            Some(id) => Some(self.open_session(id, &request.agent).await?),
+        };
+        let history = session
+            .as_ref()
+            .map(|s| s.messages.clone())
+            .unwrap_or_default();
         let run_id = new_run_id();
         let started = HostRun {
             run_id: run_id.clone(),
@@ -591,6 +613,7 @@ impl Host {
             agent: request.agent,
             input: request.input,
             run_id: Some(run_id.clone()),
+            history,
         };
         let result = tokio::select! {
             r = runner.run(&generation, agent_request) => Some(r),
@@ -641,6 +664,9 @@ impl Host {
         if outcome.is_err() {
             inner.metrics.run_failed(&started.agent, status_text);
         }
+        if let (Some(session), Ok(o)) = (&session, &outcome) {
+            self.save_turn(session, o).await?;
+        }
         let (status_text, document) = match (&outcome, &recorded) {
             (Ok(o), Ok(_)) => (status_text, Some(o.document(&inner.caller.redactor))),
             (Ok(_), Err(_)) => ("failed", None),
@@ -655,6 +681,113 @@ impl Host {
         });
         recorded?;
         outcome
+    }
+
+    /// Claim session `id` for a run of `agent`: 409 when a run of it is
+    /// under way or it belongs to another agent.
+    async fn open_session(&self, id: String, agent: &str) -> Result<OpenSession, AppError> {
+        if !is_session_id(&id) {
+            return Err(
+                Problem::input("a session id is 1 to 128 of `A-Z a-z 0-9 . _ -`")
+                    .with_code("serve::bad-session")
+                    .into(),
+            );
+        }
+        if !lock(&self.inner.busy_sessions).insert(id.clone()) {
+            return Err(Problem::input("the session has a run under way")
+                .with_code("serve::session-busy")
+                .with_help("wait for it to finish; a session answers one turn at a time")
+                .into());
+        }
+        let claimed = OpenSession {
+            host: self.clone(),
+            id: id.clone(),
+            stored: None,
+            messages: Vec::new(),
+        };
+        let wanted = id.clone();
+        let stored = self.read_store(move |s| s.session(&wanted)).await?;
+        let mut claimed = claimed;
+        if let Some(stored) = stored {
+            if stored.agent != agent {
+                return Err(Problem::input(format!(
+                    "the session belongs to agent `{}`",
+                    stored.agent
+                ))
+                .with_code("serve::session-agent")
+                .with_help("a session talks to one agent; start another session for this one")
+                .into());
+            }
+            claimed.messages = serde_json::from_value(stored.transcript["messages"].clone())
+                .map_err(|e| {
+                    AppError::failure(format!("a stored session does not read back: {e}"))
+                })?;
+            claimed.stored = Some(stored);
+        }
+        Ok(claimed)
+    }
+
+    /// Add `outcome` as the session's next turn (its messages as the model
+    /// saw them, redacted) and store it.
+    async fn save_turn(&self, session: &OpenSession, outcome: &RunOutcome) -> Result<(), AppError> {
+        let now = now_rfc3339();
+        let mut turns = session
+            .stored
+            .as_ref()
+            .and_then(|s| s.transcript["turns"].as_array().cloned())
+            .unwrap_or_default();
+        turns.push(serde_json::json!({
+            "turn": turns.len() + 1,
+            "run_id": outcome.result.run_id,
+            "generation_id": outcome.result.generation_id,
+            "status": outcome.status.as_str(),
+        }));
+        let messages: Vec<&crate::runtime::model::ChatMessage> = outcome
+            .result
+            .messages
+            .iter()
+            .filter(|m| m.role != crate::runtime::model::Role::System)
+            .collect();
+        let transcript = self
+            .inner
+            .caller
+            .redactor
+            .redact_document(&serde_json::json!({ "turns": turns, "messages": messages }));
+        let stored = crate::store::StoredSession {
+            id: session.id.clone(),
+            agent: outcome.result.agent.clone(),
+            created_at: session
+                .stored
+                .as_ref()
+                .map_or_else(|| now.clone(), |s| s.created_at.clone()),
+            updated_at: now,
+            transcript,
+        };
+        let store = Arc::clone(&self.inner.store);
+        tokio::task::spawn_blocking(move || lock(&store).save_session(&stored))
+            .await
+            .map_err(|e| AppError::failure(format!("saving the session stopped: {e}")))?
+    }
+
+    /// Session `id` as stored (`None`: no such session).
+    pub async fn session(&self, id: &str) -> Result<Option<crate::store::StoredSession>, AppError> {
+        let id = id.to_owned();
+        self.read_store(move |s| s.session(&id)).await
+    }
+
+    /// Delete session `id` (409 while a run of it is under way); whether
+    /// there was one.
+    pub async fn delete_session(&self, id: &str) -> Result<bool, AppError> {
+        if lock(&self.inner.busy_sessions).contains(id) {
+            return Err(Problem::input("the session has a run under way")
+                .with_code("serve::session-busy")
+                .into());
+        }
+        let store = Arc::clone(&self.inner.store);
+        let id = id.to_owned();
+        tokio::task::spawn_blocking(move || lock(&store).delete_session(&id))
+            .await
+            .map_err(|e| AppError::failure(format!("deleting the session stopped: {e}")))?
     }
 
     /// Move a run to the finished end of the book (the oldest finished
@@ -742,6 +875,20 @@ impl Published {
             let m = self.mounts.entry(n.entry_id).or_default();
             *m = (*m).max(n.mount);
         }
+    }
+}
+
+/// A session claimed for one run; released when dropped.
+struct OpenSession {
+    host: Host,
+    id: String,
+    stored: Option<crate::store::StoredSession>,
+    messages: Vec<crate::runtime::model::ChatMessage>,
+}
+
+impl Drop for OpenSession {
+    fn drop(&mut self) {
+        lock(&self.host.inner.busy_sessions).remove(&self.id);
     }
 }
 

@@ -244,6 +244,7 @@ pub async fn run(options: RunOptions, caller: &Caller) -> Result<RunOutcome, App
                 agent,
                 input,
                 run_id: None,
+                history: Vec::new(),
             },
             request_tools,
             file: &options.file,

@@ -511,6 +511,23 @@ impl StateStore {
         Ok(())
     }
 
+    /// Session `id` of this lineage.
+    pub fn session(&self, id: &str) -> Result<Option<crate::store::StoredSession>, AppError> {
+        Ok(self.store.session(&self.lineage, id)?)
+    }
+
+    /// Save a session of this lineage (created or replaced).
+    pub fn save_session(&mut self, session: &crate::store::StoredSession) -> Result<(), AppError> {
+        self.store.save_session(&self.lineage, session)?;
+        self.claimed();
+        Ok(())
+    }
+
+    /// Delete session `id` of this lineage; whether there was one.
+    pub fn delete_session(&mut self, id: &str) -> Result<bool, AppError> {
+        Ok(self.store.delete_session(&self.lineage, id)?)
+    }
+
     /// Record runs in one transaction, their ids in order.
     pub fn record_runs(&mut self, runs: Vec<NewRun>) -> Result<Vec<String>, AppError> {
         let ids = self.store.record_runs(&self.lineage, runs)?;

@@ -450,6 +450,7 @@ tools = ["word_count", "shell_exec"]
                 agent: "helper".into(),
                 input: "How many words?".into(),
                 run_id: None,
+                history: Vec::new(),
             },
         )
         .await

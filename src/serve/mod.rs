@@ -13,6 +13,7 @@ mod metrics;
 pub mod problem;
 mod reads;
 mod runs;
+mod sessions;
 pub mod tls;
 pub mod watch;
 
@@ -83,6 +84,10 @@ pub fn router(served: Served, access: Access) -> Router {
         .route("/v1/agents/{agent}/runs", post(runs::create))
         .route("/v1/runs", get(runs::list))
         .route("/v1/runs/{id}", get(runs::show))
+        .route(
+            "/v1/sessions/{id}",
+            get(sessions::show).delete(sessions::delete),
+        )
         .fallback(problem::not_found)
         .method_not_allowed_fallback(problem::method_not_allowed)
         .layer(DefaultBodyLimit::max(body))

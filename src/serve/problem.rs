@@ -85,6 +85,7 @@ impl ApiProblem {
         let status = match code {
             "serve::unknown-agent" => StatusCode::NOT_FOUND,
             "serve::stopping" => StatusCode::SERVICE_UNAVAILABLE,
+            "serve::session-busy" | "serve::session-agent" => StatusCode::CONFLICT,
             _ => status,
         };
         Self {

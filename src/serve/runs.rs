@@ -28,7 +28,7 @@ struct RunBody {
     #[serde(default)]
     stream: bool,
     #[serde(default)]
-    session: Option<serde_json::Value>,
+    session: Option<String>,
     #[serde(default)]
     request_tools: Option<serde_json::Value>,
 }
@@ -51,21 +51,13 @@ fn parse_body(body: Result<Bytes, BytesRejection>) -> Result<RunBody, ApiProblem
         )
         .with_help("send `{\"input\": \"…\"}`, with `\"stream\": true` for Server-Sent Events")
     })?;
-    for (given, what) in [
-        (body.session.is_some(), "sessions (`session`)"),
-        (
-            body.request_tools.is_some(),
-            "tools brought by a request (`request_tools`)",
-        ),
-    ] {
-        if given {
-            return Err(ApiProblem::new(
-                StatusCode::NOT_IMPLEMENTED,
-                "serve::not-implemented",
-                format!("{what} are not served yet"),
-            )
-            .with_help("leave the field out"));
-        }
+    if body.request_tools.is_some() {
+        return Err(ApiProblem::new(
+            StatusCode::NOT_IMPLEMENTED,
+            "serve::not-implemented",
+            "tools brought by a request (`request_tools`) are not served yet",
+        )
+        .with_help("leave the field out"));
     }
     Ok(body)
 }
@@ -115,8 +107,10 @@ pub async fn create(
     };
     let stream = wants_stream(&body, &headers);
     let (tx, rx) = mpsc::unbounded_channel::<Event>();
+    let session = body.session.clone();
     let request = HostRunRequest {
         agent,
+        session: body.session,
         input: body.input,
         observer: stream.then(|| {
             let tx = tx.clone();
@@ -132,7 +126,13 @@ pub async fn create(
     let task = tokio::spawn(async move {
         let outcome = host.run(request).await;
         drop(permit);
-        outcome.map(|o| o.document(&host.redactor()))
+        outcome.map(|o| {
+            let mut doc = o.document(&host.redactor());
+            if let Some(id) = session {
+                doc["session"] = id.into();
+            }
+            doc
+        })
     });
     if !stream {
         drop(tx);

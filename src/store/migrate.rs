@@ -40,6 +40,11 @@ pub const MIGRATIONS: &[Migration] = &[
         summary: "each generation's agents beside it (a publish reads no snapshot)",
         apply: v3,
     },
+    Migration {
+        version: 4,
+        summary: "sessions: a conversation with one agent, turn by turn",
+        apply: v4,
+    },
 ];
 
 /// The newest schema version this build writes.
@@ -203,6 +208,22 @@ CREATE TABLE runs_v2 (
 
 /// Version 3: a generation's `metadata.agents` in a column of its own,
 /// filled in from each stored snapshot.
+fn v4(tx: &Transaction<'_>) -> rusqlite::Result<()> {
+    tx.execute_batch(
+        "
+CREATE TABLE sessions (
+    lineage_id INTEGER NOT NULL REFERENCES lineages(id),
+    id         TEXT NOT NULL,
+    agent      TEXT NOT NULL,
+    created_at TEXT NOT NULL,
+    updated_at TEXT NOT NULL,
+    transcript TEXT NOT NULL,
+    PRIMARY KEY (lineage_id, id)
+);
+",
+    )
+}
+
 fn v3(tx: &Transaction<'_>) -> rusqlite::Result<()> {
     tx.execute_batch("ALTER TABLE generations ADD COLUMN agents TEXT;")?;
     let rows: Vec<(i64, i64, String)> = tx

@@ -374,6 +374,21 @@ pub struct StoredRun {
     pub finished_at: Option<String>,
 }
 
+/// A conversation with one agent, as stored.
+#[derive(Clone, Debug, PartialEq)]
+pub struct StoredSession {
+    /// Its id (`[A-Za-z0-9._-]{1,128}`).
+    pub id: String,
+    /// The agent it belongs to.
+    pub agent: String,
+    /// When its first turn ended.
+    pub created_at: String,
+    /// When its last turn ended.
+    pub updated_at: String,
+    /// Its turns and messages (JSON, redacted).
+    pub transcript: serde_json::Value,
+}
+
 /// How a command opens a store.
 #[derive(Clone, Copy, Debug, PartialEq, Eq)]
 pub enum OpenMode {
@@ -428,6 +443,12 @@ pub trait Store: Send {
     fn record_runs(&mut self, lineage: &str, runs: Vec<NewRun>) -> Result<Vec<String>, StoreError>;
     /// Every run, in the order they were recorded.
     fn runs(&self) -> Result<Vec<StoredRun>, StoreError>;
+    /// Session `id` of `lineage`.
+    fn session(&self, lineage: &str, id: &str) -> Result<Option<StoredSession>, StoreError>;
+    /// Write a session of `lineage` (created or replaced).
+    fn save_session(&mut self, lineage: &str, session: &StoredSession) -> Result<(), StoreError>;
+    /// Delete session `id` of `lineage`; whether there was one.
+    fn delete_session(&mut self, lineage: &str, id: &str) -> Result<bool, StoreError>;
     /// One run.
     fn run(&self, id: &str) -> Result<Option<StoredRun>, StoreError>;
 }

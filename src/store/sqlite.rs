@@ -20,7 +20,8 @@ use super::key::StoreKey;
 use super::migrate::{self, Documents, UNCLAIMED};
 use super::{
     GenerationSummary, Head, LineageSummary, NewRun, OpenMode, PublishRecord, Store, StoreError,
-    StoredGeneration, StoredImpact, StoredNode, StoredRun, fingerprint_fn, now_rfc3339,
+    StoredGeneration, StoredImpact, StoredNode, StoredRun, StoredSession, fingerprint_fn,
+    now_rfc3339,
 };
 use crate::engine::identity::GenerationId;
 use crate::runtime::harness::ConfigFingerprint;
@@ -665,6 +666,70 @@ impl Store for SqliteStore {
 
     fn runs(&self) -> Result<Vec<StoredRun>, StoreError> {
         self.query_runs("", &[])
+    }
+
+    fn session(&self, lineage: &str, id: &str) -> Result<Option<StoredSession>, StoreError> {
+        let Some(lineage_id) = self.lineage_id(lineage)? else {
+            return Ok(None);
+        };
+        let row: Option<(String, String, String, String)> = self
+            .conn
+            .query_row(
+                "SELECT agent, created_at, updated_at, transcript FROM sessions
+                 WHERE lineage_id = ?1 AND id = ?2",
+                params![lineage_id, id],
+                |r| Ok((r.get(0)?, r.get(1)?, r.get(2)?, r.get(3)?)),
+            )
+            .optional()
+            .map_err(|e| self.backend(e))?;
+        row.map(|(agent, created_at, updated_at, transcript)| {
+            Ok(StoredSession {
+                id: id.to_owned(),
+                agent,
+                created_at,
+                updated_at,
+                transcript: serde_json::from_str(&transcript).map_err(|e| self.backend(e))?,
+            })
+        })
+        .transpose()
+    }
+
+    fn save_session(&mut self, lineage: &str, session: &StoredSession) -> Result<(), StoreError> {
+        let transcript = session.transcript.to_string();
+        self.write(|tx, backend| {
+            let lineage_id = claim_lineage(tx, lineage).map_err(backend)?;
+            tx.execute(
+                "INSERT INTO sessions (lineage_id, id, agent, created_at, updated_at, transcript)
+                 VALUES (?1, ?2, ?3, ?4, ?5, ?6)
+                 ON CONFLICT (lineage_id, id) DO UPDATE
+                 SET agent = excluded.agent, updated_at = excluded.updated_at,
+                     transcript = excluded.transcript",
+                params![
+                    lineage_id,
+                    session.id,
+                    session.agent,
+                    session.created_at,
+                    session.updated_at,
+                    transcript
+                ],
+            )
+            .map_err(backend)?;
+            Ok(())
+        })
+    }
+
+    fn delete_session(&mut self, lineage: &str, id: &str) -> Result<bool, StoreError> {
+        let Some(lineage_id) = self.lineage_id(lineage)? else {
+            return Ok(false);
+        };
+        self.write(|tx, backend| {
+            tx.execute(
+                "DELETE FROM sessions WHERE lineage_id = ?1 AND id = ?2",
+                params![lineage_id, id],
+            )
+            .map(|n| n > 0)
+            .map_err(backend)
+        })
     }
 
     fn run(&self, id: &str) -> Result<Option<StoredRun>, StoreError> {

@@ -175,3 +175,24 @@ fn a_group_of_runs_commits_together_or_not_at_all() {
     let listed: Vec<String> = store.runs().unwrap().into_iter().map(|r| r.id).collect();
     assert_eq!(listed, ["run_000000000001", "run_000000000002"]);
 }
+
+#[test]
+fn a_session_is_saved_replaced_read_and_deleted_within_its_lineage() {
+    let dir = tempfile::tempdir().unwrap();
+    let mut store = open(&dir.path().join("s.db"), OpenMode::Create).unwrap();
+    let mut session = crate::store::StoredSession {
+        id: "chat-1".into(),
+        agent: "a".into(),
+        created_at: now_rfc3339(),
+        updated_at: now_rfc3339(),
+        transcript: serde_json::json!({ "turns": [1] }),
+    };
+    store.save_session("c.toml", &session).unwrap();
+    session.transcript = serde_json::json!({ "turns": [1, 2] });
+    store.save_session("c.toml", &session).unwrap();
+    assert_eq!(store.session("c.toml", "chat-1").unwrap(), Some(session));
+    assert_eq!(store.session("other.toml", "chat-1").unwrap(), None);
+    assert!(!store.delete_session("other.toml", "chat-1").unwrap());
+    assert!(store.delete_session("c.toml", "chat-1").unwrap());
+    assert_eq!(store.session("c.toml", "chat-1").unwrap(), None);
+}

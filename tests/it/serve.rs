@@ -400,9 +400,16 @@ fn serves_runs_plain_streamed_and_concurrent_with_problem_documents() {
             (
                 "POST",
                 "/v1/agents/assistant/runs",
-                json!({"input": "x", "session": "s1"}),
+                json!({"input": "x", "request_tools": {}}),
                 501,
                 "serve::not-implemented",
+            ),
+            (
+                "POST",
+                "/v1/agents/assistant/runs",
+                json!({"input": "x", "session": "not a session id"}),
+                400,
+                "serve::bad-session",
             ),
             (
                 "GET",
@@ -728,9 +735,18 @@ fn the_canary_secret_leaves_through_no_endpoint_event_or_log() {
     let mut seen = String::new();
     runtime().block_on(async {
         let url = server.url("/v1/agents/assistant/runs");
-        let (status, _, doc) = post(&c, &url, &json!({"input": format!("Count: {CANARY}")})).await;
+        let (status, _, doc) = post(
+            &c,
+            &url,
+            &json!({"input": format!("Count: {CANARY}"), "session": "canary-chat"}),
+        )
+        .await;
         assert_eq!(status, 200, "{doc}");
         seen.push_str(&doc.to_string());
+        let (status, session) = get(&c, &server.url("/v1/sessions/canary-chat")).await;
+        assert_eq!(status, 200, "{session}");
+        assert!(session["messages"].as_array().unwrap().len() > 2);
+        seen.push_str(&session.to_string());
         let r = c
             .post(&url)
             .json(&json!({"input": format!("Count: {CANARY}"), "stream": true}))
@@ -774,6 +790,12 @@ fn the_canary_secret_leaves_through_no_endpoint_event_or_log() {
     assert!(
         !rest.contains(CANARY),
         "the canary leaked on stderr: {rest}"
+    );
+    // Nor into the store (run records, the session's transcript).
+    let stored = std::fs::read(dir.path().join(".chassis/state.db")).unwrap();
+    assert!(
+        !stored.windows(CANARY.len()).any(|w| w == CANARY.as_bytes()),
+        "the canary is in the store"
     );
 }
 
@@ -1153,4 +1175,141 @@ fn odd_requests_get_problem_documents_and_reload_findings_are_scrubbed() {
     });
     let (_, rest) = server.stop(nix::sys::signal::Signal::SIGTERM);
     assert!(!rest.contains(CANARY), "{rest}");
+}
+
+#[test]
+fn a_session_continues_a_conversation_across_turns_reloads_and_restarts() {
+    let (dir, file) = workspace();
+    let text = std::fs::read_to_string(&file).unwrap().replace(
+        "# Any other input.",
+        "[[entries.model.config.turns]]\nwhen = { input = \"slow\" }\ntext = \"slow answer\"\ndelay_ms = 1500\n\n# Any other input.",
+    ) + "\n[agents.other]\nprompt = \"Another agent.\"\n";
+    save(&file, &text);
+    let server = Server::start(dir.path(), "serve.toml", &["--no-watch"]);
+    let c = client();
+    let runs = server.url("/v1/agents/assistant/runs");
+    runtime().block_on(async {
+        let (status, _, first) =
+            post(&c, &runs, &json!({"input": "hello", "session": "chat-1"})).await;
+        assert_eq!(status, 200, "{first}");
+        assert_eq!(first["session"], "chat-1");
+        // The next turn runs on the generation current then, and the model
+        // sees the whole conversation.
+        save(&file, &text.replace("It has 3 words.", "Three words."));
+        let (_, _, reload) = post(&c, &server.url("/v1/reload"), &Value::Null).await;
+        assert_eq!(reload["generation_id"], "gen_0002");
+        let (status, _, second) = post(
+            &c,
+            &runs,
+            &json!({"input": "Count: a b c", "session": "chat-1"}),
+        )
+        .await;
+        assert_eq!(status, 200, "{second}");
+        assert_eq!(second["answer"], "Three words.");
+        let seen: Vec<(&str, &str)> = second["messages"]
+            .as_array()
+            .unwrap()
+            .iter()
+            .map(|m| {
+                (
+                    m["role"].as_str().unwrap(),
+                    m["content"].as_str().unwrap_or(""),
+                )
+            })
+            .collect();
+        assert_eq!(seen[1], ("user", "hello"), "{seen:?}");
+        assert_eq!(
+            seen[2],
+            ("assistant", "Hello! Ask me to `Count: <some words>`."),
+            "{seen:?}"
+        );
+        assert_eq!(seen[3], ("user", "Count: a b c"), "{seen:?}");
+        // The transcript says which generation answered which turn.
+        let (status, session) = get(&c, &server.url("/v1/sessions/chat-1")).await;
+        assert_eq!(status, 200, "{session}");
+        assert_eq!(session["agent"], "assistant");
+        let turns: Vec<(&str, &str)> = session["turns"]
+            .as_array()
+            .unwrap()
+            .iter()
+            .map(|t| {
+                (
+                    t["run_id"].as_str().unwrap(),
+                    t["generation_id"].as_str().unwrap(),
+                )
+            })
+            .collect();
+        assert_eq!(
+            turns,
+            [
+                (first["run_id"].as_str().unwrap(), "gen_0001"),
+                (second["run_id"].as_str().unwrap(), "gen_0002")
+            ]
+        );
+        assert_eq!(
+            session["messages"].as_array().unwrap().len(),
+            6,
+            "{session}"
+        );
+        // One agent per session; one run at a time.
+        let other = server.url("/v1/agents/other/runs");
+        let (status, _, problem) =
+            post(&c, &other, &json!({"input": "hi", "session": "chat-1"})).await;
+        assert_eq!(
+            (status, problem["code"].as_str()),
+            (409, Some("serve::session-agent")),
+            "{problem}"
+        );
+        let slow = tokio::spawn({
+            let (c, runs) = (c.clone(), runs.clone());
+            async move { post(&c, &runs, &json!({"input": "slow", "session": "chat-2"})).await }
+        });
+        wait_for_lease(&c, &server.base).await;
+        let (status, _, problem) =
+            post(&c, &runs, &json!({"input": "hello", "session": "chat-2"})).await;
+        assert_eq!(
+            (status, problem["code"].as_str()),
+            (409, Some("serve::session-busy")),
+            "{problem}"
+        );
+        let r = c
+            .delete(server.url("/v1/sessions/chat-2"))
+            .send()
+            .await
+            .unwrap();
+        assert_eq!(r.status().as_u16(), 409);
+        let (status, _, _) = slow.await.unwrap();
+        assert_eq!(status, 200);
+        let r = c
+            .delete(server.url("/v1/sessions/chat-2"))
+            .send()
+            .await
+            .unwrap();
+        assert_eq!(r.status().as_u16(), 204);
+        let (status, problem) = get(&c, &server.url("/v1/sessions/chat-2")).await;
+        assert_eq!(
+            (status, problem["code"].as_str()),
+            (404, Some("serve::unknown-session"))
+        );
+    });
+    let (code, _) = server.stop(nix::sys::signal::Signal::SIGTERM);
+    assert_eq!(code, 0);
+    // Sessions are in the store: a restarted server continues them.
+    let server = Server::start(dir.path(), "serve.toml", &["--no-watch"]);
+    runtime().block_on(async {
+        let (status, session) = get(&c, &server.url("/v1/sessions/chat-1")).await;
+        assert_eq!(status, 200);
+        assert_eq!(session["turns"].as_array().unwrap().len(), 2);
+        let (_, _, third) = post(
+            &c,
+            &server.url("/v1/agents/assistant/runs"),
+            &json!({"input": "hello", "session": "chat-1"}),
+        )
+        .await;
+        assert_eq!(
+            third["messages"].as_array().unwrap().len(),
+            1 + 6 + 2,
+            "{third}"
+        );
+    });
 }

@@ -38,6 +38,10 @@ pub struct AgentRequest {
     pub input: String,
     /// A run id to use (one is made when absent).
     pub run_id: Option<String>,
+    /// The conversation before this input (a session's earlier turns:
+    /// user, assistant and tool messages, no system message), as the model
+    /// saw it.
+    pub history: Vec<crate::runtime::model::ChatMessage>,
 }
 
 /// Why a run could not start.
@@ -450,6 +454,14 @@ impl AgentRunner {
                 redactor.redact(&bound.plan.system_prompt).into_owned(),
             ));
         }
+        // A session's earlier turns, then this input.
+        state.messages.extend(
+            request
+                .history
+                .iter()
+                .filter(|m| m.role != Role::System)
+                .map(|m| redact_message(&redactor, m)),
+        );
         state.messages.push(ChatMessage::text(
             Role::User,
             redactor.redact(&request.input).into_owned(),

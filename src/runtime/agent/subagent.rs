@@ -132,6 +132,7 @@ impl Tool for SubAgentTool {
             agent: self.name.clone(),
             input,
             run_id: Some(format!("{}.{}", ctx.run_id, self.name)),
+            history: Vec::new(),
         };
         let result = runner
             .run_with_budget(Arc::clone(&self.generation), request, budget, self.depth)

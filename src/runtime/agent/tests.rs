@@ -115,6 +115,7 @@ impl Setup {
                     agent: agent.into(),
                     input: input.into(),
                     run_id: None,
+                    history: Vec::new(),
                 },
             )
             .await
@@ -597,6 +598,7 @@ async fn model_call_hooks_observe_transform_and_bail() {
                 agent: "a".into(),
                 input: "go".into(),
                 run_id: None,
+                history: Vec::new(),
             },
         )
         .await
@@ -660,6 +662,7 @@ async fn an_unknown_agent_and_an_unbound_model_cannot_start() {
                 agent: "b".into(),
                 input: String::new(),
                 run_id: None,
+                history: Vec::new(),
             },
         )
         .await
@@ -675,6 +678,7 @@ async fn an_unknown_agent_and_an_unbound_model_cannot_start() {
                 agent: "a".into(),
                 input: String::new(),
                 run_id: None,
+                history: Vec::new(),
             },
         )
         .await
@@ -766,6 +770,7 @@ text = "done"
         agent: "helper".into(),
         input: input.into(),
         run_id: None,
+        history: Vec::new(),
     };
     let tools = crate::runtime::request_tools::RequestTools {
         tools: vec![crate::runtime::ToolRegistration {
