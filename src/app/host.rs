@@ -145,6 +145,10 @@ struct Inner {
     runs: Mutex<RunBook>,
     /// The built-in kinds' environment (a reload sets the lock it read).
     builtin: crate::plugins::BuiltinEnv,
+    /// This server's id in the store's `holders`.
+    instance: String,
+    /// Where it listens (set once bound), written with each heartbeat.
+    address: Mutex<String>,
     /// Sessions with a run under way (one at a time each).
     busy_sessions: Mutex<std::collections::BTreeSet<String>>,
     /// How many runs this host has started.
@@ -196,8 +200,19 @@ impl Host {
             &ws.composition.host,
         );
         let lineage = lineage_of(&options.file, &ws.composition.host, &path);
-        let store = StateStore::open(&path, OpenMode::Create)?
+        let mut store = StateStore::open(&path, OpenMode::Create)?
             .writing_as(lineage, Arc::clone(&caller.reporter))?;
+        // One server per lineage; `chassis publish` on it is refused while
+        // this one beats (see `StateStore::refuse_if_served`).
+        store.refuse_if_served()?;
+        let instance = new_run_id().replacen("run_", "srv_", 1);
+        store.hold(&crate::store::Holder {
+            instance: instance.clone(),
+            pid: std::process::id(),
+            address: String::new(),
+            started_at: now_rfc3339(),
+            heartbeat: crate::store::unix_now(),
+        })?;
         let seed = store.seed()?;
         let harness_options =
             super::mount::harness_options(Arc::clone(&telemetry), &caller.redactor, &env);
@@ -223,7 +238,8 @@ impl Host {
             Err((e, store)) => {
                 harness.shutdown().await;
                 // A first publish that fails leaves no store behind.
-                if let Some(store) = store {
+                if let Some(mut store) = store {
+                    let _ = store.release(&instance);
                     store.discard_if_unused();
                 }
                 return Err(e);
@@ -243,6 +259,8 @@ impl Host {
                 metrics: Arc::default(),
                 started_runs: std::sync::atomic::AtomicU64::new(0),
                 busy_sessions: Mutex::default(),
+                instance,
+                address: Mutex::default(),
                 builtin,
                 file: options.file,
                 env,
@@ -822,10 +840,39 @@ impl Host {
         Some(all.into_iter().skip(start).take(limit).cloned().collect())
     }
 
+    /// Say where this server listens, and keep its hold on the lineage
+    /// alive (a heartbeat every 5 s until [`Host::shutdown`]).
+    pub async fn announce(&self, address: String) -> tokio::task::JoinHandle<()> {
+        *lock(&self.inner.address) = address;
+        let _ = self.beat().await;
+        let host = self.clone();
+        tokio::spawn(async move {
+            loop {
+                tokio::time::sleep(std::time::Duration::from_secs(5)).await;
+                if !host.beat().await {
+                    return;
+                }
+            }
+        })
+    }
+
+    /// One heartbeat; false when the hold is gone (or the store failed).
+    async fn beat(&self) -> bool {
+        let store = Arc::clone(&self.inner.store);
+        let instance = self.inner.instance.clone();
+        let address = lock(&self.inner.address).clone();
+        tokio::task::spawn_blocking(move || lock(&store).heartbeat(&instance, &address))
+            .await
+            .is_ok_and(|r| r.unwrap_or(false))
+    }
+
     /// Stop: no new run leases a generation; the harness unmounts every
-    /// instance in reverse order. Runs in flight should have finished (or
-    /// been interrupted through the caller) first.
+    /// instance in reverse order; the lineage is let go. Runs in flight
+    /// should have finished (or been interrupted through the caller) first.
     pub async fn shutdown(&self) {
+        let store = Arc::clone(&self.inner.store);
+        let instance = self.inner.instance.clone();
+        let _ = tokio::task::spawn_blocking(move || lock(&store).release(&instance)).await;
         for f in self.inner.harness.shutdown().await {
             self.inner.caller.notice(Notice::CleanupFailed {
                 description: &f.description,

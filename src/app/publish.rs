@@ -82,6 +82,7 @@ pub async fn publish(options: &PublishOptions, caller: &Caller) -> Result<Publis
     let lineage = lineage_of(&options.file, &ws.composition.host, &path);
     let mut store = StateStore::open(&path, OpenMode::Create)?
         .writing_as(lineage, std::sync::Arc::clone(&caller.reporter))?;
+    store.refuse_if_served()?;
     match publish_into(&mut store, &ws, telemetry, &env, options, caller).await {
         Ok(published) => {
             if store.created() {

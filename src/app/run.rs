@@ -211,10 +211,11 @@ pub async fn run(options: RunOptions, caller: &Caller) -> Result<RunOutcome, App
         None => None,
         Some(path) => {
             let lineage = lineage_of(&options.file, &ws.composition.host, &path);
-            Some(
-                StateStore::open(&path, OpenMode::Create)?
-                    .writing_as(lineage, Arc::clone(&caller.reporter))?,
-            )
+            let store = StateStore::open(&path, OpenMode::Create)?
+                .writing_as(lineage, Arc::clone(&caller.reporter))?;
+            // A run publishes: not into a lineage a server holds.
+            store.refuse_if_served()?;
+            Some(store)
         }
     };
     let seed = store.as_ref().map(StateStore::seed).transpose()?;

@@ -511,6 +511,60 @@ impl StateStore {
         Ok(())
     }
 
+    /// Refuse (exit 1, `store::served`) when a live `chassis serve` other
+    /// than this process holds this lineage: its reload publishes, and two
+    /// writers would race for the next generation.
+    pub fn refuse_if_served(&self) -> Result<(), AppError> {
+        let Some(h) = self.store.holder(&self.lineage)? else {
+            return Ok(());
+        };
+        let fresh = crate::store::unix_now().saturating_sub(h.heartbeat) <= HOLD_FRESH_SECONDS;
+        if !fresh || h.pid == std::process::id() {
+            return Ok(());
+        }
+        let at = if h.address.is_empty() {
+            "(starting)".to_owned()
+        } else {
+            format!("at {}", h.address)
+        };
+        Err(Problem::new(
+            super::error::ErrorKind::Negative,
+            format!(
+                "`{}` is served by `chassis serve` (pid {}) {at}",
+                shown_lineage(&self.lineage),
+                h.pid
+            ),
+        )
+        .with_code("store::served")
+        .with_help(if h.address.is_empty() {
+            "wait for it to start, then reload it through it".to_owned()
+        } else {
+            format!(
+                "publish through it: save the file (it is watched) or `curl -X POST {}/v1/reload`",
+                h.address
+            )
+        })
+        .with_help("or stop that server first")
+        .into())
+    }
+
+    /// Hold this lineage for a server (see [`Self::refuse_if_served`]).
+    pub fn hold(&mut self, holder: &crate::store::Holder) -> Result<(), AppError> {
+        self.store.hold(&self.lineage, holder)?;
+        self.claimed();
+        Ok(())
+    }
+
+    /// Beat the holder's heart (and set its address).
+    pub fn heartbeat(&mut self, instance: &str, address: &str) -> Result<bool, AppError> {
+        Ok(self.store.heartbeat(&self.lineage, instance, address)?)
+    }
+
+    /// Let go of this lineage.
+    pub fn release(&mut self, instance: &str) -> Result<(), AppError> {
+        Ok(self.store.release(&self.lineage, instance)?)
+    }
+
     /// Session `id` of this lineage.
     pub fn session(&self, id: &str) -> Result<Option<crate::store::StoredSession>, AppError> {
         Ok(self.store.session(&self.lineage, id)?)
@@ -591,6 +645,10 @@ pub fn prepare_publication(
     };
     Ok(record)
 }
+
+/// How long a server's heartbeat keeps its lineage held, in seconds (it
+/// beats every 5).
+pub const HOLD_FRESH_SECONDS: u64 = 20;
 
 /// One publication to record.
 pub struct Publication<'a> {

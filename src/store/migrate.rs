@@ -45,6 +45,11 @@ pub const MIGRATIONS: &[Migration] = &[
         summary: "sessions: a conversation with one agent, turn by turn",
         apply: v4,
     },
+    Migration {
+        version: 5,
+        summary: "holders: the server serving a lineage, with its heartbeat",
+        apply: v5,
+    },
 ];
 
 /// The newest schema version this build writes.
@@ -208,6 +213,21 @@ CREATE TABLE runs_v2 (
 
 /// Version 3: a generation's `metadata.agents` in a column of its own,
 /// filled in from each stored snapshot.
+fn v5(tx: &Transaction<'_>) -> rusqlite::Result<()> {
+    tx.execute_batch(
+        "
+CREATE TABLE holders (
+    lineage_id INTEGER PRIMARY KEY REFERENCES lineages(id),
+    instance   TEXT NOT NULL,
+    pid        INTEGER NOT NULL,
+    address    TEXT NOT NULL,
+    started_at TEXT NOT NULL,
+    heartbeat  INTEGER NOT NULL
+);
+",
+    )
+}
+
 fn v4(tx: &Transaction<'_>) -> rusqlite::Result<()> {
     tx.execute_batch(
         "

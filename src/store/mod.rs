@@ -33,7 +33,7 @@ use crate::runtime::harness::{ConfigFingerprint, SeedNode, SeedState};
 use crate::runtime::identity::{Decision, NodeIdentity, NodeImpact};
 
 pub use key::StoreKey;
-pub use sqlite::SqliteStore;
+pub use sqlite::{SqliteStore, unix_now};
 pub use time::now_rfc3339;
 
 /// The schema version this chassis writes (and the newest it reads).
@@ -374,6 +374,21 @@ pub struct StoredRun {
     pub finished_at: Option<String>,
 }
 
+/// A server holding a lineage (`chassis serve`).
+#[derive(Clone, Debug, PartialEq, Eq)]
+pub struct Holder {
+    /// The server process's instance id.
+    pub instance: String,
+    /// Its process id.
+    pub pid: u32,
+    /// Where it listens (`http://127.0.0.1:7300`; empty before it binds).
+    pub address: String,
+    /// When it started.
+    pub started_at: String,
+    /// Its last heartbeat, in seconds since the Unix epoch.
+    pub heartbeat: u64,
+}
+
 /// A conversation with one agent, as stored.
 #[derive(Clone, Debug, PartialEq)]
 pub struct StoredSession {
@@ -443,6 +458,21 @@ pub trait Store: Send {
     fn record_runs(&mut self, lineage: &str, runs: Vec<NewRun>) -> Result<Vec<String>, StoreError>;
     /// Every run, in the order they were recorded.
     fn runs(&self) -> Result<Vec<StoredRun>, StoreError>;
+    /// The server holding `lineage`, whatever its heartbeat.
+    fn holder(&self, lineage: &str) -> Result<Option<Holder>, StoreError>;
+    /// Record `holder` as the server of `lineage` (replacing any other),
+    /// its heartbeat now.
+    fn hold(&mut self, lineage: &str, holder: &Holder) -> Result<(), StoreError>;
+    /// Beat `instance`'s heart (and set its address); false when it no
+    /// longer holds `lineage`.
+    fn heartbeat(
+        &mut self,
+        lineage: &str,
+        instance: &str,
+        address: &str,
+    ) -> Result<bool, StoreError>;
+    /// Let go of `lineage` if `instance` holds it.
+    fn release(&mut self, lineage: &str, instance: &str) -> Result<(), StoreError>;
     /// Session `id` of `lineage`.
     fn session(&self, lineage: &str, id: &str) -> Result<Option<StoredSession>, StoreError>;
     /// Write a session of `lineage` (created or replaced).

@@ -19,9 +19,9 @@ use super::failpoint::failpoint;
 use super::key::StoreKey;
 use super::migrate::{self, Documents, UNCLAIMED};
 use super::{
-    GenerationSummary, Head, LineageSummary, NewRun, OpenMode, PublishRecord, Store, StoreError,
-    StoredGeneration, StoredImpact, StoredNode, StoredRun, StoredSession, fingerprint_fn,
-    now_rfc3339,
+    GenerationSummary, Head, Holder, LineageSummary, NewRun, OpenMode, PublishRecord, Store,
+    StoreError, StoredGeneration, StoredImpact, StoredNode, StoredRun, StoredSession,
+    fingerprint_fn, now_rfc3339,
 };
 use crate::engine::identity::GenerationId;
 use crate::runtime::harness::ConfigFingerprint;
@@ -668,6 +668,83 @@ impl Store for SqliteStore {
         self.query_runs("", &[])
     }
 
+    fn holder(&self, lineage: &str) -> Result<Option<Holder>, StoreError> {
+        let Some(lineage_id) = self.lineage_id(lineage)? else {
+            return Ok(None);
+        };
+        self.conn
+            .query_row(
+                "SELECT instance, pid, address, started_at, heartbeat FROM holders
+                 WHERE lineage_id = ?1",
+                params![lineage_id],
+                |r| {
+                    Ok(Holder {
+                        instance: r.get(0)?,
+                        pid: u32::try_from(r.get::<_, i64>(1)?).unwrap_or(0),
+                        address: r.get(2)?,
+                        started_at: r.get(3)?,
+                        heartbeat: u64_of(r.get(4)?),
+                    })
+                },
+            )
+            .optional()
+            .map_err(|e| self.backend(e))
+    }
+
+    fn hold(&mut self, lineage: &str, holder: &Holder) -> Result<(), StoreError> {
+        self.write(|tx, backend| {
+            let lineage_id = claim_lineage(tx, lineage).map_err(backend)?;
+            tx.execute(
+                "INSERT OR REPLACE INTO holders (lineage_id, instance, pid, address, started_at, heartbeat)
+                 VALUES (?1, ?2, ?3, ?4, ?5, ?6)",
+                params![
+                    lineage_id,
+                    holder.instance,
+                    i64::from(holder.pid),
+                    holder.address,
+                    holder.started_at,
+                    i64_of(holder.heartbeat)
+                ],
+            )
+            .map_err(backend)?;
+            Ok(())
+        })
+    }
+
+    fn heartbeat(
+        &mut self,
+        lineage: &str,
+        instance: &str,
+        address: &str,
+    ) -> Result<bool, StoreError> {
+        let Some(lineage_id) = self.lineage_id(lineage)? else {
+            return Ok(false);
+        };
+        self.write(|tx, backend| {
+            tx.execute(
+                "UPDATE holders SET heartbeat = ?3, address = ?4
+                 WHERE lineage_id = ?1 AND instance = ?2",
+                params![lineage_id, instance, i64_of(unix_now()), address],
+            )
+            .map(|n| n > 0)
+            .map_err(backend)
+        })
+    }
+
+    fn release(&mut self, lineage: &str, instance: &str) -> Result<(), StoreError> {
+        let Some(lineage_id) = self.lineage_id(lineage)? else {
+            return Ok(());
+        };
+        self.write(|tx, backend| {
+            tx.execute(
+                "DELETE FROM holders WHERE lineage_id = ?1 AND instance = ?2",
+                params![lineage_id, instance],
+            )
+            .map(|_| ())
+            .map_err(backend)
+        })
+    }
+
     fn session(&self, lineage: &str, id: &str) -> Result<Option<StoredSession>, StoreError> {
         let Some(lineage_id) = self.lineage_id(lineage)? else {
             return Ok(None);
@@ -735,6 +812,13 @@ impl Store for SqliteStore {
     fn run(&self, id: &str) -> Result<Option<StoredRun>, StoreError> {
         Ok(self.query_runs("WHERE r.id = ?1", &[&id])?.pop())
     }
+}
+
+/// Seconds since the Unix epoch.
+pub fn unix_now() -> u64 {
+    std::time::SystemTime::now()
+        .duration_since(std::time::UNIX_EPOCH)
+        .map_or(0, |d| d.as_secs())
 }
 
 /// The id of lineage `name` inside a write: its own; else the unclaimed

@@ -1313,3 +1313,58 @@ fn a_session_continues_a_conversation_across_turns_reloads_and_restarts() {
         );
     });
 }
+
+#[test]
+fn a_served_lineage_refuses_publish_and_a_second_server_until_released() {
+    let (dir, file) = workspace();
+    let server = Server::start(dir.path(), "serve.toml", &["--no-watch"]);
+    let original = std::fs::read_to_string(&file).unwrap();
+    save(&file, &original.replace("It has 3 words.", "Three."));
+    let publish = crate::harness::run_in(
+        dir.path(),
+        &["--color", "never", "publish", "serve.toml"],
+        &[],
+    );
+    assert_eq!(publish.code, 1, "{}", publish.stderr);
+    assert!(
+        publish.stderr.contains("store::served"),
+        "{}",
+        publish.stderr
+    );
+    assert!(
+        publish
+            .stderr
+            .contains(&format!("{}/v1/reload", server.base)),
+        "{}",
+        publish.stderr
+    );
+    let run = crate::harness::run_in(
+        dir.path(),
+        &[
+            "--color",
+            "never",
+            "run",
+            "serve.toml",
+            "--input",
+            "hello",
+            "--state",
+            "@",
+        ],
+        &[],
+    );
+    assert_eq!(run.code, 1, "{}", run.stderr);
+    assert!(run.stderr.contains("store::served"), "{}", run.stderr);
+    let second = command(dir.path(), "serve.toml", &["--listen", "127.0.0.1:0"])
+        .output()
+        .unwrap();
+    assert_eq!(second.status.code(), Some(1));
+    assert!(String::from_utf8_lossy(&second.stderr).contains("store::served"));
+    // A run without a store is not a publication: it is not refused.
+    let run = crate::harness::run_in(dir.path(), &["run", "serve.toml", "--input", "hello"], &[]);
+    assert_eq!(run.code, 0, "{}", run.stderr);
+    let (code, _) = server.stop(nix::sys::signal::Signal::SIGTERM);
+    assert_eq!(code, 0);
+    // Stopped, the server let go: the publish goes through.
+    let publish = crate::harness::run_in(dir.path(), &["publish", "serve.toml"], &[]);
+    assert_eq!(publish.code, 0, "{}", publish.stderr);
+}

@@ -249,6 +249,7 @@ async fn serve(
     serving.store(true, Ordering::SeqCst);
     let address = listener.local_addr().unwrap_or(listen);
     let scheme = if tls.is_some() { "https" } else { "http" };
+    let heartbeat = host.announce(format!("{scheme}://{address}")).await;
     let current = host.current().map(|g| g.id.to_string()).unwrap_or_default();
     if ui.format == Format::Json {
         ui.err(
@@ -311,6 +312,7 @@ async fn serve(
         },
     };
     reloader.abort();
+    heartbeat.abort();
     if let Some(w) = watcher {
         w.abort();
     }
