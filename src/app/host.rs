@@ -26,7 +26,7 @@ use crate::runtime::agent::{AgentObserver, AgentRequest, AgentRunner, MonotonicC
 use crate::runtime::{
     ExecutorServices, Generation, Harness, ReconcileReport, ToolExecutor, Ungoverned,
 };
-use crate::store::{NewRun, OpenMode, now_rfc3339};
+use crate::store::{NewRun, now_rfc3339};
 
 use super::approval::{Answer, Approvals, Prompter};
 use super::caller::Caller;
@@ -35,7 +35,7 @@ use super::error::{AppError, ErrorKind, Problem};
 use super::report::{Notice, Reporter};
 use super::run::{RunOutcome, RunStatus, default_policy, parse_grants};
 use super::state::{
-    Publication, StateStore, lineage_of, prepare_publication, previous_of, state_path_of,
+    Publication, StateStore, open_to_publish, prepare_publication, previous_of, state_path_of,
 };
 use super::workspace::load_file_recorded;
 use crate::engine::policy::ApprovalRequest;
@@ -199,12 +199,14 @@ impl Host {
             &options.file,
             &ws.composition.host,
         );
-        let lineage = lineage_of(&options.file, &ws.composition.host, &path);
-        let mut store = StateStore::open(&path, OpenMode::Create)?
-            .writing_as(lineage, Arc::clone(&caller.reporter))?;
         // One server per lineage; `chassis publish` on it is refused while
         // this one beats (see `StateStore::refuse_if_served`).
-        store.refuse_if_served()?;
+        let mut store = open_to_publish(
+            &path,
+            &options.file,
+            &ws.composition.host,
+            Arc::clone(&caller.reporter),
+        )?;
         let instance = new_run_id().replacen("run_", "srv_", 1);
         store.hold(&crate::store::Holder {
             instance: instance.clone(),

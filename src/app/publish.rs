@@ -9,14 +9,13 @@ use crate::engine::identity::GenerationId;
 use crate::engine::snapshot::Digests;
 use crate::runtime::identity::NodeImpact;
 use crate::runtime::{Harness, ReconcileReport};
-use crate::store::OpenMode;
 
 use super::caller::Caller;
 use super::env::RunEnv;
 use super::error::AppError;
 use super::refusal::{PendingEntry, pending_entries};
 use super::report::Notice;
-use super::state::{Publication, StateStore, lineage_of, previous_of, state_path_of};
+use super::state::{Publication, StateStore, open_to_publish, previous_of, state_path_of};
 use super::workspace::load_file;
 
 /// What to publish.
@@ -79,10 +78,12 @@ pub async fn publish(options: &PublishOptions, caller: &Caller) -> Result<Publis
         &options.file,
         &ws.composition.host,
     );
-    let lineage = lineage_of(&options.file, &ws.composition.host, &path);
-    let mut store = StateStore::open(&path, OpenMode::Create)?
-        .writing_as(lineage, std::sync::Arc::clone(&caller.reporter))?;
-    store.refuse_if_served()?;
+    let mut store = open_to_publish(
+        &path,
+        &options.file,
+        &ws.composition.host,
+        std::sync::Arc::clone(&caller.reporter),
+    )?;
     match publish_into(&mut store, &ws, telemetry, &env, options, caller).await {
         Ok(published) => {
             if store.created() {

@@ -25,7 +25,7 @@ use crate::runtime::{
     ExecutorServices, Generation, Harness, ReconcileError, ReconcileReport, ToolExecutor,
     Ungoverned,
 };
-use crate::store::{NewRun, OpenMode, now_rfc3339};
+use crate::store::{NewRun, now_rfc3339};
 
 use super::approval::{Approvals, Prompter};
 use super::caller::Caller;
@@ -33,7 +33,7 @@ use super::candidates::{self, Candidate, Follow, Follower};
 use super::env::RunEnv;
 use super::error::{AppError, ErrorKind, Problem};
 use super::report::Notice;
-use super::state::{Publication, StateStore, lineage_of, previous_of, state_path_of};
+use super::state::{Publication, StateStore, open_to_publish, previous_of, state_path_of};
 use super::workspace::{Workspace, load_file};
 
 /// Where a run's input comes from.
@@ -210,12 +210,13 @@ pub async fn run(options: RunOptions, caller: &Caller) -> Result<RunOutcome, App
     let mut store = match store_path {
         None => None,
         Some(path) => {
-            let lineage = lineage_of(&options.file, &ws.composition.host, &path);
-            let store = StateStore::open(&path, OpenMode::Create)?
-                .writing_as(lineage, Arc::clone(&caller.reporter))?;
             // A run publishes: not into a lineage a server holds.
-            store.refuse_if_served()?;
-            Some(store)
+            Some(open_to_publish(
+                &path,
+                &options.file,
+                &ws.composition.host,
+                Arc::clone(&caller.reporter),
+            )?)
         }
     };
     let seed = store.as_ref().map(StateStore::seed).transpose()?;

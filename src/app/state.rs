@@ -646,6 +646,20 @@ pub fn prepare_publication(
     Ok(record)
 }
 
+/// Open the store at `path` to publish `file`'s lineage into it: created
+/// when absent, and refused while a server holds that lineage.
+pub fn open_to_publish(
+    path: &Path,
+    file: &Path,
+    host: &HostSettings,
+    reporter: Arc<dyn Reporter>,
+) -> Result<StateStore, AppError> {
+    let lineage = lineage_of(file, host, path);
+    let store = StateStore::open(path, OpenMode::Create)?.writing_as(lineage, reporter)?;
+    store.refuse_if_served()?;
+    Ok(store)
+}
+
 /// How long a server's heartbeat keeps its lineage held, in seconds (it
 /// beats every 5).
 pub const HOLD_FRESH_SECONDS: u64 = 20;
