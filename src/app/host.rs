@@ -725,6 +725,7 @@ impl Host {
             stored: None,
             messages: Vec::new(),
         };
+        self.expire_sessions().await?;
         let wanted = id.clone();
         let stored = self.read_store(move |s| s.session(&wanted)).await?;
         let mut claimed = claimed;
@@ -789,8 +790,27 @@ impl Host {
             .map_err(|e| AppError::failure(format!("saving the session stopped: {e}")))?
     }
 
+    /// Forget the sessions older than `[serve] session_ttl_seconds` (none
+    /// when it is not set): before a session is read, and with each
+    /// heartbeat.
+    async fn expire_sessions(&self) -> Result<(), AppError> {
+        let Some(ttl) = self
+            .inner
+            .serve
+            .as_ref()
+            .and_then(|s| s.session_ttl_seconds)
+        else {
+            return Ok(());
+        };
+        let store = Arc::clone(&self.inner.store);
+        tokio::task::spawn_blocking(move || lock(&store).expire_sessions(ttl).map(|_| ()))
+            .await
+            .map_err(|e| AppError::failure(format!("expiring sessions stopped: {e}")))?
+    }
+
     /// Session `id` as stored (`None`: no such session).
     pub async fn session(&self, id: &str) -> Result<Option<crate::store::StoredSession>, AppError> {
+        self.expire_sessions().await?;
         let id = id.to_owned();
         self.read_store(move |s| s.session(&id)).await
     }
@@ -858,8 +878,10 @@ impl Host {
         })
     }
 
-    /// One heartbeat; false when the hold is gone (or the store failed).
+    /// One heartbeat (and expired sessions swept); false when the hold is
+    /// gone (or the store failed).
     async fn beat(&self) -> bool {
+        let _ = self.expire_sessions().await;
         let store = Arc::clone(&self.inner.store);
         let instance = self.inner.instance.clone();
         let address = lock(&self.inner.address).clone();

@@ -582,6 +582,13 @@ impl StateStore {
         Ok(self.store.delete_session(&self.lineage, id)?)
     }
 
+    /// Delete the sessions last updated more than `ttl_seconds` ago.
+    pub fn expire_sessions(&mut self, ttl_seconds: u64) -> Result<u64, AppError> {
+        let before =
+            crate::store::format_unix(crate::store::unix_now().saturating_sub(ttl_seconds));
+        Ok(self.store.expire_sessions(&self.lineage, &before)?)
+    }
+
     /// Record runs in one transaction, their ids in order.
     pub fn record_runs(&mut self, runs: Vec<NewRun>) -> Result<Vec<String>, AppError> {
         let ids = self.store.record_runs(&self.lineage, runs)?;

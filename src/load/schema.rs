@@ -49,6 +49,9 @@ struct ServeTable {
     tokens: Option<Vec<SecretRefValue>>,
     /// Routes answered without a token: `/healthz`, `/metrics`.
     auth_excluded: Option<Vec<ExcludableRoute>>,
+    /// Seconds a session lasts after its last turn (default: until deleted).
+    #[schemars(range(min = 1))]
+    session_ttl_seconds: Option<u64>,
 }
 
 /// A secret reference.

@@ -29,7 +29,7 @@ pub const ROOT_KEYS: &[&str] = &[
     "store", "serve",
 ];
 /// Keys of `[serve]` (a host settings table).
-pub const SERVE_KEYS: &[&str] = &["tokens", "auth_excluded"];
+pub const SERVE_KEYS: &[&str] = &["tokens", "auth_excluded", "session_ttl_seconds"];
 /// Keys of `[store]` (a host settings table).
 pub const STORE_KEYS: &[&str] = &["path"];
 /// Keys of an `[entries.<id>]` table.
@@ -396,6 +396,21 @@ fn serve(cx: &mut FileCtx<'_>, node: &Node<'_, '_>) -> crate::engine::model::Ser
                     );
                 }
                 None => {}
+            }
+        }
+    }
+    if let Some(n) = r.get("session_ttl_seconds")
+        && let Some(v) = n.int(cx)
+    {
+        match u64::try_from(v) {
+            Ok(secs) if secs > 0 => out.session_ttl_seconds = Some(secs),
+            _ => {
+                cx.error(
+                    Code::InvalidValue,
+                    n.span,
+                    "`session_ttl_seconds` must be a positive number of seconds",
+                    "not positive",
+                );
             }
         }
     }

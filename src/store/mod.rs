@@ -34,7 +34,7 @@ use crate::runtime::identity::{Decision, NodeIdentity, NodeImpact};
 
 pub use key::StoreKey;
 pub use sqlite::{SqliteStore, unix_now};
-pub use time::now_rfc3339;
+pub use time::{format_unix, now_rfc3339};
 
 /// The schema version this chassis writes (and the newest it reads).
 pub fn schema_version() -> i64 {
@@ -479,6 +479,9 @@ pub trait Store: Send {
     fn save_session(&mut self, lineage: &str, session: &StoredSession) -> Result<(), StoreError>;
     /// Delete session `id` of `lineage`; whether there was one.
     fn delete_session(&mut self, lineage: &str, id: &str) -> Result<bool, StoreError>;
+    /// Delete the sessions of `lineage` last updated before `before` (RFC
+    /// 3339); how many.
+    fn expire_sessions(&mut self, lineage: &str, before: &str) -> Result<u64, StoreError>;
     /// One run.
     fn run(&self, id: &str) -> Result<Option<StoredRun>, StoreError>;
 }

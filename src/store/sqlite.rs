@@ -809,6 +809,20 @@ impl Store for SqliteStore {
         })
     }
 
+    fn expire_sessions(&mut self, lineage: &str, before: &str) -> Result<u64, StoreError> {
+        let Some(lineage_id) = self.lineage_id(lineage)? else {
+            return Ok(0);
+        };
+        self.write(|tx, backend| {
+            tx.execute(
+                "DELETE FROM sessions WHERE lineage_id = ?1 AND updated_at < ?2",
+                params![lineage_id, before],
+            )
+            .map(|n| n as u64)
+            .map_err(backend)
+        })
+    }
+
     fn run(&self, id: &str) -> Result<Option<StoredRun>, StoreError> {
         Ok(self.query_runs("WHERE r.id = ?1", &[&id])?.pop())
     }

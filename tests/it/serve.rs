@@ -1368,3 +1368,44 @@ fn a_served_lineage_refuses_publish_and_a_second_server_until_released() {
     let publish = crate::harness::run_in(dir.path(), &["publish", "serve.toml"], &[]);
     assert_eq!(publish.code, 0, "{}", publish.stderr);
 }
+
+#[test]
+fn a_session_past_its_ttl_is_forgotten() {
+    let (dir, file) = workspace();
+    let text = std::fs::read_to_string(&file).unwrap().replace(
+        "include = [\"quickstart-tools.toml\"]",
+        "include = [\"quickstart-tools.toml\"]\n[serve]\nsession_ttl_seconds = 1",
+    );
+    save(&file, &text);
+    let server = Server::start(dir.path(), "serve.toml", &["--no-watch"]);
+    let c = client();
+    let runs = server.url("/v1/agents/assistant/runs");
+    runtime().block_on(async {
+        let (status, _, _) = post(&c, &runs, &json!({"input": "hello", "session": "brief"})).await;
+        assert_eq!(status, 200);
+        let (status, _) = get(&c, &server.url("/v1/sessions/brief")).await;
+        assert_eq!(status, 200);
+        tokio::time::sleep(Duration::from_millis(2500)).await;
+        let (status, _) = get(&c, &server.url("/v1/sessions/brief")).await;
+        assert_eq!(status, 404);
+        // The same id starts afresh.
+        let (_, _, doc) = post(&c, &runs, &json!({"input": "hello", "session": "brief"})).await;
+        assert_eq!(doc["messages"].as_array().unwrap().len(), 3, "{doc}");
+    });
+    // Not a positive number of seconds: refused by `check`.
+    save(
+        &file,
+        &text.replace("session_ttl_seconds = 1", "session_ttl_seconds = 0"),
+    );
+    let out = crate::harness::run_in(
+        dir.path(),
+        &["--color", "never", "check", "serve.toml"],
+        &[],
+    );
+    assert_eq!(out.code, 2, "{}", out.stderr);
+    assert!(
+        out.stderr.contains("positive number of seconds"),
+        "{}",
+        out.stderr
+    );
+}

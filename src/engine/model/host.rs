@@ -27,6 +27,8 @@ pub struct ServeSettings {
     pub tokens: Vec<Located<String>>,
     /// Routes answered without a token (of [`AUTH_EXCLUDABLE`]).
     pub auth_excluded: Vec<Located<String>>,
+    /// Seconds a session lasts after its last turn (none: until deleted).
+    pub session_ttl_seconds: Option<u64>,
 }
 
 /// `[store]`: where the generation store is.
@@ -85,6 +87,12 @@ impl HostSettings {
             }
             if !serve.auth_excluded.is_empty() {
                 keys.insert("auth_excluded".to_owned(), list(&serve.auth_excluded));
+            }
+            if let Some(ttl) = serve.session_ttl_seconds {
+                keys.insert(
+                    "session_ttl_seconds".to_owned(),
+                    Canon::Int(i128::from(ttl)),
+                );
             }
             tables.insert("serve".to_owned(), Canon::Map(keys));
         }
