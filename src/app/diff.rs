@@ -51,6 +51,34 @@ pub struct DiffOutcome {
     pub host_settings: Option<Vec<LeafChange>>,
 }
 
+impl DiffOutcome {
+    /// The document of `chassis diff generations --format json` (and of a
+    /// server's `/v1/diff`), the sides named as the caller named them.
+    pub fn document(&self, old_operand: &str, new_operand: &str) -> serde_json::Value {
+        let mut doc = self.diff.to_canon().to_json();
+        if let Some(obj) = doc.as_object_mut() {
+            obj.insert("old_operand".into(), old_operand.into());
+            obj.insert("new_operand".into(), new_operand.into());
+            if let Some(nodes) = &self.nodes {
+                obj.insert(
+                    "nodes".into(),
+                    serde_json::to_value(nodes).unwrap_or_default(),
+                );
+            }
+            if let Some(keys) = &self.keys {
+                obj.insert("keys".into(), keys.iter().map(|l| l.to_json()).collect());
+            }
+            if let Some(host) = &self.host_settings {
+                obj.insert(
+                    "host_settings".into(),
+                    host.iter().map(|l| l.to_json()).collect(),
+                );
+            }
+        }
+        doc
+    }
+}
+
 /// Compare two sides.
 pub fn diff(options: &DiffOptions, reporter: &dyn Reporter) -> Result<DiffOutcome, AppError> {
     let mut store = None;

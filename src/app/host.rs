@@ -359,6 +359,42 @@ impl Host {
         self.inner.metrics.families(first)
     }
 
+    /// `chassis diff generations FROM TO --format json` between two of this
+    /// composition's stored generations (ids only: a server reads no file
+    /// or git revision a client names).
+    pub async fn diff(
+        &self,
+        from: String,
+        to: String,
+        include_unchanged: bool,
+    ) -> Result<serde_json::Value, AppError> {
+        for id in [&from, &to] {
+            if crate::engine::identity::GenerationId::parse(id).is_none() {
+                return Err(
+                    Problem::input("`from` and `to` are generation ids (`gen_0001`)")
+                        .with_code("serve::bad-request")
+                        .into(),
+                );
+            }
+        }
+        let store = self.store_path();
+        let lineage = lock(&self.inner.store).lineage().to_owned();
+        tokio::task::spawn_blocking(move || {
+            let options = super::diff::DiffOptions {
+                old: from.clone(),
+                new: to.clone(),
+                include_unchanged,
+                store: super::state::StoreSelection {
+                    state: Some(store),
+                    composition: Some(super::state::CompositionRef::Name(lineage)),
+                },
+            };
+            super::diff::diff(&options, &super::report::Silent).map(|o| o.document(&from, &to))
+        })
+        .await
+        .map_err(|e| AppError::failure(format!("the diff stopped: {e}")))?
+    }
+
     /// `f` of the current generation as an explain view (named by its id).
     pub fn explain<T>(
         &self,

@@ -80,3 +80,37 @@ pub async fn budgets(
         .map(|agents| Json(budgets_json(&agents)))
         .map_err(|e| ApiProblem::from_app(&e, &s.host.redactor()))
 }
+
+/// `?from=&to=[&include_unchanged=]`.
+#[derive(Debug, Deserialize)]
+#[serde(deny_unknown_fields)]
+pub struct DiffQuery {
+    from: String,
+    to: String,
+    #[serde(default)]
+    include_unchanged: bool,
+}
+
+/// `GET /v1/diff`: `chassis diff generations FROM TO --format json`
+/// between two stored generations of this composition.
+pub async fn diff(
+    State(s): State<Served>,
+    q: Result<Query<DiffQuery>, QueryRejection>,
+) -> Result<Json<serde_json::Value>, ApiProblem> {
+    let q = query(q, "`?from=gen_0001&to=gen_0002`")?;
+    s.host
+        .diff(q.from, q.to, q.include_unchanged)
+        .await
+        .map(Json)
+        .map_err(|e| {
+            let p = ApiProblem::from_app(&e, &s.host.redactor());
+            // The ids were checked: unusable input without a code of its
+            // own is a generation the store does not have.
+            let uncoded = matches!(&e, crate::app::AppError::Problem(x) if x.code.is_none());
+            if p.is_status(StatusCode::BAD_REQUEST) && uncoded {
+                p.with_status(StatusCode::NOT_FOUND, "serve::unknown-generation")
+            } else {
+                p
+            }
+        })
+}

@@ -605,6 +605,40 @@ fn a_reload_publishes_a_new_generation_while_a_run_finishes_on_the_old_one() {
         let (status, one) = get(&c, &server.url("/v1/generations/gen_0001")).await;
         assert_eq!(status, 200);
         assert!(one["snapshot"].is_object());
+        // The diff of two stored generations, as `chassis diff generations`
+        // prints it; ids only.
+        let (status, served) = get(&c, &server.url("/v1/diff?from=gen_0001&to=gen_0002")).await;
+        assert_eq!(status, 200, "{served}");
+        let cli = crate::harness::run_in(
+            dir.path(),
+            &[
+                "--format",
+                "json",
+                "diff",
+                "generations",
+                "gen_0001",
+                "gen_0002",
+                "--composition",
+                "serve.toml",
+            ],
+            &[],
+        );
+        assert_eq!(cli.code, 0, "{}", cli.stderr);
+        let printed: Value = serde_json::from_str(&cli.stdout).unwrap();
+        assert_eq!(served, printed);
+        assert_eq!(served["semantic_changed"], true, "{served}");
+        let (status, problem) = get(&c, &server.url("/v1/diff?from=serve.toml&to=gen_0002")).await;
+        assert_eq!(
+            (status, problem["code"].as_str()),
+            (400, Some("serve::bad-request")),
+            "{problem}"
+        );
+        let (status, problem) = get(&c, &server.url("/v1/diff?from=gen_0001&to=gen_0042")).await;
+        assert_eq!(
+            (status, problem["code"].as_str()),
+            (404, Some("serve::unknown-generation")),
+            "{problem}"
+        );
         let metrics = c
             .get(server.url("/metrics"))
             .send()
@@ -815,6 +849,17 @@ fn tokens_guard_every_route_but_the_excluded_and_never_show() {
         let r = c.get(server.url("/v1/status")).send().await.unwrap();
         assert_eq!(status(&r), 401);
         assert_eq!(r.headers()["www-authenticate"], "Bearer");
+        // Only the excluded route exactly: no path trick opens another.
+        for tricky in [
+            "/healthz/",
+            "//healthz",
+            "/%68ealthz",
+            "/v1//status",
+            "/HEALTHZ",
+        ] {
+            let r = c.get(server.url(tricky)).send().await.unwrap();
+            assert_eq!(status(&r), 401, "{tricky}");
+        }
         assert_eq!(r.headers()["content-type"], "application/problem+json");
         let doc: Value = r.json().await.unwrap();
         assert_eq!(doc["code"], "serve::unauthorized");

@@ -100,29 +100,7 @@ pub fn run(ui: &Ui, cmd: &DiffCommand) -> Result<ExitStatus, ExitStatus> {
     let host = outcome.host_settings.as_deref().unwrap_or_default();
     let keys = outcome.keys.as_deref().unwrap_or_default();
     match ui.format {
-        Format::Json => {
-            let mut doc = outcome.diff.to_canon().to_json();
-            if let Some(obj) = doc.as_object_mut() {
-                obj.insert("old_operand".into(), old.clone().into());
-                obj.insert("new_operand".into(), new.clone().into());
-                if let Some(nodes) = nodes {
-                    obj.insert(
-                        "nodes".into(),
-                        serde_json::to_value(nodes).unwrap_or_default(),
-                    );
-                }
-                if let Some(keys) = &outcome.keys {
-                    obj.insert("keys".into(), keys.iter().map(|l| l.to_json()).collect());
-                }
-                if let Some(host) = &outcome.host_settings {
-                    obj.insert(
-                        "host_settings".into(),
-                        host.iter().map(|l| l.to_json()).collect(),
-                    );
-                }
-            }
-            ui.out_json(&doc);
-        }
+        Format::Json => ui.out_json(&outcome.document(old, new)),
         Format::Markdown => {
             let mut text = render::render_markdown(&outcome.diff);
             text.push_str(&render::keys_markdown(keys));
