@@ -115,6 +115,25 @@ fn workspace() -> (tempfile::TempDir, PathBuf) {
     (dir, file)
 }
 
+/// The include line of `examples/serve.toml`, where `[serve]` goes.
+const INCLUDE: &str = "include = [\"quickstart-tools.toml\"]";
+
+/// `text` with a `[serve]` table of `body` right after its include (line 12).
+fn with_serve(text: &str, body: &str) -> String {
+    text.replace(INCLUDE, &format!("{INCLUDE}\n[serve]\n{body}"))
+}
+
+/// `text` with a scripted turn answering the input `slow` with `answer`
+/// after `delay_ms`.
+fn with_slow_turn(text: &str, answer: &str, delay_ms: u64) -> String {
+    text.replace(
+        "# Any other input.",
+        &format!(
+            "[[entries.model.config.turns]]\nwhen = {{ input = \"slow\" }}\ntext = \"{answer}\"\ndelay_ms = {delay_ms}\n\n# Any other input."
+        ),
+    )
+}
+
 /// Save `text` as an editor does: write a temporary file, rename it over.
 fn save(file: &Path, text: &str) {
     let tmp = file.with_extension("toml.tmp");
@@ -492,9 +511,10 @@ fn a_reload_publishes_a_new_generation_while_a_run_finishes_on_the_old_one() {
     let (dir, file) = workspace();
     // The "slow" input waits before its answer: it is in flight across the
     // reload.
-    let original = std::fs::read_to_string(&file).unwrap().replace(
-        "# Any other input.",
-        "[[entries.model.config.turns]]\nwhen = { input = \"slow\" }\ntext = \"slow answer\"\ndelay_ms = 2500\n\n# Any other input.",
+    let original = with_slow_turn(
+        &std::fs::read_to_string(&file).unwrap(),
+        "slow answer",
+        2500,
     );
     save(&file, &original);
     // Reloads here are asked for (watching has a test of its own).
@@ -684,10 +704,7 @@ fn a_reload_publishes_a_new_generation_while_a_run_finishes_on_the_old_one() {
 #[test]
 fn sigterm_lets_a_run_in_flight_finish_and_it_is_recorded() {
     let (dir, file) = workspace();
-    let text = std::fs::read_to_string(&file).unwrap().replace(
-        "# Any other input.",
-        "[[entries.model.config.turns]]\nwhen = { input = \"slow\" }\ntext = \"slow answer\"\ndelay_ms = 800\n\n# Any other input.",
-    );
+    let text = with_slow_turn(&std::fs::read_to_string(&file).unwrap(), "slow answer", 800);
     save(&file, &text);
     let server = Server::start(dir.path(), "serve.toml", &[]);
     let c = client();
@@ -836,9 +853,9 @@ fn the_canary_secret_leaves_through_no_endpoint_event_or_log() {
 #[test]
 fn tokens_guard_every_route_but_the_excluded_and_never_show() {
     let (dir, file) = workspace();
-    let text = std::fs::read_to_string(&file).unwrap().replace(
-        "include = [\"quickstart-tools.toml\"]",
-        "include = [\"quickstart-tools.toml\"]\n\n[serve]\ntokens = [{ secret = \"SERVE_TOKEN\" }]\nauth_excluded = [\"/healthz\"]",
+    let text = with_serve(
+        &std::fs::read_to_string(&file).unwrap(),
+        "tokens = [{ secret = \"SERVE_TOKEN\" }]\nauth_excluded = [\"/healthz\"]",
     );
     save(&file, &text);
     let server = Server::start(dir.path(), "serve.toml", &[]);
@@ -995,10 +1012,7 @@ fn a_public_address_needs_tokens_and_tls_and_a_token_must_be_a_secret() {
     let original = std::fs::read_to_string(&file).unwrap();
     save(
         &file,
-        &original.replace(
-            "include = [\"quickstart-tools.toml\"]",
-            "include = [\"quickstart-tools.toml\"]\n[serve]\ntokens = [{ secret = \"NOT_SET_ANYWHERE\" }]",
-        ),
+        &with_serve(&original, "tokens = [{ secret = \"NOT_SET_ANYWHERE\" }]"),
     );
     let (code, err) = run(&["--listen", "127.0.0.1:0"]);
     assert_eq!(code, 2, "{err}");
@@ -1009,9 +1023,9 @@ fn a_public_address_needs_tokens_and_tls_and_a_token_must_be_a_secret() {
     // A literal token is refused by `check`, pointing at it.
     save(
         &file,
-        &original.replace(
-            "include = [\"quickstart-tools.toml\"]",
-            "include = [\"quickstart-tools.toml\"]\n[serve]\ntokens = [\"hunter2-literal\"]\nauth_excluded = [\"/v1/runs\"]",
+        &with_serve(
+            &original,
+            "tokens = [\"hunter2-literal\"]\nauth_excluded = [\"/v1/runs\"]",
         ),
     );
     let out = crate::harness::run_in(
@@ -1132,10 +1146,7 @@ async fn wait_for_lease(c: &reqwest::Client, base: &str) {
 #[test]
 fn a_run_past_the_drain_timeout_is_cancelled_and_recorded_as_such() {
     let (dir, file) = workspace();
-    let text = std::fs::read_to_string(&file).unwrap().replace(
-        "# Any other input.",
-        "[[entries.model.config.turns]]\nwhen = { input = \"slow\" }\ntext = \"too late\"\ndelay_ms = 20000\n\n# Any other input.",
-    );
+    let text = with_slow_turn(&std::fs::read_to_string(&file).unwrap(), "too late", 20000);
     save(&file, &text);
     let server = Server::start(dir.path(), "serve.toml", &["--drain-timeout", "1"]);
     let c = client();
@@ -1225,9 +1236,10 @@ fn odd_requests_get_problem_documents_and_reload_findings_are_scrubbed() {
 #[test]
 fn a_session_continues_a_conversation_across_turns_reloads_and_restarts() {
     let (dir, file) = workspace();
-    let text = std::fs::read_to_string(&file).unwrap().replace(
-        "# Any other input.",
-        "[[entries.model.config.turns]]\nwhen = { input = \"slow\" }\ntext = \"slow answer\"\ndelay_ms = 1500\n\n# Any other input.",
+    let text = with_slow_turn(
+        &std::fs::read_to_string(&file).unwrap(),
+        "slow answer",
+        1500,
     ) + "\n[agents.other]\nprompt = \"Another agent.\"\n";
     save(&file, &text);
     let server = Server::start(dir.path(), "serve.toml", &["--no-watch"]);
@@ -1417,9 +1429,9 @@ fn a_served_lineage_refuses_publish_and_a_second_server_until_released() {
 #[test]
 fn a_session_past_its_ttl_is_forgotten() {
     let (dir, file) = workspace();
-    let text = std::fs::read_to_string(&file).unwrap().replace(
-        "include = [\"quickstart-tools.toml\"]",
-        "include = [\"quickstart-tools.toml\"]\n[serve]\nsession_ttl_seconds = 1",
+    let text = with_serve(
+        &std::fs::read_to_string(&file).unwrap(),
+        "session_ttl_seconds = 1",
     );
     save(&file, &text);
     let server = Server::start(dir.path(), "serve.toml", &["--no-watch"]);
