@@ -104,7 +104,7 @@ fn conceal_secret_shapes(
         let at = span_at(node, &p);
         // Only a value's own span: never the table it falls back to.
         if at != node.span {
-            cx.concealed.push(at);
+            cx.concealed.push(cx.in_file(at));
         }
     }
 }

@@ -5,17 +5,86 @@ use std::path::{Path, PathBuf};
 
 use toml::de::DeTable;
 
+use super::pieces::{PIECE_BYTES, SPLIT_FROM_BYTES, split};
 use super::reader::{FileCtx, span};
 use super::source::{Source, SourceError, SourceErrorKind, is_toml, normalize};
 use super::source_map::SourceMap;
 use super::walk::{FileOut, walk_file};
 use crate::engine::diag::{Code, Diagnostic};
-use crate::engine::span::Origin;
+use crate::engine::span::{Origin, SourceId, Span};
 
 /// How many diagnostics a file with syntax errors reports before the rest
 /// are summed up in one line: one missing bracket can echo into thousands,
 /// and only the first few help.
 pub const MAX_DIAGNOSTICS_AFTER_SYNTAX_ERROR: usize = 20;
+
+/// Parse and walk a whole file: its output (`None` past an unsupported
+/// format version) and whether it had syntax errors.
+fn walk_whole(
+    id: SourceId,
+    text: &str,
+    root: bool,
+    diags: &mut Vec<Diagnostic>,
+    concealed: &mut Vec<Span>,
+) -> (Option<FileOut>, bool) {
+    let (doc, errors) = DeTable::parse_recoverable(text);
+    let has_syntax = !errors.is_empty();
+    for e in errors {
+        let at = e.span().map(span).unwrap_or_default();
+        let d = Diagnostic::error(
+            Code::Syntax,
+            format!("invalid TOML: {}", e.message().trim_end()),
+        )
+        .at(Some(Origin::new(id, at)), "");
+        diags.push(d);
+    }
+    let mut cx = FileCtx {
+        source: id,
+        text,
+        base: 0,
+        diags,
+        concealed: Vec::new(),
+    };
+    let out = walk_file(&mut cx, doc.get_ref(), root, true);
+    concealed.append(&mut cx.concealed);
+    (out, has_syntax)
+}
+
+/// Parse and walk a file a piece at a time ([`super::pieces`]), each
+/// piece's tree dropped before the next is parsed. `None` when a piece has
+/// a syntax error: the file is then walked whole, so syntax errors read as
+/// the parser sees the whole file.
+fn walk_pieces(
+    id: SourceId,
+    text: &str,
+    pieces: &[std::ops::Range<usize>],
+    root: bool,
+    diags: &mut Vec<Diagnostic>,
+    concealed: &mut Vec<Span>,
+) -> Option<Option<FileOut>> {
+    let mut out = FileOut::default();
+    for (i, piece) in pieces.iter().enumerate() {
+        let piece_text = &text[piece.clone()];
+        let (doc, errors) = DeTable::parse_recoverable(piece_text);
+        if !errors.is_empty() {
+            return None;
+        }
+        let mut cx = FileCtx {
+            source: id,
+            text: piece_text,
+            base: u32::try_from(piece.start).ok()?,
+            diags,
+            concealed: Vec::new(),
+        };
+        let walked = walk_file(&mut cx, doc.get_ref(), root, i == 0);
+        concealed.append(&mut cx.concealed);
+        match walked {
+            Some(next) => out.append(next),
+            None => return Some(None),
+        }
+    }
+    Some(Some(out))
+}
 
 /// One walked file.
 pub(crate) struct Walked {
@@ -38,6 +107,26 @@ pub(crate) struct Reader<'s> {
     stack: Vec<(PathBuf, PathBuf, Option<Origin>)>,
     /// What includes and prompt files must stay inside ([`Source::workspace`]).
     workspace: Option<PathBuf>,
+    /// How large files are cut ([`super::pieces`]).
+    pub pieces: Pieces,
+}
+
+/// When a file is parsed in pieces, and how large the pieces grow.
+#[derive(Clone, Copy, Debug)]
+pub(crate) struct Pieces {
+    /// Files from this size on are cut.
+    pub from: usize,
+    /// Each piece grows to this size before the next cut.
+    pub size: usize,
+}
+
+impl Default for Pieces {
+    fn default() -> Self {
+        Self {
+            from: SPLIT_FROM_BYTES,
+            size: PIECE_BYTES,
+        }
+    }
 }
 
 /// What a file other than the root is read as.
@@ -60,6 +149,7 @@ impl<'s> Reader<'s> {
             loaded: BTreeSet::new(),
             stack: Vec::new(),
             workspace: None,
+            pieces: Pieces::default(),
         }
     }
 
@@ -98,28 +188,26 @@ impl<'s> Reader<'s> {
         let name = self.source.display_name(&path);
         let id = self.sources.add(name, path.clone(), text);
         let text = self.sources.text(id).to_owned();
-        let (doc, errors) = DeTable::parse_recoverable(&text);
-        let has_syntax = !errors.is_empty();
         let mut file_diags = Vec::new();
-        for e in errors {
-            let at = e.span().map(span).unwrap_or_default();
-            let d = Diagnostic::error(
-                Code::Syntax,
-                format!("invalid TOML: {}", e.message().trim_end()),
-            )
-            .at(Some(Origin::new(id, at)), "");
-            file_diags.push(d);
-        }
-        let mut cx = FileCtx {
-            source: id,
-            text: &text,
-            diags: &mut file_diags,
-            concealed: Vec::new(),
-        };
-        let mut out = walk_file(&mut cx, doc.get_ref(), via.is_none());
-        let concealed = std::mem::take(&mut cx.concealed);
-        // The parsed tree is done with: not kept while includes are read.
-        drop(doc);
+        let mut concealed = Vec::new();
+        let walked = split(&text, self.pieces.from, self.pieces.size)
+            .and_then(|pieces| {
+                walk_pieces(
+                    id,
+                    &text,
+                    &pieces,
+                    via.is_none(),
+                    &mut file_diags,
+                    &mut concealed,
+                )
+            })
+            .map(|out| (out, false))
+            .unwrap_or_else(|| {
+                file_diags.clear();
+                concealed.clear();
+                walk_whole(id, &text, via.is_none(), &mut file_diags, &mut concealed)
+            });
+        let (out, has_syntax) = walked;
         drop(text);
         self.sources.conceal(id, concealed);
         if has_syntax {
@@ -150,6 +238,8 @@ impl<'s> Reader<'s> {
             }
         }
         self.diags.extend(file_diags);
+        // Past an unsupported format version the file declares nothing.
+        let mut out = out.unwrap_or_default();
         let includes = std::mem::take(&mut out.includes);
         let dir = path.parent().map(Path::to_path_buf).unwrap_or_default();
         self.read_prompts(&dir, &mut out);

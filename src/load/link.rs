@@ -9,6 +9,7 @@ use super::includes::Walked;
 use super::walk::{Def, EntryDecl};
 use crate::engine::diag::{Code, Diagnostic, did_you_mean};
 use crate::engine::model::{Composition, Entry, EntryRef, Manifest};
+use crate::engine::span::Origin;
 
 /// Keep the first definition of every name, reporting the others.
 fn first_defs<T>(defs: Vec<Def<T>>, kind: &str, diags: &mut Vec<Diagnostic>) -> Vec<Def<T>> {
@@ -116,7 +117,7 @@ pub(crate) fn link(
     }
     let policy = first_defs(policy, "table", diags);
     let plugins = first_defs(plugins, "plugin", diags);
-    let entries = first_defs(entries, "entry", diags);
+    let mut entries = first_defs(entries, "entry", diags);
     let scopes = first_defs(scopes, "scope", diags);
     let prefer = first_defs(prefer, "global preference for", diags);
     let agents = first_defs(agents, "agent", diags);
@@ -150,15 +151,31 @@ pub(crate) fn link(
             comp.preferences.global.insert(cap.clone(), r.clone());
         }
     }
-    for def in &entries {
-        refs.extend(def.value.prefer.values());
+    // Entries are moved into the composition (their configurations are
+    // most of a large composition's memory): their preferences are checked
+    // here, before they move.
+    for def in &mut entries {
+        if check_refs {
+            for r in def.value.prefer.values() {
+                unknown_entry(r, &entry_ids, diags);
+            }
+        }
         if let (Some(id), Some(c)) = (&def.value.id, &def.value.enabled_if) {
             comp.conditions.insert(id.clone(), c.clone());
         }
         if let (Some(id), true) = (&def.value.id, def.value.skip_on_failure) {
             comp.skip_on_failure.insert(id.clone());
         }
-        if let Some(entry) = entry(&def.value, def, &catalog, &mut comp, diags, check_refs) {
+        let (name, origin) = (def.name.as_str(), def.origin);
+        if let Some(entry) = entry(
+            &mut def.value,
+            name,
+            origin,
+            &catalog,
+            &mut comp,
+            diags,
+            check_refs,
+        ) {
             comp.entries.insert(entry.id.clone(), entry);
         }
     }
@@ -167,27 +184,35 @@ pub(crate) fn link(
     if check_refs {
         check_agent_refs(&walked_agents, &comp, diags);
         for r in refs {
-            if entry_ids.contains(r.value.as_str()) {
-                continue;
-            }
-            let d = Diagnostic::error(
-                Code::UnknownEntry,
-                format!("no entry has the id `{}`", r.value),
-            )
-            .at(r.origin, "unknown entry")
-            .with_help_opt(did_you_mean_help(
-                r.value.as_str(),
-                entry_ids.iter().map(String::as_str),
-            ));
-            diags.push(d);
+            unknown_entry(r, &entry_ids, diags);
         }
     }
     comp
 }
 
+/// Report `r` when no entry has its id.
+fn unknown_entry(r: &EntryRef, entry_ids: &BTreeSet<String>, diags: &mut Vec<Diagnostic>) {
+    if entry_ids.contains(r.value.as_str()) {
+        return;
+    }
+    let d = Diagnostic::error(
+        Code::UnknownEntry,
+        format!("no entry has the id `{}`", r.value),
+    )
+    .at(r.origin, "unknown entry")
+    .with_help_opt(did_you_mean_help(
+        r.value.as_str(),
+        entry_ids.iter().map(String::as_str),
+    ));
+    diags.push(d);
+}
+
+/// The entry `decl` declares (named `name`, declared at `origin`), its
+/// configuration and preferences moved out of `decl`.
 fn entry(
-    decl: &EntryDecl,
-    def: &Def<EntryDecl>,
+    decl: &mut EntryDecl,
+    name: &str,
+    origin: Origin,
     catalog: &BTreeMap<String, Option<Arc<Manifest>>>,
     comp: &mut Composition,
     diags: &mut Vec<Diagnostic>,
@@ -234,7 +259,7 @@ fn entry(
                     Code::UnknownPlugin,
                     format!(
                         "entry `{}` names the unknown plugin `{}`",
-                        def.name, plugin.value
+                        name, plugin.value
                     ),
                 )
                 .at(plugin.origin, "unknown plugin")
@@ -250,7 +275,7 @@ fn entry(
     };
     let id = decl.id.clone()?;
     if !decl.enabled {
-        comp.disabled.insert(id, Some(def.origin));
+        comp.disabled.insert(id, Some(origin));
         return None;
     }
     let mut scope = decl.scope.clone()?;
@@ -264,7 +289,7 @@ fn entry(
                 Code::UnknownScope,
                 format!(
                     "entry `{}` is placed in the undeclared scope `{}`",
-                    def.name, scope.value
+                    name, scope.value
                 ),
             )
             .at(scope.origin, "unknown scope")
@@ -288,9 +313,9 @@ fn entry(
         plugin: plugin.clone(),
         manifest: manifest?,
         scope,
-        config: decl.config.clone()?,
-        prefer: decl.prefer.clone(),
-        origin: Some(def.origin),
+        config: decl.config.take()?,
+        prefer: std::mem::take(&mut decl.prefer),
+        origin: Some(origin),
     })
 }
 

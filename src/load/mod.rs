@@ -18,6 +18,7 @@ mod includes;
 mod link;
 mod mask;
 mod mcp_lock;
+mod pieces;
 mod plugin;
 mod policy;
 mod reader;
@@ -34,6 +35,8 @@ mod tests;
 mod tests_errors;
 #[cfg(test)]
 mod tests_more;
+#[cfg(test)]
+mod tests_pieces;
 
 use std::path::Path;
 
@@ -87,7 +90,13 @@ pub(crate) fn is_sensitive_key(key: &str) -> bool {
 
 /// Load the composition whose root file is `root`, with its includes.
 pub fn load(source: &dyn Source, root: &Path) -> Loaded {
+    load_in_pieces(source, root, includes::Pieces::default())
+}
+
+/// [`load`], cutting large files as `pieces` says ([`pieces`]).
+fn load_in_pieces(source: &dyn Source, root: &Path, pieces: includes::Pieces) -> Loaded {
     let mut reader = includes::Reader::new(source);
+    reader.pieces = pieces;
     reader.read(root, None);
     let check_refs = !reader.syntax_errors;
     let mut diagnostics = std::mem::take(&mut reader.diags);

@@ -17,8 +17,12 @@ use crate::engine::span::{Origin, SourceId, Span};
 pub(crate) struct FileCtx<'a> {
     /// The file being walked.
     pub source: SourceId,
-    /// Its text (for mapping spans inside strings).
+    /// The text being walked (for mapping spans inside strings): the
+    /// file's, or one piece of it ([`super::pieces`]).
     pub text: &'a str,
+    /// Where `text` starts in the file: spans are relative to `text` until
+    /// they become origins.
+    pub base: u32,
     /// Collected diagnostics.
     pub diags: &'a mut Vec<Diagnostic>,
     /// Spans whose text must never be shown ([`SourceMap::conceal`]).
@@ -28,7 +32,15 @@ pub(crate) struct FileCtx<'a> {
 impl FileCtx<'_> {
     /// An origin in this file.
     pub fn origin(&self, span: Span) -> Origin {
-        Origin::new(self.source, span)
+        Origin::new(self.source, self.in_file(span))
+    }
+
+    /// `span` (relative to `text`) in the file.
+    pub fn in_file(&self, span: Span) -> Span {
+        Span {
+            start: span.start.saturating_add(self.base),
+            end: span.end.saturating_add(self.base),
+        }
     }
 
     /// Record a diagnostic.

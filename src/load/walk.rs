@@ -112,6 +112,25 @@ pub(crate) struct FileOut {
     pub host: crate::engine::model::HostSettings,
 }
 
+impl FileOut {
+    /// Add what the next piece of the same file declares (pieces never
+    /// share an item, and a root table other than `plugins`, `entries` and
+    /// `agents` is in one piece only).
+    pub(crate) fn append(&mut self, mut next: FileOut) {
+        self.includes.append(&mut next.includes);
+        self.plugins.append(&mut next.plugins);
+        self.entries.append(&mut next.entries);
+        self.scopes.append(&mut next.scopes);
+        self.prefer.append(&mut next.prefer);
+        self.policy.append(&mut next.policy);
+        self.agents.append(&mut next.agents);
+        let crate::engine::model::HostSettings { name, store, serve } = next.host;
+        self.host.name = self.host.name.take().or(name);
+        self.host.store = self.host.store.take().or(store);
+        self.host.serve = self.host.serve.take().or(serve);
+    }
+}
+
 /// Report an [`IdError`] at `span`.
 pub(crate) fn bad_name(cx: &mut FileCtx<'_>, span: Span, err: IdError) {
     cx.error(Code::BadName, span, err.message, "invalid name")
@@ -202,13 +221,20 @@ fn preference(cx: &mut FileCtx<'_>, item: &Node<'_, '_>) -> Option<(CapabilityNa
     Some((cap?, Located::new(id, Some(cx.origin(s.span)))))
 }
 
-/// Walk one parsed file. `root` says whether `version` is required. A file
-/// with an unsupported format version is not read further.
-pub(crate) fn walk_file(cx: &mut FileCtx<'_>, doc: &DeTable<'_>, root: bool) -> FileOut {
+/// Walk one parsed file, or one piece of it ([`super::pieces`]). `root`
+/// says whether this is the root file; `first` whether this is the file's
+/// first piece, where `version` is (required in the root file). `None`: the
+/// file has an unsupported format version and is not read further.
+pub(crate) fn walk_file(
+    cx: &mut FileCtx<'_>,
+    doc: &DeTable<'_>,
+    root: bool,
+    first: bool,
+) -> Option<FileOut> {
     let mut out = FileOut::default();
     let r = TableReader::new(doc, Span::default(), String::new(), ROOT_KEYS);
-    if !format_version(cx, &r, root) {
-        return out;
+    if first && !format_version(cx, &r, root) {
+        return None;
     }
     if let Some(node) = r.get("include") {
         includes(cx, &node, &mut out);
@@ -295,7 +321,7 @@ pub(crate) fn walk_file(cx: &mut FileCtx<'_>, doc: &DeTable<'_>, root: bool) -> 
         });
     }
     r.finish(cx);
-    out
+    Some(out)
 }
 
 /// Whether a host settings table may be read here: in the root file only
@@ -612,7 +638,7 @@ fn condition(cx: &mut FileCtx<'_>, node: &Node<'_, '_>) -> Option<crate::engine:
                 named = true;
                 if s.value.is_empty() || s.value.contains('=') {
                     // `NAME=value` may carry a secret: the snippet hides it.
-                    cx.concealed.push(s.span);
+                    cx.concealed.push(cx.in_file(s.span));
                     invalid(
                         cx,
                         s.span,

@@ -1,0 +1,315 @@
+//! Cutting a large composition file into pieces that parse on their own.
+//!
+//! The TOML parser holds the whole document twice over while it works — a
+//! token vector, then a tree of index maps — about 35 bytes for every byte
+//! of text, so a 100,000-entry file (16 MB) peaked above 600 MB before a
+//! single entry was read. Most of a large file is `[plugins.X]`,
+//! `[entries.X]` and `[agents.X]` tables that say nothing about each other,
+//! so the file is parsed and walked a piece at a time, each piece's tree
+//! dropped before the next is parsed.
+//!
+//! A cut is made only where it cannot change what the file means: before a
+//! table header, when no table, dotted key or array of tables named before
+//! the cut shares its item (`plugins.X`, `entries.X`, `agents.X`) with one
+//! named after it. Anything the scan does not fully understand — a quoted
+//! key, an unbalanced bracket, a header it cannot read — means no cut at
+//! all: the file is parsed whole, exactly as before. A piece that turns out
+//! to have a syntax error sends the reader back to the whole file too, so
+//! syntax errors are always reported as the parser sees the whole file.
+
+use std::collections::HashMap;
+use std::ops::Range;
+
+use toml_parser::Source;
+use toml_parser::lexer::TokenKind;
+
+/// Files smaller than this are parsed whole: the saving only matters for
+/// large files, and most files are far smaller.
+pub(crate) const SPLIT_FROM_BYTES: usize = 1 << 20;
+
+/// The size a piece grows to before the next cut (when a cut is allowed).
+pub(crate) const PIECE_BYTES: usize = 256 << 10;
+
+/// The root tables whose items are independent of each other; every other
+/// root table stays in one piece.
+const SPLITTABLE: [&str; 3] = ["plugins", "entries", "agents"];
+
+/// The byte ranges of `text`'s pieces (in order, covering all of it), or
+/// `None` when it should be parsed whole: smaller than `split_from`, fewer
+/// than two pieces, or anything the scan cannot vouch for.
+pub(crate) fn split(text: &str, split_from: usize, piece: usize) -> Option<Vec<Range<usize>>> {
+    if text.len() < split_from {
+        return None;
+    }
+    let sites = scan(text)?;
+    let cuts = cuts(&sites, piece);
+    if cuts.is_empty() {
+        return None;
+    }
+    let mut pieces = Vec::with_capacity(cuts.len() + 1);
+    let mut start = 0;
+    for cut in cuts {
+        pieces.push(start..cut);
+        start = cut;
+    }
+    pieces.push(start..text.len());
+    Some(pieces)
+}
+
+/// A place that names a table: the document root (its key lines) or a
+/// table header.
+struct Site<'t> {
+    /// Where the site starts (0 for the root).
+    start: usize,
+    /// The key paths it names, each at most two segments long.
+    paths: Vec<Vec<&'t str>>,
+}
+
+/// Every site of `text`, or `None` when the scan meets something it does
+/// not fully understand.
+fn scan(text: &str) -> Option<Vec<Site<'_>>> {
+    let source = Source::new(text);
+    let mut tokens = source.lex().filter(|t| t.kind() != TokenKind::Whitespace);
+    let mut sites = vec![Site {
+        start: 0,
+        paths: Vec::new(),
+    }];
+    let mut depth = 0usize;
+    let mut line_start = true;
+    let raw = |t: &toml_parser::lexer::Token| text.get(t.span().start()..t.span().end());
+    while let Some(token) = tokens.next() {
+        match token.kind() {
+            TokenKind::Eof => break,
+            TokenKind::Comment => continue,
+            TokenKind::Newline => {
+                line_start = depth == 0;
+                continue;
+            }
+            _ => {}
+        }
+        if line_start {
+            line_start = false;
+            if token.kind() == TokenKind::LeftSquareBracket {
+                let mut next = tokens.next()?;
+                let array = next.kind() == TokenKind::LeftSquareBracket;
+                if array {
+                    next = tokens.next()?;
+                }
+                let (path, closing) = key_path(next, &mut tokens, raw)?;
+                if closing != TokenKind::RightSquareBracket
+                    || (array && tokens.next()?.kind() != TokenKind::RightSquareBracket)
+                {
+                    return None;
+                }
+                sites.push(Site {
+                    start: token.span().start(),
+                    paths: vec![path],
+                });
+                continue;
+            }
+            if sites.len() == 1 {
+                // A key line of the root table: what it names counts.
+                let (path, closing) = key_path(token, &mut tokens, raw)?;
+                if closing != TokenKind::Equals {
+                    return None;
+                }
+                sites[0].paths.push(path);
+                continue;
+            }
+        }
+        match token.kind() {
+            TokenKind::LeftSquareBracket | TokenKind::LeftCurlyBracket => depth += 1,
+            TokenKind::RightSquareBracket | TokenKind::RightCurlyBracket => {
+                depth = depth.checked_sub(1)?;
+            }
+            _ => {}
+        }
+    }
+    (depth == 0).then_some(sites)
+}
+
+/// A dotted key of bare segments starting at `first`, cut to its first two
+/// segments, and the token that ended it. Quoted segments (which may equal
+/// a bare one) and anything unexpected refuse.
+fn key_path<'t>(
+    first: toml_parser::lexer::Token,
+    tokens: &mut impl Iterator<Item = toml_parser::lexer::Token>,
+    raw: impl Fn(&toml_parser::lexer::Token) -> Option<&'t str>,
+) -> Option<(Vec<&'t str>, TokenKind)> {
+    let mut path = Vec::new();
+    let mut token = first;
+    loop {
+        if token.kind() != TokenKind::Atom {
+            return None;
+        }
+        let segment = raw(&token)?;
+        if segment.is_empty()
+            || !segment
+                .bytes()
+                .all(|b| b.is_ascii_alphanumeric() || b == b'_' || b == b'-')
+        {
+            return None;
+        }
+        if path.len() < 2 {
+            path.push(segment);
+        }
+        let after = tokens.next()?;
+        match after.kind() {
+            TokenKind::Dot => token = tokens.next()?,
+            kind => return Some((path, kind)),
+        }
+    }
+}
+
+/// The offsets to cut at: before a header where every item named before it
+/// is named only before it, once the piece has grown to `piece` bytes.
+fn cuts(sites: &[Site<'_>], piece: usize) -> Vec<usize> {
+    // A root table named whole (`[plugins]`, `plugins = {…}`, `plugins.x`
+    // under `[plugins]`…) ties all of its items together.
+    let whole: Vec<&str> = sites
+        .iter()
+        .flat_map(|s| &s.paths)
+        .filter(|p| p.len() == 1)
+        .map(|p| p[0])
+        .collect();
+    let item = |path: &[&str]| -> String {
+        let splittable =
+            path.len() == 2 && SPLITTABLE.contains(&path[0]) && !whole.contains(&path[0]);
+        if splittable {
+            format!("{}.{}", path[0], path[1])
+        } else {
+            path[0].to_owned()
+        }
+    };
+    // The last site naming each item.
+    let mut last: HashMap<String, usize> = HashMap::new();
+    for (i, site) in sites.iter().enumerate() {
+        for path in &site.paths {
+            last.insert(item(path), i);
+        }
+    }
+    let mut cuts = Vec::new();
+    let mut reach = 0;
+    let mut piece_start = 0;
+    for (i, site) in sites.iter().enumerate() {
+        if i > 0 && reach < i && site.start - piece_start >= piece {
+            cuts.push(site.start);
+            piece_start = site.start;
+        }
+        for path in &site.paths {
+            reach = reach.max(last[&item(path)]);
+        }
+    }
+    cuts
+}
+
+#[cfg(test)]
+mod tests {
+    use super::*;
+
+    fn pieces(text: &str) -> Option<Vec<&str>> {
+        split(text, 0, 0).map(|p| p.into_iter().map(|r| &text[r]).collect())
+    }
+
+    #[test]
+    fn cuts_before_each_independent_item() {
+        let text = "version = 1\n[plugins.a]\nversion = \"1\"\n[entries.a]\nconfig = { n = [1, [2]] }\n[entries.b]\n";
+        assert_eq!(
+            pieces(text).unwrap(),
+            vec![
+                "version = 1\n",
+                "[plugins.a]\nversion = \"1\"\n",
+                "[entries.a]\nconfig = { n = [1, [2]] }\n",
+                "[entries.b]\n"
+            ]
+        );
+    }
+
+    #[test]
+    fn an_item_named_twice_stays_in_one_piece() {
+        let text =
+            "version = 1\n[entries.a]\n[entries.b]\n[entries.a.config]\nn = 1\n[entries.c]\n";
+        assert_eq!(
+            pieces(text).unwrap(),
+            vec![
+                "version = 1\n",
+                "[entries.a]\n[entries.b]\n[entries.a.config]\nn = 1\n",
+                "[entries.c]\n"
+            ]
+        );
+    }
+
+    #[test]
+    fn a_table_named_whole_is_not_cut() {
+        // `[plugins]` ties every plugin together; the entries still cut.
+        let text =
+            "version = 1\n[plugins]\na.version = \"1\"\n[plugins.b]\n[entries.a]\n[entries.b]\n";
+        assert_eq!(
+            pieces(text).unwrap(),
+            vec![
+                "version = 1\n",
+                "[plugins]\na.version = \"1\"\n[plugins.b]\n",
+                "[entries.a]\n",
+                "[entries.b]\n"
+            ]
+        );
+        // A root dotted key ties its item to the root piece.
+        let text = "version = 1\nentries.a.plugin = \"p\"\n[entries.b]\n[entries.a.config]\n";
+        assert_eq!(pieces(text), None);
+        // Root tables other than the three are never cut apart.
+        let text =
+            "version = 1\n[scopes.a]\n[scopes.b]\n[[agents.a.x]]\n[[agents.a.x]]\n[[agents.b.x]]\n";
+        assert_eq!(
+            pieces(text).unwrap(),
+            vec![
+                "version = 1\n",
+                "[scopes.a]\n[scopes.b]\n",
+                "[[agents.a.x]]\n[[agents.a.x]]\n",
+                "[[agents.b.x]]\n"
+            ]
+        );
+    }
+
+    #[test]
+    fn brackets_inside_values_and_strings_are_not_headers() {
+        let text = "version = 1\n[entries.a]\nconfig = { x = [\n[1],\n\"[entries.z]\"\n] }\ns = \"\"\"\n[entries.y]\n\"\"\"\n[entries.b]\n";
+        let p = pieces(text).unwrap();
+        assert_eq!(p.len(), 3);
+        assert!(p[1].contains("[entries.y]"));
+        assert_eq!(p[2], "[entries.b]\n");
+    }
+
+    #[test]
+    fn anything_unclear_parses_whole() {
+        for text in [
+            "version = 1\n[entries.\"a\"]\n[entries.b]\n",
+            "version = 1\n[entries.'a']\n[entries.b]\n",
+            "version = 1\n[entries.a\n[entries.b]\n",
+            "version = 1\n[entries.a]\nx = [1\n[entries.b]\n",
+            "version = 1\n[entries.a]\nx = 1]\n[entries.b]\n",
+            "version = 1\n[entries.a b]\n[entries.b]\n",
+            "version = 1\n[1,2]\n[entries.b]\n",
+            "\"version\" = 1\n[entries.a]\n[entries.b]\n",
+        ] {
+            assert_eq!(pieces(text), None, "{text:?}");
+        }
+        // Small files are never cut.
+        assert_eq!(
+            split("version = 1\n[entries.a]\n[entries.b]\n", 1 << 20, 0),
+            None
+        );
+    }
+
+    #[test]
+    fn pieces_grow_to_the_asked_size() {
+        let mut text = String::from("version = 1\n");
+        for i in 0..100 {
+            text.push_str(&format!("[entries.e{i:03}]\nconfig = {{ n = {i} }}\n"));
+        }
+        let ranges = split(&text, 0, 1000).unwrap();
+        assert!(ranges.len() > 2 && ranges.len() < 10, "{}", ranges.len());
+        assert_eq!(ranges.first().unwrap().start, 0);
+        assert_eq!(ranges.last().unwrap().end, text.len());
+        assert!(ranges.windows(2).all(|w| w[0].end == w[1].start));
+    }
+}
