@@ -4,6 +4,7 @@
 
 use std::path::{Path, PathBuf};
 
+use crate::engine::canonical::Canon;
 use crate::engine::snapshot::envelope;
 
 use super::env::RunEnv;
@@ -26,8 +27,10 @@ pub struct SnapshotOptions {
 
 /// The snapshot document, and where it was written.
 pub struct SnapshotOutcome {
-    /// `{format_version, snapshot, digests}`.
-    pub document: serde_json::Value,
+    /// `{format_version, snapshot, digests}`, in canonical form: written
+    /// straight from it (a `serde_json::Value` copy of a 100,000-entry
+    /// snapshot would be a few hundred megabytes more).
+    pub document: Canon,
     /// The file it was written to (`out`).
     pub written: Option<PathBuf>,
 }
@@ -54,9 +57,7 @@ pub fn snapshot(
         None => ws.snapshot()?,
         Some(name) => ws.agent_snapshot(name)?,
     };
-    let document = envelope(&record)
-        .map_err(|e| AppError::input(e.to_string()))?
-        .to_json();
+    let document = envelope(&record).map_err(|e| AppError::input(e.to_string()))?;
     if let Some(out) = &options.out {
         write(out, &document)?;
     }
@@ -66,7 +67,7 @@ pub fn snapshot(
     })
 }
 
-fn write(out: &Path, document: &serde_json::Value) -> Result<(), AppError> {
+fn write(out: &Path, document: &Canon) -> Result<(), AppError> {
     let text = serde_json::to_string_pretty(document).unwrap_or_default() + "\n";
     std::fs::write(out, text)
         .map_err(|e| AppError::failure(format!("cannot write `{}`: {e}", out.display())))

@@ -605,9 +605,8 @@ pub fn prepare_publication(
     p: Publication<'_>,
     fingerprint: &ConfigFingerprint,
 ) -> Result<PublishRecord, AppError> {
-    let snapshot = envelope(&p.generation.snapshot)
-        .map(|c| c.to_json())
-        .map_err(|e| AppError::failure(e.to_string()))?;
+    let snapshot =
+        envelope(&p.generation.snapshot).map_err(|e| AppError::failure(e.to_string()))?;
     // Only the counters this publish raised: a one-entry publish writes
     // one row, not one per entry.
     let mut mounts: BTreeMap<String, u64> = BTreeMap::new();

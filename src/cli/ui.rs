@@ -96,7 +96,7 @@ impl Ui {
     }
 
     /// Write a JSON document to stdout, pretty-printed.
-    pub fn out_json(&self, value: &serde_json::Value) {
+    pub fn out_json(&self, value: &impl serde::Serialize) {
         let text = serde_json::to_string_pretty(value).unwrap_or_else(|_| "{}".into());
         self.out(&text);
     }

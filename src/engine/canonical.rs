@@ -53,6 +53,57 @@ pub enum Canon {
     Map(BTreeMap<String, Canon>),
 }
 
+/// Written exactly as [`Canon::to_json`] would be, without building the
+/// `serde_json::Value` tree first: a 100,000-entry snapshot is written
+/// (printed, stored) straight from its canonical form.
+impl serde::Serialize for Canon {
+    fn serialize<S: serde::Serializer>(&self, serializer: S) -> Result<S::Ok, S::Error> {
+        use serde::ser::{SerializeMap as _, SerializeSeq as _};
+        match self {
+            Self::Null => serializer.serialize_unit(),
+            Self::Bool(b) => serializer.serialize_bool(*b),
+            Self::Int(i) => {
+                if let Ok(v) = i64::try_from(*i) {
+                    serializer.serialize_i64(v)
+                } else if let Ok(v) = u64::try_from(*i) {
+                    serializer.serialize_u64(v)
+                } else {
+                    #[allow(clippy::cast_precision_loss)] // as `to_json`
+                    let f = *i as f64;
+                    Self::Float(f).serialize(serializer)
+                }
+            }
+            Self::Float(f) if f.is_finite() => serializer.serialize_f64(*f),
+            Self::Float(_) => serializer.serialize_unit(),
+            Self::Str(s) => serializer.serialize_str(s),
+            Self::List(items) => {
+                let mut seq = serializer.serialize_seq(Some(items.len()))?;
+                for item in items {
+                    seq.serialize_element(item)?;
+                }
+                seq.end()
+            }
+            Self::Map(map) => {
+                let mut out = serializer.serialize_map(Some(map.len()))?;
+                for (k, v) in map {
+                    out.serialize_entry(k, v)?;
+                }
+                out.end()
+            }
+        }
+    }
+}
+
+impl Canon {
+    /// The value at `path` (map keys), if every step is a map that has it.
+    pub fn at(&self, path: &[&str]) -> Option<&Canon> {
+        path.iter().try_fold(self, |v, key| match v {
+            Self::Map(map) => map.get(*key),
+            _ => None,
+        })
+    }
+}
+
 /// A value that cannot be canonicalized.
 #[derive(Clone, Debug, PartialEq, Eq, thiserror::Error)]
 pub enum CanonError {
@@ -848,6 +899,40 @@ pub(crate) mod test_support {
 
 #[cfg(test)]
 mod tests {
+    #[test]
+    fn serializing_a_canon_writes_what_to_json_writes() {
+        let value = Canon::map([
+            ("big", Canon::Int(i128::from(u64::MAX) + 1)),
+            ("u", Canon::Int(i128::from(u64::MAX))),
+            ("neg", Canon::Int(-5)),
+            ("nan", Canon::Float(f64::NAN)),
+            ("inf", Canon::Float(f64::INFINITY)),
+            ("f", Canon::Float(0.1)),
+            ("whole", Canon::Float(2.0)),
+            ("s", Canon::Str("é\"\n".into())),
+            (
+                "list",
+                Canon::List(vec![
+                    Canon::Null,
+                    Canon::Bool(true),
+                    Canon::map([("b", Canon::Int(1)), ("a", Canon::Null)]),
+                ]),
+            ),
+        ]);
+        let direct = serde_json::to_string_pretty(&value).unwrap();
+        let through = serde_json::to_string_pretty(&value.to_json()).unwrap();
+        assert_eq!(direct, through);
+        assert_eq!(value.at(&["list"]), Some(&value_list(&value)));
+        assert_eq!(value.at(&["s", "x"]), None);
+    }
+
+    fn value_list(v: &Canon) -> Canon {
+        match v {
+            Canon::Map(m) => m["list"].clone(),
+            _ => Canon::Null,
+        }
+    }
+
     use super::test_support::read_jsonl;
     use super::*;
     use proptest::prelude::*;

@@ -363,6 +363,13 @@ pub fn agents_of(snapshot: &serde_json::Value) -> Option<String> {
         .map(|a| serde_json::to_string(a).unwrap_or_default())
 }
 
+/// [`agents_of`] for a snapshot envelope in canonical form.
+pub fn agents_of_canon(snapshot: &crate::engine::canonical::Canon) -> Option<String> {
+    snapshot
+        .at(&["snapshot", "metadata", "agents"])
+        .map(|a| serde_json::to_string(a).unwrap_or_default())
+}
+
 fn damaged(id: &str, e: &dyn std::fmt::Display) -> rusqlite::Error {
     rusqlite::Error::ToSqlConversionFailure(
         format!("generation {id} cannot be migrated: {e}").into(),
@@ -370,16 +377,17 @@ fn damaged(id: &str, e: &dyn std::fmt::Display) -> rusqlite::Error {
 }
 
 /// A generation's three documents, as they are written to chunks.
-pub struct Documents<'a> {
-    /// The snapshot envelope.
-    pub snapshot: &'a serde_json::Value,
+pub struct Documents<'a, S: serde::Serialize> {
+    /// The snapshot envelope (a `serde_json::Value` read from an old
+    /// store, or a [`crate::engine::canonical::Canon`] being published).
+    pub snapshot: &'a S,
     /// Its nodes, by entry id.
     pub nodes: &'a [StoredNode],
     /// What its publish did.
     pub impact: &'a [StoredImpact],
 }
 
-impl Documents<'_> {
+impl<S: serde::Serialize> Documents<'_, S> {
     /// Write the chunks (once each) and return the roots: snapshot, nodes,
     /// impact. The snapshot is written one value per line (so an edit
     /// touches the lines of what changed); nodes and impact one per line.
@@ -443,8 +451,7 @@ pub fn with_implied(stored: Vec<StoredImpact>, nodes: &[StoredNode]) -> Vec<Stor
 /// `value` as JSON with every member and element on a line of its own and
 /// no indentation: an edit touches the lines of what changed (so the chunks
 /// around it), and no byte is spent on indentation.
-pub fn one_value_per_line(value: &serde_json::Value) -> String {
-    use serde::Serialize as _;
+pub fn one_value_per_line(value: &impl serde::Serialize) -> String {
     let mut out = Vec::new();
     let formatter = serde_json::ser::PrettyFormatter::with_indent(b"");
     let mut ser = serde_json::Serializer::with_formatter(&mut out, formatter);

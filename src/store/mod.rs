@@ -324,8 +324,9 @@ pub struct PublishRecord {
     pub generation_id: GenerationId,
     /// The current generation it was computed against.
     pub expected_current: Option<GenerationId>,
-    /// Snapshot envelope.
-    pub snapshot: serde_json::Value,
+    /// Snapshot envelope, in canonical form (written straight to its
+    /// chunks, never copied into a `serde_json::Value`).
+    pub snapshot: crate::engine::canonical::Canon,
     /// Its digests.
     pub digests: Digests,
     /// Its nodes.

@@ -1,5 +1,6 @@
 //! `chassis snapshot`: the snapshot record of a resolved composition.
 
+use crate::engine::canonical::Canon;
 use std::path::PathBuf;
 
 use crate::app::snapshot::{SnapshotOptions, snapshot};
@@ -52,15 +53,22 @@ pub fn run(ui: &Ui, args: &SnapshotArgs) -> Result<ExitStatus, ExitStatus> {
         ui.out_json(&outcome.document);
         return Ok(ExitStatus::Success);
     };
-    let digests = &outcome.document["digests"];
+    let digest = |name: &str| match outcome.document.at(&["digests", name]) {
+        Some(Canon::Str(s)) => s.as_str(),
+        _ => "",
+    };
+    let digests = outcome
+        .document
+        .at(&["digests"])
+        .map_or(serde_json::Value::Null, Canon::to_json);
     match ui.format {
         Format::Json => ui.out_json(&serde_json::json!({ "format_version": 1, "written": out.display().to_string(), "digests": digests })),
         _ => ui.out(&format!(
             "wrote {}\n  digest           {}\n  semantic_digest  {}\n  physical_digest  {}",
             out.display(),
-            digests["digest"].as_str().unwrap_or(""),
-            digests["semantic_digest"].as_str().unwrap_or(""),
-            digests["physical_digest"].as_str().unwrap_or("")
+            digest("digest"),
+            digest("semantic_digest"),
+            digest("physical_digest")
         )),
     }
     Ok(ExitStatus::Success)
