@@ -45,9 +45,10 @@ fn walk_whole(
         diags,
         concealed: Vec::new(),
     };
-    let out = walk_file(&mut cx, doc.get_ref(), root, true);
+    let mut out = FileOut::default();
+    let read = walk_file(&mut cx, doc.get_ref(), root, true, &mut out);
     concealed.append(&mut cx.concealed);
-    (out, has_syntax)
+    (read.then_some(out), has_syntax)
 }
 
 /// Parse and walk a file a piece at a time ([`super::pieces`]), each
@@ -76,11 +77,10 @@ fn walk_pieces(
             diags,
             concealed: Vec::new(),
         };
-        let walked = walk_file(&mut cx, doc.get_ref(), root, i == 0);
+        let read = walk_file(&mut cx, doc.get_ref(), root, i == 0, &mut out);
         concealed.append(&mut cx.concealed);
-        match walked {
-            Some(next) => out.append(next),
-            None => return Some(None),
+        if !read {
+            return Some(None);
         }
     }
     Some(Some(out))

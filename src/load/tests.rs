@@ -1,6 +1,5 @@
 //! Loader tests: the format, its errors and their positions.
 
-use std::collections::BTreeMap;
 use std::path::Path;
 use std::sync::Arc;
 
@@ -40,7 +39,7 @@ pub(super) fn only(l: &Loaded, code: Code) -> &crate::engine::diag::Diagnostic {
 /// differently laid out texts.
 pub(super) fn strip(c: &Composition) -> Composition {
     let mut c = c.clone();
-    let strip_reqs = |reqs: &mut BTreeMap<CapabilityName, Requirement>| {
+    let strip_reqs = |reqs: &mut crate::engine::model::SmallMap<CapabilityName, Requirement>| {
         reqs.values_mut().for_each(|r| r.origin = None)
     };
     for s in c.scopes.values_mut() {

@@ -15,7 +15,7 @@ use super::values::config_table;
 use crate::engine::diag::Code;
 use crate::engine::model::{
     CapabilityName, ConfigValue, EntryId, EntryRef, IdError, Manifest, Requirement, ScopeDecl,
-    ScopePath, ToolName,
+    ScopePath, SmallMap, ToolName,
 };
 use crate::engine::span::{Located, Origin, Span};
 use crate::engine::specifier::Specifier;
@@ -112,25 +112,6 @@ pub(crate) struct FileOut {
     pub host: crate::engine::model::HostSettings,
 }
 
-impl FileOut {
-    /// Add what the next piece of the same file declares (pieces never
-    /// share an item, and a root table other than `plugins`, `entries` and
-    /// `agents` is in one piece only).
-    pub(crate) fn append(&mut self, mut next: FileOut) {
-        self.includes.append(&mut next.includes);
-        self.plugins.append(&mut next.plugins);
-        self.entries.append(&mut next.entries);
-        self.scopes.append(&mut next.scopes);
-        self.prefer.append(&mut next.prefer);
-        self.policy.append(&mut next.policy);
-        self.agents.append(&mut next.agents);
-        let crate::engine::model::HostSettings { name, store, serve } = next.host;
-        self.host.name = self.host.name.take().or(name);
-        self.host.store = self.host.store.take().or(store);
-        self.host.serve = self.host.serve.take().or(serve);
-    }
-}
-
 /// Report an [`IdError`] at `span`.
 pub(crate) fn bad_name(cx: &mut FileCtx<'_>, span: Span, err: IdError) {
     cx.error(Code::BadName, span, err.message, "invalid name")
@@ -180,8 +161,8 @@ pub(crate) fn requirements(
     cx: &mut FileCtx<'_>,
     node: &Node<'_, '_>,
     optional: bool,
-) -> BTreeMap<CapabilityName, Requirement> {
-    let mut out = BTreeMap::new();
+) -> SmallMap<CapabilityName, Requirement> {
+    let mut out = SmallMap::new();
     for item in node.entries(cx).unwrap_or_default() {
         let cap = capability(cx, &item);
         let spec = item.str(cx).and_then(|s| specifier(cx, &item, s));
@@ -221,23 +202,25 @@ fn preference(cx: &mut FileCtx<'_>, item: &Node<'_, '_>) -> Option<(CapabilityNa
     Some((cap?, Located::new(id, Some(cx.origin(s.span)))))
 }
 
-/// Walk one parsed file, or one piece of it ([`super::pieces`]). `root`
-/// says whether this is the root file; `first` whether this is the file's
-/// first piece, where `version` is (required in the root file). `None`: the
-/// file has an unsupported format version and is not read further.
+/// Walk one parsed file, or one piece of it ([`super::pieces`]), into
+/// `out` (pieces never share an item, and a root table other than
+/// `plugins`, `entries` and `agents` is in one piece only). `root` says
+/// whether this is the root file; `first` whether this is the file's first
+/// piece, where `version` is (required in the root file). `false`: the file
+/// has an unsupported format version and is not read further.
 pub(crate) fn walk_file(
     cx: &mut FileCtx<'_>,
     doc: &DeTable<'_>,
     root: bool,
     first: bool,
-) -> Option<FileOut> {
-    let mut out = FileOut::default();
+    out: &mut FileOut,
+) -> bool {
     let r = TableReader::new(doc, Span::default(), String::new(), ROOT_KEYS);
     if first && !format_version(cx, &r, root) {
-        return None;
+        return false;
     }
     if let Some(node) = r.get("include") {
-        includes(cx, &node, &mut out);
+        includes(cx, &node, out);
     }
     if let Some(node) = r.get("prefer") {
         for item in node.entries(cx).unwrap_or_default() {
@@ -252,7 +235,7 @@ pub(crate) fn walk_file(
     if let Some(node) = r.get("plugins")
         && let Some(items) = node.entries_iter(cx)
     {
-        out.plugins.reserve_exact(items.len());
+        out.plugins.reserve(items.len());
         for item in items {
             let before = cx.errors();
             let manifest = plugin(cx, &item);
@@ -267,7 +250,7 @@ pub(crate) fn walk_file(
     if let Some(node) = r.get("entries")
         && let Some(items) = node.entries_iter(cx)
     {
-        out.entries.reserve_exact(items.len());
+        out.entries.reserve(items.len());
         for item in items {
             let value = entry(cx, &item);
             out.entries.push(Def {
@@ -321,7 +304,7 @@ pub(crate) fn walk_file(
         });
     }
     r.finish(cx);
-    Some(out)
+    true
 }
 
 /// Whether a host settings table may be read here: in the root file only

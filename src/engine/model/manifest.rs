@@ -4,6 +4,7 @@ use std::collections::BTreeMap;
 
 use super::config::ConfigValue;
 use super::ids::{CapabilityName, ToolName};
+use super::small_map::SmallMap;
 use crate::engine::span::Origin;
 use crate::engine::specifier::{Specifier, render_requirement};
 use crate::engine::version::Version;
@@ -117,10 +118,10 @@ pub struct Manifest {
     /// Implementation version.
     pub version: Version,
     /// Provided capabilities by name.
-    pub provides: BTreeMap<CapabilityName, Provided>,
+    pub provides: SmallMap<CapabilityName, Provided>,
     /// Hard and optional requirements by capability (a capability is either
     /// required or optional, never both).
-    pub requires: BTreeMap<CapabilityName, Requirement>,
+    pub requires: SmallMap<CapabilityName, Requirement>,
     /// Permissions the plugin needs at harness boundaries (`name[:resource]`).
     pub permissions: Vec<String>,
     /// Version of the configuration format the plugin reads.
@@ -163,8 +164,8 @@ impl Manifest {
         Self {
             name: name.into(),
             version,
-            provides: BTreeMap::new(),
-            requires: BTreeMap::new(),
+            provides: SmallMap::new(),
+            requires: SmallMap::new(),
             permissions: Vec::new(),
             config_version: 1,
             metadata: BTreeMap::new(),

@@ -32,6 +32,7 @@ mod ids;
 mod manifest;
 mod policy;
 mod scope;
+mod small_map;
 
 pub use agent::{
     AGENT_METADATA_KEY, AGENT_REVISION_METADATA_KEY, AgentDecl, DEFAULT_MAX_STEPS, PromptSource,
@@ -45,3 +46,4 @@ pub use ids::{CapabilityName, EntryId, IdError, ScopePath, ToolName};
 pub use manifest::{Manifest, Provided, Requirement, ToolDecl};
 pub use policy::PolicyDecl;
 pub use scope::ScopeDecl;
+pub use small_map::SmallMap;

@@ -6,6 +6,7 @@ use super::composition::EntryRef;
 use super::config::ConfigValue;
 use super::ids::{CapabilityName, ScopePath, ToolName};
 use super::manifest::Requirement;
+use super::small_map::SmallMap;
 use crate::engine::span::Origin;
 
 /// A scope as declared (`[scopes."/research"]`), or implied as the parent of a
@@ -20,7 +21,7 @@ pub struct ScopeDecl {
     /// The scope's own tool view; `None` = no restriction.
     pub tools: Option<BTreeSet<ToolName>>,
     /// Scope-level requirements: explained, never gating.
-    pub requirements: BTreeMap<CapabilityName, Requirement>,
+    pub requirements: SmallMap<CapabilityName, Requirement>,
     /// Preferences for consumers declared in exactly this scope.
     pub prefer: BTreeMap<CapabilityName, EntryRef>,
     /// Free-form metadata; never hashed into the snapshot, redacted when shown.
@@ -48,7 +49,7 @@ impl ScopeDecl {
             path,
             capabilities: None,
             tools: None,
-            requirements: BTreeMap::new(),
+            requirements: SmallMap::new(),
             prefer: BTreeMap::new(),
             metadata: BTreeMap::new(),
             implied: false,

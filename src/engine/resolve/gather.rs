@@ -12,7 +12,7 @@ use std::collections::BTreeMap;
 
 use crate::engine::model::{
     CapabilityName, Composition, Entry, EntryId, EntryRef, Provided, Requirement, ScopeDecl,
-    ScopePath,
+    ScopePath, SmallMap,
 };
 use crate::engine::parallel;
 use crate::engine::tree::{FxHashMap, ScopeIx, ScopeTree};
@@ -392,7 +392,7 @@ impl<'a> Ctx<'_, 'a> {
                 in_scope.len()
             };
             let mut gather =
-                |holder: Holder, declared: &'a BTreeMap<CapabilityName, Requirement>| {
+                |holder: Holder, declared: &'a SmallMap<CapabilityName, Requirement>| {
                     for requirement in declared.values() {
                         requirements.push(self.req(holder, ix, requirement, &lineage, &mut lists));
                     }
