@@ -52,9 +52,11 @@ fn walk_whole(
 }
 
 /// Parse and walk a file a piece at a time ([`super::pieces`]), each
-/// piece's tree dropped before the next is parsed. `None` when a piece has
-/// a syntax error: the file is then walked whole, so syntax errors read as
-/// the parser sees the whole file.
+/// piece's tree dropped before the next is parsed; the first half of the
+/// pieces and the second are walked side by side when a second core
+/// exists ([`crate::engine::parallel::join`]), and their outputs joined in
+/// file order. `None` when a piece has a syntax error: the file is then
+/// walked whole, so syntax errors read as the parser sees the whole file.
 fn walk_pieces(
     id: SourceId,
     text: &str,
@@ -63,7 +65,50 @@ fn walk_pieces(
     diags: &mut Vec<Diagnostic>,
     concealed: &mut Vec<Span>,
 ) -> Option<Option<FileOut>> {
-    let mut out = FileOut::default();
+    let (first, rest) = pieces.split_at(pieces.len().div_ceil(2));
+    let (a, b) = crate::engine::parallel::join(
+        text.len(),
+        || walk_run(id, text, first, root, true),
+        || walk_run(id, text, rest, root, false),
+    );
+    let (mut a, b) = (a?, b?);
+    diags.append(&mut a.diags);
+    concealed.append(&mut a.concealed);
+    if !a.read {
+        // Past an unsupported format version nothing more is read.
+        return Some(None);
+    }
+    let (mut out, mut b) = (a.out, b);
+    diags.append(&mut b.diags);
+    concealed.append(&mut b.concealed);
+    out.append(b.out);
+    Some(Some(out))
+}
+
+/// What walking a run of consecutive pieces found.
+struct PieceRun {
+    out: FileOut,
+    diags: Vec<Diagnostic>,
+    concealed: Vec<Span>,
+    /// `false`: the file's format version is unsupported.
+    read: bool,
+}
+
+/// Walk `pieces` in order; `starts` says whether they start the file.
+/// `None` when one has a syntax error.
+fn walk_run(
+    id: SourceId,
+    text: &str,
+    pieces: &[std::ops::Range<usize>],
+    root: bool,
+    starts: bool,
+) -> Option<PieceRun> {
+    let mut run = PieceRun {
+        out: FileOut::default(),
+        diags: Vec::new(),
+        concealed: Vec::new(),
+        read: true,
+    };
     for (i, piece) in pieces.iter().enumerate() {
         let piece_text = &text[piece.clone()];
         let (doc, errors) = DeTable::parse_recoverable(piece_text);
@@ -74,16 +119,17 @@ fn walk_pieces(
             source: id,
             text: piece_text,
             base: u32::try_from(piece.start).ok()?,
-            diags,
+            diags: &mut run.diags,
             concealed: Vec::new(),
         };
-        let read = walk_file(&mut cx, doc.get_ref(), root, i == 0, &mut out);
-        concealed.append(&mut cx.concealed);
+        let read = walk_file(&mut cx, doc.get_ref(), root, starts && i == 0, &mut run.out);
+        run.concealed.append(&mut cx.concealed);
         if !read {
-            return Some(None);
+            run.read = false;
+            break;
         }
     }
-    Some(Some(out))
+    Some(run)
 }
 
 /// One walked file.

@@ -112,6 +112,25 @@ pub(crate) struct FileOut {
     pub host: crate::engine::model::HostSettings,
 }
 
+impl FileOut {
+    /// Add what a later run of pieces of the same file declares (pieces
+    /// never share an item, and a root table other than `plugins`,
+    /// `entries` and `agents` is in one piece only).
+    pub(crate) fn append(&mut self, mut next: FileOut) {
+        self.includes.append(&mut next.includes);
+        self.plugins.append(&mut next.plugins);
+        self.entries.append(&mut next.entries);
+        self.scopes.append(&mut next.scopes);
+        self.prefer.append(&mut next.prefer);
+        self.policy.append(&mut next.policy);
+        self.agents.append(&mut next.agents);
+        let crate::engine::model::HostSettings { name, store, serve } = next.host;
+        self.host.name = self.host.name.take().or(name);
+        self.host.store = self.host.store.take().or(store);
+        self.host.serve = self.host.serve.take().or(serve);
+    }
+}
+
 /// Report an [`IdError`] at `span`.
 pub(crate) fn bad_name(cx: &mut FileCtx<'_>, span: Span, err: IdError) {
     cx.error(Code::BadName, span, err.message, "invalid name")
