@@ -4,8 +4,7 @@
 
 use std::path::{Path, PathBuf};
 
-use crate::engine::canonical::Canon;
-use crate::engine::snapshot::envelope;
+use crate::engine::snapshot::{Digests, EnvelopeView, SnapshotRecord};
 
 use super::env::RunEnv;
 use super::error::AppError;
@@ -27,10 +26,10 @@ pub struct SnapshotOptions {
 
 /// The snapshot document, and where it was written.
 pub struct SnapshotOutcome {
-    /// `{format_version, snapshot, digests}`, in canonical form: written
-    /// straight from it (a `serde_json::Value` copy of a 100,000-entry
-    /// snapshot would be a few hundred megabytes more).
-    pub document: Canon,
+    /// The record.
+    pub record: SnapshotRecord,
+    /// Its digests.
+    pub digests: Digests,
     /// The file it was written to (`out`).
     pub written: Option<PathBuf>,
 }
@@ -57,17 +56,30 @@ pub fn snapshot(
         None => ws.snapshot()?,
         Some(name) => ws.agent_snapshot(name)?,
     };
-    let document = envelope(&record).map_err(|e| AppError::input(e.to_string()))?;
-    if let Some(out) = &options.out {
-        write(out, &document)?;
-    }
-    Ok(SnapshotOutcome {
-        document,
+    let digests = record
+        .digests()
+        .map_err(|e| AppError::input(e.to_string()))?;
+    let outcome = SnapshotOutcome {
+        record,
+        digests,
         written: options.out.clone(),
-    })
+    };
+    if let Some(out) = &options.out {
+        write(out, &outcome.document())?;
+    }
+    Ok(outcome)
 }
 
-fn write(out: &Path, document: &Canon) -> Result<(), AppError> {
+impl SnapshotOutcome {
+    /// The document `{format_version, snapshot, digests}`, written straight
+    /// from the record (a tree of it would be a few hundred megabytes more
+    /// at 100,000 entries).
+    pub fn document(&self) -> EnvelopeView<'_> {
+        EnvelopeView::with_digests(&self.record, self.digests.clone())
+    }
+}
+
+fn write(out: &Path, document: &EnvelopeView<'_>) -> Result<(), AppError> {
     let text = serde_json::to_string_pretty(document).unwrap_or_default() + "\n";
     std::fs::write(out, text)
         .map_err(|e| AppError::failure(format!("cannot write `{}`: {e}", out.display())))

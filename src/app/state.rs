@@ -15,7 +15,7 @@ use crate::engine::canonical::Canon;
 use crate::engine::declared::config_leaves;
 use crate::engine::identity::GenerationId;
 use crate::engine::model::HostSettings;
-use crate::engine::snapshot::envelope;
+use crate::engine::snapshot::EnvelopeView;
 use crate::runtime::harness::{ConfigFingerprint, SeedNode, SeedState};
 use crate::runtime::{Generation, ReconcileReport};
 use crate::store::migrate::UNCLAIMED;
@@ -605,8 +605,15 @@ pub fn prepare_publication(
     p: Publication<'_>,
     fingerprint: &ConfigFingerprint,
 ) -> Result<PublishRecord, AppError> {
-    let snapshot =
-        envelope(&p.generation.snapshot).map_err(|e| AppError::failure(e.to_string()))?;
+    let record = &p.generation.snapshot;
+    let snapshot = crate::store::migrate::one_value_per_line(&EnvelopeView::with_digests(
+        record,
+        p.generation.digests.clone(),
+    ));
+    let agents = record
+        .metadata
+        .get(crate::engine::agent::AGENTS)
+        .map(|a| serde_json::to_string(a).unwrap_or_default());
     // Only the counters this publish raised: a one-entry publish writes
     // one row, not one per entry.
     let mut mounts: BTreeMap<String, u64> = BTreeMap::new();
@@ -620,6 +627,7 @@ pub fn prepare_publication(
         generation_id: p.generation.id.clone(),
         expected_current: p.previous,
         snapshot,
+        agents,
         digests: p.generation.digests.clone(),
         nodes: p
             .nodes

@@ -327,6 +327,7 @@ fn move_generations(tx: &Transaction<'_>) -> rusqlite::Result<()> {
             serde_json::from_str(&snapshot).map_err(|e| damaged(&id, &e))?;
         let impact: Vec<StoredImpact> =
             serde_json::from_str(&impact).map_err(|e| damaged(&id, &e))?;
+        let snapshot = one_value_per_line(&snapshot);
         let roots = Documents {
             snapshot: &snapshot,
             nodes: &listed,
@@ -363,13 +364,6 @@ pub fn agents_of(snapshot: &serde_json::Value) -> Option<String> {
         .map(|a| serde_json::to_string(a).unwrap_or_default())
 }
 
-/// [`agents_of`] for a snapshot envelope in canonical form.
-pub fn agents_of_canon(snapshot: &crate::engine::canonical::Canon) -> Option<String> {
-    snapshot
-        .at(&["snapshot", "metadata", "agents"])
-        .map(|a| serde_json::to_string(a).unwrap_or_default())
-}
-
 fn damaged(id: &str, e: &dyn std::fmt::Display) -> rusqlite::Error {
     rusqlite::Error::ToSqlConversionFailure(
         format!("generation {id} cannot be migrated: {e}").into(),
@@ -377,17 +371,16 @@ fn damaged(id: &str, e: &dyn std::fmt::Display) -> rusqlite::Error {
 }
 
 /// A generation's three documents, as they are written to chunks.
-pub struct Documents<'a, S: serde::Serialize> {
-    /// The snapshot envelope (a `serde_json::Value` read from an old
-    /// store, or a [`crate::engine::canonical::Canon`] being published).
-    pub snapshot: &'a S,
+pub struct Documents<'a> {
+    /// The snapshot envelope, one value per line ([`one_value_per_line`]).
+    pub snapshot: &'a str,
     /// Its nodes, by entry id.
     pub nodes: &'a [StoredNode],
     /// What its publish did.
     pub impact: &'a [StoredImpact],
 }
 
-impl<S: serde::Serialize> Documents<'_, S> {
+impl Documents<'_> {
     /// Write the chunks (once each) and return the roots: snapshot, nodes,
     /// impact. The snapshot is written one value per line (so an edit
     /// touches the lines of what changed); nodes and impact one per line.
@@ -400,14 +393,13 @@ impl<S: serde::Serialize> Documents<'_, S> {
             insert.execute(params![hash, i64::from(c.level), c.body])?;
             Ok(())
         };
-        let snapshot = one_value_per_line(self.snapshot);
         let impact: Vec<&StoredImpact> = self
             .impact
             .iter()
             .filter(|i| !implied(i, self.nodes))
             .collect();
         Ok([
-            chunks::write(&snapshot, &mut put)?,
+            chunks::write(self.snapshot, &mut put)?,
             chunks::write(&json_lines(self.nodes), &mut put)?,
             chunks::write(&json_lines(&impact), &mut put)?,
         ])

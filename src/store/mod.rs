@@ -324,9 +324,13 @@ pub struct PublishRecord {
     pub generation_id: GenerationId,
     /// The current generation it was computed against.
     pub expected_current: Option<GenerationId>,
-    /// Snapshot envelope, in canonical form (written straight to its
-    /// chunks, never copied into a `serde_json::Value`).
-    pub snapshot: crate::engine::canonical::Canon,
+    /// The snapshot envelope as stored: JSON with one value per line
+    /// ([`migrate::one_value_per_line`]), written from the record without a
+    /// tree of it.
+    pub snapshot: String,
+    /// The snapshot's `metadata.agents`, as JSON (`None` without agents):
+    /// what `generations list` shows without reading the snapshot.
+    pub agents: Option<String>,
     /// Its digests.
     pub digests: Digests,
     /// Its nodes.

@@ -610,7 +610,7 @@ impl Store for SqliteStore {
                     roots[0],
                     roots[1],
                     roots[2],
-                    migrate::agents_of_canon(&record.snapshot),
+                    record.agents,
                 ],
             )
             .map_err(backend)?;

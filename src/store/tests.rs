@@ -7,7 +7,8 @@ fn record(seq: u64, expected: Option<u64>) -> PublishRecord {
     PublishRecord {
         generation_id: GenerationId::from_sequence(seq),
         expected_current: expected.map(GenerationId::from_sequence),
-        snapshot: crate::engine::canonical::Canon::map([("format_version", 1)]),
+        snapshot: "{\n\"format_version\": 1\n}".into(),
+        agents: None,
         digests: Digests {
             digest: format!("d{seq}"),
             semantic_digest: "s".into(),

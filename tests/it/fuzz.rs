@@ -1230,7 +1230,7 @@ fn run_pure(file: &Path, case: &Case) -> Ran {
         };
         match snapshot(&options, &sink) {
             Ok(outcome) => {
-                let _ = serde_json::to_string_pretty(&outcome.document);
+                let _ = serde_json::to_string_pretty(&outcome.document());
             }
             Err(e) => sink.error(&e),
         }

@@ -1,6 +1,5 @@
 //! `chassis snapshot`: the snapshot record of a resolved composition.
 
-use crate::engine::canonical::Canon;
 use std::path::PathBuf;
 
 use crate::app::snapshot::{SnapshotOptions, snapshot};
@@ -50,25 +49,21 @@ pub fn run(ui: &Ui, args: &SnapshotArgs) -> Result<ExitStatus, ExitStatus> {
     let outcome = snapshot(&options, &super::super::reporter(ui))
         .map_err(|e| super::super::report::fail(ui, &e))?;
     let Some(out) = &outcome.written else {
-        ui.out_json(&outcome.document);
+        ui.out_json(&outcome.document());
         return Ok(ExitStatus::Success);
     };
-    let digest = |name: &str| match outcome.document.at(&["digests", name]) {
-        Some(Canon::Str(s)) => s.as_str(),
-        _ => "",
-    };
-    let digests = outcome
-        .document
-        .at(&["digests"])
-        .map_or(serde_json::Value::Null, Canon::to_json);
+    let d = &outcome.digests;
+    let digests = serde_json::json!({
+        "digest": d.digest,
+        "semantic_digest": d.semantic_digest,
+        "physical_digest": d.physical_digest,
+    });
     match ui.format {
         Format::Json => ui.out_json(&serde_json::json!({ "format_version": 1, "written": out.display().to_string(), "digests": digests })),
         _ => ui.out(&format!(
             "wrote {}\n  digest           {}\n  semantic_digest  {}\n  physical_digest  {}",
             out.display(),
-            digest("digest"),
-            digest("semantic_digest"),
-            digest("physical_digest")
+            d.digest, d.semantic_digest, d.physical_digest
         )),
     }
     Ok(ExitStatus::Success)

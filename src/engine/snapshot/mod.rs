@@ -9,6 +9,7 @@ mod build;
 mod document;
 mod record;
 mod scopes;
+mod serialize;
 
 pub use build::{
     CHASSIS_VERSION, MountNumbers, SnapshotContext, TOOL_CONTRACTS, build_snapshot,
@@ -20,6 +21,7 @@ pub use scopes::{
     Names, PieceStream, ProviderIds, ScopeRow, ScopesFingerprint, ScopesText, SelectionRow,
     TextPiece,
 };
+pub use serialize::EnvelopeView;
 
 #[cfg(test)]
 mod tests;

@@ -553,3 +553,34 @@ fn the_snapshot_graph_hash_is_the_canon_one_for_awkward_ids() {
         plugin_graph_hash(&active, &plan).unwrap()
     );
 }
+
+#[test]
+fn the_envelope_view_writes_the_canon_envelope_byte_for_byte() {
+    use super::serialize::canon_of;
+    let mut records: Vec<SnapshotRecord> = Vec::new();
+    for line in read_jsonl("reference-snapshots.jsonl") {
+        records.push(parse_document(&line["snapshot"]).unwrap().snapshot);
+    }
+    for v in 0..3 {
+        records.push(snapshot_of(&rederive_case(v)));
+    }
+    records.push(snapshot_of(&wide_composition(6, 20)));
+    let mut odd = snapshot_of(&rederive_case(7));
+    odd.agent = Some("a\"gent".into());
+    odd.metadata
+        .insert("agents".into(), Canon::map([("x", Canon::Float(0.5))]));
+    records.push(odd);
+    assert!(records.len() > 10);
+    for r in &records {
+        let view = EnvelopeView::new(r).unwrap();
+        let canon = canon_of(&view);
+        assert_eq!(
+            serde_json::to_string_pretty(&view).unwrap(),
+            serde_json::to_string_pretty(&canon).unwrap()
+        );
+        assert_eq!(
+            serde_json::to_string(&view).unwrap(),
+            serde_json::to_string(&canon).unwrap()
+        );
+    }
+}
