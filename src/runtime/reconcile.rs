@@ -670,7 +670,7 @@ impl Harness {
                 self.control_hook(
                     &generation.hooks,
                     super::hooks::HookEvent::GenerationDraining,
-                    payload,
+                    move || payload,
                 )
                 .await,
             );
@@ -700,7 +700,7 @@ impl Harness {
             self.control_hook(
                 &generation.hooks,
                 super::hooks::HookEvent::GenerationPublished,
-                payload,
+                move || payload,
             )
             .await,
         );

@@ -25,6 +25,9 @@ impl Harness {
     }
 
     pub(crate) fn span_start(&self, name: &str, attributes: Attributes) -> Option<SpanId> {
+        if !self.shared.options.telemetry.spans_enabled() {
+            return None;
+        }
         self.shared
             .options
             .telemetry
@@ -64,12 +67,14 @@ impl Harness {
         &self,
         hooks: &HookSet,
         event: HookEvent,
-        payload: Value,
+        payload: impl FnOnce() -> Value,
     ) -> Vec<CleanupFailure> {
+        // Built only when a hook will read it: a mount without hooks (most
+        // of a 100,000-entry publish) builds no JSON.
         if hooks.for_event(event).next().is_none() {
             return Vec::new();
         }
-        match hooks.dispatch(event, payload).await {
+        match hooks.dispatch(event, payload()).await {
             Ok(out) => out
                 .failures
                 .into_iter()
@@ -109,18 +114,16 @@ impl Harness {
     ) -> Result<Vec<CleanupFailure>, PluginSetupError> {
         let hooks = self.live_hooks(control);
         let plugin = spec.manifest.name.clone();
-        let requirements: Vec<String> = spec
-            .manifest
-            .requires
-            .values()
-            .map(|r| r.render())
-            .collect();
         let mut failures = self
-            .control_hook(
-                &hooks,
-                HookEvent::PluginMounting,
-                json!({ "plugin": plugin, "entry_id": instance.entry_id, "revision": revision, "requirements": requirements }),
-            )
+            .control_hook(&hooks, HookEvent::PluginMounting, || {
+                let requirements: Vec<String> = spec
+                    .manifest
+                    .requires
+                    .values()
+                    .map(|r| r.render())
+                    .collect();
+                json!({ "plugin": plugin, "entry_id": instance.entry_id, "revision": revision, "requirements": requirements })
+            })
             .await;
         let span = self.span_start(
             "plugin.mount",
@@ -162,10 +165,7 @@ impl Harness {
             mounted_hooks = HookSet::new(all);
         }
         failures.extend(
-            self.control_hook(
-                &mounted_hooks,
-                HookEvent::PluginMounted,
-                json!({ "plugin": plugin, "entry_id": instance.entry_id, "instance_id": instance.instance_id, "scope_id": format!("plugin:{}", instance.entry_id) }),
+            self.control_hook(&mounted_hooks, HookEvent::PluginMounted, || json!({ "plugin": plugin, "entry_id": instance.entry_id, "instance_id": instance.instance_id, "scope_id": format!("plugin:{}", instance.entry_id) }),
             )
             .await,
         );
@@ -182,10 +182,7 @@ impl Harness {
         let plugin = instance.plugin_name().to_owned();
         let plugin = plugin.as_str();
         let mut failures = self
-            .control_hook(
-                hooks,
-                HookEvent::PluginUnmounting,
-                json!({ "plugin": plugin, "entry_id": instance.entry_id, "instance_id": instance.instance_id, "scope_id": format!("plugin:{}", instance.entry_id) }),
+            .control_hook(hooks, HookEvent::PluginUnmounting, || json!({ "plugin": plugin, "entry_id": instance.entry_id, "instance_id": instance.instance_id, "scope_id": format!("plugin:{}", instance.entry_id) }),
             )
             .await;
         let span = self.span_start(
@@ -214,10 +211,7 @@ impl Harness {
             failures.extend(e.failures);
         }
         failures.extend(
-            self.control_hook(
-                hooks,
-                HookEvent::PluginUnmounted,
-                json!({ "plugin": plugin, "entry_id": instance.entry_id, "instance_id": instance.instance_id }),
+            self.control_hook(hooks, HookEvent::PluginUnmounted, || json!({ "plugin": plugin, "entry_id": instance.entry_id, "instance_id": instance.instance_id }),
             )
             .await,
         );

@@ -132,6 +132,10 @@ impl<T: Telemetry> Telemetry for WarnHookFailures<T> {
         self.inner.event(name, attrs)
     }
 
+    fn spans_enabled(&self) -> bool {
+        self.inner.spans_enabled()
+    }
+
     fn span_start(&self, name: &str, attrs: &Attributes) -> Result<SpanId, TelemetryError> {
         self.inner.span_start(name, attrs)
     }
@@ -163,6 +167,12 @@ impl Telemetry for TracingTelemetry {
         Ok(())
     }
 
+    /// Spans are logged at debug level on `chassis::signal`: below it
+    /// they go nowhere.
+    fn spans_enabled(&self) -> bool {
+        tracing::enabled!(target: "chassis::signal", tracing::Level::DEBUG)
+    }
+
     fn span_start(&self, name: &str, attrs: &Attributes) -> Result<SpanId, TelemetryError> {
         let id = self.ids.next_id();
         let attrs = serde_json::to_string(attrs).unwrap_or_default();
@@ -191,6 +201,25 @@ mod tests {
     use super::*;
     use crate::engine::secret::{Redactor, SecretValue};
     use crate::engine::telemetry::{attributes, harness_chain};
+
+    #[test]
+    fn tracing_spans_are_enabled_only_when_debug_signals_are_logged() {
+        let t = harness_chain(TracingTelemetry::default(), Redactor::new());
+        let quiet = tracing_subscriber::fmt()
+            .with_max_level(tracing::Level::INFO)
+            .with_writer(std::io::sink)
+            .finish();
+        tracing::subscriber::with_default(quiet, || assert!(!t.spans_enabled()));
+        let loud = tracing_subscriber::fmt()
+            .with_max_level(tracing::Level::DEBUG)
+            .with_writer(std::io::sink)
+            .finish();
+        tracing::subscriber::with_default(loud, || assert!(t.spans_enabled()));
+        // A trace file takes every span.
+        let dir = tempfile::tempdir().unwrap();
+        let file = JsonLinesTelemetry::create(&dir.path().join("t.jsonl")).unwrap();
+        assert!(harness_chain(file, Redactor::new()).spans_enabled());
+    }
 
     #[test]
     fn jsonl_lines_are_redacted_through_the_harness_chain() {

@@ -114,6 +114,14 @@ pub trait Telemetry: Send + Sync {
     fn backend_name(&self) -> &str {
         "telemetry"
     }
+
+    /// Whether spans go anywhere. `false` lets a caller skip building,
+    /// redacting and sending them: publishing 100,000 entries opens two
+    /// spans an entry (mount, unmount) that a log below debug level drops.
+    /// Events are always sent (hook failures are reported through them).
+    fn spans_enabled(&self) -> bool {
+        true
+    }
 }
 
 macro_rules! forward {
@@ -135,6 +143,9 @@ macro_rules! forward {
             }
             fn backend_name(&self) -> &str {
                 (**self).backend_name()
+            }
+            fn spans_enabled(&self) -> bool {
+                (**self).spans_enabled()
             }
         }
     )*};
@@ -163,6 +174,10 @@ impl Telemetry for NoopTelemetry {
 
     fn backend_name(&self) -> &str {
         "noop"
+    }
+
+    fn spans_enabled(&self) -> bool {
+        false
     }
 }
 

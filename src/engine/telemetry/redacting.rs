@@ -130,6 +130,10 @@ impl<T: Telemetry> Telemetry for RedactingTelemetry<T> {
             .event(&self.redactor.redact(name), &self.scrub(attrs))
     }
 
+    fn spans_enabled(&self) -> bool {
+        self.inner.spans_enabled()
+    }
+
     fn span_start(&self, name: &str, attrs: &Attributes) -> Result<SpanId, TelemetryError> {
         self.inner
             .span_start(&self.redactor.redact(name), &self.scrub(attrs))

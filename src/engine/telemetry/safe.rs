@@ -78,4 +78,8 @@ impl<T: Telemetry> Telemetry for SafeTelemetry<T> {
     fn backend_name(&self) -> &str {
         self.inner.backend_name()
     }
+
+    fn spans_enabled(&self) -> bool {
+        self.inner.spans_enabled()
+    }
 }
