@@ -92,7 +92,7 @@ pub fn load_file(
             }
             // The loader checked the configuration against its schema.
             if let Ok(parsed) = kind::parse(&entry.config) {
-                config.insert(id.to_string(), entry.config.clone());
+                config.insert(id.to_string(), (*entry.config).clone());
                 entries.push((id.to_string(), parsed));
             }
         }

@@ -272,7 +272,7 @@ impl CompositionBuilder {
             m.tools.sort_by(|a, b| a.name.cmp(&b.name));
             let mut entry = Entry::new(entry_id(&d.id)?, Arc::new(m))
                 .in_scope(ScopePath::new(&d.scope).map_err(|e| err(&e))?);
-            entry.config = d.config;
+            entry.config = Arc::new(d.config);
             for (k, p) in d.prefer {
                 entry.prefer.insert(cap(&k)?, Located::bare(entry_id(&p)?));
             }

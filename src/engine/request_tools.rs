@@ -162,7 +162,7 @@ pub fn with_request_tools(
     manifest.tools = decls;
     let names: Vec<_> = manifest.tools.iter().map(|t| t.name.clone()).collect();
     let mut entry = Entry::new(id.clone(), Arc::new(manifest)).in_scope(scope.clone());
-    entry.config = request.config.clone();
+    entry.config = Arc::new(request.config.clone());
     next.entries.insert(id, entry);
     // A scope tool view on the way down would hide them: say so instead of
     // stamping a digest for tools the agent cannot call.

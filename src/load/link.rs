@@ -313,7 +313,7 @@ fn entry(
         plugin: plugin.clone(),
         manifest: manifest?,
         scope,
-        config: decl.config.take()?,
+        config: Arc::new(decl.config.take()?),
         prefer: std::mem::take(&mut decl.prefer),
         origin: Some(origin),
     })

@@ -144,7 +144,7 @@ fn expected_full() -> Composition {
     };
     let mut e = Entry::new(id("app"), app).in_scope(research.clone());
     e.plugin = Located::bare("app".into());
-    e.config = table(vec![
+    *std::sync::Arc::make_mut(&mut e.config) = table(vec![
         (
             "endpoint",
             ConfigValue::Str("https://api.example.com".into()),
@@ -163,7 +163,7 @@ fn expected_full() -> Composition {
     comp.insert_entry(e);
     let mut e = Entry::new(id("db"), pg.clone());
     e.plugin = Located::bare("postgres".into());
-    e.config = table(vec![
+    *std::sync::Arc::make_mut(&mut e.config) = table(vec![
         ("dsn", ConfigValue::Str("postgres://app@db/main".into())),
         (
             "pool",

@@ -277,7 +277,7 @@ not_a_ref = { secret = "A", extra = 1 }
         .composition
         .expect("warnings do not prevent the composition");
     let config = &comp.entries["p"].config;
-    let ConfigValue::Table(t) = config else {
+    let ConfigValue::Table(t) = &**config else {
         panic!()
     };
     assert_eq!(

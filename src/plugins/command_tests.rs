@@ -41,7 +41,7 @@ pub(crate) fn composition(entries: &[(&str, &str, Value)]) -> Composition {
             .derive(&config)
             .unwrap_or_else(|p| panic!("{id}: {p:?}"));
         let mut entry = Entry::new(EntryId::new(id).unwrap(), Arc::new(manifest));
-        entry.config = config;
+        entry.config = Arc::new(config);
         c.insert_entry(entry);
     }
     c
@@ -441,7 +441,8 @@ async fn an_invalid_configuration_fails_setup_with_pointers() {
         json!({ "tools": [tool("ok", &["true"], json!({}))] }),
     )]);
     let e = c.entries.values_mut().next().unwrap();
-    e.config = to_config(&json!({ "tools": [tool("a b", &["true"], json!({}))] }));
+    *Arc::make_mut(&mut e.config) =
+        to_config(&json!({ "tools": [tool("a b", &["true"], json!({}))] }));
     let err = h.reconcile(c).await.unwrap_err().to_string();
     assert!(err.contains("invalid `command` configuration"), "{err}");
     assert!(err.contains("/tools/0/name"), "{err}");

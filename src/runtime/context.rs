@@ -130,7 +130,7 @@ struct Inner {
     instance_id: String,
     scope_path: String,
     manifest: Arc<Manifest>,
-    config: ConfigValue,
+    config: Arc<ConfigValue>,
     bindings: BTreeMap<CapabilityName, Binding>,
     secrets: Arc<dyn SecretProvider>,
     state: Mutex<State>,
@@ -197,7 +197,7 @@ pub struct ContextSpec {
     /// Manifest.
     pub manifest: Arc<Manifest>,
     /// Configuration (secret references unresolved).
-    pub config: ConfigValue,
+    pub config: Arc<ConfigValue>,
     /// Providers bound to the entry's requirements.
     pub bindings: BTreeMap<CapabilityName, Binding>,
     /// Where `ctx.secret(name)` resolves (a redacting provider: every value

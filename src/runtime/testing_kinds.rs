@@ -190,7 +190,7 @@ pub fn register(catalog: &mut Catalog) {
             Arc::new(move |entry: &Entry| {
                 Ok(Arc::new(TestingPlugin {
                     manifest: Arc::clone(&entry.manifest),
-                    config: entry.config.clone(),
+                    config: (*entry.config).clone(),
                     behaviour,
                 }) as Arc<dyn Plugin>)
             }),

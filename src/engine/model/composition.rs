@@ -24,7 +24,7 @@ pub struct Entry {
     /// The scope the entry is placed in.
     pub scope: Located<ScopePath>,
     /// Configuration table (possibly with secret references).
-    pub config: ConfigValue,
+    pub config: Arc<ConfigValue>,
     /// Preferences for this entry's own requirements (consumer level).
     pub prefer: BTreeMap<CapabilityName, EntryRef>,
     /// Where the entry was declared.
@@ -48,7 +48,7 @@ impl Entry {
             id,
             manifest,
             scope: Located::bare(ScopePath::root()),
-            config: ConfigValue::empty_table(),
+            config: Arc::new(ConfigValue::empty_table()),
             prefer: BTreeMap::new(),
             origin: None,
         }

@@ -290,15 +290,16 @@ mod tests {
             let mut with = chain(n, None, None);
             let picked: Vec<usize> = [0, n / 2, n - 1].into_iter().collect();
             for &at in &picked {
-                with.entries.get_mut(&id(at)).unwrap().config = ConfigValue::Table(
-                    [(
-                        "key".to_owned(),
-                        ConfigValue::Array(vec![ConfigValue::Secret(SecretRef {
-                            name: "API_KEY".into(),
-                        })]),
-                    )]
-                    .into(),
-                );
+                *std::sync::Arc::make_mut(&mut with.entries.get_mut(&id(at)).unwrap().config) =
+                    ConfigValue::Table(
+                        [(
+                            "key".to_owned(),
+                            ConfigValue::Array(vec![ConfigValue::Secret(SecretRef {
+                                name: "API_KEY".into(),
+                            })]),
+                        )]
+                        .into(),
+                    );
             }
             let got = compare_compositions(&base, &with);
             let mut expected: Vec<EntryId> = picked.iter().map(|&at| id(at)).collect();
@@ -309,7 +310,7 @@ mod tests {
             // listed; another entry's change is listed as changed only.
             if n > 3 && !picked.contains(&1) {
                 let mut other = with.clone();
-                other.entries.get_mut(&id(1)).unwrap().config =
+                *std::sync::Arc::make_mut(&mut other.entries.get_mut(&id(1)).unwrap().config) =
                     ConfigValue::Table([("v".to_owned(), ConfigValue::Int(7))].into());
                 let got = compare_compositions(&with, &other);
                 assert_eq!(got.sameness, Sameness::SameResolution, "n={n}");
