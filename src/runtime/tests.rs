@@ -1296,3 +1296,42 @@ async fn incremental_reconciles_share_one_selecting_index() {
     );
     assert!(!handed.is_empty());
 }
+
+#[tokio::test]
+async fn a_panicking_setup_fails_its_mount_and_the_harness_goes_on() {
+    use crate::engine::model::Manifest;
+    let mut catalog = Catalog::new();
+    let panicking = plugin_fn(
+        Manifest::new(
+            "boom",
+            crate::engine::version::Version::parse("1.0.0").unwrap(),
+        ),
+        |_ctx: PluginContext| async move {
+            if std::hint::black_box(true) {
+                panic!("setup blew up");
+            }
+            Ok(())
+        },
+    );
+    catalog.register_plugin("boom", Arc::new(panicking));
+    let h = Harness::new(catalog, HarnessOptions::default());
+    let with_boom = B::new()
+        .entry("b")
+        .plugin("boom", "1.0.0")
+        .entry("cache")
+        .provides("cache", &["1.0.0"])
+        .build()
+        .unwrap();
+    let err = h.reconcile(with_boom).await.unwrap_err().to_string();
+    assert!(err.contains("setup panicked"), "{err}");
+    assert!(h.current().is_none(), "nothing was published");
+    // The harness is whole: the same composition without the plugin
+    // publishes.
+    let without = B::new()
+        .entry("cache")
+        .provides("cache", &["1.0.0"])
+        .build()
+        .unwrap();
+    let report = h.reconcile(without).await.unwrap();
+    assert!(report.published);
+}
