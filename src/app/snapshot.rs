@@ -79,8 +79,15 @@ impl SnapshotOutcome {
     }
 }
 
+/// Write `document` to `out` as it is serialized.
 fn write(out: &Path, document: &EnvelopeView<'_>) -> Result<(), AppError> {
-    let text = serde_json::to_string_pretty(document).unwrap_or_default() + "\n";
-    std::fs::write(out, text)
-        .map_err(|e| AppError::failure(format!("cannot write `{}`: {e}", out.display())))
+    use std::io::Write as _;
+    let failed = |e: &dyn std::fmt::Display| {
+        AppError::failure(format!("cannot write `{}`: {e}", out.display()))
+    };
+    let file = std::fs::File::create(out).map_err(|e| failed(&e))?;
+    let mut w = std::io::BufWriter::with_capacity(1 << 16, file);
+    serde_json::to_writer_pretty(&mut w, document).map_err(|e| failed(&e))?;
+    w.write_all(b"\n").map_err(|e| failed(&e))?;
+    w.flush().map_err(|e| failed(&e))
 }

@@ -95,10 +95,14 @@ impl Ui {
         }
     }
 
-    /// Write a JSON document to stdout, pretty-printed.
+    /// Write a JSON document to stdout, pretty-printed, as it is
+    /// serialized (a 100,000-entry snapshot is never held as text).
     pub fn out_json(&self, value: &impl serde::Serialize) {
-        let text = serde_json::to_string_pretty(value).unwrap_or_else(|_| "{}".into());
-        self.out(&text);
+        let mut stdout = std::io::BufWriter::with_capacity(1 << 16, std::io::stdout().lock());
+        if serde_json::to_writer_pretty(&mut stdout, value).is_ok() {
+            let _ = stdout.write_all(b"\n");
+        }
+        let _ = stdout.flush();
     }
 
     /// Write a line to stderr. Under `--format json`, a message written as
