@@ -605,15 +605,7 @@ fn parse_tool(i: usize, t: &Value, problems: &mut Vec<ConfigProblem>) -> Option<
 /// cannot say: every problem, with its pointer, or the typed configuration.
 pub fn parse(config: &ConfigValue) -> Result<CommandConfig, Vec<ConfigProblem>> {
     let json = config.to_json();
-    let built;
-    let schema = match super::config_schema_of(KIND.name) {
-        Some(schema) => schema,
-        None => {
-            built = config_schema();
-            &built
-        }
-    };
-    let mut problems: Vec<ConfigProblem> = schema_check::check(schema, &json)
+    let mut problems: Vec<ConfigProblem> = schema_check::check(&KIND.schema(), &json)
         .into_iter()
         .map(|v| ConfigProblem::new(v.pointer, v.message))
         .collect();

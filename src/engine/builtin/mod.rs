@@ -121,18 +121,19 @@ pub fn config_schema_of(name: &str) -> Option<&'static Value> {
 }
 
 impl BuiltinKind {
+    /// This kind's configuration schema (built once per process: see
+    /// [`config_schema_of`]).
+    pub fn schema(&self) -> std::borrow::Cow<'static, Value> {
+        config_schema_of(self.name).map_or_else(
+            || std::borrow::Cow::Owned((self.config_schema)()),
+            std::borrow::Cow::Borrowed,
+        )
+    }
+
     /// Check `config` against the schema, then derive the manifest: every
     /// problem, or the manifest (with `kind` set to this kind's name).
     pub fn derive(&self, config: &ConfigValue) -> Result<Manifest, Vec<ConfigProblem>> {
-        let built;
-        let schema = match config_schema_of(self.name) {
-            Some(schema) => schema,
-            None => {
-                built = (self.config_schema)();
-                &built
-            }
-        };
-        let problems: Vec<ConfigProblem> = schema_check::check(schema, &config.to_json())
+        let problems: Vec<ConfigProblem> = schema_check::check(&self.schema(), &config.to_json())
             .into_iter()
             .map(|v| ConfigProblem::new(v.pointer, v.message))
             .collect();
