@@ -211,8 +211,8 @@ CREATE TABLE runs_v2 (
     )
 }
 
-/// Version 3: a generation's `metadata.agents` in a column of its own,
-/// filled in from each stored snapshot.
+/// Version 5: which server holds a lineage (`chassis serve`'s heartbeat),
+/// so a `publish` beside a running server is refused.
 fn v5(tx: &Transaction<'_>) -> rusqlite::Result<()> {
     tx.execute_batch(
         "
@@ -228,6 +228,7 @@ CREATE TABLE holders (
     )
 }
 
+/// Version 4: sessions (`chassis serve`'s multi-turn conversations).
 fn v4(tx: &Transaction<'_>) -> rusqlite::Result<()> {
     tx.execute_batch(
         "
@@ -244,6 +245,8 @@ CREATE TABLE sessions (
     )
 }
 
+/// Version 3: a generation's `metadata.agents` in a column of its own,
+/// filled in from each stored snapshot.
 fn v3(tx: &Transaction<'_>) -> rusqlite::Result<()> {
     tx.execute_batch("ALTER TABLE generations ADD COLUMN agents TEXT;")?;
     let rows: Vec<(i64, i64, String)> = tx
