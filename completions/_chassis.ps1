@@ -246,7 +246,7 @@ Register-ArgumentCompleter -Native -CommandName 'chassis' -ScriptBlock {
             [CompletionResult]::new('--listen', '--listen', [CompletionResultType]::ParameterName, 'Address to listen on (port 0 picks a free port; the address is printed on stderr)')
             [CompletionResult]::new('--state', '--state', [CompletionResultType]::ParameterName, 'The store (default: the composition''s `[store] path`, else `.chassis/state.db` beside FILE)')
             [CompletionResult]::new('--env-file', '--env-file', [CompletionResultType]::ParameterName, 'Secrets and `enabled_if` variables from this env file too')
-            [CompletionResult]::new('--approve', '--approve', [CompletionResultType]::ParameterName, 'Approve every call of this tool (repeatable)')
+            [CompletionResult]::new('--approve', '--approve', [CompletionResultType]::ParameterName, 'Approve every call of this tool without asking a client (repeatable)')
             [CompletionResult]::new('--grant', '--grant', [CompletionResultType]::ParameterName, 'Widen the default policy: `name[:resource-pattern]` (repeatable)')
             [CompletionResult]::new('--max-runs', '--max-runs', [CompletionResultType]::ParameterName, 'Runs at once; more are refused with 429 and `Retry-After`')
             [CompletionResult]::new('--max-body', '--max-body', [CompletionResultType]::ParameterName, 'Largest request body, in bytes')

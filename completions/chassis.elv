@@ -222,7 +222,7 @@ set edit:completion:arg-completer[chassis] = {|@words|
             cand --listen 'Address to listen on (port 0 picks a free port; the address is printed on stderr)'
             cand --state 'The store (default: the composition''s `[store] path`, else `.chassis/state.db` beside FILE)'
             cand --env-file 'Secrets and `enabled_if` variables from this env file too'
-            cand --approve 'Approve every call of this tool (repeatable)'
+            cand --approve 'Approve every call of this tool without asking a client (repeatable)'
             cand --grant 'Widen the default policy: `name[:resource-pattern]` (repeatable)'
             cand --max-runs 'Runs at once; more are refused with 429 and `Retry-After`'
             cand --max-body 'Largest request body, in bytes'

@@ -222,7 +222,7 @@ complete -c chassis -n "__fish_chassis_using_subcommand publish" -s h -l help -d
 complete -c chassis -n "__fish_chassis_using_subcommand serve" -l listen -d 'Address to listen on (port 0 picks a free port; the address is printed on stderr)' -r
 complete -c chassis -n "__fish_chassis_using_subcommand serve" -l state -d 'The store (default: the composition\'s `[store] path`, else `.chassis/state.db` beside FILE)' -r -F
 complete -c chassis -n "__fish_chassis_using_subcommand serve" -l env-file -d 'Secrets and `enabled_if` variables from this env file too' -r -F
-complete -c chassis -n "__fish_chassis_using_subcommand serve" -l approve -d 'Approve every call of this tool (repeatable)' -r
+complete -c chassis -n "__fish_chassis_using_subcommand serve" -l approve -d 'Approve every call of this tool without asking a client (repeatable)' -r
 complete -c chassis -n "__fish_chassis_using_subcommand serve" -l grant -d 'Widen the default policy: `name[:resource-pattern]` (repeatable)' -r
 complete -c chassis -n "__fish_chassis_using_subcommand serve" -l max-runs -d 'Runs at once; more are refused with 429 and `Retry-After`' -r
 complete -c chassis -n "__fish_chassis_using_subcommand serve" -l max-body -d 'Largest request body, in bytes' -r

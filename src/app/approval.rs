@@ -1,16 +1,19 @@
 //! The approval gate of a run: tools approved up front (`--approve TOOL`,
 //! `--yes`), answers remembered for the run, and otherwise a person asked
-//! through the caller's [`Prompter`] (a terminal, later an HTTP client).
-//! Every decision is a `policy.decision` signal.
+//! through the caller's [`Prompter`] (a terminal for `chassis run`, an HTTP
+//! client for `chassis serve`). Every decision is a `policy.decision`
+//! signal.
 
 use std::collections::BTreeSet;
+use std::future::Future;
+use std::pin::Pin;
 use std::sync::{Arc, Mutex};
 
-use crate::engine::policy::{ApprovalDecision, ApprovalGate, ApprovalRequest};
+use crate::engine::policy::{ApprovalDecision, ApprovalGate, ApprovalRequest, Deciding};
 use crate::engine::telemetry::{AttrValue, Telemetry, attributes};
 
 /// A person's answer to one approval request.
-#[derive(Clone, Copy, Debug, PartialEq, Eq)]
+#[derive(Clone, Debug, PartialEq, Eq)]
 pub enum Answer {
     /// Approve this call.
     Once,
@@ -20,13 +23,24 @@ pub enum Answer {
     No,
     /// Nobody answered (end of input).
     NoAnswer,
+    /// A decision with its own reason (a client of `chassis serve`).
+    Given {
+        /// Whether the call runs.
+        approved: bool,
+        /// Why, in words (what the model is told of a refusal).
+        reason: String,
+    },
 }
+
+/// An answer on its way (`Err(reason)`: nobody can be asked).
+pub type Asking<'a> = Pin<Box<dyn Future<Output = Result<Answer, String>> + Send + 'a>>;
 
 /// Where a person is asked about a call.
 pub trait Prompter: Send + Sync {
-    /// Ask about `request`; `Err(reason)` when nobody can be asked (the
-    /// call is refused with that reason, which says how to approve it).
-    fn ask(&self, request: &ApprovalRequest) -> Result<Answer, String>;
+    /// Ask about `request` and wait for the answer; `Err(reason)` when
+    /// nobody can be asked (the call is refused with that reason, which
+    /// says how to approve it).
+    fn ask<'a>(&'a self, request: &'a ApprovalRequest) -> Asking<'a>;
 }
 
 /// The gate.
@@ -74,7 +88,7 @@ impl Approvals {
         );
     }
 
-    fn decide_inner(&self, request: &ApprovalRequest) -> ApprovalDecision {
+    async fn decide_inner(&self, request: &ApprovalRequest) -> ApprovalDecision {
         let tool = &request.tool;
         if self.yes {
             return ApprovalDecision::approve("approved by --yes");
@@ -90,7 +104,7 @@ impl Approvals {
         {
             return ApprovalDecision::approve("approved at the prompt for this run");
         }
-        match self.prompter.ask(request) {
+        match self.prompter.ask(request).await {
             Err(reason) => ApprovalDecision::deny(reason),
             Ok(Answer::Once) => ApprovalDecision::approve("approved at the prompt"),
             Ok(Answer::Always) => {
@@ -104,15 +118,18 @@ impl Approvals {
             Ok(Answer::NoAnswer) => {
                 ApprovalDecision::deny("no answer at the prompt (end of input)")
             }
+            Ok(Answer::Given { approved, reason }) => ApprovalDecision { approved, reason },
         }
     }
 }
 
 impl ApprovalGate for Approvals {
-    fn decide(&self, request: &ApprovalRequest) -> ApprovalDecision {
-        let decision = self.decide_inner(request);
-        self.signal(request, &decision);
-        decision
+    fn decide<'a>(&'a self, request: &'a ApprovalRequest) -> Deciding<'a> {
+        Box::pin(async move {
+            let decision = self.decide_inner(request).await;
+            self.signal(request, &decision);
+            decision
+        })
     }
 }
 
@@ -120,19 +137,30 @@ impl ApprovalGate for Approvals {
 mod tests {
     use super::*;
     use crate::engine::telemetry::RecordingTelemetry;
+    use futures_util::FutureExt;
 
     struct Scripted(Option<&'static str>, bool);
     impl Prompter for Scripted {
-        fn ask(&self, r: &ApprovalRequest) -> Result<Answer, String> {
-            if !self.1 {
-                return Err(format!("nobody to ask; pass `--approve {}`", r.tool));
-            }
-            Ok(match self.0.map(str::trim) {
-                Some("y") => Answer::Once,
-                Some("always") => Answer::Always,
-                Some(_) => Answer::No,
-                None => Answer::NoAnswer,
-            })
+        fn ask<'a>(&'a self, r: &'a ApprovalRequest) -> Asking<'a> {
+            Box::pin(std::future::ready(if self.1 {
+                Ok(match self.0.map(str::trim) {
+                    Some("y") => Answer::Once,
+                    Some("always") => Answer::Always,
+                    Some(_) => Answer::No,
+                    None => Answer::NoAnswer,
+                })
+            } else {
+                Err(format!("nobody to ask; pass `--approve {}`", r.tool))
+            }))
+        }
+    }
+
+    impl Approvals {
+        /// The decision of a prompter that answers at once.
+        fn decided(&self, request: &ApprovalRequest) -> ApprovalDecision {
+            self.decide(request)
+                .now_or_never()
+                .expect("answered at once")
         }
     }
 
@@ -155,37 +183,45 @@ mod tests {
 
     #[test]
     fn without_a_terminal_only_flags_approve() {
-        let d = gate(None, false, &[], false).decide(&request("rm"));
+        let d = gate(None, false, &[], false).decided(&request("rm"));
         assert!(!d.approved);
         assert!(d.reason.contains("--approve rm"), "{}", d.reason);
         assert!(
             gate(None, false, &["rm"], false)
-                .decide(&request("rm"))
+                .decided(&request("rm"))
                 .approved
         );
         assert!(
             !gate(None, false, &["ls"], false)
-                .decide(&request("rm"))
+                .decided(&request("rm"))
                 .approved
         );
-        assert!(gate(None, false, &[], true).decide(&request("rm")).approved);
+        assert!(
+            gate(None, false, &[], true)
+                .decided(&request("rm"))
+                .approved
+        );
     }
 
     #[test]
     fn at_a_terminal_the_answer_decides() {
         assert!(
             gate(Some("y\n"), true, &[], false)
-                .decide(&request("rm"))
+                .decided(&request("rm"))
                 .approved
         );
         assert!(
             !gate(Some("\n"), true, &[], false)
-                .decide(&request("rm"))
+                .decided(&request("rm"))
                 .approved
         );
-        assert!(!gate(None, true, &[], false).decide(&request("rm")).approved);
+        assert!(
+            !gate(None, true, &[], false)
+                .decided(&request("rm"))
+                .approved
+        );
         let g = gate(Some("always\n"), true, &[], false);
-        assert!(g.decide(&request("rm")).approved);
+        assert!(g.decided(&request("rm")).approved);
         assert!(g.remembered.lock().unwrap().contains("rm"));
     }
 }

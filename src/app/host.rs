@@ -28,7 +28,11 @@ use crate::runtime::{
 };
 use crate::store::{NewRun, now_rfc3339};
 
-use super::approval::{Answer, Approvals, Prompter};
+use super::approval::Approvals;
+use super::approval_desk::{
+    ApprovalDesk, DEFAULT_APPROVAL_TIMEOUT, Decided, DeskError, OnQuestion, PendingApproval,
+    Target, Verdict,
+};
 use super::caller::Caller;
 use super::env::RunEnv;
 use super::error::{AppError, ErrorKind, Problem};
@@ -38,7 +42,6 @@ use super::state::{
     Publication, StateStore, open_to_publish, prepare_publication, previous_of, state_path_of,
 };
 use super::workspace::load_file_recorded;
-use crate::engine::policy::ApprovalRequest;
 
 /// How many finished runs a host keeps in memory with their documents.
 const KEPT_RUNS: usize = 1024;
@@ -110,6 +113,8 @@ pub struct HostRunRequest {
     pub observer: Option<Arc<dyn AgentObserver>>,
     /// Continue (or start) this session: the model sees its earlier turns.
     pub session: Option<String>,
+    /// Told of each tool call that waits for a client's approval.
+    pub on_approval: Option<OnQuestion>,
 }
 
 /// Whether `id` may name a session: `[A-Za-z0-9._-]{1,128}`.
@@ -164,6 +169,8 @@ struct Inner {
     serve: Option<crate::engine::model::ServeSettings>,
     /// Compiled agent plans, shared by every run's runner.
     plans: Arc<crate::runtime::agent::PlanCache>,
+    /// The approval questions runs wait on.
+    desk: Arc<ApprovalDesk>,
 }
 
 struct Published {
@@ -279,6 +286,14 @@ impl Host {
                 last_reload: Mutex::new(None),
                 runs: Mutex::new(RunBook::default()),
                 plans: Arc::default(),
+                desk: Arc::new(ApprovalDesk::new(
+                    ws.composition
+                        .host
+                        .serve
+                        .as_ref()
+                        .and_then(|s| s.approval_timeout_seconds)
+                        .map_or(DEFAULT_APPROVAL_TIMEOUT, std::time::Duration::from_secs),
+                )),
                 serve: ws.composition.host.serve.clone(),
                 watched: Arc::new(Mutex::new(read)),
             }),
@@ -579,6 +594,26 @@ impl Host {
         Ok(())
     }
 
+    /// The tool calls run `run_id` waits on for approval; `None` when it is
+    /// not running here.
+    pub fn pending_approvals(&self, run_id: &str) -> Option<Vec<PendingApproval>> {
+        self.inner.desk.pending(run_id)
+    }
+
+    /// Answer approval questions of run `run_id`: one call, or every call
+    /// of a tool in the run (those waiting and those to come). A refusal's
+    /// `reason` is redacted before the model is told it.
+    pub fn answer_approvals(
+        &self,
+        run_id: &str,
+        target: &Target,
+        verdict: Verdict,
+        reason: Option<String>,
+    ) -> Result<Vec<Decided>, DeskError> {
+        let reason = reason.map(|r| self.inner.caller.redactor.redact(&r).into_owned());
+        self.inner.desk.answer(run_id, target, verdict, reason)
+    }
+
     /// Whether the current generation has agent `name`.
     pub fn has_agent(&self, name: &str) -> bool {
         self.current()
@@ -642,10 +677,17 @@ impl Host {
             host: self,
             run: Some(started.clone()),
         };
+        // A call that needs approval waits for a client's answer (tools
+        // approved at start excepted); the run's questions close with it.
+        let prompter = inner.desk.open(&run_id, request.on_approval);
+        let _questions = CloseQuestions {
+            desk: &inner.desk,
+            run_id: &run_id,
+        };
         let approvals = Approvals::new(
             inner.approve.iter().cloned(),
             false,
-            Arc::new(NobodyToAsk),
+            Arc::new(prompter),
             Arc::clone(&inner.telemetry),
         );
         let services = ExecutorServices {
@@ -999,6 +1041,18 @@ impl Drop for OpenSession {
     }
 }
 
+/// Closes a run's approval questions however the run ends.
+struct CloseQuestions<'h> {
+    desk: &'h ApprovalDesk,
+    run_id: &'h str,
+}
+
+impl Drop for CloseQuestions<'_> {
+    fn drop(&mut self) {
+        self.desk.close(self.run_id);
+    }
+}
+
 /// Finishes a run in the book as `failed` if it is dropped armed.
 struct Unfinished<'h> {
     host: &'h Host,
@@ -1019,19 +1073,6 @@ impl Drop for Unfinished<'_> {
 
 fn lock<T>(m: &Mutex<T>) -> std::sync::MutexGuard<'_, T> {
     m.lock().unwrap_or_else(PoisonError::into_inner)
-}
-
-/// The approvals of a served run: nobody sits at a terminal, so a call
-/// that needs approval is refused (approve tools with `--approve`).
-struct NobodyToAsk;
-
-impl Prompter for NobodyToAsk {
-    fn ask(&self, request: &ApprovalRequest) -> Result<Answer, String> {
-        Err(format!(
-            "`{}` needs approval and a served run has nobody to ask; start `chassis serve` with `--approve {}`",
-            request.tool, request.tool
-        ))
-    }
 }
 
 /// Keeps a reload's diagnostics as JSON, scrubbed by the redactor (the

@@ -17,13 +17,14 @@
 //!   What a person should see while an operation runs reaches the caller as
 //!   a [`Notice`] through the caller's [`Reporter`]; a run's steps through
 //!   the runtime's `AgentObserver`; approvals through a [`approval::Prompter`]
-//!   the caller provides (a terminal today, HTTP later).
+//!   the caller provides (a terminal for `run`, an HTTP client for `serve`).
 //! - The store is reached through [`state::StateStore`] only.
 //!
 //! Operations that mount plugins are `async`; a command-line front end runs
 //! them on its own runtime, a server on its workers.
 
 pub mod approval;
+pub mod approval_desk;
 pub mod caller;
 pub mod candidates;
 pub mod check;

@@ -52,6 +52,9 @@ struct ServeTable {
     /// Seconds a session lasts after its last turn (default: until deleted).
     #[schemars(range(min = 1))]
     session_ttl_seconds: Option<u64>,
+    /// Seconds a tool call that needs approval waits for a client's answer (`POST /v1/runs/{id}/approvals`) before it is refused (default 300). The wait counts against the run's `wall_clock_seconds`.
+    #[schemars(range(min = 1))]
+    approval_timeout_seconds: Option<u64>,
 }
 
 /// A secret reference.

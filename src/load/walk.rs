@@ -29,7 +29,12 @@ pub const ROOT_KEYS: &[&str] = &[
     "store", "serve",
 ];
 /// Keys of `[serve]` (a host settings table).
-pub const SERVE_KEYS: &[&str] = &["tokens", "auth_excluded", "session_ttl_seconds"];
+pub const SERVE_KEYS: &[&str] = &[
+    "tokens",
+    "auth_excluded",
+    "session_ttl_seconds",
+    "approval_timeout_seconds",
+];
 /// Keys of `[store]` (a host settings table).
 pub const STORE_KEYS: &[&str] = &["path"];
 /// Keys of an `[entries.<id>]` table.
@@ -398,6 +403,24 @@ fn store(cx: &mut FileCtx<'_>, node: &Node<'_, '_>) -> crate::engine::model::Sto
     out
 }
 
+/// A positive number of seconds at `key` of `r`, else an error at it.
+fn seconds(cx: &mut FileCtx<'_>, r: &TableReader<'_, '_>, key: &str) -> Option<u64> {
+    let n = r.get(key)?;
+    let v = n.int(cx)?;
+    match u64::try_from(v) {
+        Ok(secs) if secs > 0 => Some(secs),
+        _ => {
+            cx.error(
+                Code::InvalidValue,
+                n.span,
+                format!("`{key}` must be a positive number of seconds"),
+                "not positive",
+            );
+            None
+        }
+    }
+}
+
 /// `[serve]`: tokens as secret references only, auth exclusions of the
 /// routes that may have them.
 fn serve(cx: &mut FileCtx<'_>, node: &Node<'_, '_>) -> crate::engine::model::ServeSettings {
@@ -427,21 +450,8 @@ fn serve(cx: &mut FileCtx<'_>, node: &Node<'_, '_>) -> crate::engine::model::Ser
             }
         }
     }
-    if let Some(n) = r.get("session_ttl_seconds")
-        && let Some(v) = n.int(cx)
-    {
-        match u64::try_from(v) {
-            Ok(secs) if secs > 0 => out.session_ttl_seconds = Some(secs),
-            _ => {
-                cx.error(
-                    Code::InvalidValue,
-                    n.span,
-                    "`session_ttl_seconds` must be a positive number of seconds",
-                    "not positive",
-                );
-            }
-        }
-    }
+    out.session_ttl_seconds = seconds(cx, &r, "session_ttl_seconds");
+    out.approval_timeout_seconds = seconds(cx, &r, "approval_timeout_seconds");
     if let Some(n) = r.get("auth_excluded") {
         for item in n.items(cx).unwrap_or_default() {
             let Some(s) = item.str(cx) else { continue };

@@ -697,7 +697,23 @@ impl ToolExecutor {
                 permissions: permissions.clone(),
                 arguments_redacted: s.redactor.redact_json(&args),
             };
-            let decision = s.approvals.decide(&request);
+            // Waiting for a person counts against the run's wall clock:
+            // a run whose deadline passes while it waits stops there.
+            let asking = s.approvals.decide(&request);
+            let decided = match run.budget.as_ref().and_then(BudgetGovernor::time_left) {
+                Some(left) => tokio::time::timeout(left, asking).await.ok(),
+                None => Some(asking.await),
+            };
+            let Some(decision) = decided else {
+                if let Some(Err(exceeded)) = run.budget.as_ref().map(BudgetGovernor::check_deadline)
+                {
+                    return Err(self.exhausted(run, &call.name, &generation_id, exceeded));
+                }
+                return refuse(ToolRefusal::ApprovalDenied {
+                    tool: call.name.clone(),
+                    reason: "the run's time ran out while the call waited for approval".into(),
+                });
+            };
             if !decision.approved {
                 return refuse(ToolRefusal::ApprovalDenied {
                     tool: call.name.clone(),

@@ -7,6 +7,7 @@
 //! from the command line. Errors are `application/problem+json` with a
 //! stable code ([`problem`]); streamed runs are Server-Sent Events.
 
+mod approvals;
 pub mod auth;
 mod explain;
 mod metrics;
@@ -85,6 +86,7 @@ pub fn router(served: Served, access: Access) -> Router {
         .route("/v1/agents/{agent}/runs", post(runs::create))
         .route("/v1/runs", get(runs::list))
         .route("/v1/runs/{id}", get(runs::show))
+        .route("/v1/runs/{id}/approvals", post(approvals::answer))
         .route(
             "/v1/sessions/{id}",
             get(sessions::show).delete(sessions::delete),

@@ -1,5 +1,6 @@
 //! Runs over HTTP: `POST /v1/agents/{agent}/runs` (a JSON document, or
-//! Server-Sent Events while it runs), `GET /v1/runs[/{id}]`.
+//! Server-Sent Events while it runs; a `202` when a run waits for an
+//! approval), `GET /v1/runs[/{id}]`.
 
 use std::convert::Infallible;
 use std::sync::Arc;
@@ -14,7 +15,8 @@ use axum::response::{IntoResponse, Response};
 use serde::Deserialize;
 use tokio::sync::mpsc;
 
-use crate::app::host::{HostRun, HostRunRequest};
+use crate::app::approval_desk::{OnQuestion, PendingApproval};
+use crate::app::host::{Host, HostRun, HostRunRequest};
 use crate::runtime::agent::AgentEvent;
 
 use super::Served;
@@ -107,6 +109,22 @@ pub async fn create(
     };
     let stream = wants_stream(&body, &headers);
     let (tx, rx) = mpsc::unbounded_channel::<Event>();
+    // A call waiting for approval: an event on a stream; otherwise the
+    // answer becomes a `202` with the run to poll.
+    let (asked_tx, mut asked) = mpsc::unbounded_channel::<String>();
+    let on_approval: OnQuestion = if stream {
+        let tx = tx.clone();
+        Arc::new(move |p: &PendingApproval| {
+            let _ = tx.send(json_event(
+                "approval_requested",
+                &serde_json::to_value(p).unwrap_or_default(),
+            ));
+        })
+    } else {
+        Arc::new(move |p: &PendingApproval| {
+            let _ = asked_tx.send(p.run_id.clone());
+        })
+    };
     let session = body.session.clone();
     let request = HostRunRequest {
         agent,
@@ -118,6 +136,7 @@ pub async fn create(
                 let _ = tx.send(agent_event(e));
             }) as Arc<dyn crate::runtime::agent::AgentObserver>
         }),
+        on_approval: Some(on_approval),
     };
     // The run is a task of its own: a client that goes away does not
     // cancel it, and it is recorded either way.
@@ -136,7 +155,31 @@ pub async fn create(
     });
     if !stream {
         drop(tx);
-        return match task.await {
+        let mut task = task;
+        let done = tokio::select! {
+            done = &mut task => done,
+            Some(run_id) = asked.recv() => {
+                // The run goes on and waits; the client polls it and
+                // answers at `POST /v1/runs/{id}/approvals`.
+                let Some(run) = s.host.run_of(&run_id) else {
+                    return ApiProblem::new(
+                        StatusCode::INTERNAL_SERVER_ERROR,
+                        "serve::failed",
+                        "the run waiting for approval is not in the book",
+                    )
+                    .into_response();
+                };
+                let mut doc = run_json(&s.host, &run);
+                doc["format_version"] = 1.into();
+                return (
+                    StatusCode::ACCEPTED,
+                    [(header::LOCATION, format!("/v1/runs/{run_id}"))],
+                    Json(doc),
+                )
+                    .into_response();
+            }
+        };
+        return match done {
             Ok(Ok(document)) => Json(document).into_response(),
             Ok(Err(e)) => ApiProblem::from_app(&e, &redactor).into_response(),
             Err(e) => ApiProblem::new(
@@ -187,14 +230,27 @@ fn json_event(name: &str, data: &serde_json::Value) -> Event {
     Event::default().event(name).data(data.to_string())
 }
 
-fn run_json(r: &HostRun) -> serde_json::Value {
+/// A run this server knows. A running run that waits for approval is
+/// `awaiting_approval`, with the calls it waits on.
+fn run_json(host: &Host, r: &HostRun) -> serde_json::Value {
+    let pending = if r.finished_at.is_none() {
+        host.pending_approvals(&r.run_id).unwrap_or_default()
+    } else {
+        Vec::new()
+    };
+    let status = if pending.is_empty() {
+        r.status
+    } else {
+        "awaiting_approval"
+    };
     serde_json::json!({
         "run_id": r.run_id,
         "agent": r.agent,
         "generation_id": r.generation_id,
-        "status": r.status,
+        "status": status,
         "started_at": r.started_at,
         "finished_at": r.finished_at,
+        "pending_approvals": pending,
         "result": r.document,
     })
 }
@@ -207,7 +263,7 @@ pub async fn show(
 ) -> Result<Json<serde_json::Value>, ApiProblem> {
     let id = path_param(id)?;
     if let Some(r) = s.host.run_of(&id) {
-        let mut doc = run_json(&r);
+        let mut doc = run_json(&s.host, &r);
         doc["format_version"] = 1.into();
         return Ok(Json(doc));
     }
@@ -231,6 +287,7 @@ pub async fn show(
         "status": stored.status,
         "started_at": stored.started_at,
         "finished_at": stored.finished_at,
+        "pending_approvals": [],
         "result": null,
     })))
 }
@@ -266,7 +323,7 @@ pub async fn list(
     };
     Ok(Json(serde_json::json!({
         "format_version": 1,
-        "runs": runs.iter().map(run_json).collect::<Vec<_>>(),
+        "runs": runs.iter().map(|r| run_json(&s.host, r)).collect::<Vec<_>>(),
         "next": (runs.len() == limit).then(|| runs.last().map(|r| r.run_id.clone())).flatten(),
     })))
 }

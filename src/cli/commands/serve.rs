@@ -33,12 +33,16 @@ use super::super::ui::{Format, Ui};
 /// document `chassis run --format json` prints (`"stream": true` or
 /// `Accept: text/event-stream` for Server-Sent Events: `run_started`, each
 /// step, then `result` or `error`); `GET /v1/runs`, `GET /v1/runs/{id}`,
+/// `POST /v1/runs/{id}/approvals`,
 /// `GET /v1/generations`, `GET /v1/generations/{id}`, `GET /v1/status`,
 /// `POST /v1/reload`, `GET /healthz`. Errors are `application/problem+json`
 /// with a stable `code`.
 ///
-/// Tool calls that need approval are refused unless `--approve`d (nobody
-/// sits at a terminal); what no grant covers is refused.
+/// A tool call that needs approval (and was not `--approve`d) pauses its
+/// run: an `approval_requested` event, or a `202` with the run to poll;
+/// `POST /v1/runs/{id}/approvals` answers it, and nobody answering within
+/// `[serve] approval_timeout_seconds` (300) refuses it. What no grant
+/// covers is refused.
 ///
 /// Who may call: with `[serve] tokens = [{ secret = "CHASSIS_TOKEN" }]`
 /// every route needs `Authorization: Bearer <token>` (401 without), but
@@ -72,7 +76,7 @@ pub struct ServeArgs {
     /// Secrets and `enabled_if` variables from this env file too.
     #[arg(long, value_name = "PATH")]
     pub env_file: Option<PathBuf>,
-    /// Approve every call of this tool (repeatable).
+    /// Approve every call of this tool without asking a client (repeatable).
     #[arg(long, value_name = "TOOL")]
     pub approve: Vec<String>,
     /// Widen the default policy: `name[:resource-pattern]` (repeatable).

@@ -29,6 +29,9 @@ pub struct ServeSettings {
     pub auth_excluded: Vec<Located<String>>,
     /// Seconds a session lasts after its last turn (none: until deleted).
     pub session_ttl_seconds: Option<u64>,
+    /// Seconds a tool call waits for a client's approval before it is
+    /// refused (none: 300).
+    pub approval_timeout_seconds: Option<u64>,
 }
 
 /// `[store]`: where the generation store is.

@@ -5,6 +5,8 @@
 //! denies everything, so a tool that needs approval never runs unattended
 //! by accident.
 use std::collections::BTreeSet;
+use std::future::{Future, ready};
+use std::pin::Pin;
 
 use serde_json::Value;
 
@@ -48,10 +50,15 @@ impl ApprovalDecision {
     }
 }
 
+/// A decision on its way: ready at once for a list, later when a person
+/// (at a terminal, or a client of `chassis serve`) is asked.
+pub type Deciding<'a> = Pin<Box<dyn Future<Output = ApprovalDecision> + Send + 'a>>;
+
 /// Decides approval requests.
 pub trait ApprovalGate: Send + Sync {
-    /// Approve or refuse `request`.
-    fn decide(&self, request: &ApprovalRequest) -> ApprovalDecision;
+    /// Approve or refuse `request`. The call waits for the answer; a gate
+    /// that asks someone bounds the wait itself.
+    fn decide<'a>(&'a self, request: &'a ApprovalRequest) -> Deciding<'a>;
 }
 
 /// The default gate: refuses every request.
@@ -59,11 +66,11 @@ pub trait ApprovalGate: Send + Sync {
 pub struct DenyAllApprovals;
 
 impl ApprovalGate for DenyAllApprovals {
-    fn decide(&self, request: &ApprovalRequest) -> ApprovalDecision {
-        ApprovalDecision::deny(format!(
+    fn decide<'a>(&'a self, request: &'a ApprovalRequest) -> Deciding<'a> {
+        Box::pin(ready(ApprovalDecision::deny(format!(
             "no approval gate is configured to approve `{}`",
             request.tool
-        ))
+        ))))
     }
 }
 
@@ -72,14 +79,14 @@ impl ApprovalGate for DenyAllApprovals {
 pub struct ApproveListed(pub BTreeSet<String>);
 
 impl ApprovalGate for ApproveListed {
-    fn decide(&self, request: &ApprovalRequest) -> ApprovalDecision {
-        if self.0.contains(&request.tool) {
+    fn decide<'a>(&'a self, request: &'a ApprovalRequest) -> Deciding<'a> {
+        Box::pin(ready(if self.0.contains(&request.tool) {
             ApprovalDecision::approve(format!("tool `{}` is on the approval list", request.tool))
         } else {
             ApprovalDecision::deny(format!(
                 "tool `{}` is not on the approval list",
                 request.tool
             ))
-        }
+        }))
     }
 }

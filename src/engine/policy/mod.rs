@@ -33,7 +33,7 @@ pub mod tool_policy;
 mod tests;
 
 pub use approval::{
-    ApprovalDecision, ApprovalGate, ApprovalRequest, ApproveListed, DenyAllApprovals,
+    ApprovalDecision, ApprovalGate, ApprovalRequest, ApproveListed, Deciding, DenyAllApprovals,
 };
 pub use glob::{ArgumentPattern, ResourceError, ResourcePattern, normalize_path};
 pub use permission::{Permission, PermissionError};
