@@ -383,7 +383,45 @@ impl Host {
         to: String,
         include_unchanged: bool,
     ) -> Result<serde_json::Value, AppError> {
-        for id in [&from, &to] {
+        let store = self.stored_generations(&from, &to)?;
+        tokio::task::spawn_blocking(move || {
+            let options = super::diff::DiffOptions {
+                old: from.clone(),
+                new: to.clone(),
+                include_unchanged,
+                store,
+            };
+            super::diff::diff(&options, &super::report::Silent).map(|o| o.document(&from, &to))
+        })
+        .await
+        .map_err(|e| AppError::failure(format!("the diff stopped: {e}")))?
+    }
+
+    /// Why node `entry` was reused, rebuilt or rewired between two stored
+    /// generations of this composition (ids only): the document of
+    /// `chassis explain reuse --format json`.
+    pub async fn reuse(
+        &self,
+        from: String,
+        to: String,
+        entry: String,
+    ) -> Result<serde_json::Value, AppError> {
+        let store = self.stored_generations(&from, &to)?;
+        tokio::task::spawn_blocking(move || {
+            super::reuse::explain_reuse(&store, &from, &to, &entry).map(|r| r.document())
+        })
+        .await
+        .map_err(|e| AppError::failure(format!("the explanation stopped: {e}")))?
+    }
+
+    /// This host's lineage in its store, once `ids` are generation ids (a
+    /// server reads no file or revision a client names).
+    fn stored_generations(
+        &self,
+        from: &str,
+        to: &str,
+    ) -> Result<super::state::StoreSelection, AppError> {
+        for id in [from, to] {
             if crate::engine::identity::GenerationId::parse(id).is_none() {
                 return Err(
                     Problem::input("`from` and `to` are generation ids (`gen_0001`)")
@@ -392,22 +430,12 @@ impl Host {
                 );
             }
         }
-        let store = self.store_path();
-        let lineage = lock(&self.inner.store).lineage().to_owned();
-        tokio::task::spawn_blocking(move || {
-            let options = super::diff::DiffOptions {
-                old: from.clone(),
-                new: to.clone(),
-                include_unchanged,
-                store: super::state::StoreSelection {
-                    state: Some(store),
-                    composition: Some(super::state::CompositionRef::Name(lineage)),
-                },
-            };
-            super::diff::diff(&options, &super::report::Silent).map(|o| o.document(&from, &to))
+        Ok(super::state::StoreSelection {
+            state: Some(self.store_path()),
+            composition: Some(super::state::CompositionRef::Name(
+                lock(&self.inner.store).lineage().to_owned(),
+            )),
         })
-        .await
-        .map_err(|e| AppError::failure(format!("the diff stopped: {e}")))?
     }
 
     /// `f` of the current generation as an explain view (named by its id).

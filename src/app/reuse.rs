@@ -50,6 +50,30 @@ pub struct ReuseReport {
     pub parts: Option<[IdentityPart; 5]>,
 }
 
+impl ReuseReport {
+    /// The document of `chassis explain reuse --format json` (and of
+    /// `GET /v1/explain/reuse`).
+    pub fn document(&self) -> serde_json::Value {
+        let mut doc = serde_json::to_value(&self.change).unwrap_or_default();
+        doc["format_version"] = 1.into();
+        doc["old_generation_id"] = self.old.clone().into();
+        doc["new_generation_id"] = self.new.clone().into();
+        if let Some(parts) = &self.parts {
+            doc["identity"] = parts
+                .iter()
+                .map(|p| {
+                    (
+                        p.name.to_owned(),
+                        serde_json::Value::from(if p.same { "same" } else { "changed" }),
+                    )
+                })
+                .collect::<serde_json::Map<_, _>>()
+                .into();
+        }
+        doc
+    }
+}
+
 /// Compare `entry` in two generations.
 pub fn node_change(
     old: &StoredGeneration,

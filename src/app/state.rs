@@ -469,6 +469,7 @@ impl StateStore {
             "the store `{}` has no generation `{text}`{in_lineage}",
             self.store.location()
         ))
+        .with_code("store::unknown-generation")
         .with_help(help)
         .into()
     }

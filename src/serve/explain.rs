@@ -1,5 +1,7 @@
 //! `GET /v1/explain/{requirement,scope,budgets}`: the documents of
-//! `chassis explain … --format json`, for the generation current now.
+//! `chassis explain … --format json`, for the generation current now;
+//! `GET /v1/explain/reuse` and `GET /v1/diff` between two stored
+//! generations of this composition.
 
 use axum::Json;
 use axum::extract::rejection::QueryRejection;
@@ -102,15 +104,49 @@ pub async fn diff(
         .diff(q.from, q.to, q.include_unchanged)
         .await
         .map(Json)
-        .map_err(|e| {
-            let p = ApiProblem::from_app(&e, &s.host.redactor());
-            // The ids were checked: unusable input without a code of its
-            // own is a generation the store does not have.
-            let uncoded = matches!(&e, crate::app::AppError::Problem(x) if x.code.is_none());
-            if p.is_status(StatusCode::BAD_REQUEST) && uncoded {
-                p.with_status(StatusCode::NOT_FOUND, "serve::unknown-generation")
-            } else {
-                p
-            }
-        })
+        .map_err(|e| stored_problem(&s, &e, "serve::unknown-generation"))
+}
+
+/// `?from=&to=&entry=`.
+#[derive(Debug, Deserialize)]
+#[serde(deny_unknown_fields)]
+pub struct ReuseQuery {
+    from: String,
+    to: String,
+    entry: String,
+}
+
+/// `GET /v1/explain/reuse`: `chassis explain reuse FROM TO ENTRY --format
+/// json` between two stored generations of this composition.
+pub async fn reuse(
+    State(s): State<Served>,
+    q: Result<Query<ReuseQuery>, QueryRejection>,
+) -> Result<Json<serde_json::Value>, ApiProblem> {
+    let q = query(q, "`?from=gen_0001&to=gen_0002&entry=ENTRY`")?;
+    s.host
+        .reuse(q.from, q.to, q.entry)
+        .await
+        .map(Json)
+        .map_err(|e| stored_problem(&s, &e, "serve::unknown-node"))
+}
+
+/// The problem of a read of stored generations: a generation the store
+/// does not have is a 404; so is `missing`, what other unusable input
+/// without a code of its own means once the ids were checked (for
+/// `reuse`, a node neither generation has).
+fn stored_problem(s: &Served, e: &crate::app::AppError, missing: &'static str) -> ApiProblem {
+    let p = ApiProblem::from_app(e, &s.host.redactor());
+    let code = match e {
+        crate::app::AppError::Problem(x) => x.code,
+        _ => return p,
+    };
+    match code {
+        Some("store::unknown-generation") => {
+            p.with_status(StatusCode::NOT_FOUND, "serve::unknown-generation")
+        }
+        None if p.is_status(StatusCode::BAD_REQUEST) => {
+            p.with_status(StatusCode::NOT_FOUND, missing)
+        }
+        _ => p,
+    }
 }

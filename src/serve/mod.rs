@@ -82,6 +82,7 @@ pub fn router(served: Served, access: Access) -> Router {
         .route("/v1/explain/requirement", get(explain::requirement))
         .route("/v1/explain/scope", get(explain::scope))
         .route("/v1/explain/budgets", get(explain::budgets))
+        .route("/v1/explain/reuse", get(explain::reuse))
         .route("/v1/diff", get(explain::diff))
         .route("/v1/agents/{agent}/runs", post(runs::create))
         .route("/v1/runs", get(runs::list))

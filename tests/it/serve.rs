@@ -649,6 +649,57 @@ fn a_reload_publishes_a_new_generation_while_a_run_finishes_on_the_old_one() {
         let printed: Value = serde_json::from_str(&cli.stdout).unwrap();
         assert_eq!(served, printed);
         assert_eq!(served["semantic_changed"], true, "{served}");
+        // Why a node was rebuilt, as `chassis explain reuse` prints it.
+        let (status, served) = get(
+            &c,
+            &server.url("/v1/explain/reuse?from=gen_0001&to=gen_0002&entry=model"),
+        )
+        .await;
+        assert_eq!(status, 200, "{served}");
+        let cli = crate::harness::run_in(
+            dir.path(),
+            &[
+                "--format",
+                "json",
+                "explain",
+                "reuse",
+                "gen_0001",
+                "gen_0002",
+                "model",
+                "--composition",
+                "serve.toml",
+            ],
+            &[],
+        );
+        assert_eq!(cli.code, 0, "{}", cli.stderr);
+        assert_eq!(served, serde_json::from_str::<Value>(&cli.stdout).unwrap());
+        assert_eq!(served["kind"], "rebuilt", "{served}");
+        assert_eq!(served["identity"]["config"], "changed", "{served}");
+        for (query, status, code) in [
+            (
+                "from=gen_0001&to=gen_0002&entry=nobody",
+                404,
+                "serve::unknown-node",
+            ),
+            (
+                "from=gen_0001&to=gen_0042&entry=model",
+                404,
+                "serve::unknown-generation",
+            ),
+            (
+                "from=serve.toml&to=gen_0002&entry=model",
+                400,
+                "serve::bad-request",
+            ),
+            ("from=gen_0001&to=gen_0002", 400, "serve::bad-request"),
+        ] {
+            let (s, problem) = get(&c, &server.url(&format!("/v1/explain/reuse?{query}"))).await;
+            assert_eq!(
+                (s, problem["code"].as_str()),
+                (status, Some(code)),
+                "{query}: {problem}"
+            );
+        }
         let (status, problem) = get(&c, &server.url("/v1/diff?from=serve.toml&to=gen_0002")).await;
         assert_eq!(
             (status, problem["code"].as_str()),

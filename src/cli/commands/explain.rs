@@ -112,10 +112,7 @@ pub fn run(ui: &Ui, cmd: &ExplainCommand) -> Result<ExitStatus, ExitStatus> {
                 ui,
                 reuse::explain_reuse(&args.store.selection(), &args.old, &args.new, &args.node),
             )?;
-            ui.emit(
-                || reuse_render::json(&report),
-                || reuse_render::text(&report),
-            );
+            ui.emit(|| report.document(), || reuse_render::text(&report));
         }
         ExplainCommand::Budgets(args) => {
             let agents = shown(

@@ -98,27 +98,6 @@ pub fn nodes_markdown(changes: &[NodeChange], all: bool) -> String {
     out
 }
 
-/// `explain reuse --format json`.
-pub fn json(r: &ReuseReport) -> serde_json::Value {
-    let mut doc = serde_json::to_value(&r.change).unwrap_or_default();
-    doc["format_version"] = 1.into();
-    doc["old_generation_id"] = r.old.clone().into();
-    doc["new_generation_id"] = r.new.clone().into();
-    if let Some(parts) = &r.parts {
-        doc["identity"] = parts
-            .iter()
-            .map(|p| {
-                (
-                    p.name.to_owned(),
-                    serde_json::Value::from(if p.same { "same" } else { "changed" }),
-                )
-            })
-            .collect::<serde_json::Map<_, _>>()
-            .into();
-    }
-    doc
-}
-
 /// `explain reuse`.
 pub fn text(r: &ReuseReport) -> String {
     let change = &r.change;
