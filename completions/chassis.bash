@@ -1158,7 +1158,7 @@ _chassis() {
             return 0
             ;;
         chassis__subcmd__run)
-            opts="-v -q -h --agent --input --input-file --approve --yes --grant --env-file --state --allow-pending --trace --record --replay --replay-fallback --update-lock --request-tools --format --color --verbose --quiet --help"
+            opts="-v -q -h --agent --input --input-file --approve --yes --grant --env-file --state --allow-pending --trace --record --replay --replay-fallback --update-lock --request-tools --session --format --color --verbose --quiet --help"
             if [[ ${cur} == -* || ${COMP_CWORD} -eq 2 ]] ; then
                 COMPREPLY=( $(compgen -W "${opts}" -- "${cur}") )
                 return 0
@@ -1209,6 +1209,10 @@ _chassis() {
                     return 0
                     ;;
                 --request-tools)
+                    COMPREPLY=($(compgen -f "${cur}"))
+                    return 0
+                    ;;
+                --session)
                     COMPREPLY=($(compgen -f "${cur}"))
                     return 0
                     ;;

@@ -64,6 +64,7 @@ complete -c chassis -n "__fish_chassis_using_subcommand run" -l replay -d 'Answe
 complete -c chassis -n "__fish_chassis_using_subcommand run" -l replay-fallback -d 'What a replay does for a call it has no recording of: fail the run (`error`) or make the call live (`live`)' -r -f -a "error\t'Fail the run, naming the boundary'
 live\t'Make the call live (it is not recorded)'"
 complete -c chassis -n "__fish_chassis_using_subcommand run" -l request-tools -d 'Tools this run brings with its request: a composition of `command` entries. The run gets its own candidate generation with them (the published one never changes) and is stamped with its digest (`chassis snapshot FILE --agent NAME --request-tools FILE` gives it)' -r -F
+complete -c chassis -n "__fish_chassis_using_subcommand run" -l session -d 'Continue (or start) the conversation NAME kept in the store (`--state`, else the default store): the model is sent its earlier turns, and this run becomes its next turn. `chassis serve` keeps its sessions in the same store, so one started there continues here. NAME is 1 to 128 of `A-Z a-z 0-9 . _ -`' -r
 complete -c chassis -n "__fish_chassis_using_subcommand run" -l format -d 'Output format: text, or json (one document with `format_version`); some commands also take markdown, dot or mermaid' -r -f -a "text\t'Human-readable text'
 json\t'One JSON document with `format_version`'
 markdown\t'Markdown (diff: a pull-request comment)'

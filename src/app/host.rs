@@ -38,6 +38,7 @@ use super::env::RunEnv;
 use super::error::{AppError, ErrorKind, Problem};
 use super::report::{Notice, Reporter};
 use super::run::{RunOutcome, RunStatus, default_policy, parse_grants};
+use super::session::{Conversation, SESSION_ID_RULE, SessionError, is_session_id};
 use super::state::{
     Publication, StateStore, open_to_publish, prepare_publication, previous_of, state_path_of,
 };
@@ -115,14 +116,6 @@ pub struct HostRunRequest {
     pub session: Option<String>,
     /// Told of each tool call that waits for a client's approval.
     pub on_approval: Option<OnQuestion>,
-}
-
-/// Whether `id` may name a session: `[A-Za-z0-9._-]{1,128}`.
-pub fn is_session_id(id: &str) -> bool {
-    (1..=128).contains(&id.len())
-        && id
-            .bytes()
-            .all(|b| b.is_ascii_alphanumeric() || matches!(b, b'.' | b'_' | b'-'))
 }
 
 /// A composition held live: one harness, one store, many runs.
@@ -680,7 +673,7 @@ impl Host {
         };
         let history = session
             .as_ref()
-            .map(|s| s.messages.clone())
+            .map(|s| s.conversation.messages.clone())
             .unwrap_or_default();
         let run_id = new_run_id();
         let started = HostRun {
@@ -780,6 +773,10 @@ impl Host {
             let status = RunStatus::of(&result.stop);
             inner.metrics.run_finished(&result, status.as_str());
             RunOutcome {
+                session: session.as_ref().map(|s| super::run::SessionTurn {
+                    id: s.conversation.id.clone(),
+                    turn: s.conversation.next_turn(),
+                }),
                 result,
                 generation,
                 candidates: Vec::new(),
@@ -813,11 +810,9 @@ impl Host {
     /// under way or it belongs to another agent.
     async fn open_session(&self, id: String, agent: &str) -> Result<OpenSession, AppError> {
         if !is_session_id(&id) {
-            return Err(
-                Problem::input("a session id is 1 to 128 of `A-Z a-z 0-9 . _ -`")
-                    .with_code("serve::bad-session")
-                    .into(),
-            );
+            return Err(Problem::input(SESSION_ID_RULE)
+                .with_code("serve::bad-session")
+                .into());
         }
         if !lock(&self.inner.busy_sessions).insert(id.clone()) {
             return Err(Problem::input("the session has a run under way")
@@ -825,71 +820,38 @@ impl Host {
                 .with_help("wait for it to finish; a session answers one turn at a time")
                 .into());
         }
-        let claimed = OpenSession {
+        // Claimed from here: released when this is dropped.
+        let claim = SessionClaim {
             host: self.clone(),
             id: id.clone(),
-            stored: None,
-            messages: Vec::new(),
         };
         self.expire_sessions().await?;
         let wanted = id.clone();
         let stored = self.read_store(move |s| s.session(&wanted)).await?;
-        let mut claimed = claimed;
-        if let Some(stored) = stored {
-            if stored.agent != agent {
-                return Err(Problem::input(format!(
-                    "the session belongs to agent `{}`",
-                    stored.agent
-                ))
-                .with_code("serve::session-agent")
-                .with_help("a session talks to one agent; start another session for this one")
-                .into());
+        let conversation = Conversation::resume(id, stored, agent).map_err(|e| match e {
+            SessionError::OtherAgent(owner) => AppError::from(
+                Problem::input(format!("the session belongs to agent `{owner}`"))
+                    .with_code("serve::session-agent")
+                    .with_help("a session talks to one agent; start another session for this one"),
+            ),
+            SessionError::Unreadable(why) => {
+                AppError::failure(format!("a stored session does not read back: {why}"))
             }
-            claimed.messages = serde_json::from_value(stored.transcript["messages"].clone())
-                .map_err(|e| {
-                    AppError::failure(format!("a stored session does not read back: {e}"))
-                })?;
-            claimed.stored = Some(stored);
-        }
-        Ok(claimed)
+        })?;
+        Ok(OpenSession {
+            conversation,
+            _claim: claim,
+        })
     }
 
     /// Add `outcome` as the session's next turn (its messages as the model
     /// saw them, redacted) and store it.
     async fn save_turn(&self, session: &OpenSession, outcome: &RunOutcome) -> Result<(), AppError> {
-        let now = now_rfc3339();
-        let mut turns = session
-            .stored
-            .as_ref()
-            .and_then(|s| s.transcript["turns"].as_array().cloned())
-            .unwrap_or_default();
-        turns.push(serde_json::json!({
-            "turn": turns.len() + 1,
-            "run_id": outcome.result.run_id,
-            "generation_id": outcome.result.generation_id,
-            "status": outcome.status.as_str(),
-        }));
-        let messages: Vec<&crate::runtime::model::ChatMessage> = outcome
-            .result
-            .messages
-            .iter()
-            .filter(|m| m.role != crate::runtime::model::Role::System)
-            .collect();
-        let transcript = self
-            .inner
-            .caller
-            .redactor
-            .redact_document(&serde_json::json!({ "turns": turns, "messages": messages }));
-        let stored = crate::store::StoredSession {
-            id: session.id.clone(),
-            agent: outcome.result.agent.clone(),
-            created_at: session
-                .stored
-                .as_ref()
-                .map_or_else(|| now.clone(), |s| s.created_at.clone()),
-            updated_at: now,
-            transcript,
-        };
+        let stored = session.conversation.with_turn(
+            &outcome.result,
+            outcome.status.as_str(),
+            &self.inner.caller.redactor,
+        );
         let store = Arc::clone(&self.inner.store);
         tokio::task::spawn_blocking(move || lock(&store).save_session(&stored))
             .await
@@ -1055,15 +1017,19 @@ impl Published {
     }
 }
 
-/// A session claimed for one run; released when dropped.
+/// A session claimed for one run, with its earlier turns.
 struct OpenSession {
-    host: Host,
-    id: String,
-    stored: Option<crate::store::StoredSession>,
-    messages: Vec<crate::runtime::model::ChatMessage>,
+    conversation: Conversation,
+    _claim: SessionClaim,
 }
 
-impl Drop for OpenSession {
+/// A session's one run at a time; released when dropped.
+struct SessionClaim {
+    host: Host,
+    id: String,
+}
+
+impl Drop for SessionClaim {
     fn drop(&mut self) {
         lock(&self.host.inner.busy_sessions).remove(&self.id);
     }

@@ -48,6 +48,7 @@ pub mod reuse;
 pub mod run;
 mod run_document;
 pub mod run_writer;
+pub mod session;
 pub mod snapshot;
 pub mod state;
 pub mod telemetry;

@@ -103,6 +103,9 @@ pub struct RunOptions {
     pub prompter: Arc<dyn Prompter>,
     /// Told of every step (model call, tool call, sub-agent).
     pub observer: Option<Arc<dyn AgentObserver>>,
+    /// Continue (or start) this session of the store: the model sees its
+    /// earlier turns, and this run is added as its next turn.
+    pub session: Option<String>,
 }
 
 /// How a finished run ended, as the store records it.
@@ -151,10 +154,30 @@ pub struct RunOutcome {
     pub request_tools: Vec<String>,
     /// How it ended.
     pub status: RunStatus,
+    /// The session it was a turn of, and which turn.
+    pub session: Option<SessionTurn>,
 }
+
+/// A run's place in a session.
+#[derive(Clone, Debug, PartialEq, Eq)]
+pub struct SessionTurn {
+    /// The session.
+    pub id: String,
+    /// Its turn number (1 for the first).
+    pub turn: usize,
+}
+
+use super::session::{Conversation, SESSION_ID_RULE, SessionError, is_session_id};
 
 /// Run an agent of `options.file`.
 pub async fn run(options: RunOptions, caller: &Caller) -> Result<RunOutcome, AppError> {
+    if let Some(id) = options.session.as_deref().filter(|id| !is_session_id(id)) {
+        return Err(
+            Problem::input(format!("`--session {id}`: {SESSION_ID_RULE}"))
+                .with_code("run::bad-session")
+                .into(),
+        );
+    }
     let env = super::mount::run_env(options.env_file.as_deref())?;
     let redactor = &caller.redactor;
     if options.update_lock {
@@ -203,6 +226,10 @@ pub async fn run(options: RunOptions, caller: &Caller) -> Result<RunOutcome, App
         .map(RecordFile::create)
         .transpose()?;
     let store_path = match &options.state {
+        // A session lives in the store: the default one unless named.
+        RunState::None if options.session.is_some() => {
+            Some(state_path_of(None, &options.file, &ws.composition.host))
+        }
         RunState::None => None,
         RunState::Default => Some(state_path_of(None, &options.file, &ws.composition.host)),
         RunState::At(path) => Some(path.clone()),
@@ -220,6 +247,10 @@ pub async fn run(options: RunOptions, caller: &Caller) -> Result<RunOutcome, App
         }
     };
     let seed = store.as_ref().map(StateStore::seed).transpose()?;
+    let conversation = match (&options.session, &store) {
+        (Some(id), Some(store)) => Some(resume_session(store, id, &agent)?),
+        _ => None,
+    };
     let replay = replay(
         options.record.is_some(),
         options.replay.as_ref(),
@@ -246,7 +277,10 @@ pub async fn run(options: RunOptions, caller: &Caller) -> Result<RunOutcome, App
                 agent,
                 input,
                 run_id: None,
-                history: Vec::new(),
+                history: conversation
+                    .as_ref()
+                    .map(|c| c.messages.clone())
+                    .unwrap_or_default(),
             },
             request_tools,
             file: &options.file,
@@ -274,12 +308,41 @@ pub async fn run(options: RunOptions, caller: &Caller) -> Result<RunOutcome, App
     if let (Some(store), Some(seed)) = (store.as_mut(), seed) {
         record_in_store(store, &seed, &ran, status, started_at, caller)?;
     }
+    let session = match (conversation, store.as_mut()) {
+        (Some(c), Some(store)) => {
+            store.save_session(&c.with_turn(&ran.result, status.as_str(), redactor))?;
+            Some(SessionTurn {
+                turn: c.next_turn(),
+                id: c.id,
+            })
+        }
+        _ => None,
+    };
     Ok(RunOutcome {
         result: ran.result,
         generation: ran.generation,
         candidates: ran.candidates,
         request_tools: request_tool_names,
         status,
+        session,
+    })
+}
+
+/// Session `id` of the store, taking a turn of `agent`: unusable input when
+/// the session belongs to another agent.
+fn resume_session(store: &StateStore, id: &str, agent: &str) -> Result<Conversation, AppError> {
+    Conversation::resume(id.to_owned(), store.session(id)?, agent).map_err(|e| match e {
+        SessionError::OtherAgent(owner) => {
+            Problem::input(format!("session `{id}` belongs to agent `{owner}`"))
+                .with_code("run::session-agent")
+                .with_help(format!(
+                    "a session talks to one agent: pass `--agent {owner}`, or start another session"
+                ))
+                .into()
+        }
+        SessionError::Unreadable(why) => AppError::failure(format!(
+            "session `{id}` does not read back from the store: {why}"
+        )),
     })
 }
 

@@ -25,6 +25,10 @@ impl RunOutcome {
                 *slot = redactor.redact_document(slot);
             }
         }
+        if let Some(session) = &self.session {
+            out["session"] = session.id.clone().into();
+            out["session_turn"] = session.turn.into();
+        }
         out
     }
 }

@@ -147,6 +147,7 @@ fn a_run_returns_its_result_and_asks_the_callers_prompter() {
         request_tools: None,
         prompter: Arc::clone(&asked) as Arc<dyn Prompter>,
         observer: None,
+        session: None,
     };
     let outcome = runtime().block_on(run(options, &caller)).unwrap();
     assert_eq!(outcome.status, RunStatus::Succeeded);

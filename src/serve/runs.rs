@@ -125,7 +125,6 @@ pub async fn create(
             let _ = asked_tx.send(p.run_id.clone());
         })
     };
-    let session = body.session.clone();
     let request = HostRunRequest {
         agent,
         session: body.session,
@@ -145,13 +144,7 @@ pub async fn create(
     let task = tokio::spawn(async move {
         let outcome = host.run(request).await;
         drop(permit);
-        outcome.map(|o| {
-            let mut doc = o.document(&host.redactor());
-            if let Some(id) = session {
-                doc["session"] = id.into();
-            }
-            doc
-        })
+        outcome.map(|o| o.document(&host.redactor()))
     });
     if !stream {
         drop(tx);

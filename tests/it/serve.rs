@@ -12,6 +12,7 @@ use serde_json::{Value, json};
 use crate::harness::root;
 
 mod approvals;
+mod sessions_cli;
 
 const CANARY: &str = "sk-canary-serve-4d8e19b7";
 const TOKEN: &str = "tok-serve-3b7c2a9e41";

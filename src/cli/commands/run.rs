@@ -32,7 +32,7 @@ use super::super::ui::{Format, Ui};
 /// exhausted, a model or plugin failed; 130 interrupted.
 #[derive(Debug, clap::Args)]
 #[command(
-    after_long_help = "Examples:\n  chassis run examples/quickstart.toml\n  chassis run composition.toml --agent support --input \"Where is my order?\"\n  echo \"summarize this\" | chassis run composition.toml --input -\n  chassis run composition.toml --format json --trace run.jsonl --approve save_note\n  chassis run examples/quickstart.toml --request-tools examples/request-tools.toml --yes"
+    after_long_help = "Examples:\n  chassis run examples/quickstart.toml\n  chassis run composition.toml --agent support --input \"Where is my order?\"\n  echo \"summarize this\" | chassis run composition.toml --input -\n  chassis run composition.toml --format json --trace run.jsonl --approve save_note\n  chassis run examples/quickstart.toml --request-tools examples/request-tools.toml --yes\n  chassis run examples/serve.toml --session chat-1 --input \"Count: one two\"\n  chassis run examples/serve.toml --session chat-1 --input \"and again?\""
 )]
 pub struct RunArgs {
     /// Composition file.
@@ -101,6 +101,13 @@ pub struct RunArgs {
     /// (`chassis snapshot FILE --agent NAME --request-tools FILE` gives it).
     #[arg(long, value_name = "FILE")]
     pub request_tools: Option<PathBuf>,
+    /// Continue (or start) the conversation NAME kept in the store
+    /// (`--state`, else the default store): the model is sent its earlier
+    /// turns, and this run becomes its next turn. `chassis serve` keeps
+    /// its sessions in the same store, so one started there continues
+    /// here. NAME is 1 to 128 of `A-Z a-z 0-9 . _ -`.
+    #[arg(long, value_name = "NAME")]
+    pub session: Option<String>,
 }
 
 /// `--replay-fallback`.
@@ -175,5 +182,6 @@ fn options(ui: &Ui, args: &RunArgs) -> RunOptions {
         request_tools: args.request_tools.clone(),
         prompter: Arc::new(Terminal),
         observer,
+        session: args.session.clone(),
     }
 }

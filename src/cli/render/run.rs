@@ -64,6 +64,13 @@ fn summary(run: &RunOutcome) -> String {
         result.run_id,
         result.snapshot_digest,
     );
+    if let Some(session) = &run.session {
+        let _ = writeln!(
+            text,
+            "  session          {} (turn {})",
+            session.id, session.turn
+        );
+    }
     if let Some(b) = &result.budget {
         let parts: Vec<String> = b
             .dimensions

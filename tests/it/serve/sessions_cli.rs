@@ -1,0 +1,167 @@
+//! `chassis run --session NAME`: a conversation kept in the store, shared
+//! with `chassis serve` — started by either, continued by the other.
+
+use super::*;
+
+/// `chassis run FILE --session NAME --input INPUT --format json` in `dir`.
+fn run_turn(dir: &Path, session: &str, input: &str, extra: &[&str]) -> crate::harness::Run {
+    let mut args = vec![
+        "--format",
+        "json",
+        "run",
+        "serve.toml",
+        "--session",
+        session,
+        "--input",
+        input,
+    ];
+    args.extend_from_slice(extra);
+    crate::harness::run_in(dir, &args, &[])
+}
+
+#[test]
+fn a_session_started_by_serve_continues_on_the_command_line_and_back() {
+    let (dir, file) = workspace();
+    // A second agent, to show a session keeps to its own.
+    let text = std::fs::read_to_string(&file).unwrap()
+        + "\n[agents.other]\nprompt = \"Another agent.\"\nmax_steps = 2\n";
+    save(&file, &text);
+    let server = Server::start(dir.path(), "serve.toml", &["--no-watch"]);
+    let c = client();
+    runtime().block_on(async {
+        let (s, _, doc) = post(
+            &c,
+            &server.url("/v1/agents/assistant/runs"),
+            &json!({"input": "Count: one two three", "session": "chat-9"}),
+        )
+        .await;
+        assert_eq!(s, 200, "{doc}");
+        assert_eq!(
+            (doc["session"].as_str(), doc["session_turn"].as_u64()),
+            (Some("chat-9"), Some(1))
+        );
+    });
+    // While the server holds the lineage, the command line is refused.
+    let held = run_turn(dir.path(), "chat-9", "hello", &["--agent", "assistant"]);
+    assert_eq!(held.code, 1, "{}", held.stderr);
+    assert!(held.stderr.contains("store::served"), "{}", held.stderr);
+    let (code, _) = server.stop(nix::sys::signal::Signal::SIGTERM);
+    assert_eq!(code, 0);
+
+    // Turn 2 on the command line: the model is sent turn 1 first.
+    let out = run_turn(dir.path(), "chat-9", "hello", &["--agent", "assistant"]);
+    assert_eq!(out.code, 0, "{}", out.stderr);
+    let doc: Value = serde_json::from_str(&out.stdout).unwrap();
+    assert_eq!(
+        (doc["session"].as_str(), doc["session_turn"].as_u64()),
+        (Some("chat-9"), Some(2))
+    );
+    let roles: Vec<&str> = doc["messages"]
+        .as_array()
+        .unwrap()
+        .iter()
+        .map(|m| m["role"].as_str().unwrap())
+        .collect();
+    assert_eq!(
+        roles,
+        [
+            "system",
+            "user",
+            "assistant",
+            "tool",
+            "assistant",
+            "user",
+            "assistant"
+        ],
+        "{doc}"
+    );
+    assert_eq!(doc["messages"][1]["content"], "Count: one two three");
+    assert_eq!(doc["answer"], "Hello! Ask me to `Count: <some words>`.");
+    // Text output names the session and the turn.
+    let text = crate::harness::run_in(
+        dir.path(),
+        &[
+            "--color",
+            "never",
+            "run",
+            "serve.toml",
+            "--agent",
+            "assistant",
+            "--session",
+            "chat-9",
+            "--input",
+            "hi",
+        ],
+        &[],
+    );
+    assert_eq!(text.code, 0, "{}", text.stderr);
+    assert!(
+        text.stderr.contains("session          chat-9 (turn 3)"),
+        "{}",
+        text.stderr
+    );
+
+    // A session keeps to its agent; an id must be one.
+    let other = run_turn(dir.path(), "chat-9", "hi", &["--agent", "other"]);
+    assert_eq!(other.code, 2, "{}", other.stderr);
+    assert!(
+        other.stderr.contains("run::session-agent"),
+        "{}",
+        other.stderr
+    );
+    assert!(
+        other.stderr.contains("--agent assistant"),
+        "{}",
+        other.stderr
+    );
+    let bad = crate::harness::run_in(
+        dir.path(),
+        &[
+            "run",
+            "serve.toml",
+            "--agent",
+            "assistant",
+            "--session",
+            "../x",
+            "--input",
+            "hi",
+            "--state",
+            "fresh.db",
+        ],
+        &[],
+    );
+    assert_eq!(bad.code, 2, "{}", bad.stderr);
+    assert!(bad.stderr.contains("run::bad-session"), "{}", bad.stderr);
+    assert!(
+        !dir.path().join("fresh.db").exists(),
+        "a refused run leaves no store"
+    );
+
+    // Back on the server: turn 4 sees all three earlier turns, and the
+    // transcript says who answered each.
+    let server = Server::start(dir.path(), "serve.toml", &["--no-watch"]);
+    runtime().block_on(async {
+        let (s, _, doc) = post(
+            &c,
+            &server.url("/v1/agents/assistant/runs"),
+            &json!({"input": "last", "session": "chat-9"}),
+        )
+        .await;
+        assert_eq!(s, 200, "{doc}");
+        assert_eq!(doc["session_turn"], 4, "{doc}");
+        let users = doc["messages"]
+            .as_array()
+            .unwrap()
+            .iter()
+            .filter(|m| m["role"] == "user")
+            .count();
+        assert_eq!(users, 4, "{doc}");
+        let (_, session) = get(&c, &server.url("/v1/sessions/chat-9")).await;
+        let turns = session["turns"].as_array().unwrap();
+        assert_eq!(turns.len(), 4, "{session}");
+        assert!(
+            turns.iter().all(|t| t["generation_id"] == "gen_0001"),
+            "{session}"
+        );
+    });
+}
