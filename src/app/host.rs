@@ -116,6 +116,8 @@ pub struct HostRunRequest {
     pub session: Option<String>,
     /// Told of each tool call that waits for a client's approval.
     pub on_approval: Option<OnQuestion>,
+    /// Limits of this request, which only tighten the agent's budget.
+    pub budget: crate::engine::budget::BudgetLimits,
 }
 
 /// A composition held live: one harness, one store, many runs.
@@ -728,6 +730,7 @@ impl Host {
                 .with_plan_cache(Arc::clone(&inner.plans));
         runner = runner.with_observer(inner.metrics.observer(request.observer));
         let runner = Arc::new(runner);
+        let caps = request.budget;
         let agent_request = AgentRequest {
             agent: request.agent,
             input: request.input,
@@ -735,7 +738,7 @@ impl Host {
             history,
         };
         let result = tokio::select! {
-            r = runner.run(&generation, agent_request) => Some(r),
+            r = runner.run_capped(&generation, agent_request, &caps) => Some(r),
             () = inner.caller.interrupt.wait() => {
                 runner.cancellation().cancel();
                 None

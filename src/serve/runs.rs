@@ -2,6 +2,7 @@
 //! Server-Sent Events while it runs; a `202` when a run waits for an
 //! approval), `GET /v1/runs[/{id}]`.
 
+use std::collections::BTreeMap;
 use std::convert::Infallible;
 use std::sync::Arc;
 
@@ -17,6 +18,7 @@ use tokio::sync::mpsc;
 
 use crate::app::approval_desk::{OnQuestion, PendingApproval};
 use crate::app::host::{Host, HostRun, HostRunRequest};
+use crate::engine::budget::{BudgetDimension, BudgetLimits};
 use crate::runtime::agent::AgentEvent;
 
 use super::Served;
@@ -33,6 +35,33 @@ struct RunBody {
     session: Option<String>,
     #[serde(default)]
     request_tools: Option<serde_json::Value>,
+    /// Limits of this run by dimension (`model_calls`, `tokens`, …): each
+    /// only tightens the agent's.
+    #[serde(default)]
+    budget: BTreeMap<String, f64>,
+}
+
+/// The request's budget caps, or a problem naming the first bad one.
+fn caps(budget: &BTreeMap<String, f64>) -> Result<BudgetLimits, ApiProblem> {
+    let mut pairs = Vec::with_capacity(budget.len());
+    for (name, value) in budget {
+        let Some(dimension) = BudgetDimension::from_name(name) else {
+            return Err(ApiProblem::new(
+                StatusCode::BAD_REQUEST,
+                "serve::bad-budget",
+                format!("`budget` has no dimension `{name}`"),
+            )
+            .with_help(format!(
+                "its dimensions: {}",
+                BudgetDimension::ALL.map(BudgetDimension::as_str).join(", ")
+            )));
+        };
+        pairs.push((dimension, *value));
+    }
+    BudgetLimits::new(pairs).map_err(|e| {
+        ApiProblem::new(StatusCode::BAD_REQUEST, "serve::bad-budget", e.to_string())
+            .with_help("a cap is a positive number (a whole one for counts); it only tightens the agent's budget")
+    })
 }
 
 fn parse_body(body: Result<Bytes, BytesRejection>) -> Result<RunBody, ApiProblem> {
@@ -107,6 +136,10 @@ pub async fn create(
         .retry_after(1)
         .into_response();
     };
+    let budget = match caps(&body.budget) {
+        Ok(b) => b,
+        Err(p) => return p.into_response(),
+    };
     let stream = wants_stream(&body, &headers);
     let (tx, rx) = mpsc::unbounded_channel::<Event>();
     // A call waiting for approval: an event on a stream; otherwise the
@@ -136,6 +169,7 @@ pub async fn create(
             }) as Arc<dyn crate::runtime::agent::AgentObserver>
         }),
         on_approval: Some(on_approval),
+        budget,
     };
     // The run is a task of its own: a client that goes away does not
     // cancel it, and it is recorded either way.

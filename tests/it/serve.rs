@@ -12,6 +12,7 @@ use serde_json::{Value, json};
 use crate::harness::root;
 
 mod approvals;
+mod budget_caps;
 mod sessions_cli;
 
 const CANARY: &str = "sk-canary-serve-4d8e19b7";

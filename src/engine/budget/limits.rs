@@ -67,6 +67,20 @@ impl BudgetLimits {
         self.values[dimension.index()]
     }
 
+    /// These limits tightened by `caps`: per dimension the smaller of the
+    /// two, a cap where these have none. A cap never loosens a limit.
+    #[must_use]
+    pub fn tightened(&self, caps: &BudgetLimits) -> BudgetLimits {
+        let mut values = self.values;
+        for (slot, cap) in values.iter_mut().zip(caps.values) {
+            *slot = match (*slot, cap) {
+                (Some(a), Some(b)) => Some(a.min(b)),
+                (a, b) => a.or(b),
+            };
+        }
+        BudgetLimits { values }
+    }
+
     /// Whether no dimension is limited.
     #[must_use]
     pub fn is_empty(&self) -> bool {

@@ -886,3 +886,25 @@ fn spent_usage_is_charged_in_full_and_reaches_the_parent() {
     assert!(g.spend(bad).is_err_and(|e| e.exceeded().is_none()));
     assert_eq!(g.used(D::ModelCalls), 0.0);
 }
+
+#[test]
+fn caps_only_tighten() {
+    let agent = BudgetLimits::builder()
+        .limit(BudgetDimension::ModelCalls, 4.0)
+        .limit(BudgetDimension::Tokens, 1000.0)
+        .build()
+        .unwrap();
+    let caps = BudgetLimits::builder()
+        .limit(BudgetDimension::ModelCalls, 1.0)
+        .limit(BudgetDimension::Tokens, 5000.0)
+        .limit(BudgetDimension::ToolCalls, 2.0)
+        .build()
+        .unwrap();
+    let both = agent.tightened(&caps);
+    assert_eq!(both.get(BudgetDimension::ModelCalls), Some(1.0));
+    assert_eq!(both.get(BudgetDimension::Tokens), Some(1000.0));
+    assert_eq!(both.get(BudgetDimension::ToolCalls), Some(2.0));
+    assert_eq!(both.get(BudgetDimension::ChildRuns), None);
+    assert_eq!(agent.tightened(&BudgetLimits::unlimited()), agent);
+    assert_eq!(BudgetLimits::unlimited().tightened(&caps), caps);
+}

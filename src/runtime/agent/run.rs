@@ -11,7 +11,8 @@ use super::record::{AgentEvent, AgentObserver, AgentResult, StopReason, ToolCall
 use super::subagent::SubAgentTool;
 use crate::engine::agent::{agent_sees, graph_definition_hash, prompt_hash};
 use crate::engine::budget::{
-    BudgetDimension, BudgetError, BudgetGovernor, Clock, EnforcementProfile, Usage as BudgetUsage,
+    BudgetDimension, BudgetError, BudgetGovernor, BudgetLimits, Clock, EnforcementProfile,
+    Usage as BudgetUsage,
 };
 use crate::engine::model::{AgentDecl, Entry, ScopePath};
 use crate::engine::policy::ToolPolicy;
@@ -204,9 +205,21 @@ impl AgentRunner {
         generation: &Arc<Generation>,
         request: AgentRequest,
     ) -> Result<AgentResult, AgentError> {
+        self.run_capped(generation, request, &BudgetLimits::unlimited())
+            .await
+    }
+
+    /// [`Self::run`] within `caps` as well as the agent's budget: a caller
+    /// (a served request) may tighten the agent's limits, never loosen them.
+    pub async fn run_capped(
+        self: &Arc<Self>,
+        generation: &Arc<Generation>,
+        request: AgentRequest,
+        caps: &BudgetLimits,
+    ) -> Result<AgentResult, AgentError> {
         let agent = find_agent(generation, &request.agent)?;
         let budget = BudgetGovernor::with_profile(
-            agent.budget,
+            agent.budget.tightened(caps),
             Arc::clone(&self.clock),
             EnforcementProfile::owning_model_boundary(),
         );
