@@ -216,7 +216,17 @@ impl Host {
             address: String::new(),
             started_at: now_rfc3339(),
             heartbeat: crate::store::unix_now(),
+            host: crate::process::liveness::host_name(),
         })?;
+        // Runs a killed server of this lineage left `running` never end:
+        // they were interrupted.
+        let interrupted = store.interrupt_runs(&instance)?;
+        if interrupted > 0 {
+            tracing::warn!(
+                runs = interrupted,
+                "marked {interrupted} run(s) of a server that stopped without finishing them `interrupted`"
+            );
+        }
         let seed = store.seed()?;
         let harness_options =
             super::mount::harness_options(Arc::clone(&telemetry), &caller.redactor, &env);
@@ -694,6 +704,17 @@ impl Host {
         lock(&inner.runs)
             .runs
             .insert(run_id.clone(), started.clone());
+        // In the store as `running` (with this server's instance), so a
+        // server killed now leaves a record the next one marks interrupted.
+        inner.writer.record_soon(NewRun {
+            id: run_id.clone(),
+            generation_id: started.generation_id.clone(),
+            agent: started.agent.clone(),
+            status: "running".to_owned(),
+            started_at: started.started_at.clone(),
+            finished_at: None,
+            instance: Some(inner.instance.clone()),
+        });
         // Whatever happens below (a panic in a plugin included), the run
         // leaves the book's `running` state.
         let mut guard = Unfinished {
@@ -761,6 +782,7 @@ impl Host {
         };
         let finished_at = now_rfc3339();
         let record = NewRun {
+            instance: Some(inner.instance.clone()),
             id: run_id.clone(),
             generation_id: generation.id.to_string(),
             agent: started.agent.clone(),

@@ -704,6 +704,7 @@ fn record_in_store(
         }
     }
     let stored = store.record_run(NewRun {
+        instance: None,
         id: ran.result.run_id.clone(),
         generation_id: ran.generation.id.to_string(),
         agent: ran.result.agent.clone(),

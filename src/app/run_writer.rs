@@ -5,7 +5,9 @@
 //! runs that finish while a commit is under way are committed together in
 //! the next transaction (group commit); each run's caller is answered once
 //! its group is on disk, so a response never precedes its record. The
-//! commit runs off the async workers.
+//! commit runs off the async workers. Records are committed in the order
+//! they are sent, so a run's `running` record is always written before the
+//! one that finishes it.
 
 use std::sync::{Arc, Mutex, PoisonError};
 
@@ -66,6 +68,13 @@ impl RunWriter {
             }
         });
         Self { jobs }
+    }
+
+    /// Record `run` with the next group, without waiting for it (a run
+    /// that starts: the record that finishes it comes later, in order).
+    pub fn record_soon(&self, run: NewRun) {
+        let (reply, _) = oneshot::channel();
+        let _ = self.jobs.send((run, reply));
     }
 
     /// Record `run`; answers once its group is committed.

@@ -519,7 +519,8 @@ impl StateStore {
         let Some(h) = self.store.holder(&self.lineage)? else {
             return Ok(());
         };
-        let fresh = crate::store::unix_now().saturating_sub(h.heartbeat) <= HOLD_FRESH_SECONDS;
+        let fresh = crate::store::unix_now().saturating_sub(h.heartbeat) <= HOLD_FRESH_SECONDS
+            && !crate::process::liveness::is_gone(&h.host, h.pid);
         if !fresh || h.pid == std::process::id() {
             return Ok(());
         }
@@ -547,6 +548,14 @@ impl StateStore {
         })
         .with_help("or stop that server first")
         .into())
+    }
+
+    /// Mark the runs of this lineage that another server than `instance`
+    /// left `running` as `interrupted`; how many.
+    pub fn interrupt_runs(&mut self, instance: &str) -> Result<u64, AppError> {
+        Ok(self
+            .store
+            .interrupt_runs(&self.lineage, instance, &crate::store::now_rfc3339())?)
     }
 
     /// Hold this lineage for a server (see [`Self::refuse_if_served`]).

@@ -50,6 +50,11 @@ pub const MIGRATIONS: &[Migration] = &[
         summary: "holders: the server serving a lineage, with its heartbeat",
         apply: v5,
     },
+    Migration {
+        version: 6,
+        summary: "runs carry the server that ran them, holders their host (a killed server's runs are marked interrupted)",
+        apply: v6,
+    },
 ];
 
 /// The newest schema version this build writes.
@@ -208,6 +213,19 @@ CREATE TABLE runs_v2 (
          ALTER TABLE generations_v2 RENAME TO generations;
          ALTER TABLE entry_mounts_v2 RENAME TO entry_mounts;
          ALTER TABLE runs_v2 RENAME TO runs;",
+    )
+}
+
+/// Version 6: a served run is recorded when it starts, with the instance
+/// of its server, so the next server of the lineage marks the runs of one
+/// that was killed `interrupted`; a holder's host tells whether its pid can
+/// be looked at here.
+fn v6(tx: &Transaction<'_>) -> rusqlite::Result<()> {
+    tx.execute_batch(
+        "
+ALTER TABLE runs ADD COLUMN instance TEXT;
+ALTER TABLE holders ADD COLUMN host TEXT NOT NULL DEFAULT '';
+",
     )
 }
 

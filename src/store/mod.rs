@@ -358,6 +358,8 @@ pub struct NewRun {
     pub started_at: String,
     /// End (RFC 3339), when finished.
     pub finished_at: Option<String>,
+    /// The `chassis serve` instance that runs it (none for `chassis run`).
+    pub instance: Option<String>,
 }
 
 /// A recorded run.
@@ -392,6 +394,8 @@ pub struct Holder {
     pub started_at: String,
     /// Its last heartbeat, in seconds since the Unix epoch.
     pub heartbeat: u64,
+    /// The host it runs on (its pid means something only there).
+    pub host: String,
 }
 
 /// A conversation with one agent, as stored.
@@ -463,6 +467,14 @@ pub trait Store: Send {
     fn record_runs(&mut self, lineage: &str, runs: Vec<NewRun>) -> Result<Vec<String>, StoreError>;
     /// Every run, in the order they were recorded.
     fn runs(&self) -> Result<Vec<StoredRun>, StoreError>;
+    /// Mark the runs of `lineage` still `running` under another server
+    /// than `instance` as `interrupted` (finished `at`); how many.
+    fn interrupt_runs(
+        &mut self,
+        lineage: &str,
+        instance: &str,
+        at: &str,
+    ) -> Result<u64, StoreError>;
     /// The server holding `lineage`, whatever its heartbeat.
     fn holder(&self, lineage: &str) -> Result<Option<Holder>, StoreError>;
     /// Record `holder` as the server of `lineage` (replacing any other),

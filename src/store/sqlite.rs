@@ -640,14 +640,18 @@ impl Store for SqliteStore {
             let lineage_id = claim_lineage(tx, lineage).map_err(backend)?;
             let mut insert = tx
                 .prepare_cached(
-                    "INSERT INTO runs (id, lineage_id, sequence, agent, status, started_at, finished_at)
-                     VALUES (?1, ?2, ?3, ?4, ?5, ?6, ?7)",
+                    // A served run is recorded when it starts and again
+                    // when it ends: the second write finishes the first.
+                    "INSERT INTO runs (id, lineage_id, sequence, agent, status, started_at, finished_at, instance)
+                     VALUES (?1, ?2, ?3, ?4, ?5, ?6, ?7, ?8)
+                     ON CONFLICT (id) DO UPDATE SET status = excluded.status, finished_at = excluded.finished_at
+                     WHERE runs.status = 'running'",
                 )
                 .map_err(backend)?;
             let mut ids = Vec::with_capacity(runs.len());
             for run in runs {
                 let sequence = GenerationId::parse(&run.generation_id).map_or(0, |g| g.sequence());
-                insert
+                let changed = insert
                     .execute(params![
                         run.id,
                         lineage_id,
@@ -655,9 +659,17 @@ impl Store for SqliteStore {
                         run.agent,
                         run.status,
                         run.started_at,
-                        run.finished_at
+                        run.finished_at,
+                        run.instance
                     ])
                     .map_err(backend)?;
+                // Only a `running` record is finished by a second write; a
+                // finished run is never written over.
+                if changed == 0 {
+                    return Err(backend(rusqlite::Error::ToSqlConversionFailure(
+                        format!("run `{}` is recorded already", run.id).into(),
+                    )));
+                }
                 ids.push(run.id);
             }
             Ok(ids)
@@ -668,13 +680,34 @@ impl Store for SqliteStore {
         self.query_runs("", &[])
     }
 
+    fn interrupt_runs(
+        &mut self,
+        lineage: &str,
+        instance: &str,
+        at: &str,
+    ) -> Result<u64, StoreError> {
+        let Some(lineage_id) = self.lineage_id(lineage)? else {
+            return Ok(0);
+        };
+        self.write(|tx, backend| {
+            let n = tx
+                .execute(
+                    "UPDATE runs SET status = 'interrupted', finished_at = ?3
+                     WHERE lineage_id = ?1 AND status = 'running' AND COALESCE(instance, '') <> ?2",
+                    params![lineage_id, instance, at],
+                )
+                .map_err(backend)?;
+            Ok(n as u64)
+        })
+    }
+
     fn holder(&self, lineage: &str) -> Result<Option<Holder>, StoreError> {
         let Some(lineage_id) = self.lineage_id(lineage)? else {
             return Ok(None);
         };
         self.conn
             .query_row(
-                "SELECT instance, pid, address, started_at, heartbeat FROM holders
+                "SELECT instance, pid, address, started_at, heartbeat, host FROM holders
                  WHERE lineage_id = ?1",
                 params![lineage_id],
                 |r| {
@@ -684,6 +717,7 @@ impl Store for SqliteStore {
                         address: r.get(2)?,
                         started_at: r.get(3)?,
                         heartbeat: u64_of(r.get(4)?),
+                        host: r.get(5)?,
                     })
                 },
             )
@@ -695,15 +729,16 @@ impl Store for SqliteStore {
         self.write(|tx, backend| {
             let lineage_id = claim_lineage(tx, lineage).map_err(backend)?;
             tx.execute(
-                "INSERT OR REPLACE INTO holders (lineage_id, instance, pid, address, started_at, heartbeat)
-                 VALUES (?1, ?2, ?3, ?4, ?5, ?6)",
+                "INSERT OR REPLACE INTO holders (lineage_id, instance, pid, address, started_at, heartbeat, host)
+                 VALUES (?1, ?2, ?3, ?4, ?5, ?6, ?7)",
                 params![
                     lineage_id,
                     holder.instance,
                     i64::from(holder.pid),
                     holder.address,
                     holder.started_at,
-                    i64_of(holder.heartbeat)
+                    i64_of(holder.heartbeat),
+                    holder.host
                 ],
             )
             .map_err(backend)?;

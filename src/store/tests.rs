@@ -135,6 +135,7 @@ fn runs_are_recorded_and_listed() {
                 status: "succeeded".into(),
                 started_at: now_rfc3339(),
                 finished_at: Some(now_rfc3339()),
+                instance: None,
             },
         )
         .unwrap();
@@ -156,6 +157,7 @@ fn a_group_of_runs_commits_together_or_not_at_all() {
         status: "succeeded".into(),
         started_at: now_rfc3339(),
         finished_at: Some(now_rfc3339()),
+        instance: None,
     };
     let ids = store
         .record_runs(
@@ -196,4 +198,65 @@ fn a_session_is_saved_replaced_read_and_deleted_within_its_lineage() {
     assert!(!store.delete_session("other.toml", "chat-1").unwrap());
     assert!(store.delete_session("c.toml", "chat-1").unwrap());
     assert_eq!(store.session("c.toml", "chat-1").unwrap(), None);
+}
+
+#[test]
+fn a_running_record_is_finished_once_or_interrupted_by_another_server() {
+    let dir = tempfile::tempdir().unwrap();
+    let mut store = open(&dir.path().join("s.db"), OpenMode::Create).unwrap();
+    store.publish("c.toml", record(1, None)).unwrap();
+    let run = |id: &str, status: &str, instance: &str| NewRun {
+        id: id.into(),
+        generation_id: "gen_0001".into(),
+        agent: "a".into(),
+        status: status.into(),
+        started_at: now_rfc3339(),
+        finished_at: (status != "running").then(now_rfc3339),
+        instance: Some(instance.into()),
+    };
+    store
+        .record_runs(
+            "c.toml",
+            vec![
+                run("run_00000000000a", "running", "srv_a"),
+                run("run_00000000000b", "running", "srv_a"),
+                run("run_00000000000c", "running", "srv_b"),
+            ],
+        )
+        .unwrap();
+    // The run's end finishes its record (in the same group or a later one).
+    store
+        .record_runs(
+            "c.toml",
+            vec![run("run_00000000000a", "succeeded", "srv_a")],
+        )
+        .unwrap();
+    // A finished run is not written over.
+    assert!(
+        store
+            .record_runs("c.toml", vec![run("run_00000000000a", "failed", "srv_a")])
+            .is_err()
+    );
+    // Server b starts: a's unfinished run was interrupted, its own is not.
+    assert_eq!(
+        store
+            .interrupt_runs("c.toml", "srv_b", "2026-01-01T00:00:00Z")
+            .unwrap(),
+        1
+    );
+    let status: Vec<(String, String)> = store
+        .runs()
+        .unwrap()
+        .into_iter()
+        .map(|r| (r.id, r.status))
+        .collect();
+    assert_eq!(
+        status,
+        [
+            ("run_00000000000a".to_owned(), "succeeded".to_owned()),
+            ("run_00000000000b".to_owned(), "interrupted".to_owned()),
+            ("run_00000000000c".to_owned(), "running".to_owned()),
+        ]
+    );
+    assert_eq!(store.interrupt_runs("other.toml", "srv_b", "x").unwrap(), 0);
 }

@@ -13,6 +13,7 @@ use crate::harness::root;
 
 mod approvals;
 mod budget_caps;
+mod killed;
 mod sessions_cli;
 
 const CANARY: &str = "sk-canary-serve-4d8e19b7";

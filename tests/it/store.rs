@@ -360,6 +360,7 @@ fn runs_list_is_empty_until_chassis_run_records_some() {
                 status: "succeeded".into(),
                 started_at: "2026-01-01T00:00:00Z".into(),
                 finished_at: Some("2026-01-01T00:00:05Z".into()),
+                instance: None,
             },
         )
         .unwrap();
