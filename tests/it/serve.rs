@@ -14,6 +14,7 @@ use crate::harness::root;
 mod approvals;
 mod budget_caps;
 mod killed;
+mod readme;
 mod sessions_cli;
 
 const CANARY: &str = "sk-canary-serve-4d8e19b7";
