@@ -376,7 +376,24 @@ impl Host {
             .filter(|(n, _, _)| !n.is_empty())
             .collect();
         first.append(&mut gauges);
-        self.inner.metrics.families(first)
+        let mut families = self.inner.metrics.families(first);
+        families.push(super::metrics::Family {
+            name: "chassis_plugin_restarts_total",
+            help: "Restarts of what a plugin supervises (a crashed MCP server started again), by entry.",
+            kind: super::metrics::Kind::Counter,
+            series: self
+                .inner
+                .harness
+                .plugin_restarts()
+                .into_iter()
+                .map(|(entry, n)| {
+                    #[allow(clippy::cast_precision_loss)]
+                    let n = n as f64;
+                    (vec![("entry", entry)], super::metrics::Value::Number(n))
+                })
+                .collect(),
+        });
+        families
     }
 
     /// `chassis diff generations FROM TO --format json` between two of this

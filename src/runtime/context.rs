@@ -138,16 +138,52 @@ struct Inner {
     /// Health the plugin reported after setup (0: none).
     reported_health: Arc<AtomicU8>,
     tool_sets: super::tool_set::ToolSetReporter,
+    restarts: RestartCounts,
 }
 
 /// A handle a plugin keeps to report its health while it runs (a
 /// supervised server that crashed, recovered, or drifted). The harness
 /// shows the last report for an active instance instead of the health its
-/// lifecycle gave it.
+/// lifecycle gave it, and counts the restarts it reports by entry.
 #[derive(Clone, Debug)]
-pub struct HealthReporter(Arc<AtomicU8>);
+pub struct HealthReporter {
+    health: Arc<AtomicU8>,
+    entry_id: String,
+    restarts: RestartCounts,
+}
+
+/// How many times each entry's plugin restarted what it supervises (a
+/// crashed server started again), since the harness started: a counter
+/// that only grows, whatever generation the instance belonged to.
+#[derive(Clone, Debug, Default)]
+pub struct RestartCounts(Arc<Mutex<BTreeMap<String, u64>>>);
+
+impl RestartCounts {
+    /// The counts by entry id.
+    pub fn snapshot(&self) -> BTreeMap<String, u64> {
+        self.0
+            .lock()
+            .unwrap_or_else(std::sync::PoisonError::into_inner)
+            .clone()
+    }
+
+    fn add(&self, entry_id: &str) {
+        *self
+            .0
+            .lock()
+            .unwrap_or_else(std::sync::PoisonError::into_inner)
+            .entry(entry_id.to_owned())
+            .or_default() += 1;
+    }
+}
 
 impl HealthReporter {
+    /// Report that what the plugin supervises was started again after it
+    /// stopped (counted for `/metrics`).
+    pub fn restarted(&self) {
+        self.restarts.add(&self.entry_id);
+    }
+
     /// Report `health`.
     pub fn report(&self, health: super::lifecycle::Health) {
         use super::lifecycle::Health;
@@ -157,7 +193,7 @@ impl HealthReporter {
             Health::Degraded => 3,
             Health::Unhealthy => 4,
         };
-        self.0.store(code, Ordering::Relaxed);
+        self.health.store(code, Ordering::Relaxed);
     }
 }
 
@@ -205,6 +241,8 @@ pub struct ContextSpec {
     pub secrets: Arc<dyn SecretProvider>,
     /// Where the plugin reports that its tools changed under its generation.
     pub tool_sets: super::tool_set::ToolSetSink,
+    /// Where its restarts are counted.
+    pub restarts: RestartCounts,
 }
 
 impl PluginContext {
@@ -234,6 +272,7 @@ impl PluginContext {
                 hook_sequence,
                 reported_health: Arc::new(AtomicU8::new(0)),
                 tool_sets,
+                restarts: spec.restarts,
             }),
         }
     }
@@ -246,7 +285,11 @@ impl PluginContext {
 
     /// A handle to report this instance's health from its tools and tasks.
     pub fn health_reporter(&self) -> HealthReporter {
-        HealthReporter(Arc::clone(&self.inner.reported_health))
+        HealthReporter {
+            health: Arc::clone(&self.inner.reported_health),
+            entry_id: self.inner.entry_id.clone(),
+            restarts: self.inner.restarts.clone(),
+        }
     }
 
     /// The last health reported through [`Self::health_reporter`].

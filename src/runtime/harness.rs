@@ -155,6 +155,8 @@ pub(crate) struct Shared {
     pub(crate) stopping: std::sync::atomic::AtomicBool,
     /// Where mounted plugins report tool-set changes.
     pub(crate) tool_sets: super::tool_set::ToolSetSink,
+    /// Where mounted plugins count their restarts.
+    pub(crate) restarts: super::context::RestartCounts,
     /// Tests only: place every entry even when nothing changed, so the
     /// no-op shortcut can be compared with what it stands for.
     #[cfg(test)]
@@ -372,6 +374,7 @@ impl Harness {
                 hook_sequence: Arc::new(AtomicU64::new(1)),
                 stopping: std::sync::atomic::AtomicBool::new(false),
                 tool_sets: super::tool_set::ToolSetSink::default(),
+                restarts: super::context::RestartCounts::default(),
                 #[cfg(test)]
                 always_place: std::sync::atomic::AtomicBool::new(false),
                 #[cfg(test)]
@@ -477,6 +480,12 @@ impl Harness {
             .draining
             .lock()
             .unwrap_or_else(std::sync::PoisonError::into_inner)
+    }
+
+    /// How many times each entry's plugin restarted what it supervises
+    /// since this harness started (a counter that only grows).
+    pub fn plugin_restarts(&self) -> std::collections::BTreeMap<String, u64> {
+        self.shared.restarts.snapshot()
     }
 
     /// Generation pressure: reads state only, never awaits.

@@ -938,6 +938,7 @@ impl Harness {
             bindings: bound,
             secrets: Arc::clone(&self.shared.options.secrets),
             tool_sets: self.shared.tool_sets.clone(),
+            restarts: self.shared.restarts.clone(),
         };
         let mut instance = PluginInstance::new(id.clone(), iid.clone(), plugin);
         let hook_failures = self

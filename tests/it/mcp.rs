@@ -948,9 +948,15 @@ fn a_crash_marks_the_plugin_unhealthy_until_its_restart() {
         ToolStatus::Error
     );
     assert_eq!(health(), Health::Unhealthy, "a crash is reported");
+    assert!(harness.plugin_restarts().is_empty(), "not restarted yet");
     let r = call("echo", serde_json::json!({ "text": "back" }));
     assert_eq!(r.status, ToolStatus::Ok, "{r:?}");
     assert_eq!(health(), Health::Healthy, "the restart is reported");
+    // Counted for `chassis_plugin_restarts_total{entry="s"}`.
+    assert_eq!(
+        harness.plugin_restarts(),
+        std::collections::BTreeMap::from([("s".to_owned(), 1)])
+    );
     drop(lease);
     rt.block_on(harness.shutdown());
 }

@@ -223,6 +223,9 @@ impl Server {
                 state.failures = 0;
                 state.not_before = None;
                 state.restarts += 1;
+                if let Some(r) = &self.health {
+                    r.restarted();
+                }
                 if let Err(e) = self.compare(
                     &mut state,
                     session.identity(),
