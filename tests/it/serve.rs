@@ -16,6 +16,7 @@ mod budget_caps;
 mod killed;
 mod readme;
 mod sessions_cli;
+mod soak;
 
 const CANARY: &str = "sk-canary-serve-4d8e19b7";
 const TOKEN: &str = "tok-serve-3b7c2a9e41";
@@ -204,6 +205,42 @@ fn sse_events(body: &str) -> Vec<(String, Value)> {
             Some((name?, serde_json::from_str(&data).ok()?))
         })
         .collect()
+}
+
+/// A streamed run read event by event, as a client watching it does.
+struct Events {
+    response: reqwest::Response,
+    buffer: String,
+}
+
+impl Events {
+    /// The next event, as (name, data).
+    async fn next(&mut self) -> Option<(String, Value)> {
+        loop {
+            if let Some(end) = self.buffer.find("\n\n") {
+                let block: String = self.buffer.drain(..end + 2).collect();
+                if let Some(event) = sse_events(&block).into_iter().next() {
+                    return Some(event);
+                }
+                continue;
+            }
+            let chunk = self.response.chunk().await.unwrap()?;
+            self.buffer.push_str(&String::from_utf8_lossy(&chunk));
+        }
+    }
+
+    /// Events up to and including the first named `name`.
+    async fn until(&mut self, name: &str) -> Vec<(String, Value)> {
+        let mut seen = Vec::new();
+        while let Some(event) = self.next().await {
+            let last = event.0 == name;
+            seen.push(event);
+            if last {
+                return seen;
+            }
+        }
+        panic!("the stream ended before `{name}`: {seen:?}");
+    }
 }
 
 #[test]

@@ -32,42 +32,6 @@ async fn finished(c: &reqwest::Client, server: &Server, id: &str) -> Value {
     }
 }
 
-/// A streamed run read event by event, as a client watching it does.
-struct Events {
-    response: reqwest::Response,
-    buffer: String,
-}
-
-impl Events {
-    /// The next event, as (name, data).
-    async fn next(&mut self) -> Option<(String, Value)> {
-        loop {
-            if let Some(end) = self.buffer.find("\n\n") {
-                let block: String = self.buffer.drain(..end + 2).collect();
-                if let Some(event) = sse_events(&block).into_iter().next() {
-                    return Some(event);
-                }
-                continue;
-            }
-            let chunk = self.response.chunk().await.unwrap()?;
-            self.buffer.push_str(&String::from_utf8_lossy(&chunk));
-        }
-    }
-
-    /// Events up to and including the first named `name`.
-    async fn until(&mut self, name: &str) -> Vec<(String, Value)> {
-        let mut seen = Vec::new();
-        while let Some(event) = self.next().await {
-            let last = event.0 == name;
-            seen.push(event);
-            if last {
-                return seen;
-            }
-        }
-        panic!("the stream ended before `{name}`: {seen:?}");
-    }
-}
-
 #[test]
 fn a_run_waits_for_a_clients_approval_and_polls_to_its_answer() {
     let (dir, _) = workspace_with_timeout(60);
