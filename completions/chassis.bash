@@ -1400,7 +1400,7 @@ _chassis() {
             return 0
             ;;
         chassis__subcmd__serve)
-            opts="-v -q -h --listen --state --env-file --approve --grant --allow-pending --max-runs --max-body --drain-timeout --tls-cert --tls-key --no-watch --allow-insecure-bind --format --color --verbose --quiet --help"
+            opts="-v -q -h --listen --state --env-file --approve --grant --allow-pending --allow-request-tools --max-runs --max-body --drain-timeout --tls-cert --tls-key --no-watch --allow-insecure-bind --format --color --verbose --quiet --help"
             if [[ ${cur} == -* || ${COMP_CWORD} -eq 2 ]] ; then
                 COMPREPLY=( $(compgen -W "${opts}" -- "${cur}") )
                 return 0

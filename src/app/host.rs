@@ -63,6 +63,8 @@ pub struct HostOptions {
     pub grants: Vec<String>,
     /// Tools approved for every call of every run.
     pub approve: Vec<String>,
+    /// Let a run request bring its own `command` tools.
+    pub allow_request_tools: bool,
 }
 
 /// The outcome of the last reload.
@@ -118,6 +120,9 @@ pub struct HostRunRequest {
     pub on_approval: Option<OnQuestion>,
     /// Limits of this request, which only tighten the agent's budget.
     pub budget: crate::engine::budget::BudgetLimits,
+    /// Tools this request brings ([`Host::request_tools`]): the run gets
+    /// its own candidate generation with them.
+    pub request_tools: Option<crate::runtime::request_tools::RequestTools>,
 }
 
 /// A composition held live: one harness, one store, many runs.
@@ -132,6 +137,7 @@ struct Inner {
     allow_pending: bool,
     grants: Vec<Grant>,
     approve: Vec<String>,
+    allow_request_tools: bool,
     harness: Harness,
     telemetry: Arc<dyn Telemetry>,
     secrets: Arc<dyn SecretProvider>,
@@ -281,6 +287,7 @@ impl Host {
                 allow_pending: options.allow_pending,
                 grants,
                 approve: options.approve,
+                allow_request_tools: options.allow_request_tools,
                 harness,
                 telemetry,
                 secrets,
@@ -664,6 +671,38 @@ impl Host {
         self.inner.desk.answer(run_id, target, verdict, reason)
     }
 
+    /// The tools a run request brings, from `text` (a request-tools file's
+    /// TOML): refused unless the server allows them; on unusable input,
+    /// the error with the load's diagnostics as JSON (redacted).
+    pub fn request_tools(
+        &self,
+        text: &str,
+    ) -> Result<crate::runtime::request_tools::RequestTools, Box<RequestToolsRefused>> {
+        let inner = &self.inner;
+        if !inner.allow_request_tools {
+            return Err(Box::new(RequestToolsRefused {
+                error: Problem::input("this server takes no tools from a request")
+                    .with_code("serve::request-tools-disabled")
+                    .with_help("a request's tools are programs run on the server: start `chassis serve` with `--allow-request-tools` to take them")
+                    .into(),
+                diagnostics: Vec::new(),
+            }));
+        }
+        let capture = Capture::new(
+            Arc::clone(&inner.caller.reporter),
+            inner.caller.redactor.clone(),
+        );
+        let file = super::request_tools::load_request(
+            text,
+            super::workspace::base_dir(&inner.file),
+            &inner.env,
+            &capture,
+        )
+        .map_err(|e| RequestToolsRefused::new(e, capture.take()))?;
+        file.request_tools(&inner.caller.redactor)
+            .map_err(|e| RequestToolsRefused::new(e, Vec::new()))
+    }
+
     /// Whether the current generation has agent `name`.
     pub fn has_agent(&self, name: &str) -> bool {
         self.current()
@@ -695,6 +734,31 @@ impl Host {
             ))
             .into());
         }
+        // Tools the request brings: the run's own candidate generation
+        // (the published one never changes; no other run sees them).
+        let mut request_tool_names = Vec::new();
+        let generation = match request.request_tools {
+            Some(tools) if !tools.is_empty() => {
+                request_tool_names = tools
+                    .tools
+                    .iter()
+                    .map(|t| t.tool.name().to_owned())
+                    .collect();
+                request_tool_names.sort();
+                crate::runtime::request_tools::candidate_for_request(
+                    &generation,
+                    &request.agent,
+                    tools,
+                )
+                .map_err(|e| {
+                    AppError::from(
+                        Problem::input(format!("the request's tools cannot join: {e}"))
+                            .with_code("serve::bad-request-tools"),
+                    )
+                })?
+            }
+            _ => generation,
+        };
         // A session: one run at a time, one agent, its earlier turns.
         let session = match request.session {
             None => None,
@@ -822,7 +886,7 @@ impl Host {
                 result,
                 generation,
                 candidates: Vec::new(),
-                request_tools: Vec::new(),
+                request_tools: request_tool_names,
                 status,
             }
         });
@@ -1149,6 +1213,30 @@ impl Reporter for Capture {
             return;
         }
         self.next.notice(notice);
+    }
+}
+
+/// Why the tools a request brings are refused, with the load's findings
+/// (JSON diagnostics, redacted).
+#[derive(Debug)]
+pub struct RequestToolsRefused {
+    /// The refusal (unusable input under `serve::bad-request-tools`, or
+    /// `serve::request-tools-disabled`).
+    pub error: AppError,
+    /// Where in the tools' TOML.
+    pub diagnostics: Vec<serde_json::Value>,
+}
+
+impl RequestToolsRefused {
+    fn new(e: AppError, diagnostics: Vec<serde_json::Value>) -> Box<Self> {
+        let error = match e {
+            AppError::Problem(mut p) if p.code.is_none() => {
+                p.code = Some("serve::bad-request-tools");
+                AppError::Problem(p)
+            }
+            e => e,
+        };
+        Box::new(Self { error, diagnostics })
     }
 }
 

@@ -1,8 +1,8 @@
 //! `--request-tools FILE`: tools one run brings with its request.
 //!
 //! Why it exists: the command-line form of a request that carries its own
-//! tools (the Oracle runtime's `getRequestTools`; `chassis serve` will take
-//! them per request). FILE is a composition of `command` entries only,
+//! tools (the Oracle runtime's `getRequestTools`; `chassis serve` takes
+//! them per request, with `--allow-request-tools`, see [`load_request`]). FILE is a composition of `command` entries only,
 //! loaded by the ordinary loader — so its errors point into it — with
 //! `enabled_if` evaluated like the composition's; anything else in it
 //! (agents, scopes, policy, other kinds) is refused. Its tools are handed to
@@ -48,6 +48,57 @@ pub fn load_file(
     reporter: &dyn Reporter,
 ) -> Result<RequestToolsFile, AppError> {
     let loaded = load(&FsSource, path);
+    from_loaded(
+        loaded,
+        path,
+        BuiltinEnv::new(super::workspace::base_dir(path)),
+        env,
+        reporter,
+    )
+}
+
+/// The tools a request to `chassis serve` brings: `text` in the format of
+/// a request-tools file, read from nothing but itself (an `include` finds
+/// no file). They run in `base_dir` (the composition's folder) with none
+/// of the server's environment: an entry that sets `cwd` or `env` is
+/// refused, since a client must not choose where on the server a program
+/// runs nor read the server's variables through it.
+pub fn load_request(
+    text: &str,
+    base_dir: &Path,
+    env: &RunEnv,
+    reporter: &dyn Reporter,
+) -> Result<RequestToolsFile, AppError> {
+    const NAME: &str = "request_tools.toml";
+    let loaded = crate::load::load_str(NAME, text);
+    let file = from_loaded(
+        loaded,
+        Path::new(NAME),
+        BuiltinEnv::new(base_dir),
+        env,
+        reporter,
+    )?;
+    if let Some((id, _)) = file
+        .entries
+        .iter()
+        .find(|(_, c)| c.cwd.is_some() || !c.env.is_empty())
+    {
+        return Err(super::error::Problem::input(format!(
+            "the request-tools entry `{id}` sets `cwd` or `env`"
+        ))
+        .with_help("a request's tools run in the composition's folder with none of the server's environment; leave both out")
+        .into());
+    }
+    Ok(file)
+}
+
+fn from_loaded(
+    loaded: crate::load::Loaded,
+    path: &Path,
+    base: BuiltinEnv,
+    env: &RunEnv,
+    reporter: &dyn Reporter,
+) -> Result<RequestToolsFile, AppError> {
     let mut diagnostics = loaded.diagnostics.clone();
     let mut entries = Vec::new();
     let mut config = std::collections::BTreeMap::new();
@@ -117,7 +168,7 @@ pub fn load_file(
         )));
     }
     Ok(RequestToolsFile {
-        base: BuiltinEnv::new(super::workspace::base_dir(path)),
+        base,
         entries,
         config: ConfigValue::Table(config),
     })

@@ -86,6 +86,7 @@ impl ApiProblem {
             "serve::unknown-agent" => StatusCode::NOT_FOUND,
             "serve::stopping" => StatusCode::SERVICE_UNAVAILABLE,
             "serve::session-busy" | "serve::session-agent" => StatusCode::CONFLICT,
+            "serve::request-tools-disabled" => StatusCode::FORBIDDEN,
             _ => status,
         };
         Self {

@@ -33,8 +33,9 @@ struct RunBody {
     stream: bool,
     #[serde(default)]
     session: Option<String>,
+    /// A request-tools file's TOML: `command` entries this run brings.
     #[serde(default)]
-    request_tools: Option<serde_json::Value>,
+    request_tools: Option<String>,
     /// Limits of this run by dimension (`model_calls`, `tokens`, …): each
     /// only tightens the agent's.
     #[serde(default)]
@@ -82,14 +83,6 @@ fn parse_body(body: Result<Bytes, BytesRejection>) -> Result<RunBody, ApiProblem
         )
         .with_help("send `{\"input\": \"…\"}`, with `\"stream\": true` for Server-Sent Events")
     })?;
-    if body.request_tools.is_some() {
-        return Err(ApiProblem::new(
-            StatusCode::NOT_IMPLEMENTED,
-            "serve::not-implemented",
-            "tools brought by a request (`request_tools`) are not served yet",
-        )
-        .with_help("leave the field out"));
-    }
     Ok(body)
 }
 
@@ -140,6 +133,20 @@ pub async fn create(
         Ok(b) => b,
         Err(p) => return p.into_response(),
     };
+    let request_tools = match body
+        .request_tools
+        .as_deref()
+        .map(|t| s.host.request_tools(t))
+    {
+        None => None,
+        Some(Ok(tools)) => Some(tools),
+        Some(Err(refused)) => {
+            let refused = *refused;
+            return ApiProblem::from_app(&refused.error, &s.host.redactor())
+                .with_diagnostics(refused.diagnostics)
+                .into_response();
+        }
+    };
     let stream = wants_stream(&body, &headers);
     let (tx, rx) = mpsc::unbounded_channel::<Event>();
     // A call waiting for approval: an event on a stream; otherwise the
@@ -170,6 +177,7 @@ pub async fn create(
         }),
         on_approval: Some(on_approval),
         budget,
+        request_tools,
     };
     // The run is a task of its own: a client that goes away does not
     // cancel it, and it is recorded either way.

@@ -15,6 +15,7 @@ mod approvals;
 mod budget_caps;
 mod killed;
 mod readme;
+mod request_tools;
 mod sessions_cli;
 mod soak;
 
@@ -462,9 +463,9 @@ fn serves_runs_plain_streamed_and_concurrent_with_problem_documents() {
             (
                 "POST",
                 "/v1/agents/assistant/runs",
-                json!({"input": "x", "request_tools": {}}),
-                501,
-                "serve::not-implemented",
+                json!({"input": "x", "request_tools": "version = 1"}),
+                403,
+                "serve::request-tools-disabled",
             ),
             (
                 "POST",

@@ -85,6 +85,13 @@ pub struct ServeArgs {
     /// Publish without the pending entries instead of refusing.
     #[arg(long)]
     pub allow_pending: bool,
+    /// Let a run request bring its own `command` tools (`request_tools`,
+    /// a request-tools file's TOML). They are programs run on this server:
+    /// they run in the composition's folder with none of its environment,
+    /// under its policy and approvals; without this flag a request that
+    /// brings tools is refused (403).
+    #[arg(long)]
+    pub allow_request_tools: bool,
     /// Runs at once; more are refused with 429 and `Retry-After`.
     #[arg(long, value_name = "N", default_value_t = 256, value_parser = clap::value_parser!(u32).range(1..=1_000_000))]
     pub max_runs: u32,
@@ -217,6 +224,7 @@ async fn serve(
             allow_pending: args.allow_pending,
             grants: args.grant.clone(),
             approve: args.approve.clone(),
+            allow_request_tools: args.allow_request_tools,
         },
         caller.clone(),
     )
