@@ -443,6 +443,7 @@ budget = {{ model_calls = {limit}, tool_calls = {limit}, tokens = {tokens} }}
         options: Default::default(),
         cancel: Default::default(),
         cursors: Default::default(),
+        deltas: None,
     };
     let t = Instant::now();
     rt.block_on(async {

@@ -329,6 +329,10 @@ impl AgentObserver for Counting {
             next.on_event(event);
         }
     }
+
+    fn wants_text(&self) -> bool {
+        self.next.as_ref().is_some_and(|n| n.wants_text())
+    }
 }
 
 #[cfg(test)]

@@ -7,6 +7,7 @@
 //! stderr through [`report::CliReporter`]. Exit codes come from
 //! [`exit::ExitStatus`] alone.
 
+pub mod answer_stream;
 pub mod commands;
 pub mod diagnostic;
 pub mod exit;

@@ -88,6 +88,8 @@ impl AgentObserver for Progress {
                     format!("{}sub-agent `{agent}` started", indent(*depth - 1))
                 }
             }
+            // The answer's text goes to stdout, not to the progress.
+            AgentEvent::TextDelta { .. } => return,
             AgentEvent::ModelCallStarted { step, model, .. } => {
                 super::spinner::waiting(format!("model step {step} ({model})"));
                 return;

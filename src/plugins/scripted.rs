@@ -288,6 +288,11 @@ impl ChatModel for ScriptedModel {
         if let Some(r) = &turn.refusal {
             return Err(ModelError::Refused(r.clone()));
         }
+        // A watching caller gets the turn's text as one piece, as a
+        // streaming provider's would arrive.
+        if let Some(deltas) = &request.deltas {
+            deltas.send(&turn.text);
+        }
         let finish = turn.finish_reason.clone().unwrap_or_else(|| {
             if turn.tool_calls.is_empty() {
                 "stop".into()
@@ -367,6 +372,7 @@ mod tests {
             options: Default::default(),
             cancel: Cancellation::new(),
             cursors: run.clone(),
+            deltas: None,
         }
     }
 

@@ -128,6 +128,28 @@ pub struct ModelRequest<'a> {
     pub cancel: Cancellation,
     /// Where each scripted model stands in this top-level run.
     pub cursors: TurnCursors,
+    /// Told each piece of the answer's text as a provider that streams
+    /// receives it (`None`: the caller does not watch; answer whole).
+    pub deltas: Option<TextDeltas>,
+}
+
+/// Where the pieces of a streamed answer go, in order.
+#[derive(Clone)]
+pub struct TextDeltas(pub Arc<dyn Fn(&str) + Send + Sync>);
+
+impl TextDeltas {
+    /// Hand on one piece.
+    pub fn send(&self, piece: &str) {
+        if !piece.is_empty() {
+            (self.0)(piece);
+        }
+    }
+}
+
+impl std::fmt::Debug for TextDeltas {
+    fn fmt(&self, f: &mut std::fmt::Formatter<'_>) -> std::fmt::Result {
+        f.write_str("TextDeltas")
+    }
 }
 
 /// Where each scripted model stands in one top-level run: how many turns of

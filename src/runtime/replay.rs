@@ -700,6 +700,7 @@ mod tests {
             },
             cancel: Cancellation::new(),
             cursors: crate::runtime::model::TurnCursors::new(),
+            deltas: None,
         }
     }
 

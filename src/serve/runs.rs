@@ -19,7 +19,7 @@ use tokio::sync::mpsc;
 use crate::app::approval_desk::{OnQuestion, PendingApproval};
 use crate::app::host::{Host, HostRun, HostRunRequest};
 use crate::engine::budget::{BudgetDimension, BudgetLimits};
-use crate::runtime::agent::AgentEvent;
+use crate::runtime::agent::{AgentEvent, Streaming};
 
 use super::Served;
 use super::problem::{ApiProblem, path_param};
@@ -169,11 +169,12 @@ pub async fn create(
         agent,
         session: body.session,
         input: body.input,
+        // A streamed run takes the answer's text as it is generated too.
         observer: stream.then(|| {
             let tx = tx.clone();
-            Arc::new(move |e: &AgentEvent| {
+            Arc::new(Streaming(move |e: &AgentEvent| {
                 let _ = tx.send(agent_event(e));
-            }) as Arc<dyn crate::runtime::agent::AgentObserver>
+            })) as Arc<dyn crate::runtime::agent::AgentObserver>
         }),
         on_approval: Some(on_approval),
         budget,
@@ -227,7 +228,23 @@ pub async fn create(
     }
     tokio::spawn(async move {
         let last = match task.await {
-            Ok(Ok(document)) => json_event("result", &document),
+            Ok(Ok(document)) => {
+                // A model that failed (a stream cut mid-answer, say) is an
+                // `error` event too, before the run's document.
+                if document["stop"]["kind"] == "model_failed" {
+                    let _ = tx.send(json_event(
+                        "error",
+                        &serde_json::json!({
+                            "type": "https://chassis.dev/problems/serve/model-failed",
+                            "title": "The model failed",
+                            "status": 502,
+                            "code": "serve::model-failed",
+                            "detail": document["stop"]["error"],
+                        }),
+                    ));
+                }
+                json_event("result", &document)
+            }
             Ok(Err(e)) => json_event("error", &ApiProblem::from_app(&e, &redactor).to_json()),
             Err(e) => json_event(
                 "error",

@@ -91,16 +91,20 @@ fn serve(
         raw.extend_from_slice(&chunk[..n]);
     }
     seen.lock().unwrap().push(raw);
-    let (status, body) = match reply {
-        Some(r) => ("200 OK", r.to_string()),
+    // A reply that is a JSON string is a Server-Sent Events body, sent as
+    // it is (a streamed answer).
+    let (status, content_type, body) = match reply {
+        Some(serde_json::Value::String(events)) => ("200 OK", "text/event-stream", events.clone()),
+        Some(r) => ("200 OK", "application/json", r.to_string()),
         None => (
             "500 Internal Server Error",
+            "application/json",
             r#"{"error":{"message":"no canned reply left"}}"#.to_owned(),
         ),
     };
     write!(
         stream,
-        "HTTP/1.1 {status}\r\nContent-Type: application/json\r\nContent-Length: {}\r\nConnection: close\r\n\r\n{body}",
+        "HTTP/1.1 {status}\r\nContent-Type: {content_type}\r\nContent-Length: {}\r\nConnection: close\r\n\r\n{body}",
         body.len()
     )?;
     stream.flush()
@@ -136,4 +140,25 @@ pub fn answer_reply(text: &str) -> serde_json::Value {
         }],
         "usage": { "prompt_tokens": 20, "completion_tokens": 3, "total_tokens": 23 },
     })
+}
+
+/// A streamed answer: one `chat.completion.chunk` event per piece of
+/// `pieces`, then (when `done`) the finish reason and `[DONE]`; no usage.
+pub fn streamed_reply(pieces: &[&str], done: bool) -> serde_json::Value {
+    let mut events = String::new();
+    for piece in pieces {
+        let chunk = serde_json::json!({
+            "id": "chatcmpl-s", "object": "chat.completion.chunk", "model": "loopback",
+            "choices": [{ "index": 0, "delta": { "content": piece }, "finish_reason": null }],
+        });
+        events.push_str(&format!("data: {chunk}\n\n"));
+    }
+    if done {
+        let last = serde_json::json!({
+            "id": "chatcmpl-s", "object": "chat.completion.chunk", "model": "loopback",
+            "choices": [{ "index": 0, "delta": {}, "finish_reason": "stop" }],
+        });
+        events.push_str(&format!("data: {last}\n\ndata: [DONE]\n\n"));
+    }
+    serde_json::Value::String(events)
 }

@@ -16,6 +16,7 @@ mod policy;
 mod processes;
 mod robust;
 mod run;
+mod run_stream;
 mod serve;
 mod store;
 mod vectors;

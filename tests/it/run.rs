@@ -615,9 +615,14 @@ fn on_a_terminal_a_spinner_shows_the_wait_and_the_lines_stay_plain() {
     let mut seen = String::new();
     let _ = read_until(&mut pty, "snapshot_digest", &mut seen);
     assert_eq!(child.wait().expect("exits").code(), Some(0), "{seen}");
-    // The spinner drew the wait, then erased itself before the line.
+    // The spinner drew the wait, then erased itself before the answer,
+    // which is printed as it is generated (once), then the step's line.
     assert!(seen.contains("model step 1 (scripted)"), "{seen:?}");
-    assert!(seen.contains("\r\x1b[2K  model  step 1"), "{seen:?}");
+    assert!(
+        seen.contains("\r\x1b[2Kslow answer\r\n  model  step 1"),
+        "{seen:?}"
+    );
+    assert_eq!(seen.matches("slow answer").count(), 1, "{seen:?}");
     // Off a terminal: the same lines, no spinner.
     let r = run_in(dir.path(), &["run", "c.toml"], &[]);
     assert_eq!(r.code, 0, "{}", r.transcript());

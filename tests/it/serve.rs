@@ -18,6 +18,7 @@ mod readme;
 mod request_tools;
 mod sessions_cli;
 mod soak;
+mod streaming;
 
 const CANARY: &str = "sk-canary-serve-4d8e19b7";
 const TOKEN: &str = "tok-serve-3b7c2a9e41";
@@ -327,11 +328,14 @@ fn serves_runs_plain_streamed_and_concurrent_with_problem_documents() {
                 "tool_call_started",
                 "tool_call_finished",
                 "model_call_started",
+                "text_delta",
                 "model_call_finished",
                 "run_finished",
                 "result"
             ]
         );
+        // The answer's text as it was generated (a scripted turn: one piece).
+        assert_eq!(events[6].1["text"], "It has 3 words.", "{:?}", events[6]);
         let started = &events[0].1;
         let result = &events.last().unwrap().1;
         assert_eq!(started["generation_id"], "gen_0001");

@@ -7,6 +7,7 @@ use std::sync::Arc;
 use crate::app::run::{RunInput, RunOptions, RunState, RunStatus, run as run_agent};
 use crate::runtime::replay::Fallback;
 
+use super::super::answer_stream::AnswerStream;
 use super::super::exit::ExitStatus;
 use super::super::progress::Progress;
 use super::super::prompt::Terminal;
@@ -123,10 +124,12 @@ pub enum ReplayFallback {
 pub fn run(ui: &Ui, args: &RunArgs) -> Result<ExitStatus, ExitStatus> {
     super::super::require_format(ui, &[Format::Text, Format::Json], "run")?;
     let caller = super::super::caller(ui);
-    let outcome = super::super::block_on(ui, run_agent(options(ui, args), &caller));
+    let (options, answer) = options(ui, args);
+    let outcome = super::super::block_on(ui, run_agent(options, &caller));
     super::super::spinner::stop();
     let outcome = outcome?;
-    super::super::render::run::show(ui, &outcome, &caller.redactor);
+    let streamed = answer.is_some_and(|a| a.printed());
+    super::super::render::run::show(ui, &outcome, &caller.redactor, streamed);
     Ok(match outcome.status {
         RunStatus::Succeeded => ExitStatus::Success,
         RunStatus::NoAnswer => ExitStatus::Negative,
@@ -134,7 +137,8 @@ pub fn run(ui: &Ui, args: &RunArgs) -> Result<ExitStatus, ExitStatus> {
     })
 }
 
-fn options(ui: &Ui, args: &RunArgs) -> RunOptions {
+/// The run's options, and the terminal the answer streams to, if any.
+fn options(ui: &Ui, args: &RunArgs) -> (RunOptions, Option<Arc<AnswerStream>>) {
     let input = match (&args.input_file, args.input.as_deref()) {
         (Some(path), _) => RunInput::File(path.clone()),
         (None, Some("-")) => RunInput::Read {
@@ -154,18 +158,28 @@ fn options(ui: &Ui, args: &RunArgs) -> RunOptions {
         ReplayFallback::Live => Fallback::Live,
     };
     // Step lines (or JSON objects) on stderr, and on a terminal a spinner
-    // while a model or tool call is awaited; nothing under `-q`.
-    let observer = (!ui.quiet).then(|| {
-        let progress = if ui.format == Format::Json {
-            Progress::json()
-        } else {
-            let spinner = std::io::stderr().is_terminal()
-                && std::env::var_os("TERM").is_none_or(|t| t != "dumb");
-            Progress::lines().with_spinner(spinner)
-        };
-        Arc::new(progress) as Arc<dyn crate::runtime::agent::AgentObserver>
+    // while a model or tool call is awaited; nothing under `-q`. With
+    // stdout a terminal too, the answer is printed as it is generated.
+    let terminal = std::env::var_os("TERM").is_none_or(|t| t != "dumb");
+    let answer =
+        (!ui.quiet && ui.format == Format::Text && terminal && std::io::stdout().is_terminal())
+            .then(|| {
+                Arc::new(AnswerStream::new(
+                    Progress::lines().with_spinner(std::io::stderr().is_terminal()),
+                ))
+            });
+    let observer = (!ui.quiet).then(|| match &answer {
+        Some(a) => Arc::clone(a) as Arc<dyn crate::runtime::agent::AgentObserver>,
+        None => {
+            let progress = if ui.format == Format::Json {
+                Progress::json()
+            } else {
+                Progress::lines().with_spinner(std::io::stderr().is_terminal() && terminal)
+            };
+            Arc::new(progress) as Arc<dyn crate::runtime::agent::AgentObserver>
+        }
     });
-    RunOptions {
+    let options = RunOptions {
         file: args.file.clone(),
         agent: args.agent.clone(),
         input,
@@ -183,5 +197,6 @@ fn options(ui: &Ui, args: &RunArgs) -> RunOptions {
         prompter: Arc::new(Terminal),
         observer,
         session: args.session.clone(),
-    }
+    };
+    (options, answer)
 }

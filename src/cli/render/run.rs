@@ -11,14 +11,15 @@ use crate::runtime::agent::StopReason;
 
 use super::super::ui::{Format, Ui};
 
-/// Show a finished run.
-pub fn show(ui: &Ui, run: &RunOutcome, redactor: &Redactor) {
+/// Show a finished run (`streamed`: its answer was printed as it was
+/// generated, so only the summary is left).
+pub fn show(ui: &Ui, run: &RunOutcome, redactor: &Redactor, streamed: bool) {
     if ui.format == Format::Json {
         ui.out_json(&run.document(redactor));
         return;
     }
     let result = &run.result;
-    if let Some(answer) = &result.answer {
+    if let Some(answer) = result.answer.as_ref().filter(|_| !streamed) {
         ui.out(answer.trim_end());
     }
     if ui.quiet && result.stop == StopReason::Answered {

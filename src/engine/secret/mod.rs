@@ -29,6 +29,7 @@ mod env;
 mod fingerprint;
 mod provider;
 mod redactor;
+mod streaming;
 mod value;
 
 pub use env::{EnvLookup, EnvSecretProvider, MapEnv, env_var_name};
@@ -38,4 +39,5 @@ pub use provider::{
     UnavailableSecrets,
 };
 pub use redactor::{Learned, MIN_SECRET_LEN, Redactor};
+pub use streaming::StreamingRedactor;
 pub use value::SecretValue;

@@ -128,6 +128,36 @@ impl Redactor {
         scrub(&trie, text)
     }
 
+    /// How many bytes at the start of `text` can be released while more
+    /// text may follow: everything before the first place where a known
+    /// value could still begin (the rest of `text` is a prefix of one), and
+    /// before any value found whole that reaches into that tail. What is
+    /// held is shorter than the longest known value. See
+    /// [`super::StreamingRedactor`].
+    #[must_use]
+    pub fn releasable(&self, text: &str) -> usize {
+        let trie = self.read();
+        if trie.count == 0 {
+            return text.len();
+        }
+        let bytes = text.as_bytes();
+        let Some(mut split) = (0..bytes.len()).find(|&i| trie.reaches_end(&bytes[i..])) else {
+            return text.len();
+        };
+        // A whole value that starts before the split and ends after it is
+        // held with the tail, so it is never cut in two.
+        loop {
+            let crossing = (0..split).find(|&i| {
+                trie.longest_match(&bytes[i..])
+                    .is_some_and(|n| i + n > split)
+            });
+            match crossing {
+                Some(i) => split = i,
+                None => return split,
+            }
+        }
+    }
+
     /// Whether `text` contains a known value (URL passwords are not
     /// considered: they are not known values).
     #[must_use]
@@ -384,6 +414,19 @@ impl Trie {
     }
 
     /// The length of the longest known value that `text` starts with.
+    /// Whether walking `text` from the root never leaves the trie: all of
+    /// `text` is a prefix of (or is) a known value.
+    fn reaches_end(&self, text: &[u8]) -> bool {
+        let mut node = 0;
+        for &byte in text {
+            match self.child(node, byte) {
+                Some(next) => node = next,
+                None => return false,
+            }
+        }
+        !text.is_empty()
+    }
+
     fn longest_match(&self, text: &[u8]) -> Option<usize> {
         let mut node = 0;
         let mut best = None;

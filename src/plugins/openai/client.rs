@@ -14,7 +14,7 @@ use reqwest::header::{ACCEPT, AUTHORIZATION, CONTENT_TYPE, HeaderMap, HeaderName
 use super::retry::{RetryPolicy, parse_retry_after, retryable_status};
 use super::wire::{self, ChatResponse, Defaults, Prices};
 use crate::engine::secret::{Redactor, SecretValue};
-use crate::runtime::model::{ChatModel, ModelError, ModelRequest, ModelResponse};
+use crate::runtime::model::{ChatModel, ModelError, ModelRequest, ModelResponse, TextDeltas};
 
 /// The most of a successful answer read (larger is a protocol error).
 const MAX_BODY: usize = 16 * 1024 * 1024;
@@ -193,7 +193,14 @@ impl OpenAiModel {
         }
     }
 
-    async fn attempt(&self, body: &[u8]) -> Result<ModelResponse, Failure> {
+    /// One attempt; with `deltas`, the answer streams and its text goes
+    /// there as it arrives. Only what fails before the answer starts is
+    /// retried: once a streamed answer has begun, its text was handed on.
+    async fn attempt(
+        &self,
+        body: &[u8],
+        deltas: Option<&TextDeltas>,
+    ) -> Result<ModelResponse, Failure> {
         let transport = |e: reqwest::Error| Failure {
             error: ModelError::Transport(chain(&e)),
             retry: true,
@@ -204,7 +211,14 @@ impl OpenAiModel {
             .post(&self.endpoint)
             .headers(self.headers.clone())
             .header(CONTENT_TYPE, "application/json")
-            .header(ACCEPT, "application/json")
+            .header(
+                ACCEPT,
+                if deltas.is_some() {
+                    "text/event-stream"
+                } else {
+                    "application/json"
+                },
+            )
             .body(body.to_vec())
             .send()
             .await
@@ -239,6 +253,13 @@ impl OpenAiModel {
                     && wire::error_code(&bytes).as_deref() != Some("insufficient_quota"),
                 retry_after,
             });
+        }
+        if let Some(deltas) = deltas {
+            let parsed = super::stream::read(response, deltas, body.len(), MAX_BODY)
+                .await
+                .map_err(Failure::fatal)?;
+            return wire::parse_response(parsed, &self.model, self.prices.as_ref())
+                .map_err(Failure::fatal);
         }
         let (bytes, cut) = read_bounded(response, MAX_BODY).await.map_err(transport)?;
         if cut {
@@ -311,7 +332,7 @@ impl ChatModel for OpenAiModel {
             let outcome = tokio::select! {
                 biased;
                 () = request.cancel.cancelled() => return Err(ModelError::Cancelled),
-                r = tokio::time::timeout(self.timeout, self.attempt(&body)) => r,
+                r = tokio::time::timeout(self.timeout, self.attempt(&body, request.deltas.as_ref())) => r,
             };
             let failure = match outcome {
                 Ok(Ok(response)) => return Ok(response),

@@ -17,6 +17,7 @@
 
 pub mod client;
 pub mod retry;
+mod stream;
 pub mod wire;
 
 #[cfg(test)]

@@ -238,6 +238,7 @@ impl Ask {
             options: self.options.clone(),
             cancel: self.cancel.clone(),
             cursors: crate::runtime::model::TurnCursors::new(),
+            deltas: None,
         }
     }
 }

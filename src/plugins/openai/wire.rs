@@ -28,6 +28,13 @@ pub struct ChatRequest<'a> {
     /// Generated-token bound.
     #[serde(skip_serializing_if = "Option::is_none")]
     pub max_tokens: Option<u64>,
+    /// Stream the answer as Server-Sent Events (only when the caller
+    /// watches the text).
+    #[serde(skip_serializing_if = "std::ops::Not::not")]
+    pub stream: bool,
+    /// `{"include_usage": true}` with `stream`: usage in the last chunk.
+    #[serde(skip_serializing_if = "Option::is_none")]
+    pub stream_options: Option<Value>,
 }
 
 /// One request message.
@@ -164,6 +171,11 @@ pub fn build_request<'a>(
         tools,
         temperature: request.options.temperature.or(defaults.temperature),
         max_tokens: request.options.max_tokens.or(defaults.max_tokens),
+        stream: request.deltas.is_some(),
+        stream_options: request
+            .deltas
+            .is_some()
+            .then(|| serde_json::json!({ "include_usage": true })),
     }
 }
 
@@ -458,6 +470,7 @@ mod tests {
             },
             cancel: Cancellation::new(),
             cursors: crate::runtime::model::TurnCursors::new(),
+            deltas: None,
         };
         let body = build_request(
             "m",
@@ -498,6 +511,7 @@ mod tests {
             options: ModelOptions::default(),
             cancel: Cancellation::new(),
             cursors: crate::runtime::model::TurnCursors::new(),
+            deltas: None,
         };
         let v = serde_json::to_value(build_request("m", &request, Defaults::default())).unwrap();
         assert_eq!(

@@ -18,10 +18,11 @@ mod plan;
 mod record;
 mod run;
 mod subagent;
+mod text_stream;
 
 pub use clock::MonotonicClock;
 pub use plan::{CompiledPlan, PlanCache};
-pub use record::{AgentEvent, AgentObserver, AgentResult, StopReason, ToolCallRecord};
+pub use record::{AgentEvent, AgentObserver, AgentResult, StopReason, Streaming, ToolCallRecord};
 pub use run::{AgentError, AgentRequest, AgentRunner, LiveModels, ModelBoundary, new_run_id};
 pub use subagent::CallerBudgetExhausted;
 

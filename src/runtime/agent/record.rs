@@ -207,6 +207,19 @@ pub enum AgentEvent {
         /// Whether a recording answered it.
         replayed: bool,
     },
+    /// A piece of the model's answer as it streams in (already passed
+    /// through a streaming redactor: a secret split across two pieces is
+    /// caught). Only for observers that [`AgentObserver::wants_text`].
+    TextDelta {
+        /// Agent.
+        agent: String,
+        /// Step.
+        step: u32,
+        /// Nesting depth (0: the top-level run).
+        depth: usize,
+        /// The piece.
+        text: String,
+    },
     /// A tool call is about to cross the boundary.
     ToolCallStarted {
         /// Agent.
@@ -289,6 +302,17 @@ impl AgentEvent {
                 stop: stop.redacted(redactor),
                 depth,
             },
+            Self::TextDelta {
+                agent,
+                step,
+                depth,
+                text,
+            } => Self::TextDelta {
+                agent,
+                step,
+                depth,
+                text: r(text),
+            },
             started @ (Self::RunStarted { .. } | Self::ModelCallStarted { .. }) => started,
         }
     }
@@ -298,6 +322,24 @@ impl AgentEvent {
 pub trait AgentObserver: Send + Sync {
     /// One event.
     fn on_event(&self, event: &AgentEvent);
+    /// Whether it wants the answer's text as it is generated
+    /// ([`AgentEvent::TextDelta`]): a model that can stream then streams.
+    fn wants_text(&self) -> bool {
+        false
+    }
+}
+
+/// An observer that wants the answer's text as it streams (a served run's
+/// Server-Sent Events, a terminal).
+pub struct Streaming<F>(pub F);
+
+impl<F: Fn(&AgentEvent) + Send + Sync> AgentObserver for Streaming<F> {
+    fn on_event(&self, event: &AgentEvent) {
+        (self.0)(event);
+    }
+    fn wants_text(&self) -> bool {
+        true
+    }
 }
 
 impl<F: Fn(&AgentEvent) + Send + Sync> AgentObserver for F {

@@ -458,6 +458,7 @@ impl AgentRunner {
             cost: 0.0,
             steps: 0,
             model: None,
+            depth,
         };
         // Everything enters the conversation redacted: what the model
         // receives, what hooks see and what a recording keeps are one text.
@@ -661,6 +662,16 @@ impl AgentRunner {
                 Ok(HookOutcome::Nobody) => {}
             }
 
+            // An observer that watches the text gets it as it streams.
+            let text_stream = self.observer.as_ref().filter(|o| o.wants_text()).map(|o| {
+                super::text_stream::TextStream::new(
+                    Arc::clone(o),
+                    self.executor.services().redactor.clone(),
+                    agent.name.clone(),
+                    step,
+                    state.depth,
+                )
+            });
             let request = ModelRequest {
                 messages: &state.messages,
                 tools: &bound.plan.tools,
@@ -670,6 +681,9 @@ impl AgentRunner {
                 },
                 cancel: self.cancel.clone(),
                 cursors: self.cursors.clone(),
+                deltas: text_stream
+                    .as_ref()
+                    .map(super::text_stream::TextStream::deltas),
             };
             self.emit(AgentEvent::ModelCallStarted {
                 agent: agent.name.clone(),
@@ -707,6 +721,9 @@ impl AgentRunner {
                 }
             };
             let duration = started.elapsed().as_secs_f64();
+            if let (Some(t), Ok(_)) = (&text_stream, &answered) {
+                t.finish();
+            }
             let (response, replayed) = match answered {
                 Ok(r) => r,
                 Err(e) => {
@@ -972,6 +989,8 @@ struct LoopState {
     cost: f64,
     steps: u32,
     model: Option<String>,
+    /// Nesting depth (0: the top-level run).
+    depth: usize,
 }
 
 fn find_agent<'g>(g: &'g Generation, name: &str) -> Result<&'g AgentDecl, AgentError> {
