@@ -216,6 +216,14 @@ struct Events {
 }
 
 impl Events {
+    /// The events of `response` (a streamed run's).
+    fn new(response: reqwest::Response) -> Self {
+        Self {
+            response,
+            buffer: String::new(),
+        }
+    }
+
     /// The next event, as (name, data).
     async fn next(&mut self) -> Option<(String, Value)> {
         loop {
@@ -933,16 +941,22 @@ fn the_canary_secret_leaves_through_no_endpoint_event_or_log() {
     );
     let (code, rest) = server.stop(nix::sys::signal::Signal::SIGTERM);
     assert_eq!(code, 0);
+    // Nor into the store (run records, the session's transcript).
+    assert_canary_absent(&seen, &rest, dir.path());
+}
+
+/// The canary is in nothing a client saw (`seen`), nor on the server's
+/// stderr, nor in the bytes of the store in `dir`.
+fn assert_canary_absent(seen: &str, stderr: &str, dir: &Path) {
     assert!(
         !seen.contains(CANARY),
         "the canary leaked over HTTP: {seen}"
     );
     assert!(
-        !rest.contains(CANARY),
-        "the canary leaked on stderr: {rest}"
+        !stderr.contains(CANARY),
+        "the canary leaked on stderr: {stderr}"
     );
-    // Nor into the store (run records, the session's transcript).
-    let stored = std::fs::read(dir.path().join(".chassis/state.db")).unwrap();
+    let stored = std::fs::read(dir.join(".chassis/state.db")).unwrap();
     assert!(
         !stored.windows(CANARY.len()).any(|w| w == CANARY.as_bytes()),
         "the canary is in the store"

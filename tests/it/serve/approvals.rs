@@ -161,10 +161,7 @@ fn a_streamed_run_asks_in_an_event_and_a_refusal_reaches_the_model() {
             .await
             .unwrap();
         assert_eq!(response.status().as_u16(), 200);
-        let mut events = Events {
-            response,
-            buffer: String::new(),
-        };
+        let mut events = Events::new(response);
         let before = events.until("approval_requested").await;
         assert_eq!(before[0].0, "run_started");
         let asked = &before.last().unwrap().1;
@@ -293,10 +290,7 @@ fn the_canary_never_leaves_in_a_question_or_a_refusal() {
             .send()
             .await
             .unwrap();
-        let mut events = Events {
-            response,
-            buffer: String::new(),
-        };
+        let mut events = Events::new(response);
         let asked = events.until("approval_requested").await;
         let id = asked.last().unwrap().1["run_id"].as_str().unwrap().to_owned();
         let (s, _, _) = post(
@@ -315,19 +309,7 @@ fn the_canary_never_leaves_in_a_question_or_a_refusal() {
     assert!(seen.contains("refused by a client"), "{seen}");
     let (code, rest) = server.stop(nix::sys::signal::Signal::SIGTERM);
     assert_eq!(code, 0);
-    assert!(
-        !seen.contains(CANARY),
-        "the canary leaked over HTTP: {seen}"
-    );
-    assert!(
-        !rest.contains(CANARY),
-        "the canary leaked on stderr: {rest}"
-    );
-    let stored = std::fs::read(dir.path().join(".chassis/state.db")).unwrap();
-    assert!(
-        !stored.windows(CANARY.len()).any(|w| w == CANARY.as_bytes()),
-        "the canary is in the store"
-    );
+    assert_canary_absent(&seen, &rest, dir.path());
 }
 
 #[test]

@@ -39,10 +39,7 @@ async fn streamed_run(c: &reqwest::Client, url: &str) -> Result<(String, String)
     if response.status() != 200 {
         return Err(format!("status {}", response.status()));
     }
-    let mut events = Events {
-        response,
-        buffer: String::new(),
-    };
+    let mut events = Events::new(response);
     let mut started = None;
     while let Some((name, data)) = events.next().await {
         match name.as_str() {
