@@ -233,7 +233,7 @@ set edit:completion:arg-completer[chassis] = {|@words|
             cand --format 'Output format: text, or json (one document with `format_version`); some commands also take markdown, dot or mermaid'
             cand --color 'When to colour diagnostics'
             cand --allow-pending 'Publish without the pending entries instead of refusing'
-            cand --allow-request-tools 'Let a run request bring its own `command` tools (`request_tools`, a request-tools file''s TOML). They are programs run on this server: they run in the composition''s folder with none of its environment, under its policy and approvals; without this flag a request that brings tools is refused (403)'
+            cand --allow-request-tools 'Let a run request bring its own `command` tools (`request_tools`, a request-tools file''s TOML). A client can then name any program, run as this server''s user: each call of one waits for a client''s approval, starts in the composition''s folder with none of the server''s environment; without this flag such a request is refused (403)'
             cand --no-watch 'Do not reload when the composition''s files change (SIGHUP and `POST /v1/reload` still do)'
             cand --allow-insecure-bind 'Listen on a non-loopback address without TLS (tokens still required): only behind a proxy that terminates TLS'
             cand -v 'More logging on stderr (-v info, -vv debug, -vvv trace); `RUST_LOG` overrides'

@@ -239,7 +239,7 @@ complete -c chassis -n "__fish_chassis_using_subcommand serve" -l color -d 'When
 always\t'Always colour'
 never\t'Never colour'"
 complete -c chassis -n "__fish_chassis_using_subcommand serve" -l allow-pending -d 'Publish without the pending entries instead of refusing'
-complete -c chassis -n "__fish_chassis_using_subcommand serve" -l allow-request-tools -d 'Let a run request bring its own `command` tools (`request_tools`, a request-tools file\'s TOML). They are programs run on this server: they run in the composition\'s folder with none of its environment, under its policy and approvals; without this flag a request that brings tools is refused (403)'
+complete -c chassis -n "__fish_chassis_using_subcommand serve" -l allow-request-tools -d 'Let a run request bring its own `command` tools (`request_tools`, a request-tools file\'s TOML). A client can then name any program, run as this server\'s user: each call of one waits for a client\'s approval, starts in the composition\'s folder with none of the server\'s environment; without this flag such a request is refused (403)'
 complete -c chassis -n "__fish_chassis_using_subcommand serve" -l no-watch -d 'Do not reload when the composition\'s files change (SIGHUP and `POST /v1/reload` still do)'
 complete -c chassis -n "__fish_chassis_using_subcommand serve" -l allow-insecure-bind -d 'Listen on a non-loopback address without TLS (tokens still required): only behind a proxy that terminates TLS'
 complete -c chassis -n "__fish_chassis_using_subcommand serve" -s v -l verbose -d 'More logging on stderr (-v info, -vv debug, -vvv trace); `RUST_LOG` overrides'

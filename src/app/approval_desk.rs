@@ -104,17 +104,22 @@ struct RunQuestions {
 pub struct ApprovalDesk {
     runs: Mutex<BTreeMap<String, RunQuestions>>,
     timeout: Duration,
+    /// A question leaves scrubbed: a permission built from an argument
+    /// (`filesystem.read:{/path}`) may carry a secret the arguments had.
+    redactor: crate::engine::secret::Redactor,
 }
 
 /// Told of each question as it is asked (the SSE stream, the `202`).
 pub type OnQuestion = Arc<dyn Fn(&PendingApproval) + Send + Sync>;
 
 impl ApprovalDesk {
-    /// A desk whose questions wait `timeout` before they are refused.
-    pub fn new(timeout: Duration) -> Self {
+    /// A desk whose questions wait `timeout` before they are refused, and
+    /// leave redacted by `redactor`.
+    pub fn new(timeout: Duration, redactor: crate::engine::secret::Redactor) -> Self {
         Self {
             runs: Mutex::default(),
             timeout,
+            redactor,
         }
     }
 
@@ -197,11 +202,15 @@ impl ApprovalDesk {
                 continue;
             };
             let whole = matches!(target, Target::Tool(_));
-            // A run that stopped meanwhile no longer listens; the answer
-            // is moot then, not an error.
-            let _ = waiting
+            // A wait that ended meanwhile (its deadline) no longer
+            // listens: that call was refused, and is not reported decided.
+            if waiting
                 .answer
-                .send(answer_of(verdict, reason.clone(), whole));
+                .send(answer_of(verdict, reason.clone(), whole))
+                .is_err()
+            {
+                continue;
+            }
             decided.push(Decided {
                 approval_id: id,
                 tool: waiting.pending.tool,
@@ -269,9 +278,9 @@ impl DeskPrompter {
             permissions: request
                 .permissions
                 .iter()
-                .map(ToString::to_string)
+                .map(|p| desk.redactor.redact(&p.to_string()).into_owned())
                 .collect(),
-            arguments: request.arguments_redacted.clone(),
+            arguments: desk.redactor.redact_json(&request.arguments_redacted),
             requested_at: now_rfc3339(),
             timeout_seconds: timeout.as_secs(),
         };
@@ -340,7 +349,10 @@ mod tests {
 
     #[tokio::test]
     async fn a_call_waits_for_its_answer_and_leaves_the_desk() {
-        let desk = Arc::new(ApprovalDesk::new(Duration::from_secs(5)));
+        let desk = Arc::new(ApprovalDesk::new(
+            Duration::from_secs(5),
+            crate::engine::secret::Redactor::new(),
+        ));
         let (told_tx, mut told) = tokio::sync::mpsc::unbounded_channel();
         let prompter = desk.open(
             "run_1",
@@ -385,7 +397,10 @@ mod tests {
 
     #[tokio::test]
     async fn a_tool_answer_decides_waiting_and_later_calls() {
-        let desk = Arc::new(ApprovalDesk::new(Duration::from_secs(5)));
+        let desk = Arc::new(ApprovalDesk::new(
+            Duration::from_secs(5),
+            crate::engine::secret::Redactor::new(),
+        ));
         let prompter = Arc::new(desk.open("run_2", None));
         let p = Arc::clone(&prompter);
         let first = tokio::spawn(async move { p.ask(&request("rm")).await });
@@ -401,13 +416,16 @@ mod tests {
         let (approved, reason) = given(prompter.ask(&request("rm")).await);
         assert!(approved);
         assert!(reason.contains("every call"), "{reason}");
-        // Another tool still waits (and is refused at the deadline).
+        // Nothing else waits.
         assert!(desk.pending("run_2").unwrap().is_empty());
     }
 
     #[tokio::test(start_paused = true)]
     async fn nobody_answering_refuses_at_the_deadline() {
-        let desk = Arc::new(ApprovalDesk::new(Duration::from_secs(2)));
+        let desk = Arc::new(ApprovalDesk::new(
+            Duration::from_secs(2),
+            crate::engine::secret::Redactor::new(),
+        ));
         let prompter = desk.open("run_3", None);
         let refused = prompter.ask(&request("rm")).await.unwrap_err();
         assert!(refused.contains("within 2 s"), "{refused}");
@@ -416,8 +434,41 @@ mod tests {
     }
 
     #[tokio::test]
+    async fn a_question_leaves_without_a_secret_in_its_permissions() {
+        use crate::engine::policy::Permission;
+        let redactor = crate::engine::secret::Redactor::new();
+        redactor.learn(&crate::engine::secret::SecretValue::new(
+            "sk-perm-canary-41".to_owned(),
+        ));
+        let desk = Arc::new(ApprovalDesk::new(Duration::from_secs(5), redactor));
+        let (told_tx, mut told) = tokio::sync::mpsc::unbounded_channel();
+        let prompter = desk.open(
+            "run_5",
+            Some(Arc::new(move |p: &PendingApproval| {
+                let _ = told_tx.send(p.clone());
+            })),
+        );
+        let request = ApprovalRequest {
+            tool: "fetch".into(),
+            permissions: vec![Permission::parse("network.fetch:/sk-perm-canary-41").unwrap()],
+            arguments_redacted: serde_json::json!({"key": "sk-perm-canary-41"}),
+        };
+        let asked = tokio::spawn(async move { prompter.ask(&request).await });
+        let question = told.recv().await.unwrap();
+        let shown = serde_json::to_string(&question).unwrap();
+        assert!(!shown.contains("sk-perm-canary-41"), "{shown}");
+        assert!(shown.contains("network.fetch"), "{shown}");
+        desk.answer("run_5", &Target::Tool("fetch".into()), Verdict::Deny, None)
+            .unwrap();
+        assert!(!given(asked.await.unwrap()).0);
+    }
+
+    #[tokio::test]
     async fn a_cancelled_wait_withdraws_its_question() {
-        let desk = Arc::new(ApprovalDesk::new(Duration::from_secs(60)));
+        let desk = Arc::new(ApprovalDesk::new(
+            Duration::from_secs(60),
+            crate::engine::secret::Redactor::new(),
+        ));
         let prompter = desk.open("run_4", None);
         let r = request("rm");
         let wait = prompter.ask(&r);

@@ -273,6 +273,7 @@ impl Host {
             });
         }
         let store = Arc::new(Mutex::new(store));
+        let redactor = caller.redactor.clone();
         Ok(Host {
             inner: Arc::new(Inner {
                 writer: super::run_writer::RunWriter::start(Arc::clone(&store)),
@@ -305,6 +306,7 @@ impl Host {
                         .as_ref()
                         .and_then(|s| s.approval_timeout_seconds)
                         .map_or(DEFAULT_APPROVAL_TIMEOUT, std::time::Duration::from_secs),
+                    redactor,
                 )),
                 serve: ws.composition.host.serve.clone(),
                 watched: Arc::new(Mutex::new(read)),
@@ -695,7 +697,6 @@ impl Host {
         let file = super::request_tools::load_request(
             text,
             super::workspace::base_dir(&inner.file),
-            &inner.env,
             &capture,
         )
         .map_err(|e| RequestToolsRefused::new(e, capture.take()))?;
@@ -809,8 +810,14 @@ impl Host {
             desk: &inner.desk,
             run_id: &run_id,
         };
+        // `--approve` names the server's tools: a tool a request brings is
+        // asked about even when it takes such a name.
         let approvals = Approvals::new(
-            inner.approve.iter().cloned(),
+            inner
+                .approve
+                .iter()
+                .filter(|t| !request_tool_names.contains(t))
+                .cloned(),
             false,
             Arc::new(prompter),
             Arc::clone(&inner.telemetry),

@@ -28,6 +28,8 @@ use crate::runtime::request_tools::RequestTools;
 
 /// The tools of a request-tools file, per entry.
 pub struct RequestToolsFile {
+    /// Brought by a client of `chassis serve`: every call needs approval.
+    from_client: bool,
     base: BuiltinEnv,
     entries: Vec<(String, CommandConfig)>,
     /// Entry id → configuration: what identifies the tools.
@@ -59,25 +61,28 @@ pub fn load_file(
 
 /// The tools a request to `chassis serve` brings: `text` in the format of
 /// a request-tools file, read from nothing but itself (an `include` finds
-/// no file). They run in `base_dir` (the composition's folder) with none
-/// of the server's environment: an entry that sets `cwd` or `env` is
-/// refused, since a client must not choose where on the server a program
-/// runs nor read the server's variables through it.
+/// no file, `enabled_if` sees no variable of the server's). They start in
+/// `base_dir` (the composition's folder) with none of the server's
+/// environment (an entry that sets `cwd` or `env` is refused), and every
+/// call of one needs approval — whatever the tool says of itself, since a
+/// program can do anything its user can.
 pub fn load_request(
     text: &str,
     base_dir: &Path,
-    env: &RunEnv,
     reporter: &dyn Reporter,
 ) -> Result<RequestToolsFile, AppError> {
     const NAME: &str = "request_tools.toml";
     let loaded = crate::load::load_str(NAME, text);
-    let file = from_loaded(
+    // `enabled_if` sees none of the server's variables: whether one is set
+    // must not show in an answer.
+    let mut file = from_loaded(
         loaded,
         Path::new(NAME),
         BuiltinEnv::new(base_dir),
-        env,
+        &RunEnv::default(),
         reporter,
     )?;
+    file.from_client = true;
     if let Some((id, _)) = file
         .entries
         .iter()
@@ -168,6 +173,7 @@ fn from_loaded(
         )));
     }
     Ok(RequestToolsFile {
+        from_client: false,
         base,
         entries,
         config: ConfigValue::Table(config),
@@ -199,7 +205,13 @@ impl RequestToolsFile {
                 .map_err(|e| AppError::input(format!("request-tools entry `{id}`: {e}")))?;
             let env = crate::process::allowed_env(&config.env);
             for spec in &config.tools {
-                let policy = spec.policy.clone();
+                let mut policy = spec.policy.clone();
+                // A client's program is approved call by call, whatever
+                // it says of itself (`read_only`, `idempotent`): it can run
+                // anything as the server's user.
+                if self.from_client {
+                    policy.approval_required = true;
+                }
                 let tool = crate::plugins::command::CommandTool::new(
                     spec.clone(),
                     cwd.clone(),

@@ -521,7 +521,9 @@ impl StateStore {
         };
         let fresh = crate::store::unix_now().saturating_sub(h.heartbeat) <= HOLD_FRESH_SECONDS
             && !crate::process::liveness::is_gone(&h.host, h.pid);
-        if !fresh || h.pid == std::process::id() {
+        let this_process =
+            h.pid == std::process::id() && h.host == crate::process::liveness::host_name();
+        if !fresh || this_process {
             return Ok(());
         }
         let at = if h.address.is_empty() {

@@ -1,15 +1,26 @@
 //! Whether a process recorded in the store is still there: a server that
 //! holds a lineage writes its host and pid, and one that was killed cannot
-//! let go. Its heartbeat goes stale in 20 s; on the same host, a pid that
-//! no longer exists says it at once.
+//! let go. Its heartbeat goes stale in 20 s; on the same host (same boot,
+//! same pid namespace), a pid that no longer exists says it at once.
 
-/// This machine's host name (empty when it cannot be read: then no pid is
-/// ever taken for gone).
+/// Where a pid means this process: the host name, this boot, and the pid
+/// namespace (two containers sharing a host name and a store each have
+/// their own pids). Empty when any part cannot be read: then no pid is ever
+/// taken for gone.
 pub fn host_name() -> String {
-    nix::unistd::gethostname()
+    let name = nix::unistd::gethostname()
         .ok()
         .and_then(|h| h.into_string().ok())
-        .unwrap_or_default()
+        .unwrap_or_default();
+    let boot = std::fs::read_to_string("/proc/sys/kernel/random/boot_id").unwrap_or_default();
+    let pid_ns = std::fs::read_link("/proc/self/ns/pid")
+        .map(|p| p.display().to_string())
+        .unwrap_or_default();
+    let boot = boot.trim();
+    if name.is_empty() || boot.is_empty() || pid_ns.is_empty() {
+        return String::new();
+    }
+    format!("{name} {boot} {pid_ns}")
 }
 
 /// Whether process `pid` of `host` is known to be gone: only on this host,

@@ -664,11 +664,14 @@ impl Store for SqliteStore {
                     ])
                     .map_err(backend)?;
                 // Only a `running` record is finished by a second write; a
-                // finished run is never written over.
+                // finished run (one another server marked interrupted) is
+                // never written over, and the rest of the group still is.
                 if changed == 0 {
-                    return Err(backend(rusqlite::Error::ToSqlConversionFailure(
-                        format!("run `{}` is recorded already", run.id).into(),
-                    )));
+                    tracing::warn!(
+                        run = %run.id,
+                        status = %run.status,
+                        "the run is recorded as finished already; its record is left as it is"
+                    );
                 }
                 ids.push(run.id);
             }

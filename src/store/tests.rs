@@ -146,7 +146,7 @@ fn runs_are_recorded_and_listed() {
 }
 
 #[test]
-fn a_group_of_runs_commits_together_or_not_at_all() {
+fn a_group_of_runs_commits_together_and_never_writes_over_a_finished_run() {
     let dir = tempfile::tempdir().unwrap();
     let mut store = open(&dir.path().join("s.db"), OpenMode::Create).unwrap();
     store.publish("c.toml", record(1, None)).unwrap();
@@ -166,17 +166,27 @@ fn a_group_of_runs_commits_together_or_not_at_all() {
         )
         .unwrap();
     assert_eq!(ids, ["run_000000000001", "run_000000000002"]);
-    // A group with one bad row (an id already recorded) records nothing.
-    assert!(
-        store
-            .record_runs(
-                "c.toml",
-                vec![run("run_000000000003"), run("run_000000000001")]
-            )
-            .is_err()
+    // A group with a run recorded finished already: that record is left as
+    // it is, the rest of the group is committed.
+    let mut again = run("run_000000000001");
+    again.status = "failed".into();
+    store
+        .record_runs("c.toml", vec![run("run_000000000003"), again])
+        .unwrap();
+    let listed: Vec<(String, String)> = store
+        .runs()
+        .unwrap()
+        .into_iter()
+        .map(|r| (r.id, r.status))
+        .collect();
+    assert_eq!(
+        listed,
+        [
+            ("run_000000000001".to_owned(), "succeeded".to_owned()),
+            ("run_000000000002".to_owned(), "succeeded".to_owned()),
+            ("run_000000000003".to_owned(), "succeeded".to_owned()),
+        ]
     );
-    let listed: Vec<String> = store.runs().unwrap().into_iter().map(|r| r.id).collect();
-    assert_eq!(listed, ["run_000000000001", "run_000000000002"]);
 }
 
 #[test]
@@ -232,11 +242,9 @@ fn a_running_record_is_finished_once_or_interrupted_by_another_server() {
         )
         .unwrap();
     // A finished run is not written over.
-    assert!(
-        store
-            .record_runs("c.toml", vec![run("run_00000000000a", "failed", "srv_a")])
-            .is_err()
-    );
+    store
+        .record_runs("c.toml", vec![run("run_00000000000a", "failed", "srv_a")])
+        .unwrap();
     // Server b starts: a's unfinished run was interrupted, its own is not.
     assert_eq!(
         store

@@ -326,7 +326,16 @@ fn serves_runs_plain_streamed_and_concurrent_with_problem_documents() {
                 .starts_with("text/event-stream")
         );
         let events = sse_events(&r.text().await.unwrap());
-        let names: Vec<&str> = events.iter().map(|(n, _)| n.as_str()).collect();
+        let mut names: Vec<&str> = events.iter().map(|(n, _)| n.as_str()).collect();
+        // The answer's text as it was generated, in one piece or more (the
+        // streaming redactor holds a trailing word until the next piece).
+        let text: String = events
+            .iter()
+            .filter(|(n, _)| n == "text_delta")
+            .map(|(_, d)| d["text"].as_str().unwrap())
+            .collect();
+        assert_eq!(text, "It has 3 words.");
+        names.dedup();
         assert_eq!(
             names,
             [
@@ -342,8 +351,6 @@ fn serves_runs_plain_streamed_and_concurrent_with_problem_documents() {
                 "result"
             ]
         );
-        // The answer's text as it was generated (a scripted turn: one piece).
-        assert_eq!(events[6].1["text"], "It has 3 words.", "{:?}", events[6]);
         let started = &events[0].1;
         let result = &events.last().unwrap().1;
         assert_eq!(started["generation_id"], "gen_0001");

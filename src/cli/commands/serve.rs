@@ -86,10 +86,11 @@ pub struct ServeArgs {
     #[arg(long)]
     pub allow_pending: bool,
     /// Let a run request bring its own `command` tools (`request_tools`,
-    /// a request-tools file's TOML). They are programs run on this server:
-    /// they run in the composition's folder with none of its environment,
-    /// under its policy and approvals; without this flag a request that
-    /// brings tools is refused (403).
+    /// a request-tools file's TOML). A client can then name any program,
+    /// run as this server's user: each call of one waits for a client's
+    /// approval, starts in the composition's folder with none of the
+    /// server's environment; without this flag such a request is refused
+    /// (403).
     #[arg(long)]
     pub allow_request_tools: bool,
     /// Runs at once; more are refused with 429 and `Retry-After`.

@@ -26,7 +26,10 @@ impl StreamingRedactor {
     /// Take `piece`; what can be released now, redacted (maybe nothing).
     pub fn push(&mut self, piece: &str) -> String {
         self.held.push_str(piece);
-        let split = self.redactor.releasable(&self.held);
+        let split = self
+            .redactor
+            .releasable(&self.held)
+            .min(unfinished_url(&self.held));
         let out = self.redactor.redact(&self.held[..split]).into_owned();
         self.held.drain(..split);
         out
@@ -38,6 +41,38 @@ impl StreamingRedactor {
         self.held.clear();
         out
     }
+}
+
+/// The longest URL authority held back (a longer one is released as it is).
+const MAX_AUTHORITY: usize = 512;
+
+/// Where a URL whose authority (`user:password@host`) has not ended yet
+/// begins, else the end of `text`: its password is masked only when the
+/// whole authority is redacted at once.
+fn unfinished_url(text: &str) -> usize {
+    let scheme_char = |c: char| c.is_ascii_alphanumeric() || matches!(c, '+' | '-' | '.');
+    // What may still become `scheme://`: a trailing word, with `:` or `:/`.
+    let bare = text.trim_end_matches(":/").trim_end_matches(':');
+    let word = bare.trim_end_matches(scheme_char);
+    let maybe_scheme = if word.len() < text.len() {
+        word.len()
+    } else {
+        text.len()
+    };
+    let Some(at) = text.rfind("://") else {
+        return maybe_scheme;
+    };
+    let authority = &text[at + 3..];
+    let ended = authority.len() > MAX_AUTHORITY
+        || authority
+            .chars()
+            .any(|c| c.is_whitespace() || matches!(c, '/' | '?' | '#' | '"' | '\'' | '<' | '>'));
+    if ended {
+        return maybe_scheme;
+    }
+    text[..at]
+        .rfind(|c: char| !scheme_char(c))
+        .map_or(0, |i| i + 1)
 }
 
 #[cfg(test)]
@@ -93,14 +128,36 @@ mod tests {
     }
 
     #[test]
+    fn a_url_password_split_across_pieces_is_masked() {
+        let text = "fetch https://alice:hunter2pass@db.example/x now";
+        let whole = Redactor::new().redact(text).into_owned();
+        assert!(!whole.contains("hunter2pass"), "{whole}");
+        for size in 1..=text.len() {
+            let mut s = StreamingRedactor::new(Redactor::new());
+            let mut out = String::new();
+            for piece in text.as_bytes().chunks(size) {
+                let released = s.push(std::str::from_utf8(piece).unwrap());
+                assert!(!released.contains("hunter"), "{released}");
+                out.push_str(&released);
+            }
+            out.push_str(&s.finish());
+            assert_eq!(out, whole, "pieces of {size}");
+        }
+    }
+
+    #[test]
     fn text_without_a_secret_is_released_at_once_but_a_possible_start() {
         let mut s = StreamingRedactor::new(redactor());
         assert_eq!(s.push("hello "), "hello ");
         // `sk-ca` could begin the canary: held.
         assert_eq!(s.push("sk-ca"), "");
-        assert_eq!(s.push("t"), "sk-cat");
+        assert_eq!(s.push("t "), "sk-cat ");
         assert_eq!(s.finish(), "");
+        // A trailing word could begin a URL's scheme: held to its end.
         let mut s = StreamingRedactor::new(Redactor::new());
-        assert_eq!(s.push("sk-ca"), "sk-ca");
+        assert_eq!(s.push("see sk-ca"), "see ");
+        assert_eq!(s.push("t."), "");
+        assert_eq!(s.push(" Done"), "sk-cat. ");
+        assert_eq!(s.finish(), "Done");
     }
 }

@@ -254,7 +254,14 @@ impl OpenAiModel {
                 retry_after,
             });
         }
-        if let Some(deltas) = deltas {
+        // A server that ignores `stream` answers whole: that answer is read
+        // as usual and handed on as one piece.
+        let whole = response
+            .headers()
+            .get(CONTENT_TYPE)
+            .and_then(|v| v.to_str().ok())
+            .is_some_and(|v| v.starts_with("application/json"));
+        if let (Some(deltas), false) = (deltas, whole) {
             let parsed = super::stream::read(response, deltas, body.len(), MAX_BODY)
                 .await
                 .map_err(Failure::fatal)?;
@@ -274,7 +281,12 @@ impl OpenAiModel {
                 wire::excerpt(&String::from_utf8_lossy(&bytes), EXCERPT_CHARS)
             )))
         })?;
-        wire::parse_response(parsed, &self.model, self.prices.as_ref()).map_err(Failure::fatal)
+        let answer = wire::parse_response(parsed, &self.model, self.prices.as_ref())
+            .map_err(Failure::fatal)?;
+        if let Some(deltas) = deltas {
+            deltas.send(&answer.message.content);
+        }
+        Ok(answer)
     }
 }
 

@@ -63,7 +63,18 @@ impl Assembly {
             self.refusal.push_str(text);
         }
         for call in delta["tool_calls"].as_array().into_iter().flatten() {
-            let index = call["index"].as_u64().unwrap_or(0);
+            // Calls are keyed by `index`; a server that omits it names a
+            // new call by a new `id` and continues the last one otherwise.
+            let index = match (call["index"].as_u64(), call["id"].as_str()) {
+                (Some(i), _) => i,
+                (None, Some(id)) => self
+                    .calls
+                    .iter()
+                    .find(|(_, c)| c.id.as_deref() == Some(id))
+                    .map(|(i, _)| *i)
+                    .unwrap_or_else(|| self.calls.keys().next_back().map_or(0, |k| k + 1)),
+                (None, None) => self.calls.keys().next_back().copied().unwrap_or(0),
+            };
             let slot = self.calls.entry(index).or_default();
             if let Some(id) = call["id"].as_str() {
                 slot.id = Some(id.to_owned());

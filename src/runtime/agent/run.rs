@@ -662,16 +662,27 @@ impl AgentRunner {
                 Ok(HookOutcome::Nobody) => {}
             }
 
-            // An observer that watches the text gets it as it streams.
-            let text_stream = self.observer.as_ref().filter(|o| o.wants_text()).map(|o| {
-                super::text_stream::TextStream::new(
-                    Arc::clone(o),
-                    self.executor.services().redactor.clone(),
-                    agent.name.clone(),
-                    step,
-                    state.depth,
-                )
-            });
+            // An observer that watches the text gets it as it streams —
+            // unless an after_model_call hook may still change the message:
+            // then nothing leaves before the hook has had its say.
+            let hooked = g
+                .hooks
+                .for_event(HookEvent::AfterModelCall)
+                .next()
+                .is_some();
+            let text_stream = self
+                .observer
+                .as_ref()
+                .filter(|o| o.wants_text() && !hooked)
+                .map(|o| {
+                    super::text_stream::TextStream::new(
+                        Arc::clone(o),
+                        self.executor.services().redactor.clone(),
+                        agent.name.clone(),
+                        step,
+                        state.depth,
+                    )
+                });
             let request = ModelRequest {
                 messages: &state.messages,
                 tools: &bound.plan.tools,

@@ -56,21 +56,40 @@ fn a_request_brings_tools_only_where_the_server_allows_them() {
     let (code, _) = server.stop(nix::sys::signal::Signal::SIGTERM);
     assert_eq!(code, 0);
 
+    // `--approve shout` names a tool of the server's: a request's own
+    // `shout` is asked about all the same, read-only as it says it is.
     let server = Server::start(
         dir.path(),
         "serve.toml",
-        // (A program with no permission declared asks for approval.)
         &["--no-watch", "--allow-request-tools", "--approve", "shout"],
     );
     let runs = server.url("/v1/agents/assistant/runs");
     runtime().block_on(async {
-        let (s, _, doc) = post(
+        let (s, _, run) = post(
             &c,
             &runs,
             &json!({"input": "Shout: hey", "request_tools": SHOUT}),
         )
         .await;
-        assert_eq!(s, 200, "{doc}");
+        assert_eq!(s, 202, "a client's program is approved call by call: {run}");
+        assert_eq!(run["pending_approvals"][0]["tool"], "shout", "{run}");
+        let id = run["run_id"].as_str().unwrap().to_owned();
+        let (s, _, _) = post(
+            &c,
+            &server.url(&format!("/v1/runs/{id}/approvals")),
+            &json!({"tool": "shout", "decision": "approve"}),
+        )
+        .await;
+        assert_eq!(s, 200);
+        let deadline = std::time::Instant::now() + Duration::from_secs(20);
+        let doc = loop {
+            let (_, run) = get(&c, &server.url(&format!("/v1/runs/{id}"))).await;
+            if run["status"] == "succeeded" {
+                break run["result"].clone();
+            }
+            assert!(std::time::Instant::now() < deadline, "{run}");
+            tokio::time::sleep(Duration::from_millis(25)).await;
+        };
         assert_eq!(doc["request_tools"], json!(["shout"]), "{doc}");
         assert_eq!(doc["tool_calls"][0]["name"], "shout");
         assert_eq!(doc["tool_calls"][0]["status"], "ok", "{doc}");

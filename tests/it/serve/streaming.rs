@@ -101,3 +101,28 @@ fn a_streamed_answer_arrives_in_pieces_with_a_split_secret_caught() {
     assert_eq!(code, 0);
     assert_canary_absent(&seen, &rest, dir.path());
 }
+
+#[test]
+fn a_hook_that_may_change_the_answer_keeps_it_from_streaming() {
+    let endpoint = Endpoint::start(vec![answer_reply("Checked whole.")]);
+    let dir = tempfile::tempdir().unwrap();
+    std::fs::write(
+        dir.path().join("s.toml"),
+        composition(&endpoint.base_url)
+            + "\n[entries.audit]\nplugin = \"audit\"\nconfig = { path = \"audit.jsonl\", events = [\"after_model_call\"] }\n",
+    )
+    .unwrap();
+    let server = Server::start(dir.path(), "s.toml", &["--no-watch"]);
+    let c = client();
+    let url = server.url("/v1/agents/assistant/runs");
+    runtime().block_on(async {
+        let events = streamed(&c, &url).await;
+        assert!(
+            events.iter().all(|(name, _)| name != "text_delta"),
+            "{events:?}"
+        );
+        assert_eq!(events.last().unwrap().1["answer"], "Checked whole.");
+    });
+    // The model was asked for a whole answer.
+    assert!(endpoint.bodies()[0].get("stream").is_none());
+}
