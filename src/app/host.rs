@@ -966,7 +966,8 @@ impl Host {
             &self.inner.caller.redactor,
         );
         let store = Arc::clone(&self.inner.store);
-        tokio::task::spawn_blocking(move || lock(&store).save_session(&stored))
+        let turns = session.conversation.next_turn() - 1;
+        tokio::task::spawn_blocking(move || lock(&store).save_session(&stored, turns))
             .await
             .map_err(|e| AppError::failure(format!("saving the session stopped: {e}")))?
     }

@@ -310,7 +310,10 @@ pub async fn run(options: RunOptions, caller: &Caller) -> Result<RunOutcome, App
     }
     let session = match (conversation, store.as_mut()) {
         (Some(c), Some(store)) => {
-            store.save_session(&c.with_turn(&ran.result, status.as_str(), redactor))?;
+            store.save_session(
+                &c.with_turn(&ran.result, status.as_str(), redactor),
+                c.next_turn() - 1,
+            )?;
             Some(SessionTurn {
                 turn: c.next_turn(),
                 id: c.id,

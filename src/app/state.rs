@@ -582,9 +582,23 @@ impl StateStore {
         Ok(self.store.session(&self.lineage, id)?)
     }
 
-    /// Save a session of this lineage (created or replaced).
-    pub fn save_session(&mut self, session: &crate::store::StoredSession) -> Result<(), AppError> {
-        self.store.save_session(&self.lineage, session)?;
+    /// Save a session of this lineage whose new turn began from `turns`
+    /// turns: unusable input (exit 2 / 409) when another turn was saved
+    /// meanwhile — nothing is written over.
+    pub fn save_session(
+        &mut self,
+        session: &crate::store::StoredSession,
+        turns: usize,
+    ) -> Result<(), AppError> {
+        if !self.store.save_session(&self.lineage, session, turns)? {
+            return Err(super::error::Problem::input(format!(
+                "session `{}` took another turn while this one ran; this turn is not in its transcript",
+                session.id
+            ))
+            .with_code("store::session-moved-on")
+            .with_help("a session answers one turn at a time: run the turn again")
+            .into());
+        }
         self.claimed();
         Ok(())
     }

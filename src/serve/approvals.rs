@@ -12,7 +12,7 @@ use serde::Deserialize;
 use crate::app::approval_desk::{DeskError, Target, Verdict};
 
 use super::Served;
-use super::problem::{ApiProblem, path_param};
+use super::problem::{ApiProblem, json_body, path_param};
 
 /// The body: exactly one of `approval_id` and `tool`.
 #[derive(Debug, Deserialize)]
@@ -31,17 +31,7 @@ struct AnswerBody {
 const USAGE: &str = "send `{\"approval_id\": \"apr_…\", \"decision\": \"approve\"}` for one call, or `{\"tool\": \"NAME\", \"decision\": \"deny\", \"reason\": \"…\"}` for every call of a tool in this run";
 
 fn parse(body: Result<Bytes, BytesRejection>) -> Result<(Target, AnswerBody), ApiProblem> {
-    let bytes = body.map_err(|e| {
-        ApiProblem::new(e.status(), "serve::bad-request", e.body_text()).with_help(USAGE)
-    })?;
-    let body: AnswerBody = serde_json::from_slice(&bytes).map_err(|e| {
-        ApiProblem::new(
-            StatusCode::BAD_REQUEST,
-            "serve::bad-request",
-            format!("the body is not an approval answer: {e}"),
-        )
-        .with_help(USAGE)
-    })?;
+    let body: AnswerBody = json_body(body, "an approval answer", USAGE)?;
     let target = match (&body.approval_id, &body.tool) {
         (Some(id), None) => Target::Call(id.clone()),
         (None, Some(tool)) => Target::Tool(tool.clone()),

@@ -22,7 +22,7 @@ use crate::engine::budget::{BudgetDimension, BudgetLimits};
 use crate::runtime::agent::{AgentEvent, Streaming};
 
 use super::Served;
-use super::problem::{ApiProblem, path_param};
+use super::problem::{ApiProblem, json_body, path_param};
 
 /// The body of `POST /v1/agents/{agent}/runs`.
 #[derive(Debug, Deserialize)]
@@ -66,24 +66,11 @@ fn caps(budget: &BTreeMap<String, f64>) -> Result<BudgetLimits, ApiProblem> {
 }
 
 fn parse_body(body: Result<Bytes, BytesRejection>) -> Result<RunBody, ApiProblem> {
-    let bytes = body.map_err(|e| {
-        let status = e.status();
-        let code = if status == StatusCode::PAYLOAD_TOO_LARGE {
-            "serve::body-too-large"
-        } else {
-            "serve::bad-request"
-        };
-        ApiProblem::new(status, code, e.body_text())
-    })?;
-    let body: RunBody = serde_json::from_slice(&bytes).map_err(|e| {
-        ApiProblem::new(
-            StatusCode::BAD_REQUEST,
-            "serve::bad-request",
-            format!("the body is not a run request: {e}"),
-        )
-        .with_help("send `{\"input\": \"…\"}`, with `\"stream\": true` for Server-Sent Events")
-    })?;
-    Ok(body)
+    json_body(
+        body,
+        "a run request",
+        "send `{\"input\": \"…\"}`, with `\"stream\": true` for Server-Sent Events",
+    )
 }
 
 fn wants_stream(body: &RunBody, headers: &HeaderMap) -> bool {

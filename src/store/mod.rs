@@ -492,8 +492,15 @@ pub trait Store: Send {
     fn release(&mut self, lineage: &str, instance: &str) -> Result<(), StoreError>;
     /// Session `id` of `lineage`.
     fn session(&self, lineage: &str, id: &str) -> Result<Option<StoredSession>, StoreError>;
-    /// Write a session of `lineage` (created or replaced).
-    fn save_session(&mut self, lineage: &str, session: &StoredSession) -> Result<(), StoreError>;
+    /// Write a session of `lineage` that had `turns` turns when its new
+    /// turn began (0: a new session): false, and nothing written, when it
+    /// has another number now (another turn was saved meanwhile).
+    fn save_session(
+        &mut self,
+        lineage: &str,
+        session: &StoredSession,
+        turns: usize,
+    ) -> Result<bool, StoreError>;
     /// Delete session `id` of `lineage`; whether there was one.
     fn delete_session(&mut self, lineage: &str, id: &str) -> Result<bool, StoreError>;
     /// Delete the sessions of `lineage` last updated before `before` (RFC

@@ -809,27 +809,37 @@ impl Store for SqliteStore {
         .transpose()
     }
 
-    fn save_session(&mut self, lineage: &str, session: &StoredSession) -> Result<(), StoreError> {
+    fn save_session(
+        &mut self,
+        lineage: &str,
+        session: &StoredSession,
+        turns: usize,
+    ) -> Result<bool, StoreError> {
         let transcript = session.transcript.to_string();
         self.write(|tx, backend| {
             let lineage_id = claim_lineage(tx, lineage).map_err(backend)?;
-            tx.execute(
-                "INSERT INTO sessions (lineage_id, id, agent, created_at, updated_at, transcript)
-                 VALUES (?1, ?2, ?3, ?4, ?5, ?6)
-                 ON CONFLICT (lineage_id, id) DO UPDATE
-                 SET agent = excluded.agent, updated_at = excluded.updated_at,
-                     transcript = excluded.transcript",
-                params![
-                    lineage_id,
-                    session.id,
-                    session.agent,
-                    session.created_at,
-                    session.updated_at,
-                    transcript
-                ],
-            )
-            .map_err(backend)?;
-            Ok(())
+            // Written only over the transcript the turn began from (its
+            // number of turns): two turns at once never lose one.
+            let changed = tx
+                .execute(
+                    "INSERT INTO sessions (lineage_id, id, agent, created_at, updated_at, transcript)
+                     VALUES (?1, ?2, ?3, ?4, ?5, ?6)
+                     ON CONFLICT (lineage_id, id) DO UPDATE
+                     SET agent = excluded.agent, updated_at = excluded.updated_at,
+                         transcript = excluded.transcript
+                     WHERE COALESCE(json_array_length(sessions.transcript, '$.turns'), 0) = ?7",
+                    params![
+                        lineage_id,
+                        session.id,
+                        session.agent,
+                        session.created_at,
+                        session.updated_at,
+                        transcript,
+                        i64::try_from(turns).unwrap_or(i64::MAX)
+                    ],
+                )
+                .map_err(backend)?;
+            Ok(changed > 0)
         })
     }
 

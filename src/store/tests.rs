@@ -200,9 +200,14 @@ fn a_session_is_saved_replaced_read_and_deleted_within_its_lineage() {
         updated_at: now_rfc3339(),
         transcript: serde_json::json!({ "turns": [1] }),
     };
-    store.save_session("c.toml", &session).unwrap();
+    assert!(store.save_session("c.toml", &session, 0).unwrap());
     session.transcript = serde_json::json!({ "turns": [1, 2] });
-    store.save_session("c.toml", &session).unwrap();
+    assert!(store.save_session("c.toml", &session, 1).unwrap());
+    // A turn that began from one turn, saved after another turn was: refused.
+    let mut late = session.clone();
+    late.transcript = serde_json::json!({ "turns": [1, "late"] });
+    assert!(!store.save_session("c.toml", &late, 1).unwrap());
+    assert!(!store.save_session("c.toml", &late, 0).unwrap());
     assert_eq!(store.session("c.toml", "chat-1").unwrap(), Some(session));
     assert_eq!(store.session("other.toml", "chat-1").unwrap(), None);
     assert!(!store.delete_session("other.toml", "chat-1").unwrap());
