@@ -140,18 +140,26 @@ impl Redactor {
         if trie.count == 0 {
             return text.len();
         }
+        // Only the last `longest` bytes can begin a value that runs past
+        // the end, or one that crosses a split: each look is that window.
         let bytes = text.as_bytes();
-        let Some(mut split) = (0..bytes.len()).find(|&i| trie.reaches_end(&bytes[i..])) else {
+        let window = |end: usize| end.saturating_sub(trie.longest)..end;
+        let Some(mut split) = window(bytes.len()).find(|&i| trie.reaches_end(&bytes[i..])) else {
             return text.len();
         };
         // A whole value that starts before the split and ends after it is
-        // held with the tail, so it is never cut in two.
+        // held with the tail, so it is never cut in two. Values that overlap
+        // one another can chain back far (a run of `000000…` for the value
+        // `000000`): past a few lengths, everything is held until the run
+        // ends (safe, and each look stays a window).
+        let floor = split.saturating_sub(4 * trie.longest);
         loop {
-            let crossing = (0..split).find(|&i| {
+            let crossing = window(split).find(|&i| {
                 trie.longest_match(&bytes[i..])
                     .is_some_and(|n| i + n > split)
             });
             match crossing {
+                Some(i) if i < floor => return 0,
                 Some(i) => split = i,
                 None => return split,
             }
@@ -361,6 +369,8 @@ fn scrub_known<'a>(trie: &Trie, text: &'a str) -> Cow<'a, str> {
 struct Trie {
     nodes: Vec<Node>,
     count: usize,
+    /// The longest value, in bytes.
+    longest: usize,
 }
 
 #[derive(Default)]
@@ -376,6 +386,7 @@ impl Default for Trie {
         Self {
             nodes: vec![Node::default()],
             count: 0,
+            longest: 0,
         }
     }
 }
@@ -409,11 +420,11 @@ impl Trie {
         }
         let new = !self.nodes[node].terminal;
         self.nodes[node].terminal = true;
+        self.longest = self.longest.max(value.len());
         self.count += usize::from(new);
         new
     }
 
-    /// The length of the longest known value that `text` starts with.
     /// Whether walking `text` from the root never leaves the trie: all of
     /// `text` is a prefix of (or is) a known value.
     fn reaches_end(&self, text: &[u8]) -> bool {
@@ -427,6 +438,7 @@ impl Trie {
         !text.is_empty()
     }
 
+    /// The length of the longest known value that `text` starts with.
     fn longest_match(&self, text: &[u8]) -> Option<usize> {
         let mut node = 0;
         let mut best = None;
