@@ -634,7 +634,7 @@ impl Host {
         let recorded = Arc::clone(&generation);
         let nodes = tokio::task::spawn_blocking(move || {
             let fingerprint = lock(&store).config_fingerprint();
-            let record = prepare_publication(
+            let mut record = prepare_publication(
                 Publication {
                     report: &report,
                     nodes: &nodes,
@@ -644,6 +644,9 @@ impl Host {
                 },
                 &fingerprint,
             )?;
+            // Cut and hashed here, so the store (which run records wait
+            // on) is held only to insert the chunks.
+            record.chunk();
             lock(&store).commit_publication(record)?;
             Ok::<_, AppError>(nodes)
         })

@@ -682,6 +682,7 @@ pub fn prepare_publication(
             .map(|i| StoredImpact::from(&i))
             .collect(),
         mounts,
+        chunked: None,
     };
     Ok(record)
 }

@@ -406,12 +406,18 @@ impl Documents<'_> {
     /// impact. The snapshot is written one value per line (so an edit
     /// touches the lines of what changed); nodes and impact one per line.
     pub fn write(&self, tx: &Transaction<'_>) -> rusqlite::Result<[String; 3]> {
-        let mut insert = tx.prepare_cached(
-            "INSERT INTO chunks (hash, level, body) VALUES (?1, ?2, ?3)
-             ON CONFLICT (hash) DO NOTHING",
-        )?;
-        let mut put = |hash: &str, c: &chunks::Chunk| -> rusqlite::Result<()> {
-            insert.execute(params![hash, i64::from(c.level), c.body])?;
+        self.chunked().write(tx)
+    }
+
+    /// The documents cut and hashed — the costly part, which needs no
+    /// store — ready for [`Chunked::write`].
+    pub fn chunked(&self) -> Chunked {
+        let mut seen = std::collections::HashSet::new();
+        let mut chunks = Vec::new();
+        let mut put = |hash: &str, c: &chunks::Chunk| -> Result<(), std::convert::Infallible> {
+            if seen.insert(hash.to_owned()) {
+                chunks.push((hash.to_owned(), c.clone()));
+            }
             Ok(())
         };
         let impact: Vec<&StoredImpact> = self
@@ -419,11 +425,40 @@ impl Documents<'_> {
             .iter()
             .filter(|i| !implied(i, self.nodes))
             .collect();
-        Ok([
-            chunks::write(self.snapshot, &mut put)?,
-            chunks::write(&json_lines(self.nodes), &mut put)?,
-            chunks::write(&json_lines(&impact), &mut put)?,
-        ])
+        let roots = [
+            chunks::write(self.snapshot, &mut put),
+            chunks::write(&json_lines(self.nodes), &mut put),
+            chunks::write(&json_lines(&impact), &mut put),
+        ]
+        .map(|r| match r {
+            Ok(root) => root,
+            Err(never) => match never {},
+        });
+        Chunked { roots, chunks }
+    }
+}
+
+/// A publication's documents cut into chunks, before its transaction: a
+/// server's publication then holds the store only to insert them.
+#[derive(Clone, Debug, Default, PartialEq, Eq)]
+pub struct Chunked {
+    /// The roots: snapshot, nodes, impact.
+    pub roots: [String; 3],
+    /// Every chunk, once, with its hash.
+    pub chunks: Vec<(String, chunks::Chunk)>,
+}
+
+impl Chunked {
+    /// Insert the chunks the store does not hold yet; the roots.
+    pub fn write(&self, tx: &Transaction<'_>) -> rusqlite::Result<[String; 3]> {
+        let mut insert = tx.prepare_cached(
+            "INSERT INTO chunks (hash, level, body) VALUES (?1, ?2, ?3)
+             ON CONFLICT (hash) DO NOTHING",
+        )?;
+        for (hash, c) in &self.chunks {
+            insert.execute(params![hash, i64::from(c.level), c.body])?;
+        }
+        Ok(self.roots.clone())
     }
 }
 

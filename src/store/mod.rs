@@ -340,6 +340,27 @@ pub struct PublishRecord {
     /// Entry id -> mounts so far, for the entries whose counter this
     /// publish raised (a counter never goes down).
     pub mounts: BTreeMap<String, u64>,
+    /// The documents already cut into chunks ([`PublishRecord::chunk`]),
+    /// so the store's transaction only inserts them; cut inside it when
+    /// `None`.
+    pub chunked: Option<migrate::Chunked>,
+}
+
+impl PublishRecord {
+    /// Cut the documents into chunks now, outside any store lock (a
+    /// server's run records wait on the store while a publication holds
+    /// it). Sorts the nodes by entry id, as the store keeps them.
+    pub fn chunk(&mut self) {
+        self.nodes.sort_by(|a, b| a.entry_id.cmp(&b.entry_id));
+        self.chunked = Some(
+            migrate::Documents {
+                snapshot: &self.snapshot,
+                nodes: &self.nodes,
+                impact: &self.impact,
+            }
+            .chunked(),
+        );
+    }
 }
 
 /// A run to record.

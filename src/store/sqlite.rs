@@ -586,12 +586,15 @@ impl Store for SqliteStore {
                 params![lineage_id],
             )
             .map_err(backend)?;
-            let roots = Documents {
-                snapshot: &record.snapshot,
-                nodes: &record.nodes,
-                impact: &record.impact,
+            let roots = match &record.chunked {
+                Some(chunked) => chunked.write(tx),
+                None => Documents {
+                    snapshot: &record.snapshot,
+                    nodes: &record.nodes,
+                    impact: &record.impact,
+                }
+                .write(tx),
             }
-            .write(tx)
             .map_err(backend)?;
             failpoint("publish.after_nodes");
             tx.execute(

@@ -29,7 +29,31 @@ fn record(seq: u64, expected: Option<u64>) -> PublishRecord {
         }],
         impact: vec![],
         mounts: [("app".to_owned(), seq)].into(),
+        chunked: None,
     }
+}
+
+#[test]
+fn chunks_cut_before_the_transaction_store_what_cutting_inside_it_does() {
+    let dir = tempfile::tempdir().unwrap();
+    let mut inside = open(&dir.path().join("a.db"), OpenMode::Create).unwrap();
+    let mut before = open(&dir.path().join("b.db"), OpenMode::Create).unwrap();
+    inside.publish("c.toml", record(1, None)).unwrap();
+    let mut chunked = record(1, None);
+    chunked.chunk();
+    assert!(
+        chunked
+            .chunked
+            .as_ref()
+            .is_some_and(|c| !c.chunks.is_empty())
+    );
+    before.publish("c.toml", chunked).unwrap();
+    let id = GenerationId::from_sequence(1);
+    let (a, b) = (
+        inside.generation("c.toml", &id).unwrap().unwrap(),
+        before.generation("c.toml", &id).unwrap().unwrap(),
+    );
+    assert_eq!((a.snapshot, a.nodes), (b.snapshot, b.nodes));
 }
 
 #[test]
