@@ -101,8 +101,9 @@ pub struct HostRun {
     pub sequence: u64,
     /// When it ended.
     pub finished_at: Option<String>,
-    /// The run document (`chassis run --format json`), once finished.
-    pub document: Option<serde_json::Value>,
+    /// The run document (`chassis run --format json`), once finished:
+    /// built once, shared by the answer and the book.
+    pub document: Option<Arc<serde_json::Value>>,
 }
 
 /// What one run asks for.
@@ -714,8 +715,9 @@ impl Host {
     }
 
     /// Run an agent on the generation current now (holding a lease on it
-    /// until the run ends), and record the run.
-    pub async fn run(&self, request: HostRunRequest) -> Result<RunOutcome, AppError> {
+    /// until the run ends), and record the run; its document (what
+    /// `chassis run --format json` prints).
+    pub async fn run(&self, request: HostRunRequest) -> Result<Arc<serde_json::Value>, AppError> {
         let inner = &self.inner;
         let lease = inner.harness.acquire().map_err(|e| {
             Problem::failure(format!("no generation to run on: {e}")).with_code("serve::stopping")
@@ -907,7 +909,10 @@ impl Host {
             self.save_turn(session, o).await?;
         }
         let (status_text, document) = match (&outcome, &recorded) {
-            (Ok(o), Ok(_)) => (status_text, Some(o.document(&inner.caller.redactor))),
+            (Ok(o), Ok(_)) => (
+                status_text,
+                Some(Arc::new(o.document(&inner.caller.redactor))),
+            ),
             (Ok(_), Err(_)) => ("failed", None),
             (Err(_), _) => (status_text, None),
         };
@@ -915,11 +920,12 @@ impl Host {
         self.finish(HostRun {
             status: status_text,
             finished_at: Some(finished_at),
-            document,
+            document: document.clone(),
             ..started
         });
         recorded?;
-        outcome
+        outcome?;
+        document.ok_or_else(|| AppError::failure("the run has no document"))
     }
 
     /// Claim session `id` for a run of `agent`: 409 when a run of it is

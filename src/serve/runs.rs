@@ -174,7 +174,7 @@ pub async fn create(
     let task = tokio::spawn(async move {
         let outcome = host.run(request).await;
         drop(permit);
-        outcome.map(|o| o.document(&host.redactor()))
+        outcome
     });
     if !stream {
         drop(tx);
@@ -290,7 +290,7 @@ fn run_json(host: &Host, r: &HostRun) -> serde_json::Value {
         "started_at": r.started_at,
         "finished_at": r.finished_at,
         "pending_approvals": pending,
-        "result": r.document,
+        "result": r.document.as_deref(),
     })
 }
 
