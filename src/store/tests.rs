@@ -169,6 +169,11 @@ fn runs_are_recorded_and_listed() {
     assert!(store.run("run_0001").unwrap().is_none());
 }
 
+/// Each run's (id, status), in the order they were recorded.
+fn statuses(runs: Vec<StoredRun>) -> Vec<(String, String)> {
+    runs.into_iter().map(|r| (r.id, r.status)).collect()
+}
+
 #[test]
 fn a_group_of_runs_commits_together_and_never_writes_over_a_finished_run() {
     let dir = tempfile::tempdir().unwrap();
@@ -197,12 +202,7 @@ fn a_group_of_runs_commits_together_and_never_writes_over_a_finished_run() {
     store
         .record_runs("c.toml", vec![run("run_000000000003"), again])
         .unwrap();
-    let listed: Vec<(String, String)> = store
-        .runs()
-        .unwrap()
-        .into_iter()
-        .map(|r| (r.id, r.status))
-        .collect();
+    let listed = statuses(store.runs().unwrap());
     assert_eq!(
         listed,
         [
@@ -281,12 +281,7 @@ fn a_running_record_is_finished_once_or_interrupted_by_another_server() {
             .unwrap(),
         1
     );
-    let status: Vec<(String, String)> = store
-        .runs()
-        .unwrap()
-        .into_iter()
-        .map(|r| (r.id, r.status))
-        .collect();
+    let status = statuses(store.runs().unwrap());
     assert_eq!(
         status,
         [
