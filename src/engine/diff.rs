@@ -28,6 +28,11 @@
 //!   (`prompt_changed`, `max_steps_changed`…), from the definitions a
 //!   snapshot records in `metadata.agents`.
 //!
+//! A process plugin's program (argv and the digests of its files, from
+//! `metadata.process_plugins`) is a provider change too (subject
+//! `program:<entry>`, reason `program_changed`): editing `plugin.py`
+//! changes the semantic digest, so the diff says why.
+//!
 //! Changes are sorted by category, subject, kind and reason, so a diff is
 //! deterministic.
 
@@ -798,6 +803,27 @@ pub fn agent_changes(
     out.changes
 }
 
+/// The programs of process plugins, per entry.
+fn diff_programs(out: &mut Collector, old: &SnapshotRecord, new: &SnapshotRecord) {
+    let programs = |r: &SnapshotRecord| -> BTreeMap<String, Canon> {
+        match r.metadata.get(crate::engine::snapshot::PROCESS_PLUGINS) {
+            Some(Canon::Map(m)) => m.clone(),
+            _ => BTreeMap::new(),
+        }
+    };
+    let (a, b) = (programs(old), programs(new));
+    for entry in union_keys(&a, &b) {
+        out.simple(
+            Category::Provider,
+            format!("program:{entry}"),
+            a.get(entry).cloned(),
+            b.get(entry).cloned(),
+            "program",
+            "program_changed",
+        );
+    }
+}
+
 /// The semantic diff from `old` to `new`; `unchanged` rows (one per scope,
 /// provider and requirement subject present on both sides and identical) are
 /// listed only when `include_unchanged`.
@@ -814,6 +840,7 @@ pub fn diff_snapshots(
     diff_local_providers(&mut out, old, new);
     diff_plugins(&mut out, old, new);
     diff_requirements(&mut out, old, new);
+    diff_programs(&mut out, old, new);
     let mut changes = out.changes;
     changes.extend(agent_changes(
         old.metadata.get(crate::engine::agent::AGENTS),

@@ -182,6 +182,7 @@ enum Part {
     /// A directory whose `*.toml` files are included.
     Listed,
     Prompt,
+    PluginFile,
 }
 
 impl<'s> Reader<'s> {
@@ -289,6 +290,7 @@ impl<'s> Reader<'s> {
         let includes = std::mem::take(&mut out.includes);
         let dir = path.parent().map(Path::to_path_buf).unwrap_or_default();
         self.read_prompts(&dir, &mut out);
+        self.read_plugin_files(&dir, &mut out);
         self.files.push(Walked { out });
         self.stack.push((path.clone(), identity, via));
         for inc in includes {
@@ -328,6 +330,76 @@ impl<'s> Reader<'s> {
                     def.value = None;
                 }
             }
+        }
+    }
+
+    /// Read and hash the files of every process plugin, relative to the
+    /// declaring file: what the plugin *is* (see
+    /// [`crate::engine::model::ProcessCommand`]). A file listed in `files`
+    /// must exist; an argv entry that is not a file is an argument.
+    fn read_plugin_files(&mut self, dir: &Path, out: &mut FileOut) {
+        use sha2::Digest;
+        for (origin, wanted) in std::mem::take(&mut out.plugin_files) {
+            let Some(def) = out.plugins.iter_mut().find(|d| d.origin == origin) else {
+                continue;
+            };
+            let Some(process) = def.value.as_mut().and_then(|m| m.process.as_mut()) else {
+                continue;
+            };
+            let mut files = Vec::new();
+            let mut broken = false;
+            for w in wanted {
+                let target = normalize(&dir.join(&w.path));
+                let real = self.real(&target);
+                if !w.required {
+                    // `python3` is a program on PATH, `-u` an option: an
+                    // argv entry counts only when it is a file beside the
+                    // manifest (inside the workspace).
+                    let inside = match (&self.workspace, &real) {
+                        (Some(ws), Some(r)) => r.starts_with(ws),
+                        _ => true,
+                    };
+                    if !inside || self.source.read_bytes(&target).is_err() {
+                        continue;
+                    }
+                } else if !self.admit(&target, real.as_deref(), w.origin, Part::PluginFile) {
+                    broken = true;
+                    continue;
+                }
+                match self.source.read_bytes(&target) {
+                    Ok(bytes) => files.push(crate::engine::model::PluginFile {
+                        path: w.path,
+                        sha256: format!("{:x}", sha2::Sha256::digest(&bytes)),
+                    }),
+                    Err(e) => {
+                        broken = true;
+                        self.diags.push(
+                            Diagnostic::error(
+                                Code::IncludeMissing,
+                                format!("cannot read the plugin file `{}`: {}", w.path, e.message),
+                            )
+                            .at(Some(w.origin), "plugin file")
+                            .with_help(
+                                "plugin files are relative to the file that declares the plugin",
+                            ),
+                        );
+                    }
+                }
+            }
+            if broken {
+                def.value = None;
+                continue;
+            }
+            files.sort_by(|a, b| a.path.cmp(&b.path));
+            files.dedup_by(|a, b| a.path == b.path);
+            let process = std::sync::Arc::make_mut(process);
+            process.files = files;
+            let here = if dir.as_os_str().is_empty() {
+                Path::new(".")
+            } else {
+                dir
+            };
+            process.dir = std::path::absolute(here).unwrap_or_else(|_| here.to_path_buf());
         }
     }
 
@@ -395,6 +467,7 @@ impl<'s> Reader<'s> {
             Part::Include => "include",
             Part::Listed => "included directory",
             Part::Prompt => "prompt file",
+            Part::PluginFile => "plugin file",
         };
         let outside = match (&self.workspace, real) {
             (Some(ws), Some(real)) => (!real.starts_with(ws)).then_some(ws),

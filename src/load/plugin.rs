@@ -9,7 +9,8 @@ use super::values::json_value;
 use super::walk::{bad_name, capability, invalid, key_value_origin, metadata, requirements};
 use crate::engine::diag::{Code, Diagnostic};
 use crate::engine::model::{
-    AgentGuide, GuideExample, Manifest, Provided, ToolDecl, ToolName, Visibility,
+    AgentGuide, GuideExample, Manifest, PROCESS_KIND, ProcessCommand, Provided, ToolDecl, ToolName,
+    Visibility,
 };
 use crate::engine::version::Version;
 
@@ -26,6 +27,9 @@ pub const PLUGIN_KEYS: &[&str] = &[
     "tools",
     "kind",
     "agent",
+    "command",
+    "env",
+    "files",
 ];
 /// Keys of a `[[plugins.<name>.tools]]` table.
 pub const TOOL_KEYS: &[&str] = &["name", "description", "args", "result", "agent"];
@@ -123,8 +127,129 @@ fn version(cx: &mut FileCtx<'_>, node: &Node<'_, '_>, s: Str<'_>) -> Option<Vers
         .ok()
 }
 
-/// A plugin manifest; `None` (or errors recorded) when it is broken.
-pub(crate) fn plugin(cx: &mut FileCtx<'_>, node: &Node<'_, '_>) -> Option<Manifest> {
+/// A file a process plugin's identity covers, before it is read.
+#[derive(Debug)]
+pub(crate) struct WantedFile {
+    /// As written, relative to the declaring file's folder.
+    pub path: String,
+    /// Where it is named.
+    pub origin: crate::engine::span::Origin,
+    /// Listed in `files` (a missing one is an error) rather than an argv
+    /// entry that may or may not be a file.
+    pub required: bool,
+}
+
+/// `command`, `env` and `files` of a process plugin: the command (files
+/// not yet read) and the files to read.
+fn process(
+    cx: &mut FileCtx<'_>,
+    r: &super::reader::TableReader<'_, '_>,
+) -> Option<(ProcessCommand, Vec<WantedFile>)> {
+    let command = r.get("command")?;
+    let mut argv = Vec::new();
+    let mut wanted = Vec::new();
+    let items = command.items(cx).unwrap_or_default();
+    if items.is_empty() {
+        invalid(
+            cx,
+            command.span,
+            format!(
+                "`{}` must name a program: `[\"python3\", \"plugin.py\"]`",
+                command.path
+            ),
+            "empty command",
+        );
+    }
+    for item in items {
+        let Some(s) = item.str(cx) else { continue };
+        if s.value.is_empty() || s.value.contains('\0') {
+            invalid(
+                cx,
+                s.span,
+                format!("`{}` must not be empty or contain NUL", item.path),
+                "bad argument",
+            );
+            continue;
+        }
+        argv.push(s.value.to_owned());
+        if !s.value.starts_with('-') && !s.value.contains(char::is_whitespace) {
+            wanted.push((s.value.to_owned(), cx.origin(s.span)));
+        }
+    }
+    let mut env = Vec::new();
+    if let Some(n) = r.get("env") {
+        for item in n.items(cx).unwrap_or_default() {
+            let Some(s) = item.str(cx) else { continue };
+            let valid = !s.value.is_empty()
+                && !s.value.starts_with(|c: char| c.is_ascii_digit())
+                && s.value
+                    .chars()
+                    .all(|c| c.is_ascii_alphanumeric() || c == '_');
+            if valid {
+                env.push(s.value.to_owned());
+            } else {
+                invalid(
+                    cx,
+                    s.span,
+                    format!("`{}` is not an environment variable name", s.value),
+                    "expected letters, digits and `_`",
+                );
+            }
+        }
+    }
+    env.sort();
+    env.dedup();
+    let files = match r.get("files") {
+        Some(n) => {
+            let mut listed = Vec::new();
+            for item in n.items(cx).unwrap_or_default() {
+                let Some(s) = item.str(cx) else { continue };
+                if s.value.is_empty() || std::path::Path::new(s.value).is_absolute() {
+                    invalid(
+                        cx,
+                        s.span,
+                        format!(
+                            "`{}` must be a path relative to this file's folder",
+                            item.path
+                        ),
+                        "relative path expected",
+                    );
+                    continue;
+                }
+                listed.push(WantedFile {
+                    path: s.value.to_owned(),
+                    origin: cx.origin(s.span),
+                    required: true,
+                });
+            }
+            listed
+        }
+        None => wanted
+            .into_iter()
+            .map(|(path, origin)| WantedFile {
+                path,
+                origin,
+                required: false,
+            })
+            .collect(),
+    };
+    Some((
+        ProcessCommand {
+            argv,
+            env,
+            files: Vec::new(),
+            dir: std::path::PathBuf::new(),
+        },
+        files,
+    ))
+}
+
+/// A plugin manifest; `None` (or errors recorded) when it is broken. A
+/// process plugin's files come back to be read and hashed by the caller.
+pub(crate) fn plugin(
+    cx: &mut FileCtx<'_>,
+    node: &Node<'_, '_>,
+) -> Option<(Manifest, Vec<WantedFile>)> {
     if node.key.is_empty() || node.key.trim() != node.key || node.key.contains(char::is_control) {
         invalid(
             cx,
@@ -253,7 +378,38 @@ pub(crate) fn plugin(cx: &mut FileCtx<'_>, node: &Node<'_, '_>) -> Option<Manife
             }
         }
     }
+    let mut wanted = Vec::new();
+    if let Some((command, files)) = process(cx, &r) {
+        if let Some(k) = r.get("kind") {
+            invalid(
+                cx,
+                k.span,
+                format!(
+                    "`{}` is a process plugin (it has a `command`); it cannot also name a `kind`",
+                    node.path
+                ),
+                "remove `kind` or `command`",
+            );
+        }
+        manifest.kind = Some(PROCESS_KIND.to_owned());
+        manifest.process = Some(std::sync::Arc::new(command));
+        wanted = files;
+    } else if r.get("env").is_some() || r.get("files").is_some() {
+        let at = r.get("env").or_else(|| r.get("files")).map(|n| n.key_span);
+        if let Some(at) = at {
+            invalid(
+                cx,
+                at,
+                format!(
+                    "`env` and `files` of `{}` only mean something with a `command`",
+                    node.path
+                ),
+                "no `command`",
+            );
+        }
+    }
     if let Some(n) = r.get("kind")
+        && manifest.process.is_none()
         && let Some(s) = n.str(cx)
     {
         let kinds = crate::runtime::Catalog::new().kinds();
@@ -277,7 +433,7 @@ pub(crate) fn plugin(cx: &mut FileCtx<'_>, node: &Node<'_, '_>) -> Option<Manife
         }
     }
     r.finish(cx);
-    Some(manifest)
+    Some((manifest, wanted))
 }
 
 fn provided(cx: &mut FileCtx<'_>, item: &Node<'_, '_>) -> Option<Provided> {

@@ -59,6 +59,13 @@ impl Source for Recording<'_> {
         self.inner.read(path)
     }
 
+    fn read_bytes(&self, path: &Path) -> Result<Vec<u8>, SourceError> {
+        self.note(|r| {
+            r.files.insert(path.to_path_buf());
+        });
+        self.inner.read_bytes(path)
+    }
+
     fn list_toml(&self, dir: &Path) -> Result<Vec<PathBuf>, SourceError> {
         self.note(|r| {
             r.listed.insert(dir.to_path_buf());

@@ -189,6 +189,17 @@ struct PluginTable {
     kind: Option<String>,
     /// The agent-facing guide: what a model should know about this plugin's tools.
     agent: Option<GuideTable>,
+    /// A process plugin: the program chassis starts and speaks the plugin
+    /// protocol with (argv, never a shell; relative paths are relative to
+    /// this file's folder), e.g. `["python3", "plugin.py"]`.
+    #[schemars(length(min = 1))]
+    command: Option<Vec<String>>,
+    /// Names of environment variables passed to the process besides PATH,
+    /// HOME, LANG, TMPDIR, VIRTUAL_ENV and PYENV_*.
+    env: Option<Vec<String>>,
+    /// The files whose contents are the plugin's identity (editing one is a
+    /// change); default: the `command` entries that are files beside this one.
+    files: Option<Vec<String>>,
 }
 
 /// One provided version, or several with distinct majors.

@@ -54,6 +54,11 @@ pub trait Source {
     /// The text of the file at `path`.
     fn read(&self, path: &Path) -> Result<String, SourceError>;
     /// The `*.toml` files directly inside `dir`, sorted by name.
+    /// The bytes of a file (a plugin's files need not be UTF-8); by
+    /// default, [`Source::read`]'s text.
+    fn read_bytes(&self, path: &Path) -> Result<Vec<u8>, SourceError> {
+        self.read(path).map(String::into_bytes)
+    }
     fn list_toml(&self, dir: &Path) -> Result<Vec<PathBuf>, SourceError>;
     /// Whether `path` is a directory.
     fn is_dir(&self, path: &Path) -> bool;
@@ -114,6 +119,21 @@ pub struct FsSource;
 
 impl Source for FsSource {
     fn read(&self, path: &Path) -> Result<String, SourceError> {
+        let bytes = self.read_bytes(path)?;
+        String::from_utf8(bytes).map_err(|e| {
+            let (line, column) = utf8_position(e.as_bytes(), e.utf8_error().valid_up_to());
+            SourceError::new(
+                SourceErrorKind::Io,
+                format!(
+                    "cannot read `{}`: it is not valid UTF-8 at line {line}, column {column} (byte {}); save the file as UTF-8",
+                    path.display(),
+                    e.utf8_error().valid_up_to()
+                ),
+            )
+        })
+    }
+
+    fn read_bytes(&self, path: &Path) -> Result<Vec<u8>, SourceError> {
         let io = |e: std::io::Error| {
             let kind = if e.kind() == std::io::ErrorKind::NotFound {
                 SourceErrorKind::NotFound
@@ -134,18 +154,7 @@ impl Source for FsSource {
                 ),
             ));
         }
-        let bytes = std::fs::read(path).map_err(io)?;
-        String::from_utf8(bytes).map_err(|e| {
-            let (line, column) = utf8_position(e.as_bytes(), e.utf8_error().valid_up_to());
-            SourceError::new(
-                SourceErrorKind::Io,
-                format!(
-                    "cannot read `{}`: it is not valid UTF-8 at line {line}, column {column} (byte {}); save the file as UTF-8",
-                    path.display(),
-                    e.utf8_error().valid_up_to()
-                ),
-            )
-        })
+        std::fs::read(path).map_err(io)
     }
 
     fn list_toml(&self, dir: &Path) -> Result<Vec<PathBuf>, SourceError> {

@@ -395,3 +395,53 @@ config = { aliases = { "db.password" = "A=B" } }
         l.diagnostics
     );
 }
+
+#[test]
+fn a_process_plugin_hashes_its_files_and_reports_what_is_wrong_where() {
+    let toml = |plugin: &str| {
+        format!("version = 1\n[plugins.p]\nversion = \"1.0.0\"\n{plugin}\n[entries.p]\n")
+    };
+    let src = |plugin: &str| {
+        MemorySource::new()
+            .with("plugins/c.toml", toml(plugin))
+            .with("plugins/p.py", "print('hi')\n")
+            .with("plugins/lib.py", "x = 1\n")
+    };
+    // Default files: the argv entries that are files beside the manifest.
+    let l = load(
+        &src("command = [\"python3\", \"-u\", \"p.py\"]"),
+        Path::new("plugins/c.toml"),
+    );
+    assert!(l.diagnostics.is_empty(), "{:#?}", l.diagnostics);
+    let comp = l.composition.unwrap();
+    let m = &comp.entries["p"].manifest;
+    assert_eq!(m.kind.as_deref(), Some(crate::engine::model::PROCESS_KIND));
+    let p = m.process.as_ref().unwrap();
+    assert_eq!(p.argv, ["python3", "-u", "p.py"]);
+    let files: Vec<&str> = p.files.iter().map(|f| f.path.as_str()).collect();
+    assert_eq!(files, ["p.py"]);
+    {
+        use sha2::Digest;
+        let expected = format!("{:x}", sha2::Sha256::digest(b"print('hi')\n"));
+        assert_eq!(p.files[0].sha256, expected);
+    }
+    assert!(p.dir.ends_with("plugins"), "{}", p.dir.display());
+    // Listed files must exist; each error points at its string.
+    let l = load(
+        &src("command = [\"python3\", \"p.py\"]\nfiles = [\"p.py\", \"lib.py\", \"gone.py\"]"),
+        Path::new("plugins/c.toml"),
+    );
+    assert_eq!(found(&l), vec![(Code::IncludeMissing, 5, 28)]);
+    // An empty command, `kind` beside `command`, `env` without `command`.
+    let l = load_str("c.toml", &toml("command = []"));
+    assert_eq!(found(&l), vec![(Code::InvalidValue, 4, 11)]);
+    let l = load_str(
+        "c.toml",
+        &toml("command = [\"x\"]\nkind = \"testing.liar\""),
+    );
+    assert_eq!(found(&l), vec![(Code::InvalidValue, 5, 8)]);
+    let l = load_str("c.toml", &toml("env = [\"A\"]"));
+    assert_eq!(found(&l), vec![(Code::InvalidValue, 4, 1)]);
+    let l = load_str("c.toml", &toml("command = [\"x\"]\nenv = [\"1BAD\"]"));
+    assert_eq!(found(&l), vec![(Code::InvalidValue, 5, 8)]);
+}

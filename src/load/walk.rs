@@ -106,6 +106,9 @@ pub(crate) struct FileOut {
     pub includes: Vec<Include>,
     /// `None`: the plugin had errors.
     pub plugins: Vec<Def<Option<Manifest>>>,
+    /// Per process plugin (by its `Def`'s origin), the files to read and
+    /// hash into its identity.
+    pub plugin_files: Vec<(Origin, Vec<super::plugin::WantedFile>)>,
     pub entries: Vec<Def<EntryDecl>>,
     /// The flag says whether the scope had errors.
     pub scopes: Vec<Def<(Option<ScopePath>, ScopeDecl, bool)>>,
@@ -124,6 +127,7 @@ impl FileOut {
     pub(crate) fn append(&mut self, mut next: FileOut) {
         self.includes.append(&mut next.includes);
         self.plugins.append(&mut next.plugins);
+        self.plugin_files.append(&mut next.plugin_files);
         self.entries.append(&mut next.entries);
         self.scopes.append(&mut next.scopes);
         self.prefer.append(&mut next.prefer);
@@ -262,11 +266,19 @@ pub(crate) fn walk_file(
         out.plugins.reserve(items.len());
         for item in items {
             let before = cx.errors();
-            let manifest = plugin(cx, &item);
-            let value = manifest.filter(|_| cx.errors() == before);
+            let parsed = plugin(cx, &item);
+            let origin = cx.origin(item.key_span);
+            let value = parsed
+                .filter(|_| cx.errors() == before)
+                .map(|(manifest, files)| {
+                    if manifest.process.is_some() {
+                        out.plugin_files.push((origin, files));
+                    }
+                    manifest
+                });
             out.plugins.push(Def {
                 name: item.key.to_owned(),
-                origin: cx.origin(item.key_span),
+                origin,
                 value,
             });
         }

@@ -16,6 +16,7 @@ pub mod hooks;
 pub mod http;
 pub mod mcp;
 pub mod openai;
+pub mod process;
 pub mod scripted;
 pub mod shared;
 pub mod system;
@@ -115,6 +116,7 @@ pub fn register_builtins(catalog: &mut Catalog, env: &BuiltinEnv) {
     hooks::register_with(catalog, &env, env.redactor.clone());
     mcp::register_with(catalog, &env, env.redactor.clone());
     openai::register(catalog);
+    process::register_with(catalog, &env, env.redactor.clone());
     scripted::register(catalog, &env);
     shared::register(catalog);
     system::register(catalog, &env);

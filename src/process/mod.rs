@@ -41,6 +41,7 @@ use tokio::io::{AsyncRead, AsyncReadExt, AsyncWriteExt};
 
 use crate::runtime::Cancellation;
 
+pub mod group;
 pub mod liveness;
 pub mod orphans;
 #[cfg(test)]

@@ -80,9 +80,16 @@ impl NodeIdentity {
         );
         Self {
             implementation: match implementation {
-                Implementation::Named(kind) => {
-                    h(Canon::list([Canon::from(kind), Canon::from(m.identity())]))
-                }
+                Implementation::Named(kind) => match &m.process {
+                    // A process plugin is its argv and its files' contents:
+                    // editing `plugin.py` rebuilds the instance.
+                    Some(p) => h(Canon::list([
+                        Canon::from(kind),
+                        Canon::from(m.identity()),
+                        p.fingerprint(),
+                    ])),
+                    None => h(Canon::list([Canon::from(kind), Canon::from(m.identity())])),
+                },
                 Implementation::Declared => h(Canon::list([
                     Canon::from("declared"),
                     Canon::from(m.version.to_string()),

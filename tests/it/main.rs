@@ -13,6 +13,7 @@ mod loopback;
 mod mcp;
 mod mcp_servers;
 mod policy;
+mod process_plugins;
 mod processes;
 mod robust;
 mod run;

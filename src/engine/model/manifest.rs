@@ -140,6 +140,9 @@ pub struct Manifest {
     pub kind: Option<String>,
     /// The agent-facing guide of the plugin (applies to its tools).
     pub guide: Option<super::guide::AgentGuide>,
+    /// The program implementing this manifest, for a process plugin
+    /// (`kind` is then `process`).
+    pub process: Option<std::sync::Arc<super::ProcessCommand>>,
     /// Where the manifest was declared.
     pub origin: Option<Origin>,
 }
@@ -155,7 +158,8 @@ eq_but_origin!(Manifest {
     tools,
     expected_tools,
     kind,
-    guide
+    guide,
+    process
 });
 
 impl Manifest {
@@ -173,6 +177,7 @@ impl Manifest {
             expected_tools: Vec::new(),
             kind: None,
             guide: None,
+            process: None,
             origin: None,
         }
     }

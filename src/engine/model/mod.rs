@@ -31,6 +31,7 @@ mod host;
 mod ids;
 mod manifest;
 mod policy;
+mod process;
 mod scope;
 mod small_map;
 
@@ -45,5 +46,6 @@ pub use host::{AUTH_EXCLUDABLE, HOST_TABLES, HostSettings, ServeSettings, StoreS
 pub use ids::{CapabilityName, EntryId, IdError, ScopePath, ToolName};
 pub use manifest::{Manifest, Provided, Requirement, ToolDecl};
 pub use policy::PolicyDecl;
+pub use process::{PROCESS_KIND, PluginFile, ProcessCommand};
 pub use scope::ScopeDecl;
 pub use small_map::SmallMap;

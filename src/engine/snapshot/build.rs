@@ -33,6 +33,8 @@ pub const TOOL_CONTRACTS: &str = "tool_contracts";
 /// The `metadata` key of the MCP servers the active entries run against.
 const MCP_SERVERS: &str = "mcp_servers";
 
+use super::record::PROCESS_PLUGINS;
+
 /// The version of this chassis, recorded in every snapshot.
 pub const CHASSIS_VERSION: &str = env!("CARGO_PKG_VERSION");
 
@@ -325,6 +327,7 @@ impl<'a> Active<'a> {
             ctx,
             tool_contracts(&self.in_order)?,
             mcp_servers(&self.in_order),
+            process_plugins(&self.in_order),
         )
     }
 }
@@ -337,6 +340,7 @@ fn snapshot_metadata(
     ctx: &SnapshotContext,
     tools: Option<Canon>,
     servers: Option<Canon>,
+    programs: Option<Canon>,
 ) -> Result<BTreeMap<String, Canon>, CanonError> {
     let mut metadata = ctx.metadata.clone();
     if let Some(tools) = tools {
@@ -350,6 +354,9 @@ fn snapshot_metadata(
     }
     if let Some(servers) = servers {
         metadata.insert(MCP_SERVERS.to_owned(), servers);
+    }
+    if let Some(programs) = programs {
+        metadata.insert(PROCESS_PLUGINS.to_owned(), programs);
     }
     if !composition.quarantined.is_empty() {
         metadata.insert(
@@ -666,6 +673,7 @@ pub fn rederive_snapshot(
                 ctx,
                 tool_contracts(&with_metadata)?,
                 mcp_servers(&with_metadata),
+                process_plugins(&with_metadata),
             )?,
             scopes: physical,
             semantic_scopes: Arc::clone(&previous.semantic_scopes),
@@ -700,7 +708,7 @@ fn rederived_config_hash<'c>(
         .zip(plan.entries.values())
         .filter(|(_, p)| p.eligible)
         .map(|(e, p)| {
-            if !e.manifest.tools.is_empty() || is_mcp(e) {
+            if !e.manifest.tools.is_empty() || is_mcp(e) || e.manifest.process.is_some() {
                 with_metadata.push((p.order.unwrap_or(usize::MAX), e));
             }
             e
@@ -1135,6 +1143,20 @@ fn scope_rows<'p>(
 /// Whether `entry` runs against an MCP server (its manifest says which).
 fn is_mcp(entry: &Entry) -> bool {
     entry.manifest.kind.as_deref() == Some(crate::engine::builtin::mcp::KIND.name)
+}
+
+/// Per active process plugin, the program it runs: argv and the SHA-256
+/// of each of its files. Editing `plugin.py` changes what a run executes,
+/// so it changes the snapshot (and its digests) like a configuration does.
+fn process_plugins(active: &[&Entry]) -> Option<Canon> {
+    let programs: BTreeMap<String, Canon> = active
+        .iter()
+        .filter_map(|e| {
+            let p = e.manifest.process.as_ref()?;
+            Some((e.id.to_string(), p.fingerprint()))
+        })
+        .collect();
+    (!programs.is_empty()).then_some(Canon::Map(programs))
 }
 
 fn mcp_servers(active: &[&Entry]) -> Option<Canon> {

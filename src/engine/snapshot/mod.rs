@@ -16,7 +16,7 @@ pub use build::{
     build_snapshot_digested, config_hash, plugin_graph_hash, rederive_snapshot, tool_schema_hash,
 };
 pub use document::{Envelope, SnapshotLoadError, SnapshotLoadReason, envelope, parse_document};
-pub use record::{Digests, SNAPSHOT_FORMAT_VERSION, SnapshotRecord};
+pub use record::{Digests, PROCESS_PLUGINS, SNAPSHOT_FORMAT_VERSION, SnapshotRecord};
 pub use scopes::{
     Names, PieceStream, ProviderIds, ScopeRow, ScopesFingerprint, ScopesText, SelectionRow,
     TextPiece,

@@ -10,6 +10,9 @@ use crate::engine::canonical::{
 };
 use crate::engine::parallel;
 
+/// The `metadata` key of the programs process plugins run (argv and file
+/// digests): also part of the semantic composition.
+pub const PROCESS_PLUGINS: &str = "process_plugins";
 /// About how many bytes of the semantic tree's text one piece of the
 /// digest pipeline holds ([`SnapshotRecord::digests`]): small enough that
 /// the record's hasher starts early, large enough that handing pieces over
@@ -198,10 +201,16 @@ impl SnapshotRecord {
     /// The semantic composition: plugins, capabilities, the three content
     /// hashes, the semantic scope tree and, when the composition declares
     /// agents, each agent's definition hash (`agents`, a chassis key: a
-    /// composition without agents hashes as the reference's). No ids,
-    /// versions of chassis, generation numbers, run fields or other metadata.
+    /// composition without agents hashes as the reference's), and when it
+    /// has process plugins, the program each runs (`process_plugins`:
+    /// argv and file digests, so editing a plugin's code is a change). No
+    /// ids, versions of chassis, generation numbers, run fields or other
+    /// metadata.
     pub fn semantic_composition(&self) -> Canon {
         let mut map = self.semantic_composition_without_agents();
+        if let Some(programs) = self.metadata.get(PROCESS_PLUGINS) {
+            map.insert(PROCESS_PLUGINS.to_owned(), programs.clone());
+        }
         if let Some(agents) = self.agent_hashes() {
             map.insert(
                 "agents".to_owned(),
@@ -520,6 +529,10 @@ impl SnapshotRecord {
         write_json_string(&self.plugin_graph_hash, out)?;
         out.write_str(",\"plugins\":")?;
         self.write_plugins(out)?;
+        if let Some(programs) = self.metadata.get(PROCESS_PLUGINS) {
+            out.write_str(",\"process_plugins\":")?;
+            crate::engine::canonical::write_canonical(programs, out)?;
+        }
         out.write_str(",\"scopes\":")?;
         Ok(())
     }
@@ -655,6 +668,42 @@ mod writer_tests {
         );
         assert_eq!(r.digest().unwrap(), d.digest);
         assert_eq!(r.semantic_digest().unwrap(), d.semantic_digest);
+    }
+
+    #[test]
+    fn process_plugins_enter_the_semantic_digest_through_both_writers() {
+        let plain = record();
+        let mut with = record();
+        let program = |sha: &str| {
+            Canon::map([(
+                "p",
+                Canon::map([
+                    ("command", Canon::list(["python3", "p.py"])),
+                    ("files", Canon::map([("p.py", Canon::from(sha))])),
+                ]),
+            )])
+        };
+        with.metadata.insert(PROCESS_PLUGINS.into(), program("aa"));
+        let mut edited = with.clone();
+        edited
+            .metadata
+            .insert(PROCESS_PLUGINS.into(), program("bb"));
+        for r in [&plain, &with, &edited] {
+            let d = r.digests().unwrap();
+            assert_eq!(
+                d.semantic_digest,
+                stable_hash(&r.semantic_composition()).unwrap()
+            );
+        }
+        let digests: std::collections::BTreeSet<String> = [&plain, &with, &edited]
+            .iter()
+            .map(|r| r.semantic_digest().unwrap())
+            .collect();
+        assert_eq!(
+            digests.len(),
+            3,
+            "an edited plugin file is another composition"
+        );
     }
 
     #[test]

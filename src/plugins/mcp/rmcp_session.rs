@@ -69,50 +69,7 @@ impl ClientHandler for Handler {
     }
 }
 
-/// A stdio server's process group, killed when dropped.
-struct ProcessGroup {
-    pgid: Option<i32>,
-    child: tokio::sync::Mutex<Option<tokio::process::Child>>,
-    /// Registered as started by chassis until the leader was waited for.
-    registered: std::sync::Mutex<Option<crate::process::orphans::Started>>,
-}
-
-impl ProcessGroup {
-    fn kill(&self) {
-        if let Some(pgid) = self.pgid {
-            let _ = nix::sys::signal::killpg(
-                nix::unistd::Pid::from_raw(pgid),
-                nix::sys::signal::Signal::SIGKILL,
-            );
-        }
-    }
-
-    /// Wait up to `grace` for the leader to exit, then kill the group.
-    async fn stop(&self, grace: Duration) {
-        let mut child = self.child.lock().await;
-        if let Some(c) = child.as_mut() {
-            let _ = tokio::time::timeout(grace, c.wait()).await;
-        }
-        self.kill();
-        if let Some(mut c) = child.take() {
-            let _ = c.wait().await;
-        }
-        // What escaped the server's group is an orphan of chassis now.
-        drop(
-            self.registered
-                .lock()
-                .unwrap_or_else(std::sync::PoisonError::into_inner)
-                .take(),
-        );
-        crate::process::orphans::sweep_async().await;
-    }
-}
-
-impl Drop for ProcessGroup {
-    fn drop(&mut self) {
-        self.kill();
-    }
-}
+use crate::process::group::ProcessGroup;
 
 /// A stdio server's stdout that refuses a message (a line) longer than
 /// `limit` bytes: rmcp buffers a whole line, so without it one runaway
@@ -268,18 +225,13 @@ async fn connect_once(
                 .kill_on_drop(true);
             let (mut child, registered) = crate::process::orphans::spawn(&mut cmd)
                 .map_err(|e| start_error(spec, format_args!("cannot be started: {e}")))?;
-            let pgid = child.id().and_then(|p| i32::try_from(p).ok());
             let (Some(stdout), Some(stdin)) = (child.stdout.take(), child.stdin.take()) else {
                 return Err(start_error(spec, "has no stdio pipes"));
             };
             if let Some(stderr) = child.stderr.take() {
                 forward_stderr(spec.entry.clone(), stderr, redactor.clone());
             }
-            let group = Arc::new(ProcessGroup {
-                pgid,
-                child: tokio::sync::Mutex::new(Some(child)),
-                registered: std::sync::Mutex::new(Some(registered)),
-            });
+            let group = Arc::new(ProcessGroup::new(child, registered));
             let stdout = CappedLines {
                 inner: stdout,
                 limit: spec.max_reply_bytes,

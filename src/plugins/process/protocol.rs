@@ -1,0 +1,294 @@
+//! The plugin protocol's messages, as Rust types.
+//!
+//! Why it exists: a process plugin and chassis agree on these shapes and
+//! nothing else. They are the single source of the protocol: the JSON
+//! Schemas in `schemas/plugin-protocol/` are generated from them (a test
+//! fails when the checked-in files drift) and `docs/plugin-protocol.md`
+//! describes them. Every message is one JSON-RPC 2.0 object on one line;
+//! the envelope lives in [`super::rpc`], the `params` and `result` of each
+//! method here.
+//!
+//! Compatibility: the version is `MAJOR.MINOR`. chassis sends the version
+//! it speaks in `initialize`; the plugin answers with the version it
+//! speaks; a different major is refused. Fields added within a major are
+//! optional, and both sides ignore fields they do not know.
+
+use std::collections::BTreeMap;
+
+use schemars::JsonSchema;
+use serde::{Deserialize, Serialize};
+use serde_json::Value;
+
+/// The protocol version this chassis speaks.
+pub const PROTOCOL_VERSION: &str = "1.0";
+
+/// The longest message either side may send, in bytes (16 MiB).
+pub const MAX_MESSAGE_BYTES: usize = 16 << 20;
+
+/// Method names.
+pub mod method {
+    /// chassis → plugin: negotiate the version, learn the plugin's manifest.
+    pub const INITIALIZE: &str = "initialize";
+    /// chassis → plugin: mount; the plugin answers with its registrations.
+    pub const SETUP: &str = "setup";
+    /// chassis → plugin: call a registered tool.
+    pub const TOOLS_CALL: &str = "tools/call";
+    /// chassis → plugin: unmount; the process exits after answering.
+    pub const TEARDOWN: &str = "teardown";
+    /// Either way (notification): stop working on request `id`.
+    pub const CANCEL: &str = "$/cancel";
+}
+
+/// `initialize` params.
+#[derive(Clone, Debug, PartialEq, Serialize, Deserialize, JsonSchema)]
+pub struct InitializeParams {
+    /// The protocol version chassis speaks (`1.0`).
+    pub protocol_version: String,
+    /// The chassis version (`0.1.0`).
+    pub chassis_version: String,
+    /// The composition entry this process serves.
+    pub entry: String,
+}
+
+/// `initialize` result.
+#[derive(Clone, Debug, PartialEq, Serialize, Deserialize, JsonSchema)]
+pub struct InitializeResult {
+    /// The protocol version the plugin speaks; its major must be chassis's.
+    pub protocol_version: String,
+    /// What the plugin declares about itself; it must equal the TOML
+    /// manifest of its entry.
+    pub plugin: PluginInfo,
+    /// The most requests the plugin handles at once; chassis queues beyond
+    /// it. Absent: no limit.
+    #[serde(default, skip_serializing_if = "Option::is_none")]
+    pub max_concurrency: Option<u32>,
+}
+
+/// A plugin's own declaration (the SDK's `@plugin(...)`).
+#[derive(Clone, Debug, Default, PartialEq, Serialize, Deserialize, JsonSchema)]
+pub struct PluginInfo {
+    /// Implementation name.
+    pub name: String,
+    /// Implementation version.
+    pub version: String,
+    /// Capability → the versions provided (one per contract generation).
+    #[serde(default)]
+    pub provides: BTreeMap<String, Vec<String>>,
+    /// Capability → requirement specifier (`>=1,<2`).
+    #[serde(default)]
+    pub requires: BTreeMap<String, String>,
+    /// Capability → optional requirement specifier.
+    #[serde(default)]
+    pub optional: BTreeMap<String, String>,
+}
+
+/// `setup` params.
+#[derive(Clone, Debug, PartialEq, Serialize, Deserialize, JsonSchema)]
+pub struct SetupParams {
+    /// The entry id.
+    pub entry: String,
+    /// The entry's scope path (`/` is the root).
+    pub scope: String,
+    /// The entry's `config`, secrets resolved where it references them.
+    pub config: Value,
+    /// Per requirement that resolved, the provider bound to it.
+    #[serde(default)]
+    pub requirements: BTreeMap<String, BoundProvider>,
+}
+
+/// The provider bound to one requirement.
+#[derive(Clone, Debug, PartialEq, Serialize, Deserialize, JsonSchema)]
+pub struct BoundProvider {
+    /// The provider's entry id.
+    pub provider: String,
+    /// The exact contract version bound.
+    pub version: String,
+    /// The capability's value when it crosses as JSON (a value another
+    /// process plugin registered); absent for an in-process value.
+    #[serde(default, skip_serializing_if = "Option::is_none")]
+    pub value: Option<Value>,
+}
+
+/// `setup` result: everything the plugin registers.
+#[derive(Clone, Debug, Default, PartialEq, Serialize, Deserialize, JsonSchema)]
+pub struct SetupResult {
+    /// Capabilities provided.
+    #[serde(default)]
+    pub capabilities: Vec<CapabilityRegistration>,
+    /// Tools.
+    #[serde(default)]
+    pub tools: Vec<ToolRegistration>,
+}
+
+/// One capability the plugin provides.
+#[derive(Clone, Debug, PartialEq, Serialize, Deserialize, JsonSchema)]
+pub struct CapabilityRegistration {
+    /// The capability (`database`).
+    pub key: String,
+    /// The version registered; its major is the contract generation.
+    pub version: String,
+    /// A value consumers receive as JSON.
+    #[serde(default, skip_serializing_if = "Option::is_none")]
+    pub value: Option<Value>,
+}
+
+/// One tool the plugin registers.
+#[derive(Clone, Debug, PartialEq, Serialize, Deserialize, JsonSchema)]
+pub struct ToolRegistration {
+    /// The name the model calls.
+    pub name: String,
+    /// What the model reads.
+    pub description: String,
+    /// JSON Schema of the arguments.
+    pub input_schema: Value,
+    /// How chassis treats calls.
+    #[serde(default)]
+    pub policy: ToolPolicyWire,
+}
+
+/// A tool's policy on the wire (chassis's `ToolPolicy`).
+#[derive(Clone, Debug, Default, PartialEq, Serialize, Deserialize, JsonSchema)]
+pub struct ToolPolicyWire {
+    /// Permission templates (`filesystem.read:{/path}`); each must be
+    /// declared in the manifest's `permissions`.
+    #[serde(default)]
+    pub permissions: Vec<String>,
+    /// Whether repeating a call has no further effect.
+    #[serde(default)]
+    pub idempotent: bool,
+    /// Side-effect labels (`destructive`).
+    #[serde(default)]
+    pub side_effects: Vec<String>,
+    /// Deadline of one call, in seconds.
+    #[serde(default, skip_serializing_if = "Option::is_none")]
+    pub timeout_seconds: Option<f64>,
+    /// Cost label.
+    #[serde(default, skip_serializing_if = "Option::is_none")]
+    pub cost_class: Option<String>,
+    /// Whether every call needs approval.
+    #[serde(default)]
+    pub approval_required: bool,
+}
+
+/// `tools/call` params.
+#[derive(Clone, Debug, PartialEq, Serialize, Deserialize, JsonSchema)]
+pub struct ToolCallParams {
+    /// The tool.
+    pub name: String,
+    /// Its arguments, valid against its `input_schema`.
+    pub arguments: Value,
+    /// The run the call belongs to.
+    pub run_id: String,
+    /// The generation the run leased.
+    pub generation_id: String,
+    /// Milliseconds the call may still take; the plugin should stop by
+    /// then (chassis cancels it and answers the model itself).
+    #[serde(default, skip_serializing_if = "Option::is_none")]
+    pub deadline_ms: Option<u64>,
+}
+
+/// `tools/call` result.
+#[derive(Clone, Debug, PartialEq, Serialize, Deserialize, JsonSchema)]
+pub struct ToolCallResult {
+    /// What the model reads: a string, or any JSON value.
+    pub content: Value,
+    /// `true` when the call failed in a way the model should see as a
+    /// tool error (`content` says why).
+    #[serde(default)]
+    pub is_error: bool,
+    /// Structured data kept beside the content, not shown to the model.
+    #[serde(default, skip_serializing_if = "Option::is_none")]
+    pub artifact: Option<Value>,
+}
+
+/// `teardown` params (none yet).
+#[derive(Clone, Debug, Default, PartialEq, Serialize, Deserialize, JsonSchema)]
+pub struct TeardownParams {}
+
+/// `$/cancel` params.
+#[derive(Clone, Debug, PartialEq, Serialize, Deserialize, JsonSchema)]
+pub struct CancelParams {
+    /// The id of the request to stop.
+    pub id: u64,
+}
+
+/// JSON-RPC error codes the protocol uses.
+pub mod code {
+    /// Not JSON.
+    pub const PARSE_ERROR: i64 = -32700;
+    /// Not a JSON-RPC request.
+    pub const INVALID_REQUEST: i64 = -32600;
+    /// Unknown method.
+    pub const METHOD_NOT_FOUND: i64 = -32601;
+    /// Params of the wrong shape.
+    pub const INVALID_PARAMS: i64 = -32602;
+    /// The handler failed.
+    pub const INTERNAL_ERROR: i64 = -32603;
+    /// The request was cancelled.
+    pub const CANCELLED: i64 = -32800;
+}
+
+/// Every message's schema, by file name (`initialize.params.json`, …):
+/// what `schemas/plugin-protocol/` holds.
+pub fn schemas() -> BTreeMap<String, Value> {
+    fn one<T: JsonSchema>() -> Value {
+        serde_json::to_value(schemars::schema_for!(T)).unwrap_or(Value::Null)
+    }
+    BTreeMap::from([
+        ("initialize.params".to_owned(), one::<InitializeParams>()),
+        ("initialize.result".to_owned(), one::<InitializeResult>()),
+        ("setup.params".to_owned(), one::<SetupParams>()),
+        ("setup.result".to_owned(), one::<SetupResult>()),
+        ("tools-call.params".to_owned(), one::<ToolCallParams>()),
+        ("tools-call.result".to_owned(), one::<ToolCallResult>()),
+        ("teardown.params".to_owned(), one::<TeardownParams>()),
+        ("cancel.params".to_owned(), one::<CancelParams>()),
+    ])
+    .into_iter()
+    .map(|(k, v)| (format!("{k}.json"), v))
+    .collect()
+}
+
+#[cfg(test)]
+mod tests {
+    use super::*;
+
+    /// `schemas/plugin-protocol/` holds exactly what the types generate;
+    /// `CHASSIS_UPDATE_SCHEMA=1` writes it again.
+    #[test]
+    fn the_checked_in_schemas_match_the_types() {
+        let dir = std::path::Path::new(env!("CARGO_MANIFEST_DIR")).join("schemas/plugin-protocol");
+        let update = std::env::var_os("CHASSIS_UPDATE_SCHEMA").is_some();
+        let generated = schemas();
+        if update {
+            std::fs::create_dir_all(&dir).unwrap();
+            for old in std::fs::read_dir(&dir).unwrap() {
+                std::fs::remove_file(old.unwrap().path()).unwrap();
+            }
+        }
+        for (name, schema) in &generated {
+            let text = serde_json::to_string_pretty(schema).unwrap() + "\n";
+            let path = dir.join(name);
+            if update {
+                std::fs::write(&path, &text).unwrap();
+            }
+            let on_disk = std::fs::read_to_string(&path).unwrap_or_default();
+            assert_eq!(
+                on_disk, text,
+                "{name} drifted from the protocol types; run CHASSIS_UPDATE_SCHEMA=1 cargo test --lib plugins::process"
+            );
+        }
+        let files = std::fs::read_dir(&dir).unwrap().count();
+        assert_eq!(files, generated.len(), "stale files in {}", dir.display());
+    }
+
+    #[test]
+    fn unknown_fields_are_ignored_and_defaults_fill_in() {
+        let r: InitializeResult = serde_json::from_str(
+            r#"{"protocol_version":"1.3","plugin":{"name":"p","version":"1.0.0"},"later":true}"#,
+        )
+        .unwrap();
+        assert_eq!(r.plugin.provides.len(), 0);
+        assert_eq!(r.max_concurrency, None);
+    }
+}

@@ -1,0 +1,510 @@
+//! Starting a process plugin: spawn, `initialize`, `setup`, and what the
+//! plugin registered; stopping it: `teardown`, then its process group.
+//!
+//! Every failure here happens before the plugin is mounted, so it is a
+//! setup error (the harness reports a `PluginSetupError` and rolls the
+//! candidate back) naming the entry, the program, the reason, and the last
+//! lines the process wrote to stderr, redacted.
+
+use std::ffi::OsString;
+use std::sync::Arc;
+use std::time::Duration;
+
+use serde_json::{Value, json};
+
+use super::protocol::{
+    BoundProvider, InitializeParams, InitializeResult, PROTOCOL_VERSION, PluginInfo, SetupParams,
+    SetupResult, TeardownParams, method,
+};
+use super::rpc::{Connection, RpcError, no_methods};
+use super::tool::ProcessTool;
+use crate::engine::canonical::Canon;
+use crate::engine::model::{ConfigValue, Manifest, ProcessCommand};
+use crate::engine::policy::ToolPolicy;
+use crate::engine::secret::Redactor;
+use crate::engine::specifier::Specifier;
+use crate::engine::version::Version;
+use crate::process::group::ProcessGroup;
+use crate::runtime::{CapabilityValue, PluginContext};
+
+/// How long the start (spawn, `initialize`, `setup`) may take.
+pub const STARTUP_TIMEOUT: Duration = Duration::from_secs(30);
+
+/// How long a plugin has to answer `teardown` and exit before its process
+/// group is killed.
+pub const TEARDOWN_GRACE: Duration = Duration::from_secs(5);
+
+/// Variables every plugin gets (when set), besides its `env` list and
+/// `PYENV_*`.
+pub const BASE_ENV: [&str; 5] = ["PATH", "HOME", "LANG", "TMPDIR", "VIRTUAL_ENV"];
+
+/// A mounted plugin process.
+pub struct Running {
+    entry: String,
+    conn: Arc<Connection>,
+    group: ProcessGroup,
+    registered: SetupResult,
+}
+
+impl std::fmt::Debug for Running {
+    fn fmt(&self, f: &mut std::fmt::Formatter<'_>) -> std::fmt::Result {
+        f.debug_struct("Running")
+            .field("entry", &self.entry)
+            .finish_non_exhaustive()
+    }
+}
+
+/// The environment of a plugin: the base allow-list, `PYENV_*`, and the
+/// names the manifest lists, as this process has them.
+fn environment(command: &ProcessCommand) -> Vec<(OsString, OsString)> {
+    let mut names: Vec<String> = BASE_ENV.iter().map(|s| (*s).to_owned()).collect();
+    names.extend(command.env.iter().cloned());
+    names.extend(
+        std::env::vars_os()
+            .filter_map(|(k, _)| k.into_string().ok())
+            .filter(|k| k.starts_with("PYENV_")),
+    );
+    names.sort();
+    names.dedup();
+    crate::process::allowed_env(&names)
+}
+
+/// The entry's configuration as JSON, each secret reference replaced by
+/// its value (which the redactor learns): a plugin sees a secret only
+/// where its configuration names one.
+fn config_json(
+    value: &ConfigValue,
+    ctx: &PluginContext,
+    redactor: &Redactor,
+) -> Result<Value, String> {
+    Ok(match value {
+        ConfigValue::Secret(r) => {
+            let secret = ctx
+                .secret(&r.name)
+                .map_err(|e| format!("its configuration's secret `{}`: {e}", r.name))?;
+            redactor.learn(&secret);
+            Value::String(secret.reveal().to_owned())
+        }
+        ConfigValue::Array(items) => Value::Array(
+            items
+                .iter()
+                .map(|v| config_json(v, ctx, redactor))
+                .collect::<Result<_, _>>()?,
+        ),
+        ConfigValue::Table(map) => Value::Object(
+            map.iter()
+                .map(|(k, v)| Ok((k.clone(), config_json(v, ctx, redactor)?)))
+                .collect::<Result<_, String>>()?,
+        ),
+        other => other.to_json(),
+    })
+}
+
+/// What differs between the TOML manifest and the plugin's declaration,
+/// one line each.
+fn declaration_differences(manifest: &Manifest, info: &PluginInfo) -> Vec<String> {
+    let mut out = Vec::new();
+    if info.name != manifest.name {
+        out.push(format!(
+            "name: the manifest says `{}`, the plugin `{}`",
+            manifest.name, info.name
+        ));
+    }
+    match Version::parse(&info.version) {
+        Ok(v) if v == manifest.version => {}
+        _ => out.push(format!(
+            "version: the manifest says `{}`, the plugin `{}`",
+            manifest.version, info.version
+        )),
+    }
+    let toml_provides: Vec<(String, Vec<String>)> = manifest
+        .provides
+        .iter()
+        .map(|(k, p)| {
+            (
+                k.to_string(),
+                p.versions.iter().map(ToString::to_string).collect(),
+            )
+        })
+        .collect();
+    let mut plugin_provides: Vec<(String, Vec<String>)> = info
+        .provides
+        .iter()
+        .map(|(k, vs)| {
+            let mut vs: Vec<String> = vs
+                .iter()
+                .map(|v| Version::parse(v).map_or_else(|_| v.clone(), |v| v.to_string()))
+                .collect();
+            vs.sort_by(|a, b| match (Version::parse(a), Version::parse(b)) {
+                (Ok(a), Ok(b)) => a.cmp(&b),
+                _ => a.cmp(b),
+            });
+            (k.clone(), vs)
+        })
+        .collect();
+    plugin_provides.sort();
+    if toml_provides != plugin_provides {
+        let show = |p: &[(String, Vec<String>)]| {
+            p.iter()
+                .map(|(k, v)| format!("{k} {}", v.join("/")))
+                .collect::<Vec<_>>()
+                .join(", ")
+        };
+        out.push(format!(
+            "provides: the manifest says [{}], the plugin [{}]",
+            show(&toml_provides),
+            show(&plugin_provides)
+        ));
+    }
+    for (field, optional, declared) in [
+        ("requires", false, &info.requires),
+        ("optional", true, &info.optional),
+    ] {
+        let toml: Vec<(String, String)> = manifest
+            .requires
+            .values()
+            .filter(|r| r.optional == optional)
+            .map(|r| (r.capability.to_string(), r.specifier.to_string()))
+            .collect();
+        let plugin: Vec<(String, String)> = declared
+            .iter()
+            .map(|(k, s)| {
+                let s = Specifier::parse(s).map_or_else(|_| s.clone(), |s| s.to_string());
+                (k.clone(), s)
+            })
+            .collect();
+        if toml != plugin {
+            let show = |p: &[(String, String)]| {
+                p.iter()
+                    .map(|(k, v)| format!("{k} {v}"))
+                    .collect::<Vec<_>>()
+                    .join(", ")
+            };
+            out.push(format!(
+                "{field}: the manifest says [{}], the plugin [{}]",
+                show(&toml),
+                show(&plugin)
+            ));
+        }
+    }
+    out
+}
+
+/// What differs between the tools the manifest declares and those the
+/// plugin registered; a tool the manifest does not declare is refused
+/// (the pure commands could not have seen it).
+fn tool_differences(manifest: &Manifest, registered: &SetupResult) -> Vec<String> {
+    let canon = |v: &Value| Canon::from_json(v);
+    let mut out = Vec::new();
+    for t in &registered.tools {
+        let Some(declared) = manifest.tools.iter().find(|d| d.name.as_str() == t.name) else {
+            out.push(format!(
+                "tool `{}` is not declared in the manifest; declare it:\n\n[[plugins.{}.tools]]\nname = {}\ndescription = {}\nargs = {}\n",
+                t.name,
+                manifest.name,
+                toml_string(&t.name),
+                toml_string(&t.description),
+                toml_inline(&t.input_schema)
+            ));
+            continue;
+        };
+        if declared.description != t.description {
+            out.push(format!(
+                "tool `{}`: the manifest's description is {}, the plugin's {}",
+                t.name,
+                toml_string(&declared.description),
+                toml_string(&t.description)
+            ));
+        }
+        let declared_schema = declared.args_schema.as_ref().map(canon);
+        if declared_schema.as_ref() != Some(&canon(&t.input_schema)) {
+            out.push(format!(
+                "tool `{}`: its argument schema differs from the manifest's `args`; the plugin registers\n  args = {}",
+                t.name,
+                toml_inline(&t.input_schema)
+            ));
+        }
+    }
+    out
+}
+
+/// `s` as a TOML basic string.
+fn toml_string(s: &str) -> String {
+    toml::Value::String(s.to_owned()).to_string()
+}
+
+/// `v` as a TOML inline value (what a user pastes into `args = …`).
+fn toml_inline(v: &Value) -> String {
+    fn to_toml(v: &Value) -> toml::Value {
+        match v {
+            Value::Null => toml::Value::String(String::new()),
+            Value::Bool(b) => toml::Value::Boolean(*b),
+            Value::Number(n) => n.as_i64().map_or_else(
+                || toml::Value::Float(n.as_f64().unwrap_or(0.0)),
+                toml::Value::Integer,
+            ),
+            Value::String(s) => toml::Value::String(s.clone()),
+            Value::Array(a) => toml::Value::Array(a.iter().map(to_toml).collect()),
+            Value::Object(m) => {
+                toml::Value::Table(m.iter().map(|(k, v)| (k.clone(), to_toml(v))).collect())
+            }
+        }
+    }
+    to_toml(v).to_string()
+}
+
+fn failure(
+    manifest: &Manifest,
+    entry: &str,
+    program: &str,
+    why: impl std::fmt::Display,
+    stderr: &[String],
+) -> String {
+    let mut out = format!(
+        "the process plugin `{}` (entry `{entry}`, program `{program}`) {why}",
+        manifest.name
+    );
+    if !stderr.is_empty() {
+        out.push_str("; its last stderr lines:");
+        for line in stderr {
+            out.push_str("\n    ");
+            out.push_str(line);
+        }
+    }
+    out
+}
+
+/// Start the plugin of `ctx`'s entry and mount it: `initialize`, the
+/// declaration check, `setup`, the tool check.
+pub async fn mount(
+    ctx: &PluginContext,
+    manifest: &Manifest,
+    redactor: &Redactor,
+) -> Result<Running, String> {
+    let entry = ctx.entry_id().to_owned();
+    let command = manifest
+        .process
+        .as_ref()
+        .ok_or_else(|| format!("the plugin `{}` has no `command`", manifest.name))?;
+    let shown = command.argv.first().cloned().unwrap_or_default();
+    let program =
+        crate::process::resolve_program(&shown, &command.dir, std::env::var_os("PATH").as_deref())
+            .map_err(|e| {
+                failure(
+                    manifest,
+                    &entry,
+                    &shown,
+                    format_args!("cannot start: {e}"),
+                    &[],
+                )
+            })?;
+    let shown = program.display().to_string();
+    // Configuration first: a missing secret fails before anything starts.
+    let config = config_json(ctx.config(), ctx, redactor)
+        .map_err(|e| failure(manifest, &entry, &shown, e, &[]))?;
+    let mut cmd = tokio::process::Command::new(&program);
+    cmd.args(command.argv.iter().skip(1))
+        .current_dir(&command.dir)
+        .env_clear()
+        .envs(environment(command))
+        .stdin(std::process::Stdio::piped())
+        .stdout(std::process::Stdio::piped())
+        .stderr(std::process::Stdio::piped())
+        .process_group(0)
+        .kill_on_drop(true);
+    let (mut child, registered) = crate::process::orphans::spawn(&mut cmd).map_err(|e| {
+        failure(
+            manifest,
+            &entry,
+            &shown,
+            format_args!("cannot start: {e}"),
+            &[],
+        )
+    })?;
+    let (Some(stdin), Some(stdout)) = (child.stdin.take(), child.stdout.take()) else {
+        return Err(failure(manifest, &entry, &shown, "has no stdio pipes", &[]));
+    };
+    let stderr = child.stderr.take();
+    let group = ProcessGroup::new(child, registered);
+    let conn = Connection::start(
+        &entry,
+        stdin,
+        stdout,
+        stderr,
+        redactor.clone(),
+        no_methods(),
+    );
+    match handshake(ctx, manifest, &entry, &conn, config).await {
+        Ok(registered) => Ok(Running {
+            entry,
+            conn,
+            group,
+            registered,
+        }),
+        Err(why) => {
+            // Let the process's last words reach stderr before quoting them.
+            group.stop(Duration::from_millis(200)).await;
+            conn.stderr_drained(Duration::from_millis(500)).await;
+            Err(failure(manifest, &entry, &shown, why, &conn.last_stderr()))
+        }
+    }
+}
+
+fn rpc_failure(step: &str, e: RpcError) -> String {
+    match e {
+        RpcError::Closed(reason) => format!("failed at `{step}`: {reason}"),
+        RpcError::Timeout(t) => format!("did not answer `{step}` within {}s", t.as_secs()),
+        other => format!("failed at `{step}`: {other}"),
+    }
+}
+
+async fn handshake(
+    ctx: &PluginContext,
+    manifest: &Manifest,
+    entry: &str,
+    conn: &Connection,
+    config: Value,
+) -> Result<SetupResult, String> {
+    let params = InitializeParams {
+        protocol_version: PROTOCOL_VERSION.to_owned(),
+        chassis_version: env!("CARGO_PKG_VERSION").to_owned(),
+        entry: entry.to_owned(),
+    };
+    let result = conn
+        .request(
+            method::INITIALIZE,
+            serde_json::to_value(&params).unwrap_or_default(),
+            Some(STARTUP_TIMEOUT),
+            None,
+        )
+        .await
+        .map_err(|e| rpc_failure(method::INITIALIZE, e))?;
+    let init: InitializeResult = serde_json::from_value(result)
+        .map_err(|e| format!("answered `initialize` with the wrong shape: {e}"))?;
+    let major = |v: &str| v.split('.').next().unwrap_or_default().to_owned();
+    if major(&init.protocol_version) != major(PROTOCOL_VERSION) {
+        return Err(format!(
+            "speaks plugin protocol {}; this chassis speaks {PROTOCOL_VERSION} (a different major is refused: update the plugin's SDK or chassis)",
+            init.protocol_version
+        ));
+    }
+    let differences = declaration_differences(manifest, &init.plugin);
+    if !differences.is_empty() {
+        return Err(format!(
+            "declares itself differently from its TOML manifest (which is authoritative):\n  {}",
+            differences.join("\n  ")
+        ));
+    }
+    if let Some(max) = init.max_concurrency {
+        conn.limit_concurrency(max);
+    }
+    let requirements = manifest
+        .requires
+        .keys()
+        .filter_map(|cap| {
+            let b = ctx.binding(cap.as_str())?;
+            Some((
+                cap.to_string(),
+                BoundProvider {
+                    provider: b.provider.clone(),
+                    version: b.version.to_string(),
+                    value: b.value.downcast::<Value>().map(|v| (*v).clone()),
+                },
+            ))
+        })
+        .collect();
+    let params = SetupParams {
+        entry: entry.to_owned(),
+        scope: ctx.scope_path().to_owned(),
+        config,
+        requirements,
+    };
+    let result = conn
+        .request(
+            method::SETUP,
+            serde_json::to_value(&params).unwrap_or_default(),
+            Some(STARTUP_TIMEOUT),
+            None,
+        )
+        .await
+        .map_err(|e| rpc_failure(method::SETUP, e))?;
+    let registered: SetupResult = serde_json::from_value(result)
+        .map_err(|e| format!("answered `setup` with the wrong shape: {e}"))?;
+    let differences = tool_differences(manifest, &registered);
+    if !differences.is_empty() {
+        return Err(format!(
+            "registered tools its TOML manifest does not declare as they are:\n  {}",
+            differences.join("\n  ")
+        ));
+    }
+    Ok(registered)
+}
+
+impl Running {
+    /// Register what the plugin answered to `setup` through `ctx`.
+    pub fn register(&self, ctx: &PluginContext) -> Result<(), crate::runtime::BoxError> {
+        for c in &self.registered.capabilities {
+            let value = c
+                .value
+                .clone()
+                .map_or_else(CapabilityValue::unit, CapabilityValue::new);
+            ctx.capabilities().provide(&c.key, value, &c.version)?;
+        }
+        for t in &self.registered.tools {
+            let p = &t.policy;
+            let policy = ToolPolicy {
+                permissions: p.permissions.clone(),
+                idempotent: p.idempotent,
+                side_effects: p.side_effects.clone(),
+                timeout_seconds: p.timeout_seconds,
+                cost_class: p.cost_class.clone(),
+                approval_required: p.approval_required,
+                metadata: std::collections::BTreeMap::new(),
+            };
+            let tool = ProcessTool {
+                name: t.name.clone(),
+                description: t.description.clone(),
+                schema: t.input_schema.clone(),
+                deadline: p.timeout_seconds.map(Duration::from_secs_f64),
+                conn: Arc::clone(&self.conn),
+            };
+            ctx.tools().register(Arc::new(tool), policy)?;
+        }
+        Ok(())
+    }
+
+    /// `teardown`, then end the process group.
+    pub async fn stop(&self) {
+        if self.conn.closed_reason().is_none() {
+            let asked = self
+                .conn
+                .request(
+                    method::TEARDOWN,
+                    serde_json::to_value(TeardownParams {}).unwrap_or(json!({})),
+                    Some(TEARDOWN_GRACE),
+                    None,
+                )
+                .await;
+            if let Err(e) = asked {
+                tracing::warn!(target: "chassis::plugin", entry = %self.entry, "teardown: {e}");
+            }
+        }
+        self.group.stop(TEARDOWN_GRACE).await;
+    }
+}
+
+#[cfg(test)]
+mod tests {
+    use super::*;
+
+    #[test]
+    fn toml_inline_renders_a_schema_a_user_can_paste() {
+        let v =
+            json!({"type":"object","properties":{"name":{"type":"string"}},"required":["name"]});
+        let text = toml_inline(&v);
+        let back: toml::Value = toml::from_str(&format!("args = {text}"))
+            .map(|t: toml::Table| t["args"].clone())
+            .unwrap();
+        assert_eq!(back["properties"]["name"]["type"].as_str(), Some("string"));
+    }
+}

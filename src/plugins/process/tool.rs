@@ -1,0 +1,96 @@
+//! A process plugin's tool as a chassis [`Tool`].
+//!
+//! Every call crosses the executor first (hooks, policy, approval, budget,
+//! telemetry, replay); this adapter forwards it as `tools/call`. A result
+//! with `is_error` and a JSON-RPC error are tool failures the model sees;
+//! a dead process fails the call with the reason. The executor's deadline
+//! or a cancelled run drops the request, which sends `$/cancel`.
+
+use std::sync::Arc;
+use std::time::Duration;
+
+use serde_json::Value;
+
+use super::protocol::{ToolCallParams, ToolCallResult, method};
+use super::rpc::{Connection, RpcError};
+use crate::runtime::{BoxError, Tool, ToolCallContext, ToolOutput};
+
+/// A mounted tool of a process plugin.
+pub struct ProcessTool {
+    /// Name.
+    pub name: String,
+    /// Description.
+    pub description: String,
+    /// Argument schema.
+    pub schema: Value,
+    /// The policy's deadline, told to the plugin.
+    pub deadline: Option<Duration>,
+    /// The plugin's connection.
+    pub conn: Arc<Connection>,
+}
+
+impl std::fmt::Debug for ProcessTool {
+    fn fmt(&self, f: &mut std::fmt::Formatter<'_>) -> std::fmt::Result {
+        f.debug_struct("ProcessTool")
+            .field("name", &self.name)
+            .finish_non_exhaustive()
+    }
+}
+
+#[async_trait::async_trait]
+impl Tool for ProcessTool {
+    fn name(&self) -> &str {
+        &self.name
+    }
+
+    fn description(&self) -> &str {
+        &self.description
+    }
+
+    fn args_schema(&self) -> Option<&Value> {
+        Some(&self.schema)
+    }
+
+    async fn call(&self, args: Value, ctx: &ToolCallContext) -> Result<ToolOutput, BoxError> {
+        let params = ToolCallParams {
+            name: self.name.clone(),
+            arguments: args,
+            run_id: ctx.run_id.clone(),
+            generation_id: ctx.generation_id.clone(),
+            deadline_ms: self
+                .deadline
+                .map(|d| u64::try_from(d.as_millis()).unwrap_or(u64::MAX)),
+        };
+        let reply = self
+            .conn
+            .request(
+                method::TOOLS_CALL,
+                serde_json::to_value(&params)?,
+                None,
+                Some(&ctx.cancel),
+            )
+            .await
+            .map_err(|e| -> BoxError {
+                match e {
+                    RpcError::Closed(reason) => format!(
+                        "the plugin process is gone ({reason}); its tools answer again in the next generation"
+                    )
+                    .into(),
+                    other => other.to_string().into(),
+                }
+            })?;
+        let result: ToolCallResult = serde_json::from_value(reply)
+            .map_err(|e| format!("the plugin answered `tools/call` with the wrong shape: {e}"))?;
+        if result.is_error {
+            let text = match &result.content {
+                Value::String(s) => s.clone(),
+                other => other.to_string(),
+            };
+            return Err(text.into());
+        }
+        Ok(ToolOutput {
+            content: result.content,
+            artifact: result.artifact,
+        })
+    }
+}

@@ -1,0 +1,84 @@
+//! A long-lived child's process group, killed whole when dropped.
+//!
+//! Why it exists: a program chassis keeps running across calls (an MCP
+//! stdio server, a process plugin) lives in a process group of its own.
+//! Ending it must end everything it started, and a chassis that drops it
+//! on any path (an error, a panic in a task, a shutdown) must not leave it
+//! behind: this type owns the group, asks the leader to exit within a
+//! grace period on [`ProcessGroup::stop`], and `SIGKILL`s the group
+//! otherwise and on drop.
+
+use std::time::Duration;
+
+use super::orphans::Started;
+
+/// A child's process group (the child leads it: spawn it with
+/// `process_group(0)`).
+#[derive(Debug)]
+pub struct ProcessGroup {
+    pgid: Option<i32>,
+    child: tokio::sync::Mutex<Option<tokio::process::Child>>,
+    /// Registered as started by chassis until the leader was waited for.
+    registered: std::sync::Mutex<Option<Started>>,
+}
+
+impl ProcessGroup {
+    /// The group led by `child`, registered as started by `registered`.
+    pub fn new(child: tokio::process::Child, registered: Started) -> Self {
+        Self {
+            pgid: child.id().and_then(|p| i32::try_from(p).ok()),
+            child: tokio::sync::Mutex::new(Some(child)),
+            registered: std::sync::Mutex::new(Some(registered)),
+        }
+    }
+
+    /// The leader's pid.
+    pub fn pid(&self) -> Option<i32> {
+        self.pgid
+    }
+
+    /// `SIGKILL` the whole group now.
+    pub fn kill(&self) {
+        if let Some(pgid) = self.pgid {
+            // ESRCH (the group is already gone) is the expected outcome
+            // when nothing is left.
+            let _ = nix::sys::signal::killpg(
+                nix::unistd::Pid::from_raw(pgid),
+                nix::sys::signal::Signal::SIGKILL,
+            );
+        }
+    }
+
+    /// Wait up to `grace` for the leader to exit, then kill the group and
+    /// reap what escaped it.
+    pub async fn stop(&self, grace: Duration) {
+        let mut child = self.child.lock().await;
+        if let Some(c) = child.as_mut() {
+            let _ = tokio::time::timeout(grace, c.wait()).await;
+        }
+        self.kill();
+        if let Some(mut c) = child.take() {
+            let _ = c.wait().await;
+        }
+        // What escaped the group is an orphan of chassis now.
+        drop(
+            self.registered
+                .lock()
+                .unwrap_or_else(std::sync::PoisonError::into_inner)
+                .take(),
+        );
+        super::orphans::sweep_async().await;
+    }
+
+    /// The leader's exit status if it has exited (without waiting).
+    pub async fn exited(&self) -> Option<std::process::ExitStatus> {
+        let mut child = self.child.lock().await;
+        child.as_mut().and_then(|c| c.try_wait().ok().flatten())
+    }
+}
+
+impl Drop for ProcessGroup {
+    fn drop(&mut self) {
+        self.kill();
+    }
+}

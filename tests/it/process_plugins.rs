@@ -1,0 +1,435 @@
+//! Process plugins: real `python3` processes speaking the plugin protocol
+//! through the Python SDK (`sdk/python/chassis_plugin.py`), mounted by the
+//! real binary. Nothing is mocked: each test writes a plugin beside a
+//! composition, runs `chassis`, and reads what a user would see.
+
+use std::path::Path;
+
+use serde_json::Value;
+
+use crate::harness::{Run, run_in};
+
+/// The interpreter behind `python3` (not a pyenv shim: the tests run
+/// chassis with `HOME` pointing at a temporary folder).
+fn python() -> String {
+    let out = std::process::Command::new("python3")
+        .args(["-c", "import sys; print(sys.executable)"])
+        .output()
+        .expect("python3 is installed (the process plugin tests need it)");
+    assert!(out.status.success(), "python3 -c failed");
+    String::from_utf8(out.stdout).unwrap().trim().to_owned()
+}
+
+/// A folder with the SDK vendored and `files` written.
+fn workspace(files: &[(&str, &str)]) -> tempfile::TempDir {
+    let dir = tempfile::tempdir().unwrap();
+    let sdk = crate::harness::root().join("sdk/python/chassis_plugin.py");
+    std::fs::copy(sdk, dir.path().join("chassis_plugin.py")).unwrap();
+    for (name, text) in files {
+        std::fs::write(dir.path().join(name), text.replace("{PYTHON}", &python())).unwrap();
+    }
+    dir
+}
+
+fn run(dir: &Path, args: &[&str], env: &[(&str, &str)]) -> Run {
+    let mut all = vec!["--color", "never"];
+    all.extend_from_slice(args);
+    run_in(dir, &all, env)
+}
+
+/// The document a `run --format json` printed last (after its progress lines).
+fn document(out: &Run) -> Value {
+    let start = out.stdout.find("\n{\n").map_or(0, |i| i + 1);
+    serde_json::from_str(&out.stdout[start..])
+        .unwrap_or_else(|e| panic!("no run document ({e}):\n{}\n{}", out.stdout, out.stderr))
+}
+
+const GREETER: &str = r#"
+from chassis_plugin import plugin, ToolPolicy
+
+@plugin(name="greeter", version="1.0.0", provides={"greeting": "1.0.0"})
+def greeter(ctx):
+    print("print() during setup goes to stderr")
+    style = ctx.config.get("style", "plain")
+    def greet(name: str, excited: bool = False) -> str:
+        """Greet someone by name."""
+        print("print() inside a tool goes to stderr too")
+        return f"Hello, {name}{'!' if excited else '.'} ({style})"
+    ctx.tools.register(greet, policy=ToolPolicy(idempotent=True))
+    ctx.capabilities.provide("greeting", {"style": style}, version="1.0.0")
+
+if __name__ == "__main__":
+    greeter.run()
+"#;
+
+const GREETER_TOML: &str = r#"version = 1
+
+[plugins.greeter]
+version = "1.0.0"
+command = ["{PYTHON}", "greeter.py"]
+provides = { greeting = "1.0.0" }
+
+[[plugins.greeter.tools]]
+name = "greet"
+description = "Greet someone by name."
+args = { type = "object", properties = { name = { type = "string" }, excited = { type = "boolean" } }, required = ["name"], additionalProperties = false }
+
+[policy.tools.greet]
+idempotent = true
+
+[entries.greeter]
+plugin = "greeter"
+config.style = "warm"
+
+[entries.model]
+plugin = "scripted"
+[[entries.model.config.turns]]
+tool_calls = [{ name = "greet", args = { name = "Ada", excited = true } }]
+[[entries.model.config.turns]]
+text = "done"
+
+[agents.a]
+prompt = "p"
+default_input = "go"
+"#;
+
+/// The transcript's tool results, as the model read them.
+fn tool_results(doc: &Value) -> Vec<String> {
+    doc["messages"]
+        .as_array()
+        .into_iter()
+        .flatten()
+        .filter(|m| m["role"] == "tool")
+        .map(|m| {
+            m["content"]
+                .as_str()
+                .map_or_else(|| m["content"].to_string(), str::to_owned)
+        })
+        .collect()
+}
+
+#[test]
+fn a_python_plugin_serves_its_tool_to_an_agent() {
+    let dir = workspace(&[("greeter.py", GREETER), ("composition.toml", GREETER_TOML)]);
+    let out = run(
+        dir.path(),
+        &["--format", "json", "run", "composition.toml"],
+        &[],
+    );
+    assert_eq!(out.code, 0, "{}\n{}", out.stdout, out.stderr);
+    let doc = document(&out);
+    assert_eq!(doc["answer"], "done");
+    // The config reached the plugin; print() broke nothing.
+    assert_eq!(
+        tool_results(&doc),
+        vec!["Hello, Ada! (warm)".to_owned()],
+        "{doc:#}"
+    );
+    // The plugin's capability is in the generation it ran on.
+    assert_eq!(doc["composition"]["capabilities"]["greeting"][0], "1.0.0");
+}
+
+#[test]
+fn editing_the_plugin_file_changes_the_digest_and_the_pure_commands_start_nothing() {
+    let dir = workspace(&[("greeter.py", GREETER), ("composition.toml", GREETER_TOML)]);
+    let digest = |dir: &Path| {
+        let out = run(
+            dir,
+            &["--format", "json", "snapshot", "composition.toml"],
+            &[],
+        );
+        assert_eq!(out.code, 0, "{}", out.stderr);
+        let doc: Value = serde_json::from_str(&out.stdout).unwrap();
+        (
+            doc["digests"]["semantic_digest"]
+                .as_str()
+                .unwrap()
+                .to_owned(),
+            doc["snapshot"]["metadata"]["process_plugins"]["greeter"].clone(),
+        )
+    };
+    let (before, program) = digest(dir.path());
+    assert_eq!(program["command"][1], "greeter.py", "{program}");
+    assert_eq!(program["files"]["greeter.py"].as_str().unwrap().len(), 64);
+    // A plugin that would announce itself if started: `check` and
+    // `snapshot` never start it.
+    let marker = dir.path().join("started");
+    let edited = GREETER.replace(
+        "from chassis_plugin import",
+        &format!(
+            "open({:?}, 'w').close()\nfrom chassis_plugin import",
+            marker.to_str().unwrap()
+        ),
+    );
+    std::fs::write(dir.path().join("greeter.py"), edited).unwrap();
+    let (after, _) = digest(dir.path());
+    assert_ne!(before, after, "editing greeter.py is a change");
+    // The diff says which program changed.
+    let original = workspace(&[("greeter.py", GREETER), ("composition.toml", GREETER_TOML)]);
+    let old = original.path().join("composition.toml");
+    let diff = run(
+        dir.path(),
+        &[
+            "--format",
+            "json",
+            "diff",
+            "generations",
+            old.to_str().unwrap(),
+            "composition.toml",
+        ],
+        &[],
+    );
+    assert_eq!(diff.code, 0, "{}", diff.stderr);
+    let changes: Value = serde_json::from_str(&diff.stdout).unwrap();
+    let programs: Vec<&Value> = changes["changes"]
+        .as_array()
+        .unwrap()
+        .iter()
+        .filter(|c| c["subject"] == "program:greeter")
+        .collect();
+    assert_eq!(programs.len(), 1, "{changes:#}");
+    assert_eq!(programs[0]["reason"], "program_changed");
+    let check = run(dir.path(), &["check", "composition.toml"], &[]);
+    assert_eq!(check.code, 0, "{}", check.stderr);
+    assert!(!marker.exists(), "a pure command started the plugin");
+}
+
+#[test]
+fn a_declaration_that_differs_from_the_manifest_fails_setup_with_the_difference() {
+    let plugin = GREETER.replace("version=\"1.0.0\", provides", "version=\"1.1.0\", provides");
+    let dir = workspace(&[("greeter.py", &plugin), ("composition.toml", GREETER_TOML)]);
+    let out = run(dir.path(), &["run", "composition.toml"], &[]);
+    assert_eq!(out.code, 3, "{}\n{}", out.stdout, out.stderr);
+    assert!(
+        out.stderr
+            .contains("version: the manifest says `1.0.0`, the plugin `1.1.0`"),
+        "{}",
+        out.stderr
+    );
+    assert!(out.stderr.contains("entry `greeter`"), "{}", out.stderr);
+}
+
+#[test]
+fn a_promised_capability_not_registered_is_a_contract_error() {
+    let plugin = GREETER.replace(
+        "    ctx.capabilities.provide(\"greeting\", {\"style\": style}, version=\"1.0.0\")\n",
+        "",
+    );
+    let dir = workspace(&[("greeter.py", &plugin), ("composition.toml", GREETER_TOML)]);
+    let out = run(
+        dir.path(),
+        &["--format", "json", "run", "composition.toml"],
+        &[],
+    );
+    assert_eq!(out.code, 3, "{}\n{}", out.stdout, out.stderr);
+    let said = format!("{}{}", out.stdout, out.stderr);
+    assert!(said.contains("promised greeting@1"), "{said}");
+}
+
+#[test]
+fn a_tool_the_manifest_does_not_declare_is_refused_with_the_toml_to_add() {
+    let plugin = GREETER.replace(
+        "    ctx.capabilities.provide(",
+        "    def shout(text: str) -> str:\n        \"\"\"Shout.\"\"\"\n        return text.upper()\n    ctx.tools.register(shout)\n    ctx.capabilities.provide(",
+    );
+    let dir = workspace(&[("greeter.py", &plugin), ("composition.toml", GREETER_TOML)]);
+    let out = run(dir.path(), &["run", "composition.toml"], &[]);
+    assert_eq!(out.code, 3, "{}\n{}", out.stdout, out.stderr);
+    assert!(
+        out.stderr.contains("tool `shout` is not declared"),
+        "{}",
+        out.stderr
+    );
+    assert!(
+        out.stderr.contains("[[plugins.greeter.tools]]"),
+        "{}",
+        out.stderr
+    );
+    assert!(out.stderr.contains("name = \"shout\""), "{}", out.stderr);
+}
+
+#[test]
+fn a_crash_at_setup_names_the_entry_with_its_stderr_redacted() {
+    let plugin = GREETER.replace(
+        "    style = ctx.config.get(\"style\", \"plain\")\n",
+        "    import sys\n    print('token is ' + ctx.config['token'], file=sys.stderr)\n    raise SystemExit(7)\n",
+    );
+    let toml = GREETER_TOML.replace(
+        "config.style = \"warm\"",
+        "config.style = \"warm\"\nconfig.token = { secret = \"PLUGIN_TOKEN\" }",
+    );
+    let dir = workspace(&[("greeter.py", &plugin), ("composition.toml", &toml)]);
+    let canary = "sk-canary-plugin-5e1f";
+    let out = run(
+        dir.path(),
+        &["run", "composition.toml"],
+        &[("PLUGIN_TOKEN", canary)],
+    );
+    assert_eq!(out.code, 3, "{}\n{}", out.stdout, out.stderr);
+    assert!(out.stderr.contains("entry `greeter`"), "{}", out.stderr);
+    assert!(
+        out.stderr.contains("token is"),
+        "the last stderr lines: {}",
+        out.stderr
+    );
+    assert!(
+        !out.stderr.contains(canary) && !out.stdout.contains(canary),
+        "{}",
+        out.stderr
+    );
+}
+
+/// A plugin without the SDK that prints to stdout before answering.
+const CHATTY: &str = r#"
+import sys
+sys.stdout.write("hello, I am a plugin\n")
+sys.stdout.flush()
+sys.stdin.readline()
+"#;
+
+/// A plugin without the SDK that speaks protocol 2.0.
+const FUTURE: &str = r#"
+import json, sys
+line = sys.stdin.readline()
+req = json.loads(line)
+sys.stdout.write(json.dumps({"jsonrpc": "2.0", "id": req["id"], "result": {
+    "protocol_version": "2.0", "plugin": {"name": "greeter", "version": "1.0.0"}}}) + "\n")
+sys.stdout.flush()
+sys.stdin.readline()
+"#;
+
+#[test]
+fn a_line_that_is_not_json_rpc_and_an_unknown_major_are_refused() {
+    for (script, expected) in [
+        (CHATTY, "not JSON: `hello, I am a plugin`"),
+        (
+            FUTURE,
+            "speaks plugin protocol 2.0; this chassis speaks 1.0",
+        ),
+    ] {
+        let dir = workspace(&[("greeter.py", script), ("composition.toml", GREETER_TOML)]);
+        let out = run(dir.path(), &["run", "composition.toml"], &[]);
+        assert_eq!(out.code, 3, "{}\n{}", out.stdout, out.stderr);
+        assert!(out.stderr.contains(expected), "{expected}: {}", out.stderr);
+    }
+}
+
+#[test]
+fn a_missing_program_is_named() {
+    let toml = GREETER_TOML.replace("{PYTHON}", "/nonexistent/python9");
+    let dir = workspace(&[("greeter.py", GREETER), ("composition.toml", &toml)]);
+    let out = run(dir.path(), &["run", "composition.toml"], &[]);
+    assert_eq!(out.code, 3, "{}\n{}", out.stdout, out.stderr);
+    assert!(
+        out.stderr.contains("/nonexistent/python9"),
+        "{}",
+        out.stderr
+    );
+}
+
+/// A tool that crashes the process, one that hangs past its deadline, and
+/// one that reports the environment and configuration it was given.
+const FAULTY: &str = r#"
+import json, os, time
+from chassis_plugin import plugin, ToolPolicy
+
+@plugin(name="greeter", version="1.0.0", provides={"greeting": "1.0.0"})
+def greeter(ctx):
+    def greet(name: str, excited: bool = False) -> str:
+        """Greet someone by name."""
+        if name == "crash":
+            os._exit(9)
+        if name == "hang":
+            time.sleep(60)
+        return json.dumps({"env": dict(os.environ), "config": ctx.config})
+    ctx.tools.register(greet, policy=ToolPolicy(idempotent=True, timeout_seconds=1))
+    ctx.capabilities.provide("greeting", None, version="1.0.0")
+
+if __name__ == "__main__":
+    greeter.run()
+"#;
+
+fn faulty_composition(calls: &[&str]) -> String {
+    let turns: String = calls
+        .iter()
+        .map(|n| {
+            format!(
+                "[[entries.model.config.turns]]\ntool_calls = [{{ name = \"greet\", args = {{ name = \"{n}\" }} }}]\n"
+            )
+        })
+        .collect();
+    GREETER_TOML
+        .replace(
+            "[[entries.model.config.turns]]\ntool_calls = [{ name = \"greet\", args = { name = \"Ada\", excited = true } }]\n",
+            &turns,
+        )
+        .replace("idempotent = true\n", "idempotent = true\ntimeout_seconds = 1\n")
+}
+
+#[test]
+fn a_hang_meets_its_deadline_and_a_crash_mid_call_is_a_tool_error() {
+    let toml = faulty_composition(&["hang", "crash"]);
+    let dir = workspace(&[("greeter.py", FAULTY), ("composition.toml", &toml)]);
+    let started = std::time::Instant::now();
+    let out = run(
+        dir.path(),
+        &["--format", "json", "run", "composition.toml"],
+        &[],
+    );
+    assert_eq!(out.code, 0, "{}\n{}", out.stdout, out.stderr);
+    assert!(
+        started.elapsed() < std::time::Duration::from_secs(30),
+        "the hang was waited for"
+    );
+    let doc = document(&out);
+    let results = tool_results(&doc);
+    assert_eq!(results.len(), 2, "{doc:#}");
+    assert!(
+        results[0].contains("timed out") || results[0].contains("deadline"),
+        "{}",
+        results[0]
+    );
+    assert!(
+        results[1].contains("plugin process is gone"),
+        "{}",
+        results[1]
+    );
+    assert_eq!(doc["answer"], "done");
+}
+
+#[test]
+fn a_plugin_sees_the_allowed_environment_and_only_its_own_secrets() {
+    let toml = faulty_composition(&["env"]);
+    let dir = workspace(&[("greeter.py", FAULTY), ("composition.toml", &toml)]);
+    let canary = "sk-canary-env-91c2";
+    let out = run(
+        dir.path(),
+        &["--format", "json", "run", "composition.toml"],
+        &[("OTHER_SECRET", canary), ("PLUGIN_EXTRA", "x")],
+    );
+    assert_eq!(out.code, 0, "{}\n{}", out.stdout, out.stderr);
+    let doc = document(&out);
+    let seen: Value = serde_json::from_str(&tool_results(&doc)[0]).unwrap();
+    let env = seen["env"].as_object().unwrap();
+    assert!(
+        !env.contains_key("OTHER_SECRET") && !env.contains_key("PLUGIN_EXTRA"),
+        "{env:?}"
+    );
+    assert!(
+        env.contains_key("PATH") && env.contains_key("HOME"),
+        "{env:?}"
+    );
+    assert!(!out.stdout.contains(canary));
+    // Listed in `env`, a variable passes.
+    let listed = toml
+        .replace("command = [", "env = [\"PLUGIN_EXTRA\"]\ncommand = [")
+        .replace("{PYTHON}", &python());
+    std::fs::write(dir.path().join("composition.toml"), listed).unwrap();
+    let out = run(
+        dir.path(),
+        &["--format", "json", "run", "composition.toml"],
+        &[("PLUGIN_EXTRA", "x")],
+    );
+    let seen: Value = serde_json::from_str(&tool_results(&document(&out))[0]).unwrap();
+    assert_eq!(seen["env"]["PLUGIN_EXTRA"], "x");
+}
