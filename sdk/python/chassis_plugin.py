@@ -42,7 +42,8 @@ import threading
 import traceback
 import typing
 
-__all__ = ["plugin", "Plugin", "PluginContext", "ToolPolicy", "PluginError", "PROTOCOL_VERSION"]
+__all__ = ["plugin", "Plugin", "PluginContext", "ToolPolicy", "Method", "PluginError",
+           "InvokeError", "PROTOCOL_VERSION"]
 
 PROTOCOL_VERSION = "1.0"
 MAX_MESSAGE_BYTES = 16 << 20
@@ -57,6 +58,25 @@ CANCELLED = -32800
 
 class PluginError(Exception):
     """A mistake in the plugin's own code or registrations."""
+
+
+class InvokeError(Exception):
+    """A capability method call that chassis or the provider refused."""
+
+    def __init__(self, code, message):
+        super().__init__(message)
+        self.code = code
+
+
+class Method:
+    """A method of a provided capability: `fn` (its schema from its type
+    hints), and the permissions a caller's manifest must declare."""
+
+    def __init__(self, fn, name=None, description=None, permissions=()):
+        self.fn = fn
+        self.name = name
+        self.description = description
+        self.permissions = list(permissions)
 
 
 @dataclasses.dataclass
@@ -169,12 +189,12 @@ def _from_json(value, annotation):
 
 
 class _Tool:
-    def __init__(self, fn, name, description, policy):
+    def __init__(self, fn, name, description, policy, what="tool"):
         self.fn = fn
         self.name = name or fn.__name__
         doc = inspect.getdoc(fn) or ""
         self.description = description or doc.split("\n\n")[0].strip()
-        if not self.description:
+        if not self.description and what == "tool":
             raise PluginError(f"tool `{self.name}` needs a description (a docstring or description=...)")
         self.policy = policy or ToolPolicy()
         self.is_async = inspect.iscoroutinefunction(fn)
@@ -229,24 +249,38 @@ class _Capabilities:
     def __init__(self, ctx):
         self._ctx = ctx
 
-    def provide(self, key, value=None, version=None):
-        """Provide capability `key` at `version`; `value` crosses as JSON."""
+    def provide(self, key, value=None, version=None, methods=()):
+        """Provide capability `key` at `version`; `value` crosses as JSON,
+        `methods` (functions or Method objects) are what consumers call."""
         self._ctx._check_open()
         if version is None:
             raise PluginError(f"capability `{key}` needs version=...")
         json.dumps(value)  # a value that is not JSON fails here, not in chassis
-        self._ctx._capabilities.append({"key": key, "version": str(version), "value": value})
+        wire, table = [], {}
+        for m in methods:
+            m = m if isinstance(m, Method) else Method(m)
+            t = _Tool(m.fn, m.name, m.description, None, what="method")
+            if t.name in table:
+                raise PluginError(f"method `{t.name}` of `{key}` is registered twice")
+            table[t.name] = t
+            wire.append({"name": t.name, "description": t.description,
+                         "input_schema": t.schema, "permissions": m.permissions})
+        self._ctx._methods[key] = table
+        self._ctx._capabilities.append({"key": key, "version": str(version), "value": value,
+                                        "methods": wire})
 
 
 class PluginContext:
     """What setup receives: register effects, read config and providers."""
 
-    def __init__(self, params):
+    def __init__(self, params, plugin=None):
+        self._plugin = plugin
         self.entry = params.get("entry", "")
         self.scope = params.get("scope", "/")
         self.config = params.get("config") or {}
         self._requirements = params.get("requirements") or {}
         self._tools = {}
+        self._methods = {}
         self._capabilities = []
         self._cleanups = []
         self._sealed = False
@@ -258,13 +292,13 @@ class PluginContext:
             raise PluginError("setup is over: register effects during setup")
 
     def require(self, key):
-        """The provider bound to requirement `key` (its JSON value, or a dict
-        naming the provider when its value does not cross as JSON)."""
+        """The provider bound to requirement `key`: `.value` is its JSON
+        value, `.invoke(method, **arguments)` (or `.method(**arguments)`)
+        calls its methods through chassis."""
         bound = self._requirements.get(key)
         if bound is None:
             raise PluginError(f"`{key}` is not bound: declare it in requires= and in the manifest")
-        value = bound.get("value")
-        return value if value is not None else {"provider": bound["provider"], "version": bound["version"]}
+        return Provider(self._plugin, key, bound)
 
     def get(self, key):
         """Like require, but None when nothing is bound (optional requirements)."""
@@ -273,6 +307,29 @@ class PluginContext:
     def cleanup(self, description, fn):
         """Run `fn` at teardown (in reverse order of registration)."""
         self._cleanups.append((description, fn))
+
+
+class Provider:
+    """A provider bound to one requirement."""
+
+    def __init__(self, plugin, key, bound):
+        self._plugin = plugin
+        self.key = key
+        self.provider = bound.get("provider")
+        self.version = bound.get("version")
+        self.value = bound.get("value")
+
+    def invoke(self, method, **arguments):
+        """Call `method` of this capability; raises InvokeError when chassis
+        or the provider refuses. Blocks: call it from a tool or method."""
+        reply = self._plugin._request("capability/invoke",
+                                      {"key": self.key, "method": method, "arguments": arguments})
+        return reply.get("result") if isinstance(reply, dict) else reply
+
+    def __getattr__(self, name):
+        if name.startswith("_"):
+            raise AttributeError(name)
+        return lambda **arguments: self.invoke(name, **arguments)
 
 
 # ---------------------------------------------------------------- protocol
@@ -300,6 +357,9 @@ class Plugin:
         self._loop = None
         self._cancelled = set()
         self._cancel_lock = threading.Lock()
+        self._next_id = 0
+        self._waiting = {}
+        self._waiting_lock = threading.Lock()
 
     def __call__(self, *args, **kwargs):
         return self.setup(*args, **kwargs)
@@ -324,6 +384,32 @@ class Plugin:
             msg["result"] = result
         self._send(msg)
 
+    def _request(self, method, params):
+        """Send a request to chassis and wait for its answer (from a worker
+        thread: the main thread keeps reading)."""
+        with self._waiting_lock:
+            self._next_id += 1
+            id_ = f"p{self._next_id}"
+            done = threading.Event()
+            self._waiting[id_] = [done, None]
+        self._send({"jsonrpc": "2.0", "id": id_, "method": method, "params": params})
+        done.wait()
+        with self._waiting_lock:
+            _, msg = self._waiting.pop(id_)
+        if msg is None:
+            raise InvokeError(INTERNAL_ERROR, "chassis closed the connection")
+        if "error" in msg:
+            err = msg["error"] or {}
+            raise InvokeError(err.get("code", INTERNAL_ERROR), err.get("message", "error"))
+        return msg.get("result")
+
+    def _answered(self, msg):
+        with self._waiting_lock:
+            slot = self._waiting.get(msg.get("id"))
+            if slot is not None:
+                slot[1] = msg
+                slot[0].set()
+
     def _await(self, value):
         if inspect.isawaitable(value):
             return asyncio.run_coroutine_threadsafe(_as_coroutine(value), self._loop).result()
@@ -343,7 +429,7 @@ class Plugin:
     def _setup(self, params):
         if not isinstance(params, dict) or "entry" not in params:
             raise _RpcError(INVALID_PARAMS, "setup needs an object with `entry`")
-        ctx = PluginContext(params)
+        ctx = PluginContext(params, self)
         self._await(self.setup(ctx))
         ctx._sealed = True
         self._ctx = ctx
@@ -367,6 +453,25 @@ class Plugin:
         content = result if isinstance(result, (str, int, float, bool, list, dict)) or result is None else str(result)
         return {"content": "" if content is None else content, "is_error": False}
 
+    def _invoke(self, params):
+        if not isinstance(params, dict):
+            raise _RpcError(INVALID_PARAMS, "capability/invoke needs an object")
+        table = self._ctx._methods.get(params.get("key")) if self._ctx else None
+        method = table.get(params.get("method")) if table is not None else None
+        if method is None:
+            raise _RpcError(INVALID_PARAMS, f"no method `{params.get('method')}` of `{params.get('key')}`")
+        try:
+            bound = method.bind(params.get("arguments") or {})
+        except TypeError as e:
+            raise _RpcError(INVALID_PARAMS, f"bad arguments for `{method.name}`: {e}") from e
+        try:
+            return {"result": self._await(method.fn(*bound.args, **bound.kwargs))}
+        except InvokeError as e:
+            raise _RpcError(e.code, str(e)) from e
+        except Exception as e:  # noqa: BLE001 - the caller gets the error
+            traceback.print_exc(file=sys.stderr)
+            raise _RpcError(INTERNAL_ERROR, f"{type(e).__name__}: {e}") from e
+
     def _teardown(self, _params):
         for description, fn in reversed(self._ctx._cleanups if self._ctx else []):
             try:
@@ -378,7 +483,8 @@ class Plugin:
 
     def _handle(self, id_, method, params):
         handlers = {"initialize": self._initialize, "setup": self._setup,
-                    "tools/call": self._tools_call, "teardown": self._teardown}
+                    "tools/call": self._tools_call, "capability/invoke": self._invoke,
+                    "teardown": self._teardown}
         handler = handlers.get(method)
         try:
             if handler is None:
@@ -389,6 +495,11 @@ class Plugin:
             self._reply(id_, error=(e.code, e.message))
         except PluginError as e:
             self._reply(id_, error=(INTERNAL_ERROR, str(e)))
+        except SystemExit as e:
+            # sys.exit() in a handler (a worker thread) ends the process, as
+            # it would in a script.
+            sys.stderr.flush()
+            os._exit(e.code if isinstance(e.code, int) else 1)
         except Exception as e:  # noqa: BLE001 - never let one request kill the process
             traceback.print_exc(file=sys.stderr)
             self._reply(id_, error=(INTERNAL_ERROR, f"{type(e).__name__}: {e}"))
@@ -422,7 +533,8 @@ class Plugin:
                 continue
             if not isinstance(msg, dict) or msg.get("jsonrpc") != "2.0" or "method" not in msg:
                 if isinstance(msg, dict) and ("result" in msg or "error" in msg):
-                    continue  # an answer to a request this SDK never sends
+                    self._answered(msg)
+                    continue
                 self._send({"jsonrpc": "2.0", "id": msg.get("id") if isinstance(msg, dict) else None,
                             "error": {"code": INVALID_REQUEST, "message": "not a JSON-RPC request"}})
                 continue
@@ -431,16 +543,30 @@ class Plugin:
                 if method == "$/cancel" and isinstance(params, dict):
                     self._cancel(params.get("id"))
                 continue
-            if method in ("initialize", "setup", "teardown"):
-                # In order: nothing else runs before setup is answered.
+            if method == "initialize":
                 self._handle(id_, method, params)
-                if method == "teardown":
-                    break
+            elif method == "teardown":
+                # In a thread: a cleanup may call chassis, whose answer this
+                # loop reads; the process exits once teardown is answered.
+                threading.Thread(target=self._finish, args=(id_, params), daemon=True).start()
             else:
+                # setup too: it may call a provider (ctx.require(...).invoke).
                 self._pool.submit(self._handle, id_, method, params)
+        self._exit()
+
+    def _finish(self, id_, params):
+        self._handle(id_, "teardown", params)
+        self._exit()
+
+    def _exit(self):
+        with self._waiting_lock:
+            for slot in self._waiting.values():
+                slot[0].set()
         self._pool.shutdown(wait=False, cancel_futures=True)
-        self._out.flush()
-        os._exit(0)
+        try:
+            self._out.flush()
+        finally:
+            os._exit(0)
 
     def _cancel(self, id_):
         # The work cannot be interrupted in a thread; its answer is dropped

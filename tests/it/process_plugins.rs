@@ -31,10 +31,30 @@ fn workspace(files: &[(&str, &str)]) -> tempfile::TempDir {
     dir
 }
 
+/// Run chassis in `dir`; afterwards no process it started is left there.
 fn run(dir: &Path, args: &[&str], env: &[(&str, &str)]) -> Run {
     let mut all = vec!["--color", "never"];
     all.extend_from_slice(args);
-    run_in(dir, &all, env)
+    let out = run_in(dir, &all, env);
+    assert_no_process_in(dir);
+    out
+}
+
+/// No process has `dir` as its working directory (a plugin process left
+/// behind would).
+fn assert_no_process_in(dir: &Path) {
+    let dir = dir.canonicalize().unwrap();
+    let left: Vec<String> = std::fs::read_dir("/proc")
+        .unwrap()
+        .filter_map(Result::ok)
+        .filter(|e| e.file_name().to_string_lossy().chars().all(|c| c.is_ascii_digit()))
+        .filter(|e| std::fs::read_link(e.path().join("cwd")).is_ok_and(|cwd| cwd == dir))
+        .map(|e| {
+            let cmd = std::fs::read(e.path().join("cmdline")).unwrap_or_default();
+            String::from_utf8_lossy(&cmd).replace('\0', " ")
+        })
+        .collect();
+    assert!(left.is_empty(), "processes left in {}: {left:?}", dir.display());
 }
 
 /// The document a `run --format json` printed last (after its progress lines).
@@ -432,4 +452,201 @@ fn a_plugin_sees_the_allowed_environment_and_only_its_own_secrets() {
     );
     let seen: Value = serde_json::from_str(&tool_results(&document(&out))[0]).unwrap();
     assert_eq!(seen["env"]["PLUGIN_EXTRA"], "x");
+}
+
+#[test]
+fn a_crashed_plugin_restarts_and_a_changed_one_asks_for_a_new_generation() {
+    // `crash` kills the process; the next call waits for the restart.
+    let toml = faulty_composition(&["crash", "Ada"]);
+    let dir = workspace(&[("greeter.py", FAULTY), ("composition.toml", &toml)]);
+    let out = run(
+        dir.path(),
+        &["--format", "json", "run", "composition.toml"],
+        &[],
+    );
+    assert_eq!(out.code, 0, "{}\n{}", out.stdout, out.stderr);
+    let results = tool_results(&document(&out));
+    assert!(
+        results[0].contains("plugin process is gone"),
+        "{}",
+        results[0]
+    );
+    let seen: Value = serde_json::from_str(&results[1]).expect("the restarted plugin answered");
+    assert!(seen["env"].is_object());
+    // A restarted process that registers something else is refused.
+    let changing = FAULTY.replace(
+        "        \"\"\"Greet someone by name.\"\"\"\n        if name == \"crash\":",
+        "        \"\"\"Greet someone by name.\"\"\"\n        if name == \"crash\":\n            open('crashed', 'w').close()",
+    ).replace(
+        "    ctx.tools.register(greet,",
+        "    if os.path.exists('crashed'):\n        greet.__doc__ = 'Something else.'\n    ctx.tools.register(greet,",
+    );
+    let dir = workspace(&[("greeter.py", &changing), ("composition.toml", &toml)]);
+    let out = run(
+        dir.path(),
+        &["--format", "json", "run", "composition.toml"],
+        &[],
+    );
+    assert_eq!(out.code, 0, "{}\n{}", out.stdout, out.stderr);
+    let results = tool_results(&document(&out));
+    assert!(
+        results[1].contains("publish a new generation"),
+        "{}",
+        results[1]
+    );
+}
+
+const NOTES_DB: &str = r#"
+import sqlite3, threading
+from chassis_plugin import plugin, Method
+
+@plugin(name="notes-db", version="1.0.0", provides={"database": "1.0.0"})
+def notes_db(ctx):
+    db = sqlite3.connect(":memory:", check_same_thread=False)
+    lock = threading.Lock()
+    db.execute("create table notes (text text)")
+
+    def insert(text: str) -> int:
+        "Store a note; the number of notes."
+        with lock:
+            db.execute("insert into notes values (?)", (text,))
+            return db.execute("select count(*) from notes").fetchone()[0]
+
+    def search(word: str) -> list:
+        "Notes containing a word."
+        with lock:
+            rows = db.execute("select text from notes where text like ?", (f"%{word}%",))
+            return [r[0] for r in rows]
+
+    ctx.capabilities.provide(
+        "database", {"engine": "sqlite"}, version="1.0.0",
+        methods=[Method(insert, permissions=["database.write"]),
+                 Method(search, permissions=["database.read"])],
+    )
+
+if __name__ == "__main__":
+    notes_db.run()
+"#;
+
+const NOTES: &str = r#"
+from chassis_plugin import plugin, InvokeError
+
+@plugin(name="notes", version="1.0.0", requires={"database": ">=1,<2"})
+def notes(ctx):
+    db = ctx.require("database")
+
+    def remember(text: str) -> str:
+        "Remember a note."
+        try:
+            n = db.insert(text=text)
+        except InvokeError as e:
+            return f"refused ({e.code}): {e}"
+        return f"{n} notes in {db.value['engine']}"
+
+    def recall(word: str) -> str:
+        "Recall notes with a word."
+        return "; ".join(db.search(word=word))
+
+    ctx.tools.register(remember)
+    ctx.tools.register(recall)
+
+if __name__ == "__main__":
+    notes.run()
+"#;
+
+const NOTES_TOML: &str = r#"version = 1
+
+[plugins.notes-db]
+version = "1.0.0"
+command = ["{PYTHON}", "notes_db.py"]
+provides = { database = "1.0.0" }
+
+[plugins.notes]
+version = "1.0.0"
+command = ["{PYTHON}", "notes.py"]
+requires = { database = ">=1,<2" }
+permissions = ["database.read", "database.write"]
+
+[[plugins.notes.tools]]
+name = "recall"
+description = "Recall notes with a word."
+args = { type = "object", properties = { word = { type = "string" } }, required = ["word"], additionalProperties = false }
+
+[[plugins.notes.tools]]
+name = "remember"
+description = "Remember a note."
+args = { type = "object", properties = { text = { type = "string" } }, required = ["text"], additionalProperties = false }
+
+[policy.tools.recall]
+idempotent = true
+[policy.tools.remember]
+idempotent = true
+
+[entries.notes-db]
+plugin = "notes-db"
+
+[entries.notes]
+plugin = "notes"
+
+[entries.model]
+plugin = "scripted"
+[[entries.model.config.turns]]
+tool_calls = [{ name = "remember", args = { text = "buy milk" } }]
+[[entries.model.config.turns]]
+tool_calls = [{ name = "remember", args = { text = "buy bread" } }]
+[[entries.model.config.turns]]
+tool_calls = [{ name = "recall", args = { word = "milk" } }]
+[[entries.model.config.turns]]
+text = "done"
+
+[agents.a]
+prompt = "p"
+default_input = "go"
+"#;
+
+#[test]
+fn a_plugin_calls_another_plugins_capability_methods_through_chassis() {
+    let dir = workspace(&[
+        ("notes_db.py", NOTES_DB),
+        ("notes.py", NOTES),
+        ("composition.toml", NOTES_TOML),
+    ]);
+    let out = run(
+        dir.path(),
+        &["--format", "json", "run", "composition.toml"],
+        &[],
+    );
+    assert_eq!(out.code, 0, "{}\n{}", out.stdout, out.stderr);
+    assert_eq!(
+        tool_results(&document(&out)),
+        vec![
+            "1 notes in sqlite".to_owned(),
+            "2 notes in sqlite".to_owned(),
+            "buy milk".to_owned()
+        ]
+    );
+    // Without `database.write` declared, `insert` is refused by chassis
+    // (fail closed); `search` still works.
+    let toml = NOTES_TOML.replace(
+        "permissions = [\"database.read\", \"database.write\"]",
+        "permissions = [\"database.read\"]",
+    );
+    std::fs::write(
+        dir.path().join("composition.toml"),
+        toml.replace("{PYTHON}", &python()),
+    )
+    .unwrap();
+    let out = run(
+        dir.path(),
+        &["--format", "json", "run", "composition.toml"],
+        &[],
+    );
+    assert_eq!(out.code, 0, "{}\n{}", out.stdout, out.stderr);
+    let results = tool_results(&document(&out));
+    assert!(
+        results[0].starts_with("refused (-32001)") && results[0].contains("database.write"),
+        "{}",
+        results[0]
+    );
+    assert_eq!(results[2], "");
 }

@@ -9,23 +9,28 @@
 //! referenced, and the providers bound to its requirements), and registers
 //! what it answers through the plugin context — so publication validates
 //! it exactly like a built-in plugin and rolls the candidate back when a
-//! promise is broken. Its tools are forwarded as `tools/call`; unmounting
-//! sends `teardown`, then ends the process group after a grace period.
+//! promise is broken. Its tools are forwarded as `tools/call`, its
+//! capabilities' methods as `capability/invoke`; a crash restarts it with
+//! backoff; unmounting sends `teardown`, then ends the process group.
 //!
 //! Layout: [`protocol`] holds the message types (and generates the
 //! schemas), [`rpc`] the JSON-RPC connection, [`start`] the spawn and
-//! handshake, [`tool`] the forwarded tools.
+//! handshake, [`supervise`] the restarts, [`invoke`] capabilities across
+//! processes, [`tool`] the forwarded tools.
 
+use std::collections::BTreeMap;
 use std::sync::Arc;
 
 use super::BuiltinEnv;
 use crate::engine::model::{Entry, Manifest};
 use crate::engine::secret::Redactor;
-use crate::runtime::{BoxError, Catalog, Plugin, PluginContext};
+use crate::runtime::{BoxError, CapabilityValue, Catalog, Plugin, PluginContext};
 
+pub mod invoke;
 pub mod protocol;
 pub mod rpc;
 pub mod start;
+pub mod supervise;
 pub mod tool;
 
 pub use crate::engine::model::PROCESS_KIND as KIND;
@@ -42,23 +47,85 @@ impl Plugin for ProcessPlugin {
     }
 
     async fn setup(&self, ctx: PluginContext) -> Result<(), BoxError> {
-        let running = start::mount(&ctx, &self.manifest, &self.redactor).await?;
-        let running = Arc::new(running);
+        // The providers bound to this plugin that are processes: what its
+        // `capability/invoke` requests may reach.
+        let bound: BTreeMap<String, Arc<invoke::ProcessCapability>> = self
+            .manifest
+            .requires
+            .keys()
+            .filter_map(|cap| {
+                let b = ctx.binding(cap.as_str())?;
+                let value = b.value.downcast::<invoke::ProcessCapability>()?;
+                Some((cap.to_string(), value))
+            })
+            .collect();
+        let handler = invoke::consumer_handler(
+            ctx.entry_id().to_owned(),
+            bound,
+            self.manifest.permissions.clone(),
+        );
+        let launch = start::prepare(&ctx, &self.manifest, &self.redactor, handler)?;
+        let (process, registered) = start::launch(&launch).await?;
+        let supervisor =
+            supervise::Supervisor::new(launch, process, registered, Some(ctx.health_reporter()));
         {
-            let running = Arc::clone(&running);
+            let supervisor = Arc::clone(&supervisor);
             ctx.cleanup(
                 "stop the plugin process",
                 Box::new(move || {
                     Box::pin(async move {
-                        running.stop().await;
+                        supervisor.stop().await;
                         Ok(())
                     })
                 }),
             )?;
         }
-        running.register(&ctx)?;
+        {
+            let supervisor = Arc::clone(&supervisor);
+            ctx.create_task("restart the plugin process when it stops", async move {
+                supervisor.watch().await;
+                Ok(())
+            })?;
+        }
+        register(&ctx, &supervisor)?;
         Ok(())
     }
+}
+
+/// Register what the plugin answered to `setup` through `ctx`.
+fn register(ctx: &PluginContext, supervisor: &Arc<supervise::Supervisor>) -> Result<(), BoxError> {
+    let registered = supervisor.registered();
+    for c in &registered.capabilities {
+        let value = invoke::ProcessCapability::new(
+            &c.key,
+            c.value.clone(),
+            &c.methods,
+            Arc::clone(supervisor),
+        )?;
+        ctx.capabilities()
+            .provide(&c.key, CapabilityValue::new(value), &c.version)?;
+    }
+    for t in &registered.tools {
+        let p = &t.policy;
+        let policy = crate::engine::policy::ToolPolicy {
+            permissions: p.permissions.clone(),
+            idempotent: p.idempotent,
+            side_effects: p.side_effects.clone(),
+            timeout_seconds: p.timeout_seconds,
+            cost_class: p.cost_class.clone(),
+            approval_required: p.approval_required,
+            metadata: BTreeMap::new(),
+        };
+        let tool = tool::ProcessTool {
+            name: t.name.clone(),
+            description: t.description.clone(),
+            schema: t.input_schema.clone(),
+            deadline: p.timeout_seconds.map(std::time::Duration::from_secs_f64),
+            supervisor: Arc::clone(supervisor),
+        };
+        ctx.tools().register(Arc::new(tool), policy)?;
+    }
+    Ok(())
 }
 
 /// Install the kind; stderr lines of plugins are scrubbed by `redactor`.

@@ -37,6 +37,8 @@ pub mod method {
     pub const TEARDOWN: &str = "teardown";
     /// Either way (notification): stop working on request `id`.
     pub const CANCEL: &str = "$/cancel";
+    /// Consumer → chassis → provider: call a method of a capability.
+    pub const CAPABILITY_INVOKE: &str = "capability/invoke";
 }
 
 /// `initialize` params.
@@ -130,6 +132,62 @@ pub struct CapabilityRegistration {
     /// A value consumers receive as JSON.
     #[serde(default, skip_serializing_if = "Option::is_none")]
     pub value: Option<Value>,
+    /// Methods consumers may call with `capability/invoke`.
+    #[serde(default)]
+    pub methods: Vec<MethodDecl>,
+}
+
+/// One method of a provided capability.
+#[derive(Clone, Debug, PartialEq, Serialize, Deserialize, JsonSchema)]
+pub struct MethodDecl {
+    /// The method (`query`).
+    pub name: String,
+    /// What it does.
+    #[serde(default)]
+    pub description: String,
+    /// JSON Schema of the arguments; chassis checks every call against it.
+    pub input_schema: Value,
+    /// JSON Schema of the result.
+    #[serde(default, skip_serializing_if = "Option::is_none")]
+    pub result_schema: Option<Value>,
+    /// Permissions a caller needs: each must be declared in the calling
+    /// plugin's manifest (`permissions`), or the call is refused.
+    #[serde(default)]
+    pub permissions: Vec<String>,
+}
+
+/// `capability/invoke` params, as a consumer sends them to chassis.
+#[derive(Clone, Debug, PartialEq, Serialize, Deserialize, JsonSchema)]
+pub struct InvokeParams {
+    /// The capability, as the consumer requires it (`database`).
+    pub key: String,
+    /// The method.
+    pub method: String,
+    /// Its arguments.
+    #[serde(default)]
+    pub arguments: Value,
+}
+
+/// `capability/invoke` params, as chassis forwards them to the provider.
+#[derive(Clone, Debug, PartialEq, Serialize, Deserialize, JsonSchema)]
+pub struct ProviderInvokeParams {
+    /// The capability.
+    pub key: String,
+    /// The method.
+    pub method: String,
+    /// Its arguments (valid against the method's `input_schema`).
+    pub arguments: Value,
+    /// The entry that called.
+    pub caller: String,
+    /// Milliseconds the call may take.
+    pub deadline_ms: u64,
+}
+
+/// `capability/invoke` result (both legs).
+#[derive(Clone, Debug, PartialEq, Serialize, Deserialize, JsonSchema)]
+pub struct InvokeResult {
+    /// What the method returned.
+    pub result: Value,
 }
 
 /// One tool the plugin registers.
@@ -226,6 +284,11 @@ pub mod code {
     pub const INTERNAL_ERROR: i64 = -32603;
     /// The request was cancelled.
     pub const CANCELLED: i64 = -32800;
+    /// A permission the caller's manifest does not declare (fail closed).
+    pub const PERMISSION_DENIED: i64 = -32001;
+    /// The provider could not be reached (down, restarting past the
+    /// deadline, not a process plugin).
+    pub const PROVIDER_UNAVAILABLE: i64 = -32002;
 }
 
 /// Every message's schema, by file name (`initialize.params.json`, …):
@@ -243,6 +306,12 @@ pub fn schemas() -> BTreeMap<String, Value> {
         ("tools-call.result".to_owned(), one::<ToolCallResult>()),
         ("teardown.params".to_owned(), one::<TeardownParams>()),
         ("cancel.params".to_owned(), one::<CancelParams>()),
+        ("capability-invoke.params".to_owned(), one::<InvokeParams>()),
+        (
+            "capability-invoke.provider-params".to_owned(),
+            one::<ProviderInvokeParams>(),
+        ),
+        ("capability-invoke.result".to_owned(), one::<InvokeResult>()),
     ])
     .into_iter()
     .map(|(k, v)| (format!("{k}.json"), v))

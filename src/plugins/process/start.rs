@@ -16,16 +16,14 @@ use super::protocol::{
     BoundProvider, InitializeParams, InitializeResult, PROTOCOL_VERSION, PluginInfo, SetupParams,
     SetupResult, TeardownParams, method,
 };
-use super::rpc::{Connection, RpcError, no_methods};
-use super::tool::ProcessTool;
+use super::rpc::{Connection, RpcError};
 use crate::engine::canonical::Canon;
 use crate::engine::model::{ConfigValue, Manifest, ProcessCommand};
-use crate::engine::policy::ToolPolicy;
 use crate::engine::secret::Redactor;
 use crate::engine::specifier::Specifier;
 use crate::engine::version::Version;
 use crate::process::group::ProcessGroup;
-use crate::runtime::{CapabilityValue, PluginContext};
+use crate::runtime::PluginContext;
 
 /// How long the start (spawn, `initialize`, `setup`) may take.
 pub const STARTUP_TIMEOUT: Duration = Duration::from_secs(30);
@@ -38,19 +36,66 @@ pub const TEARDOWN_GRACE: Duration = Duration::from_secs(5);
 /// `PYENV_*`.
 pub const BASE_ENV: [&str; 5] = ["PATH", "HOME", "LANG", "TMPDIR", "VIRTUAL_ENV"];
 
-/// A mounted plugin process.
-pub struct Running {
-    entry: String,
-    conn: Arc<Connection>,
-    group: ProcessGroup,
-    registered: SetupResult,
+/// Everything needed to start the plugin again: what `mount` read from
+/// the context once (a restart must present the same entry, configuration
+/// and providers as the generation published).
+#[derive(Clone)]
+pub struct Launch {
+    /// The manifest (with its command).
+    pub manifest: Arc<Manifest>,
+    /// Entry id.
+    pub entry: String,
+    /// The resolved program.
+    pub program: std::path::PathBuf,
+    /// `setup`'s params (configuration with secrets resolved).
+    pub setup: SetupParams,
+    /// The stderr redactor.
+    pub redactor: Redactor,
+    /// Answers the plugin's own requests.
+    pub handler: super::rpc::Handler,
 }
 
-impl std::fmt::Debug for Running {
+impl std::fmt::Debug for Launch {
     fn fmt(&self, f: &mut std::fmt::Formatter<'_>) -> std::fmt::Result {
-        f.debug_struct("Running")
+        f.debug_struct("Launch")
             .field("entry", &self.entry)
+            .field("program", &self.program)
             .finish_non_exhaustive()
+    }
+}
+
+/// A started plugin process.
+pub struct Process {
+    /// Its connection.
+    pub conn: Arc<Connection>,
+    /// Its process group.
+    pub group: ProcessGroup,
+}
+
+impl std::fmt::Debug for Process {
+    fn fmt(&self, f: &mut std::fmt::Formatter<'_>) -> std::fmt::Result {
+        f.debug_struct("Process").finish_non_exhaustive()
+    }
+}
+
+impl Process {
+    /// `teardown`, then end the process group.
+    pub async fn stop(&self, entry: &str) {
+        if self.conn.closed_reason().is_none() {
+            let asked = self
+                .conn
+                .request(
+                    method::TEARDOWN,
+                    serde_json::to_value(TeardownParams {}).unwrap_or(json!({})),
+                    Some(TEARDOWN_GRACE),
+                    None,
+                )
+                .await;
+            if let Err(e) = asked {
+                tracing::warn!(target: "chassis::plugin", entry = %entry, "teardown: {e}");
+            }
+        }
+        self.group.stop(TEARDOWN_GRACE).await;
     }
 }
 
@@ -274,13 +319,14 @@ fn failure(
     out
 }
 
-/// Start the plugin of `ctx`'s entry and mount it: `initialize`, the
-/// declaration check, `setup`, the tool check.
-pub async fn mount(
+/// What starting the plugin of `ctx`'s entry needs, read once: the
+/// program (resolved), the configuration with its secrets, the providers.
+pub fn prepare(
     ctx: &PluginContext,
-    manifest: &Manifest,
+    manifest: &Arc<Manifest>,
     redactor: &Redactor,
-) -> Result<Running, String> {
+    handler: super::rpc::Handler,
+) -> Result<Launch, String> {
     let entry = ctx.entry_id().to_owned();
     let command = manifest
         .process
@@ -298,11 +344,86 @@ pub async fn mount(
                     &[],
                 )
             })?;
-    let shown = program.display().to_string();
     // Configuration first: a missing secret fails before anything starts.
     let config = config_json(ctx.config(), ctx, redactor)
-        .map_err(|e| failure(manifest, &entry, &shown, e, &[]))?;
-    let mut cmd = tokio::process::Command::new(&program);
+        .map_err(|e| failure(manifest, &entry, &program.display().to_string(), e, &[]))?;
+    let requirements = manifest
+        .requires
+        .keys()
+        .filter_map(|cap| {
+            let b = ctx.binding(cap.as_str())?;
+            Some((
+                cap.to_string(),
+                BoundProvider {
+                    provider: b.provider.clone(),
+                    version: b.version.to_string(),
+                    value: b
+                        .value
+                        .downcast::<super::invoke::ProcessCapability>()
+                        .and_then(|c| c.value.clone()),
+                },
+            ))
+        })
+        .collect();
+    Ok(Launch {
+        manifest: Arc::clone(manifest),
+        entry: entry.clone(),
+        program,
+        setup: SetupParams {
+            entry,
+            scope: ctx.scope_path().to_owned(),
+            config,
+            requirements,
+        },
+        redactor: redactor.clone(),
+        handler,
+    })
+}
+
+/// Why a launch failed.
+#[derive(Debug, thiserror::Error)]
+#[error("{message}")]
+pub struct LaunchError {
+    /// What to tell the user (with the last stderr lines).
+    pub message: String,
+    /// The process answered, but with a declaration or registrations that
+    /// differ from the manifest: trying again will not help.
+    pub mismatch: bool,
+}
+
+impl From<String> for LaunchError {
+    fn from(message: String) -> Self {
+        Self {
+            message,
+            mismatch: false,
+        }
+    }
+}
+
+/// What went wrong in the handshake.
+enum Refusal {
+    /// The process failed (exit, violation, timeout, bad answer).
+    Failed(String),
+    /// It declared or registered something else than the manifest.
+    Mismatch(String),
+}
+
+impl From<String> for Refusal {
+    fn from(s: String) -> Self {
+        Self::Failed(s)
+    }
+}
+
+/// Start the process and mount it: `initialize`, the declaration check,
+/// `setup`, the tool check.
+pub async fn launch(launch: &Launch) -> Result<(Process, SetupResult), LaunchError> {
+    let (manifest, entry) = (&*launch.manifest, launch.entry.as_str());
+    let command = manifest
+        .process
+        .as_ref()
+        .ok_or_else(|| format!("the plugin `{}` has no `command`", manifest.name))?;
+    let shown = launch.program.display().to_string();
+    let mut cmd = tokio::process::Command::new(&launch.program);
     cmd.args(command.argv.iter().skip(1))
         .current_dir(&command.dir)
         .env_clear()
@@ -315,37 +436,39 @@ pub async fn mount(
     let (mut child, registered) = crate::process::orphans::spawn(&mut cmd).map_err(|e| {
         failure(
             manifest,
-            &entry,
+            entry,
             &shown,
             format_args!("cannot start: {e}"),
             &[],
         )
     })?;
     let (Some(stdin), Some(stdout)) = (child.stdin.take(), child.stdout.take()) else {
-        return Err(failure(manifest, &entry, &shown, "has no stdio pipes", &[]));
+        return Err(failure(manifest, entry, &shown, "has no stdio pipes", &[]).into());
     };
     let stderr = child.stderr.take();
     let group = ProcessGroup::new(child, registered);
     let conn = Connection::start(
-        &entry,
+        entry,
         stdin,
         stdout,
         stderr,
-        redactor.clone(),
-        no_methods(),
+        launch.redactor.clone(),
+        Arc::clone(&launch.handler),
     );
-    match handshake(ctx, manifest, &entry, &conn, config).await {
-        Ok(registered) => Ok(Running {
-            entry,
-            conn,
-            group,
-            registered,
-        }),
-        Err(why) => {
+    match handshake(manifest, entry, &conn, &launch.setup).await {
+        Ok(registered) => Ok((Process { conn, group }, registered)),
+        Err(refusal) => {
+            let (why, mismatch) = match refusal {
+                Refusal::Failed(w) => (w, false),
+                Refusal::Mismatch(w) => (w, true),
+            };
             // Let the process's last words reach stderr before quoting them.
             group.stop(Duration::from_millis(200)).await;
             conn.stderr_drained(Duration::from_millis(500)).await;
-            Err(failure(manifest, &entry, &shown, why, &conn.last_stderr()))
+            Err(LaunchError {
+                message: failure(manifest, entry, &shown, why, &conn.last_stderr()),
+                mismatch,
+            })
         }
     }
 }
@@ -359,12 +482,11 @@ fn rpc_failure(step: &str, e: RpcError) -> String {
 }
 
 async fn handshake(
-    ctx: &PluginContext,
     manifest: &Manifest,
     entry: &str,
     conn: &Connection,
-    config: Value,
-) -> Result<SetupResult, String> {
+    setup: &SetupParams,
+) -> Result<SetupResult, Refusal> {
     let params = InitializeParams {
         protocol_version: PROTOCOL_VERSION.to_owned(),
         chassis_version: env!("CARGO_PKG_VERSION").to_owned(),
@@ -383,46 +505,25 @@ async fn handshake(
         .map_err(|e| format!("answered `initialize` with the wrong shape: {e}"))?;
     let major = |v: &str| v.split('.').next().unwrap_or_default().to_owned();
     if major(&init.protocol_version) != major(PROTOCOL_VERSION) {
-        return Err(format!(
+        return Err(Refusal::Mismatch(format!(
             "speaks plugin protocol {}; this chassis speaks {PROTOCOL_VERSION} (a different major is refused: update the plugin's SDK or chassis)",
             init.protocol_version
-        ));
+        )));
     }
     let differences = declaration_differences(manifest, &init.plugin);
     if !differences.is_empty() {
-        return Err(format!(
+        return Err(Refusal::Mismatch(format!(
             "declares itself differently from its TOML manifest (which is authoritative):\n  {}",
             differences.join("\n  ")
-        ));
+        )));
     }
     if let Some(max) = init.max_concurrency {
         conn.limit_concurrency(max);
     }
-    let requirements = manifest
-        .requires
-        .keys()
-        .filter_map(|cap| {
-            let b = ctx.binding(cap.as_str())?;
-            Some((
-                cap.to_string(),
-                BoundProvider {
-                    provider: b.provider.clone(),
-                    version: b.version.to_string(),
-                    value: b.value.downcast::<Value>().map(|v| (*v).clone()),
-                },
-            ))
-        })
-        .collect();
-    let params = SetupParams {
-        entry: entry.to_owned(),
-        scope: ctx.scope_path().to_owned(),
-        config,
-        requirements,
-    };
     let result = conn
         .request(
             method::SETUP,
-            serde_json::to_value(&params).unwrap_or_default(),
+            serde_json::to_value(setup).unwrap_or_default(),
             Some(STARTUP_TIMEOUT),
             None,
         )
@@ -432,65 +533,12 @@ async fn handshake(
         .map_err(|e| format!("answered `setup` with the wrong shape: {e}"))?;
     let differences = tool_differences(manifest, &registered);
     if !differences.is_empty() {
-        return Err(format!(
+        return Err(Refusal::Mismatch(format!(
             "registered tools its TOML manifest does not declare as they are:\n  {}",
             differences.join("\n  ")
-        ));
+        )));
     }
     Ok(registered)
-}
-
-impl Running {
-    /// Register what the plugin answered to `setup` through `ctx`.
-    pub fn register(&self, ctx: &PluginContext) -> Result<(), crate::runtime::BoxError> {
-        for c in &self.registered.capabilities {
-            let value = c
-                .value
-                .clone()
-                .map_or_else(CapabilityValue::unit, CapabilityValue::new);
-            ctx.capabilities().provide(&c.key, value, &c.version)?;
-        }
-        for t in &self.registered.tools {
-            let p = &t.policy;
-            let policy = ToolPolicy {
-                permissions: p.permissions.clone(),
-                idempotent: p.idempotent,
-                side_effects: p.side_effects.clone(),
-                timeout_seconds: p.timeout_seconds,
-                cost_class: p.cost_class.clone(),
-                approval_required: p.approval_required,
-                metadata: std::collections::BTreeMap::new(),
-            };
-            let tool = ProcessTool {
-                name: t.name.clone(),
-                description: t.description.clone(),
-                schema: t.input_schema.clone(),
-                deadline: p.timeout_seconds.map(Duration::from_secs_f64),
-                conn: Arc::clone(&self.conn),
-            };
-            ctx.tools().register(Arc::new(tool), policy)?;
-        }
-        Ok(())
-    }
-
-    /// `teardown`, then end the process group.
-    pub async fn stop(&self) {
-        if self.conn.closed_reason().is_none() {
-            let asked = self
-                .conn
-                .request(
-                    method::TEARDOWN,
-                    serde_json::to_value(TeardownParams {}).unwrap_or(json!({})),
-                    Some(TEARDOWN_GRACE),
-                    None,
-                )
-                .await;
-            if let Err(e) = asked {
-                tracing::warn!(target: "chassis::plugin", entry = %self.entry, "teardown: {e}");
-            }
-        }
-        self.group.stop(TEARDOWN_GRACE).await;
-    }
 }
 
 #[cfg(test)]

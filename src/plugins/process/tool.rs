@@ -12,7 +12,8 @@ use std::time::Duration;
 use serde_json::Value;
 
 use super::protocol::{ToolCallParams, ToolCallResult, method};
-use super::rpc::{Connection, RpcError};
+use super::rpc::RpcError;
+use super::supervise::Supervisor;
 use crate::runtime::{BoxError, Tool, ToolCallContext, ToolOutput};
 
 /// A mounted tool of a process plugin.
@@ -25,8 +26,8 @@ pub struct ProcessTool {
     pub schema: Value,
     /// The policy's deadline, told to the plugin.
     pub deadline: Option<Duration>,
-    /// The plugin's connection.
-    pub conn: Arc<Connection>,
+    /// The plugin's process.
+    pub supervisor: Arc<Supervisor>,
 }
 
 impl std::fmt::Debug for ProcessTool {
@@ -61,8 +62,12 @@ impl Tool for ProcessTool {
                 .deadline
                 .map(|d| u64::try_from(d.as_millis()).unwrap_or(u64::MAX)),
         };
-        let reply = self
-            .conn
+        let conn = self
+            .supervisor
+            .connection(Some(&ctx.cancel))
+            .await
+            .map_err(|e| -> BoxError { e.into() })?;
+        let reply = conn
             .request(
                 method::TOOLS_CALL,
                 serde_json::to_value(&params)?,
@@ -72,10 +77,10 @@ impl Tool for ProcessTool {
             .await
             .map_err(|e| -> BoxError {
                 match e {
-                    RpcError::Closed(reason) => format!(
-                        "the plugin process is gone ({reason}); its tools answer again in the next generation"
-                    )
-                    .into(),
+                    RpcError::Closed(reason) => {
+                        format!("the plugin process is gone ({reason}); chassis is restarting it")
+                            .into()
+                    }
                     other => other.to_string().into(),
                 }
             })?;

@@ -1,0 +1,236 @@
+//! Capabilities across processes: a provider's methods, called by its
+//! consumers through chassis.
+//!
+//! Why it exists: a process plugin provides a capability by registering
+//! its key, version, an optional JSON value and the methods it exposes;
+//! chassis wraps that in a [`ProcessCapability`], the value consumers are
+//! bound to. A consumer (another process plugin) calls
+//! `capability/invoke {key, method, arguments}`; chassis — never the
+//! processes themselves — checks that the key is a requirement bound for
+//! that consumer, that the method exists, that the arguments are valid
+//! against the method's schema, and that every permission the method needs
+//! is declared by the consumer's manifest (fail closed), then forwards the
+//! call to the provider's process with a deadline (30 s by default). The
+//! two processes never see each other.
+
+use std::collections::BTreeMap;
+use std::sync::Arc;
+use std::time::Duration;
+
+use serde_json::Value;
+
+use super::protocol::{InvokeParams, InvokeResult, MethodDecl, ProviderInvokeParams, code, method};
+use super::rpc::{Handler, RpcError};
+use super::supervise::Supervisor;
+use crate::engine::args_schema::ArgsSchema;
+
+/// How long an invoke may take when nothing says otherwise.
+pub const DEFAULT_DEADLINE: Duration = Duration::from_secs(30);
+
+/// One method, its argument schema compiled.
+pub struct Method {
+    /// The declaration.
+    pub decl: MethodDecl,
+    schema: ArgsSchema,
+}
+
+/// The value a process plugin's capability binds its consumers to.
+pub struct ProcessCapability {
+    /// The capability key.
+    pub key: String,
+    /// The JSON value it registered.
+    pub value: Option<Value>,
+    /// Its methods, by name.
+    pub methods: BTreeMap<String, Method>,
+    /// The provider's process.
+    pub provider: Arc<Supervisor>,
+}
+
+impl std::fmt::Debug for ProcessCapability {
+    fn fmt(&self, f: &mut std::fmt::Formatter<'_>) -> std::fmt::Result {
+        f.debug_struct("ProcessCapability")
+            .field("key", &self.key)
+            .field("methods", &self.methods.keys().collect::<Vec<_>>())
+            .finish_non_exhaustive()
+    }
+}
+
+impl ProcessCapability {
+    /// The capability `key` of `provider`, its method schemas compiled.
+    pub fn new(
+        key: &str,
+        value: Option<Value>,
+        methods: &[MethodDecl],
+        provider: Arc<Supervisor>,
+    ) -> Result<Self, String> {
+        let mut compiled = BTreeMap::new();
+        for m in methods {
+            let schema = crate::engine::args_schema::compile(&m.input_schema)
+                .map_err(|e| format!("method `{}` of `{key}`: its input_schema: {e}", m.name))?
+                .schema;
+            if compiled
+                .insert(
+                    m.name.clone(),
+                    Method {
+                        decl: m.clone(),
+                        schema,
+                    },
+                )
+                .is_some()
+            {
+                return Err(format!(
+                    "method `{}` of `{key}` is registered twice",
+                    m.name
+                ));
+            }
+        }
+        Ok(Self {
+            key: key.to_owned(),
+            value,
+            methods: compiled,
+            provider,
+        })
+    }
+}
+
+/// Whether `declared` (a manifest's `name[:resource]` permissions) covers
+/// `needed`: the same permission, or its name without a resource.
+fn declares(declared: &[String], needed: &str) -> bool {
+    let name = needed.split_once(':').map_or(needed, |(n, _)| n);
+    declared.iter().any(|d| d == needed || d == name)
+}
+
+/// The handler of a consumer's requests: `capability/invoke` over the
+/// providers bound to it, under its manifest's permissions.
+pub fn consumer_handler(
+    entry: String,
+    bound: BTreeMap<String, Arc<ProcessCapability>>,
+    permissions: Vec<String>,
+) -> Handler {
+    let shared = Arc::new((entry, bound, permissions));
+    Arc::new(move |m: String, params: Value| {
+        let shared = Arc::clone(&shared);
+        Box::pin(async move {
+            let (entry, bound, permissions) = &*shared;
+            if m != method::CAPABILITY_INVOKE {
+                return Err((
+                    code::METHOD_NOT_FOUND,
+                    format!("chassis has no method `{m}`"),
+                ));
+            }
+            let p: InvokeParams = serde_json::from_value(params)
+                .map_err(|e| (code::INVALID_PARAMS, format!("capability/invoke: {e}")))?;
+            let cap = bound.get(&p.key).ok_or_else(|| {
+                (
+                    code::INVALID_PARAMS,
+                    format!(
+                        "`{}` is not a requirement of `{entry}` bound to a process plugin; requirements with methods: [{}]",
+                        p.key,
+                        bound.keys().cloned().collect::<Vec<_>>().join(", ")
+                    ),
+                )
+            })?;
+            let method = cap.methods.get(&p.method).ok_or_else(|| {
+                (
+                    code::INVALID_PARAMS,
+                    format!(
+                        "`{}` has no method `{}`; its methods: [{}]",
+                        p.key,
+                        p.method,
+                        cap.methods.keys().cloned().collect::<Vec<_>>().join(", ")
+                    ),
+                )
+            })?;
+            let args = if p.arguments.is_null() {
+                Value::Object(serde_json::Map::new())
+            } else {
+                p.arguments
+            };
+            let violations = method.schema.violations(&args);
+            if !violations.is_empty() {
+                let list: Vec<String> = violations.iter().map(ToString::to_string).collect();
+                return Err((
+                    code::INVALID_PARAMS,
+                    format!("`{}.{}`: {}", p.key, p.method, list.join("; ")),
+                ));
+            }
+            let missing: Vec<&String> = method
+                .decl
+                .permissions
+                .iter()
+                .filter(|n| !declares(permissions, n))
+                .collect();
+            if !missing.is_empty() {
+                return Err((
+                    code::PERMISSION_DENIED,
+                    format!(
+                        "`{}.{}` needs {}, which the manifest of `{entry}` does not declare in `permissions`",
+                        p.key,
+                        p.method,
+                        missing
+                            .iter()
+                            .map(|s| format!("`{s}`"))
+                            .collect::<Vec<_>>()
+                            .join(", ")
+                    ),
+                ));
+            }
+            let conn = cap
+                .provider
+                .connection(None)
+                .await
+                .map_err(|e| (code::PROVIDER_UNAVAILABLE, e))?;
+            let forward = ProviderInvokeParams {
+                key: p.key.clone(),
+                method: p.method.clone(),
+                arguments: args,
+                caller: entry.clone(),
+                deadline_ms: u64::try_from(DEFAULT_DEADLINE.as_millis()).unwrap_or(u64::MAX),
+            };
+            let reply = conn
+                .request(
+                    method::CAPABILITY_INVOKE,
+                    serde_json::to_value(forward).unwrap_or(Value::Null),
+                    Some(DEFAULT_DEADLINE),
+                    None,
+                )
+                .await
+                .map_err(|e| match e {
+                    RpcError::Remote { code, message } => (code, message),
+                    other => (
+                        code::PROVIDER_UNAVAILABLE,
+                        format!(
+                            "the provider of `{}` ({}): {other}",
+                            p.key,
+                            cap.provider.entry()
+                        ),
+                    ),
+                })?;
+            let result: InvokeResult = serde_json::from_value(reply).map_err(|e| {
+                (
+                    code::INTERNAL_ERROR,
+                    format!(
+                        "the provider of `{}` answered with the wrong shape: {e}",
+                        p.key
+                    ),
+                )
+            })?;
+            Ok(serde_json::to_value(result).unwrap_or(Value::Null))
+        })
+    })
+}
+
+#[cfg(test)]
+mod tests {
+    use super::*;
+
+    #[test]
+    fn a_permission_is_declared_exactly_or_by_its_name() {
+        let declared = vec!["database.query".to_owned(), "fs.read:/tmp".to_owned()];
+        assert!(declares(&declared, "database.query"));
+        assert!(declares(&declared, "database.query:users"));
+        assert!(declares(&declared, "fs.read:/tmp"));
+        assert!(!declares(&declared, "fs.read:/etc"));
+        assert!(!declares(&declared, "database.write"));
+    }
+}
