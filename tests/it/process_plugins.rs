@@ -47,14 +47,23 @@ fn assert_no_process_in(dir: &Path) {
     let left: Vec<String> = std::fs::read_dir("/proc")
         .unwrap()
         .filter_map(Result::ok)
-        .filter(|e| e.file_name().to_string_lossy().chars().all(|c| c.is_ascii_digit()))
+        .filter(|e| {
+            e.file_name()
+                .to_string_lossy()
+                .chars()
+                .all(|c| c.is_ascii_digit())
+        })
         .filter(|e| std::fs::read_link(e.path().join("cwd")).is_ok_and(|cwd| cwd == dir))
         .map(|e| {
             let cmd = std::fs::read(e.path().join("cmdline")).unwrap_or_default();
             String::from_utf8_lossy(&cmd).replace('\0', " ")
         })
         .collect();
-    assert!(left.is_empty(), "processes left in {}: {left:?}", dir.display());
+    assert!(
+        left.is_empty(),
+        "processes left in {}: {left:?}",
+        dir.display()
+    );
 }
 
 /// The document a `run --format json` printed last (after its progress lines).
@@ -649,4 +658,109 @@ fn a_plugin_calls_another_plugins_capability_methods_through_chassis() {
         results[0]
     );
     assert_eq!(results[2], "");
+}
+
+/// `examples/polyglot`: a Python plugin's SQLite-backed capability used by
+/// a JavaScript plugin's tools, as the README runs it (copied, so its store
+/// lands in a temporary folder).
+#[test]
+fn the_polyglot_example_runs_python_and_javascript_plugins_together() {
+    let dir = tempfile::tempdir().unwrap();
+    let example = crate::harness::root().join("examples/polyglot");
+    for f in std::fs::read_dir(&example).unwrap() {
+        let f = f.unwrap();
+        if f.file_type().unwrap().is_file() {
+            std::fs::copy(f.path(), dir.path().join(f.file_name())).unwrap();
+        }
+    }
+    // The real HOME: `python3` may be a pyenv shim, which needs it.
+    let home = std::env::var("HOME").unwrap_or_default();
+    let out = run(
+        dir.path(),
+        &["--format", "json", "run", "composition.toml"],
+        &[("HOME", &home)],
+    );
+    assert_eq!(out.code, 0, "{}\n{}", out.stdout, out.stderr);
+    let doc = document(&out);
+    assert_eq!(
+        tool_results(&doc),
+        vec![
+            "remembered; 1 note(s) in sqlite".to_owned(),
+            "remembered; 2 note(s) in sqlite".to_owned(),
+            "buy milk".to_owned()
+        ]
+    );
+    assert_eq!(doc["answer"], "You asked me to buy milk.");
+}
+
+/// The SDKs vendored in the example are the SDKs.
+#[test]
+fn the_vendored_sdks_are_the_sdks() {
+    let root = crate::harness::root();
+    for (vendored, sdk) in [
+        (
+            "examples/polyglot/chassis_plugin.py",
+            "sdk/python/chassis_plugin.py",
+        ),
+        (
+            "examples/polyglot/chassis_plugin.js",
+            "sdk/typescript/chassis_plugin.js",
+        ),
+    ] {
+        assert_eq!(
+            std::fs::read_to_string(root.join(vendored)).unwrap(),
+            std::fs::read_to_string(root.join(sdk)).unwrap(),
+            "{vendored} differs from {sdk}: copy it again"
+        );
+    }
+}
+
+/// `sdk/typescript/chassis_plugin.js` (and `.d.ts`) is what the pinned
+/// TypeScript compiles `src/chassis_plugin.ts` to: `npm ci` of
+/// `sdk/typescript/package-lock.json` into `<target>/sdk-build/`, then `tsc`.
+#[test]
+fn the_checked_in_javascript_is_the_compiled_typescript() {
+    let root = crate::harness::root();
+    let sdk = root.join("sdk/typescript");
+    let build = root.join("target/sdk-build");
+    std::fs::create_dir_all(&build).unwrap();
+    for f in ["package.json", "package-lock.json"] {
+        std::fs::copy(sdk.join(f), build.join(f)).unwrap();
+    }
+    let tsc = build.join("node_modules/.bin/tsc");
+    if !tsc.exists() {
+        let out = std::process::Command::new("npm")
+            .args(["ci", "--no-audit", "--no-fund"])
+            .current_dir(&build)
+            .output()
+            .expect("npm runs (the TypeScript SDK test needs node and npm)");
+        assert!(
+            out.status.success(),
+            "npm ci failed:\n{}\n{}",
+            String::from_utf8_lossy(&out.stdout),
+            String::from_utf8_lossy(&out.stderr)
+        );
+    }
+    let out_dir = tempfile::tempdir().unwrap();
+    let out = std::process::Command::new(&tsc)
+        .arg("-p")
+        .arg(sdk.join("tsconfig.json"))
+        .arg("--outDir")
+        .arg(out_dir.path())
+        .arg("--typeRoots")
+        .arg(build.join("node_modules/@types"))
+        .output()
+        .unwrap();
+    assert!(
+        out.status.success(),
+        "tsc failed:\n{}",
+        String::from_utf8_lossy(&out.stdout)
+    );
+    for f in ["chassis_plugin.js", "chassis_plugin.d.ts"] {
+        assert_eq!(
+            std::fs::read_to_string(out_dir.path().join(f)).unwrap(),
+            std::fs::read_to_string(sdk.join(f)).unwrap(),
+            "sdk/typescript/{f} is not what src/chassis_plugin.ts compiles to: run tsc -p sdk/typescript"
+        );
+    }
 }

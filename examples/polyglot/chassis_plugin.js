@@ -1,0 +1,365 @@
+"use strict";
+/**
+ * chassis_plugin: write a chassis plugin in TypeScript (or JavaScript).
+ *
+ * A plugin is a program chassis starts (`[plugins.NAME] command = ["node",
+ * "plugin.js"]`). It speaks the chassis plugin protocol (JSON-RPC 2.0, one
+ * message per line on stdin/stdout; see `docs/plugin-protocol.md`). This file
+ * is the whole SDK: Node >= 18, no dependencies. Vendor the compiled
+ * `chassis_plugin.js` beside your plugin.
+ *
+ *     const { plugin } = require("./chassis_plugin");
+ *     plugin({ name: "greeter", version: "1.0.0", provides: { greeting: "1.0.0" } },
+ *       (ctx) => {
+ *         ctx.tools.register({
+ *           name: "greet", description: "Greet someone by name.",
+ *           inputSchema: { type: "object", properties: { name: { type: "string" } },
+ *                          required: ["name"], additionalProperties: false },
+ *         }, ({ name }) => `Hello, ${name}.`);
+ *       }).run();
+ *
+ * The declaration must equal the plugin's TOML manifest; chassis checks it
+ * at start. stdout belongs to the protocol: `console.log` and friends write
+ * to stderr.
+ */
+Object.defineProperty(exports, "__esModule", { value: true });
+exports.Plugin = exports.PluginContext = exports.Provider = exports.s = exports.InvokeError = exports.PROTOCOL_VERSION = void 0;
+exports.plugin = plugin;
+const readline = require("readline");
+exports.PROTOCOL_VERSION = "1.0";
+const MAX_MESSAGE_BYTES = 16 << 20;
+const METHOD_NOT_FOUND = -32601;
+const INVALID_PARAMS = -32602;
+const INTERNAL_ERROR = -32603;
+const CANCELLED = -32800;
+/** A capability method call chassis or the provider refused. */
+class InvokeError extends Error {
+    constructor(code, message) {
+        super(message);
+        this.code = code;
+    }
+}
+exports.InvokeError = InvokeError;
+/** A small schema builder: `s.object({ name: s.string() }, ["name"])`. */
+exports.s = {
+    string: () => ({ type: "string" }),
+    integer: () => ({ type: "integer" }),
+    number: () => ({ type: "number" }),
+    boolean: () => ({ type: "boolean" }),
+    array: (items) => ({ type: "array", items }),
+    enum: (...values) => ({ enum: values }),
+    object: (properties, required = Object.keys(properties)) => ({
+        type: "object",
+        properties,
+        required,
+        additionalProperties: false,
+    }),
+};
+/** The provider bound to one requirement. */
+class Provider {
+    constructor(plugin, key, bound) {
+        this.plugin = plugin;
+        this.key = key;
+        this.provider = bound.provider;
+        this.version = bound.version;
+        this.value = bound.value;
+    }
+    /** Call `method` of this capability through chassis. */
+    async invoke(method, args = {}) {
+        const reply = await this.plugin.request("capability/invoke", { key: this.key, method, arguments: args });
+        return reply && typeof reply === "object" ? reply.result : reply;
+    }
+}
+exports.Provider = Provider;
+/** What setup receives. */
+class PluginContext {
+    constructor(plugin, params) {
+        this.plugin = plugin;
+        /** @internal */ this.toolTable = new Map();
+        /** @internal */ this.methodTable = new Map();
+        /** @internal */ this.capabilityList = [];
+        /** @internal */ this.cleanups = [];
+        /** @internal */ this.sealed = false;
+        this.tools = {
+            register: (spec, fn) => {
+                this.open();
+                if (!spec.description)
+                    throw new Error(`tool \`${spec.name}\` needs a description`);
+                if (this.toolTable.has(spec.name))
+                    throw new Error(`tool \`${spec.name}\` is registered twice`);
+                this.toolTable.set(spec.name, { spec, fn });
+            },
+        };
+        this.capabilities = {
+            provide: (key, options) => {
+                this.open();
+                const table = new Map();
+                const methods = [];
+                for (const [spec, fn] of options.methods ?? []) {
+                    if (table.has(spec.name))
+                        throw new Error(`method \`${spec.name}\` of \`${key}\` is registered twice`);
+                    table.set(spec.name, fn);
+                    methods.push({
+                        name: spec.name,
+                        description: spec.description ?? "",
+                        input_schema: spec.inputSchema,
+                        permissions: spec.permissions ?? [],
+                    });
+                }
+                this.methodTable.set(key, table);
+                const entry = { key, version: options.version, methods };
+                if (options.value !== undefined)
+                    entry.value = options.value;
+                this.capabilityList.push(entry);
+            },
+        };
+        this.entry = params.entry ?? "";
+        this.scope = params.scope ?? "/";
+        this.config = params.config ?? {};
+        this.requirements = params.requirements ?? {};
+    }
+    open() {
+        if (this.sealed)
+            throw new Error("setup is over: register effects during setup");
+    }
+    /** The provider bound to requirement `key`. */
+    require(key) {
+        const bound = this.requirements[key];
+        if (!bound)
+            throw new Error(`\`${key}\` is not bound: declare it in requires and in the manifest`);
+        return new Provider(this.plugin, key, bound);
+    }
+    /** Like require, but undefined when nothing is bound. */
+    get(key) {
+        return this.requirements[key] ? this.require(key) : undefined;
+    }
+    /** Run `fn` at teardown (in reverse order). */
+    cleanup(description, fn) {
+        this.cleanups.push([description, fn]);
+    }
+}
+exports.PluginContext = PluginContext;
+class RpcError extends Error {
+    constructor(code, message) {
+        super(message);
+        this.code = code;
+    }
+}
+/** A plugin: its declaration and setup. */
+class Plugin {
+    constructor(declaration, setupFn) {
+        this.declaration = declaration;
+        this.setupFn = setupFn;
+        this.out = () => undefined;
+        this.nextId = 0;
+        this.waiting = new Map();
+        this.cancelled = new Set();
+        this.running = 0;
+        this.queue = [];
+    }
+    info() {
+        const d = this.declaration;
+        const provides = {};
+        for (const [k, v] of Object.entries(d.provides ?? {}))
+            provides[k] = Array.isArray(v) ? v : [v];
+        return {
+            name: d.name,
+            version: d.version,
+            provides,
+            requires: { ...(d.requires ?? {}) },
+            optional: { ...(d.optional ?? {}) },
+        };
+    }
+    /** @internal Send a request to chassis and wait for its answer. */
+    request(method, params) {
+        const id = `p${++this.nextId}`;
+        return new Promise((resolve, reject) => {
+            this.waiting.set(id, (msg) => {
+                if (msg.error)
+                    reject(new InvokeError(msg.error.code ?? INTERNAL_ERROR, msg.error.message ?? "error"));
+                else
+                    resolve(msg.result);
+            });
+            this.out(JSON.stringify({ jsonrpc: "2.0", id, method, params }));
+        });
+    }
+    reply(id, result, error) {
+        if (this.cancelled.delete(id))
+            return;
+        const msg = { jsonrpc: "2.0", id };
+        if (error)
+            msg.error = { code: error[0], message: error[1] };
+        else
+            msg.result = result === undefined ? null : result;
+        this.out(JSON.stringify(msg));
+    }
+    async initialize(params) {
+        const theirs = String(params?.protocol_version ?? "");
+        if (theirs.split(".")[0] !== exports.PROTOCOL_VERSION.split(".")[0]) {
+            throw new RpcError(INVALID_PARAMS, `this plugin speaks protocol ${exports.PROTOCOL_VERSION}, not ${theirs}`);
+        }
+        const out = { protocol_version: exports.PROTOCOL_VERSION, plugin: this.info() };
+        if (this.declaration.maxConcurrency !== undefined)
+            out.max_concurrency = this.declaration.maxConcurrency;
+        return out;
+    }
+    async setup(params) {
+        if (!params || typeof params !== "object" || !("entry" in params)) {
+            throw new RpcError(INVALID_PARAMS, "setup needs an object with `entry`");
+        }
+        const ctx = new PluginContext(this, params);
+        await this.setupFn(ctx);
+        ctx.sealed = true;
+        this.ctx = ctx;
+        const tools = [];
+        for (const { spec } of ctx.toolTable.values()) {
+            tools.push({
+                name: spec.name,
+                description: spec.description,
+                input_schema: spec.inputSchema,
+                policy: (spec.policy ?? {}),
+            });
+        }
+        return { capabilities: ctx.capabilityList, tools };
+    }
+    async toolsCall(params) {
+        const tool = this.ctx?.toolTable.get(params?.name);
+        if (!tool)
+            throw new RpcError(INVALID_PARAMS, `no tool \`${params?.name}\``);
+        try {
+            const result = await tool.fn(params.arguments ?? {});
+            return { content: (result === undefined ? "" : result), is_error: false };
+        }
+        catch (e) {
+            console.error(e?.stack ?? String(e));
+            return { content: `${e?.name ?? "Error"}: ${e?.message ?? String(e)}`, is_error: true };
+        }
+    }
+    async invoke(params) {
+        const fn = this.ctx?.methodTable.get(params?.key)?.get(params?.method);
+        if (!fn)
+            throw new RpcError(INVALID_PARAMS, `no method \`${params?.method}\` of \`${params?.key}\``);
+        try {
+            return { result: ((await fn(params.arguments ?? {})) ?? null) };
+        }
+        catch (e) {
+            if (e instanceof InvokeError)
+                throw new RpcError(e.code, e.message);
+            throw new RpcError(INTERNAL_ERROR, `${e?.name ?? "Error"}: ${e?.message ?? String(e)}`);
+        }
+    }
+    async teardown() {
+        for (const [description, fn] of [...(this.ctx?.cleanups ?? [])].reverse()) {
+            try {
+                await fn();
+            }
+            catch (e) {
+                console.error(`cleanup \`${description}\` failed: ${e?.stack ?? e}`);
+            }
+        }
+        return {};
+    }
+    async handle(id, method, params) {
+        const handlers = {
+            initialize: (p) => this.initialize(p),
+            setup: (p) => this.setup(p),
+            "tools/call": (p) => this.toolsCall(p),
+            "capability/invoke": (p) => this.invoke(p),
+            teardown: () => this.teardown(),
+        };
+        const handler = handlers[method];
+        try {
+            if (!handler)
+                throw new RpcError(METHOD_NOT_FOUND, `no method \`${method}\``);
+            this.reply(id, await handler(params ?? {}));
+        }
+        catch (e) {
+            if (e instanceof RpcError)
+                this.reply(id, undefined, [e.code, e.message]);
+            else {
+                console.error(e?.stack ?? String(e));
+                this.reply(id, undefined, [INTERNAL_ERROR, `${e?.name ?? "Error"}: ${e?.message ?? String(e)}`]);
+            }
+        }
+    }
+    /** Run `job` when fewer than maxConcurrency requests are running. */
+    schedule(job) {
+        const limit = this.declaration.maxConcurrency ?? Infinity;
+        const start = () => {
+            this.running++;
+            job().finally(() => {
+                this.running--;
+                const next = this.queue.shift();
+                if (next)
+                    next();
+            });
+        };
+        if (this.running < limit)
+            start();
+        else
+            this.queue.push(start);
+    }
+    /** Serve chassis on stdin/stdout until teardown or end of input. */
+    run() {
+        const stdout = process.stdout;
+        this.out = (line) => {
+            stdout.write(line + "\n");
+        };
+        // Everything else that writes to stdout goes to stderr.
+        const toStderr = (...args) => process.stderr.write(args.map(String).join(" ") + "\n");
+        console.log = toStderr;
+        console.info = toStderr;
+        console.debug = toStderr;
+        const lines = readline.createInterface({ input: process.stdin, crlfDelay: Infinity });
+        lines.on("line", (line) => {
+            if (Buffer.byteLength(line) > MAX_MESSAGE_BYTES) {
+                process.stderr.write("a message longer than 16 MiB; stopping\n");
+                process.exit(1);
+            }
+            if (!line.trim())
+                return;
+            let msg;
+            try {
+                msg = JSON.parse(line);
+            }
+            catch {
+                this.out(JSON.stringify({ jsonrpc: "2.0", id: null, error: { code: -32700, message: "not JSON" } }));
+                return;
+            }
+            if (!msg || msg.jsonrpc !== "2.0") {
+                this.out(JSON.stringify({ jsonrpc: "2.0", id: msg?.id ?? null, error: { code: -32600, message: "not a JSON-RPC message" } }));
+                return;
+            }
+            if (!("method" in msg)) {
+                const done = this.waiting.get(msg.id);
+                if (done) {
+                    this.waiting.delete(msg.id);
+                    done(msg);
+                }
+                return;
+            }
+            if (!("id" in msg)) {
+                if (msg.method === "$/cancel" && msg.params) {
+                    this.cancelled.add(msg.params.id);
+                    this.out(JSON.stringify({ jsonrpc: "2.0", id: msg.params.id, error: { code: CANCELLED, message: "cancelled" } }));
+                }
+                return;
+            }
+            if (msg.method === "teardown") {
+                this.handle(msg.id, msg.method, msg.params).then(() => process.exit(0));
+            }
+            else if (msg.method === "initialize" || msg.method === "setup") {
+                void this.handle(msg.id, msg.method, msg.params);
+            }
+            else {
+                this.schedule(() => this.handle(msg.id, msg.method, msg.params));
+            }
+        });
+        lines.on("close", () => process.exit(0));
+    }
+}
+exports.Plugin = Plugin;
+/** Declare a plugin with its setup function (sync or async). */
+function plugin(declaration, setup) {
+    return new Plugin(declaration, setup);
+}

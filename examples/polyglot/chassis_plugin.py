@@ -1,0 +1,596 @@
+"""chassis_plugin: write a chassis plugin in Python.
+
+A plugin is a program chassis starts (``[plugins.NAME] command = ["python3",
+"plugin.py"]``). It speaks the chassis plugin protocol (JSON-RPC 2.0, one
+message per line on stdin/stdout; see ``docs/plugin-protocol.md``). This
+module is the whole SDK: one file, the standard library only, Python 3.9+.
+Vendor it beside your plugin.
+
+    from chassis_plugin import plugin, ToolPolicy
+
+    @plugin(name="greeter", version="1.0.0", provides={"greeting": "1.0.0"})
+    def greeter(ctx):
+        def greet(name: str, excited: bool = False) -> str:
+            "Greet someone by name."
+            return f"Hello, {name}{'!' if excited else '.'}"
+        ctx.tools.register(greet, policy=ToolPolicy(idempotent=True))
+        ctx.capabilities.provide("greeting", {"style": "warm"}, version="1.0.0")
+
+    if __name__ == "__main__":
+        greeter.run()
+
+The declaration (name, version, provides, requires, optional) must equal the
+plugin's TOML manifest; chassis checks it when the plugin starts. Tool
+argument schemas are derived from type hints (str, int, float, bool, None,
+list[T], dict[str, T], Optional[T], Literal[...], TypedDict, dataclasses);
+any other annotation is a registration error naming the parameter.
+
+stdout belongs to the protocol: the SDK keeps the original stdout for itself
+and points file descriptor 1 and ``sys.stdout`` at stderr, so ``print()`` in
+your code (or a library's) goes to chassis's log instead of breaking the
+channel.
+"""
+
+import asyncio
+import concurrent.futures
+import dataclasses
+import inspect
+import json
+import os
+import sys
+import threading
+import traceback
+import typing
+
+__all__ = ["plugin", "Plugin", "PluginContext", "ToolPolicy", "Method", "PluginError",
+           "InvokeError", "PROTOCOL_VERSION"]
+
+PROTOCOL_VERSION = "1.0"
+MAX_MESSAGE_BYTES = 16 << 20
+
+METHOD_NOT_FOUND = -32601
+INVALID_PARAMS = -32602
+INVALID_REQUEST = -32600
+PARSE_ERROR = -32700
+INTERNAL_ERROR = -32603
+CANCELLED = -32800
+
+
+class PluginError(Exception):
+    """A mistake in the plugin's own code or registrations."""
+
+
+class InvokeError(Exception):
+    """A capability method call that chassis or the provider refused."""
+
+    def __init__(self, code, message):
+        super().__init__(message)
+        self.code = code
+
+
+class Method:
+    """A method of a provided capability: `fn` (its schema from its type
+    hints), and the permissions a caller's manifest must declare."""
+
+    def __init__(self, fn, name=None, description=None, permissions=()):
+        self.fn = fn
+        self.name = name
+        self.description = description
+        self.permissions = list(permissions)
+
+
+@dataclasses.dataclass
+class ToolPolicy:
+    """How chassis treats calls of a tool (chassis's ToolPolicy)."""
+
+    permissions: typing.Sequence[str] = ()
+    idempotent: bool = False
+    side_effects: typing.Sequence[str] = ()
+    timeout_seconds: typing.Optional[float] = None
+    cost_class: typing.Optional[str] = None
+    approval_required: bool = False
+
+    def to_wire(self):
+        out = {
+            "permissions": list(self.permissions),
+            "idempotent": self.idempotent,
+            "side_effects": list(self.side_effects),
+            "approval_required": self.approval_required,
+        }
+        if self.timeout_seconds is not None:
+            out["timeout_seconds"] = self.timeout_seconds
+        if self.cost_class is not None:
+            out["cost_class"] = self.cost_class
+        return out
+
+
+# ---------------------------------------------------------------- schemas
+
+_NONE = type(None)
+
+
+def _schema_of(annotation, where):
+    """The JSON Schema of a type hint; PluginError names `where` otherwise."""
+    if annotation is inspect.Parameter.empty:
+        raise PluginError(f"{where} has no type hint; chassis derives the argument schema from it")
+    if annotation is str:
+        return {"type": "string"}
+    if annotation is bool:
+        return {"type": "boolean"}
+    if annotation is int:
+        return {"type": "integer"}
+    if annotation is float:
+        return {"type": "number"}
+    if annotation is None or annotation is _NONE:
+        return {"type": "null"}
+    origin = typing.get_origin(annotation)
+    args = typing.get_args(annotation)
+    if origin in (list, typing.List) or annotation is list:
+        if not args:
+            raise PluginError(f"{where}: say what the list holds (list[str], …)")
+        return {"type": "array", "items": _schema_of(args[0], where)}
+    if origin in (dict, typing.Dict):
+        if len(args) != 2 or args[0] is not str:
+            raise PluginError(f"{where}: only dict[str, T] has a JSON Schema")
+        return {"type": "object", "additionalProperties": _schema_of(args[1], where)}
+    if origin is typing.Union or (sys.version_info >= (3, 10) and _is_union_type(annotation)):
+        options = [a for a in args if a is not _NONE]
+        schemas = [_schema_of(a, where) for a in options]
+        if len(options) != len(args):
+            schemas.append({"type": "null"})
+        return schemas[0] if len(schemas) == 1 else {"anyOf": schemas}
+    if origin is typing.Literal:
+        return {"enum": list(args)}
+    if _is_typeddict(annotation):
+        hints = typing.get_type_hints(annotation)
+        required = sorted(getattr(annotation, "__required_keys__", hints.keys()))
+        return {
+            "type": "object",
+            "properties": {k: _schema_of(v, f"{where}.{k}") for k, v in hints.items()},
+            "required": required,
+            "additionalProperties": False,
+        }
+    if dataclasses.is_dataclass(annotation) and isinstance(annotation, type):
+        hints = typing.get_type_hints(annotation)
+        props, required = {}, []
+        for f in dataclasses.fields(annotation):
+            props[f.name] = _schema_of(hints.get(f.name, inspect.Parameter.empty), f"{where}.{f.name}")
+            if f.default is dataclasses.MISSING and f.default_factory is dataclasses.MISSING:
+                required.append(f.name)
+        return {"type": "object", "properties": props, "required": required, "additionalProperties": False}
+    raise PluginError(f"{where} is annotated `{annotation!r}`, which has no JSON Schema here "
+                      "(use str, int, float, bool, None, list[T], dict[str, T], Optional, Literal, "
+                      "TypedDict or a dataclass)")
+
+
+def _is_union_type(annotation):
+    import types
+    return isinstance(annotation, getattr(types, "UnionType", ()))
+
+
+def _is_typeddict(annotation):
+    return isinstance(annotation, type) and issubclass(annotation, dict) and hasattr(annotation, "__annotations__") \
+        and hasattr(annotation, "__total__")
+
+
+def _from_json(value, annotation):
+    """Turn JSON arguments into dataclasses where the hint asks for one."""
+    if dataclasses.is_dataclass(annotation) and isinstance(annotation, type) and isinstance(value, dict):
+        hints = typing.get_type_hints(annotation)
+        return annotation(**{k: _from_json(v, hints.get(k)) for k, v in value.items()})
+    origin, args = typing.get_origin(annotation), typing.get_args(annotation)
+    if origin in (list, typing.List) and args and isinstance(value, list):
+        return [_from_json(v, args[0]) for v in value]
+    if origin is typing.Union and value is not None:
+        for a in args:
+            if a is not _NONE:
+                return _from_json(value, a)
+    return value
+
+
+class _Tool:
+    def __init__(self, fn, name, description, policy, what="tool"):
+        self.fn = fn
+        self.name = name or fn.__name__
+        doc = inspect.getdoc(fn) or ""
+        self.description = description or doc.split("\n\n")[0].strip()
+        if not self.description and what == "tool":
+            raise PluginError(f"tool `{self.name}` needs a description (a docstring or description=...)")
+        self.policy = policy or ToolPolicy()
+        self.is_async = inspect.iscoroutinefunction(fn)
+        self.signature = inspect.signature(fn)
+        try:
+            hints = typing.get_type_hints(fn)
+        except Exception as e:  # noqa: BLE001 - a broken annotation is the user's error
+            raise PluginError(f"tool `{self.name}`: its type hints do not resolve: {e}") from e
+        self.hints = hints
+        props, required = {}, []
+        for p in self.signature.parameters.values():
+            if p.kind in (p.VAR_POSITIONAL, p.VAR_KEYWORD):
+                raise PluginError(f"tool `{self.name}`: parameter `{p.name}` (*args/**kwargs) has no schema")
+            schema = _schema_of(hints.get(p.name, inspect.Parameter.empty),
+                                f"tool `{self.name}`, parameter `{p.name}`")
+            props[p.name] = schema
+            if p.default is inspect.Parameter.empty:
+                required.append(p.name)
+        self.schema = {"type": "object", "properties": props, "required": required,
+                       "additionalProperties": False}
+
+    def wire(self):
+        return {"name": self.name, "description": self.description,
+                "input_schema": self.schema, "policy": self.policy.to_wire()}
+
+    def bind(self, arguments):
+        if not isinstance(arguments, dict):
+            raise TypeError("arguments must be an object")
+        converted = {k: _from_json(v, self.hints.get(k)) for k, v in arguments.items()}
+        return self.signature.bind(**converted)
+
+
+# ---------------------------------------------------------------- context
+
+class _Tools:
+    def __init__(self, ctx):
+        self._ctx = ctx
+
+    def register(self, fn=None, *, name=None, description=None, policy=None):
+        """Register `fn` as a tool (also usable as a decorator)."""
+        def add(f):
+            self._ctx._check_open()
+            tool = _Tool(f, name, description, policy)
+            if tool.name in self._ctx._tools:
+                raise PluginError(f"tool `{tool.name}` is registered twice")
+            self._ctx._tools[tool.name] = tool
+            return f
+        return add(fn) if fn is not None else add
+
+
+class _Capabilities:
+    def __init__(self, ctx):
+        self._ctx = ctx
+
+    def provide(self, key, value=None, version=None, methods=()):
+        """Provide capability `key` at `version`; `value` crosses as JSON,
+        `methods` (functions or Method objects) are what consumers call."""
+        self._ctx._check_open()
+        if version is None:
+            raise PluginError(f"capability `{key}` needs version=...")
+        json.dumps(value)  # a value that is not JSON fails here, not in chassis
+        wire, table = [], {}
+        for m in methods:
+            m = m if isinstance(m, Method) else Method(m)
+            t = _Tool(m.fn, m.name, m.description, None, what="method")
+            if t.name in table:
+                raise PluginError(f"method `{t.name}` of `{key}` is registered twice")
+            table[t.name] = t
+            wire.append({"name": t.name, "description": t.description,
+                         "input_schema": t.schema, "permissions": m.permissions})
+        self._ctx._methods[key] = table
+        self._ctx._capabilities.append({"key": key, "version": str(version), "value": value,
+                                        "methods": wire})
+
+
+class PluginContext:
+    """What setup receives: register effects, read config and providers."""
+
+    def __init__(self, params, plugin=None):
+        self._plugin = plugin
+        self.entry = params.get("entry", "")
+        self.scope = params.get("scope", "/")
+        self.config = params.get("config") or {}
+        self._requirements = params.get("requirements") or {}
+        self._tools = {}
+        self._methods = {}
+        self._capabilities = []
+        self._cleanups = []
+        self._sealed = False
+        self.tools = _Tools(self)
+        self.capabilities = _Capabilities(self)
+
+    def _check_open(self):
+        if self._sealed:
+            raise PluginError("setup is over: register effects during setup")
+
+    def require(self, key):
+        """The provider bound to requirement `key`: `.value` is its JSON
+        value, `.invoke(method, **arguments)` (or `.method(**arguments)`)
+        calls its methods through chassis."""
+        bound = self._requirements.get(key)
+        if bound is None:
+            raise PluginError(f"`{key}` is not bound: declare it in requires= and in the manifest")
+        return Provider(self._plugin, key, bound)
+
+    def get(self, key):
+        """Like require, but None when nothing is bound (optional requirements)."""
+        return self.require(key) if key in self._requirements else None
+
+    def cleanup(self, description, fn):
+        """Run `fn` at teardown (in reverse order of registration)."""
+        self._cleanups.append((description, fn))
+
+
+class Provider:
+    """A provider bound to one requirement."""
+
+    def __init__(self, plugin, key, bound):
+        self._plugin = plugin
+        self.key = key
+        self.provider = bound.get("provider")
+        self.version = bound.get("version")
+        self.value = bound.get("value")
+
+    def invoke(self, method, **arguments):
+        """Call `method` of this capability; raises InvokeError when chassis
+        or the provider refuses. Blocks: call it from a tool or method."""
+        reply = self._plugin._request("capability/invoke",
+                                      {"key": self.key, "method": method, "arguments": arguments})
+        return reply.get("result") if isinstance(reply, dict) else reply
+
+    def __getattr__(self, name):
+        if name.startswith("_"):
+            raise AttributeError(name)
+        return lambda **arguments: self.invoke(name, **arguments)
+
+
+# ---------------------------------------------------------------- protocol
+
+class Plugin:
+    """A plugin: its declaration and its setup function."""
+
+    def __init__(self, setup, name, version, provides=None, requires=None, optional=None,
+                 permissions=None, max_concurrency=None):
+        self.setup = setup
+        self.info = {
+            "name": name,
+            "version": str(version),
+            "provides": {k: ([str(x) for x in v] if isinstance(v, (list, tuple)) else [str(v)])
+                         for k, v in (provides or {}).items()},
+            "requires": dict(requires or {}),
+            "optional": dict(optional or {}),
+        }
+        self.permissions = list(permissions or [])
+        self.max_concurrency = max_concurrency
+        self._ctx = None
+        self._out = None
+        self._write_lock = threading.Lock()
+        self._pool = None
+        self._loop = None
+        self._cancelled = set()
+        self._cancel_lock = threading.Lock()
+        self._next_id = 0
+        self._waiting = {}
+        self._waiting_lock = threading.Lock()
+
+    def __call__(self, *args, **kwargs):
+        return self.setup(*args, **kwargs)
+
+    # -- I/O
+
+    def _send(self, message):
+        line = json.dumps(message, separators=(",", ":"), default=str)
+        with self._write_lock:
+            self._out.write(line + "\n")
+            self._out.flush()
+
+    def _reply(self, id_, result=None, error=None):
+        with self._cancel_lock:
+            if id_ in self._cancelled:
+                self._cancelled.discard(id_)
+                return
+        msg = {"jsonrpc": "2.0", "id": id_}
+        if error is not None:
+            msg["error"] = {"code": error[0], "message": error[1]}
+        else:
+            msg["result"] = result
+        self._send(msg)
+
+    def _request(self, method, params):
+        """Send a request to chassis and wait for its answer (from a worker
+        thread: the main thread keeps reading)."""
+        with self._waiting_lock:
+            self._next_id += 1
+            id_ = f"p{self._next_id}"
+            done = threading.Event()
+            self._waiting[id_] = [done, None]
+        self._send({"jsonrpc": "2.0", "id": id_, "method": method, "params": params})
+        done.wait()
+        with self._waiting_lock:
+            _, msg = self._waiting.pop(id_)
+        if msg is None:
+            raise InvokeError(INTERNAL_ERROR, "chassis closed the connection")
+        if "error" in msg:
+            err = msg["error"] or {}
+            raise InvokeError(err.get("code", INTERNAL_ERROR), err.get("message", "error"))
+        return msg.get("result")
+
+    def _answered(self, msg):
+        with self._waiting_lock:
+            slot = self._waiting.get(msg.get("id"))
+            if slot is not None:
+                slot[1] = msg
+                slot[0].set()
+
+    def _await(self, value):
+        if inspect.isawaitable(value):
+            return asyncio.run_coroutine_threadsafe(_as_coroutine(value), self._loop).result()
+        return value
+
+    # -- methods
+
+    def _initialize(self, params):
+        theirs = str(params.get("protocol_version", ""))
+        if theirs.split(".")[0] != PROTOCOL_VERSION.split(".")[0]:
+            raise _RpcError(INVALID_PARAMS, f"this plugin speaks protocol {PROTOCOL_VERSION}, not {theirs}")
+        out = {"protocol_version": PROTOCOL_VERSION, "plugin": self.info}
+        if self.max_concurrency is not None:
+            out["max_concurrency"] = self.max_concurrency
+        return out
+
+    def _setup(self, params):
+        if not isinstance(params, dict) or "entry" not in params:
+            raise _RpcError(INVALID_PARAMS, "setup needs an object with `entry`")
+        ctx = PluginContext(params, self)
+        self._await(self.setup(ctx))
+        ctx._sealed = True
+        self._ctx = ctx
+        return {"capabilities": ctx._capabilities, "tools": [t.wire() for t in ctx._tools.values()]}
+
+    def _tools_call(self, params):
+        if not isinstance(params, dict) or not isinstance(params.get("name"), str):
+            raise _RpcError(INVALID_PARAMS, "tools/call needs `name` and `arguments`")
+        tool = self._ctx._tools.get(params["name"]) if self._ctx else None
+        if tool is None:
+            raise _RpcError(INVALID_PARAMS, f"no tool `{params['name']}`")
+        try:
+            bound = tool.bind(params.get("arguments") or {})
+        except TypeError as e:
+            raise _RpcError(INVALID_PARAMS, f"bad arguments for `{tool.name}`: {e}") from e
+        try:
+            result = self._await(tool.fn(*bound.args, **bound.kwargs))
+        except Exception as e:  # noqa: BLE001 - a failing tool is an answer
+            traceback.print_exc(file=sys.stderr)
+            return {"content": f"{type(e).__name__}: {e}", "is_error": True}
+        content = result if isinstance(result, (str, int, float, bool, list, dict)) or result is None else str(result)
+        return {"content": "" if content is None else content, "is_error": False}
+
+    def _invoke(self, params):
+        if not isinstance(params, dict):
+            raise _RpcError(INVALID_PARAMS, "capability/invoke needs an object")
+        table = self._ctx._methods.get(params.get("key")) if self._ctx else None
+        method = table.get(params.get("method")) if table is not None else None
+        if method is None:
+            raise _RpcError(INVALID_PARAMS, f"no method `{params.get('method')}` of `{params.get('key')}`")
+        try:
+            bound = method.bind(params.get("arguments") or {})
+        except TypeError as e:
+            raise _RpcError(INVALID_PARAMS, f"bad arguments for `{method.name}`: {e}") from e
+        try:
+            return {"result": self._await(method.fn(*bound.args, **bound.kwargs))}
+        except InvokeError as e:
+            raise _RpcError(e.code, str(e)) from e
+        except Exception as e:  # noqa: BLE001 - the caller gets the error
+            traceback.print_exc(file=sys.stderr)
+            raise _RpcError(INTERNAL_ERROR, f"{type(e).__name__}: {e}") from e
+
+    def _teardown(self, _params):
+        for description, fn in reversed(self._ctx._cleanups if self._ctx else []):
+            try:
+                self._await(fn())
+            except Exception:  # noqa: BLE001 - keep tearing down
+                print(f"cleanup `{description}` failed:", file=sys.stderr)
+                traceback.print_exc(file=sys.stderr)
+        return {}
+
+    def _handle(self, id_, method, params):
+        handlers = {"initialize": self._initialize, "setup": self._setup,
+                    "tools/call": self._tools_call, "capability/invoke": self._invoke,
+                    "teardown": self._teardown}
+        handler = handlers.get(method)
+        try:
+            if handler is None:
+                raise _RpcError(METHOD_NOT_FOUND, f"no method `{method}`")
+            result = handler(params if params is not None else {})
+            self._reply(id_, result=result)
+        except _RpcError as e:
+            self._reply(id_, error=(e.code, e.message))
+        except PluginError as e:
+            self._reply(id_, error=(INTERNAL_ERROR, str(e)))
+        except SystemExit as e:
+            # sys.exit() in a handler (a worker thread) ends the process, as
+            # it would in a script.
+            sys.stderr.flush()
+            os._exit(e.code if isinstance(e.code, int) else 1)
+        except Exception as e:  # noqa: BLE001 - never let one request kill the process
+            traceback.print_exc(file=sys.stderr)
+            self._reply(id_, error=(INTERNAL_ERROR, f"{type(e).__name__}: {e}"))
+        return method
+
+    def run(self):
+        """Serve chassis on stdin/stdout until teardown or end of input."""
+        # Keep the real stdout for the protocol; everything else that writes
+        # to stdout (print, C extensions) goes to stderr.
+        self._out = os.fdopen(os.dup(1), "w", encoding="utf-8")
+        os.dup2(2, 1)
+        sys.stdout = sys.stderr
+        self._loop = asyncio.new_event_loop()
+        threading.Thread(target=self._loop.run_forever, name="chassis-plugin-loop", daemon=True).start()
+        self._pool = concurrent.futures.ThreadPoolExecutor(max_workers=self.max_concurrency or 8,
+                                                           thread_name_prefix="chassis-plugin")
+        stdin = sys.stdin.buffer
+        while True:
+            line = stdin.readline(MAX_MESSAGE_BYTES + 1)
+            if not line:
+                break
+            if len(line) > MAX_MESSAGE_BYTES:
+                print("a message longer than 16 MiB; stopping", file=sys.stderr)
+                break
+            if not line.strip():
+                continue
+            try:
+                msg = json.loads(line)
+            except ValueError:
+                self._send({"jsonrpc": "2.0", "id": None, "error": {"code": PARSE_ERROR, "message": "not JSON"}})
+                continue
+            if not isinstance(msg, dict) or msg.get("jsonrpc") != "2.0" or "method" not in msg:
+                if isinstance(msg, dict) and ("result" in msg or "error" in msg):
+                    self._answered(msg)
+                    continue
+                self._send({"jsonrpc": "2.0", "id": msg.get("id") if isinstance(msg, dict) else None,
+                            "error": {"code": INVALID_REQUEST, "message": "not a JSON-RPC request"}})
+                continue
+            method, params, id_ = msg["method"], msg.get("params"), msg.get("id")
+            if "id" not in msg:
+                if method == "$/cancel" and isinstance(params, dict):
+                    self._cancel(params.get("id"))
+                continue
+            if method == "initialize":
+                self._handle(id_, method, params)
+            elif method == "teardown":
+                # In a thread: a cleanup may call chassis, whose answer this
+                # loop reads; the process exits once teardown is answered.
+                threading.Thread(target=self._finish, args=(id_, params), daemon=True).start()
+            else:
+                # setup too: it may call a provider (ctx.require(...).invoke).
+                self._pool.submit(self._handle, id_, method, params)
+        self._exit()
+
+    def _finish(self, id_, params):
+        self._handle(id_, "teardown", params)
+        self._exit()
+
+    def _exit(self):
+        with self._waiting_lock:
+            for slot in self._waiting.values():
+                slot[0].set()
+        self._pool.shutdown(wait=False, cancel_futures=True)
+        try:
+            self._out.flush()
+        finally:
+            os._exit(0)
+
+    def _cancel(self, id_):
+        # The work cannot be interrupted in a thread; its answer is dropped
+        # and chassis hears that it was cancelled at once.
+        with self._cancel_lock:
+            self._cancelled.add(id_)
+        msg = {"jsonrpc": "2.0", "id": id_, "error": {"code": CANCELLED, "message": "cancelled"}}
+        self._send(msg)
+
+
+class _RpcError(Exception):
+    def __init__(self, code, message):
+        super().__init__(message)
+        self.code = code
+        self.message = message
+
+
+async def _as_coroutine(awaitable):
+    return await awaitable
+
+
+def plugin(name, version, provides=None, requires=None, optional=None, permissions=None,
+           max_concurrency=None):
+    """Declare a plugin; decorates its setup function (sync or async)."""
+    def wrap(setup):
+        return Plugin(setup, name, version, provides, requires, optional, permissions, max_concurrency)
+    return wrap

@@ -1,0 +1,409 @@
+/**
+ * chassis_plugin: write a chassis plugin in TypeScript (or JavaScript).
+ *
+ * A plugin is a program chassis starts (`[plugins.NAME] command = ["node",
+ * "plugin.js"]`). It speaks the chassis plugin protocol (JSON-RPC 2.0, one
+ * message per line on stdin/stdout; see `docs/plugin-protocol.md`). This file
+ * is the whole SDK: Node >= 18, no dependencies. Vendor the compiled
+ * `chassis_plugin.js` beside your plugin.
+ *
+ *     const { plugin } = require("./chassis_plugin");
+ *     plugin({ name: "greeter", version: "1.0.0", provides: { greeting: "1.0.0" } },
+ *       (ctx) => {
+ *         ctx.tools.register({
+ *           name: "greet", description: "Greet someone by name.",
+ *           inputSchema: { type: "object", properties: { name: { type: "string" } },
+ *                          required: ["name"], additionalProperties: false },
+ *         }, ({ name }) => `Hello, ${name}.`);
+ *       }).run();
+ *
+ * The declaration must equal the plugin's TOML manifest; chassis checks it
+ * at start. stdout belongs to the protocol: `console.log` and friends write
+ * to stderr.
+ */
+
+import * as readline from "readline";
+
+export const PROTOCOL_VERSION = "1.0";
+const MAX_MESSAGE_BYTES = 16 << 20;
+
+const METHOD_NOT_FOUND = -32601;
+const INVALID_PARAMS = -32602;
+const INTERNAL_ERROR = -32603;
+const CANCELLED = -32800;
+
+/** A JSON value. */
+export type Json = null | boolean | number | string | Json[] | { [key: string]: Json };
+/** A JSON Schema. */
+export type Schema = { [key: string]: Json };
+
+/** How chassis treats calls of a tool. */
+export interface ToolPolicy {
+  permissions?: string[];
+  idempotent?: boolean;
+  side_effects?: string[];
+  timeout_seconds?: number;
+  cost_class?: string;
+  approval_required?: boolean;
+}
+
+/** A tool's declaration. */
+export interface ToolSpec {
+  name: string;
+  description: string;
+  inputSchema: Schema;
+  policy?: ToolPolicy;
+}
+
+/** A capability method's declaration. */
+export interface MethodSpec {
+  name: string;
+  description?: string;
+  inputSchema: Schema;
+  permissions?: string[];
+}
+
+type Handler = (args: any) => unknown | Promise<unknown>;
+
+/** A plugin's declaration; it must equal the TOML manifest. */
+export interface Declaration {
+  name: string;
+  version: string;
+  provides?: { [capability: string]: string | string[] };
+  requires?: { [capability: string]: string };
+  optional?: { [capability: string]: string };
+  maxConcurrency?: number;
+}
+
+/** A capability method call chassis or the provider refused. */
+export class InvokeError extends Error {
+  constructor(public code: number, message: string) {
+    super(message);
+  }
+}
+
+/** A small schema builder: `s.object({ name: s.string() }, ["name"])`. */
+export const s = {
+  string: (): Schema => ({ type: "string" }),
+  integer: (): Schema => ({ type: "integer" }),
+  number: (): Schema => ({ type: "number" }),
+  boolean: (): Schema => ({ type: "boolean" }),
+  array: (items: Schema): Schema => ({ type: "array", items }),
+  enum: (...values: string[]): Schema => ({ enum: values }),
+  object: (properties: { [key: string]: Schema }, required: string[] = Object.keys(properties)): Schema => ({
+    type: "object",
+    properties,
+    required,
+    additionalProperties: false,
+  }),
+};
+
+/** The provider bound to one requirement. */
+export class Provider {
+  readonly provider: string;
+  readonly version: string;
+  readonly value: Json | undefined;
+  constructor(private plugin: Plugin, readonly key: string, bound: any) {
+    this.provider = bound.provider;
+    this.version = bound.version;
+    this.value = bound.value;
+  }
+  /** Call `method` of this capability through chassis. */
+  async invoke(method: string, args: { [key: string]: Json } = {}): Promise<Json> {
+    const reply: any = await this.plugin.request("capability/invoke", { key: this.key, method, arguments: args });
+    return reply && typeof reply === "object" ? reply.result : reply;
+  }
+}
+
+/** What setup receives. */
+export class PluginContext {
+  readonly entry: string;
+  readonly scope: string;
+  readonly config: { [key: string]: Json };
+  /** @internal */ toolTable = new Map<string, { spec: ToolSpec; fn: Handler }>();
+  /** @internal */ methodTable = new Map<string, Map<string, Handler>>();
+  /** @internal */ capabilityList: Json[] = [];
+  /** @internal */ cleanups: Array<[string, () => unknown]> = [];
+  /** @internal */ sealed = false;
+  private requirements: { [key: string]: any };
+
+  constructor(private plugin: Plugin, params: any) {
+    this.entry = params.entry ?? "";
+    this.scope = params.scope ?? "/";
+    this.config = params.config ?? {};
+    this.requirements = params.requirements ?? {};
+  }
+
+  private open(): void {
+    if (this.sealed) throw new Error("setup is over: register effects during setup");
+  }
+
+  readonly tools = {
+    register: (spec: ToolSpec, fn: Handler): void => {
+      this.open();
+      if (!spec.description) throw new Error(`tool \`${spec.name}\` needs a description`);
+      if (this.toolTable.has(spec.name)) throw new Error(`tool \`${spec.name}\` is registered twice`);
+      this.toolTable.set(spec.name, { spec, fn });
+    },
+  };
+
+  readonly capabilities = {
+    provide: (
+      key: string,
+      options: { version: string; value?: Json; methods?: Array<[MethodSpec, Handler]> },
+    ): void => {
+      this.open();
+      const table = new Map<string, Handler>();
+      const methods: Json[] = [];
+      for (const [spec, fn] of options.methods ?? []) {
+        if (table.has(spec.name)) throw new Error(`method \`${spec.name}\` of \`${key}\` is registered twice`);
+        table.set(spec.name, fn);
+        methods.push({
+          name: spec.name,
+          description: spec.description ?? "",
+          input_schema: spec.inputSchema,
+          permissions: spec.permissions ?? [],
+        });
+      }
+      this.methodTable.set(key, table);
+      const entry: { [k: string]: Json } = { key, version: options.version, methods };
+      if (options.value !== undefined) entry.value = options.value;
+      this.capabilityList.push(entry);
+    },
+  };
+
+  /** The provider bound to requirement `key`. */
+  require(key: string): Provider {
+    const bound = this.requirements[key];
+    if (!bound) throw new Error(`\`${key}\` is not bound: declare it in requires and in the manifest`);
+    return new Provider(this.plugin, key, bound);
+  }
+
+  /** Like require, but undefined when nothing is bound. */
+  get(key: string): Provider | undefined {
+    return this.requirements[key] ? this.require(key) : undefined;
+  }
+
+  /** Run `fn` at teardown (in reverse order). */
+  cleanup(description: string, fn: () => unknown): void {
+    this.cleanups.push([description, fn]);
+  }
+}
+
+class RpcError extends Error {
+  constructor(public code: number, message: string) {
+    super(message);
+  }
+}
+
+/** A plugin: its declaration and setup. */
+export class Plugin {
+  private ctx: PluginContext | undefined;
+  private out: (line: string) => void = () => undefined;
+  private nextId = 0;
+  private waiting = new Map<string, (msg: any) => void>();
+  private cancelled = new Set<unknown>();
+  private running = 0;
+  private queue: Array<() => void> = [];
+
+  constructor(
+    private declaration: Declaration,
+    private setupFn: (ctx: PluginContext) => unknown | Promise<unknown>,
+  ) {}
+
+  private info(): Json {
+    const d = this.declaration;
+    const provides: { [k: string]: Json } = {};
+    for (const [k, v] of Object.entries(d.provides ?? {})) provides[k] = Array.isArray(v) ? v : [v];
+    return {
+      name: d.name,
+      version: d.version,
+      provides,
+      requires: { ...(d.requires ?? {}) },
+      optional: { ...(d.optional ?? {}) },
+    };
+  }
+
+  /** @internal Send a request to chassis and wait for its answer. */
+  request(method: string, params: Json): Promise<Json> {
+    const id = `p${++this.nextId}`;
+    return new Promise((resolve, reject) => {
+      this.waiting.set(id, (msg) => {
+        if (msg.error) reject(new InvokeError(msg.error.code ?? INTERNAL_ERROR, msg.error.message ?? "error"));
+        else resolve(msg.result);
+      });
+      this.out(JSON.stringify({ jsonrpc: "2.0", id, method, params }));
+    });
+  }
+
+  private reply(id: unknown, result?: unknown, error?: [number, string]): void {
+    if (this.cancelled.delete(id)) return;
+    const msg: any = { jsonrpc: "2.0", id };
+    if (error) msg.error = { code: error[0], message: error[1] };
+    else msg.result = result === undefined ? null : result;
+    this.out(JSON.stringify(msg));
+  }
+
+  private async initialize(params: any): Promise<Json> {
+    const theirs = String(params?.protocol_version ?? "");
+    if (theirs.split(".")[0] !== PROTOCOL_VERSION.split(".")[0]) {
+      throw new RpcError(INVALID_PARAMS, `this plugin speaks protocol ${PROTOCOL_VERSION}, not ${theirs}`);
+    }
+    const out: { [k: string]: Json } = { protocol_version: PROTOCOL_VERSION, plugin: this.info() };
+    if (this.declaration.maxConcurrency !== undefined) out.max_concurrency = this.declaration.maxConcurrency;
+    return out;
+  }
+
+  private async setup(params: any): Promise<Json> {
+    if (!params || typeof params !== "object" || !("entry" in params)) {
+      throw new RpcError(INVALID_PARAMS, "setup needs an object with `entry`");
+    }
+    const ctx = new PluginContext(this, params);
+    await this.setupFn(ctx);
+    ctx.sealed = true;
+    this.ctx = ctx;
+    const tools: Json[] = [];
+    for (const { spec } of ctx.toolTable.values()) {
+      tools.push({
+        name: spec.name,
+        description: spec.description,
+        input_schema: spec.inputSchema,
+        policy: (spec.policy ?? {}) as Json,
+      });
+    }
+    return { capabilities: ctx.capabilityList, tools };
+  }
+
+  private async toolsCall(params: any): Promise<Json> {
+    const tool = this.ctx?.toolTable.get(params?.name);
+    if (!tool) throw new RpcError(INVALID_PARAMS, `no tool \`${params?.name}\``);
+    try {
+      const result = await tool.fn(params.arguments ?? {});
+      return { content: (result === undefined ? "" : result) as Json, is_error: false };
+    } catch (e: any) {
+      console.error(e?.stack ?? String(e));
+      return { content: `${e?.name ?? "Error"}: ${e?.message ?? String(e)}`, is_error: true };
+    }
+  }
+
+  private async invoke(params: any): Promise<Json> {
+    const fn = this.ctx?.methodTable.get(params?.key)?.get(params?.method);
+    if (!fn) throw new RpcError(INVALID_PARAMS, `no method \`${params?.method}\` of \`${params?.key}\``);
+    try {
+      return { result: ((await fn(params.arguments ?? {})) ?? null) as Json };
+    } catch (e: any) {
+      if (e instanceof InvokeError) throw new RpcError(e.code, e.message);
+      throw new RpcError(INTERNAL_ERROR, `${e?.name ?? "Error"}: ${e?.message ?? String(e)}`);
+    }
+  }
+
+  private async teardown(): Promise<Json> {
+    for (const [description, fn] of [...(this.ctx?.cleanups ?? [])].reverse()) {
+      try {
+        await fn();
+      } catch (e: any) {
+        console.error(`cleanup \`${description}\` failed: ${e?.stack ?? e}`);
+      }
+    }
+    return {};
+  }
+
+  private async handle(id: unknown, method: string, params: unknown): Promise<void> {
+    const handlers: { [m: string]: (p: any) => Promise<Json> } = {
+      initialize: (p) => this.initialize(p),
+      setup: (p) => this.setup(p),
+      "tools/call": (p) => this.toolsCall(p),
+      "capability/invoke": (p) => this.invoke(p),
+      teardown: () => this.teardown(),
+    };
+    const handler = handlers[method];
+    try {
+      if (!handler) throw new RpcError(METHOD_NOT_FOUND, `no method \`${method}\``);
+      this.reply(id, await handler(params ?? {}));
+    } catch (e: any) {
+      if (e instanceof RpcError) this.reply(id, undefined, [e.code, e.message]);
+      else {
+        console.error(e?.stack ?? String(e));
+        this.reply(id, undefined, [INTERNAL_ERROR, `${e?.name ?? "Error"}: ${e?.message ?? String(e)}`]);
+      }
+    }
+  }
+
+  /** Run `job` when fewer than maxConcurrency requests are running. */
+  private schedule(job: () => Promise<void>): void {
+    const limit = this.declaration.maxConcurrency ?? Infinity;
+    const start = () => {
+      this.running++;
+      job().finally(() => {
+        this.running--;
+        const next = this.queue.shift();
+        if (next) next();
+      });
+    };
+    if (this.running < limit) start();
+    else this.queue.push(start);
+  }
+
+  /** Serve chassis on stdin/stdout until teardown or end of input. */
+  run(): void {
+    const stdout = process.stdout;
+    this.out = (line: string) => {
+      stdout.write(line + "\n");
+    };
+    // Everything else that writes to stdout goes to stderr.
+    const toStderr = (...args: unknown[]) => process.stderr.write(args.map(String).join(" ") + "\n");
+    console.log = toStderr;
+    console.info = toStderr;
+    console.debug = toStderr;
+    const lines = readline.createInterface({ input: process.stdin, crlfDelay: Infinity });
+    lines.on("line", (line: string) => {
+      if (Buffer.byteLength(line) > MAX_MESSAGE_BYTES) {
+        process.stderr.write("a message longer than 16 MiB; stopping\n");
+        process.exit(1);
+      }
+      if (!line.trim()) return;
+      let msg: any;
+      try {
+        msg = JSON.parse(line);
+      } catch {
+        this.out(JSON.stringify({ jsonrpc: "2.0", id: null, error: { code: -32700, message: "not JSON" } }));
+        return;
+      }
+      if (!msg || msg.jsonrpc !== "2.0") {
+        this.out(JSON.stringify({ jsonrpc: "2.0", id: msg?.id ?? null, error: { code: -32600, message: "not a JSON-RPC message" } }));
+        return;
+      }
+      if (!("method" in msg)) {
+        const done = this.waiting.get(msg.id);
+        if (done) {
+          this.waiting.delete(msg.id);
+          done(msg);
+        }
+        return;
+      }
+      if (!("id" in msg)) {
+        if (msg.method === "$/cancel" && msg.params) {
+          this.cancelled.add(msg.params.id);
+          this.out(JSON.stringify({ jsonrpc: "2.0", id: msg.params.id, error: { code: CANCELLED, message: "cancelled" } }));
+        }
+        return;
+      }
+      if (msg.method === "teardown") {
+        this.handle(msg.id, msg.method, msg.params).then(() => process.exit(0));
+      } else if (msg.method === "initialize" || msg.method === "setup") {
+        void this.handle(msg.id, msg.method, msg.params);
+      } else {
+        this.schedule(() => this.handle(msg.id, msg.method, msg.params));
+      }
+    });
+    lines.on("close", () => process.exit(0));
+  }
+}
+
+/** Declare a plugin with its setup function (sync or async). */
+export function plugin(
+  declaration: Declaration,
+  setup: (ctx: PluginContext) => unknown | Promise<unknown>,
+): Plugin {
+  return new Plugin(declaration, setup);
+}
