@@ -40,6 +40,9 @@ _chassis() {
             chassis,plan)
                 cmd="chassis__subcmd__plan"
                 ;;
+            chassis,plugin)
+                cmd="chassis__subcmd__plugin"
+                ;;
             chassis,publish)
                 cmd="chassis__subcmd__publish"
                 ;;
@@ -145,6 +148,9 @@ _chassis() {
             chassis__subcmd__help,plan)
                 cmd="chassis__subcmd__help__subcmd__plan"
                 ;;
+            chassis__subcmd__help,plugin)
+                cmd="chassis__subcmd__help__subcmd__plugin"
+                ;;
             chassis__subcmd__help,publish)
                 cmd="chassis__subcmd__help__subcmd__publish"
                 ;;
@@ -187,11 +193,35 @@ _chassis() {
             chassis__subcmd__help__subcmd__generations,show)
                 cmd="chassis__subcmd__help__subcmd__generations__subcmd__show"
                 ;;
+            chassis__subcmd__help__subcmd__plugin,check)
+                cmd="chassis__subcmd__help__subcmd__plugin__subcmd__check"
+                ;;
+            chassis__subcmd__help__subcmd__plugin,new)
+                cmd="chassis__subcmd__help__subcmd__plugin__subcmd__new"
+                ;;
             chassis__subcmd__help__subcmd__runs,list)
                 cmd="chassis__subcmd__help__subcmd__runs__subcmd__list"
                 ;;
             chassis__subcmd__help__subcmd__runs,show)
                 cmd="chassis__subcmd__help__subcmd__runs__subcmd__show"
+                ;;
+            chassis__subcmd__plugin,check)
+                cmd="chassis__subcmd__plugin__subcmd__check"
+                ;;
+            chassis__subcmd__plugin,help)
+                cmd="chassis__subcmd__plugin__subcmd__help"
+                ;;
+            chassis__subcmd__plugin,new)
+                cmd="chassis__subcmd__plugin__subcmd__new"
+                ;;
+            chassis__subcmd__plugin__subcmd__help,check)
+                cmd="chassis__subcmd__plugin__subcmd__help__subcmd__check"
+                ;;
+            chassis__subcmd__plugin__subcmd__help,help)
+                cmd="chassis__subcmd__plugin__subcmd__help__subcmd__help"
+                ;;
+            chassis__subcmd__plugin__subcmd__help,new)
+                cmd="chassis__subcmd__plugin__subcmd__help__subcmd__new"
                 ;;
             chassis__subcmd__runs,help)
                 cmd="chassis__subcmd__runs__subcmd__help"
@@ -218,7 +248,7 @@ _chassis() {
 
     case "${cmd}" in
         chassis)
-            opts="-v -q -h -V --format --color --verbose --quiet --help --version run check snapshot explain diff publish serve plan generations runs tools graph schema completions help"
+            opts="-v -q -h -V --format --color --verbose --quiet --help --version run check snapshot explain diff publish serve plan generations runs tools plugin graph schema completions help"
             if [[ ${cur} == -* || ${COMP_CWORD} -eq 1 ]] ; then
                 COMPREPLY=( $(compgen -W "${opts}" -- "${cur}") )
                 return 0
@@ -752,7 +782,7 @@ _chassis() {
             return 0
             ;;
         chassis__subcmd__help)
-            opts="run check snapshot explain diff publish serve plan generations runs tools graph schema completions help"
+            opts="run check snapshot explain diff publish serve plan generations runs tools plugin graph schema completions help"
             if [[ ${cur} == -* || ${COMP_CWORD} -eq 2 ]] ; then
                 COMPREPLY=( $(compgen -W "${opts}" -- "${cur}") )
                 return 0
@@ -975,6 +1005,48 @@ _chassis() {
             COMPREPLY=( $(compgen -W "${opts}" -- "${cur}") )
             return 0
             ;;
+        chassis__subcmd__help__subcmd__plugin)
+            opts="new check"
+            if [[ ${cur} == -* || ${COMP_CWORD} -eq 3 ]] ; then
+                COMPREPLY=( $(compgen -W "${opts}" -- "${cur}") )
+                return 0
+            fi
+            case "${prev}" in
+                *)
+                    COMPREPLY=()
+                    ;;
+            esac
+            COMPREPLY=( $(compgen -W "${opts}" -- "${cur}") )
+            return 0
+            ;;
+        chassis__subcmd__help__subcmd__plugin__subcmd__check)
+            opts=""
+            if [[ ${cur} == -* || ${COMP_CWORD} -eq 4 ]] ; then
+                COMPREPLY=( $(compgen -W "${opts}" -- "${cur}") )
+                return 0
+            fi
+            case "${prev}" in
+                *)
+                    COMPREPLY=()
+                    ;;
+            esac
+            COMPREPLY=( $(compgen -W "${opts}" -- "${cur}") )
+            return 0
+            ;;
+        chassis__subcmd__help__subcmd__plugin__subcmd__new)
+            opts=""
+            if [[ ${cur} == -* || ${COMP_CWORD} -eq 4 ]] ; then
+                COMPREPLY=( $(compgen -W "${opts}" -- "${cur}") )
+                return 0
+            fi
+            case "${prev}" in
+                *)
+                    COMPREPLY=()
+                    ;;
+            esac
+            COMPREPLY=( $(compgen -W "${opts}" -- "${cur}") )
+            return 0
+            ;;
         chassis__subcmd__help__subcmd__publish)
             opts=""
             if [[ ${cur} == -* || ${COMP_CWORD} -eq 3 ]] ; then
@@ -1109,6 +1181,144 @@ _chassis() {
             fi
             case "${prev}" in
                 --state)
+                    COMPREPLY=($(compgen -f "${cur}"))
+                    return 0
+                    ;;
+                --format)
+                    COMPREPLY=($(compgen -W "text json markdown dot mermaid" -- "${cur}"))
+                    return 0
+                    ;;
+                --color)
+                    COMPREPLY=($(compgen -W "auto always never" -- "${cur}"))
+                    return 0
+                    ;;
+                *)
+                    COMPREPLY=()
+                    ;;
+            esac
+            COMPREPLY=( $(compgen -W "${opts}" -- "${cur}") )
+            return 0
+            ;;
+        chassis__subcmd__plugin)
+            opts="-v -q -h --format --color --verbose --quiet --help new check help"
+            if [[ ${cur} == -* || ${COMP_CWORD} -eq 2 ]] ; then
+                COMPREPLY=( $(compgen -W "${opts}" -- "${cur}") )
+                return 0
+            fi
+            case "${prev}" in
+                --format)
+                    COMPREPLY=($(compgen -W "text json markdown dot mermaid" -- "${cur}"))
+                    return 0
+                    ;;
+                --color)
+                    COMPREPLY=($(compgen -W "auto always never" -- "${cur}"))
+                    return 0
+                    ;;
+                *)
+                    COMPREPLY=()
+                    ;;
+            esac
+            COMPREPLY=( $(compgen -W "${opts}" -- "${cur}") )
+            return 0
+            ;;
+        chassis__subcmd__plugin__subcmd__check)
+            opts="-v -q -h --plugin --env-file --format --color --verbose --quiet --help"
+            if [[ ${cur} == -* || ${COMP_CWORD} -eq 3 ]] ; then
+                COMPREPLY=( $(compgen -W "${opts}" -- "${cur}") )
+                return 0
+            fi
+            case "${prev}" in
+                --plugin)
+                    COMPREPLY=($(compgen -f "${cur}"))
+                    return 0
+                    ;;
+                --env-file)
+                    COMPREPLY=($(compgen -f "${cur}"))
+                    return 0
+                    ;;
+                --format)
+                    COMPREPLY=($(compgen -W "text json markdown dot mermaid" -- "${cur}"))
+                    return 0
+                    ;;
+                --color)
+                    COMPREPLY=($(compgen -W "auto always never" -- "${cur}"))
+                    return 0
+                    ;;
+                *)
+                    COMPREPLY=()
+                    ;;
+            esac
+            COMPREPLY=( $(compgen -W "${opts}" -- "${cur}") )
+            return 0
+            ;;
+        chassis__subcmd__plugin__subcmd__help)
+            opts="new check help"
+            if [[ ${cur} == -* || ${COMP_CWORD} -eq 3 ]] ; then
+                COMPREPLY=( $(compgen -W "${opts}" -- "${cur}") )
+                return 0
+            fi
+            case "${prev}" in
+                *)
+                    COMPREPLY=()
+                    ;;
+            esac
+            COMPREPLY=( $(compgen -W "${opts}" -- "${cur}") )
+            return 0
+            ;;
+        chassis__subcmd__plugin__subcmd__help__subcmd__check)
+            opts=""
+            if [[ ${cur} == -* || ${COMP_CWORD} -eq 4 ]] ; then
+                COMPREPLY=( $(compgen -W "${opts}" -- "${cur}") )
+                return 0
+            fi
+            case "${prev}" in
+                *)
+                    COMPREPLY=()
+                    ;;
+            esac
+            COMPREPLY=( $(compgen -W "${opts}" -- "${cur}") )
+            return 0
+            ;;
+        chassis__subcmd__plugin__subcmd__help__subcmd__help)
+            opts=""
+            if [[ ${cur} == -* || ${COMP_CWORD} -eq 4 ]] ; then
+                COMPREPLY=( $(compgen -W "${opts}" -- "${cur}") )
+                return 0
+            fi
+            case "${prev}" in
+                *)
+                    COMPREPLY=()
+                    ;;
+            esac
+            COMPREPLY=( $(compgen -W "${opts}" -- "${cur}") )
+            return 0
+            ;;
+        chassis__subcmd__plugin__subcmd__help__subcmd__new)
+            opts=""
+            if [[ ${cur} == -* || ${COMP_CWORD} -eq 4 ]] ; then
+                COMPREPLY=( $(compgen -W "${opts}" -- "${cur}") )
+                return 0
+            fi
+            case "${prev}" in
+                *)
+                    COMPREPLY=()
+                    ;;
+            esac
+            COMPREPLY=( $(compgen -W "${opts}" -- "${cur}") )
+            return 0
+            ;;
+        chassis__subcmd__plugin__subcmd__new)
+            opts="-v -q -h --lang --dir --format --color --verbose --quiet --help"
+            if [[ ${cur} == -* || ${COMP_CWORD} -eq 3 ]] ; then
+                COMPREPLY=( $(compgen -W "${opts}" -- "${cur}") )
+                return 0
+            fi
+            case "${prev}" in
+                --lang)
+                    COMPREPLY=($(compgen -W "python typescript" -- "${cur}"))
+                    return 0
+                    ;;
+                --dir)
                     COMPREPLY=($(compgen -f "${cur}"))
                     return 0
                     ;;

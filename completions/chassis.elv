@@ -39,6 +39,7 @@ set edit:completion:arg-completer[chassis] = {|@words|
             cand generations 'List or show the generations in the store'
             cand runs 'List or show the runs recorded in the store'
             cand tools 'List the tools a composition mounts, per scope, with their policy; start MCP servers and pin their tools in `chassis.lock`'
+            cand plugin 'Scaffold a plugin in Python or TypeScript, or check one against the plugin protocol'
             cand graph 'Draw the dependency graph, scopes as clusters'
             cand schema 'Print the JSON Schema of the composition format'
             cand completions 'Print a shell completion script'
@@ -367,6 +368,54 @@ set edit:completion:arg-completer[chassis] = {|@words|
             cand -h 'Print help (see more with ''--help'')'
             cand --help 'Print help (see more with ''--help'')'
         }
+        &'chassis;plugin'= {
+            cand --format 'Output format: text, or json (one document with `format_version`); some commands also take markdown, dot or mermaid'
+            cand --color 'When to colour diagnostics'
+            cand -v 'More logging on stderr (-v info, -vv debug, -vvv trace); `RUST_LOG` overrides'
+            cand --verbose 'More logging on stderr (-v info, -vv debug, -vvv trace); `RUST_LOG` overrides'
+            cand -q 'Only errors on stderr'
+            cand --quiet 'Only errors on stderr'
+            cand -h 'Print help (see more with ''--help'')'
+            cand --help 'Print help (see more with ''--help'')'
+            cand new 'Write a working plugin into a new folder: the plugin, its SDK vendored beside it, its manifest as an include file, and a test'
+            cand check 'Run the protocol conformance suite against a plugin, started as chassis starts it: version negotiation and refusal, its declaration against the TOML manifest, -32601 for an unknown method, -32602 for malformed params, its registrations, `$/cancel`, teardown within the grace period, and nothing but protocol messages on stdout. Exit 1 when a check fails'
+            cand help 'Print this message or the help of the given subcommand(s)'
+        }
+        &'chassis;plugin;new'= {
+            cand --lang 'Its language'
+            cand --dir 'The folder to create (default: ./NAME); it must not exist or be empty'
+            cand --format 'Output format: text, or json (one document with `format_version`); some commands also take markdown, dot or mermaid'
+            cand --color 'When to colour diagnostics'
+            cand -v 'More logging on stderr (-v info, -vv debug, -vvv trace); `RUST_LOG` overrides'
+            cand --verbose 'More logging on stderr (-v info, -vv debug, -vvv trace); `RUST_LOG` overrides'
+            cand -q 'Only errors on stderr'
+            cand --quiet 'Only errors on stderr'
+            cand -h 'Print help (see more with ''--help'')'
+            cand --help 'Print help (see more with ''--help'')'
+        }
+        &'chassis;plugin;check'= {
+            cand --plugin 'Which plugin, when the file has several process plugins'
+            cand --env-file 'Read secrets the entry''s configuration references from this dotenv file too'
+            cand --format 'Output format: text, or json (one document with `format_version`); some commands also take markdown, dot or mermaid'
+            cand --color 'When to colour diagnostics'
+            cand -v 'More logging on stderr (-v info, -vv debug, -vvv trace); `RUST_LOG` overrides'
+            cand --verbose 'More logging on stderr (-v info, -vv debug, -vvv trace); `RUST_LOG` overrides'
+            cand -q 'Only errors on stderr'
+            cand --quiet 'Only errors on stderr'
+            cand -h 'Print help (see more with ''--help'')'
+            cand --help 'Print help (see more with ''--help'')'
+        }
+        &'chassis;plugin;help'= {
+            cand new 'Write a working plugin into a new folder: the plugin, its SDK vendored beside it, its manifest as an include file, and a test'
+            cand check 'Run the protocol conformance suite against a plugin, started as chassis starts it: version negotiation and refusal, its declaration against the TOML manifest, -32601 for an unknown method, -32602 for malformed params, its registrations, `$/cancel`, teardown within the grace period, and nothing but protocol messages on stdout. Exit 1 when a check fails'
+            cand help 'Print this message or the help of the given subcommand(s)'
+        }
+        &'chassis;plugin;help;new'= {
+        }
+        &'chassis;plugin;help;check'= {
+        }
+        &'chassis;plugin;help;help'= {
+        }
         &'chassis;graph'= {
             cand --format 'Output format: text, or json (one document with `format_version`); some commands also take markdown, dot or mermaid'
             cand --color 'When to colour diagnostics'
@@ -412,6 +461,7 @@ set edit:completion:arg-completer[chassis] = {|@words|
             cand generations 'List or show the generations in the store'
             cand runs 'List or show the runs recorded in the store'
             cand tools 'List the tools a composition mounts, per scope, with their policy; start MCP servers and pin their tools in `chassis.lock`'
+            cand plugin 'Scaffold a plugin in Python or TypeScript, or check one against the plugin protocol'
             cand graph 'Draw the dependency graph, scopes as clusters'
             cand schema 'Print the JSON Schema of the composition format'
             cand completions 'Print a shell completion script'
@@ -465,6 +515,14 @@ set edit:completion:arg-completer[chassis] = {|@words|
         &'chassis;help;runs;show'= {
         }
         &'chassis;help;tools'= {
+        }
+        &'chassis;help;plugin'= {
+            cand new 'Write a working plugin into a new folder: the plugin, its SDK vendored beside it, its manifest as an include file, and a test'
+            cand check 'Run the protocol conformance suite against a plugin, started as chassis starts it: version negotiation and refusal, its declaration against the TOML manifest, -32601 for an unknown method, -32602 for malformed params, its registrations, `$/cancel`, teardown within the grace period, and nothing but protocol messages on stdout. Exit 1 when a check fails'
+        }
+        &'chassis;help;plugin;new'= {
+        }
+        &'chassis;help;plugin;check'= {
         }
         &'chassis;help;graph'= {
         }

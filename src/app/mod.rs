@@ -40,6 +40,7 @@ pub mod lock;
 pub mod metrics;
 pub mod mount;
 pub mod plan;
+pub mod plugin;
 pub mod publish;
 pub mod refusal;
 pub mod report;

@@ -102,6 +102,10 @@ pub enum Command {
     /// List the tools a composition mounts, per scope, with their policy;
     /// start MCP servers and pin their tools in `chassis.lock`.
     Tools(commands::tools::ToolsArgs),
+    /// Scaffold a plugin in Python or TypeScript, or check one against the
+    /// plugin protocol.
+    #[command(subcommand)]
+    Plugin(commands::plugin::PluginCommand),
     /// Draw the dependency graph, scopes as clusters.
     Graph(commands::graph::GraphArgs),
     /// Print the JSON Schema of the composition format.
@@ -211,7 +215,11 @@ pub fn run(cli: Cli) -> ExitStatus {
     // in a tool) and kill it before they exit; see `process::orphans`.
     let starts_programs = matches!(
         &cli.command,
-        Command::Run(_) | Command::Publish(_) | Command::Serve(_) | Command::Tools(_)
+        Command::Run(_)
+            | Command::Publish(_)
+            | Command::Serve(_)
+            | Command::Tools(_)
+            | Command::Plugin(_)
     );
     if starts_programs {
         crate::process::orphans::adopt_orphans();
@@ -228,6 +236,7 @@ pub fn run(cli: Cli) -> ExitStatus {
         Command::Generations(cmd) => commands::generations::run(&ui, cmd),
         Command::Runs(cmd) => commands::runs::run(&ui, cmd),
         Command::Tools(args) => commands::tools::run(&ui, args),
+        Command::Plugin(cmd) => commands::plugin::run(&ui, cmd),
         Command::Graph(args) => commands::graph::run(&ui, args),
         Command::Schema(args) => commands::schema::run(&ui, args),
         Command::Completions(args) => commands::completions::run(&ui, args),

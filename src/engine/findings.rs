@@ -179,7 +179,10 @@ pub fn tool_policy_findings(
     }
     let mut out = Vec::new();
     for t in tools.iter().filter(|t| t.active) {
-        if t.policy.is_ungoverned() {
+        // A policy the plugin registers at mount (a process plugin's) is
+        // not known here: no verdict on it.
+        let known = t.policy_source != super::tool_listing::PolicySource::Runtime;
+        if known && t.policy.is_ungoverned() {
             out.push(
                 Diagnostic::warning(
                     Code::UngovernedTool,

@@ -247,6 +247,13 @@ fn invocations(path: &str) -> Option<Vec<Vec<&'static str>>> {
             vec!["--format", "json", "explain", "budgets", "{F}"],
         ],
         "completions" => vec![vec!["completions", "bash"]],
+        // A process plugin is tested with the canary in
+        // process_plugins.rs; here a scaffold and a file without one.
+        "plugin new" => vec![vec!["plugin", "new", "canary", "--dir", "{OUT}.plugin"]],
+        "plugin check" => vec![
+            vec!["plugin", "check", "{F}"],
+            vec!["--format", "json", "plugin", "check", "{A}"],
+        ],
         // A server that binds is tested over HTTP (serve.rs, with this
         // canary); here its refusals before anything is served.
         "serve" => vec![

@@ -764,3 +764,148 @@ fn the_checked_in_javascript_is_the_compiled_typescript() {
         );
     }
 }
+
+#[test]
+fn plugin_new_writes_working_plugins_that_pass_plugin_check_and_serve_an_agent() {
+    let dir = tempfile::tempdir().unwrap();
+    let home = std::env::var("HOME").unwrap_or_default();
+    for (name, lang, test) in [
+        (
+            "weather",
+            "python",
+            vec!["python3", "weather/test_plugin.py"],
+        ),
+        ("clock", "typescript", vec!["node", "clock/test_plugin.js"]),
+    ] {
+        let out = run(dir.path(), &["plugin", "new", name, "--lang", lang], &[]);
+        assert_eq!(out.code, 0, "{}", out.stderr);
+        assert!(
+            out.stdout
+                .contains(&format!("include = [\"{name}/plugin.toml\"]")),
+            "{}",
+            out.stdout
+        );
+        // Its own test passes with a plain interpreter.
+        let t = std::process::Command::new(test[0])
+            .args(&test[1..])
+            .current_dir(dir.path())
+            .output()
+            .unwrap();
+        assert!(
+            t.status.success(),
+            "{name}: {}\n{}",
+            String::from_utf8_lossy(&t.stdout),
+            String::from_utf8_lossy(&t.stderr)
+        );
+        // The conformance suite passes.
+        let manifest = format!("{name}/plugin.toml");
+        let check = run(
+            dir.path(),
+            &["--format", "json", "plugin", "check", &manifest],
+            &[("HOME", &home)],
+        );
+        assert_eq!(check.code, 0, "{}\n{}", check.stdout, check.stderr);
+        let report: Value = serde_json::from_str(&check.stdout).unwrap();
+        assert_eq!(report["passed"], true);
+        assert_eq!(report["checks"].as_array().unwrap().len(), 9, "{report:#}");
+    }
+    // Both, included in a composition, serve an agent.
+    std::fs::write(
+        dir.path().join("composition.toml"),
+        r#"version = 1
+include = ["weather/plugin.toml", "clock/plugin.toml"]
+
+[entries.model]
+plugin = "scripted"
+[[entries.model.config.turns]]
+tool_calls = [{ name = "weather_echo", args = { text = "rain" } }, { name = "clock_echo", args = { text = "noon" } }]
+[[entries.model.config.turns]]
+text = "done"
+
+[agents.a]
+prompt = "p"
+default_input = "go"
+"#,
+    )
+    .unwrap();
+    let check = run(dir.path(), &["check", "composition.toml"], &[]);
+    assert_eq!(check.code, 0, "{}", check.stderr);
+    assert!(!check.stderr.contains("ungoverned"), "{}", check.stderr);
+    let out = run(
+        dir.path(),
+        &["--format", "json", "run", "composition.toml"],
+        &[("HOME", &home)],
+    );
+    assert_eq!(out.code, 0, "{}\n{}", out.stdout, out.stderr);
+    assert_eq!(
+        tool_results(&document(&out)),
+        vec!["hello: rain".to_owned(), "hello: noon".to_owned()]
+    );
+    // A folder that is not empty is refused.
+    let again = run(dir.path(), &["plugin", "new", "weather"], &[]);
+    assert_eq!(again.code, 2, "{}", again.stderr);
+    assert!(again.stderr.contains("already exists"), "{}", again.stderr);
+}
+
+/// A plugin without the SDK that gets the protocol wrong: it accepts any
+/// version, answers unknown methods and malformed params with results.
+const SLOPPY: &str = r#"
+import json, sys
+for line in sys.stdin:
+    req = json.loads(line)
+    if "id" not in req:
+        continue
+    if req["method"] == "initialize":
+        result = {"protocol_version": req["params"]["protocol_version"],
+                  "plugin": {"name": "greeter", "version": "1.0.0", "provides": {"greeting": ["1.0.0"]}}}
+    elif req["method"] == "setup":
+        result = {"capabilities": [{"key": "greeting", "version": "1.0.0"}], "tools": []}
+    else:
+        result = {}
+    sys.stdout.write(json.dumps({"jsonrpc": "2.0", "id": req["id"], "result": result}) + "\n")
+    sys.stdout.flush()
+    if req["method"] == "teardown":
+        break
+"#;
+
+#[test]
+fn plugin_check_fails_a_plugin_that_gets_the_protocol_wrong() {
+    let dir = workspace(&[("greeter.py", SLOPPY), ("composition.toml", GREETER_TOML)]);
+    let out = run(
+        dir.path(),
+        &["--format", "json", "plugin", "check", "composition.toml"],
+        &[],
+    );
+    assert_eq!(out.code, 1, "{}\n{}", out.stdout, out.stderr);
+    let report: Value = serde_json::from_str(&out.stdout).unwrap();
+    let failed: Vec<&str> = report["checks"]
+        .as_array()
+        .unwrap()
+        .iter()
+        .filter(|c| c["passed"] == false)
+        .map(|c| c["name"].as_str().unwrap())
+        .collect();
+    assert_eq!(
+        failed,
+        [
+            "version refusal",
+            "unknown method",
+            "malformed params",
+            "setup"
+        ],
+        "{report:#}"
+    );
+    // The text form says the same.
+    let text = run(dir.path(), &["plugin", "check", "composition.toml"], &[]);
+    assert_eq!(text.code, 1);
+    assert!(
+        text.stdout.contains("FAIL version refusal"),
+        "{}",
+        text.stdout
+    );
+    assert!(
+        text.stdout.contains("8 checks: 4 passed, 4 failed"),
+        "{}",
+        text.stdout
+    );
+}

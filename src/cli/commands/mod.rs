@@ -9,6 +9,7 @@ pub mod explain;
 pub mod generations;
 pub mod graph;
 pub mod plan;
+pub mod plugin;
 pub mod publish;
 pub mod run;
 pub mod runs;

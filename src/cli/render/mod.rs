@@ -9,6 +9,7 @@ pub mod error;
 pub mod explain;
 pub mod graph;
 pub mod history;
+pub mod plugin;
 pub mod publish;
 pub mod reuse;
 pub mod run;

@@ -147,7 +147,7 @@ fn config_json(
 
 /// What differs between the TOML manifest and the plugin's declaration,
 /// one line each.
-fn declaration_differences(manifest: &Manifest, info: &PluginInfo) -> Vec<String> {
+pub fn declaration_differences(manifest: &Manifest, info: &PluginInfo) -> Vec<String> {
     let mut out = Vec::new();
     if info.name != manifest.name {
         out.push(format!(
@@ -238,7 +238,7 @@ fn declaration_differences(manifest: &Manifest, info: &PluginInfo) -> Vec<String
 /// What differs between the tools the manifest declares and those the
 /// plugin registered; a tool the manifest does not declare is refused
 /// (the pure commands could not have seen it).
-fn tool_differences(manifest: &Manifest, registered: &SetupResult) -> Vec<String> {
+pub fn tool_differences(manifest: &Manifest, registered: &SetupResult) -> Vec<String> {
     let canon = |v: &Value| Canon::from_json(v);
     let mut out = Vec::new();
     for t in &registered.tools {
@@ -328,22 +328,7 @@ pub fn prepare(
     handler: super::rpc::Handler,
 ) -> Result<Launch, String> {
     let entry = ctx.entry_id().to_owned();
-    let command = manifest
-        .process
-        .as_ref()
-        .ok_or_else(|| format!("the plugin `{}` has no `command`", manifest.name))?;
-    let shown = command.argv.first().cloned().unwrap_or_default();
-    let program =
-        crate::process::resolve_program(&shown, &command.dir, std::env::var_os("PATH").as_deref())
-            .map_err(|e| {
-                failure(
-                    manifest,
-                    &entry,
-                    &shown,
-                    format_args!("cannot start: {e}"),
-                    &[],
-                )
-            })?;
+    let program = resolve(manifest, &entry)?;
     // Configuration first: a missing secret fails before anything starts.
     let config = config_json(ctx.config(), ctx, redactor)
         .map_err(|e| failure(manifest, &entry, &program.display().to_string(), e, &[]))?;
@@ -378,6 +363,66 @@ pub fn prepare(
         redactor: redactor.clone(),
         handler,
     })
+}
+
+/// Start the plugin's program with its pipes connected: no message sent yet.
+pub fn spawn(
+    manifest: &Manifest,
+    entry: &str,
+    program: &std::path::Path,
+    redactor: &Redactor,
+    handler: super::rpc::Handler,
+) -> Result<Process, String> {
+    let command = manifest
+        .process
+        .as_ref()
+        .ok_or_else(|| format!("the plugin `{}` has no `command`", manifest.name))?;
+    let shown = program.display().to_string();
+    let mut cmd = tokio::process::Command::new(program);
+    cmd.args(command.argv.iter().skip(1))
+        .current_dir(&command.dir)
+        .env_clear()
+        .envs(environment(command))
+        .stdin(std::process::Stdio::piped())
+        .stdout(std::process::Stdio::piped())
+        .stderr(std::process::Stdio::piped())
+        .process_group(0)
+        .kill_on_drop(true);
+    let (mut child, registered) = crate::process::orphans::spawn(&mut cmd).map_err(|e| {
+        failure(
+            manifest,
+            entry,
+            &shown,
+            format_args!("cannot start: {e}"),
+            &[],
+        )
+    })?;
+    let (Some(stdin), Some(stdout)) = (child.stdin.take(), child.stdout.take()) else {
+        return Err(failure(manifest, entry, &shown, "has no stdio pipes", &[]));
+    };
+    let stderr = child.stderr.take();
+    let group = ProcessGroup::new(child, registered);
+    let conn = Connection::start(entry, stdin, stdout, stderr, redactor.clone(), handler);
+    Ok(Process { conn, group })
+}
+
+/// The program of a process plugin's manifest, resolved as chassis starts it.
+pub fn resolve(manifest: &Manifest, entry: &str) -> Result<std::path::PathBuf, String> {
+    let command = manifest
+        .process
+        .as_ref()
+        .ok_or_else(|| format!("the plugin `{}` has no `command`", manifest.name))?;
+    let shown = command.argv.first().cloned().unwrap_or_default();
+    crate::process::resolve_program(&shown, &command.dir, std::env::var_os("PATH").as_deref())
+        .map_err(|e| {
+            failure(
+                manifest,
+                entry,
+                &shown,
+                format_args!("cannot start: {e}"),
+                &[],
+            )
+        })
 }
 
 /// Why a launch failed.
@@ -418,43 +463,14 @@ impl From<String> for Refusal {
 /// `setup`, the tool check.
 pub async fn launch(launch: &Launch) -> Result<(Process, SetupResult), LaunchError> {
     let (manifest, entry) = (&*launch.manifest, launch.entry.as_str());
-    let command = manifest
-        .process
-        .as_ref()
-        .ok_or_else(|| format!("the plugin `{}` has no `command`", manifest.name))?;
     let shown = launch.program.display().to_string();
-    let mut cmd = tokio::process::Command::new(&launch.program);
-    cmd.args(command.argv.iter().skip(1))
-        .current_dir(&command.dir)
-        .env_clear()
-        .envs(environment(command))
-        .stdin(std::process::Stdio::piped())
-        .stdout(std::process::Stdio::piped())
-        .stderr(std::process::Stdio::piped())
-        .process_group(0)
-        .kill_on_drop(true);
-    let (mut child, registered) = crate::process::orphans::spawn(&mut cmd).map_err(|e| {
-        failure(
-            manifest,
-            entry,
-            &shown,
-            format_args!("cannot start: {e}"),
-            &[],
-        )
-    })?;
-    let (Some(stdin), Some(stdout)) = (child.stdin.take(), child.stdout.take()) else {
-        return Err(failure(manifest, entry, &shown, "has no stdio pipes", &[]).into());
-    };
-    let stderr = child.stderr.take();
-    let group = ProcessGroup::new(child, registered);
-    let conn = Connection::start(
+    let Process { conn, group } = spawn(
+        manifest,
         entry,
-        stdin,
-        stdout,
-        stderr,
-        launch.redactor.clone(),
+        &launch.program,
+        &launch.redactor,
         Arc::clone(&launch.handler),
-    );
+    )?;
     match handshake(manifest, entry, &conn, &launch.setup).await {
         Ok(registered) => Ok((Process { conn, group }, registered)),
         Err(refusal) => {

@@ -1,0 +1,480 @@
+//! `chassis plugin check FILE`: a process plugin against the protocol.
+//!
+//! Each check starts from what a plugin author can fix and says what was
+//! expected: the version negotiation and the refusal of another major, the
+//! declaration against the TOML manifest, `-32601` for an unknown method,
+//! `-32602` for malformed params, registrations valid against the protocol
+//! schemas and the manifest, an answer (or silence) to `$/cancel` that
+//! leaves the process serving, `teardown` answered and the process gone
+//! within the grace period, and nothing but protocol messages on stdout
+//! throughout. The plugin runs as chassis runs it (same program, folder,
+//! environment); its `setup` gets the entry's configuration and, for each
+//! requirement, a placeholder provider whose methods answer `-32002`.
+
+use std::path::{Path, PathBuf};
+use std::sync::Arc;
+use std::time::{Duration, Instant};
+
+use serde_json::{Value, json};
+
+use crate::app::env::RunEnv;
+use crate::app::error::AppError;
+use crate::app::report::Reporter;
+use crate::engine::model::{ConfigValue, Manifest};
+use crate::engine::secret::EnvLookup;
+use crate::engine::secret::Redactor;
+use crate::plugins::process::protocol::{
+    BoundProvider, InitializeParams, InitializeResult, PROTOCOL_VERSION, SetupParams, SetupResult,
+    code, method,
+};
+use crate::plugins::process::rpc::{Handler, RpcError};
+use crate::plugins::process::start::{
+    self, Process, STARTUP_TIMEOUT, TEARDOWN_GRACE, declaration_differences, tool_differences,
+};
+use crate::runtime::Cancellation;
+
+/// What to check.
+#[derive(Clone, Debug)]
+pub struct CheckOptions {
+    /// A TOML file declaring the plugin (its `plugin.toml`, or a composition).
+    pub file: PathBuf,
+    /// Which plugin, when the file declares several process plugins.
+    pub plugin: Option<String>,
+}
+
+/// One check's outcome.
+#[derive(Clone, Debug, PartialEq, Eq, serde::Serialize)]
+pub struct Check {
+    /// What was checked (`initialize`, `unknown method`, …).
+    pub name: &'static str,
+    /// Whether it passed.
+    pub passed: bool,
+    /// What happened, or what was expected.
+    pub detail: String,
+}
+
+/// Every check, in order.
+#[derive(Clone, Debug, PartialEq, Eq, serde::Serialize)]
+pub struct CheckReport {
+    /// The plugin's name.
+    pub plugin: String,
+    /// Its program, resolved.
+    pub program: String,
+    /// The checks.
+    pub checks: Vec<Check>,
+}
+
+impl CheckReport {
+    /// Whether every check passed.
+    pub fn passed(&self) -> bool {
+        self.checks.iter().all(|c| c.passed)
+    }
+}
+
+/// A placeholder provider for each requirement: its methods answer -32002.
+fn no_providers() -> Handler {
+    Arc::new(|m: String, _| {
+        Box::pin(async move {
+            if m == method::CAPABILITY_INVOKE {
+                Err((
+                    code::PROVIDER_UNAVAILABLE,
+                    "`chassis plugin check` runs the plugin alone: no provider answers".to_owned(),
+                ))
+            } else {
+                Err((
+                    code::METHOD_NOT_FOUND,
+                    format!("chassis has no method `{m}`"),
+                ))
+            }
+        })
+    })
+}
+
+/// The configuration as JSON, secret references resolved from the
+/// environment (and learned by `redactor`, so the plugin's stderr never
+/// shows one).
+fn config_json(value: &ConfigValue, env: &RunEnv, redactor: &Redactor) -> Result<Value, String> {
+    Ok(match value {
+        ConfigValue::Secret(r) => {
+            let value = env
+                .var(&r.name)
+                .ok_or_else(|| format!("the configuration's secret `{}` is not set", r.name))?;
+            redactor.learn(&crate::engine::secret::SecretValue::new(value.clone()));
+            Value::String(value)
+        }
+        ConfigValue::Array(items) => Value::Array(
+            items
+                .iter()
+                .map(|v| config_json(v, env, redactor))
+                .collect::<Result<_, _>>()?,
+        ),
+        ConfigValue::Table(map) => Value::Object(
+            map.iter()
+                .map(|(k, v)| Ok((k.clone(), config_json(v, env, redactor)?)))
+                .collect::<Result<_, String>>()?,
+        ),
+        other => other.to_json(),
+    })
+}
+
+struct Suite {
+    checks: Vec<Check>,
+}
+
+impl Suite {
+    fn record(&mut self, name: &'static str, outcome: Result<String, String>) -> bool {
+        let passed = outcome.is_ok();
+        self.checks.push(Check {
+            name,
+            passed,
+            detail: outcome.unwrap_or_else(|e| e),
+        });
+        passed
+    }
+}
+
+fn expect_error(reply: Result<Value, RpcError>, want: i64) -> Result<String, String> {
+    match reply {
+        Err(RpcError::Remote { code, message }) if code == want => {
+            Ok(format!("answered {code} ({message})"))
+        }
+        Err(RpcError::Remote { code, message }) => {
+            Err(format!("expected error {want}, got {code} ({message})"))
+        }
+        Ok(v) => Err(format!("expected error {want}, got a result: {v}")),
+        Err(e) => Err(format!("expected error {want}: {e}")),
+    }
+}
+
+/// Run the suite on the plugin `options` names.
+pub async fn check_plugin(
+    options: &CheckOptions,
+    env: &RunEnv,
+    reporter: &dyn Reporter,
+) -> Result<CheckReport, AppError> {
+    let ws = crate::app::workspace::load_file(&options.file, env, reporter)?;
+    let processes: Vec<(&str, &Arc<Manifest>, &ConfigValue)> = ws
+        .composition
+        .entries
+        .iter()
+        .filter(|(_, e)| e.manifest.process.is_some())
+        .filter(|(_, e)| {
+            options
+                .plugin
+                .as_deref()
+                .is_none_or(|p| e.plugin.value == p || e.manifest.name == p)
+        })
+        .map(|(id, e)| (id.as_str(), &e.manifest, &*e.config))
+        .collect();
+    let (entry, manifest, config) = match processes.as_slice() {
+        [one] => *one,
+        [] => {
+            return Err(AppError::input(format!(
+                "`{}` has no entry of a process plugin{} (a `[plugins.X]` with a `command`, and an `[entries.Y]` using it)",
+                options.file.display(),
+                options
+                    .plugin
+                    .as_deref()
+                    .map(|p| format!(" named `{p}`"))
+                    .unwrap_or_default()
+            )));
+        }
+        many => {
+            let names: Vec<&str> = many.iter().map(|(_, m, _)| m.name.as_str()).collect();
+            return Err(AppError::input(format!(
+                "`{}` has several process plugins ({}); name one with `--plugin`",
+                options.file.display(),
+                names.join(", ")
+            )));
+        }
+    };
+    let program = start::resolve(manifest, entry).map_err(AppError::input)?;
+    let redactor = Redactor::new();
+    let config = config_json(config, env, &redactor).map_err(AppError::input)?;
+    let mut suite = Suite { checks: Vec::new() };
+    let started = |s: &mut Suite| -> Option<Process> {
+        match start::spawn(manifest, entry, &program, &redactor, no_providers()) {
+            Ok(p) => Some(p),
+            Err(e) => {
+                s.record("starts", Err(e));
+                None
+            }
+        }
+    };
+
+    // Another major is refused, without crashing into a result.
+    if let Some(p) = started(&mut suite) {
+        let reply = p
+            .conn
+            .request(
+                method::INITIALIZE,
+                json!({"protocol_version": "99.0", "chassis_version": "check", "entry": entry}),
+                Some(STARTUP_TIMEOUT),
+                None,
+            )
+            .await;
+        let outcome = match reply {
+            Err(RpcError::Remote { code, message }) => {
+                Ok(format!("protocol 99.0 refused with {code} ({message})"))
+            }
+            Ok(v)
+                if v.get("protocol_version")
+                    .and_then(Value::as_str)
+                    .is_some_and(|v| v.starts_with("1.")) =>
+            {
+                Ok("answered with its own version 1.x (chassis refuses the mismatch)".to_owned())
+            }
+            Ok(v) => Err(format!("accepted protocol 99.0: {v}")),
+            Err(e) => Err(format!(
+                "no answer to an initialize with protocol 99.0: {e}"
+            )),
+        };
+        suite.record("version refusal", outcome);
+        p.group.stop(Duration::ZERO).await;
+    }
+
+    let Some(p) = started(&mut suite) else {
+        return Ok(report(manifest, &program, suite));
+    };
+    let params = InitializeParams {
+        protocol_version: PROTOCOL_VERSION.to_owned(),
+        chassis_version: env!("CARGO_PKG_VERSION").to_owned(),
+        entry: entry.to_owned(),
+    };
+    let init = p
+        .conn
+        .request(
+            method::INITIALIZE,
+            serde_json::to_value(&params).unwrap_or_default(),
+            Some(STARTUP_TIMEOUT),
+            None,
+        )
+        .await
+        .map_err(|e| e.to_string())
+        .and_then(|v| {
+            serde_json::from_value::<InitializeResult>(v)
+                .map_err(|e| format!("not an initialize result: {e}"))
+        });
+    let init_ok = suite.record(
+        "initialize",
+        init.as_ref().map_err(Clone::clone).and_then(|r| {
+            if r.protocol_version.split('.').next() == Some("1") {
+                Ok(format!("speaks {}", r.protocol_version))
+            } else {
+                Err(format!("speaks {}, not 1.x", r.protocol_version))
+            }
+        }),
+    );
+    if let Ok(r) = &init {
+        let differences = declaration_differences(manifest, &r.plugin);
+        suite.record(
+            "declaration",
+            if differences.is_empty() {
+                Ok("equals the TOML manifest".to_owned())
+            } else {
+                Err(differences.join("; "))
+            },
+        );
+    }
+    if init_ok {
+        let reply = p
+            .conn
+            .request(
+                "chassis/no-such-method",
+                json!({}),
+                Some(Duration::from_secs(5)),
+                None,
+            )
+            .await;
+        suite.record(
+            "unknown method",
+            expect_error(reply, code::METHOD_NOT_FOUND),
+        );
+        let reply = p
+            .conn
+            .request(
+                method::TOOLS_CALL,
+                json!("not an object"),
+                Some(Duration::from_secs(5)),
+                None,
+            )
+            .await;
+        suite.record(
+            "malformed params",
+            expect_error(reply, code::INVALID_PARAMS),
+        );
+        let setup = SetupParams {
+            entry: entry.to_owned(),
+            scope: "/".to_owned(),
+            config,
+            requirements: manifest
+                .requires
+                .values()
+                .map(|r| {
+                    (
+                        r.capability.to_string(),
+                        BoundProvider {
+                            provider: "chassis-plugin-check".to_owned(),
+                            version: r.specifier.to_string(),
+                            value: None,
+                        },
+                    )
+                })
+                .collect(),
+        };
+        let registered = p
+            .conn
+            .request(
+                method::SETUP,
+                serde_json::to_value(&setup).unwrap_or_default(),
+                Some(STARTUP_TIMEOUT),
+                None,
+            )
+            .await
+            .map_err(|e| e.to_string())
+            .and_then(|v| {
+                serde_json::from_value::<SetupResult>(v).map_err(|e| {
+                    format!(
+                        "not a setup result (see schemas/plugin-protocol/setup.result.json): {e}"
+                    )
+                })
+            });
+        let setup_ok = suite.record(
+            "setup",
+            registered.as_ref().map_err(Clone::clone).and_then(|r| {
+                let mut problems = tool_differences(manifest, r);
+                for t in &manifest.tools {
+                    if !r.tools.iter().any(|x| x.name == t.name.as_str()) {
+                        problems.push(format!(
+                            "promised tool `{}` but did not register it",
+                            t.name
+                        ));
+                    }
+                }
+                for t in &r.tools {
+                    if let Err(e) = crate::engine::args_schema::compile(&t.input_schema) {
+                        problems.push(format!("tool `{}`: its input_schema: {e}", t.name));
+                    }
+                }
+                for c in &r.capabilities {
+                    for m in &c.methods {
+                        if let Err(e) = crate::engine::args_schema::compile(&m.input_schema) {
+                            problems.push(format!(
+                                "method `{}.{}`: its input_schema: {e}",
+                                c.key, m.name
+                            ));
+                        }
+                    }
+                }
+                for (cap, p) in &manifest.provides {
+                    for v in &p.versions {
+                        if !r.capabilities.iter().any(|c| {
+                            c.key == cap.as_str()
+                                && crate::engine::version::Version::parse(&c.version)
+                                    .is_ok_and(|rv| rv.major() == v.major())
+                        }) {
+                            problems.push(format!(
+                                "promised {cap}@{} but did not provide it",
+                                v.major()
+                            ));
+                        }
+                    }
+                }
+                if problems.is_empty() {
+                    Ok(format!(
+                        "registered {} tool(s) and {} capability(ies), as the manifest says",
+                        r.tools.len(),
+                        r.capabilities.len()
+                    ))
+                } else {
+                    Err(problems.join("; "))
+                }
+            }),
+        );
+        if setup_ok {
+            // A request cancelled at once: the process answers it or drops
+            // it, and keeps serving.
+            let cancel = Cancellation::new();
+            cancel.cancel();
+            let name = registered
+                .as_ref()
+                .ok()
+                .and_then(|r| r.tools.first())
+                .map_or_else(String::new, |t| t.name.clone());
+            let _ = p
+                .conn
+                .request(
+                    method::TOOLS_CALL,
+                    json!({"name": name, "arguments": {}, "run_id": "check", "generation_id": "check"}),
+                    None,
+                    Some(&cancel),
+                )
+                .await;
+            let after = p
+                .conn
+                .request(
+                    "chassis/no-such-method",
+                    json!({}),
+                    Some(Duration::from_secs(5)),
+                    None,
+                )
+                .await;
+            suite.record(
+                "cancel",
+                match after {
+                    Err(RpcError::Remote { .. }) | Ok(_) => {
+                        Ok("still serving after `$/cancel`".to_owned())
+                    }
+                    Err(e) => Err(format!("not serving after `$/cancel`: {e}")),
+                },
+            );
+        }
+    }
+    suite.record(
+        "stdout discipline",
+        match p.conn.closed_reason() {
+            Some(reason) if reason.contains("protocol violation") => Err(reason),
+            _ => Ok("only protocol messages on stdout".to_owned()),
+        },
+    );
+    let asked = Instant::now();
+    let teardown = p
+        .conn
+        .request(method::TEARDOWN, json!({}), Some(TEARDOWN_GRACE), None)
+        .await;
+    let mut exited = false;
+    while asked.elapsed() < TEARDOWN_GRACE * 2 {
+        if p.group.exited().await.is_some() {
+            exited = true;
+            break;
+        }
+        tokio::time::sleep(Duration::from_millis(20)).await;
+    }
+    suite.record(
+        "teardown",
+        match (teardown, exited) {
+            (Ok(_), true) => Ok(format!(
+                "answered and exited in {:.2}s",
+                asked.elapsed().as_secs_f64()
+            )),
+            (Err(e), _) => Err(format!(
+                "no answer to `teardown` within {}s: {e}",
+                TEARDOWN_GRACE.as_secs()
+            )),
+            (Ok(_), false) => Err(format!(
+                "answered but did not exit within {}s",
+                (TEARDOWN_GRACE * 2).as_secs()
+            )),
+        },
+    );
+    p.group.stop(Duration::ZERO).await;
+    Ok(report(manifest, &program, suite))
+}
+
+fn report(manifest: &Manifest, program: &Path, suite: Suite) -> CheckReport {
+    CheckReport {
+        plugin: manifest.name.clone(),
+        program: program.display().to_string(),
+        checks: suite.checks,
+    }
+}
