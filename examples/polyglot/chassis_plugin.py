@@ -31,15 +31,14 @@ your code (or a library's) goes to chassis's log instead of breaking the
 channel.
 """
 
-import asyncio
-import concurrent.futures
-import dataclasses
-import inspect
+# Only what every plugin needs is imported up front: a plugin's start is
+# part of every mount (`inspect`, `dataclasses` and `traceback` alone would
+# add milliseconds to each).
 import json
 import os
+import queue
 import sys
 import threading
-import traceback
 import typing
 
 __all__ = ["plugin", "Plugin", "PluginContext", "ToolPolicy", "Method", "PluginError",
@@ -79,16 +78,20 @@ class Method:
         self.permissions = list(permissions)
 
 
-@dataclasses.dataclass
 class ToolPolicy:
     """How chassis treats calls of a tool (chassis's ToolPolicy)."""
 
-    permissions: typing.Sequence[str] = ()
-    idempotent: bool = False
-    side_effects: typing.Sequence[str] = ()
-    timeout_seconds: typing.Optional[float] = None
-    cost_class: typing.Optional[str] = None
-    approval_required: bool = False
+    def __init__(self, permissions=(), idempotent=False, side_effects=(), timeout_seconds=None,
+                 cost_class=None, approval_required=False):
+        self.permissions = permissions
+        self.idempotent = idempotent
+        self.side_effects = side_effects
+        self.timeout_seconds = timeout_seconds
+        self.cost_class = cost_class
+        self.approval_required = approval_required
+
+    def __repr__(self):
+        return f"ToolPolicy({self.to_wire()!r})"
 
     def to_wire(self):
         out = {
@@ -107,11 +110,65 @@ class ToolPolicy:
 # ---------------------------------------------------------------- schemas
 
 _NONE = type(None)
+_EMPTY = object()  # a parameter without an annotation or a default
+_CO_VARARGS, _CO_VARKEYWORDS, _CO_COROUTINE = 0x04, 0x08, 0x80
+
+
+def _print_exc():
+    import traceback
+    _print_exc()
+
+
+def _is_dataclass(annotation):
+    return isinstance(annotation, type) and hasattr(annotation, "__dataclass_fields__")
+
+
+def _dataclass_fields(annotation):
+    """(name, required) of each field of a dataclass (the user's code has
+    imported `dataclasses` already)."""
+    missing = sys.modules["dataclasses"].MISSING
+    for f in annotation.__dataclass_fields__.values():
+        if getattr(f, "_field_type", None) is not None and str(f._field_type) != "_FIELD":
+            continue  # ClassVar, InitVar
+        yield f.name, f.default is missing and f.default_factory is missing
+
+
+def _parameters(fn, where):
+    """(name, has_default) of each parameter of a plain function or method,
+    read from its code object (no `inspect`)."""
+    func = getattr(fn, "__func__", fn)
+    code = getattr(func, "__code__", None)
+    if code is None:
+        raise PluginError(f"{where}: register a function or a method, not {type(fn).__name__}")
+    if code.co_flags & (_CO_VARARGS | _CO_VARKEYWORDS):
+        raise PluginError(f"{where}: *args and **kwargs have no schema")
+    names = list(code.co_varnames[:code.co_argcount + code.co_kwonlyargcount])
+    if func is not fn:  # a bound method: skip `self`
+        names = names[1:]
+    positional = code.co_argcount - (1 if func is not fn else 0)
+    defaults = func.__defaults__ or ()
+    first_default = positional - len(defaults)
+    kwdefaults = func.__kwdefaults__ or {}
+    out = []
+    for i, name in enumerate(names):
+        has_default = (i >= first_default) if i < positional else (name in kwdefaults)
+        out.append((name, has_default))
+    return out, bool(code.co_flags & _CO_COROUTINE)
+
+
+def _first_paragraph(doc):
+    lines = [line.strip() for line in (doc or "").strip().splitlines()]
+    out = []
+    for line in lines:
+        if not line:
+            break
+        out.append(line)
+    return " ".join(out)
 
 
 def _schema_of(annotation, where):
     """The JSON Schema of a type hint; PluginError names `where` otherwise."""
-    if annotation is inspect.Parameter.empty:
+    if annotation is _EMPTY:
         raise PluginError(f"{where} has no type hint; chassis derives the argument schema from it")
     if annotation is str:
         return {"type": "string"}
@@ -150,13 +207,13 @@ def _schema_of(annotation, where):
             "required": required,
             "additionalProperties": False,
         }
-    if dataclasses.is_dataclass(annotation) and isinstance(annotation, type):
+    if _is_dataclass(annotation):
         hints = typing.get_type_hints(annotation)
         props, required = {}, []
-        for f in dataclasses.fields(annotation):
-            props[f.name] = _schema_of(hints.get(f.name, inspect.Parameter.empty), f"{where}.{f.name}")
-            if f.default is dataclasses.MISSING and f.default_factory is dataclasses.MISSING:
-                required.append(f.name)
+        for name, needed in _dataclass_fields(annotation):
+            props[name] = _schema_of(hints.get(name, _EMPTY), f"{where}.{name}")
+            if needed:
+                required.append(name)
         return {"type": "object", "properties": props, "required": required, "additionalProperties": False}
     raise PluginError(f"{where} is annotated `{annotation!r}`, which has no JSON Schema here "
                       "(use str, int, float, bool, None, list[T], dict[str, T], Optional, Literal, "
@@ -175,7 +232,7 @@ def _is_typeddict(annotation):
 
 def _from_json(value, annotation):
     """Turn JSON arguments into dataclasses where the hint asks for one."""
-    if dataclasses.is_dataclass(annotation) and isinstance(annotation, type) and isinstance(value, dict):
+    if _is_dataclass(annotation) and isinstance(value, dict):
         hints = typing.get_type_hints(annotation)
         return annotation(**{k: _from_json(v, hints.get(k)) for k, v in value.items()})
     origin, args = typing.get_origin(annotation), typing.get_args(annotation)
@@ -192,27 +249,23 @@ class _Tool:
     def __init__(self, fn, name, description, policy, what="tool"):
         self.fn = fn
         self.name = name or fn.__name__
-        doc = inspect.getdoc(fn) or ""
-        self.description = description or doc.split("\n\n")[0].strip()
+        self.description = description or _first_paragraph(getattr(fn, "__doc__", None))
         if not self.description and what == "tool":
             raise PluginError(f"tool `{self.name}` needs a description (a docstring or description=...)")
         self.policy = policy or ToolPolicy()
-        self.is_async = inspect.iscoroutinefunction(fn)
-        self.signature = inspect.signature(fn)
+        where = f"{what} `{self.name}`"
+        self.parameters, self.is_async = _parameters(fn, where)
         try:
             hints = typing.get_type_hints(fn)
         except Exception as e:  # noqa: BLE001 - a broken annotation is the user's error
-            raise PluginError(f"tool `{self.name}`: its type hints do not resolve: {e}") from e
+            raise PluginError(f"{where}: its type hints do not resolve: {e}") from e
         self.hints = hints
         props, required = {}, []
-        for p in self.signature.parameters.values():
-            if p.kind in (p.VAR_POSITIONAL, p.VAR_KEYWORD):
-                raise PluginError(f"tool `{self.name}`: parameter `{p.name}` (*args/**kwargs) has no schema")
-            schema = _schema_of(hints.get(p.name, inspect.Parameter.empty),
-                                f"tool `{self.name}`, parameter `{p.name}`")
-            props[p.name] = schema
-            if p.default is inspect.Parameter.empty:
-                required.append(p.name)
+        for p, has_default in self.parameters:
+            props[p] = _schema_of(hints.get(p, _EMPTY), f"{where}, parameter `{p}`")
+            if not has_default:
+                required.append(p)
+        self.required = required
         self.schema = {"type": "object", "properties": props, "required": required,
                        "additionalProperties": False}
 
@@ -221,10 +274,17 @@ class _Tool:
                 "input_schema": self.schema, "policy": self.policy.to_wire()}
 
     def bind(self, arguments):
+        """The keyword arguments of a call; TypeError when they do not fit."""
         if not isinstance(arguments, dict):
             raise TypeError("arguments must be an object")
-        converted = {k: _from_json(v, self.hints.get(k)) for k, v in arguments.items()}
-        return self.signature.bind(**converted)
+        known = {p for p, _ in self.parameters}
+        unknown = sorted(set(arguments) - known)
+        if unknown:
+            raise TypeError(f"unexpected argument(s): {', '.join(unknown)}")
+        missing = [p for p in self.required if p not in arguments]
+        if missing:
+            raise TypeError(f"missing argument(s): {', '.join(missing)}")
+        return {k: _from_json(v, self.hints.get(k)) for k, v in arguments.items()}
 
 
 # ---------------------------------------------------------------- context
@@ -355,7 +415,9 @@ class Plugin:
         self._write_lock = threading.Lock()
         self._pool = None
         self._loop = None
+        self._loop_lock = threading.Lock()
         self._cancelled = set()
+        self._inflight = set()
         self._cancel_lock = threading.Lock()
         self._next_id = 0
         self._waiting = {}
@@ -374,6 +436,7 @@ class Plugin:
 
     def _reply(self, id_, result=None, error=None):
         with self._cancel_lock:
+            self._inflight.discard(id_)
             if id_ in self._cancelled:
                 self._cancelled.discard(id_)
                 return
@@ -411,7 +474,14 @@ class Plugin:
                 slot[0].set()
 
     def _await(self, value):
-        if inspect.isawaitable(value):
+        if hasattr(value, "__await__"):
+            import asyncio  # only plugins with async code pay for it
+
+            with self._loop_lock:
+                if self._loop is None:
+                    self._loop = asyncio.new_event_loop()
+                    threading.Thread(target=self._loop.run_forever, name="chassis-plugin-loop",
+                                     daemon=True).start()
             return asyncio.run_coroutine_threadsafe(_as_coroutine(value), self._loop).result()
         return value
 
@@ -446,9 +516,9 @@ class Plugin:
         except TypeError as e:
             raise _RpcError(INVALID_PARAMS, f"bad arguments for `{tool.name}`: {e}") from e
         try:
-            result = self._await(tool.fn(*bound.args, **bound.kwargs))
+            result = self._await(tool.fn(**bound))
         except Exception as e:  # noqa: BLE001 - a failing tool is an answer
-            traceback.print_exc(file=sys.stderr)
+            _print_exc()
             return {"content": f"{type(e).__name__}: {e}", "is_error": True}
         content = result if isinstance(result, (str, int, float, bool, list, dict)) or result is None else str(result)
         return {"content": "" if content is None else content, "is_error": False}
@@ -465,11 +535,11 @@ class Plugin:
         except TypeError as e:
             raise _RpcError(INVALID_PARAMS, f"bad arguments for `{method.name}`: {e}") from e
         try:
-            return {"result": self._await(method.fn(*bound.args, **bound.kwargs))}
+            return {"result": self._await(method.fn(**bound))}
         except InvokeError as e:
             raise _RpcError(e.code, str(e)) from e
         except Exception as e:  # noqa: BLE001 - the caller gets the error
-            traceback.print_exc(file=sys.stderr)
+            _print_exc()
             raise _RpcError(INTERNAL_ERROR, f"{type(e).__name__}: {e}") from e
 
     def _teardown(self, _params):
@@ -478,7 +548,7 @@ class Plugin:
                 self._await(fn())
             except Exception:  # noqa: BLE001 - keep tearing down
                 print(f"cleanup `{description}` failed:", file=sys.stderr)
-                traceback.print_exc(file=sys.stderr)
+                _print_exc()
         return {}
 
     def _handle(self, id_, method, params):
@@ -501,7 +571,7 @@ class Plugin:
             sys.stderr.flush()
             os._exit(e.code if isinstance(e.code, int) else 1)
         except Exception as e:  # noqa: BLE001 - never let one request kill the process
-            traceback.print_exc(file=sys.stderr)
+            _print_exc()
             self._reply(id_, error=(INTERNAL_ERROR, f"{type(e).__name__}: {e}"))
         return method
 
@@ -512,10 +582,7 @@ class Plugin:
         self._out = os.fdopen(os.dup(1), "w", encoding="utf-8")
         os.dup2(2, 1)
         sys.stdout = sys.stderr
-        self._loop = asyncio.new_event_loop()
-        threading.Thread(target=self._loop.run_forever, name="chassis-plugin-loop", daemon=True).start()
-        self._pool = concurrent.futures.ThreadPoolExecutor(max_workers=self.max_concurrency or 8,
-                                                           thread_name_prefix="chassis-plugin")
+        self._pool = _Pool(self.max_concurrency or 8)
         stdin = sys.stdin.buffer
         while True:
             line = stdin.readline(MAX_MESSAGE_BYTES + 1)
@@ -551,6 +618,8 @@ class Plugin:
                 threading.Thread(target=self._finish, args=(id_, params), daemon=True).start()
             else:
                 # setup too: it may call a provider (ctx.require(...).invoke).
+                with self._cancel_lock:
+                    self._inflight.add(id_)
                 self._pool.submit(self._handle, id_, method, params)
         self._exit()
 
@@ -562,7 +631,6 @@ class Plugin:
         with self._waiting_lock:
             for slot in self._waiting.values():
                 slot[0].set()
-        self._pool.shutdown(wait=False, cancel_futures=True)
         try:
             self._out.flush()
         finally:
@@ -570,11 +638,45 @@ class Plugin:
 
     def _cancel(self, id_):
         # The work cannot be interrupted in a thread; its answer is dropped
-        # and chassis hears that it was cancelled at once.
+        # and chassis hears that it was cancelled at once. A request already
+        # answered is left alone.
         with self._cancel_lock:
+            if id_ not in self._inflight:
+                return
+            self._inflight.discard(id_)
             self._cancelled.add(id_)
         msg = {"jsonrpc": "2.0", "id": id_, "error": {"code": CANCELLED, "message": "cancelled"}}
         self._send(msg)
+
+
+class _Pool:
+    """Worker threads started as requests need them, up to `size`: a plugin
+    that answers one call at a time starts one."""
+
+    def __init__(self, size):
+        self._jobs = queue.SimpleQueue()
+        self._size = size
+        self._started = 0
+        self._idle = 0
+        self._lock = threading.Lock()
+
+    def submit(self, fn, *args):
+        with self._lock:
+            start = self._idle == 0 and self._started < self._size
+            if start:
+                self._started += 1
+            else:
+                self._idle -= 1
+        self._jobs.put((fn, args))
+        if start:
+            threading.Thread(target=self._work, name="chassis-plugin", daemon=True).start()
+
+    def _work(self):
+        while True:
+            fn, args = self._jobs.get()
+            fn(*args)
+            with self._lock:
+                self._idle += 1
 
 
 class _RpcError(Exception):

@@ -144,6 +144,7 @@ export declare class Plugin {
     private nextId;
     private waiting;
     private cancelled;
+    private inflight;
     private running;
     private queue;
     constructor(declaration: Declaration, setupFn: (ctx: PluginContext) => unknown | Promise<unknown>);

@@ -154,6 +154,7 @@ class Plugin {
         this.nextId = 0;
         this.waiting = new Map();
         this.cancelled = new Set();
+        this.inflight = new Set();
         this.running = 0;
         this.queue = [];
     }
@@ -184,6 +185,7 @@ class Plugin {
         });
     }
     reply(id, result, error) {
+        this.inflight.delete(id);
         if (this.cancelled.delete(id))
             return;
         const msg = { jsonrpc: "2.0", id };
@@ -339,7 +341,9 @@ class Plugin {
                 return;
             }
             if (!("id" in msg)) {
-                if (msg.method === "$/cancel" && msg.params) {
+                // A request still running: its answer is dropped, chassis hears
+                // at once that it was cancelled. One already answered is left alone.
+                if (msg.method === "$/cancel" && msg.params && this.inflight.delete(msg.params.id)) {
                     this.cancelled.add(msg.params.id);
                     this.out(JSON.stringify({ jsonrpc: "2.0", id: msg.params.id, error: { code: CANCELLED, message: "cancelled" } }));
                 }
@@ -352,6 +356,7 @@ class Plugin {
                 void this.handle(msg.id, msg.method, msg.params);
             }
             else {
+                this.inflight.add(msg.id);
                 this.schedule(() => this.handle(msg.id, msg.method, msg.params));
             }
         });

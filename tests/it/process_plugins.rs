@@ -909,3 +909,42 @@ fn plugin_check_fails_a_plugin_that_gets_the_protocol_wrong() {
         text.stdout
     );
 }
+
+#[test]
+fn an_async_tool_and_an_async_setup_run_on_the_sdk_loop() {
+    let plugin = GREETER
+        .replace("def greeter(ctx):", "async def greeter(ctx):")
+        .replace(
+            "    def greet(name: str, excited: bool = False) -> str:\n        \"\"\"Greet someone by name.\"\"\"",
+            "    async def greet(name: str, excited: bool = False) -> str:\n        \"\"\"Greet someone by name.\"\"\"\n        import asyncio\n        await asyncio.sleep(0.01)",
+        );
+    let dir = workspace(&[("greeter.py", &plugin), ("composition.toml", GREETER_TOML)]);
+    let out = run(
+        dir.path(),
+        &["--format", "json", "run", "composition.toml"],
+        &[],
+    );
+    assert_eq!(out.code, 0, "{}\n{}", out.stdout, out.stderr);
+    assert_eq!(
+        tool_results(&document(&out)),
+        vec!["Hello, Ada! (warm)".to_owned()]
+    );
+}
+
+/// The Python SDK's own unit tests (schemas from type hints, argument
+/// binding), with the interpreter the other tests use.
+#[test]
+fn the_python_sdk_unit_tests_pass() {
+    let root = crate::harness::root();
+    let out = std::process::Command::new(python())
+        .args(["-B", "-m", "unittest", "sdk/python/test_chassis_plugin.py"])
+        .current_dir(&root)
+        .output()
+        .unwrap();
+    assert!(
+        out.status.success(),
+        "{}\n{}",
+        String::from_utf8_lossy(&out.stdout),
+        String::from_utf8_lossy(&out.stderr)
+    );
+}

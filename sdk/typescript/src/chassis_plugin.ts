@@ -203,6 +203,7 @@ export class Plugin {
   private nextId = 0;
   private waiting = new Map<string, (msg: any) => void>();
   private cancelled = new Set<unknown>();
+  private inflight = new Set<unknown>();
   private running = 0;
   private queue: Array<() => void> = [];
 
@@ -237,6 +238,7 @@ export class Plugin {
   }
 
   private reply(id: unknown, result?: unknown, error?: [number, string]): void {
+    this.inflight.delete(id);
     if (this.cancelled.delete(id)) return;
     const msg: any = { jsonrpc: "2.0", id };
     if (error) msg.error = { code: error[0], message: error[1] };
@@ -382,7 +384,9 @@ export class Plugin {
         return;
       }
       if (!("id" in msg)) {
-        if (msg.method === "$/cancel" && msg.params) {
+        // A request still running: its answer is dropped, chassis hears
+        // at once that it was cancelled. One already answered is left alone.
+        if (msg.method === "$/cancel" && msg.params && this.inflight.delete(msg.params.id)) {
           this.cancelled.add(msg.params.id);
           this.out(JSON.stringify({ jsonrpc: "2.0", id: msg.params.id, error: { code: CANCELLED, message: "cancelled" } }));
         }
@@ -393,6 +397,7 @@ export class Plugin {
       } else if (msg.method === "initialize" || msg.method === "setup") {
         void this.handle(msg.id, msg.method, msg.params);
       } else {
+        this.inflight.add(msg.id);
         this.schedule(() => this.handle(msg.id, msg.method, msg.params));
       }
     });
