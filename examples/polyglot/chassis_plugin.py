@@ -42,7 +42,7 @@ import threading
 import typing
 
 __all__ = ["plugin", "Plugin", "PluginContext", "ToolPolicy", "Method", "PluginError",
-           "InvokeError", "PROTOCOL_VERSION"]
+           "InvokeError", "Bail", "PROTOCOL_VERSION"]
 
 PROTOCOL_VERSION = "1.0"
 MAX_MESSAGE_BYTES = 16 << 20
@@ -57,6 +57,10 @@ CANCELLED = -32800
 
 class PluginError(Exception):
     """A mistake in the plugin's own code or registrations."""
+
+
+class Bail(Exception):
+    """Raised by a `bail` hook: refuse the operation, with a reason."""
 
 
 class InvokeError(Exception):
@@ -305,6 +309,27 @@ class _Tools:
         return add(fn) if fn is not None else add
 
 
+_HOOK_MODES = ("observe", "transform", "bail")
+
+
+class _Hooks:
+    def __init__(self, ctx):
+        self._ctx = ctx
+
+    def register(self, event, fn, mode="observe", priority=0, error_policy="record"):
+        """Call `fn(event, payload)` on `event`. It returns None to go on,
+        a new payload (a dict) to transform (mode="transform"), or raises
+        Bail(reason) to refuse (mode="bail")."""
+        self._ctx._check_open()
+        mode = getattr(mode, "value", mode)
+        if mode not in _HOOK_MODES:
+            raise PluginError(f"hook mode `{mode}` is not one of {', '.join(_HOOK_MODES)}")
+        if error_policy not in ("record", "raise"):
+            raise PluginError(f"error_policy `{error_policy}` is not `record` or `raise`")
+        self._ctx._hooks.append((fn, {"event": getattr(event, "value", event), "mode": mode,
+                                      "priority": int(priority), "error_policy": error_policy}))
+
+
 class _Capabilities:
     def __init__(self, ctx):
         self._ctx = ctx
@@ -340,11 +365,13 @@ class PluginContext:
         self.config = params.get("config") or {}
         self._requirements = params.get("requirements") or {}
         self._tools = {}
+        self._hooks = []
         self._methods = {}
         self._capabilities = []
         self._cleanups = []
         self._sealed = False
         self.tools = _Tools(self)
+        self.hooks = _Hooks(self)
         self.capabilities = _Capabilities(self)
 
     def _check_open(self):
@@ -503,7 +530,8 @@ class Plugin:
         self._await(self.setup(ctx))
         ctx._sealed = True
         self._ctx = ctx
-        return {"capabilities": ctx._capabilities, "tools": [t.wire() for t in ctx._tools.values()]}
+        return {"capabilities": ctx._capabilities, "tools": [t.wire() for t in ctx._tools.values()],
+                "hooks": [wire for _, wire in ctx._hooks]}
 
     def _tools_call(self, params):
         if not isinstance(params, dict) or not isinstance(params.get("name"), str):
@@ -542,6 +570,20 @@ class Plugin:
             _print_exc()
             raise _RpcError(INTERNAL_ERROR, f"{type(e).__name__}: {e}") from e
 
+    def _dispatch(self, params):
+        hooks = self._ctx._hooks if self._ctx else []
+        index = params.get("hook") if isinstance(params, dict) else None
+        if not isinstance(index, int) or not 0 <= index < len(hooks):
+            raise _RpcError(INVALID_PARAMS, f"no hook {index!r}")
+        fn, _ = hooks[index]
+        try:
+            out = self._await(fn(params.get("event"), params.get("payload")))
+        except Bail as e:
+            return {"action": "bail", "reason": str(e)}
+        if out is None:
+            return {"action": "continue"}
+        return {"action": "transform", "payload": out}
+
     def _teardown(self, _params):
         for description, fn in reversed(self._ctx._cleanups if self._ctx else []):
             try:
@@ -554,6 +596,7 @@ class Plugin:
     def _handle(self, id_, method, params):
         handlers = {"initialize": self._initialize, "setup": self._setup,
                     "tools/call": self._tools_call, "capability/invoke": self._invoke,
+                    "hooks/dispatch": self._dispatch,
                     "teardown": self._teardown}
         handler = handlers.get(method)
         try:

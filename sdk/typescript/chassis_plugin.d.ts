@@ -69,6 +69,16 @@ export interface Declaration {
     };
     maxConcurrency?: number;
 }
+/** Thrown by a `bail` hook: refuse the operation, with a reason. */
+export declare class Bail extends Error {
+}
+/** A hook's declaration. */
+export interface HookSpec {
+    event: string;
+    mode?: "observe" | "transform" | "bail";
+    priority?: number;
+    errorPolicy?: "record" | "raise";
+}
 /** A capability method call chassis or the provider refused. */
 export declare class InvokeError extends Error {
     code: number;
@@ -113,6 +123,7 @@ export declare class PluginContext {
     }>;
     /** @internal */ methodTable: Map<string, Map<string, Handler>>;
     /** @internal */ capabilityList: Json[];
+    /** @internal */ hookList: Array<[Json, (event: string, payload: Json) => unknown]>;
     /** @internal */ cleanups: Array<[string, () => unknown]>;
     /** @internal */ sealed: boolean;
     private requirements;
@@ -120,6 +131,14 @@ export declare class PluginContext {
     private open;
     readonly tools: {
         register: (spec: ToolSpec, fn: Handler) => void;
+    };
+    readonly hooks: {
+        /**
+         * Call `fn(event, payload)` on `spec.event`: return undefined to go on,
+         * a new payload to transform (mode "transform"), or throw `new Bail(reason)`
+         * to refuse (mode "bail").
+         */
+        register: (spec: HookSpec, fn: (event: string, payload: Json) => unknown) => void;
     };
     readonly capabilities: {
         provide: (key: string, options: {
@@ -156,6 +175,7 @@ export declare class Plugin {
     private setup;
     private toolsCall;
     private invoke;
+    private dispatch;
     private teardown;
     private handle;
     /** Run `job` when fewer than maxConcurrency requests are running. */

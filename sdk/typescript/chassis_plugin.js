@@ -23,7 +23,7 @@
  * to stderr.
  */
 Object.defineProperty(exports, "__esModule", { value: true });
-exports.Plugin = exports.PluginContext = exports.Provider = exports.s = exports.InvokeError = exports.PROTOCOL_VERSION = void 0;
+exports.Plugin = exports.PluginContext = exports.Provider = exports.s = exports.InvokeError = exports.Bail = exports.PROTOCOL_VERSION = void 0;
 exports.plugin = plugin;
 const readline = require("readline");
 exports.PROTOCOL_VERSION = "1.0";
@@ -32,6 +32,10 @@ const METHOD_NOT_FOUND = -32601;
 const INVALID_PARAMS = -32602;
 const INTERNAL_ERROR = -32603;
 const CANCELLED = -32800;
+/** Thrown by a `bail` hook: refuse the operation, with a reason. */
+class Bail extends Error {
+}
+exports.Bail = Bail;
 /** A capability method call chassis or the provider refused. */
 class InvokeError extends Error {
     constructor(code, message) {
@@ -78,6 +82,7 @@ class PluginContext {
         /** @internal */ this.toolTable = new Map();
         /** @internal */ this.methodTable = new Map();
         /** @internal */ this.capabilityList = [];
+        /** @internal */ this.hookList = [];
         /** @internal */ this.cleanups = [];
         /** @internal */ this.sealed = false;
         this.tools = {
@@ -88,6 +93,23 @@ class PluginContext {
                 if (this.toolTable.has(spec.name))
                     throw new Error(`tool \`${spec.name}\` is registered twice`);
                 this.toolTable.set(spec.name, { spec, fn });
+            },
+        };
+        this.hooks = {
+            /**
+             * Call `fn(event, payload)` on `spec.event`: return undefined to go on,
+             * a new payload to transform (mode "transform"), or throw `new Bail(reason)`
+             * to refuse (mode "bail").
+             */
+            register: (spec, fn) => {
+                this.open();
+                const mode = spec.mode ?? "observe";
+                if (!["observe", "transform", "bail"].includes(mode))
+                    throw new Error(`hook mode \`${mode}\` is not observe, transform or bail`);
+                this.hookList.push([
+                    { event: spec.event, mode, priority: spec.priority ?? 0, error_policy: spec.errorPolicy ?? "record" },
+                    fn,
+                ]);
             },
         };
         this.capabilities = {
@@ -222,7 +244,7 @@ class Plugin {
                 policy: (spec.policy ?? {}),
             });
         }
-        return { capabilities: ctx.capabilityList, tools };
+        return { capabilities: ctx.capabilityList, tools, hooks: ctx.hookList.map(([wire]) => wire) };
     }
     async toolsCall(params) {
         const tool = this.ctx?.toolTable.get(params?.name);
@@ -250,6 +272,20 @@ class Plugin {
             throw new RpcError(INTERNAL_ERROR, `${e?.name ?? "Error"}: ${e?.message ?? String(e)}`);
         }
     }
+    async dispatch(params) {
+        const hook = this.ctx?.hookList[params?.hook];
+        if (!hook)
+            throw new RpcError(INVALID_PARAMS, `no hook ${params?.hook}`);
+        try {
+            const out = await hook[1](params.event, params.payload ?? null);
+            return out === undefined || out === null ? { action: "continue" } : { action: "transform", payload: out };
+        }
+        catch (e) {
+            if (e instanceof Bail)
+                return { action: "bail", reason: e.message };
+            throw e;
+        }
+    }
     async teardown() {
         for (const [description, fn] of [...(this.ctx?.cleanups ?? [])].reverse()) {
             try {
@@ -267,6 +303,7 @@ class Plugin {
             setup: (p) => this.setup(p),
             "tools/call": (p) => this.toolsCall(p),
             "capability/invoke": (p) => this.invoke(p),
+            "hooks/dispatch": (p) => this.dispatch(p),
             teardown: () => this.teardown(),
         };
         const handler = handlers[method];

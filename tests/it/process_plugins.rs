@@ -948,3 +948,82 @@ fn the_python_sdk_unit_tests_pass() {
         String::from_utf8_lossy(&out.stderr)
     );
 }
+
+/// A Python plugin's transform and observe hooks.
+const SHOUT_PY: &str = r#"
+import json
+from chassis_plugin import plugin
+
+@plugin(name="shout", version="1.0.0")
+def shout(ctx):
+    def upper(event, payload):
+        args = payload.get("args") or {}
+        if "name" in args:
+            payload["args"] = dict(args, name=args["name"].upper())
+            return payload
+    def watch(event, payload):
+        with open("seen.jsonl", "a") as f:
+            f.write(json.dumps({"event": event, "tool": payload.get("tool")}) + "\n")
+    ctx.hooks.register("before_tool_execute", upper, mode="transform", priority=10)
+    ctx.hooks.register("after_tool_execute", watch)
+
+if __name__ == "__main__":
+    shout.run()
+"#;
+
+/// A JavaScript plugin's bail hook.
+const GUARD_JS: &str = r#"
+const { plugin, Bail } = require("./chassis_plugin");
+plugin({ name: "guard", version: "1.0.0" }, (ctx) => {
+  ctx.hooks.register({ event: "before_tool_execute", mode: "bail" }, (event, payload) => {
+    if (payload.args && payload.args.name === "Mallory") throw new Bail("Mallory is not greeted");
+  });
+}).run();
+"#;
+
+#[test]
+fn hooks_of_process_plugins_bail_transform_and_observe() {
+    let toml = GREETER_TOML
+        .replace(
+            "[[entries.model.config.turns]]\ntool_calls = [{ name = \"greet\", args = { name = \"Ada\", excited = true } }]\n",
+            "[[entries.model.config.turns]]\ntool_calls = [{ name = \"greet\", args = { name = \"Mallory\" } }]\n[[entries.model.config.turns]]\ntool_calls = [{ name = \"greet\", args = { name = \"Ada\", excited = true } }]\n",
+        )
+        .replace(
+            "[entries.greeter]",
+            "[plugins.shout]\nversion = \"1.0.0\"\ncommand = [\"{PYTHON}\", \"shout.py\"]\n\n[plugins.guard]\nversion = \"1.0.0\"\ncommand = [\"node\", \"guard.js\"]\n\n[entries.shout]\nplugin = \"shout\"\n\n[entries.guard]\nplugin = \"guard\"\n\n[entries.greeter]",
+        );
+    let dir = workspace(&[
+        ("greeter.py", GREETER),
+        ("shout.py", SHOUT_PY),
+        ("guard.js", GUARD_JS),
+        ("composition.toml", &toml),
+    ]);
+    std::fs::copy(
+        crate::harness::root().join("sdk/typescript/chassis_plugin.js"),
+        dir.path().join("chassis_plugin.js"),
+    )
+    .unwrap();
+    let out = run(
+        dir.path(),
+        &["--format", "json", "run", "composition.toml"],
+        &[],
+    );
+    assert_eq!(out.code, 0, "{}\n{}", out.stdout, out.stderr);
+    let results = tool_results(&document(&out));
+    assert_eq!(results.len(), 2, "{results:?}");
+    assert!(
+        results[0].contains("Mallory is not greeted"),
+        "{}",
+        results[0]
+    );
+    assert_eq!(results[1], "Hello, ADA! (warm)");
+    let seen = std::fs::read_to_string(dir.path().join("seen.jsonl")).unwrap();
+    let seen: Vec<Value> = seen
+        .lines()
+        .map(|l| serde_json::from_str(l).unwrap())
+        .collect();
+    assert_eq!(
+        seen,
+        vec![serde_json::json!({"event": "after_tool_execute", "tool": "greet"})]
+    );
+}

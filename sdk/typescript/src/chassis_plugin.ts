@@ -75,6 +75,17 @@ export interface Declaration {
   maxConcurrency?: number;
 }
 
+/** Thrown by a `bail` hook: refuse the operation, with a reason. */
+export class Bail extends Error {}
+
+/** A hook's declaration. */
+export interface HookSpec {
+  event: string;
+  mode?: "observe" | "transform" | "bail";
+  priority?: number;
+  errorPolicy?: "record" | "raise";
+}
+
 /** A capability method call chassis or the provider refused. */
 export class InvokeError extends Error {
   constructor(public code: number, message: string) {
@@ -123,6 +134,7 @@ export class PluginContext {
   /** @internal */ toolTable = new Map<string, { spec: ToolSpec; fn: Handler }>();
   /** @internal */ methodTable = new Map<string, Map<string, Handler>>();
   /** @internal */ capabilityList: Json[] = [];
+  /** @internal */ hookList: Array<[Json, (event: string, payload: Json) => unknown]> = [];
   /** @internal */ cleanups: Array<[string, () => unknown]> = [];
   /** @internal */ sealed = false;
   private requirements: { [key: string]: any };
@@ -144,6 +156,23 @@ export class PluginContext {
       if (!spec.description) throw new Error(`tool \`${spec.name}\` needs a description`);
       if (this.toolTable.has(spec.name)) throw new Error(`tool \`${spec.name}\` is registered twice`);
       this.toolTable.set(spec.name, { spec, fn });
+    },
+  };
+
+  readonly hooks = {
+    /**
+     * Call `fn(event, payload)` on `spec.event`: return undefined to go on,
+     * a new payload to transform (mode "transform"), or throw `new Bail(reason)`
+     * to refuse (mode "bail").
+     */
+    register: (spec: HookSpec, fn: (event: string, payload: Json) => unknown): void => {
+      this.open();
+      const mode = spec.mode ?? "observe";
+      if (!["observe", "transform", "bail"].includes(mode)) throw new Error(`hook mode \`${mode}\` is not observe, transform or bail`);
+      this.hookList.push([
+        { event: spec.event, mode, priority: spec.priority ?? 0, error_policy: spec.errorPolicy ?? "record" },
+        fn,
+      ]);
     },
   };
 
@@ -273,7 +302,7 @@ export class Plugin {
         policy: (spec.policy ?? {}) as Json,
       });
     }
-    return { capabilities: ctx.capabilityList, tools };
+    return { capabilities: ctx.capabilityList, tools, hooks: ctx.hookList.map(([wire]) => wire) };
   }
 
   private async toolsCall(params: any): Promise<Json> {
@@ -299,6 +328,18 @@ export class Plugin {
     }
   }
 
+  private async dispatch(params: any): Promise<Json> {
+    const hook = this.ctx?.hookList[params?.hook];
+    if (!hook) throw new RpcError(INVALID_PARAMS, `no hook ${params?.hook}`);
+    try {
+      const out = await hook[1](params.event, params.payload ?? null);
+      return out === undefined || out === null ? { action: "continue" } : { action: "transform", payload: out as Json };
+    } catch (e: any) {
+      if (e instanceof Bail) return { action: "bail", reason: e.message };
+      throw e;
+    }
+  }
+
   private async teardown(): Promise<Json> {
     for (const [description, fn] of [...(this.ctx?.cleanups ?? [])].reverse()) {
       try {
@@ -316,6 +357,7 @@ export class Plugin {
       setup: (p) => this.setup(p),
       "tools/call": (p) => this.toolsCall(p),
       "capability/invoke": (p) => this.invoke(p),
+      "hooks/dispatch": (p) => this.dispatch(p),
       teardown: () => this.teardown(),
     };
     const handler = handlers[method];

@@ -366,6 +366,11 @@ pub async fn check_plugin(
                         }
                     }
                 }
+                for h in &r.hooks {
+                    if crate::runtime::HookEvent::parse(&h.event).is_none() {
+                        problems.push(format!("a hook for the unknown event `{}`", h.event));
+                    }
+                }
                 for (cap, p) in &manifest.provides {
                     for v in &p.versions {
                         if !r.capabilities.iter().any(|c| {

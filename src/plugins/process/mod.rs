@@ -9,9 +9,10 @@
 //! referenced, and the providers bound to its requirements), and registers
 //! what it answers through the plugin context — so publication validates
 //! it exactly like a built-in plugin and rolls the candidate back when a
-//! promise is broken. Its tools are forwarded as `tools/call`, its
-//! capabilities' methods as `capability/invoke`; a crash restarts it with
-//! backoff; unmounting sends `teardown`, then ends the process group.
+//! promise is broken. Its tools are forwarded as `tools/call`, its hooks
+//! as `hooks/dispatch`, its capabilities' methods as `capability/invoke`;
+//! a crash restarts it with backoff; unmounting sends `teardown`, then ends
+//! the process group.
 //!
 //! Layout: [`protocol`] holds the message types (and generates the
 //! schemas), [`rpc`] the JSON-RPC connection, [`start`] the spawn and
@@ -26,6 +27,7 @@ use crate::engine::model::{Entry, Manifest};
 use crate::engine::secret::Redactor;
 use crate::runtime::{BoxError, CapabilityValue, Catalog, Plugin, PluginContext};
 
+pub mod hook;
 pub mod invoke;
 pub mod protocol;
 pub mod rpc;
@@ -124,6 +126,33 @@ fn register(ctx: &PluginContext, supervisor: &Arc<supervise::Supervisor>) -> Res
             supervisor: Arc::clone(supervisor),
         };
         ctx.tools().register(Arc::new(tool), policy)?;
+    }
+    for (index, h) in registered.hooks.iter().enumerate() {
+        use crate::runtime::{ErrorPolicy, HookEvent, HookMode};
+        use protocol::{ErrorPolicyWire, HookModeWire};
+        let event = HookEvent::parse(&h.event).ok_or_else(|| {
+            let known: Vec<&str> = HookEvent::ALL.iter().map(|e| e.as_str()).collect();
+            format!(
+                "the plugin registered a hook for the unknown event `{}`; events: {}",
+                h.event,
+                known.join(", ")
+            )
+        })?;
+        let mode = match h.mode {
+            HookModeWire::Observe => HookMode::Observe,
+            HookModeWire::Transform => HookMode::Transform,
+            HookModeWire::Bail => HookMode::Bail,
+        };
+        let error_policy = match h.error_policy {
+            ErrorPolicyWire::Record => ErrorPolicy::Record,
+            ErrorPolicyWire::Raise => ErrorPolicy::Raise,
+        };
+        let handler = hook::ProcessHook {
+            index,
+            supervisor: Arc::clone(supervisor),
+        };
+        ctx.hooks()
+            .register_with(event, Arc::new(handler), mode, h.priority, error_policy)?;
     }
     Ok(())
 }

@@ -39,6 +39,8 @@ pub mod method {
     pub const CANCEL: &str = "$/cancel";
     /// Consumer → chassis → provider: call a method of a capability.
     pub const CAPABILITY_INVOKE: &str = "capability/invoke";
+    /// chassis → plugin: one of its hooks is called.
+    pub const HOOKS_DISPATCH: &str = "hooks/dispatch";
 }
 
 /// `initialize` params.
@@ -120,6 +122,80 @@ pub struct SetupResult {
     /// Tools.
     #[serde(default)]
     pub tools: Vec<ToolRegistration>,
+    /// Hooks, called with `hooks/dispatch` (by their index in this list).
+    #[serde(default)]
+    pub hooks: Vec<HookRegistration>,
+}
+
+/// One hook the plugin registers.
+#[derive(Clone, Debug, PartialEq, Eq, Serialize, Deserialize, JsonSchema)]
+pub struct HookRegistration {
+    /// The event (`before_tool_execute`, `after_model_call`, …).
+    pub event: String,
+    /// `observe` (the reply is ignored), `transform` (may replace the
+    /// payload) or `bail` (may refuse the operation).
+    #[serde(default)]
+    pub mode: HookModeWire,
+    /// Lower runs first; ties keep registration order.
+    #[serde(default)]
+    pub priority: i32,
+    /// `record` (a failure is recorded and the chain goes on) or `raise`
+    /// (a failure fails the operation).
+    #[serde(default)]
+    pub error_policy: ErrorPolicyWire,
+}
+
+/// A hook's mode on the wire.
+#[derive(Clone, Copy, Debug, Default, PartialEq, Eq, Serialize, Deserialize, JsonSchema)]
+#[serde(rename_all = "snake_case")]
+pub enum HookModeWire {
+    /// Only told.
+    #[default]
+    Observe,
+    /// May replace the payload.
+    Transform,
+    /// May refuse the operation.
+    Bail,
+}
+
+/// A hook's error policy on the wire.
+#[derive(Clone, Copy, Debug, Default, PartialEq, Eq, Serialize, Deserialize, JsonSchema)]
+#[serde(rename_all = "snake_case")]
+pub enum ErrorPolicyWire {
+    /// Record the failure, go on.
+    #[default]
+    Record,
+    /// Fail the operation.
+    Raise,
+}
+
+/// `hooks/dispatch` params.
+#[derive(Clone, Debug, PartialEq, Serialize, Deserialize, JsonSchema)]
+pub struct HookDispatchParams {
+    /// The hook's index in the `setup` result's `hooks`.
+    pub hook: usize,
+    /// The event.
+    pub event: String,
+    /// The event's payload (redacted, as every hook sees it).
+    pub payload: Value,
+}
+
+/// `hooks/dispatch` result.
+#[derive(Clone, Debug, PartialEq, Serialize, Deserialize, JsonSchema)]
+#[serde(tag = "action", rename_all = "snake_case")]
+pub enum HookDispatchResult {
+    /// Nothing to change.
+    Continue,
+    /// Replace the payload (a transform hook; a JSON object).
+    Transform {
+        /// The new payload.
+        payload: Value,
+    },
+    /// Refuse the operation (a bail hook).
+    Bail {
+        /// Why; the model or the caller reads it.
+        reason: String,
+    },
 }
 
 /// One capability the plugin provides.
@@ -312,6 +388,14 @@ pub fn schemas() -> BTreeMap<String, Value> {
             one::<ProviderInvokeParams>(),
         ),
         ("capability-invoke.result".to_owned(), one::<InvokeResult>()),
+        (
+            "hooks-dispatch.params".to_owned(),
+            one::<HookDispatchParams>(),
+        ),
+        (
+            "hooks-dispatch.result".to_owned(),
+            one::<HookDispatchResult>(),
+        ),
     ])
     .into_iter()
     .map(|(k, v)| (format!("{k}.json"), v))
