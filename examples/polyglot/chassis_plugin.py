@@ -75,11 +75,12 @@ class Method:
     """A method of a provided capability: `fn` (its schema from its type
     hints), and the permissions a caller's manifest must declare."""
 
-    def __init__(self, fn, name=None, description=None, permissions=()):
+    def __init__(self, fn, name=None, description=None, permissions=(), input_schema=None):
         self.fn = fn
         self.name = name
         self.description = description
         self.permissions = list(permissions)
+        self.input_schema = input_schema
 
 
 class ToolPolicy:
@@ -184,11 +185,17 @@ def _schema_of(annotation, where):
         return {"type": "number"}
     if annotation is None or annotation is _NONE:
         return {"type": "null"}
+    if annotation is dict:
+        return {"type": "object"}
+    if annotation is list:
+        return {"type": "array"}
+    if annotation is typing.Any:
+        return {}
     origin = typing.get_origin(annotation)
     args = typing.get_args(annotation)
-    if origin in (list, typing.List) or annotation is list:
+    if origin in (list, typing.List):
         if not args:
-            raise PluginError(f"{where}: say what the list holds (list[str], …)")
+            return {"type": "array"}
         return {"type": "array", "items": _schema_of(args[0], where)}
     if origin in (dict, typing.Dict):
         if len(args) != 2 or args[0] is not str:
@@ -220,8 +227,8 @@ def _schema_of(annotation, where):
                 required.append(name)
         return {"type": "object", "properties": props, "required": required, "additionalProperties": False}
     raise PluginError(f"{where} is annotated `{annotation!r}`, which has no JSON Schema here "
-                      "(use str, int, float, bool, None, list[T], dict[str, T], Optional, Literal, "
-                      "TypedDict or a dataclass)")
+                      "(use str, int, float, bool, None, list, list[T], dict, dict[str, T], Any, "
+                      "Optional, Literal, TypedDict or a dataclass)")
 
 
 def _is_union_type(annotation):
@@ -250,7 +257,7 @@ def _from_json(value, annotation):
 
 
 class _Tool:
-    def __init__(self, fn, name, description, policy, what="tool"):
+    def __init__(self, fn, name, description, policy, what="tool", schema=None):
         self.fn = fn
         self.name = name or fn.__name__
         self.description = description or _first_paragraph(getattr(fn, "__doc__", None))
@@ -264,13 +271,13 @@ class _Tool:
         except Exception as e:  # noqa: BLE001 - a broken annotation is the user's error
             raise PluginError(f"{where}: its type hints do not resolve: {e}") from e
         self.hints = hints
-        props, required = {}, []
-        for p, has_default in self.parameters:
-            props[p] = _schema_of(hints.get(p, _EMPTY), f"{where}, parameter `{p}`")
-            if not has_default:
-                required.append(p)
-        self.required = required
-        self.schema = {"type": "object", "properties": props, "required": required,
+        self.required = [p for p, has_default in self.parameters if not has_default]
+        if schema is not None:
+            self.schema = schema  # given explicitly: nothing derived
+            return
+        props = {p: _schema_of(hints.get(p, _EMPTY), f"{where}, parameter `{p}`")
+                 for p, _ in self.parameters}
+        self.schema = {"type": "object", "properties": props, "required": self.required,
                        "additionalProperties": False}
 
     def wire(self):
@@ -344,7 +351,7 @@ class _Capabilities:
         wire, table = [], {}
         for m in methods:
             m = m if isinstance(m, Method) else Method(m)
-            t = _Tool(m.fn, m.name, m.description, None, what="method")
+            t = _Tool(m.fn, m.name, m.description, None, what="method", schema=m.input_schema)
             if t.name in table:
                 raise PluginError(f"method `{t.name}` of `{key}` is registered twice")
             table[t.name] = t

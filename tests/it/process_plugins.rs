@@ -1027,3 +1027,117 @@ fn hooks_of_process_plugins_bail_transform_and_observe() {
         vec![serde_json::json!({"event": "after_tool_execute", "tool": "greet"})]
     );
 }
+
+/// A model provider written in Python: a tool call for a user message,
+/// a short answer to `summarize: X`, and the tool results when they come.
+const PY_MODEL: &str = r#"
+from chassis_plugin import plugin
+
+@plugin(name="py-model", version="1.0.0", provides={"model": "1.0.0"})
+def py_model(ctx):
+    def complete(messages: list, tools: list = (), options: dict = None) -> dict:
+        "One assistant turn."
+        last = messages[-1]
+        if last["role"] == "user" and last["content"].startswith("summarize: "):
+            return {"message": {"role": "assistant", "content": "short: " + last["content"][11:]},
+                    "finish_reason": "stop"}
+        if last["role"] == "user":
+            name = last["content"]
+            calls = [{"id": "c1", "name": "greet", "arguments": {"name": name}},
+                     {"id": "c2", "name": "summarize", "arguments": {"text": name}}]
+            return {"message": {"role": "assistant", "content": "", "tool_calls": calls},
+                    "finish_reason": "tool_calls", "usage": {"input_tokens": 7, "output_tokens": 3}}
+        said = [m["content"] for m in messages if m["role"] == "tool"]
+        return {"message": {"role": "assistant", "content": "done: " + " | ".join(said)},
+                "finish_reason": "stop", "usage": {"input_tokens": 9, "output_tokens": 4}}
+    ctx.capabilities.provide("model", {"name": "py-echo"}, version="1.0.0", methods=[complete])
+
+if __name__ == "__main__":
+    py_model.run()
+"#;
+
+/// A tool that asks the model its composition binds it to (`chat`).
+const SUMMARIZER: &str = r#"
+from chassis_plugin import plugin
+
+@plugin(name="summarizer", version="1.0.0", requires={"model": ">=1,<2"})
+def summarizer(ctx):
+    model = ctx.require("model")
+    def summarize(text: str) -> str:
+        "Summarize a text."
+        turn = model.chat(messages=[{"role": "user", "content": "summarize: " + text}])
+        return turn["message"]["content"]
+    ctx.tools.register(summarize)
+
+if __name__ == "__main__":
+    summarizer.run()
+"#;
+
+#[test]
+fn a_model_provider_written_in_python_drives_an_agent_and_answers_chat() {
+    let toml = r#"version = 1
+
+[plugins.greeter]
+version = "1.0.0"
+command = ["{PYTHON}", "greeter.py"]
+provides = { greeting = "1.0.0" }
+
+[[plugins.greeter.tools]]
+name = "greet"
+description = "Greet someone by name."
+args = { type = "object", properties = { name = { type = "string" }, excited = { type = "boolean" } }, required = ["name"], additionalProperties = false }
+
+[plugins.py-model]
+version = "1.0.0"
+command = ["{PYTHON}", "py_model.py"]
+provides = { model = "1.0.0" }
+
+[plugins.summarizer]
+version = "1.0.0"
+command = ["{PYTHON}", "summarizer.py"]
+requires = { model = ">=1,<2" }
+
+[[plugins.summarizer.tools]]
+name = "summarize"
+description = "Summarize a text."
+args = { type = "object", properties = { text = { type = "string" } }, required = ["text"], additionalProperties = false }
+
+[policy.tools.greet]
+idempotent = true
+[policy.tools.summarize]
+idempotent = true
+
+[entries.greeter]
+plugin = "greeter"
+config.style = "warm"
+
+[entries.py-model]
+plugin = "py-model"
+
+[entries.summarizer]
+plugin = "summarizer"
+
+[agents.a]
+prompt = "p"
+default_input = "Ada"
+"#;
+    let dir = workspace(&[
+        ("greeter.py", GREETER),
+        ("py_model.py", PY_MODEL),
+        ("summarizer.py", SUMMARIZER),
+        ("composition.toml", toml),
+    ]);
+    let out = run(
+        dir.path(),
+        &["--format", "json", "run", "composition.toml"],
+        &[],
+    );
+    assert_eq!(out.code, 0, "{}\n{}", out.stdout, out.stderr);
+    let doc = document(&out);
+    assert_eq!(
+        doc["answer"], "done: Hello, Ada. (warm) | short: Ada",
+        "{doc:#}"
+    );
+    assert_eq!(doc["usage"]["input_tokens"], 16, "{:#}", doc["usage"]);
+    assert_eq!(doc["model"], "py-echo", "{:#}", doc["model"]);
+}

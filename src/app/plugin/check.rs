@@ -366,6 +366,19 @@ pub async fn check_plugin(
                         }
                     }
                 }
+                for c in r
+                    .capabilities
+                    .iter()
+                    .filter(|c| c.key == crate::runtime::model::MODEL_CAPABILITY)
+                {
+                    if !c
+                        .methods
+                        .iter()
+                        .any(|m| m.name == crate::plugins::process::model::COMPLETE)
+                    {
+                        problems.push("provides `model` without a `complete` method".to_owned());
+                    }
+                }
                 for h in &r.hooks {
                     if crate::runtime::HookEvent::parse(&h.event).is_none() {
                         problems.push(format!("a hook for the unknown event `{}`", h.event));

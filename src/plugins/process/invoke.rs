@@ -93,6 +93,14 @@ impl ProcessCapability {
     }
 }
 
+/// A provider a consumer may call.
+pub enum Bound {
+    /// A process plugin's capability, with its methods.
+    Process(Arc<ProcessCapability>),
+    /// A model (any provider): its one method is `chat`.
+    Model(Arc<crate::runtime::model::ModelHandle>),
+}
+
 /// Whether `declared` (a manifest's `name[:resource]` permissions) covers
 /// `needed`: the same permission, or its name without a resource.
 fn declares(declared: &[String], needed: &str) -> bool {
@@ -104,7 +112,7 @@ fn declares(declared: &[String], needed: &str) -> bool {
 /// providers bound to it, under its manifest's permissions.
 pub fn consumer_handler(
     entry: String,
-    bound: BTreeMap<String, Arc<ProcessCapability>>,
+    bound: BTreeMap<String, Bound>,
     permissions: Vec<String>,
 ) -> Handler {
     let shared = Arc::new((entry, bound, permissions));
@@ -120,16 +128,31 @@ pub fn consumer_handler(
             }
             let p: InvokeParams = serde_json::from_value(params)
                 .map_err(|e| (code::INVALID_PARAMS, format!("capability/invoke: {e}")))?;
-            let cap = bound.get(&p.key).ok_or_else(|| {
+            let bound_to = bound.get(&p.key).ok_or_else(|| {
                 (
                     code::INVALID_PARAMS,
                     format!(
-                        "`{}` is not a requirement of `{entry}` bound to a process plugin; requirements with methods: [{}]",
+                        "`{}` is not a requirement of `{entry}` bound to a process plugin or a model; requirements with methods: [{}]",
                         p.key,
                         bound.keys().cloned().collect::<Vec<_>>().join(", ")
                     ),
                 )
             })?;
+            let cap = match bound_to {
+                Bound::Process(cap) => cap,
+                Bound::Model(model) => {
+                    if p.method != super::model::CHAT {
+                        return Err((
+                            code::INVALID_PARAMS,
+                            format!("`{}` is a model; its one method is `chat`", p.key),
+                        ));
+                    }
+                    let result = super::model::chat(model, p.arguments)
+                        .await
+                        .map_err(|e| (code::PROVIDER_UNAVAILABLE, e))?;
+                    return Ok(serde_json::to_value(InvokeResult { result }).unwrap_or(Value::Null));
+                }
+            };
             let method = cap.methods.get(&p.method).ok_or_else(|| {
                 (
                     code::INVALID_PARAMS,

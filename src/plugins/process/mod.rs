@@ -29,6 +29,7 @@ use crate::runtime::{BoxError, CapabilityValue, Catalog, Plugin, PluginContext};
 
 pub mod hook;
 pub mod invoke;
+pub mod model;
 pub mod protocol;
 pub mod rpc;
 pub mod start;
@@ -51,13 +52,18 @@ impl Plugin for ProcessPlugin {
     async fn setup(&self, ctx: PluginContext) -> Result<(), BoxError> {
         // The providers bound to this plugin that are processes: what its
         // `capability/invoke` requests may reach.
-        let bound: BTreeMap<String, Arc<invoke::ProcessCapability>> = self
+        let bound: BTreeMap<String, invoke::Bound> = self
             .manifest
             .requires
             .keys()
             .filter_map(|cap| {
                 let b = ctx.binding(cap.as_str())?;
-                let value = b.value.downcast::<invoke::ProcessCapability>()?;
+                let value = match b.value.downcast::<invoke::ProcessCapability>() {
+                    Some(p) => invoke::Bound::Process(p),
+                    None => invoke::Bound::Model(
+                        b.value.downcast::<crate::runtime::model::ModelHandle>()?,
+                    ),
+                };
                 Some((cap.to_string(), value))
             })
             .collect();
@@ -98,6 +104,29 @@ impl Plugin for ProcessPlugin {
 fn register(ctx: &PluginContext, supervisor: &Arc<supervise::Supervisor>) -> Result<(), BoxError> {
     let registered = supervisor.registered();
     for c in &registered.capabilities {
+        // A model provider: the loop drives it through `complete`.
+        if c.key == crate::runtime::model::MODEL_CAPABILITY {
+            if !c.methods.iter().any(|m| m.name == model::COMPLETE) {
+                return Err(format!(
+                    "the plugin provides `model` without a `{}` method; a model provider answers `complete` with one assistant turn",
+                    model::COMPLETE
+                )
+                .into());
+            }
+            let name = c
+                .value
+                .as_ref()
+                .and_then(|v| v.get("name"))
+                .and_then(serde_json::Value::as_str)
+                .map_or_else(|| ctx.manifest().name.clone(), str::to_owned);
+            let handle = crate::runtime::model::ModelHandle(Arc::new(model::ProcessModel {
+                name,
+                provider: Arc::clone(supervisor),
+            }));
+            ctx.capabilities()
+                .provide(&c.key, CapabilityValue::new(handle), &c.version)?;
+            continue;
+        }
         let value = invoke::ProcessCapability::new(
             &c.key,
             c.value.clone(),
