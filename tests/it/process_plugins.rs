@@ -1141,3 +1141,46 @@ default_input = "Ada"
     assert_eq!(doc["usage"]["input_tokens"], 16, "{:#}", doc["usage"]);
     assert_eq!(doc["model"], "py-echo", "{:#}", doc["model"]);
 }
+
+#[test]
+fn a_plugin_that_keeps_crashing_is_down_until_the_next_generation() {
+    // After the first crash, every restart dies at once: five attempts
+    // (0.2 + 0.4 + 0.8 + 1.6 + 3.2 s apart), then the tool says so.
+    let plugin = FAULTY
+        .replace(
+            "@plugin(",
+            "if os.path.exists('crashed'):\n    os._exit(3)\n\n@plugin(",
+        )
+        .replace(
+            "        if name == \"crash\":\n",
+            "        if name == \"crash\":\n            open('crashed', 'w').close()\n",
+        );
+    let toml = faulty_composition(&["crash", "Ada"])
+        .replace("timeout_seconds = 1", "timeout_seconds = 30");
+    let dir = workspace(&[("greeter.py", &plugin), ("composition.toml", &toml)]);
+    let started = std::time::Instant::now();
+    let out = run(
+        dir.path(),
+        &["--format", "json", "run", "composition.toml"],
+        &[],
+    );
+    assert_eq!(out.code, 0, "{}\n{}", out.stdout, out.stderr);
+    let results = tool_results(&document(&out));
+    assert!(
+        results[0].contains("plugin process is gone"),
+        "{}",
+        results[0]
+    );
+    assert!(
+        results[1].contains("stopped 5 times within 5 minutes")
+            && results[1].contains("until the next generation"),
+        "{}",
+        results[1]
+    );
+    // The backoff was waited for, not skipped.
+    assert!(
+        started.elapsed() >= std::time::Duration::from_secs(6),
+        "{:?}",
+        started.elapsed()
+    );
+}
