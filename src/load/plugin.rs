@@ -30,6 +30,7 @@ pub const PLUGIN_KEYS: &[&str] = &[
     "command",
     "env",
     "files",
+    "startup_timeout_seconds",
 ];
 /// Keys of a `[[plugins.<name>.tools]]` table.
 pub const TOOL_KEYS: &[&str] = &["name", "description", "args", "result", "agent"];
@@ -233,11 +234,29 @@ fn process(
             })
             .collect(),
     };
+    let mut startup_timeout = None;
+    if let Some(n) = r.get("startup_timeout_seconds") {
+        match super::values::json_value(cx, &n).and_then(|v| v.as_f64()) {
+            Some(s) if s > 0.0 && s <= 3600.0 => {
+                startup_timeout = Some(std::time::Duration::from_secs_f64(s));
+            }
+            _ => invalid(
+                cx,
+                n.span,
+                format!(
+                    "`{}` must be a number of seconds, more than 0 and at most 3600",
+                    n.path
+                ),
+                "out of range",
+            ),
+        }
+    }
     Some((
         ProcessCommand {
             argv,
             env,
             files: Vec::new(),
+            startup_timeout,
             dir: std::path::PathBuf::new(),
         },
         files,
@@ -394,14 +413,17 @@ pub(crate) fn plugin(
         manifest.kind = Some(PROCESS_KIND.to_owned());
         manifest.process = Some(std::sync::Arc::new(command));
         wanted = files;
-    } else if r.get("env").is_some() || r.get("files").is_some() {
-        let at = r.get("env").or_else(|| r.get("files")).map(|n| n.key_span);
+    } else if let Some(n) = ["env", "files", "startup_timeout_seconds"]
+        .iter()
+        .find_map(|k| r.get(k))
+    {
+        let at = Some(n.key_span);
         if let Some(at) = at {
             invalid(
                 cx,
                 at,
                 format!(
-                    "`env` and `files` of `{}` only mean something with a `command`",
+                    "`env`, `files` and `startup_timeout_seconds` of `{}` only mean something with a `command`",
                     node.path
                 ),
                 "no `command`",

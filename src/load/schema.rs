@@ -200,6 +200,10 @@ struct PluginTable {
     /// The files whose contents are the plugin's identity (editing one is a
     /// change); default: the `command` entries that are files beside this one.
     files: Option<Vec<String>>,
+    /// How long the process may take to answer `initialize` and `setup`
+    /// (each), in seconds (default 30).
+    #[schemars(range(min = 0.001, max = 3600))]
+    startup_timeout_seconds: Option<f64>,
 }
 
 /// One provided version, or several with distinct majors.

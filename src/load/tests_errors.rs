@@ -444,4 +444,19 @@ fn a_process_plugin_hashes_its_files_and_reports_what_is_wrong_where() {
     assert_eq!(found(&l), vec![(Code::InvalidValue, 4, 1)]);
     let l = load_str("c.toml", &toml("command = [\"x\"]\nenv = [\"1BAD\"]"));
     assert_eq!(found(&l), vec![(Code::InvalidValue, 5, 8)]);
+    let l = load_str(
+        "c.toml",
+        &toml("command = [\"x\"]\nstartup_timeout_seconds = 0"),
+    );
+    assert_eq!(found(&l), vec![(Code::InvalidValue, 5, 27)]);
+    let l = load_str(
+        "c.toml",
+        &toml("command = [\"x\"]\nstartup_timeout_seconds = 2.5"),
+    );
+    let comp = l.composition.expect("2.5 s is a timeout");
+    let p = comp.entries["p"].manifest.process.clone().unwrap();
+    assert_eq!(
+        p.startup_timeout,
+        Some(std::time::Duration::from_millis(2500))
+    );
 }

@@ -1184,3 +1184,35 @@ fn a_plugin_that_keeps_crashing_is_down_until_the_next_generation() {
         started.elapsed()
     );
 }
+
+#[test]
+fn a_hang_at_setup_fails_the_mount_within_the_startup_timeout() {
+    let plugin = GREETER.replace(
+        "    style = ctx.config.get(\"style\", \"plain\")\n",
+        "    import time\n    time.sleep(60)\n    style = 'never'\n",
+    );
+    let toml = GREETER_TOML.replace(
+        "command = [\"{PYTHON}\", \"greeter.py\"]",
+        "command = [\"{PYTHON}\", \"greeter.py\"]\nstartup_timeout_seconds = 1",
+    );
+    let dir = workspace(&[("greeter.py", &plugin), ("composition.toml", &toml)]);
+    let started = std::time::Instant::now();
+    let out = run(dir.path(), &["run", "composition.toml"], &[]);
+    assert_eq!(out.code, 3, "{}\n{}", out.stdout, out.stderr);
+    assert!(
+        started.elapsed() < std::time::Duration::from_secs(20),
+        "{:?}",
+        started.elapsed()
+    );
+    assert!(
+        out.stderr.contains("did not answer `setup` within 1.0s"),
+        "{}",
+        out.stderr
+    );
+    // What it printed before it hung is quoted.
+    assert!(
+        out.stderr.contains("print() during setup goes to stderr"),
+        "{}",
+        out.stderr
+    );
+}

@@ -37,6 +37,9 @@ pub struct ProcessCommand {
     /// The files whose contents are the plugin's implementation, sorted by
     /// path.
     pub files: Vec<PluginFile>,
+    /// How long `initialize` and `setup` may each take (default 30 s).
+    /// Not part of any hash: it says how long to wait, not what runs.
+    pub startup_timeout: Option<std::time::Duration>,
     /// The folder of the file that declared the plugin: the process's
     /// working directory and what relative paths in `argv` are relative to.
     /// Not part of any hash (the same plugin checked out elsewhere is the
@@ -75,6 +78,7 @@ mod tests {
                 path: "p.py".into(),
                 sha256: sha.into(),
             }],
+            startup_timeout: None,
             dir: PathBuf::from(dir),
         };
         assert_eq!(at("/a", "1").fingerprint(), at("/b", "1").fingerprint());

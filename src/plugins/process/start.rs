@@ -25,7 +25,8 @@ use crate::engine::version::Version;
 use crate::process::group::ProcessGroup;
 use crate::runtime::PluginContext;
 
-/// How long the start (spawn, `initialize`, `setup`) may take.
+/// How long `initialize` and `setup` may each take, unless the manifest
+/// says otherwise (`startup_timeout_seconds`).
 pub const STARTUP_TIMEOUT: Duration = Duration::from_secs(30);
 
 /// How long a plugin has to answer `teardown` and exit before its process
@@ -471,7 +472,12 @@ pub async fn launch(launch: &Launch) -> Result<(Process, SetupResult), LaunchErr
         &launch.redactor,
         Arc::clone(&launch.handler),
     )?;
-    match handshake(manifest, entry, &conn, &launch.setup).await {
+    let timeout = manifest
+        .process
+        .as_ref()
+        .and_then(|p| p.startup_timeout)
+        .unwrap_or(STARTUP_TIMEOUT);
+    match handshake(manifest, entry, &conn, &launch.setup, timeout).await {
         Ok(registered) => Ok((Process { conn, group }, registered)),
         Err(refusal) => {
             let (why, mismatch) = match refusal {
@@ -492,7 +498,10 @@ pub async fn launch(launch: &Launch) -> Result<(Process, SetupResult), LaunchErr
 fn rpc_failure(step: &str, e: RpcError) -> String {
     match e {
         RpcError::Closed(reason) => format!("failed at `{step}`: {reason}"),
-        RpcError::Timeout(t) => format!("did not answer `{step}` within {}s", t.as_secs()),
+        RpcError::Timeout(t) => format!(
+            "did not answer `{step}` within {:.1}s (a slow start may raise `startup_timeout_seconds` of its `[plugins.…]` table)",
+            t.as_secs_f64()
+        ),
         other => format!("failed at `{step}`: {other}"),
     }
 }
@@ -502,6 +511,7 @@ async fn handshake(
     entry: &str,
     conn: &Connection,
     setup: &SetupParams,
+    timeout: Duration,
 ) -> Result<SetupResult, Refusal> {
     let params = InitializeParams {
         protocol_version: PROTOCOL_VERSION.to_owned(),
@@ -512,7 +522,7 @@ async fn handshake(
         .request(
             method::INITIALIZE,
             serde_json::to_value(&params).unwrap_or_default(),
-            Some(STARTUP_TIMEOUT),
+            Some(timeout),
             None,
         )
         .await
@@ -540,7 +550,7 @@ async fn handshake(
         .request(
             method::SETUP,
             serde_json::to_value(setup).unwrap_or_default(),
-            Some(STARTUP_TIMEOUT),
+            Some(timeout),
             None,
         )
         .await
