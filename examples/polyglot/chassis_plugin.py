@@ -121,7 +121,7 @@ _CO_VARARGS, _CO_VARKEYWORDS, _CO_COROUTINE = 0x04, 0x08, 0x80
 
 def _print_exc():
     import traceback
-    _print_exc()
+    traceback.print_exc(file=sys.stderr)
 
 
 def _is_dataclass(annotation):
@@ -724,9 +724,13 @@ class _Pool:
     def _work(self):
         while True:
             fn, args = self._jobs.get()
-            fn(*args)
-            with self._lock:
-                self._idle += 1
+            try:
+                fn(*args)
+            except BaseException:  # noqa: BLE001 - a worker outlives any job
+                _print_exc()
+            finally:
+                with self._lock:
+                    self._idle += 1
 
 
 class _RpcError(Exception):

@@ -339,8 +339,13 @@ impl<'s> Reader<'s> {
     /// must exist; an argv entry that is not a file is an argument.
     fn read_plugin_files(&mut self, dir: &Path, out: &mut FileOut) {
         use sha2::Digest;
-        for (origin, wanted) in std::mem::take(&mut out.plugin_files) {
-            let Some(def) = out.plugins.iter_mut().find(|d| d.origin == origin) else {
+        let wanted_by: std::collections::HashMap<Origin, Vec<super::plugin::WantedFile>> =
+            std::mem::take(&mut out.plugin_files).into_iter().collect();
+        if wanted_by.is_empty() {
+            return;
+        }
+        for def in &mut out.plugins {
+            let Some(wanted) = wanted_by.get(&def.origin) else {
                 continue;
             };
             let Some(process) = def.value.as_mut().and_then(|m| m.process.as_mut()) else {
@@ -368,7 +373,7 @@ impl<'s> Reader<'s> {
                 }
                 match self.source.read_bytes(&target) {
                     Ok(bytes) => files.push(crate::engine::model::PluginFile {
-                        path: w.path,
+                        path: w.path.clone(),
                         sha256: format!("{:x}", sha2::Sha256::digest(&bytes)),
                     }),
                     Err(e) => {

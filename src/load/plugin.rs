@@ -161,7 +161,7 @@ fn process(
             "empty command",
         );
     }
-    for item in items {
+    for (position, item) in items.into_iter().enumerate() {
         let Some(s) = item.str(cx) else { continue };
         if s.value.is_empty() || s.value.contains('\0') {
             invalid(
@@ -173,7 +173,9 @@ fn process(
             continue;
         }
         argv.push(s.value.to_owned());
-        if !s.value.starts_with('-') && !s.value.contains(char::is_whitespace) {
+        // The program itself (`python3`, a venv's interpreter) is not the
+        // plugin's code: by default only its arguments that are files are.
+        if position > 0 && !s.value.starts_with('-') && !s.value.contains(char::is_whitespace) {
             wanted.push((s.value.to_owned(), cx.origin(s.span)));
         }
     }

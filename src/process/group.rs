@@ -16,7 +16,9 @@ use super::orphans::Started;
 /// `process_group(0)`).
 #[derive(Debug)]
 pub struct ProcessGroup {
-    pgid: Option<i32>,
+    /// The group's id until the leader was reaped (0 after: the id may be
+    /// another process's by then, so nothing is signalled any more).
+    pgid: std::sync::atomic::AtomicI32,
     child: tokio::sync::Mutex<Option<tokio::process::Child>>,
     /// Registered as started by chassis until the leader was waited for.
     registered: std::sync::Mutex<Option<Started>>,
@@ -26,20 +28,23 @@ impl ProcessGroup {
     /// The group led by `child`, registered as started by `registered`.
     pub fn new(child: tokio::process::Child, registered: Started) -> Self {
         Self {
-            pgid: child.id().and_then(|p| i32::try_from(p).ok()),
+            pgid: std::sync::atomic::AtomicI32::new(
+                child.id().and_then(|p| i32::try_from(p).ok()).unwrap_or(0),
+            ),
             child: tokio::sync::Mutex::new(Some(child)),
             registered: std::sync::Mutex::new(Some(registered)),
         }
     }
 
-    /// The leader's pid.
+    /// The leader's pid, until it was reaped.
     pub fn pid(&self) -> Option<i32> {
-        self.pgid
+        let pgid = self.pgid.load(std::sync::atomic::Ordering::SeqCst);
+        (pgid > 0).then_some(pgid)
     }
 
     /// `SIGKILL` the whole group now.
     pub fn kill(&self) {
-        if let Some(pgid) = self.pgid {
+        if let Some(pgid) = self.pid() {
             // ESRCH (the group is already gone) is the expected outcome
             // when nothing is left.
             let _ = nix::sys::signal::killpg(
@@ -60,6 +65,8 @@ impl ProcessGroup {
         if let Some(mut c) = child.take() {
             let _ = c.wait().await;
         }
+        // Reaped: the id is free for the system to reuse.
+        self.pgid.store(0, std::sync::atomic::Ordering::SeqCst);
         // What escaped the group is an orphan of chassis now.
         drop(
             self.registered
@@ -70,10 +77,17 @@ impl ProcessGroup {
         super::orphans::sweep_async().await;
     }
 
-    /// The leader's exit status if it has exited (without waiting).
+    /// The leader's exit status if it has exited (without waiting). Once
+    /// it has (and is reaped), what is left of its group is killed and the
+    /// id is no longer signalled.
     pub async fn exited(&self) -> Option<std::process::ExitStatus> {
         let mut child = self.child.lock().await;
-        child.as_mut().and_then(|c| c.try_wait().ok().flatten())
+        let status = child.as_mut().and_then(|c| c.try_wait().ok().flatten());
+        if status.is_some() {
+            self.kill();
+            self.pgid.store(0, std::sync::atomic::Ordering::SeqCst);
+        }
+        status
     }
 }
 

@@ -428,7 +428,12 @@ fn a_hang_meets_its_deadline_and_a_crash_mid_call_is_a_tool_error() {
 
 #[test]
 fn a_plugin_sees_the_allowed_environment_and_only_its_own_secrets() {
-    let toml = faulty_composition(&["env"]);
+    // Another entry references the canary as a secret: the plugin, which
+    // does not, must see it nowhere (environment, configuration).
+    let toml = faulty_composition(&["env"]).replace(
+        "[entries.greeter]",
+        "[plugins.other]\nversion = \"1.0.0\"\n\n[entries.other]\nplugin = \"other\"\nconfig.password = { secret = \"OTHER_SECRET\" }\n\n[entries.greeter]",
+    );
     let dir = workspace(&[("greeter.py", FAULTY), ("composition.toml", &toml)]);
     let canary = "sk-canary-env-91c2";
     let out = run(
@@ -438,7 +443,10 @@ fn a_plugin_sees_the_allowed_environment_and_only_its_own_secrets() {
     );
     assert_eq!(out.code, 0, "{}\n{}", out.stdout, out.stderr);
     let doc = document(&out);
-    let seen: Value = serde_json::from_str(&tool_results(&doc)[0]).unwrap();
+    let raw = &tool_results(&doc)[0];
+    assert!(!raw.contains(canary) && !raw.contains("<redacted"), "{raw}");
+    let seen: Value = serde_json::from_str(raw).unwrap();
+    assert_eq!(seen["config"], serde_json::json!({"style": "warm"}));
     let env = seen["env"].as_object().unwrap();
     assert!(
         !env.contains_key("OTHER_SECRET") && !env.contains_key("PLUGIN_EXTRA"),
@@ -457,7 +465,7 @@ fn a_plugin_sees_the_allowed_environment_and_only_its_own_secrets() {
     let out = run(
         dir.path(),
         &["--format", "json", "run", "composition.toml"],
-        &[("PLUGIN_EXTRA", "x")],
+        &[("PLUGIN_EXTRA", "x"), ("OTHER_SECRET", canary)],
     );
     let seen: Value = serde_json::from_str(&tool_results(&document(&out))[0]).unwrap();
     assert_eq!(seen["env"]["PLUGIN_EXTRA"], "x");
@@ -707,11 +715,9 @@ fn the_vendored_sdks_are_the_sdks() {
             "sdk/typescript/chassis_plugin.js",
         ),
     ] {
-        assert_eq!(
-            std::fs::read_to_string(root.join(vendored)).unwrap(),
-            std::fs::read_to_string(root.join(sdk)).unwrap(),
-            "{vendored} differs from {sdk}: copy it again"
-        );
+        let same = std::fs::read_to_string(root.join(vendored)).unwrap()
+            == std::fs::read_to_string(root.join(sdk)).unwrap();
+        assert!(same, "{vendored} differs from {sdk}: copy it again");
     }
 }
 
@@ -1215,4 +1221,101 @@ fn a_hang_at_setup_fails_the_mount_within_the_startup_timeout() {
         "{}",
         out.stderr
     );
+}
+
+/// Tools that raise, and one that crashes a moment after answering.
+const RAISING: &str = r#"
+import os, threading, time
+from chassis_plugin import plugin, ToolPolicy
+
+@plugin(name="greeter", version="1.0.0", provides={"greeting": "1.0.0"})
+def greeter(ctx):
+    def greet(name: str, excited: bool = False) -> str:
+        """Greet someone by name."""
+        if name == "raise":
+            raise ValueError("bad token " + ctx.config["token"])
+        if name == "later":
+            threading.Thread(target=lambda: (time.sleep(0.2), os._exit(9)), daemon=True).start()
+            return "see you"
+        return f"pid {os.getpid()}"
+    ctx.tools.register(greet, policy=ToolPolicy(idempotent=True))
+    ctx.capabilities.provide("greeting", None, version="1.0.0")
+
+if __name__ == "__main__":
+    greeter.run()
+"#;
+
+#[test]
+fn raising_tools_are_tool_errors_redacted_and_never_exhaust_the_plugin() {
+    // Ten raising calls (more than the SDK's eight workers), then one that
+    // answers: every failure is a tool error the model sees, redacted.
+    let mut names = vec!["raise"; 10];
+    names.push("Ada");
+    let toml = faulty_composition(&names)
+        .replace(
+            "config.style = \"warm\"",
+            "config.style = \"warm\"\nconfig.token = { secret = \"PLUGIN_TOKEN\" }",
+        )
+        .replace("prompt = \"p\"", "prompt = \"p\"\nmax_steps = 20");
+    let dir = workspace(&[("greeter.py", RAISING), ("composition.toml", &toml)]);
+    let canary = "sk-canary-raise-77d1";
+    let out = run(
+        dir.path(),
+        &["--format", "json", "run", "composition.toml"],
+        &[("PLUGIN_TOKEN", canary)],
+    );
+    assert_eq!(out.code, 0, "{}\n{}", out.stdout, out.stderr);
+    let results = tool_results(&document(&out));
+    assert_eq!(results.len(), 11, "{results:?}");
+    for r in &results[..10] {
+        assert!(r.contains("ValueError: bad token"), "{r}");
+    }
+    assert!(results[10].starts_with("pid "), "{}", results[10]);
+    assert!(!out.stdout.contains(canary) && !out.stderr.contains(canary));
+}
+
+#[test]
+fn a_plugin_that_crashes_while_idle_is_back_for_the_next_call() {
+    // `later` answers, then the process dies while nothing waits on it; the
+    // model's next turn comes a second later and finds it restarted.
+    let toml = faulty_composition(&["later", "Ada"]).replace(
+        "[[entries.model.config.turns]]\ntool_calls = [{ name = \"greet\", args = { name = \"Ada\" } }]\n",
+        "[[entries.model.config.turns]]\ndelay_ms = 1000\ntool_calls = [{ name = \"greet\", args = { name = \"Ada\" } }]\n",
+    );
+    assert!(toml.contains("delay_ms = 1000"), "{toml}");
+    let dir = workspace(&[("greeter.py", RAISING), ("composition.toml", &toml)]);
+    let out = run(
+        dir.path(),
+        &["--format", "json", "run", "composition.toml"],
+        &[],
+    );
+    assert_eq!(out.code, 0, "{}\n{}", out.stdout, out.stderr);
+    let results = tool_results(&document(&out));
+    assert_eq!(results[0], "see you");
+    assert!(results[1].starts_with("pid "), "{}", results[1]);
+}
+
+#[test]
+fn a_setup_error_quoting_a_secret_is_redacted() {
+    let plugin = GREETER.replace(
+        "    style = ctx.config.get(\"style\", \"plain\")\n",
+        "    raise RuntimeError('cannot log in with ' + ctx.config['token'])\n",
+    );
+    let toml = GREETER_TOML.replace(
+        "config.style = \"warm\"",
+        "config.style = \"warm\"\nconfig.token = { secret = \"PLUGIN_TOKEN\" }",
+    );
+    let dir = workspace(&[("greeter.py", &plugin), ("composition.toml", &toml)]);
+    let canary = "sk-canary-setup-3c9a";
+    for format in ["text", "json"] {
+        let out = run(
+            dir.path(),
+            &["--format", format, "run", "composition.toml"],
+            &[("PLUGIN_TOKEN", canary)],
+        );
+        assert_eq!(out.code, 3, "{}\n{}", out.stdout, out.stderr);
+        let said = format!("{}{}", out.stdout, out.stderr);
+        assert!(said.contains("cannot log in with"), "{said}");
+        assert!(!said.contains(canary), "{said}");
+    }
 }

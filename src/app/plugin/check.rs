@@ -119,15 +119,19 @@ fn config_json(value: &ConfigValue, env: &RunEnv, redactor: &Redactor) -> Result
 
 struct Suite {
     checks: Vec<Check>,
+    /// Knows the secrets the plugin was given: a detail quoting what the
+    /// plugin said never shows one.
+    redactor: Redactor,
 }
 
 impl Suite {
     fn record(&mut self, name: &'static str, outcome: Result<String, String>) -> bool {
         let passed = outcome.is_ok();
+        let detail = outcome.unwrap_or_else(|e| e);
         self.checks.push(Check {
             name,
             passed,
-            detail: outcome.unwrap_or_else(|e| e),
+            detail: self.redactor.redact(&detail).into_owned(),
         });
         passed
     }
@@ -191,7 +195,10 @@ pub async fn check_plugin(
     let program = start::resolve(manifest, entry).map_err(AppError::input)?;
     let redactor = Redactor::new();
     let config = config_json(config, env, &redactor).map_err(AppError::input)?;
-    let mut suite = Suite { checks: Vec::new() };
+    let mut suite = Suite {
+        checks: Vec::new(),
+        redactor: redactor.clone(),
+    };
     let started = |s: &mut Suite| -> Option<Process> {
         match start::spawn(manifest, entry, &program, &redactor, no_providers()) {
             Ok(p) => Some(p),

@@ -48,10 +48,12 @@ pub struct ProcessCommand {
 }
 
 impl ProcessCommand {
-    /// What identifies the implementation: argv and each file's digest.
+    /// What identifies the implementation: argv, the names of the
+    /// variables it is given, and each file's digest.
     pub fn fingerprint(&self) -> Canon {
         Canon::map([
             ("command", Canon::list(self.argv.iter().map(String::as_str))),
+            ("env", Canon::list(self.env.iter().map(String::as_str))),
             (
                 "files",
                 Canon::Map(

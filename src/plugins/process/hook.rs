@@ -31,6 +31,17 @@ pub struct ProcessHook {
 #[async_trait::async_trait]
 impl HookHandler for ProcessHook {
     async fn call(&self, event: HookEvent, payload: &Value) -> Result<HookReply, BoxError> {
+        // The whole call — waiting for a restart included — within the timeout.
+        tokio::time::timeout(HOOK_TIMEOUT, self.dispatch(event, payload))
+            .await
+            .map_err(|_| -> BoxError {
+                format!("the hook did not answer within {}s", HOOK_TIMEOUT.as_secs()).into()
+            })?
+    }
+}
+
+impl ProcessHook {
+    async fn dispatch(&self, event: HookEvent, payload: &Value) -> Result<HookReply, BoxError> {
         let conn = self.supervisor.connection(None).await?;
         let params = HookDispatchParams {
             hook: self.index,

@@ -198,23 +198,35 @@ pub fn consumer_handler(
                     ),
                 ));
             }
-            let conn = cap
-                .provider
-                .connection(None)
+            // A provider restarting gets the call's deadline, no more.
+            let started = tokio::time::Instant::now();
+            let conn = tokio::time::timeout(DEFAULT_DEADLINE, cap.provider.connection(None))
                 .await
+                .map_err(|_| {
+                    (
+                        code::PROVIDER_UNAVAILABLE,
+                        format!(
+                            "the provider of `{}` ({}) did not come back within {}s",
+                            p.key,
+                            cap.provider.entry(),
+                            DEFAULT_DEADLINE.as_secs()
+                        ),
+                    )
+                })?
                 .map_err(|e| (code::PROVIDER_UNAVAILABLE, e))?;
+            let left = DEFAULT_DEADLINE.saturating_sub(started.elapsed());
             let forward = ProviderInvokeParams {
                 key: p.key.clone(),
                 method: p.method.clone(),
                 arguments: args,
                 caller: entry.clone(),
-                deadline_ms: u64::try_from(DEFAULT_DEADLINE.as_millis()).unwrap_or(u64::MAX),
+                deadline_ms: u64::try_from(left.as_millis()).unwrap_or(u64::MAX),
             };
             let reply = conn
                 .request(
                     method::CAPABILITY_INVOKE,
                     serde_json::to_value(forward).unwrap_or(Value::Null),
-                    Some(DEFAULT_DEADLINE),
+                    Some(left),
                     None,
                 )
                 .await

@@ -151,7 +151,10 @@ fn register(ctx: &PluginContext, supervisor: &Arc<supervise::Supervisor>) -> Res
             name: t.name.clone(),
             description: t.description.clone(),
             schema: t.input_schema.clone(),
-            deadline: p.timeout_seconds.map(std::time::Duration::from_secs_f64),
+            // Validated by the registration below; never a panic here.
+            deadline: p
+                .timeout_seconds
+                .and_then(|s| std::time::Duration::try_from_secs_f64(s).ok()),
             supervisor: Arc::clone(supervisor),
         };
         ctx.tools().register(Arc::new(tool), policy)?;

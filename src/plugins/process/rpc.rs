@@ -18,7 +18,7 @@ use std::sync::{Arc, Mutex, PoisonError};
 use std::time::Duration;
 
 use serde_json::{Value, json};
-use tokio::io::{AsyncBufReadExt, AsyncRead, AsyncWrite, AsyncWriteExt};
+use tokio::io::{AsyncBufReadExt, AsyncRead, AsyncReadExt, AsyncWrite, AsyncWriteExt};
 use tokio::sync::{Semaphore, mpsc, oneshot};
 
 use super::protocol::{MAX_MESSAGE_BYTES, code, method};
@@ -27,6 +27,9 @@ use crate::runtime::Cancellation;
 
 /// How many stderr lines are kept for error messages.
 const STDERR_LINES: usize = 20;
+
+/// The longest stderr line kept whole (a longer one is cut into pieces).
+const STDERR_LINE_BYTES: usize = 8 << 10;
 
 /// Why a request got no result.
 #[derive(Clone, Debug, PartialEq, thiserror::Error)]
@@ -61,6 +64,8 @@ struct State {
     /// Set once, when the connection closed: why.
     closed: Option<String>,
     stderr: VecDeque<String>,
+    /// The plugin's own requests chassis is answering, by their id (as JSON).
+    serving: BTreeMap<String, tokio::task::AbortHandle>,
 }
 
 /// A handler for requests the plugin sends: method and params to a
@@ -94,13 +99,19 @@ fn lock(state: &Mutex<State>) -> std::sync::MutexGuard<'_, State> {
 }
 
 fn close(state: &Mutex<State>, notify: &tokio::sync::Notify, reason: String) {
-    let pending = {
+    let (pending, serving) = {
         let mut s = lock(state);
         if s.closed.is_none() {
             s.closed = Some(reason);
         }
-        std::mem::take(&mut s.pending)
+        (
+            std::mem::take(&mut s.pending),
+            std::mem::take(&mut s.serving),
+        )
     };
+    for task in serving.into_values() {
+        task.abort();
+    }
     let reason = lock(state).closed.clone().unwrap_or_default();
     for (_, tx) in pending {
         let _ = tx.send(Err(RpcError::Closed(reason.clone())));
@@ -185,9 +196,23 @@ impl Connection {
         if let Some(stderr) = stderr {
             let (state, entry, redactor) = (Arc::clone(&state), entry.to_owned(), redactor.clone());
             let task = tokio::spawn(async move {
-                let mut lines = tokio::io::BufReader::new(stderr).lines();
-                while let Ok(Some(line)) = lines.next_line().await {
-                    let line = redactor.redact(&line).into_owned();
+                // Read to the end whatever it writes (bytes that are not
+                // UTF-8, very long lines): a pipe left unread would block
+                // or kill the plugin on its next write.
+                let mut reader = tokio::io::BufReader::new(stderr);
+                let mut raw = Vec::new();
+                loop {
+                    raw.clear();
+                    match (&mut reader)
+                        .take(STDERR_LINE_BYTES as u64)
+                        .read_until(b'\n', &mut raw)
+                        .await
+                    {
+                        Ok(0) | Err(_) => break,
+                        Ok(_) => {}
+                    }
+                    let text = String::from_utf8_lossy(&raw);
+                    let line = redactor.redact(text.trim_end()).into_owned();
                     tracing::info!(target: "chassis::plugin::stderr", entry = %entry, "{line}");
                     let mut s = lock(&state);
                     if s.stderr.len() == STDERR_LINES {
@@ -204,6 +229,7 @@ impl Connection {
         // Reader: route every line.
         {
             let (state, closed) = (Arc::clone(&state), Arc::clone(&closed));
+            let redactor = redactor.clone();
             tokio::spawn(async move {
                 let mut reader = tokio::io::BufReader::new(stdout);
                 let reason = loop {
@@ -215,7 +241,7 @@ impl Connection {
                     if line.iter().all(u8::is_ascii_whitespace) {
                         continue;
                     }
-                    match route(&line, &state, &out, &handler) {
+                    match route(&line, &state, &out, &handler, &redactor) {
                         Ok(()) => {}
                         Err(why) => break format!("protocol violation: {why}"),
                     }
@@ -279,13 +305,19 @@ impl Connection {
         timeout: Option<Duration>,
         cancel: Option<&Cancellation>,
     ) -> Result<Value, RpcError> {
+        // A queue for `max_concurrency` counts against the deadline and
+        // yields to a cancellation like the call itself.
+        let until = timeout.map(|t| tokio::time::Instant::now() + t);
         let _permit = match self.limit.get() {
-            Some(s) => Some(
-                Arc::clone(s)
-                    .acquire_owned()
-                    .await
-                    .map_err(|_| RpcError::Closed("closed".into()))?,
-            ),
+            Some(s) => {
+                let acquire = Arc::clone(s).acquire_owned();
+                let waited = tokio::select! {
+                    permit = acquire => permit.map_err(|_| RpcError::Closed("closed".into()))?,
+                    () = cancelled_of(cancel) => return Err(RpcError::Cancelled),
+                    () = sleep_until_of(until) => return Err(RpcError::Timeout(timeout.unwrap_or_default())),
+                };
+                Some(waited)
+            }
             None => None,
         };
         let id = self.next_id.fetch_add(1, Ordering::Relaxed);
@@ -316,18 +348,8 @@ impl Connection {
                 self.closed_reason().unwrap_or_else(|| "closed".into()),
             ));
         }
-        let cancelled = async {
-            match cancel {
-                Some(c) => c.cancelled().await,
-                None => std::future::pending().await,
-            }
-        };
-        let deadline = async {
-            match timeout {
-                Some(t) => tokio::time::sleep(t).await,
-                None => std::future::pending().await,
-            }
-        };
+        let cancelled = cancelled_of(cancel);
+        let deadline = sleep_until_of(until);
         let out = tokio::select! {
             reply = rx => {
                 guard.id = None;
@@ -340,6 +362,22 @@ impl Connection {
         };
         drop(guard);
         out
+    }
+}
+
+/// Fires when `cancel` does; never without one.
+async fn cancelled_of(cancel: Option<&Cancellation>) {
+    match cancel {
+        Some(c) => c.cancelled().await,
+        None => std::future::pending().await,
+    }
+}
+
+/// Fires at `until`; never without one.
+async fn sleep_until_of(until: Option<tokio::time::Instant>) {
+    match until {
+        Some(t) => tokio::time::sleep_until(t).await,
+        None => std::future::pending().await,
     }
 }
 
@@ -366,9 +404,12 @@ fn route(
     state: &Arc<Mutex<State>>,
     out: &mpsc::UnboundedSender<String>,
     handler: &Handler,
+    redactor: &Redactor,
 ) -> Result<(), String> {
+    // What the plugin wrote is quoted redacted: it may echo a secret.
     let shown = || {
         let text = String::from_utf8_lossy(line);
+        let text = redactor.redact(&text);
         let mut cut: String = text.chars().take(120).collect();
         if cut.len() < text.len() {
             cut.push('…');
@@ -393,12 +434,25 @@ fn route(
     if let Some(m) = obj.get("method").and_then(Value::as_str) {
         let params = obj.get("params").cloned().unwrap_or(Value::Null);
         let Some(id) = obj.get("id").cloned() else {
-            // Notifications from the plugin: none is defined yet that
-            // chassis acts on (`$/cancel` of a request it sent is moot).
+            // `$/cancel` from the plugin stops the request of its own it
+            // names (an invoke chassis is forwarding); other notifications
+            // mean nothing to chassis yet.
+            if m == method::CANCEL
+                && let Some(id) = params.get("id")
+                && let Some(task) = lock(state).serving.remove(&id.to_string())
+            {
+                task.abort();
+                let reply = json!({ "jsonrpc": "2.0", "id": id,
+                    "error": { "code": code::CANCELLED, "message": "cancelled" } });
+                let _ = out.send(reply.to_string());
+            }
             return Ok(());
         };
+        let key = id.to_string();
         let (handler, out, m) = (Arc::clone(handler), out.clone(), m.to_owned());
-        tokio::spawn(async move {
+        let served = Arc::clone(state);
+        let done_key = key.clone();
+        let task = tokio::spawn(async move {
             let reply = match handler(m, params).await {
                 Ok(result) => json!({ "jsonrpc": "2.0", "id": id, "result": result }),
                 Err((code, message)) => json!({
@@ -406,8 +460,17 @@ fn route(
                     "error": { "code": code, "message": message }
                 }),
             };
-            let _ = out.send(reply.to_string());
+            if lock(&served).serving.remove(&done_key).is_some() {
+                let _ = out.send(reply.to_string());
+            }
         });
+        lock(state).serving.insert(key, task.abort_handle());
+        return Ok(());
+    }
+    if obj.get("id").is_some_and(Value::is_null) {
+        // An error about a line the plugin could not read (JSON-RPC sends
+        // those with `id: null`): nothing waits for it.
+        tracing::warn!(target: "chassis::plugin", "the plugin reported: {}", shown());
         return Ok(());
     }
     let id = obj.get("id").and_then(Value::as_u64).ok_or_else(|| {
@@ -424,11 +487,15 @@ fn route(
                 .get("code")
                 .and_then(Value::as_i64)
                 .unwrap_or(code::INTERNAL_ERROR),
-            message: error
-                .get("message")
-                .and_then(Value::as_str)
-                .unwrap_or("(no message)")
-                .to_owned(),
+            // The plugin's words, redacted: they reach errors and logs.
+            message: redactor
+                .redact(
+                    error
+                        .get("message")
+                        .and_then(Value::as_str)
+                        .unwrap_or("(no message)"),
+                )
+                .into_owned(),
         })
     } else {
         return Err(format!(
@@ -543,6 +610,86 @@ mod tests {
         let reply = next_line(&mut reader).await;
         assert_eq!(reply["id"], 7);
         assert_eq!(reply["error"]["code"], code::METHOD_NOT_FOUND);
+    }
+
+    #[tokio::test]
+    async fn the_plugin_cancels_its_own_request_and_a_null_id_error_is_not_a_violation() {
+        let (ours_in, theirs_in) = tokio::io::duplex(1 << 16);
+        let (mut theirs_out, ours_out) = tokio::io::duplex(1 << 16);
+        // A handler that never answers.
+        let handler: Handler = Arc::new(|_, _| Box::pin(std::future::pending()));
+        let conn = Connection::start(
+            "e",
+            ours_in,
+            ours_out,
+            None::<tokio::io::DuplexStream>,
+            Redactor::new(),
+            handler,
+        );
+        let mut reader = tokio::io::BufReader::new(theirs_in);
+        theirs_out
+            .write_all(b"{\"jsonrpc\":\"2.0\",\"id\":\"p1\",\"method\":\"capability/invoke\"}\n")
+            .await
+            .unwrap();
+        theirs_out
+            .write_all(b"{\"jsonrpc\":\"2.0\",\"id\":null,\"error\":{\"code\":-32700,\"message\":\"not JSON\"}}\n")
+            .await
+            .unwrap();
+        theirs_out
+            .write_all(
+                b"{\"jsonrpc\":\"2.0\",\"method\":\"$/cancel\",\"params\":{\"id\":\"p1\"}}\n",
+            )
+            .await
+            .unwrap();
+        let reply = next_line(&mut reader).await;
+        assert_eq!(reply["id"], "p1");
+        assert_eq!(reply["error"]["code"], code::CANCELLED);
+        assert!(conn.closed_reason().is_none(), "{:?}", conn.closed_reason());
+    }
+
+    #[tokio::test]
+    async fn what_the_plugin_says_is_redacted_in_errors() {
+        let (ours_in, theirs_in) = tokio::io::duplex(1 << 16);
+        let (mut theirs_out, ours_out) = tokio::io::duplex(1 << 16);
+        let redactor = Redactor::new();
+        redactor.learn(&crate::engine::secret::SecretValue::new(
+            "sk-canary-rpc-1234",
+        ));
+        let conn = Connection::start(
+            "e",
+            ours_in,
+            ours_out,
+            None::<tokio::io::DuplexStream>,
+            redactor,
+            no_methods(),
+        );
+        let mut reader = tokio::io::BufReader::new(theirs_in);
+        let c = Arc::clone(&conn);
+        let waiting = tokio::spawn(async move { c.request("a", json!({}), None, None).await });
+        let sent = next_line(&mut reader).await;
+        let line = json!({"jsonrpc": "2.0", "id": sent["id"],
+            "error": {"code": -32603, "message": "bad token sk-canary-rpc-1234"}})
+        .to_string()
+            + "\n";
+        theirs_out.write_all(line.as_bytes()).await.unwrap();
+        let err = waiting.await.unwrap().unwrap_err().to_string();
+        assert!(
+            !err.contains("sk-canary-rpc-1234") && err.contains("bad token"),
+            "{err}"
+        );
+        // A line that is not JSON-RPC is quoted redacted too.
+        let c = Arc::clone(&conn);
+        let waiting = tokio::spawn(async move { c.request("b", json!({}), None, None).await });
+        let _ = next_line(&mut reader).await;
+        theirs_out
+            .write_all(b"token sk-canary-rpc-1234\n")
+            .await
+            .unwrap();
+        let err = waiting.await.unwrap().unwrap_err().to_string();
+        assert!(
+            !err.contains("sk-canary-rpc-1234") && err.contains("not JSON"),
+            "{err}"
+        );
     }
 
     #[tokio::test]

@@ -487,6 +487,8 @@ pub async fn launch(launch: &Launch) -> Result<(Process, SetupResult), LaunchErr
             // Let the process's last words reach stderr before quoting them.
             group.stop(Duration::from_millis(200)).await;
             conn.stderr_drained(Duration::from_millis(500)).await;
+            // What the plugin said may quote a secret it was given.
+            let why = launch.redactor.redact(&why).into_owned();
             Err(LaunchError {
                 message: failure(manifest, entry, &shown, why, &conn.last_stderr()),
                 mismatch,

@@ -2,8 +2,9 @@
 //!
 //! Why it exists: after mount, a plugin process may crash. The calls in
 //! flight fail at once (the model sees a tool error saying so), and the
-//! process is started again with a growing pause (200 ms, doubling, at
-//! most 30 s) — at most [`MAX_RESTARTS`] times in [`RESTART_WINDOW`];
+//! process is started again with a growing pause (200 ms, doubling: 0.2,
+//! 0.4, 0.8, 1.6, 3.2 s; never more than [`MAX_BACKOFF`]) — at most
+//! [`MAX_RESTARTS`] times in [`RESTART_WINDOW`];
 //! after that the instance is unhealthy until the next generation. A
 //! generation is immutable, so a restarted process must register exactly
 //! what the generation published; otherwise its tools answer with an error
@@ -177,7 +178,7 @@ impl Supervisor {
                 conn.last_stderr().join(" | ")
             );
             self.report(Health::Unhealthy);
-            let _ = self.status.send(Status::Restarting);
+            self.status.send_replace(Status::Restarting);
             if let Some(old) = self.current.lock().await.take() {
                 old.group.stop(Duration::ZERO).await;
             }
@@ -197,7 +198,7 @@ impl Supervisor {
                 .unwrap_or_else(PoisonError::into_inner)
                 .next(Instant::now());
             let Some(pause) = pause else {
-                let _ = self.status.send(Status::Down(format!(
+                self.status.send_replace(Status::Down(format!(
                     "the plugin process of entry `{}` stopped {MAX_RESTARTS} times within {} minutes; it stays down until the next generation",
                     self.launch.entry,
                     RESTART_WINDOW.as_secs() / 60
@@ -216,13 +217,13 @@ impl Supervisor {
                     let conn = Arc::clone(&process.conn);
                     *self.current.lock().await = Some(Arc::new(process));
                     self.report(Health::Healthy);
-                    let _ = self.status.send(Status::Up(conn));
+                    self.status.send_replace(Status::Up(conn));
                     return true;
                 }
                 Ok((process, _)) => {
                     // Tell the waiting calls first: the teardown may take
                     // its grace period.
-                    let _ = self.status.send(Status::Down(format!(
+                    self.status.send_replace(Status::Down(format!(
                         "the restarted plugin process of entry `{}` registers something other than this generation published; publish a new generation",
                         self.launch.entry
                     )));
@@ -230,7 +231,7 @@ impl Supervisor {
                     return false;
                 }
                 Err(e) if e.mismatch => {
-                    let _ = self.status.send(Status::Down(format!(
+                    self.status.send_replace(Status::Down(format!(
                         "the restarted plugin process of entry `{}` no longer matches this generation; publish a new generation: {e}",
                         self.launch.entry
                     )));
@@ -280,16 +281,5 @@ mod tests {
         );
         // Five minutes after the first attempt, one more is allowed.
         assert!(b.next(t0 + RESTART_WINDOW).is_some());
-    }
-
-    #[test]
-    fn the_pause_is_capped() {
-        let mut b = RestartBudget::default();
-        let t0 = Instant::now();
-        for i in 0..5u64 {
-            // spread over the window so the count stays below the limit
-            let _ = b.next(t0 + RESTART_WINDOW.mul_f64(i as f64));
-        }
-        assert!(b.next(t0 + RESTART_WINDOW * 5).unwrap() <= MAX_BACKOFF);
     }
 }
