@@ -58,3 +58,18 @@ pub fn run(args: &[&str]) -> Run {
     all.extend_from_slice(args);
     run_in(&root(), &all, &[])
 }
+
+/// The interpreter behind `python3` (not a pyenv shim: tests run chassis
+/// with `HOME` pointing at a temporary folder, where a shim finds no
+/// pyenv). Panics when there is none: the tests that need it never skip.
+pub fn python() -> String {
+    let out = Command::new("python3")
+        .args(["-c", "import sys; print(sys.executable)"])
+        .output()
+        .expect("python3 is installed (the MCP and process-plugin tests need it)");
+    assert!(out.status.success(), "python3 -c failed");
+    String::from_utf8(out.stdout)
+        .expect("a path")
+        .trim()
+        .to_owned()
+}

@@ -106,16 +106,6 @@ fn calls_in_log(log: &Path) -> Vec<Value> {
         .collect()
 }
 
-/// The interpreter behind `python3` (not a pyenv shim, which adds its own
-/// variables to a child's environment).
-fn real_python() -> String {
-    let out = std::process::Command::new("python3")
-        .args(["-c", "import sys; print(sys.executable)"])
-        .output()
-        .expect("python3 runs");
-    String::from_utf8(out.stdout).unwrap().trim().to_owned()
-}
-
 #[test]
 fn everything_echo_and_sum_over_stdio() {
     let dir = tempfile::tempdir().unwrap();
@@ -588,7 +578,7 @@ fn a_server_gets_only_the_allowed_environment_and_its_secrets_stay_hidden() {
     let canary = r#"mcp-canary"7f3a\9c1e5b"#;
     let text = format!(
         "version = 1\n[entries.s]\nplugin = \"mcp\"\nconfig.command = {}\nconfig.args = [{}]\nconfig.env = [\"ALLOWED_VAR\"]\nconfig.secret_env = {{ API_TOKEN = {{ secret = \"MCP_TOKEN\" }} }}\n{}",
-        lit(Path::new(&real_python())),
+        lit(Path::new(&crate::harness::python())),
         lit(&mcp_servers::scripted_server()),
         agent(&[("env", "{}")], &["env"])
     );
@@ -668,7 +658,7 @@ fn what_a_server_echoes_of_its_secret_never_reaches_the_lock_or_any_output() {
     let canary = "mcp-echo-canary-5e21d0";
     let text = format!(
         "version = 1\n[entries.s]\nplugin = \"mcp\"\nconfig.command = {}\nconfig.args = [{}]\nconfig.env = [\"SCRIPTED_ECHO_ENV\"]\nconfig.secret_env = {{ API_TOKEN = {{ secret = \"MCP_TOKEN\" }} }}\n{}",
-        lit(Path::new(&real_python())),
+        lit(Path::new(&crate::harness::python())),
         lit(&mcp_servers::scripted_server()),
         agent(&[("echo", "{ text = \"hi\" }")], &["echo"])
     );

@@ -7,18 +7,7 @@ use std::path::Path;
 
 use serde_json::Value;
 
-use crate::harness::{Run, run_in};
-
-/// The interpreter behind `python3` (not a pyenv shim: the tests run
-/// chassis with `HOME` pointing at a temporary folder).
-fn python() -> String {
-    let out = std::process::Command::new("python3")
-        .args(["-c", "import sys; print(sys.executable)"])
-        .output()
-        .expect("python3 is installed (the process plugin tests need it)");
-    assert!(out.status.success(), "python3 -c failed");
-    String::from_utf8(out.stdout).unwrap().trim().to_owned()
-}
+use crate::harness::{Run, python, run_in};
 
 /// A folder with the SDK vendored and `files` written.
 fn workspace(files: &[(&str, &str)]) -> tempfile::TempDir {

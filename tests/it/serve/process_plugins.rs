@@ -5,6 +5,7 @@
 use serde_json::{Value, json};
 
 use super::{Server, client, post, runtime, save, status_until};
+use crate::harness::python;
 
 const PLUGIN: &str = r#"
 import os
@@ -48,14 +49,6 @@ text = "ANSWER"
 [agents.a]
 prompt = "p"
 "#;
-
-fn python() -> String {
-    let out = std::process::Command::new("python3")
-        .args(["-c", "import sys; print(sys.executable)"])
-        .output()
-        .expect("python3 is installed");
-    String::from_utf8(out.stdout).unwrap().trim().to_owned()
-}
 
 /// The pid the run's tool call reported, and the run's generation.
 fn pid_of(doc: &Value) -> (u32, String) {
