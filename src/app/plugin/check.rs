@@ -90,33 +90,6 @@ fn no_providers() -> Handler {
     })
 }
 
-/// The configuration as JSON, secret references resolved from the
-/// environment (and learned by `redactor`, so the plugin's stderr never
-/// shows one).
-fn config_json(value: &ConfigValue, env: &RunEnv, redactor: &Redactor) -> Result<Value, String> {
-    Ok(match value {
-        ConfigValue::Secret(r) => {
-            let value = env
-                .var(&r.name)
-                .ok_or_else(|| format!("the configuration's secret `{}` is not set", r.name))?;
-            redactor.learn(&crate::engine::secret::SecretValue::new(value.clone()));
-            Value::String(value)
-        }
-        ConfigValue::Array(items) => Value::Array(
-            items
-                .iter()
-                .map(|v| config_json(v, env, redactor))
-                .collect::<Result<_, _>>()?,
-        ),
-        ConfigValue::Table(map) => Value::Object(
-            map.iter()
-                .map(|(k, v)| Ok((k.clone(), config_json(v, env, redactor)?)))
-                .collect::<Result<_, String>>()?,
-        ),
-        other => other.to_json(),
-    })
-}
-
 struct Suite {
     checks: Vec<Check>,
     /// Knows the secrets the plugin was given: a detail quoting what the
@@ -194,7 +167,13 @@ pub async fn check_plugin(
     };
     let program = start::resolve(manifest, entry).map_err(AppError::input)?;
     let redactor = Redactor::new();
-    let config = config_json(config, env, &redactor).map_err(AppError::input)?;
+    // Secrets the configuration references come from the environment.
+    let secret = |name: &str| {
+        env.var(name)
+            .map(crate::engine::secret::SecretValue::new)
+            .ok_or_else(|| format!("the configuration's secret `{name}` is not set"))
+    };
+    let config = start::config_json(config, &secret, &redactor).map_err(AppError::input)?;
     let mut suite = Suite {
         checks: Vec::new(),
         redactor: redactor.clone(),

@@ -116,30 +116,28 @@ fn environment(command: &ProcessCommand) -> Vec<(OsString, OsString)> {
 }
 
 /// The entry's configuration as JSON, each secret reference replaced by
-/// its value (which the redactor learns): a plugin sees a secret only
-/// where its configuration names one.
-fn config_json(
+/// the value `secret` resolves (which `redactor` learns first): a plugin
+/// sees a secret only where its configuration names one.
+pub fn config_json(
     value: &ConfigValue,
-    ctx: &PluginContext,
+    secret: &dyn Fn(&str) -> Result<crate::engine::secret::SecretValue, String>,
     redactor: &Redactor,
 ) -> Result<Value, String> {
     Ok(match value {
         ConfigValue::Secret(r) => {
-            let secret = ctx
-                .secret(&r.name)
-                .map_err(|e| format!("its configuration's secret `{}`: {e}", r.name))?;
-            redactor.learn(&secret);
-            Value::String(secret.reveal().to_owned())
+            let value = secret(&r.name)?;
+            redactor.learn(&value);
+            Value::String(value.reveal().to_owned())
         }
         ConfigValue::Array(items) => Value::Array(
             items
                 .iter()
-                .map(|v| config_json(v, ctx, redactor))
+                .map(|v| config_json(v, secret, redactor))
                 .collect::<Result<_, _>>()?,
         ),
         ConfigValue::Table(map) => Value::Object(
             map.iter()
-                .map(|(k, v)| Ok((k.clone(), config_json(v, ctx, redactor)?)))
+                .map(|(k, v)| Ok((k.clone(), config_json(v, secret, redactor)?)))
                 .collect::<Result<_, String>>()?,
         ),
         other => other.to_json(),
@@ -331,7 +329,11 @@ pub fn prepare(
     let entry = ctx.entry_id().to_owned();
     let program = resolve(manifest, &entry)?;
     // Configuration first: a missing secret fails before anything starts.
-    let config = config_json(ctx.config(), ctx, redactor)
+    let secret = |name: &str| {
+        ctx.secret(name)
+            .map_err(|e| format!("its configuration's secret `{name}`: {e}"))
+    };
+    let config = config_json(ctx.config(), &secret, redactor)
         .map_err(|e| failure(manifest, &entry, &program.display().to_string(), e, &[]))?;
     let requirements = manifest
         .requires
