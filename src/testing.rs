@@ -116,6 +116,52 @@ impl TestHarness {
         format!("plugin-{}", self.plugins.len())
     }
 
+    /// Install the process plugin (Python, TypeScript…) that `file`
+    /// declares — its `plugin.toml`, or a composition with one
+    /// `[plugins.X]` that has a `command` — as `plugin-N`. It is started,
+    /// mounted and torn down as chassis does in a run; its entry's
+    /// configuration is empty.
+    ///
+    /// # Errors
+    ///
+    /// The file does not load, or declares no process plugin or several.
+    pub fn install_process(&mut self, file: &std::path::Path) -> Result<String, String> {
+        let loaded = crate::load::load(&crate::load::FsSource, file);
+        let composition = loaded.composition.ok_or_else(|| {
+            let messages: Vec<String> = loaded
+                .diagnostics
+                .iter()
+                .map(|d| d.message.clone())
+                .collect();
+            format!(
+                "`{}` does not load: {}",
+                file.display(),
+                messages.join("; ")
+            )
+        })?;
+        let mut found = composition
+            .entries
+            .values()
+            .map(|e| &e.manifest)
+            .filter(|m| m.process.is_some());
+        let manifest = match (found.next(), found.next()) {
+            (Some(m), None) => Arc::clone(m),
+            (None, _) => {
+                return Err(format!(
+                    "`{}` has no entry of a process plugin (a `[plugins.X]` with a `command`)",
+                    file.display()
+                ));
+            }
+            (Some(_), Some(_)) => {
+                return Err(format!("`{}` has several process plugins", file.display()));
+            }
+        };
+        Ok(self.install(crate::plugins::process::plugin(
+            manifest,
+            self.redactor.clone(),
+        )))
+    }
+
     /// Install a fake tool (owned by the `toolbox` entry, which also
     /// provides `tools@1`).
     pub fn install_tool(&mut self, tool: impl Tool + 'static, policy: ToolPolicy) {

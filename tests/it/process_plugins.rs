@@ -1308,3 +1308,43 @@ fn a_setup_error_quoting_a_secret_is_redacted() {
         assert!(!said.contains(canary), "{said}");
     }
 }
+
+/// The testing kit mounts a process plugin from its TOML, as a run would.
+#[test]
+fn the_testing_kit_mounts_a_process_plugin() {
+    let dir = workspace(&[("greeter.py", GREETER), ("composition.toml", GREETER_TOML)]);
+    let rt = tokio::runtime::Builder::new_current_thread()
+        .enable_all()
+        .build()
+        .unwrap();
+    rt.block_on(async {
+        let mut h = chassis::testing::TestHarness::new();
+        let id = h
+            .install_process(&dir.path().join("composition.toml"))
+            .unwrap();
+        h.reconcile().await.unwrap();
+        assert_eq!(h.instance(&id).await.unwrap().as_str(), "active");
+        assert!(
+            h.tool_names().contains(&"greet".to_owned()),
+            "{:?}",
+            h.tool_names()
+        );
+        let out = h
+            .call_tool("greet", serde_json::json!({"name": "Ada"}))
+            .await
+            .unwrap();
+        assert_eq!(
+            out.content,
+            serde_json::json!("Hello, Ada. (plain)"),
+            "{out:?}"
+        );
+        // A file without a process plugin says so.
+        std::fs::write(dir.path().join("none.toml"), "version = 1\n").unwrap();
+        let e = h
+            .install_process(&dir.path().join("none.toml"))
+            .unwrap_err();
+        assert!(e.contains("no entry of a process plugin"), "{e}");
+    });
+    drop(rt);
+    assert_no_process_in(dir.path());
+}

@@ -189,6 +189,12 @@ fn register(ctx: &PluginContext, supervisor: &Arc<supervise::Supervisor>) -> Res
     Ok(())
 }
 
+/// The plugin implementing `manifest` (a manifest with a `command`): what
+/// the catalog instantiates, and what `chassis::testing` installs.
+pub fn plugin(manifest: Arc<Manifest>, redactor: Redactor) -> impl Plugin {
+    ProcessPlugin { manifest, redactor }
+}
+
 /// Install the kind; stderr lines of plugins are scrubbed by `redactor`.
 pub fn register_with(catalog: &mut Catalog, _env: &Arc<BuiltinEnv>, redactor: Redactor) {
     catalog.register(
