@@ -162,6 +162,15 @@ impl TestHarness {
         )))
     }
 
+    /// Unmount everything, in reverse activation order (teardowns and
+    /// cleanups run; a process plugin's process ends); the failures met.
+    pub async fn shutdown(&mut self) -> Vec<crate::runtime::scope::CleanupFailure> {
+        match self.harness.take() {
+            Some(h) => h.shutdown().await,
+            None => Vec::new(),
+        }
+    }
+
     /// Install a fake tool (owned by the `toolbox` entry, which also
     /// provides `tools@1`).
     pub fn install_tool(&mut self, tool: impl Tool + 'static, policy: ToolPolicy) {

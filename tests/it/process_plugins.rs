@@ -1344,6 +1344,8 @@ fn the_testing_kit_mounts_a_process_plugin() {
             .install_process(&dir.path().join("none.toml"))
             .unwrap_err();
         assert!(e.contains("no entry of a process plugin"), "{e}");
+        // Shutting down tears the plugin down and ends its process.
+        assert!(h.shutdown().await.is_empty());
     });
     drop(rt);
     assert_no_process_in(dir.path());
