@@ -24,10 +24,9 @@ use crate::engine::model::{ConfigValue, Manifest};
 use crate::engine::secret::EnvLookup;
 use crate::engine::secret::Redactor;
 use crate::plugins::process::protocol::{
-    BoundProvider, InitializeParams, InitializeResult, PROTOCOL_VERSION, SetupParams, SetupResult,
-    code, method,
+    BoundProvider, InitializeParams, InitializeResult, SetupParams, SetupResult, code, method,
 };
-use crate::plugins::process::rpc::{Handler, RpcError};
+use crate::plugins::process::rpc::{CallError, Handler, RpcError};
 use crate::plugins::process::start::{
     self, Process, STARTUP_TIMEOUT, TEARDOWN_GRACE, declaration_differences, tool_differences,
 };
@@ -222,25 +221,16 @@ pub async fn check_plugin(
     let Some(p) = started(&mut suite) else {
         return Ok(report(manifest, &program, suite));
     };
-    let params = InitializeParams {
-        protocol_version: PROTOCOL_VERSION.to_owned(),
-        chassis_version: env!("CARGO_PKG_VERSION").to_owned(),
-        entry: entry.to_owned(),
-    };
     let init = p
         .conn
-        .request(
+        .call::<InitializeResult>(
             method::INITIALIZE,
-            serde_json::to_value(&params).unwrap_or_default(),
+            &InitializeParams::new(entry),
             Some(STARTUP_TIMEOUT),
             None,
         )
         .await
-        .map_err(|e| e.to_string())
-        .and_then(|v| {
-            serde_json::from_value::<InitializeResult>(v)
-                .map_err(|e| format!("not an initialize result: {e}"))
-        });
+        .map_err(|e| e.to_string());
     let init_ok = suite.record(
         "initialize",
         init.as_ref().map_err(Clone::clone).and_then(|r| {
@@ -310,20 +300,13 @@ pub async fn check_plugin(
         };
         let registered = p
             .conn
-            .request(
-                method::SETUP,
-                serde_json::to_value(&setup).unwrap_or_default(),
-                Some(STARTUP_TIMEOUT),
-                None,
-            )
+            .call::<SetupResult>(method::SETUP, &setup, Some(STARTUP_TIMEOUT), None)
             .await
-            .map_err(|e| e.to_string())
-            .and_then(|v| {
-                serde_json::from_value::<SetupResult>(v).map_err(|e| {
-                    format!(
-                        "not a setup result (see schemas/plugin-protocol/setup.result.json): {e}"
-                    )
-                })
+            .map_err(|e| match e {
+                CallError::Shape { error, .. } => format!(
+                    "not a setup result (see schemas/plugin-protocol/setup.result.json): {error}"
+                ),
+                other => other.to_string(),
             });
         let setup_ok = suite.record(
             "setup",

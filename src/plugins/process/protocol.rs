@@ -54,6 +54,17 @@ pub struct InitializeParams {
     pub entry: String,
 }
 
+impl InitializeParams {
+    /// What this chassis sends to the process serving `entry`.
+    pub fn new(entry: &str) -> Self {
+        Self {
+            protocol_version: PROTOCOL_VERSION.to_owned(),
+            chassis_version: env!("CARGO_PKG_VERSION").to_owned(),
+            entry: entry.to_owned(),
+        }
+    }
+}
+
 /// `initialize` result.
 #[derive(Clone, Debug, PartialEq, Serialize, Deserialize, JsonSchema)]
 pub struct InitializeResult {

@@ -56,6 +56,22 @@ pub enum RpcError {
     Send(String),
 }
 
+/// Why a typed call ([`Connection::call`]) got no result.
+#[derive(Debug, thiserror::Error)]
+pub enum CallError {
+    /// No result (see [`RpcError`]).
+    #[error(transparent)]
+    Rpc(#[from] RpcError),
+    /// A result of the wrong shape.
+    #[error("answered `{method}` with the wrong shape: {error}")]
+    Shape {
+        /// The method.
+        method: String,
+        /// What did not fit.
+        error: serde_json::Error,
+    },
+}
+
 type Reply = Result<Value, RpcError>;
 
 #[derive(Default)]
@@ -294,6 +310,25 @@ impl Connection {
     pub fn notify(&self, method: &str, params: Value) {
         let msg = json!({ "jsonrpc": "2.0", "method": method, "params": params });
         let _ = self.out.send(msg.to_string());
+    }
+
+    /// [`Self::request`] with typed params and result.
+    pub async fn call<T: serde::de::DeserializeOwned>(
+        &self,
+        method: &str,
+        params: &impl serde::Serialize,
+        timeout: Option<Duration>,
+        cancel: Option<&Cancellation>,
+    ) -> Result<T, CallError> {
+        let params = serde_json::to_value(params).map_err(|error| CallError::Shape {
+            method: method.to_owned(),
+            error,
+        })?;
+        let reply = self.request(method, params, timeout, cancel).await?;
+        serde_json::from_value(reply).map_err(|error| CallError::Shape {
+            method: method.to_owned(),
+            error,
+        })
     }
 
     /// Send `method` and wait for its result, at most `timeout`, or until

@@ -16,7 +16,7 @@ use super::protocol::{
     BoundProvider, InitializeParams, InitializeResult, PROTOCOL_VERSION, PluginInfo, SetupParams,
     SetupResult, TeardownParams, method,
 };
-use super::rpc::{Connection, RpcError};
+use super::rpc::{CallError, Connection, RpcError};
 use crate::engine::canonical::Canon;
 use crate::engine::model::{ConfigValue, Manifest, ProcessCommand};
 use crate::engine::secret::Redactor;
@@ -499,6 +499,13 @@ pub async fn launch(launch: &Launch) -> Result<(Process, SetupResult), LaunchErr
     }
 }
 
+fn call_failure(step: &str, e: CallError) -> String {
+    match e {
+        CallError::Rpc(e) => rpc_failure(step, e),
+        shape @ CallError::Shape { .. } => shape.to_string(),
+    }
+}
+
 fn rpc_failure(step: &str, e: RpcError) -> String {
     match e {
         RpcError::Closed(reason) => format!("failed at `{step}`: {reason}"),
@@ -517,22 +524,15 @@ async fn handshake(
     setup: &SetupParams,
     timeout: Duration,
 ) -> Result<SetupResult, Refusal> {
-    let params = InitializeParams {
-        protocol_version: PROTOCOL_VERSION.to_owned(),
-        chassis_version: env!("CARGO_PKG_VERSION").to_owned(),
-        entry: entry.to_owned(),
-    };
-    let result = conn
-        .request(
+    let init: InitializeResult = conn
+        .call(
             method::INITIALIZE,
-            serde_json::to_value(&params).unwrap_or_default(),
+            &InitializeParams::new(entry),
             Some(timeout),
             None,
         )
         .await
-        .map_err(|e| rpc_failure(method::INITIALIZE, e))?;
-    let init: InitializeResult = serde_json::from_value(result)
-        .map_err(|e| format!("answered `initialize` with the wrong shape: {e}"))?;
+        .map_err(|e| call_failure(method::INITIALIZE, e))?;
     let major = |v: &str| v.split('.').next().unwrap_or_default().to_owned();
     if major(&init.protocol_version) != major(PROTOCOL_VERSION) {
         return Err(Refusal::Mismatch(format!(
@@ -550,17 +550,10 @@ async fn handshake(
     if let Some(max) = init.max_concurrency {
         conn.limit_concurrency(max);
     }
-    let result = conn
-        .request(
-            method::SETUP,
-            serde_json::to_value(setup).unwrap_or_default(),
-            Some(timeout),
-            None,
-        )
+    let registered: SetupResult = conn
+        .call(method::SETUP, setup, Some(timeout), None)
         .await
-        .map_err(|e| rpc_failure(method::SETUP, e))?;
-    let registered: SetupResult = serde_json::from_value(result)
-        .map_err(|e| format!("answered `setup` with the wrong shape: {e}"))?;
+        .map_err(|e| call_failure(method::SETUP, e))?;
     let differences = tool_differences(manifest, &registered);
     if !differences.is_empty() {
         return Err(Refusal::Mismatch(format!(
