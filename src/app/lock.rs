@@ -1,11 +1,13 @@
-//! Reading live MCP servers into `chassis.lock`: the one place that starts
-//! servers for the lock (`tools --live/--update-lock`, and `publish`/`run
-//! --update-lock`).
+//! Reading live MCP servers and plugin processes into `chassis.lock`: the
+//! one place that starts them for the lock (`tools --live/--update-lock`,
+//! and `publish`/`run --update-lock`).
 //!
 //! Probing starts each selected `mcp` entry's server with the entry's
 //! configuration and the same secrets a run would use, lists its tools
 //! (after the entry's filter and prefix), stops it, and compares what it
-//! offered with the lock. Writing keeps the locked entries that were not
+//! offered with the lock. A process plugin's entry is started alone
+//! ([`crate::plugins::process::probe`]) and what it registers (tools with
+//! their policies, hooks) is compared the same way. Writing keeps the locked entries that were not
 //! probed, drops entries of this composition that are no longer `mcp`
 //! entries, and keeps ids it does not know (several compositions in one
 //! directory share the lock). It is written atomically (a temporary file
@@ -27,6 +29,8 @@ use super::report::{ErrorsOnly, Notice};
 pub struct Probed {
     /// The entry id.
     pub entry: String,
+    /// Whether it is a process plugin's entry (else an `mcp` entry).
+    pub process: bool,
     /// What its server offers now, or why it could not be read.
     pub live: Result<LockEntry, String>,
     /// The changes from the locked entry (empty when equal); `None` when
@@ -58,12 +62,15 @@ pub fn read_lock(file: &Path) -> Option<Lock> {
         .and_then(|t| Lock::parse(&t).ok())
 }
 
-/// The ids of the `mcp` entries of `composition`.
-pub fn mcp_entries(composition: &Composition) -> Vec<String> {
+/// The ids of the entries of `composition` the lock pins: `mcp` entries
+/// and entries of process plugins.
+pub fn lockable_entries(composition: &Composition) -> Vec<String> {
     composition
         .entries
         .iter()
-        .filter(|(_, e)| e.manifest.kind.as_deref() == Some(mcp::KIND.name))
+        .filter(|(_, e)| {
+            e.manifest.kind.as_deref() == Some(mcp::KIND.name) || e.manifest.process.is_some()
+        })
         .map(|(id, _)| id.to_string())
         .collect()
 }
@@ -88,11 +95,22 @@ pub async fn probe_entries(
         let Some(entry) = composition.entries.iter().find(|(k, _)| k.as_str() == id) else {
             continue;
         };
-        caller.notice(Notice::ServerStarting { entry: id });
-        let config = entry.1.config.to_json();
+        let process = entry.1.manifest.process.is_some();
+        caller.notice(Notice::ServerStarting {
+            entry: id,
+            plugin: process,
+        });
         let started = std::time::Instant::now();
+        let probing = async {
+            if process {
+                probe_process(id, entry.1, &secret, redactor).await
+            } else {
+                let config = entry.1.config.to_json();
+                crate::plugins::mcp::probe(id, &config, &builtin, &secret, redactor).await
+            }
+        };
         let probed = tokio::select! {
-            r = crate::plugins::mcp::probe(id, &config, &builtin, &secret, redactor) => Some(r),
+            r = probing => Some(r),
             () = caller.interrupt.wait() => None,
         };
         let Some(live) = probed else {
@@ -111,6 +129,7 @@ pub async fn probe_entries(
         };
         out.push(Probed {
             entry: id.clone(),
+            process,
             live,
             changes,
         });
@@ -118,11 +137,39 @@ pub async fn probe_entries(
     Ok(out)
 }
 
+/// Start the plugin process of `entry` alone and read what it registers.
+async fn probe_process(
+    id: &str,
+    entry: &crate::engine::model::Entry,
+    secret: &(dyn Fn(&str) -> Result<crate::engine::secret::SecretValue, String> + Sync),
+    redactor: &crate::engine::secret::Redactor,
+) -> Result<LockEntry, String> {
+    use crate::plugins::process::{probe, start};
+    let config = start::config_json(&entry.config, secret, redactor)?;
+    let target = probe::ProbeTarget {
+        entry: id,
+        scope: entry.scope.value.as_str(),
+        manifest: &entry.manifest,
+        config,
+        requirements: entry
+            .manifest
+            .requires
+            .values()
+            .map(|r| {
+                (
+                    r.capability.to_string(),
+                    ("chassis-lock-probe".to_owned(), r.specifier.to_string()),
+                )
+            })
+            .collect(),
+    };
+    probe::probe(target, redactor).await
+}
+
 /// The lock after `probed`: the probed entries replaced, the others of
-/// `composition` kept from `old`; an entry of `composition` that is no
-/// longer an `mcp` entry is dropped, and entries of ids `composition`
-/// does not have are kept (another composition in the same directory may
-/// own them).
+/// `composition` kept from `old`; an entry of `composition` the lock no
+/// longer pins is dropped, and entries of ids `composition` does not have
+/// are kept (another composition in the same directory may own them).
 pub fn updated(old: Option<&Lock>, composition: &Composition, probed: &[Probed]) -> Lock {
     let mut entries: BTreeMap<String, LockEntry> = old
         .map(|l| {
@@ -138,7 +185,7 @@ pub fn updated(old: Option<&Lock>, composition: &Composition, probed: &[Probed])
                 .collect()
         })
         .unwrap_or_default();
-    for id in mcp_entries(composition) {
+    for id in lockable_entries(composition) {
         let live = probed
             .iter()
             .find(|p| p.entry == id)
@@ -199,7 +246,12 @@ pub fn require_probed(probed: &[Probed]) -> Result<(), AppError> {
         .iter()
         .filter_map(|p| {
             p.live.as_ref().err().map(|e| {
-                Problem::failure(format!("entry `{}`: {e}", p.entry)).with_code("mcp::start")
+                let code = if p.process {
+                    "plugin::start"
+                } else {
+                    "mcp::start"
+                };
+                Problem::failure(format!("entry `{}`: {e}", p.entry)).with_code(code)
             })
         })
         .collect();
@@ -210,13 +262,14 @@ pub fn require_probed(probed: &[Probed]) -> Result<(), AppError> {
     }
 }
 
-/// Probe every `mcp` entry of the composition at `file` and rewrite the
-/// lock (`publish`/`run --update-lock`); says what changed.
+/// Probe every `mcp` and process plugin entry of the composition at
+/// `file` and rewrite the lock (`publish`/`run --update-lock`); says what
+/// changed.
 pub async fn update_for(file: &Path, env: &RunEnv, caller: &Caller) -> Result<(), AppError> {
     set_aside_unreadable(file, caller)?;
     // Its warnings are reported by the load that follows.
     let ws = super::workspace::load_file(file, &RunEnv::process(), &ErrorsOnly(&*caller.reporter))?;
-    let ids = mcp_entries(&ws.composition);
+    let ids = lockable_entries(&ws.composition);
     if ids.is_empty() {
         return Ok(());
     }

@@ -67,14 +67,17 @@ impl Refusal {
         }
     }
 
-    /// Whether a problem is an `mcp` entry's tools not pinned in
-    /// `chassis.lock` (`--update-lock` fixes it).
+    /// Whether a problem is tools not pinned in `chassis.lock`
+    /// (`--update-lock` fixes it).
     pub fn needs_lock_update(&self) -> bool {
         self.problems.iter().any(|d| {
             matches!(
                 d.code,
-                Code::McpLockMissing | Code::McpLockStale | Code::McpExpectedToolMissing
-            )
+                Code::McpLockMissing
+                    | Code::McpLockStale
+                    | Code::McpExpectedToolMissing
+                    | Code::UnknownTool
+            ) && !d.is_error()
         })
     }
 }

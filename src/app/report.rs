@@ -76,12 +76,15 @@ pub enum Notice<'a> {
         /// What it holds now.
         new: &'a Lock,
     },
-    /// `--update-lock` on a composition without `mcp` entries.
+    /// `--update-lock` on a composition without `mcp` or process entries.
     NothingToPin,
-    /// An MCP server is being started to read its tools.
+    /// An MCP server (or a plugin process) is being started to read its
+    /// tools.
     ServerStarting {
         /// Entry id.
         entry: &'a str,
+        /// Whether it is a process plugin, not an MCP server.
+        plugin: bool,
     },
     /// A run's boundaries were recorded for replay.
     Recorded {

@@ -25,7 +25,8 @@ pub struct ToolsOptions {
     pub entry: Option<String>,
     /// Only this scope in the per-scope listing.
     pub scope: Option<String>,
-    /// Start the `mcp` servers and compare what they offer with the lock.
+    /// Start the `mcp` servers and plugin processes and compare what they
+    /// offer with the lock.
     pub live: bool,
     /// Start them and write what they offer to the lock.
     pub update_lock: bool,
@@ -79,7 +80,7 @@ pub async fn tools(options: &ToolsOptions, caller: &Caller) -> Result<ToolsRepor
     let mut probed = Vec::new();
     let mut written = None;
     if options.live || options.update_lock {
-        let ids: Vec<String> = lock::mcp_entries(&ws.composition)
+        let ids: Vec<String> = lock::lockable_entries(&ws.composition)
             .into_iter()
             .filter(|id| options.entry.as_ref().is_none_or(|e| e == id))
             .collect();
@@ -88,8 +89,8 @@ pub async fn tools(options: &ToolsOptions, caller: &Caller) -> Result<ToolsRepor
             .await?;
         lock::require_probed(&probed)?;
         let new = lock::updated(old_lock.as_ref(), &ws.composition, &probed);
-        // A composition without `mcp` entries has nothing to pin: leave a
-        // lock beside it (another composition's) alone.
+        // A composition without `mcp` or process entries has nothing to
+        // pin: leave a lock beside it (another composition's) alone.
         if options.update_lock && ids.is_empty() {
             caller.notice(Notice::NothingToPin);
         } else if options.update_lock {

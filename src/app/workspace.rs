@@ -43,7 +43,8 @@ pub struct Workspace {
 
 impl Workspace {
     /// The codes of the loader's `chassis.lock` findings: an `mcp` entry
-    /// without locked tools, or whose lock lacks a tool it expects. Such a
+    /// without locked tools, or whose lock lacks a tool it expects, or an
+    /// agent naming a tool only an unpinned entry may offer. Such a
     /// composition cannot publish as checked (`check` answers no).
     pub fn lock_findings(&self) -> Vec<&'static str> {
         self.lock_problems.iter().map(|d| d.code.as_str()).collect()
@@ -218,14 +219,19 @@ fn finish(
         .filter(|d| !d.is_error())
         .map(|d| d.code)
         .collect();
+    // An unknown tool is a warning only while an entry the lock does not
+    // pin may offer it: a lock finding too.
     let lock_findings: Vec<Diagnostic> = loaded
         .diagnostics
         .iter()
         .filter(|d| {
             matches!(
                 d.code,
-                Code::McpLockMissing | Code::McpLockStale | Code::McpExpectedToolMissing
-            )
+                Code::McpLockMissing
+                    | Code::McpLockStale
+                    | Code::McpExpectedToolMissing
+                    | Code::UnknownTool
+            ) && !d.is_error()
         })
         .cloned()
         .collect();
@@ -261,10 +267,12 @@ fn finish(
     let lock_problems = lock_findings
         .into_iter()
         .filter(|d| {
-            d.labels
-                .iter()
-                .find(|l| l.primary)
-                .is_some_and(|l| active.contains(&l.origin))
+            // An unknown tool points at the agent naming it, not at an entry.
+            d.code == Code::UnknownTool
+                || d.labels
+                    .iter()
+                    .find(|l| l.primary)
+                    .is_some_and(|l| active.contains(&l.origin))
         })
         .collect();
     Ok(Workspace {

@@ -105,12 +105,17 @@ impl Reporter for CliReporter {
             }
             Notice::NothingToPin => {
                 if !json {
-                    self.said("note: no `mcp` entries to pin; the lock is left as it is");
+                    self.said("note: no `mcp` or process plugin entries to pin; the lock is left as it is");
                 }
             }
-            Notice::ServerStarting { entry } => {
+            Notice::ServerStarting { entry, plugin } => {
                 if !ui.quiet && !json {
-                    ui.info(&format!("starting the MCP server of `{entry}`…"));
+                    let what = if plugin {
+                        "plugin process"
+                    } else {
+                        "MCP server"
+                    };
+                    ui.info(&format!("starting the {what} of `{entry}`…"));
                 }
             }
             Notice::Recorded { boundaries, path } => {

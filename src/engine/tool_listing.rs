@@ -31,6 +31,8 @@ pub enum PolicySource {
     Annotations,
     /// Nothing: the default policy (a declared tool).
     Default,
+    /// What a process plugin registered, as `chassis.lock` pins it.
+    Lock,
     /// Registered by the plugin at mount; not known before it runs (the
     /// `testing.*` kinds).
     Runtime,
@@ -44,6 +46,7 @@ impl PolicySource {
             Self::Config => "config",
             Self::Annotations => "annotations",
             Self::Default => "default",
+            Self::Lock => "lock",
             Self::Runtime => "runtime",
         }
     }
@@ -121,6 +124,8 @@ pub fn list_tools(composition: &Composition, plan: &Plan, lock: Option<&Lock>) -
                 }
             } else if kind == "declared" {
                 (ToolPolicy::default(), PolicySource::Default, None)
+            } else if let Some(policy) = pinned_policy(entry, t.name.as_str()) {
+                (policy, PolicySource::Lock, None)
             } else {
                 (ToolPolicy::default(), PolicySource::Runtime, None)
             };
@@ -147,6 +152,14 @@ pub fn list_tools(composition: &Composition, plan: &Plan, lock: Option<&Lock>) -
     }
     out.sort_by(|a, b| (&a.name, &a.entry).cmp(&(&b.name, &b.entry)));
     out
+}
+
+/// The policy `chassis.lock` pins for the tool `name` of a process
+/// plugin's entry.
+fn pinned_policy(entry: &super::model::Entry, name: &str) -> Option<ToolPolicy> {
+    let pinned = entry.manifest.process.as_ref()?.pinned.as_ref()?;
+    let tool = pinned.tools.iter().find(|t| t.name == name)?;
+    serde_json::from_value(tool.policy_json()?).ok()
 }
 
 /// For every scope of `tree`, the active tools of `tools` its tool views

@@ -204,7 +204,7 @@ pub(crate) fn link(
             comp.entries.insert(entry.id.clone(), entry);
         }
     }
-    super::mcp_lock::apply(&mut comp, lock, diags);
+    super::lock_pins::apply(&mut comp, lock, diags);
     check_tool_schemas(&comp, diags);
     if check_refs {
         check_agent_refs(&walked_agents, &comp, diags);
@@ -391,16 +391,23 @@ fn check_agent_refs(agents: &[&WalkedAgent], comp: &Composition, diags: &mut Vec
     for e in comp.entries.values() {
         tools.extend(e.manifest.tools.iter().map(|t| t.name.as_str()));
     }
-    // An `mcp` entry without a lock entry has tools nobody has seen yet:
-    // a reference to an unknown tool may be one of them, so it is a warning
-    // (the missing lock is already a finding), and `chassis tools
-    // --update-lock` can still load the file to write the lock.
+    // An `mcp` entry without a lock entry has tools nobody has seen yet,
+    // and so may a process plugin's entry the lock does not pin: a
+    // reference to an unknown tool may be one of them, so it is a warning
+    // (for `mcp`, the missing lock is already a finding), and `chassis
+    // tools --update-lock` can still load the file to write the lock.
     let unlocked: Vec<&str> = comp
         .entries
         .iter()
         .filter(|(_, e)| {
-            e.manifest.kind.as_deref() == Some(crate::engine::builtin::mcp::KIND.name)
-                && !e.manifest.metadata.contains_key("mcp.server_name")
+            let mcp = e.manifest.kind.as_deref() == Some(crate::engine::builtin::mcp::KIND.name)
+                && !e.manifest.metadata.contains_key("mcp.server_name");
+            let process = e
+                .manifest
+                .process
+                .as_ref()
+                .is_some_and(|p| p.pinned.is_none());
+            mcp || process
         })
         .map(|(id, _)| id.as_str())
         .collect();
@@ -415,7 +422,7 @@ fn check_agent_refs(agents: &[&WalkedAgent], comp: &Composition, diags: &mut Vec
                     Diagnostic::warning(
                         Code::UnknownTool,
                         format!(
-                            "agent `{}` lists the tool `{tool}`, which no plugin declares; the unlocked `mcp` entr{} {} may offer it",
+                            "agent `{}` lists the tool `{tool}`, which no plugin declares; the entr{} {} that `chassis.lock` does not pin may offer it",
                             a.decl.name,
                             if unlocked.len() == 1 { "y" } else { "ies" },
                             unlocked
@@ -425,7 +432,8 @@ fn check_agent_refs(agents: &[&WalkedAgent], comp: &Composition, diags: &mut Vec
                                 .join(", ")
                         ),
                     )
-                    .at(Some(*origin), "not known until the lock is written"),
+                    .at(Some(*origin), "not known until the lock is written")
+                    .with_help("`chassis tools FILE --update-lock` starts them and pins what they offer"),
                 );
                 continue;
             }

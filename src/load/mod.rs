@@ -16,8 +16,8 @@ mod builtin;
 mod git;
 mod includes;
 mod link;
+mod lock_pins;
 mod mask;
-mod mcp_lock;
 mod pieces;
 mod plugin;
 mod policy;
@@ -60,7 +60,7 @@ use crate::engine::model::Composition;
 /// it with what the servers offer now). Findings are dropped: the loader
 /// already reported them.
 pub fn apply_lock(composition: &mut Composition, lock: Option<&crate::lock::Lock>) {
-    mcp_lock::apply(composition, lock, &mut Vec::new());
+    lock_pins::apply(composition, lock, &mut Vec::new());
 }
 
 /// The result of loading a composition.
@@ -104,7 +104,7 @@ fn load_in_pieces(source: &dyn Source, root: &Path, pieces: includes::Pieces) ->
     let lock = if reader.sources.is_empty() {
         None
     } else {
-        mcp_lock::read(source, root).unwrap_or_else(|d| {
+        lock_pins::read(source, root).unwrap_or_else(|d| {
             diagnostics.push(d);
             None
         })

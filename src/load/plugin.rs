@@ -260,6 +260,7 @@ fn process(
             files: Vec::new(),
             startup_timeout,
             dir: std::path::PathBuf::new(),
+            pinned: None,
         },
         files,
     ))

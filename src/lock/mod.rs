@@ -6,7 +6,9 @@
 //! declared tool. So what a live server offered (after the entry's
 //! allow/deny filter and prefix) is pinned here by
 //! `chassis tools FILE --update-lock`, and the `mcp` kind derives its
-//! manifest from it. The file is data, written by chassis and reviewed in
+//! manifest from it. A process plugin's entry is pinned the same way: every
+//! tool it registers (with its policy) and every hook, so what its TOML
+//! manifest does not declare is still seen, reviewed and checked at mount. The file is data, written by chassis and reviewed in
 //! diffs; schemas are stored as canonical JSON strings (TOML has no `null`,
 //! JSON Schemas may contain one, and one line per schema diffs well).
 //!
@@ -52,26 +54,65 @@ pub struct Lock {
     pub entries: BTreeMap<String, LockEntry>,
 }
 
-/// What one `mcp` entry's server offered when the lock was written.
-#[derive(Clone, Debug, Default, PartialEq, Serialize, Deserialize)]
+/// What one `mcp` entry's server offered, or one process plugin's entry
+/// registered, when the lock was written.
+#[derive(Clone, Debug, Default, PartialEq, Eq, Serialize, Deserialize)]
 #[serde(deny_unknown_fields)]
 pub struct LockEntry {
-    /// `serverInfo.name` (empty when the server gave none).
+    /// `serverInfo.name` (empty when the server gave none); a process
+    /// plugin's declared name.
     #[serde(default)]
     pub server_name: String,
-    /// `serverInfo.version`.
+    /// `serverInfo.version`; a process plugin's declared version.
     #[serde(default)]
     pub server_version: String,
-    /// The negotiated protocol version (`2025-11-25`, `2026-07-28`, …).
+    /// The negotiated protocol version (`2025-11-25`, `2026-07-28`, …; the
+    /// plugin protocol's `1.0` for a process plugin).
     #[serde(default)]
     pub protocol_version: String,
     /// The tools after the entry's filter and prefix, sorted by name.
     #[serde(default)]
     pub tools: Vec<LockedTool>,
+    /// A process plugin's hooks, in registration order (which breaks ties
+    /// of priority).
+    #[serde(default, skip_serializing_if = "Vec::is_empty")]
+    pub hooks: Vec<LockedHook>,
+}
+
+/// One hook a process plugin registered.
+#[derive(Clone, Debug, Default, PartialEq, Eq, Serialize, Deserialize)]
+#[serde(deny_unknown_fields)]
+pub struct LockedHook {
+    /// The event (`before_tool_execute`, …).
+    pub event: String,
+    /// `observe`, `transform` or `bail`.
+    pub mode: String,
+    /// Lower runs first.
+    #[serde(default)]
+    pub priority: i32,
+    /// `record` or `raise`.
+    pub error_policy: String,
+}
+
+impl LockedHook {
+    /// How it is named in a difference: the event and its ordinal among
+    /// the hooks of that event (`before_tool_execute#0`).
+    fn key(hooks: &[LockedHook]) -> Vec<String> {
+        let mut seen: BTreeMap<&str, usize> = BTreeMap::new();
+        hooks
+            .iter()
+            .map(|h| {
+                let n = seen.entry(h.event.as_str()).or_default();
+                let key = format!("hook {}#{n}", h.event);
+                *n += 1;
+                key
+            })
+            .collect()
+    }
 }
 
 /// One tool of a locked entry.
-#[derive(Clone, Debug, Default, PartialEq, Serialize, Deserialize)]
+#[derive(Clone, Debug, Default, PartialEq, Eq, Serialize, Deserialize)]
 #[serde(deny_unknown_fields)]
 pub struct LockedTool {
     /// The name chassis exposes (with the entry's prefix).
@@ -89,6 +130,10 @@ pub struct LockedTool {
     /// The server's annotations (`readOnlyHint`, …), as canonical JSON text.
     #[serde(default, skip_serializing_if = "Option::is_none")]
     pub annotations: Option<String>,
+    /// A process plugin's tool policy (permissions, approval, …), as
+    /// canonical JSON text.
+    #[serde(default, skip_serializing_if = "Option::is_none")]
+    pub policy: Option<String>,
 }
 
 impl LockedTool {
@@ -100,6 +145,13 @@ impl LockedTool {
     /// The parsed annotations.
     pub fn annotations_json(&self) -> Option<Value> {
         self.annotations
+            .as_deref()
+            .and_then(|a| serde_json::from_str(a).ok())
+    }
+
+    /// The parsed policy of a process plugin's tool.
+    pub fn policy_json(&self) -> Option<Value> {
+        self.policy
             .as_deref()
             .and_then(|a| serde_json::from_str(a).ok())
     }
@@ -152,7 +204,8 @@ impl Lock {
                         .output_schema
                         .as_deref()
                         .is_some_and(|s| serde_json::from_str::<Value>(s).is_err())
-                    || tool.annotations.is_some() && tool.annotations_json().is_none();
+                    || tool.annotations.is_some() && tool.annotations_json().is_none()
+                    || tool.policy.is_some() && tool.policy_json().is_none();
                 if bad {
                     return Err(LockError::Schema {
                         entry: id.clone(),
@@ -172,12 +225,13 @@ impl Lock {
         }
         let body = toml::to_string(&lock).unwrap_or_default();
         format!(
-            "# chassis.lock: what each `mcp` entry's server offered, written by\n# `chassis tools FILE --update-lock`. Review changes; do not edit by hand.\n{body}"
+            "# chassis.lock: what each `mcp` entry's server offered and each process\n# plugin's entry registered, written by `chassis tools FILE --update-lock`.\n# Review changes; do not edit by hand.\n{body}"
         )
     }
 }
 
-/// How one tool differs between two entry locks.
+/// How one tool (or a process plugin's hook) differs between two entry
+/// locks.
 #[derive(Clone, Debug, PartialEq, Eq, Serialize)]
 #[serde(tag = "change", rename_all = "snake_case")]
 pub enum ToolChange {
@@ -211,7 +265,8 @@ impl std::fmt::Display for ToolChange {
 }
 
 /// The tool differences from `locked` to `live` (server identity and
-/// protocol changes are not tool changes), sorted by name.
+/// protocol changes are not tool changes), sorted by name, then the hook
+/// differences (`hook before_tool_execute#0`).
 pub fn diff_tools(locked: &LockEntry, live: &LockEntry) -> Vec<ToolChange> {
     let old: BTreeMap<&str, &LockedTool> =
         locked.tools.iter().map(|t| (t.name.as_str(), t)).collect();
@@ -240,9 +295,48 @@ pub fn diff_tools(locked: &LockEntry, live: &LockEntry) -> Vec<ToolChange> {
                 if a.annotations != b.annotations {
                     fields.push("annotations".to_owned());
                 }
+                if a.policy != b.policy {
+                    fields.push("policy".to_owned());
+                }
                 if !fields.is_empty() {
                     out.push(ToolChange::Changed {
                         name: name.into(),
+                        fields,
+                    });
+                }
+            }
+            (None, None) => {}
+        }
+    }
+    let (old_keys, new_keys) = (LockedHook::key(&locked.hooks), LockedHook::key(&live.hooks));
+    let old: BTreeMap<&str, &LockedHook> = old_keys
+        .iter()
+        .map(String::as_str)
+        .zip(&locked.hooks)
+        .collect();
+    let new: BTreeMap<&str, &LockedHook> = new_keys
+        .iter()
+        .map(String::as_str)
+        .zip(&live.hooks)
+        .collect();
+    let keys: std::collections::BTreeSet<&str> = old.keys().chain(new.keys()).copied().collect();
+    for key in keys {
+        match (old.get(key), new.get(key)) {
+            (None, Some(_)) => out.push(ToolChange::Added { name: key.into() }),
+            (Some(_), None) => out.push(ToolChange::Removed { name: key.into() }),
+            (Some(a), Some(b)) => {
+                let fields: Vec<String> = [
+                    ("mode", a.mode != b.mode),
+                    ("priority", a.priority != b.priority),
+                    ("error_policy", a.error_policy != b.error_policy),
+                ]
+                .into_iter()
+                .filter(|(_, differs)| *differs)
+                .map(|(f, _)| f.to_owned())
+                .collect();
+                if !fields.is_empty() {
+                    out.push(ToolChange::Changed {
+                        name: key.into(),
                         fields,
                     });
                 }
@@ -273,6 +367,7 @@ mod tests {
                         input_schema: r#"{"default":null,"type":"object"}"#.into(),
                         output_schema: None,
                         annotations: Some(r#"{"readOnlyHint":true}"#.into()),
+                        policy: None,
                     },
                     LockedTool {
                         name: "fs_a".into(),
@@ -281,6 +376,21 @@ mod tests {
                         input_schema: r#"{"type":"object"}"#.into(),
                         output_schema: Some(r#"{"type":"object"}"#.into()),
                         annotations: None,
+                        policy: Some(r#"{"idempotent":true}"#.into()),
+                    },
+                ],
+                hooks: vec![
+                    LockedHook {
+                        event: "before_tool_execute".into(),
+                        mode: "bail".into(),
+                        priority: 0,
+                        error_policy: "record".into(),
+                    },
+                    LockedHook {
+                        event: "before_tool_execute".into(),
+                        mode: "transform".into(),
+                        priority: 10,
+                        error_policy: "raise".into(),
                     },
                 ],
             },
@@ -310,6 +420,11 @@ mod tests {
         ));
         let bad = "version = 1\n[[entries.x.tools]]\nname = \"t\"\nremote_name = \"t\"\ninput_schema = \"{\"\n";
         assert!(matches!(Lock::parse(bad), Err(LockError::Schema { .. })));
+        let bad_policy = "version = 1\n[[entries.x.tools]]\nname = \"t\"\nremote_name = \"t\"\ninput_schema = \"{}\"\npolicy = \"nope\"\n";
+        assert!(matches!(
+            Lock::parse(bad_policy),
+            Err(LockError::Schema { .. })
+        ));
     }
 
     #[test]
@@ -328,5 +443,38 @@ mod tests {
         let shown: Vec<String> = d.iter().map(ToString::to_string).collect();
         assert_eq!(shown, ["- fs_a", "~ fs_b (input_schema)", "+ fs_c"]);
         assert!(diff_tools(&old, &old).is_empty());
+    }
+
+    #[test]
+    fn diff_names_policy_and_hook_changes_by_event_and_ordinal() {
+        let old = sample().entries["fs"].clone();
+        let mut new = old.clone();
+        new.tools[1].policy = Some(r#"{"idempotent":false}"#.into());
+        new.hooks[1].priority = 5;
+        new.hooks.push(LockedHook {
+            event: "after_model_call".into(),
+            mode: "observe".into(),
+            priority: 0,
+            error_policy: "record".into(),
+        });
+        let shown: Vec<String> = diff_tools(&old, &new)
+            .iter()
+            .map(ToString::to_string)
+            .collect();
+        assert_eq!(
+            shown,
+            [
+                "~ fs_a (policy)",
+                "+ hook after_model_call#0",
+                "~ hook before_tool_execute#1 (priority)"
+            ]
+        );
+        let mut fewer = old.clone();
+        fewer.hooks.truncate(1);
+        let shown: Vec<String> = diff_tools(&old, &fewer)
+            .iter()
+            .map(ToString::to_string)
+            .collect();
+        assert_eq!(shown, ["- hook before_tool_execute#1"]);
     }
 }

@@ -13,6 +13,23 @@ use super::lifecycle::{Health, PluginState, StateMachine};
 use super::plugin::Plugin;
 use super::scope::{CleanupFailure, EffectCleanupError};
 
+/// What a plugin's `setup` returns when what it registers breaks a
+/// promise it cannot keep by trying again (a process plugin whose
+/// registrations differ from its TOML manifest or from `chassis.lock`):
+/// the reconcile reports it as a [`super::PluginContractError`], not as a
+/// setup failure.
+#[derive(Clone, Debug, PartialEq, Eq, thiserror::Error)]
+#[error("{promise}: {}", actual.join("; "))]
+pub struct RegistrationBreach {
+    /// The broken promise, as a phrase after the plugin's name
+    /// (`registers something else than chassis.lock pins`).
+    pub promise: String,
+    /// What was promised (`chassis.lock`, `the TOML manifest`).
+    pub promised: String,
+    /// The differences, one per line.
+    pub actual: Vec<String>,
+}
+
 /// A plugin's setup failed; its effects were rolled back.
 #[derive(Clone, Debug, PartialEq, Eq, thiserror::Error)]
 #[error("plugin `{plugin}` (entry `{entry_id}`) failed to set up: {error}{}", if cleanup_failures.is_empty() { String::new() } else { format!(" ({} cleanup failure(s) while rolling back)", cleanup_failures.len()) })]
@@ -27,6 +44,8 @@ pub struct PluginSetupError {
     pub error: String,
     /// Failures met while rolling back.
     pub cleanup_failures: Vec<CleanupFailure>,
+    /// Set when setup refused a broken promise ([`RegistrationBreach`]).
+    pub breach: Option<RegistrationBreach>,
 }
 
 /// A plugin's `setup` or `teardown` panicked.
@@ -131,20 +150,25 @@ impl PluginInstance {
         hook_sequence: Arc<AtomicU64>,
         task_timeout: Duration,
     ) -> Result<(), PluginSetupError> {
-        let fail = |error: String, cleanup_failures| PluginSetupError {
+        let fail = |error: String, cleanup_failures, breach| PluginSetupError {
             plugin: spec.manifest.name.clone(),
             entry_id: self.entry_id.to_string(),
             instance_id: self.instance_id.to_string(),
             error,
             cleanup_failures,
+            breach,
         };
         if let Err(e) = self.machine.transition(PluginState::Loading) {
-            return Err(fail(e.to_string(), Vec::new()));
+            return Err(fail(e.to_string(), Vec::new(), None));
         }
         let ctx = PluginContext::new(spec.clone(), hook_sequence, task_timeout);
+        let mut breach = None;
         let error = match contained(self.plugin.setup(ctx.clone())).await {
             Ok(Ok(())) => None,
-            Ok(Err(e)) => Some(e.to_string()),
+            Ok(Err(e)) => {
+                breach = e.downcast_ref::<RegistrationBreach>().cloned();
+                Some(e.to_string())
+            }
             Err(Panicked) => Some("setup panicked".to_owned()),
         };
         match error {
@@ -166,7 +190,7 @@ impl PluginInstance {
                 let _ = self.machine.transition(PluginState::Failed);
                 self.health = Health::Unhealthy;
                 self.last_error = Some(error.clone());
-                Err(fail(error, cleanup))
+                Err(fail(error, cleanup, breach))
             }
         }
     }

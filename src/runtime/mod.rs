@@ -45,7 +45,7 @@ pub use harness::{AcquireError, Harness, HarnessOptions, Lease};
 pub use hooks::{ErrorPolicy, FnHook, HookEvent, HookHandler, HookMode, HookReply, HookSet};
 pub use identity::{Decision, NodeIdentity, NodeImpact, NodeImpacts};
 pub use inspect::InstanceView;
-pub use instance::{PluginInstance, PluginSetupError};
+pub use instance::{PluginInstance, PluginSetupError, RegistrationBreach};
 pub use lifecycle::{Health, PluginState, StateError, StateMachine};
 pub use plugin::{FnPlugin, Plugin, plugin_fn};
 pub use reconcile::{PluginContractError, ReconcileError, ReconcileReport};

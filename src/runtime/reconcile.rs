@@ -941,12 +941,24 @@ impl Harness {
             restarts: self.shared.restarts.clone(),
         };
         let mut instance = PluginInstance::new(id.clone(), iid.clone(), plugin);
-        let hook_failures = self
+        let mounted = self
             .mount_observed(control, &mut instance, spec, mount)
-            .await
-            .map_err(PlaceError::Setup)?;
-        attempt.hook_failures.extend(hook_failures);
+            .await;
         let selecting = attempt.selecting(plan, entry_id);
+        let hook_failures = match mounted {
+            Ok(f) => f,
+            // Setup refused registrations that break a promise: a
+            // contract error, like one found after setup.
+            Err(mut e) => {
+                return Err(match e.breach.take() {
+                    Some(b) => {
+                        PlaceError::Contract(breach_error(composition, &selecting, entry_id, b, e))
+                    }
+                    None => PlaceError::Setup(e),
+                });
+            }
+        };
+        attempt.hook_failures.extend(hook_failures);
         if let Err(mut contract) = validate_contract(composition, &selecting, entry_id, &instance) {
             let hooks = self.live_hooks(control);
             let failures = self.unmount_observed(&hooks, &mut instance).await;
@@ -1206,6 +1218,38 @@ fn insert_tool(
         t.policy = p.clone();
     }
     tools.insert(t.tool.name().to_owned(), t);
+}
+
+/// The contract error of an entry whose setup refused `breach` (its
+/// effects already rolled back by the failed setup).
+fn breach_error(
+    composition: &Composition,
+    selecting: &[&Resolution],
+    entry_id: &EntryId,
+    breach: super::RegistrationBreach,
+    setup: PluginSetupError,
+) -> Box<PluginContractError> {
+    let entry = &composition.entries[entry_id];
+    let mut consumers: Vec<String> = selecting
+        .iter()
+        .map(|r| r.consumer.name().to_owned())
+        .collect();
+    consumers.sort();
+    consumers.dedup();
+    Box::new(PluginContractError {
+        provider: entry_id.to_string(),
+        provider_name: entry.manifest.name.clone(),
+        promise: breach.promise,
+        promised: breach.promised,
+        actual: breach.actual,
+        consumers,
+        rolled_back: vec![entry_id.to_string()],
+        rollback_failures: setup
+            .cleanup_failures
+            .into_iter()
+            .map(|f| format!("{} -> {}", f.description, f.error))
+            .collect(),
+    })
 }
 
 /// Check a freshly mounted provider against its manifest and its consumers.

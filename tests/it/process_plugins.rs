@@ -998,6 +998,37 @@ fn hooks_of_process_plugins_bail_transform_and_observe() {
         dir.path().join("chassis_plugin.js"),
     )
     .unwrap();
+    // Hooks the lock does not pin are refused: the pure commands could
+    // not see them.
+    let out = run(
+        dir.path(),
+        &["--format", "json", "run", "composition.toml"],
+        &[],
+    );
+    assert_eq!(out.code, 3, "{}\n{}", out.stdout, out.stderr);
+    let refusal: Value = serde_json::from_str(out.stderr.lines().last().unwrap()).unwrap();
+    assert_eq!(refusal["code"], "runtime::contract", "{}", out.stderr);
+    assert!(
+        refusal["fields"]["promise"]
+            .as_str()
+            .unwrap()
+            .contains("hooks that `chassis.lock` does not pin"),
+        "{refusal}"
+    );
+    let pinned = run(
+        dir.path(),
+        &["tools", "composition.toml", "--update-lock"],
+        &[],
+    );
+    assert_eq!(pinned.code, 0, "{}\n{}", pinned.stdout, pinned.stderr);
+    let lock = std::fs::read_to_string(dir.path().join("chassis.lock")).unwrap();
+    for pinned in [
+        "[[entries.shout.hooks]]\nevent = \"before_tool_execute\"\nmode = \"transform\"\npriority = 10",
+        "[[entries.shout.hooks]]\nevent = \"after_tool_execute\"\nmode = \"observe\"",
+        "[[entries.guard.hooks]]\nevent = \"before_tool_execute\"\nmode = \"bail\"",
+    ] {
+        assert!(lock.contains(pinned), "{pinned} not in\n{lock}");
+    }
     let out = run(
         dir.path(),
         &["--format", "json", "run", "composition.toml"],
@@ -1349,4 +1380,188 @@ fn the_testing_kit_mounts_a_process_plugin() {
     });
     drop(rt);
     assert_no_process_in(dir.path());
+}
+
+/// What a plugin registers beyond its TOML: a tool it does not declare,
+/// each tool's policy, a hook.
+const PINNED_PY: &str = r#"
+from chassis_plugin import plugin, ToolPolicy
+
+@plugin(name="greeter", version="1.0.0", provides={"greeting": "1.0.0"}, permissions=["voice.loud"])
+def greeter(ctx):
+    def greet(name: str, excited: bool = False) -> str:
+        """Greet someone by name."""
+        return f"Hello, {name}."
+    def shout(text: str) -> str:
+        """Shout a text."""
+        return text.upper()
+    def watch(event, payload):
+        pass
+    ctx.tools.register(greet, policy=ToolPolicy(idempotent=True))
+    ctx.tools.register(shout, policy=ToolPolicy(permissions=["voice.loud"], side_effects=["loud"]))
+    ctx.hooks.register("after_tool_execute", watch)
+    ctx.capabilities.provide("greeting", {}, version="1.0.0")
+
+if __name__ == "__main__":
+    greeter.run()
+"#;
+
+#[test]
+fn the_lock_pins_what_a_plugin_registers_beyond_its_toml_and_a_mount_is_held_to_it() {
+    let toml = GREETER_TOML
+        .replace(
+            "provides = { greeting = \"1.0.0\" }\n",
+            "provides = { greeting = \"1.0.0\" }\npermissions = [\"voice.loud\"]\n",
+        )
+        .replace(
+            "tool_calls = [{ name = \"greet\", args = { name = \"Ada\", excited = true } }]",
+            "tool_calls = [{ name = \"shout\", args = { text = \"hi\" } }]",
+        )
+        .replace("[agents.a]\n", "[agents.a]\ntools = [\"shout\"]\n");
+    let dir = workspace(&[("greeter.py", PINNED_PY), ("composition.toml", &toml)]);
+    let path = dir.path();
+    // Unpinned, `shout` is unknown to the pure commands: `check` answers
+    // no, and a run is refused before anything starts.
+    let check = run(path, &["check", "composition.toml"], &[]);
+    assert_eq!(check.code, 1, "{}\n{}", check.stdout, check.stderr);
+    assert!(
+        check
+            .stderr
+            .contains("the entry `greeter` that\n  │ `chassis.lock` does not pin may offer it")
+            || check
+                .stderr
+                .contains("the entry `greeter` that `chassis.lock` does not pin may offer it"),
+        "{}",
+        check.stderr
+    );
+    let out = run(
+        path,
+        &["run", "composition.toml", "--grant", "voice.loud"],
+        &[],
+    );
+    assert_eq!(out.code, 1, "{}\n{}", out.stdout, out.stderr);
+    assert!(out.stderr.contains("--update-lock"), "{}", out.stderr);
+
+    // Pinning starts the plugin alone and writes what it registers.
+    let pinned = run(path, &["tools", "composition.toml", "--update-lock"], &[]);
+    assert_eq!(pinned.code, 0, "{}\n{}", pinned.stdout, pinned.stderr);
+    assert!(
+        pinned.stdout.contains("greeter (new, 2 tools, 1 hook)"),
+        "{}",
+        pinned.stdout
+    );
+    let lock = std::fs::read_to_string(path.join("chassis.lock")).unwrap();
+    assert!(
+        lock.contains(r#"policy = '{"approval_required":false,"idempotent":false,"permissions":["voice.loud"],"side_effects":["loud"]}'"#),
+        "{lock}"
+    );
+    // The pure commands now see the pinned tool and its policy.
+    let check = run(path, &["check", "composition.toml"], &[]);
+    assert_eq!(check.code, 0, "{}\n{}", check.stdout, check.stderr);
+    let tools = run(
+        path,
+        &["--format", "json", "tools", "composition.toml"],
+        &[],
+    );
+    assert_eq!(tools.code, 0, "{}", tools.stderr);
+    let tools: Value = serde_json::from_str(&tools.stdout).unwrap();
+    let shout = tools["tools"]
+        .as_array()
+        .unwrap()
+        .iter()
+        .find(|t| t["name"] == "shout")
+        .unwrap_or_else(|| panic!("{tools}"));
+    assert_eq!(shout["policy_source"], "lock");
+    assert_eq!(
+        shout["policy"]["permissions"],
+        serde_json::json!(["voice.loud"])
+    );
+    let digest = |out: &Run| {
+        let doc: Value = serde_json::from_str(&out.stdout).unwrap();
+        doc["digests"]["semantic_digest"]
+            .as_str()
+            .unwrap()
+            .to_owned()
+    };
+    let before = digest(&run(
+        path,
+        &["--format", "json", "snapshot", "composition.toml"],
+        &[],
+    ));
+
+    let out = run(
+        path,
+        &[
+            "--format",
+            "json",
+            "run",
+            "composition.toml",
+            "--grant",
+            "voice.loud",
+        ],
+        &[],
+    );
+    assert_eq!(out.code, 0, "{}\n{}", out.stdout, out.stderr);
+    assert_eq!(tool_results(&document(&out)), ["HI"]);
+
+    // A plugin that now registers something else: the live check names the
+    // difference (exit 1), the mount refuses it as a contract error, and
+    // pinning again accepts it and changes the digest.
+    let changed = PINNED_PY
+        .replace(", side_effects=[\"loud\"]", "")
+        .replace(
+            "    ctx.hooks.register(\"after_tool_execute\", watch)\n",
+            "    ctx.hooks.register(\"after_tool_execute\", watch)\n    ctx.hooks.register(\"before_tool_execute\", watch, mode=\"bail\", priority=5)\n",
+        );
+    std::fs::write(path.join("greeter.py"), changed).unwrap();
+    let live = run(path, &["tools", "composition.toml", "--live"], &[]);
+    assert_eq!(live.code, 1, "{}\n{}", live.stdout, live.stderr);
+    assert!(
+        live.stdout
+            .contains("differs from chassis.lock: ~ shout (policy), + hook before_tool_execute#0"),
+        "{}",
+        live.stdout
+    );
+    let out = run(
+        path,
+        &["run", "composition.toml", "--grant", "voice.loud"],
+        &[],
+    );
+    assert_eq!(out.code, 3, "{}\n{}", out.stdout, out.stderr);
+    assert!(
+        out.stderr.contains("error[runtime::contract]")
+            && out
+                .stderr
+                .contains("registers something else than `chassis.lock` pins")
+            && out
+                .stderr
+                .contains("\n    ~ shout (policy)\n    + hook before_tool_execute#0\n"),
+        "{}",
+        out.stderr
+    );
+    let out = run(
+        path,
+        &[
+            "--format",
+            "json",
+            "run",
+            "composition.toml",
+            "--grant",
+            "voice.loud",
+            "--update-lock",
+        ],
+        &[],
+    );
+    assert_eq!(out.code, 0, "{}\n{}", out.stdout, out.stderr);
+    let lock = std::fs::read_to_string(path.join("chassis.lock")).unwrap();
+    assert!(lock.contains("mode = \"bail\"\npriority = 5"), "{lock}");
+    let after = digest(&run(
+        path,
+        &["--format", "json", "snapshot", "composition.toml"],
+        &[],
+    ));
+    assert_ne!(
+        before, after,
+        "the pinned registrations are part of the identity"
+    );
 }

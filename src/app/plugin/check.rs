@@ -72,21 +72,9 @@ impl CheckReport {
 
 /// A placeholder provider for each requirement: its methods answer -32002.
 fn no_providers() -> Handler {
-    Arc::new(|m: String, _| {
-        Box::pin(async move {
-            if m == method::CAPABILITY_INVOKE {
-                Err((
-                    code::PROVIDER_UNAVAILABLE,
-                    "`chassis plugin check` runs the plugin alone: no provider answers".to_owned(),
-                ))
-            } else {
-                Err((
-                    code::METHOD_NOT_FOUND,
-                    format!("chassis has no method `{m}`"),
-                ))
-            }
-        })
-    })
+    crate::plugins::process::probe::alone(
+        "`chassis plugin check` runs the plugin alone: no provider answers",
+    )
 }
 
 struct Suite {
@@ -311,7 +299,7 @@ pub async fn check_plugin(
         let setup_ok = suite.record(
             "setup",
             registered.as_ref().map_err(Clone::clone).and_then(|r| {
-                let mut problems = tool_differences(manifest, r);
+                let mut problems = tool_differences(manifest, r, start::Pins::Enforce);
                 for t in &manifest.tools {
                     if !r.tools.iter().any(|x| x.name == t.name.as_str()) {
                         problems.push(format!(

@@ -27,6 +27,8 @@ description = "Echo a text back, with the plugin's greeting."
 args = { type = "object", properties = { text = { type = "string" } }, required = ["text"], additionalProperties = false }
 # Its policy (idempotent, permissions) is what the plugin registers; a
 # `[policy.tools.{{tool}}]` table in your composition overrides it.
+# Tools not declared here, policies and hooks are pinned in `chassis.lock`
+# by `chassis tools FILE --update-lock`, so the pure commands see them.
 
 [entries.{{name}}]
 plugin = "{{name}}"

@@ -113,7 +113,7 @@ fn refused(ui: &Ui, verb: &str, display: &str, refusal: &Refusal) {
             "  help: break the cycle (see `chassis check {display}`); a cycle cannot be published"
         ),
         RefusalReason::ToolProblems if refusal.needs_lock_update() => format!(
-            "  help: pin the servers' tools with `chassis tools {display} --update-lock` (or {verb} with --update-lock), and fix the rest (see `chassis check {display}`)"
+            "  help: pin what the servers and plugin processes offer with `chassis tools {display} --update-lock` (or {verb} with --update-lock), and fix the rest (see `chassis check {display}`)"
         ),
         RefusalReason::ToolProblems => format!(
             "  help: fix them (see `chassis check {display}`); --allow-pending does not skip them"
@@ -135,6 +135,44 @@ fn refused(ui: &Ui, verb: &str, display: &str, refusal: &Refusal) {
     } else {
         ui.err(&text);
     }
+}
+
+/// A broken promise as text: what was promised, then each difference on
+/// its own lines (a difference may carry the TOML to paste).
+fn contract_text(code: &str, c: &crate::runtime::PluginContractError) -> String {
+    let mut text = format!(
+        "error[{code}]: plugin `{}` (entry `{}`) {}",
+        c.provider_name, c.provider, c.promise
+    );
+    let _ = write!(text, "\n  promised: {}\n  registered:", c.promised);
+    if c.actual.is_empty() {
+        text.push_str(" nothing");
+    }
+    for a in &c.actual {
+        let _ = write!(text, "\n    {}", a.replace('\n', "\n      "));
+    }
+    let list = |v: &[String]| {
+        if v.is_empty() {
+            "none".to_owned()
+        } else {
+            v.join(", ")
+        }
+    };
+    let _ = write!(
+        text,
+        "\n  consumers affected: {}\n  rolled back: {}",
+        list(&c.consumers),
+        list(&c.rolled_back)
+    );
+    if !c.rollback_failures.is_empty() {
+        let _ = write!(
+            text,
+            "\n  rollback failures: {}",
+            c.rollback_failures.join("; ")
+        );
+    }
+    text.push_str("\n  nothing was published; the current generation is unchanged");
+    text
 }
 
 /// A reconcile failure with its fields.
@@ -199,6 +237,10 @@ fn reconcile_failure(ui: &Ui, e: &ReconcileError) {
             })
             .to_string(),
         );
+        return;
+    }
+    if let ReconcileError::Contract(c) = e {
+        ui.err(&contract_text(code, c));
         return;
     }
     let mut text = format!("error[{code}]: {e}");

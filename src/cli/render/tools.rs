@@ -139,11 +139,20 @@ fn scope_lines(r: &ToolsReport, out: &mut String) {
     }
 }
 
+/// `, N hooks` after a tool count (nothing when there are none).
+fn hooks_suffix(n: usize) -> String {
+    match n {
+        0 => String::new(),
+        1 => ", 1 hook".to_owned(),
+        n => format!(", {n} hooks"),
+    }
+}
+
 fn server_lines(probed: &[Probed], out: &mut String) {
     if probed.is_empty() {
         return;
     }
-    let _ = writeln!(out, "\nSERVERS");
+    let _ = writeln!(out, "\nSTARTED (servers and plugin processes)");
     for p in probed {
         let Ok(live) = &p.live else { continue };
         let state = match &p.changes {
@@ -157,9 +166,10 @@ fn server_lines(probed: &[Probed], out: &mut String) {
                     .join(", ")
             ),
         };
+        let hooks = hooks_suffix(live.hooks.len());
         let _ = writeln!(
             out,
-            "  {}  {} {} (protocol {}), {} tool{}: {state}",
+            "  {}  {} {} (protocol {}), {} tool{}{hooks}: {state}",
             p.entry,
             live.server_name,
             live.server_version,
@@ -201,9 +211,10 @@ pub fn lock_summary(old: Option<&Lock>, new: &Lock) -> String {
     for (id, e) in &new.entries {
         match old.and_then(|l| l.entries.get(id)) {
             None => parts.push(format!(
-                "{id} (new, {} tool{})",
+                "{id} (new, {} tool{}{})",
                 e.tools.len(),
-                if e.tools.len() == 1 { "" } else { "s" }
+                if e.tools.len() == 1 { "" } else { "s" },
+                hooks_suffix(e.hooks.len())
             )),
             Some(o) => {
                 let changes = diff_tools(o, e);

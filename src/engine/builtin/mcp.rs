@@ -455,6 +455,7 @@ mod tests {
                 input_schema: r#"{"type":"object"}"#.into(),
                 ..Default::default()
             }],
+            hooks: Vec::new(),
         };
         let m = manifest_with_lock(&config, Some(&lock)).unwrap();
         assert_eq!(m.tools.len(), 1);

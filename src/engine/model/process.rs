@@ -45,13 +45,20 @@ pub struct ProcessCommand {
     /// Not part of any hash (the same plugin checked out elsewhere is the
     /// same plugin).
     pub dir: PathBuf,
+    /// What `chassis.lock` pins for this entry: every tool the process
+    /// registers (with its policy) and every hook. Set per entry by the
+    /// loader; mounting refuses a process that registers anything else.
+    /// Without it, the process may register only what the TOML declares.
+    pub pinned: Option<std::sync::Arc<crate::lock::LockEntry>>,
 }
 
 impl ProcessCommand {
     /// What identifies the implementation: argv, the names of the
-    /// variables it is given, and each file's digest.
+    /// variables it is given, each file's digest, and what the lock pins
+    /// (when it pins anything, so a composition without a lock keeps its
+    /// digest).
     pub fn fingerprint(&self) -> Canon {
-        Canon::map([
+        let mut fields = vec![
             ("command", Canon::list(self.argv.iter().map(String::as_str))),
             ("env", Canon::list(self.env.iter().map(String::as_str))),
             (
@@ -63,7 +70,12 @@ impl ProcessCommand {
                         .collect(),
                 ),
             ),
-        ])
+        ];
+        if let Some(pinned) = &self.pinned {
+            let json = serde_json::to_value(pinned.as_ref()).unwrap_or_default();
+            fields.push(("pinned", Canon::from_json(&json)));
+        }
+        Canon::map(fields)
     }
 }
 
@@ -82,8 +94,20 @@ mod tests {
             }],
             startup_timeout: None,
             dir: PathBuf::from(dir),
+            pinned: None,
         };
         assert_eq!(at("/a", "1").fingerprint(), at("/b", "1").fingerprint());
         assert_ne!(at("/a", "1").fingerprint(), at("/a", "2").fingerprint());
+        let mut pinned = at("/a", "1");
+        pinned.pinned = Some(std::sync::Arc::new(crate::lock::LockEntry {
+            hooks: vec![crate::lock::LockedHook {
+                event: "before_tool_execute".into(),
+                mode: "bail".into(),
+                priority: 0,
+                error_policy: "record".into(),
+            }],
+            ..Default::default()
+        }));
+        assert_ne!(pinned.fingerprint(), at("/a", "1").fingerprint());
     }
 }

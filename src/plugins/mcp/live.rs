@@ -49,6 +49,7 @@ pub fn lock_entry(
             input_schema: json(&t.input_schema),
             output_schema: t.output_schema.as_ref().map(json),
             annotations: t.annotations.as_ref().map(json),
+            policy: None,
         });
     }
     if !bad.is_empty() {
@@ -66,6 +67,7 @@ pub fn lock_entry(
         server_version: text(&identity.version),
         protocol_version: identity.protocol_version.clone(),
         tools: out,
+        hooks: Vec::new(),
     })
 }
 

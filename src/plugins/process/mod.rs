@@ -30,6 +30,8 @@ use crate::runtime::{BoxError, CapabilityValue, Catalog, Plugin, PluginContext};
 pub mod hook;
 pub mod invoke;
 pub mod model;
+pub mod pin;
+pub mod probe;
 pub mod protocol;
 pub mod rpc;
 pub mod start;
@@ -73,7 +75,9 @@ impl Plugin for ProcessPlugin {
             self.manifest.permissions.clone(),
         );
         let launch = start::prepare(&ctx, &self.manifest, &self.redactor, handler)?;
-        let (process, registered) = start::launch(&launch).await?;
+        let (process, registered) = start::launch(&launch)
+            .await
+            .map_err(start::LaunchError::into_setup_error)?;
         let supervisor =
             supervise::Supervisor::new(launch, process, registered, Some(ctx.health_reporter()));
         {

@@ -23,7 +23,7 @@ use crate::engine::secret::Redactor;
 use crate::engine::specifier::Specifier;
 use crate::engine::version::Version;
 use crate::process::group::ProcessGroup;
-use crate::runtime::PluginContext;
+use crate::runtime::{PluginContext, RegistrationBreach};
 
 /// How long `initialize` and `setup` may each take, unless the manifest
 /// says otherwise (`startup_timeout_seconds`).
@@ -236,14 +236,20 @@ pub fn declaration_differences(manifest: &Manifest, info: &PluginInfo) -> Vec<St
 
 /// What differs between the tools the manifest declares and those the
 /// plugin registered; a tool the manifest does not declare is refused
-/// (the pure commands could not have seen it).
-pub fn tool_differences(manifest: &Manifest, registered: &SetupResult) -> Vec<String> {
+/// (the pure commands could not have seen it) unless `pins` is
+/// [`Pins::Read`] (it is being read for the lock).
+pub fn tool_differences(manifest: &Manifest, registered: &SetupResult, pins: Pins) -> Vec<String> {
     let canon = |v: &Value| Canon::from_json(v);
     let mut out = Vec::new();
     for t in &registered.tools {
         let Some(declared) = manifest.tools.iter().find(|d| d.name.as_str() == t.name) else {
+            // Read for the lock: what the TOML does not declare is what
+            // the lock will pin.
+            if pins == Pins::Read {
+                continue;
+            }
             out.push(format!(
-                "tool `{}` is not declared in the manifest; declare it:\n\n[[plugins.{}.tools]]\nname = {}\ndescription = {}\nargs = {}\n",
+                "tool `{}` is not declared in the manifest nor pinned in `chassis.lock`; declare it:\n\n[[plugins.{}.tools]]\nname = {}\ndescription = {}\nargs = {}\n\nor pin what the plugin registers with `chassis tools FILE --update-lock`",
                 t.name,
                 manifest.name,
                 toml_string(&t.name),
@@ -434,16 +440,33 @@ pub fn resolve(manifest: &Manifest, entry: &str) -> Result<std::path::PathBuf, S
 pub struct LaunchError {
     /// What to tell the user (with the last stderr lines).
     pub message: String,
-    /// The process answered, but with a declaration or registrations that
-    /// differ from the manifest: trying again will not help.
-    pub mismatch: bool,
+    /// Set when the process answered, but with a declaration or
+    /// registrations that differ from the manifest or the lock: trying
+    /// again will not help.
+    pub breach: Option<RegistrationBreach>,
+}
+
+impl LaunchError {
+    /// Whether the process answered with something else than promised.
+    pub fn mismatch(&self) -> bool {
+        self.breach.is_some()
+    }
+
+    /// What `setup` returns: the breach itself (a contract error), or the
+    /// failure.
+    pub fn into_setup_error(self) -> crate::runtime::BoxError {
+        match self.breach {
+            Some(b) => Box::new(b),
+            None => Box::new(self),
+        }
+    }
 }
 
 impl From<String> for LaunchError {
     fn from(message: String) -> Self {
         Self {
             message,
-            mismatch: false,
+            breach: None,
         }
     }
 }
@@ -452,8 +475,9 @@ impl From<String> for LaunchError {
 enum Refusal {
     /// The process failed (exit, violation, timeout, bad answer).
     Failed(String),
-    /// It declared or registered something else than the manifest.
-    Mismatch(String),
+    /// It declared or registered something else than the manifest or the
+    /// lock.
+    Mismatch(RegistrationBreach),
 }
 
 impl From<String> for Refusal {
@@ -463,8 +487,29 @@ impl From<String> for Refusal {
 }
 
 /// Start the process and mount it: `initialize`, the declaration check,
-/// `setup`, the tool check.
+/// `setup`, the tool check, and the check against what `chassis.lock`
+/// pins.
 pub async fn launch(launch: &Launch) -> Result<(Process, SetupResult), LaunchError> {
+    let (process, _, registered) = start_checked(launch, Pins::Enforce).await?;
+    Ok((process, registered))
+}
+
+/// Whether a start holds the process to what `chassis.lock` pins.
+#[derive(Clone, Copy, Debug, PartialEq, Eq)]
+pub enum Pins {
+    /// Refuse registrations the pin (or, without one, the TOML) lacks.
+    Enforce,
+    /// Accept them: the start reads what to pin.
+    Read,
+}
+
+/// Start the process: `initialize`, the declaration check, `setup`, the
+/// check of its tools against the TOML, and with [`Pins::Enforce`] the
+/// check against the lock.
+pub async fn start_checked(
+    launch: &Launch,
+    pins: Pins,
+) -> Result<(Process, InitializeResult, SetupResult), LaunchError> {
     let (manifest, entry) = (&*launch.manifest, launch.entry.as_str());
     let shown = launch.program.display().to_string();
     let Process { conn, group } = spawn(
@@ -479,21 +524,38 @@ pub async fn launch(launch: &Launch) -> Result<(Process, SetupResult), LaunchErr
         .as_ref()
         .and_then(|p| p.startup_timeout)
         .unwrap_or(STARTUP_TIMEOUT);
-    match handshake(manifest, entry, &conn, &launch.setup, timeout).await {
-        Ok(registered) => Ok((Process { conn, group }, registered)),
+    let answered = handshake(manifest, entry, &conn, &launch.setup, timeout, pins)
+        .await
+        .and_then(|(init, registered)| {
+            if pins == Pins::Enforce {
+                super::pin::check(manifest, &init, &registered).map_err(Refusal::Mismatch)?;
+            }
+            Ok((init, registered))
+        });
+    match answered {
+        Ok((init, registered)) => Ok((Process { conn, group }, init, registered)),
         Err(refusal) => {
-            let (why, mismatch) = match refusal {
-                Refusal::Failed(w) => (w, false),
-                Refusal::Mismatch(w) => (w, true),
+            let (why, breach) = match refusal {
+                Refusal::Failed(w) => (w, None),
+                Refusal::Mismatch(b) => (b.to_string(), Some(b)),
             };
             // Let the process's last words reach stderr before quoting them.
             group.stop(Duration::from_millis(200)).await;
             conn.stderr_drained(Duration::from_millis(500)).await;
             // What the plugin said may quote a secret it was given.
             let why = launch.redactor.redact(&why).into_owned();
+            // What the plugin registered may quote a secret too.
+            let breach = breach.map(|b| RegistrationBreach {
+                actual: b
+                    .actual
+                    .iter()
+                    .map(|a| launch.redactor.redact(a).into_owned())
+                    .collect(),
+                ..b
+            });
             Err(LaunchError {
                 message: failure(manifest, entry, &shown, why, &conn.last_stderr()),
-                mismatch,
+                breach,
             })
         }
     }
@@ -523,7 +585,8 @@ async fn handshake(
     conn: &Connection,
     setup: &SetupParams,
     timeout: Duration,
-) -> Result<SetupResult, Refusal> {
+    pins: Pins,
+) -> Result<(InitializeResult, SetupResult), Refusal> {
     let init: InitializeResult = conn
         .call(
             method::INITIALIZE,
@@ -535,17 +598,19 @@ async fn handshake(
         .map_err(|e| call_failure(method::INITIALIZE, e))?;
     let major = |v: &str| v.split('.').next().unwrap_or_default().to_owned();
     if major(&init.protocol_version) != major(PROTOCOL_VERSION) {
-        return Err(Refusal::Mismatch(format!(
+        return Err(Refusal::Failed(format!(
             "speaks plugin protocol {}; this chassis speaks {PROTOCOL_VERSION} (a different major is refused: update the plugin's SDK or chassis)",
             init.protocol_version
         )));
     }
     let differences = declaration_differences(manifest, &init.plugin);
     if !differences.is_empty() {
-        return Err(Refusal::Mismatch(format!(
-            "declares itself differently from its TOML manifest (which is authoritative):\n  {}",
-            differences.join("\n  ")
-        )));
+        return Err(Refusal::Mismatch(RegistrationBreach {
+            promise: "declares itself differently from its TOML manifest (which is authoritative)"
+                .to_owned(),
+            promised: "the TOML manifest".to_owned(),
+            actual: differences,
+        }));
     }
     if let Some(max) = init.max_concurrency {
         conn.limit_concurrency(max);
@@ -554,14 +619,15 @@ async fn handshake(
         .call(method::SETUP, setup, Some(timeout), None)
         .await
         .map_err(|e| call_failure(method::SETUP, e))?;
-    let differences = tool_differences(manifest, &registered);
+    let differences = tool_differences(manifest, &registered, pins);
     if !differences.is_empty() {
-        return Err(Refusal::Mismatch(format!(
-            "registered tools its TOML manifest does not declare as they are:\n  {}",
-            differences.join("\n  ")
-        )));
+        return Err(Refusal::Mismatch(RegistrationBreach {
+            promise: "registered tools its TOML manifest does not declare as they are".to_owned(),
+            promised: "the TOML manifest".to_owned(),
+            actual: differences,
+        }));
     }
-    Ok(registered)
+    Ok((init, registered))
 }
 
 #[cfg(test)]

@@ -230,7 +230,7 @@ impl Supervisor {
                     process.stop(&self.launch.entry).await;
                     return false;
                 }
-                Err(e) if e.mismatch => {
+                Err(e) if e.mismatch() => {
                     self.status.send_replace(Status::Down(format!(
                         "the restarted plugin process of entry `{}` no longer matches this generation; publish a new generation: {e}",
                         self.launch.entry

@@ -1,11 +1,15 @@
-//! Threading `chassis.lock` into the manifests of `mcp` entries.
+//! Threading `chassis.lock` into the manifests of `mcp` and process
+//! plugin entries.
 //!
-//! An `mcp` entry's tools are what its server offers, which the pure
-//! commands must not start; the lock file pins them. It is read through the
-//! same [`Source`] as the composition (so `REV:PATH` reads the lock at that
-//! revision), beside the root file, and each `mcp` entry's manifest is
-//! derived again with its locked tools before references to tools are
-//! checked.
+//! An `mcp` entry's tools are what its server offers, and a process
+//! plugin's registrations are what its program answers to `setup`; the
+//! pure commands must not start either, so the lock file pins them. It is
+//! read through the same [`Source`] as the composition (so `REV:PATH` reads
+//! the lock at that revision), beside the root file. Each `mcp` entry's
+//! manifest is derived again with its locked tools, and each process
+//! entry's manifest gains the locked tools its TOML does not declare and
+//! carries the pinned registrations (which mounting enforces), before
+//! references to tools are checked.
 
 use std::path::Path;
 use std::sync::Arc;
@@ -13,8 +17,8 @@ use std::sync::Arc;
 use super::source::{Source, SourceErrorKind};
 use crate::engine::builtin::mcp;
 use crate::engine::diag::{Code, Diagnostic};
-use crate::engine::model::Composition;
-use crate::lock::{LOCK_FILE, Lock};
+use crate::engine::model::{Composition, Manifest, ToolDecl, ToolName};
+use crate::lock::{LOCK_FILE, Lock, LockEntry};
 
 /// The lock beside `root`: `Ok(None)` when there is none, `Err` with the
 /// diagnostic when it cannot be read.
@@ -57,9 +61,16 @@ pub(crate) fn read(source: &dyn Source, root: &Path) -> Result<Option<Lock>, Dia
 
 /// Give every `mcp` entry of `comp` its locked tools; an entry the lock does
 /// not know is reported (`load::mcp-lock-missing`, a warning the `check`
-/// command turns into exit 1).
+/// command turns into exit 1). Give every process plugin entry the lock
+/// knows its pinned registrations.
 pub(crate) fn apply(comp: &mut Composition, lock: Option<&Lock>, diags: &mut Vec<Diagnostic>) {
     for (id, entry) in comp.entries.iter_mut() {
+        if entry.manifest.process.is_some() {
+            if let Some(locked) = lock.and_then(|l| l.entries.get(id.as_str())) {
+                entry.manifest = Arc::new(pin_process(&entry.manifest, locked));
+            }
+            continue;
+        }
         if entry.manifest.kind.as_deref() != Some(mcp::KIND.name) {
             continue;
         }
@@ -127,4 +138,32 @@ pub(crate) fn apply(comp: &mut Composition, lock: Option<&Lock>, diags: &mut Vec
             entry.manifest = Arc::new(m);
         }
     }
+}
+
+/// `manifest` of a process plugin with what `locked` pins: the locked
+/// tools its TOML does not declare (so agents may name them and the tool
+/// schema hash covers them) and the pinned registrations.
+fn pin_process(manifest: &Manifest, locked: &LockEntry) -> Manifest {
+    let mut m = manifest.clone();
+    for t in &locked.tools {
+        let Ok(name) = ToolName::new(&t.name) else {
+            continue;
+        };
+        if m.tools.iter().any(|d| d.name == name) {
+            continue;
+        }
+        m.tools.push(ToolDecl {
+            name,
+            description: t.description.clone(),
+            args_schema: t.input_schema_json(),
+            result: None,
+            guide: None,
+            origin: None,
+        });
+    }
+    m.tools.sort_by(|a, b| a.name.cmp(&b.name));
+    if let Some(process) = m.process.as_mut() {
+        Arc::make_mut(process).pinned = Some(Arc::new(locked.clone()));
+    }
+    m
 }

@@ -1,0 +1,201 @@
+//! What a process plugin registers, in `chassis.lock` terms, and the check
+//! of a mount against what the lock pins.
+//!
+//! Why it exists: the pure commands never start a plugin, so what a
+//! process registers beyond its TOML manifest — tools the TOML does not
+//! declare, each tool's policy, its hooks — is pinned in `chassis.lock`
+//! (`chassis tools FILE --update-lock`), reviewed like any diff, and
+//! enforced here: a mount whose registrations differ from the pin is a
+//! contract error showing the difference. Without a pin, the process may
+//! register only what its TOML declares (tools; no hooks), since nothing
+//! else would be visible before it runs.
+
+use crate::engine::model::Manifest;
+use crate::lock::{LockEntry, LockedHook, LockedTool, canonical_json, diff_tools};
+use crate::runtime::RegistrationBreach;
+
+use super::protocol::{InitializeResult, SetupResult};
+
+/// What the plugin registered, as the lock pins it.
+pub fn lock_entry(init: &InitializeResult, registered: &SetupResult) -> LockEntry {
+    let wire = |v: serde_json::Value| v.as_str().unwrap_or_default().to_owned();
+    let mut tools: Vec<LockedTool> = registered
+        .tools
+        .iter()
+        .map(|t| LockedTool {
+            name: t.name.clone(),
+            remote_name: t.name.clone(),
+            description: t.description.clone(),
+            input_schema: canonical_json(&t.input_schema),
+            output_schema: None,
+            annotations: None,
+            policy: Some(canonical_json(
+                &serde_json::to_value(&t.policy).unwrap_or_default(),
+            )),
+        })
+        .collect();
+    tools.sort_by(|a, b| a.name.cmp(&b.name));
+    LockEntry {
+        server_name: init.plugin.name.clone(),
+        server_version: init.plugin.version.clone(),
+        protocol_version: init.protocol_version.clone(),
+        tools,
+        hooks: registered
+            .hooks
+            .iter()
+            .map(|h| LockedHook {
+                event: h.event.clone(),
+                mode: wire(serde_json::to_value(h.mode).unwrap_or_default()),
+                priority: h.priority,
+                error_policy: wire(serde_json::to_value(h.error_policy).unwrap_or_default()),
+            })
+            .collect(),
+    }
+}
+
+/// `Err` when what the plugin registered is not what the lock pins for
+/// its entry (or, without a pin, when it registers hooks).
+pub fn check(
+    manifest: &Manifest,
+    init: &InitializeResult,
+    registered: &SetupResult,
+) -> Result<(), RegistrationBreach> {
+    let pinned = manifest.process.as_ref().and_then(|p| p.pinned.as_deref());
+    let live = lock_entry(init, registered);
+    match pinned {
+        Some(locked) => {
+            let changes = diff_tools(locked, &live);
+            if changes.is_empty() {
+                return Ok(());
+            }
+            Err(RegistrationBreach {
+                promise: "registers something else than `chassis.lock` pins for its entry (review the difference, then `chassis tools FILE --update-lock` pins what it registers now)".to_owned(),
+                promised: "chassis.lock".to_owned(),
+                actual: changes.iter().map(ToString::to_string).collect(),
+            })
+        }
+        None if live.hooks.is_empty() => Ok(()),
+        None => Err(RegistrationBreach {
+            promise: "registers hooks that `chassis.lock` does not pin, so the pure commands cannot see them (`chassis tools FILE --update-lock` pins them)".to_owned(),
+            promised: "chassis.lock".to_owned(),
+            actual: live.hooks.iter().map(show_hook).collect(),
+        }),
+    }
+}
+
+fn show_hook(h: &LockedHook) -> String {
+    format!(
+        "hook {} ({}, priority {}, on error {})",
+        h.event, h.mode, h.priority, h.error_policy
+    )
+}
+
+#[cfg(test)]
+mod tests {
+    use std::sync::Arc;
+
+    use super::super::protocol::{
+        ErrorPolicyWire, HookModeWire, HookRegistration, PluginInfo, ToolPolicyWire,
+        ToolRegistration,
+    };
+    use super::*;
+    use crate::engine::model::ProcessCommand;
+    use crate::engine::version::Version;
+    use serde_json::json;
+
+    fn init() -> InitializeResult {
+        InitializeResult {
+            protocol_version: "1.0".into(),
+            plugin: PluginInfo {
+                name: "p".into(),
+                version: "1.0.0".into(),
+                ..PluginInfo::default()
+            },
+            max_concurrency: None,
+        }
+    }
+
+    fn registered() -> SetupResult {
+        SetupResult {
+            capabilities: Vec::new(),
+            tools: vec![ToolRegistration {
+                name: "greet".into(),
+                description: "Greet".into(),
+                input_schema: json!({"type": "object"}),
+                policy: ToolPolicyWire {
+                    idempotent: true,
+                    ..ToolPolicyWire::default()
+                },
+            }],
+            hooks: vec![HookRegistration {
+                event: "before_tool_execute".into(),
+                mode: HookModeWire::Bail,
+                priority: 3,
+                error_policy: ErrorPolicyWire::Raise,
+            }],
+        }
+    }
+
+    fn manifest(pinned: Option<LockEntry>) -> Manifest {
+        let mut m = Manifest::new("p", Version::parse("1.0.0").unwrap());
+        m.process = Some(Arc::new(ProcessCommand {
+            argv: vec!["python3".into()],
+            env: Vec::new(),
+            files: Vec::new(),
+            startup_timeout: None,
+            dir: std::path::PathBuf::new(),
+            pinned: pinned.map(Arc::new),
+        }));
+        m
+    }
+
+    #[test]
+    fn the_lock_entry_pins_policies_and_hooks_in_wire_terms() {
+        let e = lock_entry(&init(), &registered());
+        assert_eq!(e.server_name, "p");
+        assert_eq!(e.tools[0].policy_json().unwrap()["idempotent"], true);
+        assert_eq!(e.tools[0].input_schema, r#"{"type":"object"}"#);
+        assert_eq!(
+            e.hooks,
+            [LockedHook {
+                event: "before_tool_execute".into(),
+                mode: "bail".into(),
+                priority: 3,
+                error_policy: "raise".into(),
+            }]
+        );
+    }
+
+    #[test]
+    fn a_mount_must_register_what_is_pinned() {
+        let pin = lock_entry(&init(), &registered());
+        assert_eq!(
+            check(&manifest(Some(pin.clone())), &init(), &registered()),
+            Ok(())
+        );
+        let mut other = registered();
+        other.tools[0].policy.approval_required = true;
+        other.hooks[0].priority = 4;
+        let breach = check(&manifest(Some(pin)), &init(), &other).unwrap_err();
+        assert_eq!(breach.promised, "chassis.lock");
+        assert_eq!(
+            breach.actual,
+            [
+                "~ greet (policy)",
+                "~ hook before_tool_execute#0 (priority)"
+            ]
+        );
+    }
+
+    #[test]
+    fn without_a_pin_hooks_are_refused_and_tools_alone_pass() {
+        let breach = check(&manifest(None), &init(), &registered()).unwrap_err();
+        assert_eq!(
+            breach.actual,
+            ["hook before_tool_execute (bail, priority 3, on error raise)"]
+        );
+        let mut no_hooks = registered();
+        no_hooks.hooks.clear();
+        assert_eq!(check(&manifest(None), &init(), &no_hooks), Ok(()));
+    }
+}
