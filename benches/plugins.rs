@@ -251,8 +251,17 @@ async fn calls(
         schema: json!({}),
         deadline: None,
         supervisor: Arc::clone(&supervisor),
+        calls: Arc::default(),
     };
-    let ctx = ToolCallContext::detached("run_bench", "gen_0001", "/");
+    // Inside a run, as an agent calls it: the call is entered for the
+    // invokes it may make.
+    let mut ctx = ToolCallContext::detached("run_bench", "gen_0001", "/");
+    ctx.reach = Some(chassis::runtime::CallReach::new(
+        Arc::new(chassis::engine::policy::AllowAll),
+        "say",
+        "sdk",
+        "gen_0001",
+    ));
     let text = "x".repeat(64);
     let args = json!({ "text": text });
     let mut times: [Vec<Duration>; 3] = [Vec::new(), Vec::new(), Vec::new()];

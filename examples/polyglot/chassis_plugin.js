@@ -25,8 +25,12 @@
 Object.defineProperty(exports, "__esModule", { value: true });
 exports.Plugin = exports.PluginContext = exports.Provider = exports.s = exports.InvokeError = exports.Bail = exports.PROTOCOL_VERSION = void 0;
 exports.plugin = plugin;
+const async_hooks_1 = require("async_hooks");
 const readline = require("readline");
-exports.PROTOCOL_VERSION = "1.0";
+exports.PROTOCOL_VERSION = "1.1";
+/** The `call_id` of the tool call being handled: an invoke made while
+ * handling it (awaited from the handler) runs under the call's run. */
+const currentCall = new async_hooks_1.AsyncLocalStorage();
 const MAX_MESSAGE_BYTES = 16 << 20;
 const METHOD_NOT_FOUND = -32601;
 const INVALID_PARAMS = -32602;
@@ -70,7 +74,11 @@ class Provider {
     }
     /** Call `method` of this capability through chassis. */
     async invoke(method, args = {}) {
-        const reply = await this.plugin.request("capability/invoke", { key: this.key, method, arguments: args });
+        const params = { key: this.key, method, arguments: args };
+        const call = currentCall.getStore();
+        if (call !== undefined)
+            params.call_id = call;
+        const reply = await this.plugin.request("capability/invoke", params);
         return reply && typeof reply === "object" ? reply.result : reply;
     }
 }
@@ -251,7 +259,8 @@ class Plugin {
         if (!tool)
             throw new RpcError(INVALID_PARAMS, `no tool \`${params?.name}\``);
         try {
-            const result = await tool.fn(params.arguments ?? {});
+            const callId = typeof params.call_id === "string" ? params.call_id : undefined;
+            const result = await currentCall.run(callId, () => tool.fn(params.arguments ?? {}));
             return { content: (result === undefined ? "" : result), is_error: false };
         }
         catch (e) {

@@ -34,6 +34,7 @@ channel.
 # Only what every plugin needs is imported up front: a plugin's start is
 # part of every mount (`inspect`, `dataclasses` and `traceback` alone would
 # add milliseconds to each).
+import contextvars
 import json
 import os
 import queue
@@ -44,7 +45,11 @@ import typing
 __all__ = ["plugin", "Plugin", "PluginContext", "ToolPolicy", "Method", "PluginError",
            "InvokeError", "Bail", "PROTOCOL_VERSION"]
 
-PROTOCOL_VERSION = "1.0"
+PROTOCOL_VERSION = "1.1"
+
+# The `call_id` of the tool call being handled (see Provider.invoke).
+_CALL = contextvars.ContextVar("chassis_call", default=None)
+
 MAX_MESSAGE_BYTES = 16 << 20
 
 METHOD_NOT_FOUND = -32601
@@ -416,8 +421,11 @@ class Provider:
     def invoke(self, method, **arguments):
         """Call `method` of this capability; raises InvokeError when chassis
         or the provider refuses. Blocks: call it from a tool or method."""
-        reply = self._plugin._request("capability/invoke",
-                                      {"key": self.key, "method": method, "arguments": arguments})
+        params = {"key": self.key, "method": method, "arguments": arguments}
+        call = _CALL.get()
+        if call is not None:
+            params["call_id"] = call
+        reply = self._plugin._request("capability/invoke", params)
         return reply.get("result") if isinstance(reply, dict) else reply
 
     def __getattr__(self, name):
@@ -550,11 +558,16 @@ class Plugin:
             bound = tool.bind(params.get("arguments") or {})
         except TypeError as e:
             raise _RpcError(INVALID_PARAMS, f"bad arguments for `{tool.name}`: {e}") from e
+        # An invoke made while handling the call (from this thread, or the
+        # coroutine, which copies the context) runs under the call's run.
+        call = _CALL.set(params.get("call_id"))
         try:
             result = self._await(tool.fn(**bound))
         except Exception as e:  # noqa: BLE001 - a failing tool is an answer
             _print_exc()
             return {"content": f"{type(e).__name__}: {e}", "is_error": True}
+        finally:
+            _CALL.reset(call)
         content = result if isinstance(result, (str, int, float, bool, list, dict)) or result is None else str(result)
         return {"content": "" if content is None else content, "is_error": False}
 

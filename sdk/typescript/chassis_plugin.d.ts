@@ -21,7 +21,7 @@
  * at start. stdout belongs to the protocol: `console.log` and friends write
  * to stderr.
  */
-export declare const PROTOCOL_VERSION = "1.0";
+export declare const PROTOCOL_VERSION = "1.1";
 /** A JSON value. */
 export type Json = null | boolean | number | string | Json[] | {
     [key: string]: Json;

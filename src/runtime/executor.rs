@@ -125,6 +125,13 @@ impl ExecutorServices {
     }
 }
 
+/// What a live call gets from its run's scope: the secrets it resolves and
+/// what it may do further on.
+struct CallScope {
+    secrets: Arc<dyn SecretProvider>,
+    reach: super::tool::CallReach,
+}
+
 /// What a run knows when it calls a tool.
 #[derive(Clone, Debug)]
 pub struct RunContext {
@@ -757,13 +764,28 @@ impl ToolExecutor {
                 // The tool takes the arguments; a recording keeps a copy.
                 let recorded_args = s.replay.as_ref().map(|_| args.clone());
                 // The scope's own secrets provider, else the default.
-                let secrets = system
-                    .get_or_insert_with(|| g.system(&run.scope))
+                let here = system.get_or_insert_with(|| g.system(&run.scope));
+                let secrets = here
                     .secrets
                     .take()
                     .unwrap_or_else(|| Arc::clone(&s.secrets));
+                // What the call may do further on (an invoke inside it) is
+                // judged by the same scope policy.
+                let reach = super::tool::CallReach::new(
+                    here.policy.clone().unwrap_or_else(|| Arc::clone(&s.policy)),
+                    &call.name,
+                    &reg.owner,
+                    &generation_id,
+                );
                 let (status, content, artifact, error, duration_seconds) = match self
-                    .call_live(run, reg, &call, args, secrets, &generation_id)
+                    .call_live(
+                        run,
+                        reg,
+                        &call,
+                        args,
+                        CallScope { secrets, reach },
+                        &generation_id,
+                    )
                     .await
                 {
                     Ok(done) => done,
@@ -843,9 +865,10 @@ impl ToolExecutor {
         reg: &super::tool::ToolRegistration,
         call: &ToolCall,
         args: Value,
-        secrets: Arc<dyn SecretProvider>,
+        scope: CallScope,
         generation_id: &str,
     ) -> Result<(ToolStatus, Value, Option<Value>, Option<String>, f64), BudgetExceeded> {
+        let CallScope { secrets, mut reach } = scope;
         let s = &self.services;
         let span_attrs = self.memo.span_start.get(&[
             ("generation_id", Val::Str(generation_id)),
@@ -859,14 +882,6 @@ impl ToolExecutor {
         let span = s.telemetry.span_start("tool.execute", &span_attrs).ok();
         drop(span_attrs);
         let cancel = Cancellation::new();
-        let ctx = ToolCallContext {
-            run_id: run.run_id.clone(),
-            generation_id: generation_id.to_owned(),
-            agent: run.agent.clone(),
-            scope: run.scope.clone(),
-            cancel: cancel.clone(),
-            secrets: super::tool::ToolSecrets::new(secrets, s.redactor.clone()),
-        };
         let timeout = reg
             .policy
             .timeout_seconds
@@ -885,6 +900,17 @@ impl ToolExecutor {
             (t, l) => t.or(l),
         };
         let started = tokio::time::Instant::now();
+        reach.budget.clone_from(&run.budget);
+        reach.deadline = timeout.map(|t| started + t);
+        let ctx = ToolCallContext {
+            run_id: run.run_id.clone(),
+            generation_id: generation_id.to_owned(),
+            agent: run.agent.clone(),
+            scope: run.scope.clone(),
+            cancel: cancel.clone(),
+            secrets: super::tool::ToolSecrets::new(secrets, s.redactor.clone()),
+            reach: Some(reach),
+        };
         let tool = Arc::clone(&reg.tool);
         let work = tool.call(args, &ctx);
         let outcome = match timeout {
@@ -901,7 +927,11 @@ impl ToolExecutor {
         let caller_budget = match &outcome {
             Some(Err(e)) => e
                 .downcast_ref::<super::agent::CallerBudgetExhausted>()
-                .map(|c| c.exceeded.clone()),
+                .map(|c| c.exceeded.clone())
+                .or_else(|| {
+                    e.downcast_ref::<super::tool::RunBudgetExhausted>()
+                        .map(|c| c.exceeded.clone())
+                }),
             _ => None,
         };
         let (status, content, artifact, error) = match outcome {

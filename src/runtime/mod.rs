@@ -51,7 +51,8 @@ pub use plugin::{FnPlugin, Plugin, plugin_fn};
 pub use reconcile::{PluginContractError, ReconcileError, ReconcileReport};
 pub use scope::{BoxError, BoxFuture, CleanupFn, EffectCleanupError, OwnershipScope};
 pub use tool::{
-    Cancellation, DeclaredTool, Tool, ToolCallContext, ToolOutput, ToolRegistration, ToolSecrets,
+    CallReach, Cancellation, DeclaredTool, RunBudgetExhausted, Tool, ToolCallContext, ToolOutput,
+    ToolRegistration, ToolSecrets,
 };
 pub use tool_set::{ToolSetChange, ToolSetReporter, ToolSetSink};
 pub use value::CapabilityValue;

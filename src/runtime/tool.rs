@@ -102,6 +102,87 @@ impl SecretProvider for ToolSecrets {
     }
 }
 
+/// What a tool call may spend and do on behalf of its run when it reaches
+/// further than its own code — a process plugin's tool calling another
+/// plugin's capability (`capability/invoke`) or the model (`chat`): the
+/// run's budget, the call's deadline, and the policy of the run's scope.
+#[derive(Clone)]
+pub struct CallReach {
+    /// The run's budget, if it has one.
+    pub budget: Option<crate::engine::budget::BudgetGovernor>,
+    /// When the call is cut off, if it has a deadline.
+    pub deadline: Option<tokio::time::Instant>,
+    policy: Arc<dyn crate::engine::policy::PolicyEngine>,
+    tool: String,
+    owner: String,
+    generation_id: String,
+}
+
+impl CallReach {
+    /// The reach of a call of `tool` (registered by `owner`) under
+    /// `policy`.
+    pub fn new(
+        policy: Arc<dyn crate::engine::policy::PolicyEngine>,
+        tool: &str,
+        owner: &str,
+        generation_id: &str,
+    ) -> Self {
+        Self {
+            budget: None,
+            deadline: None,
+            policy,
+            tool: tool.to_owned(),
+            owner: owner.to_owned(),
+            generation_id: generation_id.to_owned(),
+        }
+    }
+
+    /// What the scope's policy decides for `permission` (`name[:resource]`)
+    /// asked on behalf of the call's tool through `via` (a capability
+    /// method, `database.insert`). A permission that does not parse, or an
+    /// engine that fails, is denied.
+    pub fn decide(&self, permission: &str, via: &str) -> crate::engine::policy::PolicyDecision {
+        use crate::engine::policy::{Permission, PolicyDecision, PolicyRequest, evaluate_or_deny};
+        match Permission::parse(permission) {
+            Ok(p) => evaluate_or_deny(
+                self.policy.as_ref(),
+                &PolicyRequest::for_tool(&self.tool, p)
+                    .with_context("owner", &self.owner)
+                    .with_context("generation_id", &self.generation_id)
+                    .with_context("via", via),
+            ),
+            Err(e) => PolicyDecision::deny(format!("`{permission}` is not a permission: {e}")),
+        }
+    }
+
+    /// The time left before the deadline (`None`: no deadline).
+    pub fn time_left(&self) -> Option<std::time::Duration> {
+        self.deadline
+            .map(|d| d.saturating_duration_since(tokio::time::Instant::now()))
+    }
+}
+
+impl std::fmt::Debug for CallReach {
+    fn fmt(&self, f: &mut std::fmt::Formatter<'_>) -> std::fmt::Result {
+        f.debug_struct("CallReach")
+            .field("tool", &self.tool)
+            .field("deadline", &self.deadline)
+            .finish_non_exhaustive()
+    }
+}
+
+/// A call that reached further (a `chat` inside a tool call) was refused
+/// a charge by its run's budget: the run stops as out of budget, as when
+/// the loop itself is refused the charge.
+#[derive(Debug, thiserror::Error)]
+#[error("tool `{tool}` ran out of its run's budget: {exceeded}")]
+pub struct RunBudgetExhausted {
+    /// The tool whose call spent it.
+    pub tool: String,
+    /// The refused charge.
+    pub exceeded: crate::engine::budget::BudgetExceeded,
+}
+
 /// What a tool receives besides its arguments.
 #[derive(Clone)]
 pub struct ToolCallContext {
@@ -119,6 +200,8 @@ pub struct ToolCallContext {
     /// (a scope whose secrets provider cannot be resolved fails every
     /// lookup).
     pub secrets: ToolSecrets,
+    /// What the call may spend and do beyond its own code, inside a run.
+    pub reach: Option<CallReach>,
 }
 
 impl ToolCallContext {
@@ -135,6 +218,7 @@ impl ToolCallContext {
                 Arc::new(crate::engine::secret::StaticSecretProvider::new()),
                 crate::engine::secret::Redactor::new(),
             ),
+            reach: None,
         }
     }
 }

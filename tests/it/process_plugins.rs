@@ -322,7 +322,7 @@ fn a_line_that_is_not_json_rpc_and_an_unknown_major_are_refused() {
         (CHATTY, "not JSON: `hello, I am a plugin`"),
         (
             FUTURE,
-            "speaks plugin protocol 2.0; this chassis speaks 1.0",
+            "speaks plugin protocol 2.0; this chassis speaks 1.1",
         ),
     ] {
         let dir = workspace(&[("greeter.py", script), ("composition.toml", GREETER_TOML)]);
@@ -583,6 +583,8 @@ name = "remember"
 description = "Remember a note."
 args = { type = "object", properties = { text = { type = "string" } }, required = ["text"], additionalProperties = false }
 
+[policy]
+grants = ["database.read", "database.write"]
 [policy.tools.recall]
 idempotent = true
 [policy.tools.remember]
@@ -655,6 +657,46 @@ fn a_plugin_calls_another_plugins_capability_methods_through_chassis() {
         results[0]
     );
     assert_eq!(results[2], "");
+
+    // Declared but not granted: inside a tool call, the run's scope policy
+    // judges the method's permissions too, and fails closed.
+    let toml = NOTES_TOML.replace(
+        "grants = [\"database.read\", \"database.write\"]",
+        "grants = [\"database.read\"]",
+    );
+    std::fs::write(
+        dir.path().join("composition.toml"),
+        toml.replace("{PYTHON}", &python()),
+    )
+    .unwrap();
+    let out = run(
+        dir.path(),
+        &["--format", "json", "run", "composition.toml"],
+        &[],
+    );
+    assert_eq!(out.code, 0, "{}\n{}", out.stdout, out.stderr);
+    let results = tool_results(&document(&out));
+    assert!(
+        results[0].starts_with("refused (-32001)")
+            && results[0].contains("denied by the policy of the run's scope"),
+        "{}",
+        results[0]
+    );
+    // One run's grant widens it.
+    let out = run(
+        dir.path(),
+        &[
+            "--format",
+            "json",
+            "run",
+            "composition.toml",
+            "--grant",
+            "database.write",
+        ],
+        &[],
+    );
+    assert_eq!(out.code, 0, "{}\n{}", out.stdout, out.stderr);
+    assert_eq!(tool_results(&document(&out))[0], "1 notes in sqlite");
 }
 
 /// `examples/polyglot`: a Python plugin's SQLite-backed capability used by
@@ -1166,6 +1208,38 @@ default_input = "Ada"
     );
     assert_eq!(doc["usage"]["input_tokens"], 16, "{:#}", doc["usage"]);
     assert_eq!(doc["model"], "py-echo", "{:#}", doc["model"]);
+    // The `chat` inside the tool call is one of the run's model calls.
+    let used = |doc: &Value, dimension: &str| {
+        doc["budget"]
+            .as_array()
+            .and_then(|b| b.iter().find(|d| d["dimension"] == dimension))
+            .map(|d| d["used"].clone())
+            .unwrap_or_else(|| panic!("no {dimension} in {:#}", doc["budget"]))
+    };
+    assert_eq!(used(&doc, "model_calls"), 3.0);
+
+    // With one model call in its budget, the run's own call spends it: the
+    // tool's `chat` is refused, and the run stops as out of budget.
+    let toml = toml.replace(
+        "default_input = \"Ada\"",
+        "default_input = \"Ada\"\nbudget = { model_calls = 1 }",
+    );
+    std::fs::write(
+        dir.path().join("composition.toml"),
+        toml.replace("{PYTHON}", &python()),
+    )
+    .unwrap();
+    let out = run(
+        dir.path(),
+        &["--format", "json", "run", "composition.toml"],
+        &[],
+    );
+    // An exhausted budget is a failure while running (exit 3).
+    assert_eq!(out.code, 3, "{}\n{}", out.stdout, out.stderr);
+    let doc = document(&out);
+    assert_eq!(doc["stop"]["kind"], "budget_exhausted", "{:#}", doc["stop"]);
+    assert_eq!(doc["stop"]["dimension"], "model_calls", "{:#}", doc["stop"]);
+    assert_eq!(used(&doc, "model_calls"), 1.0);
 }
 
 #[test]

@@ -22,9 +22,14 @@
  * to stderr.
  */
 
+import { AsyncLocalStorage } from "async_hooks";
 import * as readline from "readline";
 
-export const PROTOCOL_VERSION = "1.0";
+export const PROTOCOL_VERSION = "1.1";
+
+/** The `call_id` of the tool call being handled: an invoke made while
+ * handling it (awaited from the handler) runs under the call's run. */
+const currentCall = new AsyncLocalStorage<string | undefined>();
 const MAX_MESSAGE_BYTES = 16 << 20;
 
 const METHOD_NOT_FOUND = -32601;
@@ -121,7 +126,10 @@ export class Provider {
   }
   /** Call `method` of this capability through chassis. */
   async invoke(method: string, args: { [key: string]: Json } = {}): Promise<Json> {
-    const reply: any = await this.plugin.request("capability/invoke", { key: this.key, method, arguments: args });
+    const params: { [key: string]: Json } = { key: this.key, method, arguments: args };
+    const call = currentCall.getStore();
+    if (call !== undefined) params.call_id = call;
+    const reply: any = await this.plugin.request("capability/invoke", params);
     return reply && typeof reply === "object" ? reply.result : reply;
   }
 }
@@ -309,7 +317,8 @@ export class Plugin {
     const tool = this.ctx?.toolTable.get(params?.name);
     if (!tool) throw new RpcError(INVALID_PARAMS, `no tool \`${params?.name}\``);
     try {
-      const result = await tool.fn(params.arguments ?? {});
+      const callId = typeof params.call_id === "string" ? params.call_id : undefined;
+      const result = await currentCall.run(callId, () => tool.fn(params.arguments ?? {}));
       return { content: (result === undefined ? "" : result) as Json, is_error: false };
     } catch (e: any) {
       console.error(e?.stack ?? String(e));

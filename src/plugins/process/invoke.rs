@@ -19,6 +19,7 @@ use std::time::Duration;
 
 use serde_json::Value;
 
+use super::calls::{CallScope, InFlight};
 use super::protocol::{InvokeParams, InvokeResult, MethodDecl, ProviderInvokeParams, code, method};
 use super::rpc::{Handler, RpcError};
 use super::supervise::Supervisor;
@@ -108,18 +109,35 @@ fn declares(declared: &[String], needed: &str) -> bool {
     declared.iter().any(|d| d == needed || d == name)
 }
 
+/// What a consumer's handler knows: who it is, what it may reach, and its
+/// tool calls in flight.
+struct Consumer {
+    entry: String,
+    bound: BTreeMap<String, Bound>,
+    permissions: Vec<String>,
+    calls: Arc<InFlight>,
+}
+
+type Refused = (i64, String);
+
 /// The handler of a consumer's requests: `capability/invoke` over the
-/// providers bound to it, under its manifest's permissions.
+/// providers bound to it, under its manifest's permissions — and, when the
+/// invoke names a tool call in flight, under that call's run.
 pub fn consumer_handler(
     entry: String,
     bound: BTreeMap<String, Bound>,
     permissions: Vec<String>,
+    calls: Arc<InFlight>,
 ) -> Handler {
-    let shared = Arc::new((entry, bound, permissions));
+    let consumer = Arc::new(Consumer {
+        entry,
+        bound,
+        permissions,
+        calls,
+    });
     Arc::new(move |m: String, params: Value| {
-        let shared = Arc::clone(&shared);
+        let consumer = Arc::clone(&consumer);
         Box::pin(async move {
-            let (entry, bound, permissions) = &*shared;
             if m != method::CAPABILITY_INVOKE {
                 return Err((
                     code::METHOD_NOT_FOUND,
@@ -128,131 +146,225 @@ pub fn consumer_handler(
             }
             let p: InvokeParams = serde_json::from_value(params)
                 .map_err(|e| (code::INVALID_PARAMS, format!("capability/invoke: {e}")))?;
-            let bound_to = bound.get(&p.key).ok_or_else(|| {
-                (
-                    code::INVALID_PARAMS,
-                    format!(
-                        "`{}` is not a requirement of `{entry}` bound to a process plugin or a model; requirements with methods: [{}]",
-                        p.key,
-                        bound.keys().cloned().collect::<Vec<_>>().join(", ")
-                    ),
-                )
-            })?;
-            let cap = match bound_to {
-                Bound::Process(cap) => cap,
-                Bound::Model(model) => {
-                    if p.method != super::model::CHAT {
-                        return Err((
-                            code::INVALID_PARAMS,
-                            format!("`{}` is a model; its one method is `chat`", p.key),
-                        ));
-                    }
-                    let result = super::model::chat(model, p.arguments)
-                        .await
-                        .map_err(|e| (code::PROVIDER_UNAVAILABLE, e))?;
-                    return Ok(serde_json::to_value(InvokeResult { result }).unwrap_or(Value::Null));
-                }
-            };
-            let method = cap.methods.get(&p.method).ok_or_else(|| {
-                (
-                    code::INVALID_PARAMS,
-                    format!(
-                        "`{}` has no method `{}`; its methods: [{}]",
-                        p.key,
-                        p.method,
-                        cap.methods.keys().cloned().collect::<Vec<_>>().join(", ")
-                    ),
-                )
-            })?;
-            let args = if p.arguments.is_null() {
-                Value::Object(serde_json::Map::new())
-            } else {
-                p.arguments
-            };
-            let violations = method.schema.violations(&args);
-            if !violations.is_empty() {
-                let list: Vec<String> = violations.iter().map(ToString::to_string).collect();
-                return Err((
-                    code::INVALID_PARAMS,
-                    format!("`{}.{}`: {}", p.key, p.method, list.join("; ")),
-                ));
-            }
-            let missing: Vec<&String> = method
-                .decl
-                .permissions
-                .iter()
-                .filter(|n| !declares(permissions, n))
-                .collect();
-            if !missing.is_empty() {
-                return Err((
-                    code::PERMISSION_DENIED,
-                    format!(
-                        "`{}.{}` needs {}, which the manifest of `{entry}` does not declare in `permissions`",
-                        p.key,
-                        p.method,
-                        missing
-                            .iter()
-                            .map(|s| format!("`{s}`"))
-                            .collect::<Vec<_>>()
-                            .join(", ")
-                    ),
-                ));
-            }
-            // A provider restarting gets the call's deadline, no more.
-            let started = tokio::time::Instant::now();
-            let conn = tokio::time::timeout(DEFAULT_DEADLINE, cap.provider.connection(None))
-                .await
-                .map_err(|_| {
-                    (
-                        code::PROVIDER_UNAVAILABLE,
-                        format!(
-                            "the provider of `{}` ({}) did not come back within {}s",
-                            p.key,
-                            cap.provider.entry(),
-                            DEFAULT_DEADLINE.as_secs()
-                        ),
-                    )
-                })?
-                .map_err(|e| (code::PROVIDER_UNAVAILABLE, e))?;
-            let left = DEFAULT_DEADLINE.saturating_sub(started.elapsed());
-            let forward = ProviderInvokeParams {
-                key: p.key.clone(),
-                method: p.method.clone(),
-                arguments: args,
-                caller: entry.clone(),
-                deadline_ms: u64::try_from(left.as_millis()).unwrap_or(u64::MAX),
-            };
-            let reply = conn
-                .request(
-                    method::CAPABILITY_INVOKE,
-                    serde_json::to_value(forward).unwrap_or(Value::Null),
-                    Some(left),
-                    None,
-                )
-                .await
-                .map_err(|e| match e {
-                    RpcError::Remote { code, message } => (code, message),
-                    other => (
-                        code::PROVIDER_UNAVAILABLE,
-                        format!(
-                            "the provider of `{}` ({}): {other}",
-                            p.key,
-                            cap.provider.entry()
-                        ),
-                    ),
-                })?;
-            let result: InvokeResult = serde_json::from_value(reply).map_err(|e| {
-                (
-                    code::INTERNAL_ERROR,
-                    format!(
-                        "the provider of `{}` answered with the wrong shape: {e}",
-                        p.key
-                    ),
-                )
-            })?;
-            Ok(serde_json::to_value(result).unwrap_or(Value::Null))
+            consumer.invoke(p).await
         })
     })
+}
+
+impl Consumer {
+    async fn invoke(&self, p: InvokeParams) -> Result<Value, Refused> {
+        let entry = &self.entry;
+        let call = match &p.call_id {
+            Some(token) => Some(self.calls.get(token).ok_or_else(|| {
+                (
+                    code::INVALID_PARAMS,
+                    format!(
+                        "`call_id` `{token}` is not a tool call of `{entry}` in flight (pass the `call_id` of the `tools/call` being handled, or none outside a call)"
+                    ),
+                )
+            })?),
+            None => None,
+        };
+        // Inside a call: its deadline (the run's included), else 30 s.
+        if let Some(c) = &call
+            && let Some(Err(e)) = c.reach.budget.as_ref().map(|b| b.check_deadline())
+        {
+            c.exhausted(e.clone());
+            return Err((
+                code::BUDGET_EXHAUSTED,
+                format!("the run is out of time: {e}"),
+            ));
+        }
+        let deadline = call
+            .as_ref()
+            .and_then(|c| c.reach.time_left())
+            .unwrap_or(DEFAULT_DEADLINE);
+        let bound_to = self.bound.get(&p.key).ok_or_else(|| {
+            (
+                code::INVALID_PARAMS,
+                format!(
+                    "`{}` is not a requirement of `{entry}` bound to a process plugin or a model; requirements with methods: [{}]",
+                    p.key,
+                    self.bound.keys().cloned().collect::<Vec<_>>().join(", ")
+                ),
+            )
+        })?;
+        let cap = match bound_to {
+            Bound::Process(cap) => cap,
+            Bound::Model(model) => {
+                if p.method != super::model::CHAT {
+                    return Err((
+                        code::INVALID_PARAMS,
+                        format!("`{}` is a model; its one method is `chat`", p.key),
+                    ));
+                }
+                return chat(model, p.arguments, call.as_deref(), deadline).await;
+            }
+        };
+        let method = cap.methods.get(&p.method).ok_or_else(|| {
+            (
+                code::INVALID_PARAMS,
+                format!(
+                    "`{}` has no method `{}`; its methods: [{}]",
+                    p.key,
+                    p.method,
+                    cap.methods.keys().cloned().collect::<Vec<_>>().join(", ")
+                ),
+            )
+        })?;
+        let args = if p.arguments.is_null() {
+            Value::Object(serde_json::Map::new())
+        } else {
+            p.arguments
+        };
+        let violations = method.schema.violations(&args);
+        if !violations.is_empty() {
+            let list: Vec<String> = violations.iter().map(ToString::to_string).collect();
+            return Err((
+                code::INVALID_PARAMS,
+                format!("`{}.{}`: {}", p.key, p.method, list.join("; ")),
+            ));
+        }
+        let missing: Vec<&String> = method
+            .decl
+            .permissions
+            .iter()
+            .filter(|n| !declares(&self.permissions, n))
+            .collect();
+        if !missing.is_empty() {
+            return Err((
+                code::PERMISSION_DENIED,
+                format!(
+                    "`{}.{}` needs {}, which the manifest of `{entry}` does not declare in `permissions`",
+                    p.key,
+                    p.method,
+                    missing
+                        .iter()
+                        .map(|s| format!("`{s}`"))
+                        .collect::<Vec<_>>()
+                        .join(", ")
+                ),
+            ));
+        }
+        // Inside a run, the scope's policy decides each permission too; an
+        // invoke cannot stop to ask a person, so needing approval refuses.
+        if let Some(c) = &call {
+            let via = format!("{}.{}", p.key, p.method);
+            for permission in &method.decl.permissions {
+                let decision = c.reach.decide(permission, &via);
+                if !decision.allowed || decision.approval_required {
+                    let why = if decision.allowed {
+                        "needs approval, which a capability call inside a tool call cannot ask for"
+                            .to_owned()
+                    } else {
+                        format!(
+                            "is denied by the policy of the run's scope: {}",
+                            decision.reason
+                        )
+                    };
+                    return Err((
+                        code::PERMISSION_DENIED,
+                        format!("`{via}` needs `{permission}`, which {why}"),
+                    ));
+                }
+            }
+        }
+        // A provider restarting gets the call's deadline, no more.
+        let started = tokio::time::Instant::now();
+        let conn = tokio::time::timeout(deadline, cap.provider.connection(None))
+            .await
+            .map_err(|_| {
+                (
+                    code::PROVIDER_UNAVAILABLE,
+                    format!(
+                        "the provider of `{}` ({}) did not come back within {:.1}s",
+                        p.key,
+                        cap.provider.entry(),
+                        deadline.as_secs_f64()
+                    ),
+                )
+            })?
+            .map_err(|e| (code::PROVIDER_UNAVAILABLE, e))?;
+        let left = deadline.saturating_sub(started.elapsed());
+        let forward = ProviderInvokeParams {
+            key: p.key.clone(),
+            method: p.method.clone(),
+            arguments: args,
+            caller: entry.clone(),
+            deadline_ms: u64::try_from(left.as_millis()).unwrap_or(u64::MAX),
+            run_id: call.as_ref().map(|c| c.run_id.clone()),
+        };
+        let reply = conn
+            .request(
+                method::CAPABILITY_INVOKE,
+                serde_json::to_value(forward).unwrap_or(Value::Null),
+                Some(left),
+                call.as_ref().map(|c| &c.cancel),
+            )
+            .await
+            .map_err(|e| match e {
+                RpcError::Remote { code, message } => (code, message),
+                other => (
+                    code::PROVIDER_UNAVAILABLE,
+                    format!(
+                        "the provider of `{}` ({}): {other}",
+                        p.key,
+                        cap.provider.entry()
+                    ),
+                ),
+            })?;
+        let result: InvokeResult = serde_json::from_value(reply).map_err(|e| {
+            (
+                code::INTERNAL_ERROR,
+                format!(
+                    "the provider of `{}` answered with the wrong shape: {e}",
+                    p.key
+                ),
+            )
+        })?;
+        Ok(serde_json::to_value(result).unwrap_or(Value::Null))
+    }
+}
+
+/// `chat` on a bound model; inside a tool call, one more model call and
+/// its tokens are charged to the run's budget (checked before, recorded
+/// after, as the agent loop does), and the call's cancellation stops it.
+async fn chat(
+    model: &crate::runtime::model::ModelHandle,
+    arguments: Value,
+    call: Option<&CallScope>,
+    deadline: Duration,
+) -> Result<Value, Refused> {
+    use crate::engine::budget::{BudgetDimension, BudgetError, Usage};
+    let budget = call.and_then(|c| c.reach.budget.as_ref());
+    let refuse = |e: BudgetError| -> Refused {
+        if let (BudgetError::Exceeded(x), Some(c)) = (&e, call) {
+            c.exhausted(x.clone());
+        }
+        (
+            code::BUDGET_EXHAUSTED,
+            format!("the run's budget refuses the model call: {e}"),
+        )
+    };
+    if let Some(b) = budget {
+        b.check(BudgetDimension::ModelCalls, 1.0).map_err(refuse)?;
+    }
+    let cancel = call.map_or_else(crate::runtime::Cancellation::new, |c| c.cancel.clone());
+    let answer = super::model::chat(model, arguments, deadline, &cancel)
+        .await
+        .map_err(|e| (code::PROVIDER_UNAVAILABLE, e))?;
+    if let Some(b) = budget {
+        let usage = answer.usage.unwrap_or_default();
+        b.spend(Usage {
+            model_calls: 1.0,
+            tokens: usage.total() as f64,
+            estimated_cost: answer.estimated_cost.unwrap_or(0.0),
+            tool_calls: None,
+        })
+        .map_err(refuse)?;
+    }
+    let result = serde_json::to_value(answer).unwrap_or(Value::Null);
+    Ok(serde_json::to_value(InvokeResult { result }).unwrap_or(Value::Null))
 }
 
 #[cfg(test)]

@@ -17,7 +17,8 @@
 //! Layout: [`protocol`] holds the message types (and generates the
 //! schemas), [`rpc`] the JSON-RPC connection, [`start`] the spawn and
 //! handshake, [`supervise`] the restarts, [`invoke`] capabilities across
-//! processes, [`tool`] the forwarded tools.
+//! processes (under the tool call that made them, [`calls`]), [`tool`] the
+//! forwarded tools, [`pin`] and [`probe`] what `chassis.lock` pins.
 
 use std::collections::BTreeMap;
 use std::sync::Arc;
@@ -27,6 +28,7 @@ use crate::engine::model::{Entry, Manifest};
 use crate::engine::secret::Redactor;
 use crate::runtime::{BoxError, CapabilityValue, Catalog, Plugin, PluginContext};
 
+pub mod calls;
 pub mod hook;
 pub mod invoke;
 pub mod model;
@@ -69,10 +71,14 @@ impl Plugin for ProcessPlugin {
                 Some((cap.to_string(), value))
             })
             .collect();
+        // The tool calls in flight, shared by the tools (which enter
+        // them) and the handler (whose invokes name them).
+        let calls = Arc::new(calls::InFlight::default());
         let handler = invoke::consumer_handler(
             ctx.entry_id().to_owned(),
             bound,
             self.manifest.permissions.clone(),
+            Arc::clone(&calls),
         );
         let launch = start::prepare(&ctx, &self.manifest, &self.redactor, handler)?;
         let (process, registered) = start::launch(&launch)
@@ -99,13 +105,17 @@ impl Plugin for ProcessPlugin {
                 Ok(())
             })?;
         }
-        register(&ctx, &supervisor)?;
+        register(&ctx, &supervisor, &calls)?;
         Ok(())
     }
 }
 
 /// Register what the plugin answered to `setup` through `ctx`.
-fn register(ctx: &PluginContext, supervisor: &Arc<supervise::Supervisor>) -> Result<(), BoxError> {
+fn register(
+    ctx: &PluginContext,
+    supervisor: &Arc<supervise::Supervisor>,
+    calls: &Arc<calls::InFlight>,
+) -> Result<(), BoxError> {
     let registered = supervisor.registered();
     for c in &registered.capabilities {
         // A model provider: the loop drives it through `complete`.
@@ -160,6 +170,7 @@ fn register(ctx: &PluginContext, supervisor: &Arc<supervise::Supervisor>) -> Res
                 .timeout_seconds
                 .and_then(|s| std::time::Duration::try_from_secs_f64(s).ok()),
             supervisor: Arc::clone(supervisor),
+            calls: Arc::clone(calls),
         };
         ctx.tools().register(Arc::new(tool), policy)?;
     }

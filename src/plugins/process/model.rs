@@ -65,6 +65,7 @@ impl ChatModel for ProcessModel {
             }),
             caller: "chassis".to_owned(),
             deadline_ms: u64::try_from(DEFAULT_DEADLINE.as_millis()).unwrap_or(u64::MAX),
+            run_id: None,
         };
         let reply = conn
             .request(
@@ -103,12 +104,17 @@ struct ChatArguments {
     options: ModelOptions,
 }
 
-/// `chat` on the model bound to a consumer: one assistant turn.
-pub async fn chat(model: &ModelHandle, arguments: Value) -> Result<Value, String> {
+/// `chat`: one turn of `model` for a plugin that requires `model`, within
+/// `deadline` and until `cancel` fires.
+pub async fn chat(
+    model: &ModelHandle,
+    arguments: Value,
+    deadline: std::time::Duration,
+    cancel: &Cancellation,
+) -> Result<ModelResponse, String> {
     let args: ChatArguments = serde_json::from_value(arguments).map_err(|e| {
         format!("`chat` takes {{messages: [{{role, content}}], tools?, options?}}: {e}")
     })?;
-    let cancel = Cancellation::new();
     let request = ModelRequest {
         messages: &args.messages,
         tools: &args.tools,
@@ -117,15 +123,14 @@ pub async fn chat(model: &ModelHandle, arguments: Value) -> Result<Value, String
         cursors: TurnCursors::new(),
         deltas: None,
     };
-    let answer = tokio::time::timeout(DEFAULT_DEADLINE, model.0.complete(&request))
+    tokio::time::timeout(deadline, model.0.complete(&request))
         .await
         .map_err(|_| {
             cancel.cancel();
             format!(
-                "the model did not answer within {}s",
-                DEFAULT_DEADLINE.as_secs()
+                "the model did not answer within {:.1}s",
+                deadline.as_secs_f64()
             )
         })?
-        .map_err(|e| e.to_string())?;
-    serde_json::to_value(answer).map_err(|e| e.to_string())
+        .map_err(|e| e.to_string())
 }

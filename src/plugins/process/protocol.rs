@@ -20,7 +20,7 @@ use serde::{Deserialize, Serialize};
 use serde_json::Value;
 
 /// The protocol version this chassis speaks.
-pub const PROTOCOL_VERSION: &str = "1.0";
+pub const PROTOCOL_VERSION: &str = "1.1";
 
 /// The longest message either side may send, in bytes (16 MiB).
 pub const MAX_MESSAGE_BYTES: usize = 16 << 20;
@@ -253,6 +253,10 @@ pub struct InvokeParams {
     /// Its arguments.
     #[serde(default)]
     pub arguments: Value,
+    /// The `call_id` of the `tools/call` being handled (1.1), so the invoke
+    /// runs under that call's run; absent outside a tool call.
+    #[serde(default, skip_serializing_if = "Option::is_none")]
+    pub call_id: Option<String>,
 }
 
 /// `capability/invoke` params, as chassis forwards them to the provider.
@@ -268,6 +272,10 @@ pub struct ProviderInvokeParams {
     pub caller: String,
     /// Milliseconds the call may take.
     pub deadline_ms: u64,
+    /// The run the invoke belongs to (1.1), when it was made inside one of
+    /// its tool calls.
+    #[serde(default, skip_serializing_if = "Option::is_none")]
+    pub run_id: Option<String>,
 }
 
 /// `capability/invoke` result (both legs).
@@ -330,6 +338,12 @@ pub struct ToolCallParams {
     /// then (chassis cancels it and answers the model itself).
     #[serde(default, skip_serializing_if = "Option::is_none")]
     pub deadline_ms: Option<u64>,
+    /// Names this call (1.1): a `capability/invoke` made while handling it
+    /// passes it back as its `call_id`, and then runs under the call's
+    /// run — its deadline, cancellation, scope policy and budget. Absent
+    /// for a call outside a run.
+    #[serde(default, skip_serializing_if = "Option::is_none")]
+    pub call_id: Option<String>,
 }
 
 /// `tools/call` result.
@@ -376,6 +390,9 @@ pub mod code {
     /// The provider could not be reached (down, restarting past the
     /// deadline, not a process plugin).
     pub const PROVIDER_UNAVAILABLE: i64 = -32002;
+    /// The run's budget refused the invoke (1.1): the tool call that made
+    /// it fails, and the run stops as out of budget.
+    pub const BUDGET_EXHAUSTED: i64 = -32003;
 }
 
 /// Every message's schema, by file name (`initialize.params.json`, …):

@@ -1,7 +1,8 @@
 //! A process plugin's tool as a chassis [`Tool`].
 //!
 //! Every call crosses the executor first (hooks, policy, approval, budget,
-//! telemetry, replay); this adapter forwards it as `tools/call`. A result
+//! telemetry, replay); this adapter forwards it as `tools/call`, with a
+//! `call_id` the plugin's invokes name to run under the call's run. A result
 //! with `is_error` and a JSON-RPC error are tool failures the model sees;
 //! a dead process fails the call with the reason. The executor's deadline
 //! or a cancelled run drops the request, which sends `$/cancel`.
@@ -11,10 +12,11 @@ use std::time::Duration;
 
 use serde_json::Value;
 
+use super::calls::InFlight;
 use super::protocol::{ToolCallParams, ToolCallResult, method};
 use super::rpc::RpcError;
 use super::supervise::Supervisor;
-use crate::runtime::{BoxError, Tool, ToolCallContext, ToolOutput};
+use crate::runtime::{BoxError, RunBudgetExhausted, Tool, ToolCallContext, ToolOutput};
 
 /// A mounted tool of a process plugin.
 pub struct ProcessTool {
@@ -28,6 +30,8 @@ pub struct ProcessTool {
     pub deadline: Option<Duration>,
     /// The plugin's process.
     pub supervisor: Arc<Supervisor>,
+    /// The plugin's calls in flight (what its invokes run under).
+    pub calls: Arc<InFlight>,
 }
 
 impl std::fmt::Debug for ProcessTool {
@@ -53,13 +57,21 @@ impl Tool for ProcessTool {
     }
 
     async fn call(&self, args: Value, ctx: &ToolCallContext) -> Result<ToolOutput, BoxError> {
+        // Left when the call ends, however it ends.
+        let entered = self.calls.enter(ctx);
         let params = ToolCallParams {
+            call_id: entered.as_ref().map(|e| e.token.clone()),
             name: self.name.clone(),
             arguments: args,
             run_id: ctx.run_id.clone(),
             generation_id: ctx.generation_id.clone(),
-            deadline_ms: self
-                .deadline
+            // The call's own deadline (its policy's, or the run's time
+            // left) when it runs in one, else the policy's.
+            deadline_ms: ctx
+                .reach
+                .as_ref()
+                .and_then(crate::runtime::CallReach::time_left)
+                .or(self.deadline)
                 .map(|d| u64::try_from(d.as_millis()).unwrap_or(u64::MAX)),
         };
         let conn = self
@@ -74,16 +86,24 @@ impl Tool for ProcessTool {
                 None,
                 Some(&ctx.cancel),
             )
-            .await
-            .map_err(|e| -> BoxError {
-                match e {
-                    RpcError::Closed(reason) => {
-                        format!("the plugin process is gone ({reason}); chassis is restarting it")
-                            .into()
-                    }
-                    other => other.to_string().into(),
+            .await;
+        // An invoke the run's budget refused fails the call as out of
+        // budget, whatever the plugin made of the refusal.
+        if let Some(exceeded) = entered.as_ref().and_then(|e| e.scope.take_exhausted()) {
+            return Err(Box::new(RunBudgetExhausted {
+                tool: self.name.clone(),
+                exceeded,
+            }));
+        }
+        let reply = reply.map_err(|e| -> BoxError {
+            match e {
+                RpcError::Closed(reason) => {
+                    format!("the plugin process is gone ({reason}); chassis is restarting it")
+                        .into()
                 }
-            })?;
+                other => other.to_string().into(),
+            }
+        })?;
         let result: ToolCallResult = serde_json::from_value(reply)
             .map_err(|e| format!("the plugin answered `tools/call` with the wrong shape: {e}"))?;
         if result.is_error {
