@@ -43,7 +43,7 @@ import threading
 import typing
 
 __all__ = ["plugin", "Plugin", "PluginContext", "ToolPolicy", "Method", "PluginError",
-           "InvokeError", "Bail", "PROTOCOL_VERSION"]
+           "InvokeError", "Bail", "Request", "Response", "PROTOCOL_VERSION"]
 
 PROTOCOL_VERSION = "1.1"
 
@@ -74,6 +74,42 @@ class InvokeError(Exception):
     def __init__(self, code, message):
         super().__init__(message)
         self.code = code
+
+
+class Request:
+    """An HTTP request to one of the plugin's routes (`chassis serve` answers
+    them under /plugins/ENTRY/...): method, path (under the entry), query
+    (a dict of lists), headers (lowercase names; never credentials), body
+    (text)."""
+
+    def __init__(self, params):
+        from urllib.parse import parse_qs
+        self.method = params.get("method", "GET")
+        self.path = params.get("path", "/")
+        self.query = parse_qs(params.get("query", ""))
+        self.headers = dict(params.get("headers") or {})
+        self.body = params.get("body", "")
+
+    def json(self):
+        """The body parsed as JSON."""
+        return json.loads(self.body) if self.body else None
+
+
+class Response:
+    """What a route answers when a status or headers matter; a route may also
+    return a str (200, text/plain) or any JSON value (200, application/json)."""
+
+    def __init__(self, body="", status=200, headers=None):
+        self.body = body
+        self.status = int(status)
+        self.headers = dict(headers or {})
+
+    def wire(self):
+        body, headers = self.body, {k.lower(): str(v) for k, v in self.headers.items()}
+        if not isinstance(body, str):
+            body = json.dumps(body)
+            headers.setdefault("content-type", "application/json")
+        return {"status": self.status, "headers": headers, "body": body}
 
 
 class Method:
@@ -342,6 +378,23 @@ class _Hooks:
                                       "priority": int(priority), "error_policy": error_policy}))
 
 
+class _Routes:
+    def __init__(self, ctx):
+        self._ctx = ctx
+
+    def register(self, method, path, fn):
+        """Answer `method` requests to `path` (under /plugins/ENTRY; exact, or
+        a prefix ending in `/*`) with `fn(request)`. Routes are pinned in
+        chassis.lock (`chassis tools FILE --update-lock`)."""
+        self._ctx._check_open()
+        method = str(method).upper()
+        if method not in ("GET", "POST", "PUT", "PATCH", "DELETE"):
+            raise PluginError(f"route method `{method}` is not GET, POST, PUT, PATCH or DELETE")
+        if not str(path).startswith("/"):
+            raise PluginError(f"route path `{path}` must start with `/`")
+        self._ctx._routes.append((fn, {"method": method, "path": str(path)}))
+
+
 class _Capabilities:
     def __init__(self, ctx):
         self._ctx = ctx
@@ -378,12 +431,14 @@ class PluginContext:
         self._requirements = params.get("requirements") or {}
         self._tools = {}
         self._hooks = []
+        self._routes = []
         self._methods = {}
         self._capabilities = []
         self._cleanups = []
         self._sealed = False
         self.tools = _Tools(self)
         self.hooks = _Hooks(self)
+        self.routes = _Routes(self)
         self.capabilities = _Capabilities(self)
 
     def _check_open(self):
@@ -546,7 +601,8 @@ class Plugin:
         ctx._sealed = True
         self._ctx = ctx
         return {"capabilities": ctx._capabilities, "tools": [t.wire() for t in ctx._tools.values()],
-                "hooks": [wire for _, wire in ctx._hooks]}
+                "hooks": [wire for _, wire in ctx._hooks],
+                "routes": [wire for _, wire in ctx._routes]}
 
     def _tools_call(self, params):
         if not isinstance(params, dict) or not isinstance(params.get("name"), str):
@@ -604,6 +660,24 @@ class Plugin:
             return {"action": "continue"}
         return {"action": "transform", "payload": out}
 
+    def _http(self, params):
+        routes = self._ctx._routes if self._ctx else []
+        index = params.get("route") if isinstance(params, dict) else None
+        if not isinstance(index, int) or not 0 <= index < len(routes):
+            raise _RpcError(INVALID_PARAMS, f"no route {index!r}")
+        fn, _ = routes[index]
+        try:
+            out = self._await(fn(Request(params)))
+        except Exception as e:  # noqa: BLE001 - a failing route is a 500
+            _print_exc()
+            return {"status": 500, "headers": {"content-type": "text/plain"},
+                    "body": f"{type(e).__name__}: {e}"}
+        if isinstance(out, Response):
+            return out.wire()
+        if isinstance(out, str):
+            return {"status": 200, "headers": {"content-type": "text/plain; charset=utf-8"}, "body": out}
+        return Response(out).wire()
+
     def _teardown(self, _params):
         for description, fn in reversed(self._ctx._cleanups if self._ctx else []):
             try:
@@ -616,7 +690,7 @@ class Plugin:
     def _handle(self, id_, method, params):
         handlers = {"initialize": self._initialize, "setup": self._setup,
                     "tools/call": self._tools_call, "capability/invoke": self._invoke,
-                    "hooks/dispatch": self._dispatch,
+                    "hooks/dispatch": self._dispatch, "http/request": self._http,
                     "teardown": self._teardown}
         handler = handlers.get(method)
         try:

@@ -80,6 +80,30 @@ export interface HookSpec {
     errorPolicy?: "record" | "raise";
 }
 /** A capability method call chassis or the provider refused. */
+/** An HTTP request to one of the plugin's routes (`chassis serve` answers
+ * them under /plugins/ENTRY/...). Headers have lowercase names and never
+ * carry credentials. */
+export interface RouteRequest {
+    method: string;
+    path: string;
+    query: string;
+    headers: {
+        [name: string]: string;
+    };
+    body: string;
+}
+/** What a route answers when a status or headers matter; a route may also
+ * return a string (200, text/plain) or any JSON value (200, application/json). */
+export declare class RouteResponse {
+    readonly body: Json;
+    readonly status: number;
+    readonly headers: {
+        [name: string]: string;
+    };
+    constructor(body?: Json, status?: number, headers?: {
+        [name: string]: string;
+    });
+}
 export declare class InvokeError extends Error {
     code: number;
     constructor(code: number, message: string);
@@ -124,6 +148,7 @@ export declare class PluginContext {
     /** @internal */ methodTable: Map<string, Map<string, Handler>>;
     /** @internal */ capabilityList: Json[];
     /** @internal */ hookList: Array<[Json, (event: string, payload: Json) => unknown]>;
+    /** @internal */ routeList: Array<[Json, (request: RouteRequest) => unknown]>;
     /** @internal */ cleanups: Array<[string, () => unknown]>;
     /** @internal */ sealed: boolean;
     private requirements;
@@ -139,6 +164,17 @@ export declare class PluginContext {
          * to refuse (mode "bail").
          */
         register: (spec: HookSpec, fn: (event: string, payload: Json) => unknown) => void;
+    };
+    readonly routes: {
+        /**
+         * Answer `spec.method` requests to `spec.path` (under /plugins/ENTRY;
+         * exact, or a prefix ending in `/*`) with `fn(request)`. Routes are pinned
+         * in chassis.lock (`chassis tools FILE --update-lock`).
+         */
+        register: (spec: {
+            method: string;
+            path: string;
+        }, fn: (request: RouteRequest) => unknown) => void;
     };
     readonly capabilities: {
         provide: (key: string, options: {
@@ -176,6 +212,7 @@ export declare class Plugin {
     private toolsCall;
     private invoke;
     private dispatch;
+    private http;
     private teardown;
     private handle;
     /** Run `job` when fewer than maxConcurrency requests are running. */

@@ -23,7 +23,7 @@
  * to stderr.
  */
 Object.defineProperty(exports, "__esModule", { value: true });
-exports.Plugin = exports.PluginContext = exports.Provider = exports.s = exports.InvokeError = exports.Bail = exports.PROTOCOL_VERSION = void 0;
+exports.Plugin = exports.PluginContext = exports.Provider = exports.s = exports.InvokeError = exports.RouteResponse = exports.Bail = exports.PROTOCOL_VERSION = void 0;
 exports.plugin = plugin;
 const async_hooks_1 = require("async_hooks");
 const readline = require("readline");
@@ -40,7 +40,16 @@ const CANCELLED = -32800;
 class Bail extends Error {
 }
 exports.Bail = Bail;
-/** A capability method call chassis or the provider refused. */
+/** What a route answers when a status or headers matter; a route may also
+ * return a string (200, text/plain) or any JSON value (200, application/json). */
+class RouteResponse {
+    constructor(body = "", status = 200, headers = {}) {
+        this.body = body;
+        this.status = status;
+        this.headers = headers;
+    }
+}
+exports.RouteResponse = RouteResponse;
 class InvokeError extends Error {
     constructor(code, message) {
         super(message);
@@ -91,6 +100,7 @@ class PluginContext {
         /** @internal */ this.methodTable = new Map();
         /** @internal */ this.capabilityList = [];
         /** @internal */ this.hookList = [];
+        /** @internal */ this.routeList = [];
         /** @internal */ this.cleanups = [];
         /** @internal */ this.sealed = false;
         this.tools = {
@@ -118,6 +128,22 @@ class PluginContext {
                     { event: spec.event, mode, priority: spec.priority ?? 0, error_policy: spec.errorPolicy ?? "record" },
                     fn,
                 ]);
+            },
+        };
+        this.routes = {
+            /**
+             * Answer `spec.method` requests to `spec.path` (under /plugins/ENTRY;
+             * exact, or a prefix ending in `/*`) with `fn(request)`. Routes are pinned
+             * in chassis.lock (`chassis tools FILE --update-lock`).
+             */
+            register: (spec, fn) => {
+                this.open();
+                const method = spec.method.toUpperCase();
+                if (!["GET", "POST", "PUT", "PATCH", "DELETE"].includes(method))
+                    throw new Error(`route method \`${method}\` is not GET, POST, PUT, PATCH or DELETE`);
+                if (!spec.path.startsWith("/"))
+                    throw new Error(`route path \`${spec.path}\` must start with \`/\``);
+                this.routeList.push([{ method, path: spec.path }, fn]);
             },
         };
         this.capabilities = {
@@ -252,7 +278,12 @@ class Plugin {
                 policy: (spec.policy ?? {}),
             });
         }
-        return { capabilities: ctx.capabilityList, tools, hooks: ctx.hookList.map(([wire]) => wire) };
+        return {
+            capabilities: ctx.capabilityList,
+            tools,
+            hooks: ctx.hookList.map(([wire]) => wire),
+            routes: ctx.routeList.map(([wire]) => wire),
+        };
     }
     async toolsCall(params) {
         const tool = this.ctx?.toolTable.get(params?.name);
@@ -295,6 +326,38 @@ class Plugin {
             throw e;
         }
     }
+    async http(params) {
+        const route = this.ctx?.routeList[params?.route];
+        if (!route)
+            throw new RpcError(INVALID_PARAMS, `no route ${params?.route}`);
+        const request = {
+            method: params.method ?? "GET",
+            path: params.path ?? "/",
+            query: params.query ?? "",
+            headers: params.headers ?? {},
+            body: params.body ?? "",
+        };
+        let out;
+        try {
+            out = await route[1](request);
+        }
+        catch (e) {
+            console.error(e?.stack ?? String(e));
+            return { status: 500, headers: { "content-type": "text/plain" }, body: `${e?.name ?? "Error"}: ${e?.message ?? String(e)}` };
+        }
+        const response = out instanceof RouteResponse ? out : new RouteResponse(out === undefined ? "" : out);
+        const headers = {};
+        for (const [k, v] of Object.entries(response.headers))
+            headers[k.toLowerCase()] = String(v);
+        if (typeof response.body === "string") {
+            if (!(out instanceof RouteResponse))
+                headers["content-type"] = "text/plain; charset=utf-8";
+            return { status: response.status, headers, body: response.body };
+        }
+        if (!("content-type" in headers))
+            headers["content-type"] = "application/json";
+        return { status: response.status, headers, body: JSON.stringify(response.body) };
+    }
     async teardown() {
         for (const [description, fn] of [...(this.ctx?.cleanups ?? [])].reverse()) {
             try {
@@ -313,6 +376,7 @@ class Plugin {
             "tools/call": (p) => this.toolsCall(p),
             "capability/invoke": (p) => this.invoke(p),
             "hooks/dispatch": (p) => this.dispatch(p),
+            "http/request": (p) => this.http(p),
             teardown: () => this.teardown(),
         };
         const handler = handlers[method];

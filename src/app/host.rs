@@ -500,6 +500,11 @@ impl Host {
         lock(&self.inner.store).path().to_path_buf()
     }
 
+    /// The harness (for the application layer's other host operations).
+    pub(super) fn harness(&self) -> &Harness {
+        &self.inner.harness
+    }
+
     /// The generation new runs take.
     pub fn current(&self) -> Option<Arc<Generation>> {
         self.inner.harness.current()

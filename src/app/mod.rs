@@ -41,6 +41,7 @@ pub mod metrics;
 pub mod mount;
 pub mod plan;
 pub mod plugin;
+pub mod plugin_route;
 pub mod publish;
 pub mod refusal;
 pub mod report;

@@ -47,7 +47,7 @@ struct CompositionFile {
 struct ServeTable {
     /// Bearer tokens, each a secret reference `{ secret = "NAME" }` (never a literal). With tokens set, every route needs `Authorization: Bearer <token>` except `auth_excluded`.
     tokens: Option<Vec<SecretRefValue>>,
-    /// Routes answered without a token: `/healthz`, `/metrics`.
+    /// Routes answered without a token: `/healthz`, `/metrics`, and exact paths of plugin routes (`/plugins/ENTRY/PATH`).
     auth_excluded: Option<Vec<ExcludableRoute>>,
     /// Seconds a session lasts after its last turn (default: until deleted).
     #[schemars(range(min = 1))]
@@ -69,7 +69,18 @@ struct SecretRefValue {
 /// A route that may be answered without a token.
 #[derive(JsonSchema)]
 #[allow(dead_code)]
+#[serde(untagged)]
 enum ExcludableRoute {
+    /// One of the server's own.
+    Own(OwnRoute),
+    /// One exact path of a plugin's HTTP routes: `/plugins/ENTRY/PATH`.
+    Plugin(#[schemars(regex(pattern = r"^/plugins/[A-Za-z0-9._~-]+(/[A-Za-z0-9._~-]+)+$"))] String),
+}
+
+/// The server's own routes that may be answered without a token.
+#[derive(JsonSchema)]
+#[allow(dead_code)]
+enum OwnRoute {
     /// Liveness.
     #[serde(rename = "/healthz")]
     Healthz,

@@ -436,7 +436,7 @@ fn seconds(cx: &mut FileCtx<'_>, r: &TableReader<'_, '_>, key: &str) -> Option<u
 /// `[serve]`: tokens as secret references only, auth exclusions of the
 /// routes that may have them.
 fn serve(cx: &mut FileCtx<'_>, node: &Node<'_, '_>) -> crate::engine::model::ServeSettings {
-    use crate::engine::model::AUTH_EXCLUDABLE;
+    use crate::engine::model::{AUTH_EXCLUDABLE, is_auth_excludable};
     let mut out = crate::engine::model::ServeSettings::default();
     let Some(r) = node.reader(cx, SERVE_KEYS) else {
         return out;
@@ -467,7 +467,7 @@ fn serve(cx: &mut FileCtx<'_>, node: &Node<'_, '_>) -> crate::engine::model::Ser
     if let Some(n) = r.get("auth_excluded") {
         for item in n.items(cx).unwrap_or_default() {
             let Some(s) = item.str(cx) else { continue };
-            if AUTH_EXCLUDABLE.contains(&s.value) {
+            if is_auth_excludable(s.value) {
                 out.auth_excluded
                     .push(Located::new(s.value.to_owned(), Some(cx.origin(s.span))));
             } else {
@@ -478,7 +478,7 @@ fn serve(cx: &mut FileCtx<'_>, node: &Node<'_, '_>) -> crate::engine::model::Ser
                     "not an excludable route",
                 );
                 d.help.push(format!(
-                    "routes that may be answered without a token: {}",
+                    "routes that may be answered without a token: {}, and exact paths of plugin routes (`/plugins/ENTRY/PATH`)",
                     AUTH_EXCLUDABLE.join(", ")
                 ));
             }

@@ -77,6 +77,19 @@ pub struct LockEntry {
     /// of priority).
     #[serde(default, skip_serializing_if = "Vec::is_empty")]
     pub hooks: Vec<LockedHook>,
+    /// A process plugin's HTTP routes, sorted by path then method.
+    #[serde(default, skip_serializing_if = "Vec::is_empty")]
+    pub routes: Vec<LockedRoute>,
+}
+
+/// One HTTP route a process plugin registered.
+#[derive(Clone, Debug, Default, PartialEq, Eq, PartialOrd, Ord, Serialize, Deserialize)]
+#[serde(deny_unknown_fields)]
+pub struct LockedRoute {
+    /// The path under `/plugins/{entry}`.
+    pub path: String,
+    /// The method.
+    pub method: String,
 }
 
 /// One hook a process plugin registered.
@@ -217,11 +230,13 @@ impl Lock {
         Ok(lock)
     }
 
-    /// The lock file's text (deterministic: entries and tools sorted).
+    /// The lock file's text (deterministic: entries, tools and routes
+    /// sorted; hooks keep their order, which breaks priority ties).
     pub fn to_text(&self) -> String {
         let mut lock = self.clone();
         for entry in lock.entries.values_mut() {
             entry.tools.sort_by(|a, b| a.name.cmp(&b.name));
+            entry.routes.sort();
         }
         let body = toml::to_string(&lock).unwrap_or_default();
         format!(
@@ -344,6 +359,18 @@ pub fn diff_tools(locked: &LockEntry, live: &LockEntry) -> Vec<ToolChange> {
             (None, None) => {}
         }
     }
+    let old: std::collections::BTreeSet<&LockedRoute> = locked.routes.iter().collect();
+    let new: std::collections::BTreeSet<&LockedRoute> = live.routes.iter().collect();
+    for r in old.difference(&new) {
+        out.push(ToolChange::Removed {
+            name: format!("route {} {}", r.method, r.path),
+        });
+    }
+    for r in new.difference(&old) {
+        out.push(ToolChange::Added {
+            name: format!("route {} {}", r.method, r.path),
+        });
+    }
     out
 }
 
@@ -393,6 +420,7 @@ mod tests {
                         error_policy: "raise".into(),
                     },
                 ],
+                routes: Vec::new(),
             },
         );
         lock
@@ -469,6 +497,21 @@ mod tests {
                 "~ hook before_tool_execute#1 (priority)"
             ]
         );
+        let mut routed = old.clone();
+        routed.routes.push(LockedRoute {
+            path: "/stats".into(),
+            method: "GET".into(),
+        });
+        let shown: Vec<String> = diff_tools(&old, &routed)
+            .iter()
+            .map(ToString::to_string)
+            .collect();
+        assert_eq!(shown, ["+ route GET /stats"]);
+        let shown: Vec<String> = diff_tools(&routed, &old)
+            .iter()
+            .map(ToString::to_string)
+            .collect();
+        assert_eq!(shown, ["- route GET /stats"]);
         let mut fewer = old.clone();
         fewer.hooks.truncate(1);
         let shown: Vec<String> = diff_tools(&old, &fewer)

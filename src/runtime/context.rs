@@ -12,6 +12,7 @@ use std::sync::atomic::{AtomicU8, AtomicU64, Ordering};
 use std::sync::{Arc, Mutex, MutexGuard};
 
 use super::hooks::{ErrorPolicy, HookEvent, HookHandler, HookMode, HookRegistration};
+use super::route::{RouteHandler, RouteRegistration};
 use super::scope::{BoxError, CleanupFn, OwnershipScope, ScopeClosed};
 use super::tool::{Tool, ToolRegistration};
 use super::value::CapabilityValue;
@@ -94,6 +95,18 @@ pub enum ContextError {
         /// Requested Rust type.
         expected: &'static str,
     },
+    /// A route that cannot be served.
+    #[error("route `{method} {path}` of `{entry}`: {message}")]
+    BadRoute {
+        /// Entry id.
+        entry: String,
+        /// Method.
+        method: String,
+        /// Path.
+        path: String,
+        /// Why.
+        message: String,
+    },
     /// A tool policy that does not validate.
     #[error("tool `{tool}` of `{entry}` has an invalid policy: {message}")]
     BadPolicy {
@@ -115,6 +128,8 @@ pub struct Registrations {
     pub tools: Vec<ToolRegistration>,
     /// Hooks.
     pub hooks: Vec<HookRegistration>,
+    /// HTTP routes (`chassis serve` answers them under `/plugins/{entry}`).
+    pub routes: Vec<RouteRegistration>,
 }
 
 struct State {
@@ -372,6 +387,11 @@ impl PluginContext {
         Hooks { ctx: self }
     }
 
+    /// HTTP route registration.
+    pub fn routes(&self) -> Routes<'_> {
+        Routes { ctx: self }
+    }
+
     /// The provider value bound to `capability`, as `T`.
     pub fn require<T: std::any::Any + Send + Sync>(
         &self,
@@ -586,5 +606,48 @@ impl Hooks<'_> {
                 handler,
             });
         Ok(id)
+    }
+}
+
+/// `ctx.routes()`.
+pub struct Routes<'a> {
+    ctx: &'a PluginContext,
+}
+
+impl Routes<'_> {
+    /// Register `handler` for `method` requests to `path` (under
+    /// `/plugins/{entry}`): exact, or a prefix ending in `/*`.
+    pub fn register(
+        &self,
+        method: &str,
+        path: &str,
+        handler: Arc<dyn RouteHandler>,
+    ) -> Result<(), ContextError> {
+        let entry = self.ctx.inner.entry_id.clone();
+        let bad = |message: String| ContextError::BadRoute {
+            entry: entry.clone(),
+            method: method.to_owned(),
+            path: path.to_owned(),
+            message,
+        };
+        super::route::check(method, path).map_err(bad)?;
+        let mut state = self.ctx.open_state()?;
+        if state
+            .registrations
+            .routes
+            .iter()
+            .any(|r| r.method == method && r.path == path)
+        {
+            return Err(bad("registered twice".to_owned()));
+        }
+        Arc::make_mut(&mut state.registrations)
+            .routes
+            .push(RouteRegistration {
+                owner: entry.clone(),
+                method: method.to_owned(),
+                path: path.to_owned(),
+                handler,
+            });
+        Ok(())
     }
 }

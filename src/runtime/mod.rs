@@ -24,6 +24,7 @@ mod reaper;
 pub mod reconcile;
 pub mod replay;
 pub mod request_tools;
+pub mod route;
 pub mod scope;
 pub mod signals;
 pub mod testing_kinds;
@@ -49,6 +50,7 @@ pub use instance::{PluginInstance, PluginSetupError, RegistrationBreach};
 pub use lifecycle::{Health, PluginState, StateError, StateMachine};
 pub use plugin::{FnPlugin, Plugin, plugin_fn};
 pub use reconcile::{PluginContractError, ReconcileError, ReconcileReport};
+pub use route::{RouteHandler, RouteLookup, RouteRegistration, RouteRequest, RouteResponse};
 pub use scope::{BoxError, BoxFuture, CleanupFn, EffectCleanupError, OwnershipScope};
 pub use tool::{
     CallReach, Cancellation, DeclaredTool, RunBudgetExhausted, Tool, ToolCallContext, ToolOutput,

@@ -11,6 +11,7 @@ mod approvals;
 pub mod auth;
 mod explain;
 mod metrics;
+mod plugins;
 pub mod problem;
 mod reads;
 mod runs;
@@ -23,7 +24,7 @@ use std::time::Instant;
 
 use axum::Router;
 use axum::extract::DefaultBodyLimit;
-use axum::routing::{get, post};
+use axum::routing::{any, get, post};
 
 use crate::app::host::Host;
 
@@ -92,6 +93,8 @@ pub fn router(served: Served, access: Access) -> Router {
             "/v1/sessions/{id}",
             get(sessions::show).delete(sessions::delete),
         )
+        .route("/plugins/{entry}", any(plugins::forward))
+        .route("/plugins/{entry}/{*rest}", any(plugins::forward))
         .fallback(problem::not_found)
         .method_not_allowed_fallback(problem::method_not_allowed)
         .layer(DefaultBodyLimit::max(body))

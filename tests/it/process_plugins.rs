@@ -1054,7 +1054,7 @@ fn hooks_of_process_plugins_bail_transform_and_observe() {
         refusal["fields"]["promise"]
             .as_str()
             .unwrap()
-            .contains("hooks that `chassis.lock` does not pin"),
+            .contains("hooks or HTTP routes that `chassis.lock` does not pin"),
         "{refusal}"
     );
     let pinned = run(

@@ -92,6 +92,27 @@ export interface HookSpec {
 }
 
 /** A capability method call chassis or the provider refused. */
+/** An HTTP request to one of the plugin's routes (`chassis serve` answers
+ * them under /plugins/ENTRY/...). Headers have lowercase names and never
+ * carry credentials. */
+export interface RouteRequest {
+  method: string;
+  path: string;
+  query: string;
+  headers: { [name: string]: string };
+  body: string;
+}
+
+/** What a route answers when a status or headers matter; a route may also
+ * return a string (200, text/plain) or any JSON value (200, application/json). */
+export class RouteResponse {
+  constructor(
+    readonly body: Json = "",
+    readonly status = 200,
+    readonly headers: { [name: string]: string } = {},
+  ) {}
+}
+
 export class InvokeError extends Error {
   constructor(public code: number, message: string) {
     super(message);
@@ -143,6 +164,7 @@ export class PluginContext {
   /** @internal */ methodTable = new Map<string, Map<string, Handler>>();
   /** @internal */ capabilityList: Json[] = [];
   /** @internal */ hookList: Array<[Json, (event: string, payload: Json) => unknown]> = [];
+  /** @internal */ routeList: Array<[Json, (request: RouteRequest) => unknown]> = [];
   /** @internal */ cleanups: Array<[string, () => unknown]> = [];
   /** @internal */ sealed = false;
   private requirements: { [key: string]: any };
@@ -181,6 +203,21 @@ export class PluginContext {
         { event: spec.event, mode, priority: spec.priority ?? 0, error_policy: spec.errorPolicy ?? "record" },
         fn,
       ]);
+    },
+  };
+
+  readonly routes = {
+    /**
+     * Answer `spec.method` requests to `spec.path` (under /plugins/ENTRY;
+     * exact, or a prefix ending in `/*`) with `fn(request)`. Routes are pinned
+     * in chassis.lock (`chassis tools FILE --update-lock`).
+     */
+    register: (spec: { method: string; path: string }, fn: (request: RouteRequest) => unknown): void => {
+      this.open();
+      const method = spec.method.toUpperCase();
+      if (!["GET", "POST", "PUT", "PATCH", "DELETE"].includes(method)) throw new Error(`route method \`${method}\` is not GET, POST, PUT, PATCH or DELETE`);
+      if (!spec.path.startsWith("/")) throw new Error(`route path \`${spec.path}\` must start with \`/\``);
+      this.routeList.push([{ method, path: spec.path }, fn]);
     },
   };
 
@@ -310,7 +347,12 @@ export class Plugin {
         policy: (spec.policy ?? {}) as Json,
       });
     }
-    return { capabilities: ctx.capabilityList, tools, hooks: ctx.hookList.map(([wire]) => wire) };
+    return {
+      capabilities: ctx.capabilityList,
+      tools,
+      hooks: ctx.hookList.map(([wire]) => wire),
+      routes: ctx.routeList.map(([wire]) => wire),
+    };
   }
 
   private async toolsCall(params: any): Promise<Json> {
@@ -349,6 +391,34 @@ export class Plugin {
     }
   }
 
+  private async http(params: any): Promise<Json> {
+    const route = this.ctx?.routeList[params?.route];
+    if (!route) throw new RpcError(INVALID_PARAMS, `no route ${params?.route}`);
+    const request: RouteRequest = {
+      method: params.method ?? "GET",
+      path: params.path ?? "/",
+      query: params.query ?? "",
+      headers: params.headers ?? {},
+      body: params.body ?? "",
+    };
+    let out: unknown;
+    try {
+      out = await route[1](request);
+    } catch (e: any) {
+      console.error(e?.stack ?? String(e));
+      return { status: 500, headers: { "content-type": "text/plain" }, body: `${e?.name ?? "Error"}: ${e?.message ?? String(e)}` };
+    }
+    const response = out instanceof RouteResponse ? out : new RouteResponse(out === undefined ? "" : (out as Json));
+    const headers: { [name: string]: Json } = {};
+    for (const [k, v] of Object.entries(response.headers)) headers[k.toLowerCase()] = String(v);
+    if (typeof response.body === "string") {
+      if (!(out instanceof RouteResponse)) headers["content-type"] = "text/plain; charset=utf-8";
+      return { status: response.status, headers, body: response.body };
+    }
+    if (!("content-type" in headers)) headers["content-type"] = "application/json";
+    return { status: response.status, headers, body: JSON.stringify(response.body) };
+  }
+
   private async teardown(): Promise<Json> {
     for (const [description, fn] of [...(this.ctx?.cleanups ?? [])].reverse()) {
       try {
@@ -367,6 +437,7 @@ export class Plugin {
       "tools/call": (p) => this.toolsCall(p),
       "capability/invoke": (p) => this.invoke(p),
       "hooks/dispatch": (p) => this.dispatch(p),
+      "http/request": (p) => this.http(p),
       teardown: () => this.teardown(),
     };
     const handler = handlers[method];

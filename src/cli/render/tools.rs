@@ -139,13 +139,17 @@ fn scope_lines(r: &ToolsReport, out: &mut String) {
     }
 }
 
-/// `, N hooks` after a tool count (nothing when there are none).
-fn hooks_suffix(n: usize) -> String {
-    match n {
-        0 => String::new(),
-        1 => ", 1 hook".to_owned(),
-        n => format!(", {n} hooks"),
+/// `, N hooks, M routes` after a tool count (nothing for none).
+fn extras_suffix(e: &crate::lock::LockEntry) -> String {
+    let mut out = String::new();
+    for (n, one) in [(e.hooks.len(), "hook"), (e.routes.len(), "route")] {
+        match n {
+            0 => {}
+            1 => out.push_str(&format!(", 1 {one}")),
+            n => out.push_str(&format!(", {n} {one}s")),
+        }
     }
+    out
 }
 
 fn server_lines(probed: &[Probed], out: &mut String) {
@@ -166,7 +170,7 @@ fn server_lines(probed: &[Probed], out: &mut String) {
                     .join(", ")
             ),
         };
-        let hooks = hooks_suffix(live.hooks.len());
+        let hooks = extras_suffix(live);
         let _ = writeln!(
             out,
             "  {}  {} {} (protocol {}), {} tool{}{hooks}: {state}",
@@ -214,7 +218,7 @@ pub fn lock_summary(old: Option<&Lock>, new: &Lock) -> String {
                 "{id} (new, {} tool{}{})",
                 e.tools.len(),
                 if e.tools.len() == 1 { "" } else { "s" },
-                hooks_suffix(e.hooks.len())
+                extras_suffix(e)
             )),
             Some(o) => {
                 let changes = diff_tools(o, e);

@@ -456,6 +456,7 @@ mod tests {
                 ..Default::default()
             }],
             hooks: Vec::new(),
+            routes: Vec::new(),
         };
         let m = manifest_with_lock(&config, Some(&lock)).unwrap();
         assert_eq!(m.tools.len(), 1);

@@ -16,16 +16,62 @@ use crate::engine::span::Located;
 /// Every host settings table, by its key in the root file.
 pub const HOST_TABLES: &[&str] = &["serve", "store"];
 
-/// Routes a `[serve] auth_excluded` may name (everything else always needs
+/// The server's own routes a `[serve] auth_excluded` may name (besides
+/// plugin routes: see [`is_auth_excludable`]; everything else always needs
 /// a token when tokens are set).
 pub const AUTH_EXCLUDABLE: &[&str] = &["/healthz", "/metrics"];
+
+/// Whether `[serve] auth_excluded` may name `path`: one of
+/// [`AUTH_EXCLUDABLE`], or one exact path of a plugin's HTTP routes
+/// (`/plugins/ENTRY/…`: plain segments only, so no pattern and no path
+/// trick opens more than that path).
+pub fn is_auth_excludable(path: &str) -> bool {
+    if AUTH_EXCLUDABLE.contains(&path) {
+        return true;
+    }
+    let Some(rest) = path.strip_prefix("/plugins/") else {
+        return false;
+    };
+    let segments: Vec<&str> = rest.split('/').collect();
+    segments.len() >= 2
+        && segments.iter().all(|s| {
+            !s.is_empty()
+                && *s != "."
+                && *s != ".."
+                && s.chars()
+                    .all(|c| c.is_ascii_alphanumeric() || matches!(c, '-' | '_' | '.' | '~'))
+        })
+}
+
+#[cfg(test)]
+mod excludable_tests {
+    use super::is_auth_excludable;
+
+    #[test]
+    fn plugin_paths_are_excludable_exactly() {
+        assert!(is_auth_excludable("/healthz"));
+        assert!(is_auth_excludable("/plugins/desk/health"));
+        assert!(is_auth_excludable("/plugins/desk/v1/hook.json"));
+        for bad in [
+            "/plugins/desk",
+            "/plugins/desk/",
+            "/plugins/desk/*",
+            "/plugins/desk/../v1",
+            "/plugins//x",
+            "/plugins/desk/a%2f",
+            "/v1/status",
+        ] {
+            assert!(!is_auth_excludable(bad), "{bad}");
+        }
+    }
+}
 
 /// `[serve]`: how `chassis serve` lets clients in.
 #[derive(Clone, Debug, Default, PartialEq, Eq)]
 pub struct ServeSettings {
     /// Bearer tokens, each a secret's name (never a literal in the file).
     pub tokens: Vec<Located<String>>,
-    /// Routes answered without a token (of [`AUTH_EXCLUDABLE`]).
+    /// Routes answered without a token ([`is_auth_excludable`]).
     pub auth_excluded: Vec<Located<String>>,
     /// Seconds a session lasts after its last turn (none: until deleted).
     pub session_ttl_seconds: Option<u64>,

@@ -42,7 +42,9 @@ pub use composition::{Composition, Entry, EntryRef, Preferences};
 pub use condition::{Condition, SkippedEntry};
 pub use config::{ConfigValue, SecretRef};
 pub use guide::{AgentGuide, GuideExample, Visibility, render_description};
-pub use host::{AUTH_EXCLUDABLE, HOST_TABLES, HostSettings, ServeSettings, StoreSettings};
+pub use host::{
+    AUTH_EXCLUDABLE, HOST_TABLES, HostSettings, ServeSettings, StoreSettings, is_auth_excludable,
+};
 pub use ids::{CapabilityName, EntryId, IdError, ScopePath, ToolName};
 pub use manifest::{Manifest, Provided, Requirement, ToolDecl};
 pub use policy::PolicyDecl;

@@ -68,6 +68,7 @@ pub fn lock_entry(
         protocol_version: identity.protocol_version.clone(),
         tools: out,
         hooks: Vec::new(),
+        routes: Vec::new(),
     })
 }
 

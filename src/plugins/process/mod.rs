@@ -35,6 +35,7 @@ pub mod model;
 pub mod pin;
 pub mod probe;
 pub mod protocol;
+pub mod route;
 pub mod rpc;
 pub mod start;
 pub mod supervise;
@@ -200,6 +201,14 @@ fn register(
         };
         ctx.hooks()
             .register_with(event, Arc::new(handler), mode, h.priority, error_policy)?;
+    }
+    for (index, r) in registered.routes.iter().enumerate() {
+        let handler = route::ProcessRoute {
+            index,
+            supervisor: Arc::clone(supervisor),
+        };
+        ctx.routes()
+            .register(&r.method, &r.path, Arc::new(handler))?;
     }
     Ok(())
 }

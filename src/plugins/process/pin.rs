@@ -7,11 +7,11 @@
 //! (`chassis tools FILE --update-lock`), reviewed like any diff, and
 //! enforced here: a mount whose registrations differ from the pin is a
 //! contract error showing the difference. Without a pin, the process may
-//! register only what its TOML declares (tools; no hooks), since nothing
-//! else would be visible before it runs.
+//! register only what its TOML declares (tools; no hooks, no HTTP routes),
+//! since nothing else would be visible before it runs.
 
 use crate::engine::model::Manifest;
-use crate::lock::{LockEntry, LockedHook, LockedTool, canonical_json, diff_tools};
+use crate::lock::{LockEntry, LockedHook, LockedRoute, LockedTool, canonical_json, diff_tools};
 use crate::runtime::RegistrationBreach;
 
 use super::protocol::{InitializeResult, SetupResult};
@@ -50,6 +50,18 @@ pub fn lock_entry(init: &InitializeResult, registered: &SetupResult) -> LockEntr
                 error_policy: wire(serde_json::to_value(h.error_policy).unwrap_or_default()),
             })
             .collect(),
+        routes: {
+            let mut routes: Vec<LockedRoute> = registered
+                .routes
+                .iter()
+                .map(|r| LockedRoute {
+                    path: r.path.clone(),
+                    method: r.method.clone(),
+                })
+                .collect();
+            routes.sort();
+            routes
+        },
     }
 }
 
@@ -74,11 +86,16 @@ pub fn check(
                 actual: changes.iter().map(ToString::to_string).collect(),
             })
         }
-        None if live.hooks.is_empty() => Ok(()),
+        None if live.hooks.is_empty() && live.routes.is_empty() => Ok(()),
         None => Err(RegistrationBreach {
-            promise: "registers hooks that `chassis.lock` does not pin, so the pure commands cannot see them (`chassis tools FILE --update-lock` pins them)".to_owned(),
+            promise: "registers hooks or HTTP routes that `chassis.lock` does not pin, so the pure commands cannot see them (`chassis tools FILE --update-lock` pins them)".to_owned(),
             promised: "chassis.lock".to_owned(),
-            actual: live.hooks.iter().map(show_hook).collect(),
+            actual: live
+                .hooks
+                .iter()
+                .map(show_hook)
+                .chain(live.routes.iter().map(|r| format!("route {} {}", r.method, r.path)))
+                .collect(),
         }),
     }
 }
@@ -133,6 +150,7 @@ mod tests {
                 priority: 3,
                 error_policy: ErrorPolicyWire::Raise,
             }],
+            routes: Vec::new(),
         }
     }
 

@@ -41,6 +41,8 @@ pub mod method {
     pub const CAPABILITY_INVOKE: &str = "capability/invoke";
     /// chassis → plugin: one of its hooks is called.
     pub const HOOKS_DISPATCH: &str = "hooks/dispatch";
+    /// chassis → plugin: an HTTP request to one of its routes (1.1).
+    pub const HTTP_REQUEST: &str = "http/request";
 }
 
 /// `initialize` params.
@@ -136,6 +138,53 @@ pub struct SetupResult {
     /// Hooks, called with `hooks/dispatch` (by their index in this list).
     #[serde(default)]
     pub hooks: Vec<HookRegistration>,
+    /// HTTP routes (1.1), called with `http/request` (by their index in
+    /// this list); `chassis serve` answers them under `/plugins/{entry}`.
+    #[serde(default)]
+    pub routes: Vec<RouteRegistrationWire>,
+}
+
+/// One HTTP route the plugin registers.
+#[derive(Clone, Debug, PartialEq, Eq, Serialize, Deserialize, JsonSchema)]
+pub struct RouteRegistrationWire {
+    /// `GET`, `POST`, `PUT`, `PATCH` or `DELETE`.
+    pub method: String,
+    /// The path under `/plugins/{entry}`: exact (`/stats`), or a prefix
+    /// ending in `/*` (`/files/*`).
+    pub path: String,
+}
+
+/// `http/request` params.
+#[derive(Clone, Debug, PartialEq, Serialize, Deserialize, JsonSchema)]
+pub struct HttpRequestParams {
+    /// The route's index in the `setup` result's `routes`.
+    pub route: usize,
+    /// The request's method.
+    pub method: String,
+    /// Its path under `/plugins/{entry}`.
+    pub path: String,
+    /// Its raw query string, without `?`.
+    #[serde(default)]
+    pub query: String,
+    /// Its headers, names lowercase (credentials are never forwarded).
+    #[serde(default)]
+    pub headers: BTreeMap<String, String>,
+    /// Its body, as UTF-8 text.
+    #[serde(default)]
+    pub body: String,
+}
+
+/// `http/request` result.
+#[derive(Clone, Debug, PartialEq, Serialize, Deserialize, JsonSchema)]
+pub struct HttpRequestResult {
+    /// The status (100–599).
+    pub status: u16,
+    /// Response headers.
+    #[serde(default)]
+    pub headers: BTreeMap<String, String>,
+    /// The body, as text (chassis redacts every secret it knows).
+    #[serde(default)]
+    pub body: String,
 }
 
 /// One hook the plugin registers.
@@ -410,6 +459,8 @@ pub fn schemas() -> BTreeMap<String, Value> {
         ("tools-call.result".to_owned(), one::<ToolCallResult>()),
         ("teardown.params".to_owned(), one::<TeardownParams>()),
         ("cancel.params".to_owned(), one::<CancelParams>()),
+        ("http-request.params".to_owned(), one::<HttpRequestParams>()),
+        ("http-request.result".to_owned(), one::<HttpRequestResult>()),
         ("capability-invoke.params".to_owned(), one::<InvokeParams>()),
         (
             "capability-invoke.provider-params".to_owned(),

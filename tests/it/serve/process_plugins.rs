@@ -132,3 +132,200 @@ fn a_process_plugin_is_kept_across_a_reload_and_rebuilt_when_its_file_is_saved()
     let (code, rest) = server.stop(nix::sys::signal::Signal::SIGTERM);
     assert_eq!(code, 0, "{rest}");
 }
+
+/// A plugin with HTTP routes: JSON, text, a prefix route echoing its body
+/// (and telling whether it saw credentials), and a header quoting the
+/// secret its configuration references.
+const DESK: &str = r#"
+from chassis_plugin import plugin, Response
+
+@plugin(name="desk", version="1.0.0")
+def desk(ctx):
+    key = ctx.config["key"]
+    def stats(request):
+        return {"count": 3, "query": request.query}
+    def echo(request):
+        return Response(request.path + " " + request.body.upper(), status=201,
+                        headers={"x-saw-credentials": str("authorization" in request.headers or "cookie" in request.headers),
+                                 "x-key": key})
+    def health(request):
+        return "ok"
+    ctx.routes.register("GET", "/stats", stats)
+    ctx.routes.register("POST", "/echo/*", echo)
+    ctx.routes.register("GET", "/health", health)
+
+if __name__ == "__main__":
+    desk.run()
+"#;
+
+/// The same from TypeScript's SDK (compiled JavaScript).
+const PING_JS: &str = r#"
+const { plugin, RouteResponse } = require("./chassis_plugin");
+plugin({ name: "ping", version: "1.0.0" }, (ctx) => {
+  ctx.routes.register({ method: "GET", path: "/ping" }, (request) =>
+    new RouteResponse({ pong: true, query: request.query }, 202));
+}).run();
+"#;
+
+const DESK_TOML: &str = r#"version = 1
+
+[plugins.ping]
+version = "1.0.0"
+command = ["node", "ping.js"]
+
+[entries.ping]
+plugin = "ping"
+
+[plugins.desk]
+version = "1.0.0"
+command = ["{PYTHON}", "desk.py"]
+
+[entries.desk]
+plugin = "desk"
+config.key = { secret = "SERVE_CANARY" }
+
+[serve]
+tokens = [{ secret = "SERVE_TOKEN" }]
+auth_excluded = ["/plugins/desk/health"]
+"#;
+
+#[test]
+fn a_plugins_http_routes_are_pinned_then_served_behind_the_servers_tokens() {
+    let dir = tempfile::tempdir().unwrap();
+    std::fs::copy(
+        crate::harness::root().join("sdk/python/chassis_plugin.py"),
+        dir.path().join("chassis_plugin.py"),
+    )
+    .unwrap();
+    std::fs::write(dir.path().join("desk.py"), DESK).unwrap();
+    std::fs::write(dir.path().join("ping.js"), PING_JS).unwrap();
+    std::fs::copy(
+        crate::harness::root().join("sdk/typescript/chassis_plugin.js"),
+        dir.path().join("chassis_plugin.js"),
+    )
+    .unwrap();
+    std::fs::write(
+        dir.path().join("composition.toml"),
+        DESK_TOML.replace("{PYTHON}", &python()),
+    )
+    .unwrap();
+    // Unpinned routes are refused: the server exits before binding.
+    let out = super::command(dir.path(), "composition.toml", &["--listen", "127.0.0.1:0"])
+        .output()
+        .unwrap();
+    let stderr = String::from_utf8_lossy(&out.stderr);
+    assert_eq!(out.status.code(), Some(3), "{stderr}");
+    assert!(
+        stderr.contains("registers hooks or HTTP routes that `chassis.lock` does not pin")
+            && stderr.contains("route GET /stats"),
+        "{stderr}"
+    );
+    let pinned = crate::harness::run_in(
+        dir.path(),
+        &["tools", "composition.toml", "--update-lock"],
+        &[("SERVE_CANARY", super::CANARY)],
+    );
+    assert_eq!(pinned.code, 0, "{}\n{}", pinned.stdout, pinned.stderr);
+    let lock = std::fs::read_to_string(dir.path().join("chassis.lock")).unwrap();
+    assert!(
+        lock.contains("[[entries.desk.routes]]\npath = \"/echo/*\"\nmethod = \"POST\""),
+        "{lock}"
+    );
+    assert!(!lock.contains(super::CANARY));
+
+    let server = Server::start(dir.path(), "composition.toml", &[]);
+    let c = client();
+    let bearer = format!("Bearer {}", super::TOKEN);
+    let mut seen = String::new();
+    runtime().block_on(async {
+        let r = c
+            .get(server.url("/plugins/desk/stats"))
+            .send()
+            .await
+            .unwrap();
+        assert_eq!(
+            r.status().as_u16(),
+            401,
+            "the server's tokens guard plugin routes"
+        );
+        let r = c
+            .get(server.url("/plugins/desk/stats?x=1&x=2"))
+            .header("authorization", &bearer)
+            .send()
+            .await
+            .unwrap();
+        assert_eq!(r.status().as_u16(), 200);
+        assert_eq!(r.headers()["content-type"], "application/json");
+        let doc: Value = r.json().await.unwrap();
+        assert_eq!(doc, json!({"count": 3, "query": {"x": ["1", "2"]}}));
+        // Listed in `[serve] auth_excluded`: no token needed.
+        let r = c
+            .get(server.url("/plugins/desk/health"))
+            .send()
+            .await
+            .unwrap();
+        assert_eq!(r.status().as_u16(), 200);
+        assert_eq!(r.text().await.unwrap(), "ok");
+        // A prefix route; credentials are not forwarded, and a secret the
+        // plugin answers with is redacted.
+        let r = c
+            .post(server.url("/plugins/desk/echo/a/b"))
+            .header("authorization", &bearer)
+            .header("cookie", "session=1")
+            .body("hi")
+            .send()
+            .await
+            .unwrap();
+        assert_eq!(r.status().as_u16(), 201);
+        assert_eq!(r.headers()["x-saw-credentials"], "False");
+        let key = r.headers()["x-key"].to_str().unwrap().to_owned();
+        assert!(!key.contains(super::CANARY), "{key}");
+        seen.push_str(&key);
+        assert_eq!(r.text().await.unwrap(), "/echo/a/b HI");
+        let r = c
+            .get(server.url("/plugins/ping/ping?a=1"))
+            .header("authorization", &bearer)
+            .send()
+            .await
+            .unwrap();
+        assert_eq!(r.status().as_u16(), 202);
+        assert_eq!(r.headers()["content-type"], "application/json");
+        let doc: Value = r.json().await.unwrap();
+        assert_eq!(doc, json!({"pong": true, "query": "a=1"}));
+        // Problems: another method, an unknown path, an unknown entry.
+        for (method, path, status, code) in [
+            (
+                reqwest::Method::DELETE,
+                "/plugins/desk/stats",
+                405,
+                "serve::method-not-allowed",
+            ),
+            (
+                reqwest::Method::GET,
+                "/plugins/desk/nope",
+                404,
+                "serve::unknown-plugin-route",
+            ),
+            (
+                reqwest::Method::GET,
+                "/plugins/ghost/stats",
+                404,
+                "serve::unknown-plugin-route",
+            ),
+        ] {
+            let r = c
+                .request(method, server.url(path))
+                .header("authorization", &bearer)
+                .send()
+                .await
+                .unwrap();
+            assert_eq!(r.status().as_u16(), status, "{path}");
+            assert_eq!(r.headers()["content-type"], "application/problem+json");
+            let doc: Value = r.json().await.unwrap();
+            assert_eq!(doc["code"], code, "{doc:#}");
+        }
+    });
+    let (code, rest) = server.stop(nix::sys::signal::Signal::SIGTERM);
+    assert_eq!(code, 0, "{rest}");
+    assert!(!rest.contains(super::CANARY) && !seen.contains(super::CANARY));
+}

@@ -1,0 +1,105 @@
+//! `/plugins/{entry}/…`: the HTTP routes process plugins register,
+//! answered by the entry's instance in the current generation.
+//!
+//! Parse the request (method, path under the entry, query, headers, a
+//! UTF-8 body), call [`Host::plugin_request`](crate::app::host::Host),
+//! render the plugin's answer; everything else is a problem document.
+//! Authentication is the server's (`[serve] tokens`; a path listed in
+//! `[serve] auth_excluded` needs none), never the plugin's.
+
+use std::collections::BTreeMap;
+
+use axum::body::Bytes;
+use axum::extract::rejection::PathRejection;
+use axum::extract::{Path, RawQuery, State};
+use axum::http::{HeaderMap, HeaderName, HeaderValue, Method, StatusCode};
+use axum::response::{IntoResponse, Response};
+
+use super::Served;
+use super::problem::ApiProblem;
+use crate::app::plugin_route::PluginRouteError;
+use crate::runtime::RouteRequest;
+
+/// Response headers a plugin may not set (the server owns framing).
+const OWN_HEADERS: [&str; 4] = [
+    "content-length",
+    "transfer-encoding",
+    "connection",
+    "set-cookie",
+];
+
+/// `/plugins/{entry}` and `/plugins/{entry}/{*rest}`, any method.
+pub async fn forward(
+    State(s): State<Served>,
+    method: Method,
+    params: Result<Path<BTreeMap<String, String>>, PathRejection>,
+    RawQuery(query): RawQuery,
+    headers: HeaderMap,
+    body: Bytes,
+) -> Result<Response, ApiProblem> {
+    let Path(params) = params.map_err(|e| {
+        ApiProblem::new(StatusCode::BAD_REQUEST, "serve::bad-request", e.body_text())
+    })?;
+    let entry = params.get("entry").cloned().unwrap_or_default();
+    let path = format!("/{}", params.get("rest").map_or("", String::as_str));
+    let body = String::from_utf8(body.to_vec()).map_err(|_| {
+        ApiProblem::new(
+            StatusCode::UNSUPPORTED_MEDIA_TYPE,
+            "serve::plugin-body",
+            "a plugin route takes a UTF-8 text body",
+        )
+    })?;
+    let request = RouteRequest {
+        method: method.as_str().to_owned(),
+        path,
+        query: query.unwrap_or_default(),
+        headers: headers
+            .iter()
+            .filter_map(|(k, v)| Some((k.as_str().to_owned(), v.to_str().ok()?.to_owned())))
+            .collect(),
+        body,
+    };
+    let answered = s.host.plugin_request(&entry, request).await;
+    let redactor = s.host.redactor();
+    let problem = |status, code, e: &PluginRouteError| {
+        ApiProblem::new(status, code, redactor.redact(&e.to_string()).into_owned())
+    };
+    let response = match answered {
+        Ok(r) => r,
+        Err(e @ PluginRouteError::Stopping(_)) => {
+            return Err(problem(
+                StatusCode::SERVICE_UNAVAILABLE,
+                "serve::stopping",
+                &e,
+            ));
+        }
+        Err(e @ (PluginRouteError::NoEntry { .. } | PluginRouteError::NoRoute { .. })) => {
+            return Err(problem(StatusCode::NOT_FOUND, "serve::unknown-plugin-route", &e)
+                .with_help("a process plugin registers its routes at setup (`ctx.routes.register`), pinned in `chassis.lock`"));
+        }
+        Err(e @ PluginRouteError::WrongMethod { .. }) => {
+            return Err(problem(
+                StatusCode::METHOD_NOT_ALLOWED,
+                "serve::method-not-allowed",
+                &e,
+            ));
+        }
+        Err(e @ PluginRouteError::Failed { .. }) => {
+            return Err(problem(StatusCode::BAD_GATEWAY, "serve::plugin-failed", &e));
+        }
+    };
+    let status = StatusCode::from_u16(response.status).unwrap_or(StatusCode::BAD_GATEWAY);
+    let mut out = (status, response.body).into_response();
+    for (name, value) in &response.headers {
+        let (Ok(name), Ok(value)) = (
+            HeaderName::from_bytes(name.as_bytes()),
+            HeaderValue::from_str(value),
+        ) else {
+            continue;
+        };
+        if !OWN_HEADERS.contains(&name.as_str()) {
+            out.headers_mut().insert(name, value);
+        }
+    }
+    Ok(out)
+}
