@@ -145,22 +145,15 @@ pub(crate) fn apply(comp: &mut Composition, lock: Option<&Lock>, diags: &mut Vec
 /// schema hash covers them) and the pinned registrations.
 fn pin_process(manifest: &Manifest, locked: &LockEntry) -> Manifest {
     let mut m = manifest.clone();
-    for t in &locked.tools {
-        let Ok(name) = ToolName::new(&t.name) else {
-            continue;
-        };
-        if m.tools.iter().any(|d| d.name == name) {
-            continue;
-        }
-        m.tools.push(ToolDecl {
-            name,
-            description: t.description.clone(),
-            args_schema: t.input_schema_json(),
-            result: None,
-            guide: None,
-            origin: None,
-        });
-    }
+    let declared: std::collections::BTreeSet<ToolName> =
+        m.tools.iter().map(|d| d.name.clone()).collect();
+    m.tools.extend(
+        locked
+            .tools
+            .iter()
+            .filter_map(ToolDecl::from_lock)
+            .filter(|d| !declared.contains(&d.name)),
+    );
     m.tools.sort_by(|a, b| a.name.cmp(&b.name));
     if let Some(process) = m.process.as_mut() {
         Arc::make_mut(process).pinned = Some(Arc::new(locked.clone()));

@@ -20,6 +20,15 @@ fn workspace(files: &[(&str, &str)]) -> tempfile::TempDir {
     dir
 }
 
+/// Replace the composition in `dir` with `toml` (`{PYTHON}` filled in).
+fn write_composition(dir: &Path, toml: &str) {
+    std::fs::write(
+        dir.join("composition.toml"),
+        toml.replace("{PYTHON}", &python()),
+    )
+    .unwrap();
+}
+
 /// Run chassis in `dir`; afterwards no process it started is left there.
 fn run(dir: &Path, args: &[&str], env: &[(&str, &str)]) -> Run {
     let mut all = vec!["--color", "never"];
@@ -639,11 +648,7 @@ fn a_plugin_calls_another_plugins_capability_methods_through_chassis() {
         "permissions = [\"database.read\", \"database.write\"]",
         "permissions = [\"database.read\"]",
     );
-    std::fs::write(
-        dir.path().join("composition.toml"),
-        toml.replace("{PYTHON}", &python()),
-    )
-    .unwrap();
+    write_composition(dir.path(), &toml);
     let out = run(
         dir.path(),
         &["--format", "json", "run", "composition.toml"],
@@ -664,11 +669,7 @@ fn a_plugin_calls_another_plugins_capability_methods_through_chassis() {
         "grants = [\"database.read\", \"database.write\"]",
         "grants = [\"database.read\"]",
     );
-    std::fs::write(
-        dir.path().join("composition.toml"),
-        toml.replace("{PYTHON}", &python()),
-    )
-    .unwrap();
+    write_composition(dir.path(), &toml);
     let out = run(
         dir.path(),
         &["--format", "json", "run", "composition.toml"],
@@ -1224,11 +1225,7 @@ default_input = "Ada"
         "default_input = \"Ada\"",
         "default_input = \"Ada\"\nbudget = { model_calls = 1 }",
     );
-    std::fs::write(
-        dir.path().join("composition.toml"),
-        toml.replace("{PYTHON}", &python()),
-    )
-    .unwrap();
+    write_composition(dir.path(), &toml);
     let out = run(
         dir.path(),
         &["--format", "json", "run", "composition.toml"],

@@ -348,20 +348,7 @@ pub fn manifest_with_lock(
         ] {
             m.metadata.insert(k.into(), ConfigValue::Str(v.clone()));
         }
-        let mut tools: Vec<ToolDecl> = Vec::new();
-        for t in &lock.tools {
-            let Ok(name) = ToolName::new(&t.name) else {
-                continue;
-            };
-            tools.push(ToolDecl {
-                name,
-                description: t.description.clone(),
-                args_schema: t.input_schema_json(),
-                result: None,
-                guide: None,
-                origin: None,
-            });
-        }
+        let mut tools: Vec<ToolDecl> = lock.tools.iter().filter_map(ToolDecl::from_lock).collect();
         tools.sort_by(|a, b| a.name.cmp(&b.name));
         tools.dedup_by(|a, b| a.name == b.name);
         m.tools = tools;

@@ -102,6 +102,22 @@ pub struct ToolDecl {
     pub origin: Option<Origin>,
 }
 
+impl ToolDecl {
+    /// The declaration of a tool `chassis.lock` pins (an `mcp` server's, or
+    /// a process plugin's the TOML does not declare); `None` when its name
+    /// is not a valid tool name.
+    pub fn from_lock(t: &crate::lock::LockedTool) -> Option<Self> {
+        Some(Self {
+            name: ToolName::new(&t.name).ok()?,
+            description: t.description.clone(),
+            args_schema: t.input_schema_json(),
+            result: None,
+            guide: None,
+            origin: None,
+        })
+    }
+}
+
 eq_but_origin!(ToolDecl {
     name,
     description,
