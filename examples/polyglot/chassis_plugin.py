@@ -674,6 +674,8 @@ class Plugin:
                     "body": f"{type(e).__name__}: {e}"}
         if isinstance(out, Response):
             return out.wire()
+        if out is None:
+            return {"status": 204, "headers": {}, "body": ""}
         if isinstance(out, str):
             return {"status": 200, "headers": {"content-type": "text/plain; charset=utf-8"}, "body": out}
         return Response(out).wire()

@@ -345,7 +345,9 @@ class Plugin {
             console.error(e?.stack ?? String(e));
             return { status: 500, headers: { "content-type": "text/plain" }, body: `${e?.name ?? "Error"}: ${e?.message ?? String(e)}` };
         }
-        const response = out instanceof RouteResponse ? out : new RouteResponse(out === undefined ? "" : out);
+        if (out === undefined || out === null)
+            return { status: 204, headers: {}, body: "" };
+        const response = out instanceof RouteResponse ? out : new RouteResponse(out);
         const headers = {};
         for (const [k, v] of Object.entries(response.headers))
             headers[k.toLowerCase()] = String(v);

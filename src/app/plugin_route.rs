@@ -76,10 +76,7 @@ impl Host {
         request
             .headers
             .retain(|name, _| !WITHHELD_HEADERS.contains(&name.as_str()));
-        let route = match harness
-            .route(&generation, entry, &request.method, &request.path)
-            .await
-        {
+        let route = match generation.route(entry, &request.method, &request.path) {
             RouteLookup::Found(r) => r,
             RouteLookup::NoEntry => {
                 return Err(PluginRouteError::NoEntry {

@@ -67,7 +67,7 @@ pub struct LockEntry {
     #[serde(default)]
     pub server_version: String,
     /// The negotiated protocol version (`2025-11-25`, `2026-07-28`, …; the
-    /// plugin protocol's `1.0` for a process plugin).
+    /// plugin protocol's `1.x` for a process plugin).
     #[serde(default)]
     pub protocol_version: String,
     /// The tools after the entry's filter and prefix, sorted by name.

@@ -76,6 +76,9 @@ pub struct GenerationInstance {
     pub instance_id: Arc<str>,
     /// Manifest name.
     pub plugin: Arc<str>,
+    /// The HTTP routes it registered (read without the control plane's
+    /// lock, so a reload in progress never holds a request up).
+    pub routes: Arc<[super::route::RouteRegistration]>,
 }
 
 /// A provider of a capability in a generation.

@@ -1073,6 +1073,7 @@ impl Harness {
                 entry_id: Arc::clone(entry_id.as_arc()),
                 instance_id,
                 plugin: composition.entries[entry_id].manifest.name.as_str().into(),
+                routes: regs.routes.as_slice().into(),
             });
             for t in regs.tools.iter().cloned() {
                 insert_tool(&mut tools, &composition, t);

@@ -37,7 +37,7 @@ pub struct RouteRequest {
 /// What a route handler answers.
 #[derive(Clone, Debug, Default, PartialEq, Eq, serde::Serialize, serde::Deserialize)]
 pub struct RouteResponse {
-    /// HTTP status (100–599).
+    /// HTTP status (200–599).
     pub status: u16,
     /// Header names and values.
     #[serde(default)]
@@ -104,6 +104,16 @@ pub fn check(method: &str, path: &str) -> Result<(), String> {
     }
 }
 
+/// Whether a request's path (decoded, under `/plugins/{entry}`) may reach
+/// a plugin: no `.` or `..` segment, no backslash, no control character —
+/// a prefix route never sees a path that climbs out of it.
+pub fn request_path_ok(path: &str) -> bool {
+    path.starts_with('/')
+        && !path.contains('\\')
+        && !path.chars().any(char::is_control)
+        && path.split('/').all(|s| s != "." && s != "..")
+}
+
 /// Whether `pattern` (exact, or a prefix ending in `/*`) matches `path`.
 pub fn matches(pattern: &str, path: &str) -> bool {
     match pattern.strip_suffix("/*") {
@@ -154,22 +164,26 @@ pub fn find(routes: &[RouteRegistration], method: &str, path: &str) -> RouteLook
     }
 }
 
-impl super::Harness {
-    /// The route of `entry`'s instance in `generation` for `method` and
-    /// `path` (the caller holds a lease on `generation`).
-    pub async fn route(
-        &self,
-        generation: &super::Generation,
-        entry: &str,
-        method: &str,
-        path: &str,
-    ) -> RouteLookup {
-        let Some(instance) = generation.instances.iter().find(|i| &*i.entry_id == entry) else {
+impl super::Generation {
+    /// The route of `entry`'s instance in this generation for `method` and
+    /// `path` (the caller holds a lease on it). No lock is taken: the
+    /// routes were copied into the generation when it was built.
+    pub fn route(&self, entry: &str, method: &str, path: &str) -> RouteLookup {
+        // The instances follow the activation order; the plan knows the
+        // entry's place in it (an entry it does not know has no instance).
+        let Some(order) = crate::engine::model::EntryId::new(entry)
+            .ok()
+            .and_then(|id| self.plan.entries.get(&id))
+            .map(|p| p.order)
+        else {
             return RouteLookup::NoEntry;
         };
-        let control = self.shared.control.lock().await;
-        match control.instances.get(&instance.instance_id) {
-            Some(m) => find(&m.instance.registrations().routes, method, path),
+        let instance = order
+            .and_then(|i| self.instances.get(i))
+            .filter(|i| &*i.entry_id == entry)
+            .or_else(|| self.instances.iter().find(|i| &*i.entry_id == entry));
+        match instance {
+            Some(i) => find(&i.routes, method, path),
             None => RouteLookup::NoEntry,
         }
     }
@@ -210,6 +224,15 @@ mod tests {
             assert!(check("GET", bad).is_err(), "{bad}");
         }
         assert!(check("TRACE", "/x").is_err());
+    }
+
+    #[test]
+    fn request_paths_that_climb_or_hide_are_refused() {
+        assert!(request_path_ok("/files/a/b.txt"));
+        assert!(request_path_ok("/"));
+        for bad in ["/files/../admin", "/files/./x", "/a\\b", "/a\u{0}b", "x"] {
+            assert!(!request_path_ok(bad), "{bad:?}");
+        }
     }
 
     #[test]

@@ -32,6 +32,7 @@ const OWN_HEADERS: [&str; 4] = [
 pub async fn forward(
     State(s): State<Served>,
     method: Method,
+    uri: axum::http::Uri,
     params: Result<Path<BTreeMap<String, String>>, PathRejection>,
     RawQuery(query): RawQuery,
     headers: HeaderMap,
@@ -42,6 +43,17 @@ pub async fn forward(
     })?;
     let entry = params.get("entry").cloned().unwrap_or_default();
     let path = format!("/{}", params.get("rest").map_or("", String::as_str));
+    // Decoded, a path may not climb out of a prefix route; encoded, it may
+    // not hide a separator.
+    let raw = uri.path().to_ascii_lowercase();
+    if !crate::runtime::route::request_path_ok(&path) || raw.contains("%2f") || raw.contains("%5c")
+    {
+        return Err(ApiProblem::new(
+            StatusCode::BAD_REQUEST,
+            "serve::bad-plugin-path",
+            "a plugin route's path may not hold a `.` or `..` segment, a backslash, an encoded `/` or `\\`, or a control character",
+        ));
+    }
     let body = String::from_utf8(body.to_vec()).map_err(|_| {
         ApiProblem::new(
             StatusCode::UNSUPPORTED_MEDIA_TYPE,
@@ -78,11 +90,20 @@ pub async fn forward(
                 .with_help("a process plugin registers its routes at setup (`ctx.routes.register`), pinned in `chassis.lock`"));
         }
         Err(e @ PluginRouteError::WrongMethod { .. }) => {
-            return Err(problem(
+            let allow = match &e {
+                PluginRouteError::WrongMethod { allowed, .. } => allowed.join(", "),
+                _ => String::new(),
+            };
+            let mut out = problem(
                 StatusCode::METHOD_NOT_ALLOWED,
                 "serve::method-not-allowed",
                 &e,
-            ));
+            )
+            .into_response();
+            if let Ok(value) = HeaderValue::from_str(&allow) {
+                out.headers_mut().insert(axum::http::header::ALLOW, value);
+            }
+            return Ok(out);
         }
         Err(e @ PluginRouteError::Failed { .. }) => {
             return Err(problem(StatusCode::BAD_GATEWAY, "serve::plugin-failed", &e));

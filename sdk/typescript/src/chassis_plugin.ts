@@ -408,7 +408,8 @@ export class Plugin {
       console.error(e?.stack ?? String(e));
       return { status: 500, headers: { "content-type": "text/plain" }, body: `${e?.name ?? "Error"}: ${e?.message ?? String(e)}` };
     }
-    const response = out instanceof RouteResponse ? out : new RouteResponse(out === undefined ? "" : (out as Json));
+    if (out === undefined || out === null) return { status: 204, headers: {}, body: "" };
+    const response = out instanceof RouteResponse ? out : new RouteResponse(out as Json);
     const headers: { [name: string]: Json } = {};
     for (const [k, v] of Object.entries(response.headers)) headers[k.toLowerCase()] = String(v);
     if (typeof response.body === "string") {

@@ -349,16 +349,33 @@ async fn chat(
     if let Some(b) = budget {
         b.check(BudgetDimension::ModelCalls, 1.0).map_err(refuse)?;
     }
-    let cancel = call.map_or_else(crate::runtime::Cancellation::new, |c| c.cancel.clone());
-    let answer = super::model::chat(model, arguments, deadline, &cancel)
-        .await
-        .map_err(|e| (code::PROVIDER_UNAVAILABLE, e))?;
+    // The chat's own signal: its timeout must not cancel the tool call it
+    // was made in, while the call's cancellation stops the chat.
+    let cancel = crate::runtime::Cancellation::new();
+    let chatting = super::model::chat(model, arguments, deadline, &cancel);
+    let answer = match call {
+        Some(c) => tokio::select! {
+            answer = chatting => answer,
+            () = c.cancel.cancelled() => {
+                cancel.cancel();
+                Err("the tool call was cancelled".to_owned())
+            }
+        },
+        None => chatting.await,
+    }
+    .map_err(|e| (code::PROVIDER_UNAVAILABLE, e))?;
     if let Some(b) = budget {
         let usage = answer.usage.unwrap_or_default();
+        // A cost that is not a finite, non-negative number is not charged
+        // (the call and its tokens still are).
+        let cost = answer
+            .estimated_cost
+            .filter(|c| c.is_finite() && *c >= 0.0)
+            .unwrap_or(0.0);
         b.spend(Usage {
             model_calls: 1.0,
             tokens: usage.total() as f64,
-            estimated_cost: answer.estimated_cost.unwrap_or(0.0),
+            estimated_cost: cost,
             tool_calls: None,
         })
         .map_err(refuse)?;
@@ -370,6 +387,26 @@ async fn chat(
 #[cfg(test)]
 mod tests {
     use super::*;
+
+    #[tokio::test]
+    async fn an_invoke_naming_no_call_in_flight_is_refused_before_anything_runs() {
+        let calls = Arc::new(InFlight::default());
+        let handler = consumer_handler("e".into(), BTreeMap::new(), Vec::new(), calls);
+        let refused = handler(
+            method::CAPABILITY_INVOKE.to_owned(),
+            serde_json::json!({"key": "database", "method": "insert", "call_id": "call-9"}),
+        )
+        .await
+        .unwrap_err();
+        assert_eq!(refused.0, code::INVALID_PARAMS);
+        assert!(
+            refused
+                .1
+                .contains("`call-9` is not a tool call of `e` in flight"),
+            "{}",
+            refused.1
+        );
+    }
 
     #[test]
     fn a_permission_is_declared_exactly_or_by_its_name() {

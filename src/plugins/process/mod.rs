@@ -153,15 +153,7 @@ fn register(
     }
     for t in &registered.tools {
         let p = &t.policy;
-        let policy = crate::engine::policy::ToolPolicy {
-            permissions: p.permissions.clone(),
-            idempotent: p.idempotent,
-            side_effects: p.side_effects.clone(),
-            timeout_seconds: p.timeout_seconds,
-            cost_class: p.cost_class.clone(),
-            approval_required: p.approval_required,
-            metadata: BTreeMap::new(),
-        };
+        let policy = crate::engine::policy::ToolPolicy::from(p);
         let tool = tool::ProcessTool {
             name: t.name.clone(),
             description: t.description.clone(),

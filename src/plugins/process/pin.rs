@@ -65,6 +65,43 @@ pub fn lock_entry(init: &InitializeResult, registered: &SetupResult) -> LockEntr
     }
 }
 
+/// `Err` naming every registration a mount would refuse (a policy that
+/// does not validate, an unknown hook event, a route that cannot be
+/// served or is registered twice): what a probe checks before pinning, so
+/// the lock never pins what cannot mount.
+pub fn validate(registered: &SetupResult) -> Result<(), String> {
+    let mut problems = Vec::new();
+    for t in &registered.tools {
+        if let Err(e) = crate::engine::policy::ToolPolicy::from(&t.policy).validate() {
+            problems.push(format!("tool `{}`: its policy: {e}", t.name));
+        }
+    }
+    for h in &registered.hooks {
+        if crate::runtime::HookEvent::parse(&h.event).is_none() {
+            problems.push(format!("a hook for the unknown event `{}`", h.event));
+        }
+    }
+    let mut seen = std::collections::BTreeSet::new();
+    for r in &registered.routes {
+        if let Err(e) = crate::runtime::route::check(&r.method, &r.path) {
+            problems.push(format!("route `{} {}`: {e}", r.method, r.path));
+        } else if !seen.insert((&r.method, &r.path)) {
+            problems.push(format!(
+                "route `{} {}` is registered twice",
+                r.method, r.path
+            ));
+        }
+    }
+    if problems.is_empty() {
+        Ok(())
+    } else {
+        Err(format!(
+            "registers what cannot be mounted: {}",
+            problems.join("; ")
+        ))
+    }
+}
+
 /// `Err` when what the plugin registered is not what the lock pins for
 /// its entry (or, without a pin, when it registers hooks).
 pub fn check(
@@ -203,6 +240,37 @@ mod tests {
                 "~ hook before_tool_execute#0 (priority)"
             ]
         );
+    }
+
+    #[test]
+    fn a_probe_refuses_to_pin_what_cannot_mount() {
+        assert_eq!(validate(&registered()), Ok(()));
+        let mut bad = registered();
+        bad.tools[0].policy.timeout_seconds = Some(-1.0);
+        bad.hooks[0].event = "before_lunch".into();
+        bad.routes = vec![
+            super::super::protocol::RouteRegistrationWire {
+                method: "GET".into(),
+                path: "/a".into(),
+            },
+            super::super::protocol::RouteRegistrationWire {
+                method: "GET".into(),
+                path: "/a".into(),
+            },
+            super::super::protocol::RouteRegistrationWire {
+                method: "GET".into(),
+                path: "../x".into(),
+            },
+        ];
+        let e = validate(&bad).unwrap_err();
+        for part in [
+            "tool `greet`: its policy",
+            "unknown event `before_lunch`",
+            "route `GET /a` is registered twice",
+            "route `GET ../x`",
+        ] {
+            assert!(e.contains(part), "{part}: {e}");
+        }
     }
 
     #[test]

@@ -97,5 +97,6 @@ pub async fn probe(target: ProbeTarget<'_>, redactor: &Redactor) -> Result<LockE
         .await
         .map_err(|e| e.message)?;
     process.stop(target.entry).await;
+    super::pin::validate(&registered)?;
     Ok(super::pin::lock_entry(&init, &registered))
 }

@@ -177,7 +177,7 @@ pub struct HttpRequestParams {
 /// `http/request` result.
 #[derive(Clone, Debug, PartialEq, Serialize, Deserialize, JsonSchema)]
 pub struct HttpRequestResult {
-    /// The status (100–599).
+    /// The status (200–599).
     pub status: u16,
     /// Response headers.
     #[serde(default)]
@@ -370,6 +370,20 @@ pub struct ToolPolicyWire {
     /// Whether every call needs approval.
     #[serde(default)]
     pub approval_required: bool,
+}
+
+impl From<&ToolPolicyWire> for crate::engine::policy::ToolPolicy {
+    fn from(p: &ToolPolicyWire) -> Self {
+        Self {
+            permissions: p.permissions.clone(),
+            idempotent: p.idempotent,
+            side_effects: p.side_effects.clone(),
+            timeout_seconds: p.timeout_seconds,
+            cost_class: p.cost_class.clone(),
+            approval_required: p.approval_required,
+            metadata: BTreeMap::new(),
+        }
+    }
 }
 
 /// `tools/call` params.

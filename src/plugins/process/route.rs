@@ -57,7 +57,8 @@ impl RouteHandler for ProcessRoute {
             .await?;
         let reply: HttpRequestResult = serde_json::from_value(reply)
             .map_err(|e| format!("the plugin answered `http/request` with the wrong shape: {e}"))?;
-        if !(100..=599).contains(&reply.status) {
+        // 1xx is framing (an upgrade, a continue), not an answer.
+        if !(200..=599).contains(&reply.status) {
             return Err(format!("the plugin answered with the status {}", reply.status).into());
         }
         Ok(RouteResponse {

@@ -444,12 +444,16 @@ pub struct LaunchError {
     /// registrations that differ from the manifest or the lock: trying
     /// again will not help.
     pub breach: Option<RegistrationBreach>,
+    /// The process speaks another major of the protocol: trying again will
+    /// not help either.
+    pub incompatible: bool,
 }
 
 impl LaunchError {
-    /// Whether the process answered with something else than promised.
+    /// Whether the process answered with something else than promised, or
+    /// in another protocol major (a restart cannot fix either).
     pub fn mismatch(&self) -> bool {
-        self.breach.is_some()
+        self.breach.is_some() || self.incompatible
     }
 
     /// What `setup` returns: the breach itself (a contract error), or the
@@ -467,6 +471,7 @@ impl From<String> for LaunchError {
         Self {
             message,
             breach: None,
+            incompatible: false,
         }
     }
 }
@@ -478,6 +483,8 @@ enum Refusal {
     /// It declared or registered something else than the manifest or the
     /// lock.
     Mismatch(RegistrationBreach),
+    /// It speaks another major of the protocol.
+    Incompatible(String),
 }
 
 impl From<String> for Refusal {
@@ -535,9 +542,10 @@ pub async fn start_checked(
     match answered {
         Ok((init, registered)) => Ok((Process { conn, group }, init, registered)),
         Err(refusal) => {
-            let (why, breach) = match refusal {
-                Refusal::Failed(w) => (w, None),
-                Refusal::Mismatch(b) => (b.to_string(), Some(b)),
+            let (why, breach, incompatible) = match refusal {
+                Refusal::Failed(w) => (w, None, false),
+                Refusal::Incompatible(w) => (w, None, true),
+                Refusal::Mismatch(b) => (b.to_string(), Some(b), false),
             };
             // Let the process's last words reach stderr before quoting them.
             group.stop(Duration::from_millis(200)).await;
@@ -556,6 +564,7 @@ pub async fn start_checked(
             Err(LaunchError {
                 message: failure(manifest, entry, &shown, why, &conn.last_stderr()),
                 breach,
+                incompatible,
             })
         }
     }
@@ -598,7 +607,7 @@ async fn handshake(
         .map_err(|e| call_failure(method::INITIALIZE, e))?;
     let major = |v: &str| v.split('.').next().unwrap_or_default().to_owned();
     if major(&init.protocol_version) != major(PROTOCOL_VERSION) {
-        return Err(Refusal::Failed(format!(
+        return Err(Refusal::Incompatible(format!(
             "speaks plugin protocol {}; this chassis speaks {PROTOCOL_VERSION} (a different major is refused: update the plugin's SDK or chassis)",
             init.protocol_version
         )));

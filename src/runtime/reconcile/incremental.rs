@@ -186,6 +186,7 @@ impl Harness {
                 return Ok(Err(composition));
             }
             row.instance_id = Arc::clone(iid);
+            row.routes = new.instance.registrations().routes.as_slice().into();
             mounts.insert(entry_id.clone(), new.mount);
             // Capability providers: the old instance's rows out, the new
             // one's in at its place in the activation order (providers of

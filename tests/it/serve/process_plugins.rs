@@ -321,10 +321,38 @@ fn a_plugins_http_routes_are_pinned_then_served_behind_the_servers_tokens() {
                 .unwrap();
             assert_eq!(r.status().as_u16(), status, "{path}");
             assert_eq!(r.headers()["content-type"], "application/problem+json");
+            if status == 405 {
+                assert_eq!(r.headers()["allow"], "GET");
+            }
             let doc: Value = r.json().await.unwrap();
             assert_eq!(doc["code"], code, "{doc:#}");
         }
+        // A path may not climb out of a prefix route, nor hide a separator
+        // (the client library would normalize `..`: sent raw).
+        let r = c
+            .post(server.url("/plugins/desk/echo/a%2Fb"))
+            .header("authorization", &bearer)
+            .send()
+            .await
+            .unwrap();
+        assert_eq!(r.status().as_u16(), 400);
+        let doc: Value = r.json().await.unwrap();
+        assert_eq!(doc["code"], "serve::bad-plugin-path", "{doc:#}");
     });
+    {
+        use std::io::{Read, Write};
+        let address = server.url("").trim_start_matches("http://").to_owned();
+        let mut stream = std::net::TcpStream::connect(&address).unwrap();
+        write!(
+            stream,
+            "POST /plugins/desk/echo/../../v1/status HTTP/1.1\r\nHost: {address}\r\nAuthorization: {bearer}\r\nContent-Length: 0\r\nConnection: close\r\n\r\n"
+        )
+        .unwrap();
+        let mut answer = String::new();
+        stream.read_to_string(&mut answer).unwrap();
+        assert!(answer.starts_with("HTTP/1.1 400"), "{answer}");
+        assert!(answer.contains("serve::bad-plugin-path"), "{answer}");
+    }
     let (code, rest) = server.stop(nix::sys::signal::Signal::SIGTERM);
     assert_eq!(code, 0, "{rest}");
     assert!(!rest.contains(super::CANARY) && !seen.contains(super::CANARY));
