@@ -247,6 +247,17 @@ pub async fn run(options: RunOptions, caller: &Caller) -> Result<RunOutcome, App
         }
     };
     let seed = store.as_ref().map(StateStore::seed).transpose()?;
+    // A session past `[serve] session_ttl_seconds` is gone here too, as on
+    // the server: the command line starts it afresh.
+    let ttl = ws
+        .composition
+        .host
+        .serve
+        .as_ref()
+        .and_then(|s| s.session_ttl_seconds);
+    if let (Some(_), Some(store), Some(ttl)) = (&options.session, store.as_mut(), ttl) {
+        store.expire_sessions(ttl)?;
+    }
     let conversation = match (&options.session, &store) {
         (Some(id), Some(store)) => Some(resume_session(store, id, &agent)?),
         _ => None,

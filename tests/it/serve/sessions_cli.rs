@@ -165,3 +165,37 @@ fn a_session_started_by_serve_continues_on_the_command_line_and_back() {
         );
     });
 }
+
+#[test]
+fn the_command_line_forgets_a_session_past_the_serve_ttl_as_the_server_does() {
+    let (dir, file) = workspace();
+    let text = with_serve(
+        &std::fs::read_to_string(&file).unwrap(),
+        "session_ttl_seconds = 1",
+    );
+    save(&file, &text);
+    let first = run_turn(
+        dir.path(),
+        "brief",
+        "Count: one two",
+        &["--agent", "assistant"],
+    );
+    assert_eq!(first.code, 0, "{}", first.stderr);
+    let again = run_turn(dir.path(), "brief", "hello", &["--agent", "assistant"]);
+    assert_eq!(again.code, 0, "{}", again.stderr);
+    let doc: Value = serde_json::from_str(&again.stdout).unwrap();
+    assert_eq!(doc["session_turn"], 2, "within the TTL the session goes on");
+    // Past the TTL (whole seconds in the store), the session starts afresh.
+    std::thread::sleep(std::time::Duration::from_millis(2_200));
+    let later = run_turn(dir.path(), "brief", "hello", &["--agent", "assistant"]);
+    assert_eq!(later.code, 0, "{}", later.stderr);
+    let doc: Value = serde_json::from_str(&later.stdout).unwrap();
+    assert_eq!(doc["session_turn"], 1, "{doc}");
+    let users = doc["messages"]
+        .as_array()
+        .unwrap()
+        .iter()
+        .filter(|m| m["role"] == "user")
+        .count();
+    assert_eq!(users, 1, "{doc}");
+}
