@@ -80,6 +80,31 @@ pub struct LockEntry {
     /// A process plugin's HTTP routes, sorted by path then method.
     #[serde(default, skip_serializing_if = "Vec::is_empty")]
     pub routes: Vec<LockedRoute>,
+    /// The methods of the capabilities a process plugin provides, sorted
+    /// by capability then name.
+    #[serde(default, skip_serializing_if = "Vec::is_empty")]
+    pub methods: Vec<LockedMethod>,
+}
+
+/// One method of a capability a process plugin provides.
+#[derive(Clone, Debug, Default, PartialEq, Eq, Serialize, Deserialize)]
+#[serde(deny_unknown_fields)]
+pub struct LockedMethod {
+    /// The capability (`database`).
+    pub capability: String,
+    /// The method (`insert`).
+    pub name: String,
+    /// What it does.
+    #[serde(default)]
+    pub description: String,
+    /// The argument JSON Schema, as canonical JSON text.
+    pub input_schema: String,
+    /// The result's JSON Schema, as canonical JSON text.
+    #[serde(default, skip_serializing_if = "Option::is_none")]
+    pub result_schema: Option<String>,
+    /// Permissions a caller needs.
+    #[serde(default)]
+    pub permissions: Vec<String>,
 }
 
 /// One HTTP route a process plugin registered.
@@ -226,17 +251,29 @@ impl Lock {
                     });
                 }
             }
+            for m in &entry.methods {
+                let json = |s: &str| serde_json::from_str::<Value>(s).is_ok();
+                if !json(&m.input_schema) || m.result_schema.as_deref().is_some_and(|s| !json(s)) {
+                    return Err(LockError::Schema {
+                        entry: id.clone(),
+                        tool: format!("{}.{}", m.capability, m.name),
+                    });
+                }
+            }
         }
         Ok(lock)
     }
 
-    /// The lock file's text (deterministic: entries, tools and routes
-    /// sorted; hooks keep their order, which breaks priority ties).
+    /// The lock file's text (deterministic: entries, tools, routes and
+    /// methods sorted; hooks keep their order, which breaks priority ties).
     pub fn to_text(&self) -> String {
         let mut lock = self.clone();
         for entry in lock.entries.values_mut() {
             entry.tools.sort_by(|a, b| a.name.cmp(&b.name));
             entry.routes.sort();
+            entry
+                .methods
+                .sort_by(|a, b| (&a.capability, &a.name).cmp(&(&b.capability, &b.name)));
         }
         let body = toml::to_string(&lock).unwrap_or_default();
         format!(
@@ -371,6 +408,35 @@ pub fn diff_tools(locked: &LockEntry, live: &LockEntry) -> Vec<ToolChange> {
             name: format!("route {} {}", r.method, r.path),
         });
     }
+    let key = |m: &LockedMethod| format!("method {}.{}", m.capability, m.name);
+    let old: BTreeMap<String, &LockedMethod> = locked.methods.iter().map(|m| (key(m), m)).collect();
+    let new: BTreeMap<String, &LockedMethod> = live.methods.iter().map(|m| (key(m), m)).collect();
+    let keys: std::collections::BTreeSet<&String> = old.keys().chain(new.keys()).collect();
+    for k in keys {
+        match (old.get(k), new.get(k)) {
+            (None, Some(_)) => out.push(ToolChange::Added { name: k.clone() }),
+            (Some(_), None) => out.push(ToolChange::Removed { name: k.clone() }),
+            (Some(a), Some(b)) => {
+                let fields: Vec<String> = [
+                    ("description", a.description != b.description),
+                    ("input_schema", a.input_schema != b.input_schema),
+                    ("result_schema", a.result_schema != b.result_schema),
+                    ("permissions", a.permissions != b.permissions),
+                ]
+                .into_iter()
+                .filter(|(_, differs)| *differs)
+                .map(|(f, _)| f.to_owned())
+                .collect();
+                if !fields.is_empty() {
+                    out.push(ToolChange::Changed {
+                        name: k.clone(),
+                        fields,
+                    });
+                }
+            }
+            (None, None) => {}
+        }
+    }
     out
 }
 
@@ -421,6 +487,7 @@ mod tests {
                     },
                 ],
                 routes: Vec::new(),
+                methods: Vec::new(),
             },
         );
         lock
@@ -512,6 +579,30 @@ mod tests {
             .map(ToString::to_string)
             .collect();
         assert_eq!(shown, ["- route GET /stats"]);
+        let method = LockedMethod {
+            capability: "database".into(),
+            name: "insert".into(),
+            input_schema: "{}".into(),
+            permissions: vec!["database.write".into()],
+            ..LockedMethod::default()
+        };
+        let mut with_method = old.clone();
+        with_method.methods.push(method.clone());
+        let mut widened = old.clone();
+        widened.methods.push(LockedMethod {
+            permissions: vec!["database.admin".into()],
+            ..method
+        });
+        let shown: Vec<String> = diff_tools(&with_method, &widened)
+            .iter()
+            .map(ToString::to_string)
+            .collect();
+        assert_eq!(shown, ["~ method database.insert (permissions)"]);
+        let shown: Vec<String> = diff_tools(&old, &with_method)
+            .iter()
+            .map(ToString::to_string)
+            .collect();
+        assert_eq!(shown, ["+ method database.insert"]);
         let mut fewer = old.clone();
         fewer.hooks.truncate(1);
         let shown: Vec<String> = diff_tools(&old, &fewer)

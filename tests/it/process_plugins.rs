@@ -698,6 +698,36 @@ fn a_plugin_calls_another_plugins_capability_methods_through_chassis() {
     );
     assert_eq!(out.code, 0, "{}\n{}", out.stdout, out.stderr);
     assert_eq!(tool_results(&document(&out))[0], "1 notes in sqlite");
+
+    // The provider's methods are pinned with the rest, and a provider that
+    // now asks more of its callers is a difference the lock shows.
+    let pinned = run(
+        dir.path(),
+        &["tools", "composition.toml", "--update-lock"],
+        &[],
+    );
+    assert_eq!(pinned.code, 0, "{}\n{}", pinned.stdout, pinned.stderr);
+    let lock = std::fs::read_to_string(dir.path().join("chassis.lock")).unwrap();
+    assert!(
+        lock.contains("[[entries.notes-db.methods]]\ncapability = \"database\"\nname = \"insert\""),
+        "{lock}"
+    );
+    std::fs::write(
+        dir.path().join("notes_db.py"),
+        NOTES_DB.replace(
+            "permissions=[\"database.write\"]",
+            "permissions=[\"database.admin\"]",
+        ),
+    )
+    .unwrap();
+    let live = run(dir.path(), &["tools", "composition.toml", "--live"], &[]);
+    assert_eq!(live.code, 1, "{}\n{}", live.stdout, live.stderr);
+    assert!(
+        live.stdout
+            .contains("~ method database.insert (permissions)"),
+        "{}",
+        live.stdout
+    );
 }
 
 /// `examples/polyglot`: a Python plugin's SQLite-backed capability used by

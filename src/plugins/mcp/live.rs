@@ -69,6 +69,7 @@ pub fn lock_entry(
         tools: out,
         hooks: Vec::new(),
         routes: Vec::new(),
+        methods: Vec::new(),
     })
 }
 

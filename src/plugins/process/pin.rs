@@ -3,7 +3,8 @@
 //!
 //! Why it exists: the pure commands never start a plugin, so what a
 //! process registers beyond its TOML manifest — tools the TOML does not
-//! declare, each tool's policy, its hooks — is pinned in `chassis.lock`
+//! declare, each tool's policy, its hooks, HTTP routes and capability
+//! methods — is pinned in `chassis.lock`
 //! (`chassis tools FILE --update-lock`), reviewed like any diff, and
 //! enforced here: a mount whose registrations differ from the pin is a
 //! contract error showing the difference. Without a pin, the process may
@@ -11,7 +12,9 @@
 //! since nothing else would be visible before it runs.
 
 use crate::engine::model::Manifest;
-use crate::lock::{LockEntry, LockedHook, LockedRoute, LockedTool, canonical_json, diff_tools};
+use crate::lock::{
+    LockEntry, LockedHook, LockedMethod, LockedRoute, LockedTool, canonical_json, diff_tools,
+};
 use crate::runtime::RegistrationBreach;
 
 use super::protocol::{InitializeResult, SetupResult};
@@ -62,6 +65,24 @@ pub fn lock_entry(init: &InitializeResult, registered: &SetupResult) -> LockEntr
             routes.sort();
             routes
         },
+        methods: {
+            let mut methods: Vec<LockedMethod> = registered
+                .capabilities
+                .iter()
+                .flat_map(|c| {
+                    c.methods.iter().map(|m| LockedMethod {
+                        capability: c.key.clone(),
+                        name: m.name.clone(),
+                        description: m.description.clone(),
+                        input_schema: canonical_json(&m.input_schema),
+                        result_schema: m.result_schema.as_ref().map(canonical_json),
+                        permissions: m.permissions.clone(),
+                    })
+                })
+                .collect();
+            methods.sort_by(|a, b| (&a.capability, &a.name).cmp(&(&b.capability, &b.name)));
+            methods
+        },
     }
 }
 
@@ -79,6 +100,16 @@ pub fn validate(registered: &SetupResult) -> Result<(), String> {
     for h in &registered.hooks {
         if crate::runtime::HookEvent::parse(&h.event).is_none() {
             problems.push(format!("a hook for the unknown event `{}`", h.event));
+        }
+    }
+    for c in &registered.capabilities {
+        for m in &c.methods {
+            if let Err(e) = crate::engine::args_schema::compile(&m.input_schema) {
+                problems.push(format!(
+                    "method `{}.{}`: its input_schema: {e}",
+                    c.key, m.name
+                ));
+            }
         }
     }
     let mut seen = std::collections::BTreeSet::new();
