@@ -316,128 +316,99 @@ impl std::fmt::Display for ToolChange {
     }
 }
 
-/// The tool differences from `locked` to `live` (server identity and
-/// protocol changes are not tool changes), sorted by name, then the hook
-/// differences (`hook before_tool_execute#0`).
+/// The differences from `locked` to `live` (server identity and protocol
+/// changes are not among them): tools sorted by name, then hooks
+/// (`hook before_tool_execute#0`), routes (`route GET /stats`) and
+/// capability methods (`method database.insert`).
 pub fn diff_tools(locked: &LockEntry, live: &LockEntry) -> Vec<ToolChange> {
-    let old: BTreeMap<&str, &LockedTool> =
-        locked.tools.iter().map(|t| (t.name.as_str(), t)).collect();
-    let new: BTreeMap<&str, &LockedTool> =
-        live.tools.iter().map(|t| (t.name.as_str(), t)).collect();
     let mut out = Vec::new();
-    let names: std::collections::BTreeSet<&str> = old.keys().chain(new.keys()).copied().collect();
-    for name in names {
-        match (old.get(name), new.get(name)) {
-            (None, Some(_)) => out.push(ToolChange::Added { name: name.into() }),
-            (Some(_), None) => out.push(ToolChange::Removed { name: name.into() }),
-            (Some(a), Some(b)) => {
-                let mut fields = Vec::new();
-                if a.remote_name != b.remote_name {
-                    fields.push("remote_name".to_owned());
-                }
-                if a.description != b.description {
-                    fields.push("description".to_owned());
-                }
-                if a.input_schema != b.input_schema {
-                    fields.push("input_schema".to_owned());
-                }
-                if a.output_schema != b.output_schema {
-                    fields.push("output_schema".to_owned());
-                }
-                if a.annotations != b.annotations {
-                    fields.push("annotations".to_owned());
-                }
-                if a.policy != b.policy {
-                    fields.push("policy".to_owned());
-                }
-                if !fields.is_empty() {
-                    out.push(ToolChange::Changed {
-                        name: name.into(),
-                        fields,
-                    });
-                }
-            }
-            (None, None) => {}
-        }
-    }
-    let (old_keys, new_keys) = (LockedHook::key(&locked.hooks), LockedHook::key(&live.hooks));
-    let old: BTreeMap<&str, &LockedHook> = old_keys
-        .iter()
-        .map(String::as_str)
-        .zip(&locked.hooks)
-        .collect();
-    let new: BTreeMap<&str, &LockedHook> = new_keys
-        .iter()
-        .map(String::as_str)
-        .zip(&live.hooks)
-        .collect();
-    let keys: std::collections::BTreeSet<&str> = old.keys().chain(new.keys()).copied().collect();
-    for key in keys {
-        match (old.get(key), new.get(key)) {
-            (None, Some(_)) => out.push(ToolChange::Added { name: key.into() }),
-            (Some(_), None) => out.push(ToolChange::Removed { name: key.into() }),
-            (Some(a), Some(b)) => {
-                let fields: Vec<String> = [
-                    ("mode", a.mode != b.mode),
-                    ("priority", a.priority != b.priority),
-                    ("error_policy", a.error_policy != b.error_policy),
-                ]
-                .into_iter()
-                .filter(|(_, differs)| *differs)
-                .map(|(f, _)| f.to_owned())
-                .collect();
-                if !fields.is_empty() {
-                    out.push(ToolChange::Changed {
-                        name: key.into(),
-                        fields,
-                    });
-                }
-            }
-            (None, None) => {}
-        }
-    }
-    let old: std::collections::BTreeSet<&LockedRoute> = locked.routes.iter().collect();
-    let new: std::collections::BTreeSet<&LockedRoute> = live.routes.iter().collect();
-    for r in old.difference(&new) {
-        out.push(ToolChange::Removed {
-            name: format!("route {} {}", r.method, r.path),
-        });
-    }
-    for r in new.difference(&old) {
-        out.push(ToolChange::Added {
-            name: format!("route {} {}", r.method, r.path),
-        });
-    }
-    let key = |m: &LockedMethod| format!("method {}.{}", m.capability, m.name);
-    let old: BTreeMap<String, &LockedMethod> = locked.methods.iter().map(|m| (key(m), m)).collect();
-    let new: BTreeMap<String, &LockedMethod> = live.methods.iter().map(|m| (key(m), m)).collect();
-    let keys: std::collections::BTreeSet<&String> = old.keys().chain(new.keys()).collect();
-    for k in keys {
-        match (old.get(k), new.get(k)) {
-            (None, Some(_)) => out.push(ToolChange::Added { name: k.clone() }),
-            (Some(_), None) => out.push(ToolChange::Removed { name: k.clone() }),
-            (Some(a), Some(b)) => {
-                let fields: Vec<String> = [
-                    ("description", a.description != b.description),
-                    ("input_schema", a.input_schema != b.input_schema),
-                    ("result_schema", a.result_schema != b.result_schema),
-                    ("permissions", a.permissions != b.permissions),
-                ]
-                .into_iter()
-                .filter(|(_, differs)| *differs)
-                .map(|(f, _)| f.to_owned())
-                .collect();
-                if !fields.is_empty() {
-                    out.push(ToolChange::Changed {
-                        name: k.clone(),
-                        fields,
-                    });
-                }
-            }
-            (None, None) => {}
-        }
-    }
+    let tools = |e: &LockEntry| -> Vec<(String, LockedTool)> {
+        e.tools
+            .iter()
+            .map(|t| (t.name.clone(), t.clone()))
+            .collect()
+    };
+    diff_keyed(&mut out, tools(locked), tools(live), |a, b| {
+        [
+            ("remote_name", a.remote_name != b.remote_name),
+            ("description", a.description != b.description),
+            ("input_schema", a.input_schema != b.input_schema),
+            ("output_schema", a.output_schema != b.output_schema),
+            ("annotations", a.annotations != b.annotations),
+            ("policy", a.policy != b.policy),
+        ]
+    });
+    let hooks = |e: &LockEntry| -> Vec<(String, LockedHook)> {
+        LockedHook::key(&e.hooks)
+            .into_iter()
+            .zip(e.hooks.iter().cloned())
+            .collect()
+    };
+    diff_keyed(&mut out, hooks(locked), hooks(live), |a, b| {
+        [
+            ("mode", a.mode != b.mode),
+            ("priority", a.priority != b.priority),
+            ("error_policy", a.error_policy != b.error_policy),
+        ]
+    });
+    let routes = |e: &LockEntry| -> Vec<(String, ())> {
+        e.routes
+            .iter()
+            .map(|r| (format!("route {} {}", r.method, r.path), ()))
+            .collect()
+    };
+    diff_keyed(&mut out, routes(locked), routes(live), |(), ()| []);
+    let methods = |e: &LockEntry| -> Vec<(String, LockedMethod)> {
+        e.methods
+            .iter()
+            .map(|m| (format!("method {}.{}", m.capability, m.name), m.clone()))
+            .collect()
+    };
+    diff_keyed(&mut out, methods(locked), methods(live), |a, b| {
+        [
+            ("description", a.description != b.description),
+            ("input_schema", a.input_schema != b.input_schema),
+            ("result_schema", a.result_schema != b.result_schema),
+            ("permissions", a.permissions != b.permissions),
+        ]
+    });
     out
+}
+
+/// Append to `out`, by key order, what `new` adds to `old`, what it
+/// removes, and what it changes (the fields `differ` marks).
+fn diff_keyed<T, const N: usize>(
+    out: &mut Vec<ToolChange>,
+    old: Vec<(String, T)>,
+    new: Vec<(String, T)>,
+    differ: impl Fn(&T, &T) -> [(&'static str, bool); N],
+) {
+    let old: BTreeMap<String, T> = old.into_iter().collect();
+    let mut new: BTreeMap<String, T> = new.into_iter().collect();
+    let mut changes: BTreeMap<String, ToolChange> = BTreeMap::new();
+    for (name, a) in old {
+        let change = match new.remove(&name) {
+            None => Some(ToolChange::Removed { name: name.clone() }),
+            Some(b) => {
+                let fields: Vec<String> = differ(&a, &b)
+                    .into_iter()
+                    .filter(|(_, differs)| *differs)
+                    .map(|(f, _)| f.to_owned())
+                    .collect();
+                (!fields.is_empty()).then(|| ToolChange::Changed {
+                    name: name.clone(),
+                    fields,
+                })
+            }
+        };
+        if let Some(c) = change {
+            changes.insert(name, c);
+        }
+    }
+    for name in new.into_keys() {
+        changes.insert(name.clone(), ToolChange::Added { name });
+    }
+    out.extend(changes.into_values());
 }
 
 #[cfg(test)]
