@@ -927,7 +927,8 @@ for line in sys.stdin:
         result = {"protocol_version": req["params"]["protocol_version"],
                   "plugin": {"name": "greeter", "version": "1.0.0", "provides": {"greeting": ["1.0.0"]}}}
     elif req["method"] == "setup":
-        result = {"capabilities": [{"key": "greeting", "version": "1.0.0"}], "tools": []}
+        result = {"capabilities": [{"key": "greeting", "version": "1.0.0"}], "tools": [],
+                  "routes": [{"method": "TRACE", "path": "x"}]}
     else:
         result = {}
     sys.stdout.write(json.dumps({"jsonrpc": "2.0", "id": req["id"], "result": result}) + "\n")
@@ -962,6 +963,20 @@ fn plugin_check_fails_a_plugin_that_gets_the_protocol_wrong() {
             "setup"
         ],
         "{report:#}"
+    );
+    // What a mount would refuse is named: here a route it cannot serve.
+    let setup = report["checks"]
+        .as_array()
+        .unwrap()
+        .iter()
+        .find(|c| c["name"] == "setup")
+        .unwrap();
+    assert!(
+        setup["detail"]
+            .as_str()
+            .unwrap()
+            .contains("route `TRACE x`: method `TRACE` is not one of"),
+        "{setup:#}"
     );
     // The text form says the same.
     let text = run(dir.path(), &["plugin", "check", "composition.toml"], &[]);

@@ -313,15 +313,10 @@ pub async fn check_plugin(
                         problems.push(format!("tool `{}`: its input_schema: {e}", t.name));
                     }
                 }
-                for c in &r.capabilities {
-                    for m in &c.methods {
-                        if let Err(e) = crate::engine::args_schema::compile(&m.input_schema) {
-                            problems.push(format!(
-                                "method `{}.{}`: its input_schema: {e}",
-                                c.key, m.name
-                            ));
-                        }
-                    }
+                // What a mount would refuse: method schemas, policies, hook
+                // events, routes.
+                if let Err(e) = crate::plugins::process::pin::validate(r) {
+                    problems.push(e);
                 }
                 for c in r
                     .capabilities
