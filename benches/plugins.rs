@@ -72,6 +72,8 @@ rl.on("line", (line) => {
 });
 "#;
 
+/// The smallest useful plugin: one echo tool (its schema derived at
+/// setup), for the call benchmark and the mount benchmark alike.
 const SDK_PY: &str = r#"
 from chassis_plugin import plugin
 
@@ -92,21 +94,6 @@ plugin({ name: "echo", version: "1.0.0" }, (ctx) => {
   ctx.tools.register({ name: "say", description: "Echo.", inputSchema: s.object({ text: s.string() }) },
     ({ text }) => text);
 }).run();
-"#;
-
-/// The smallest useful plugin: one tool (its schema derived at setup).
-const MINIMAL_PY: &str = r#"
-from chassis_plugin import plugin
-
-@plugin(name="echo", version="1.0.0")
-def echo(ctx):
-    def say(text: str) -> str:
-        "Echo."
-        return text
-    ctx.tools.register(say)
-
-if __name__ == "__main__":
-    echo.run()
 "#;
 
 fn manifest_toml(command: &str, tools: bool) -> String {
@@ -309,7 +296,7 @@ async fn calls(
 
 async fn mounting(python: &str, count: usize) -> (Duration, Duration) {
     let dir = folder(&[
-        ("p.py", MINIMAL_PY.to_owned()),
+        ("p.py", SDK_PY.to_owned()),
         (
             "p.toml",
             manifest_toml(&format!("[\"{python}\", \"p.py\"]"), true),

@@ -26,7 +26,7 @@ use crate::engine::secret::Redactor;
 use crate::plugins::process::protocol::{
     BoundProvider, InitializeParams, InitializeResult, SetupParams, SetupResult, code, method,
 };
-use crate::plugins::process::rpc::{CallError, Handler, RpcError};
+use crate::plugins::process::rpc::{CallError, Connection, Handler, RpcError};
 use crate::plugins::process::start::{
     self, Process, STARTUP_TIMEOUT, TEARDOWN_GRACE, declaration_differences, tool_differences,
 };
@@ -95,6 +95,18 @@ impl Suite {
         });
         passed
     }
+}
+
+/// A request for a method no plugin has: it must be refused (-32601), and
+/// an answer to it shows the plugin still reads requests.
+async fn unknown_method(conn: &Connection) -> Result<Value, RpcError> {
+    conn.request(
+        "chassis/no-such-method",
+        json!({}),
+        Some(Duration::from_secs(5)),
+        None,
+    )
+    .await
 }
 
 fn expect_error(reply: Result<Value, RpcError>, want: i64) -> Result<String, String> {
@@ -241,15 +253,7 @@ pub async fn check_plugin(
         );
     }
     if init_ok {
-        let reply = p
-            .conn
-            .request(
-                "chassis/no-such-method",
-                json!({}),
-                Some(Duration::from_secs(5)),
-                None,
-            )
-            .await;
+        let reply = unknown_method(&p.conn).await;
         suite.record(
             "unknown method",
             expect_error(reply, code::METHOD_NOT_FOUND),
@@ -380,15 +384,7 @@ pub async fn check_plugin(
                     Some(&cancel),
                 )
                 .await;
-            let after = p
-                .conn
-                .request(
-                    "chassis/no-such-method",
-                    json!({}),
-                    Some(Duration::from_secs(5)),
-                    None,
-                )
-                .await;
+            let after = unknown_method(&p.conn).await;
             suite.record(
                 "cancel",
                 match after {
