@@ -13,6 +13,7 @@
 //! cargo bench --bench cli -- fan deep              # only these shapes
 //! cargo bench --bench cli -- --runs=3              # runs per figure (default 5; 3 at 100k)
 //! CHASSIS_BENCH_BIN=/path/to/chassis cargo bench --bench cli   # measure another build
+//! cargo bench --bench cli -- --emit=DIR --sizes=10000 fan   # only write the files (to profile one)
 //! ```
 //!
 //! Output: one markdown table per shape on stdout.
@@ -193,6 +194,22 @@ fn bench(shape: Shape, entries: usize, runs: usize) -> (Vec<Row>, u64) {
     (rows, per_generation)
 }
 
+/// `--emit=DIR`: write `SHAPE-ENTRIES/{c,one,cascade}.toml` — the files
+/// a figure is measured on — so one command can be profiled by hand.
+fn emit_files(dir: &Path, shapes: &[Shape], sizes: &[usize]) {
+    for &shape in shapes {
+        for &entries in sizes {
+            let c = generate(shape, entries);
+            let folder = dir.join(format!("{}-{entries}", shape.name()));
+            std::fs::create_dir_all(&folder).expect("the folder is created");
+            std::fs::write(folder.join("c.toml"), &c.text).unwrap();
+            std::fs::write(folder.join("one.toml"), c.one_change()).unwrap();
+            std::fs::write(folder.join("cascade.toml"), c.cascade()).unwrap();
+            println!("{}", folder.display());
+        }
+    }
+}
+
 fn main() {
     let all: Vec<String> = std::env::args().collect();
     if all.get(1).map(String::as_str) == Some("--measure-child") {
@@ -201,22 +218,29 @@ fn main() {
     let mut sizes = vec![1_000, 10_000, 100_000];
     let mut runs = None;
     let mut shapes = Vec::new();
+    let mut emit = None;
     for arg in std::env::args().skip(1) {
         if let Some(list) = arg.strip_prefix("--sizes=") {
             sizes = list.split(',').filter_map(|s| s.parse().ok()).collect();
         } else if let Some(n) = arg.strip_prefix("--runs=") {
             runs = n.parse().ok();
+        } else if let Some(dir) = arg.strip_prefix("--emit=") {
+            emit = Some(PathBuf::from(dir));
         } else if let Some(shape) = Shape::parse(&arg) {
             shapes.push(shape);
         } else if arg != "--bench" {
             eprintln!(
-                "usage: cargo bench --bench cli -- [--sizes=1000,10000] [--runs=N] [chain|fan|deep|builtin…]"
+                "usage: cargo bench --bench cli -- [--sizes=1000,10000] [--runs=N] [--emit=DIR] [chain|fan|deep|builtin…]"
             );
             std::process::exit(2);
         }
     }
     if shapes.is_empty() {
         shapes = Shape::ALL.to_vec();
+    }
+    if let Some(dir) = emit {
+        emit_files(&dir, &shapes, &sizes);
+        return;
     }
     println!("# Whole-process figures (`chassis` release binary, one process per figure)\n");
     for shape in shapes {

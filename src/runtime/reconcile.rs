@@ -227,10 +227,9 @@ impl Harness {
     ) -> Result<ReconcileReport, ReconcileError> {
         use crate::engine::telemetry::AttrValue;
         let desired = i64::try_from(composition.entries.len()).unwrap_or(i64::MAX);
-        let span = self.span_start(
-            "harness.reconcile",
-            signals::attrs([("harness", "chassis".into()), ("desired", desired.into())]),
-        );
+        let span = self.span_start("harness.reconcile", || {
+            signals::attrs([("harness", "chassis".into()), ("desired", desired.into())])
+        });
         let result = self.reconcile_quarantining(composition).await;
         let count = |v: usize| AttrValue::from(i64::try_from(v).unwrap_or(i64::MAX));
         match &result {
@@ -983,7 +982,7 @@ impl Harness {
         control.stale.insert(iid.clone());
         control.instances.insert(
             iid.clone(),
-            Managed {
+            Box::new(Managed {
                 identity: identity.clone(),
                 inputs: Some((
                     entry.clone(),
@@ -992,7 +991,7 @@ impl Harness {
                 mount,
                 order,
                 instance,
-            },
+            }),
         );
         attempt.mounted.push((id.clone(), iid.clone()));
         chosen.insert(id.clone(), iid.clone());

@@ -24,14 +24,20 @@ impl Harness {
         let _ = self.shared.options.telemetry.event(name, &attributes);
     }
 
-    pub(crate) fn span_start(&self, name: &str, attributes: Attributes) -> Option<SpanId> {
+    /// Start a span when spans are recorded; `attributes` is called only
+    /// then (a mount and an unmount per entry built theirs for nothing).
+    pub(crate) fn span_start(
+        &self,
+        name: &str,
+        attributes: impl FnOnce() -> Attributes,
+    ) -> Option<SpanId> {
         if !self.shared.options.telemetry.spans_enabled() {
             return None;
         }
         self.shared
             .options
             .telemetry
-            .span_start(name, &attributes)
+            .span_start(name, &attributes())
             .ok()
     }
 
@@ -125,8 +131,7 @@ impl Harness {
                 json!({ "plugin": plugin, "entry_id": instance.entry_id, "revision": revision, "requirements": requirements })
             })
             .await;
-        let span = self.span_start(
-            "plugin.mount",
+        let span = self.span_start("plugin.mount", || {
             attrs([
                 ("plugin", plugin.clone().into()),
                 ("entry_id", instance.entry_id.clone().into()),
@@ -135,8 +140,8 @@ impl Harness {
                     AttrValue::from(i64::try_from(revision).unwrap_or(i64::MAX)),
                 ),
                 ("instance_id", instance.instance_id.clone().into()),
-            ]),
-        );
+            ])
+        });
         let result = instance
             .mount(
                 spec,
@@ -185,15 +190,14 @@ impl Harness {
             .control_hook(hooks, HookEvent::PluginUnmounting, || json!({ "plugin": plugin, "entry_id": instance.entry_id, "instance_id": instance.instance_id, "scope_id": format!("plugin:{}", instance.entry_id) }),
             )
             .await;
-        let span = self.span_start(
-            "plugin.unmount",
+        let span = self.span_start("plugin.unmount", || {
             attrs([
                 ("plugin", plugin.into()),
                 ("entry_id", instance.entry_id.clone().into()),
                 ("instance_id", instance.instance_id.clone().into()),
                 ("state", instance.state().as_str().into()),
-            ]),
-        );
+            ])
+        });
         let result: Result<(), EffectCleanupError> = instance.unmount().await;
         let error = result.as_ref().err().map(ToString::to_string);
         self.span_end(span, Attributes::new(), error.as_deref());

@@ -48,16 +48,7 @@ pub fn chunk_hash(level: u8, body: &[u8]) -> String {
     let mut h = Sha256::new();
     h.update([level]);
     h.update(body);
-    hex(&h.finalize())
-}
-
-fn hex(bytes: &[u8]) -> String {
-    use std::fmt::Write as _;
-    let mut s = String::with_capacity(bytes.len() * 2);
-    for b in bytes {
-        let _ = write!(s, "{b:02x}");
-    }
-    s
+    crate::engine::canonical::hex_lower(&h.finalize())
 }
 
 /// Cut `text` into a chunk tree, handing each chunk to `put` (hash, chunk)

@@ -6,12 +6,12 @@
 //! HMAC-SHA256 fingerprints keyed by a random 32-byte key created with the
 //! store. The key is never printed, logged or exported.
 
-use crate::engine::secret::hmac_sha256;
+use crate::engine::secret::HmacKey;
 use std::io::Read;
 
-/// The store's secret key.
+/// The store's secret key, with its HMAC pads hashed once.
 #[derive(Clone)]
-pub struct StoreKey([u8; 32]);
+pub struct StoreKey([u8; 32], HmacKey);
 
 impl std::fmt::Debug for StoreKey {
     fn fmt(&self, f: &mut std::fmt::Formatter<'_>) -> std::fmt::Result {
@@ -24,12 +24,16 @@ impl StoreKey {
     pub fn generate() -> std::io::Result<Self> {
         let mut bytes = [0u8; 32];
         std::fs::File::open("/dev/urandom")?.read_exact(&mut bytes)?;
-        Ok(Self(bytes))
+        Ok(Self::new(bytes))
+    }
+
+    fn new(bytes: [u8; 32]) -> Self {
+        Self(bytes, HmacKey::new(&bytes))
     }
 
     /// A key from stored bytes.
     pub fn from_bytes(bytes: &[u8]) -> Option<Self> {
-        Some(Self(bytes.try_into().ok()?))
+        Some(Self::new(bytes.try_into().ok()?))
     }
 
     /// The raw bytes (for storing only).
@@ -40,20 +44,12 @@ impl StoreKey {
     /// Hex HMAC-SHA256 of `value` under this key, domain-separated by
     /// `purpose`.
     pub fn fingerprint(&self, purpose: &str, value: &str) -> String {
-        let mut message = Vec::with_capacity(purpose.len() + 1 + value.len());
-        message.extend_from_slice(purpose.as_bytes());
-        message.push(0);
-        message.extend_from_slice(value.as_bytes());
-        hex(&hmac_sha256(&self.0, &message))
+        crate::engine::canonical::hex_lower(&self.1.mac(&[
+            purpose.as_bytes(),
+            &[0],
+            value.as_bytes(),
+        ]))
     }
-}
-
-fn hex(bytes: &[u8]) -> String {
-    use std::fmt::Write;
-    bytes.iter().fold(String::new(), |mut s, b| {
-        let _ = write!(s, "{b:02x}");
-        s
-    })
 }
 
 #[cfg(test)]
@@ -63,11 +59,20 @@ mod tests {
     #[test]
     fn hmac_matches_an_independent_implementation() {
         // Python: hmac.new(b"\x0b" * 32, b"Hi There", hashlib.sha256).hexdigest()
-        let key = StoreKey([0x0b; 32]);
-        let mac = hex(&hmac_sha256(&key.0, b"Hi There"));
+        use crate::engine::canonical::hex_lower;
+        use crate::engine::secret::hmac_sha256;
+        let key = StoreKey::new([0x0b; 32]);
+        // The precomputed pads give what HMAC over the raw key gives.
+        let mac = hex_lower(&key.1.mac(&[b"Hi ", b"There"]));
         assert_eq!(
             mac,
             "198a607eb44bfbc69903a0f1cf2bbdc5ba0aa3f3d9ae3c1c7a3b1696a0b68cf7"
+        );
+        assert_eq!(mac, hex_lower(&hmac_sha256(&key.0, b"Hi There")));
+        // purpose, a NUL, then the value.
+        assert_eq!(
+            key.fingerprint("config", "abc"),
+            hex_lower(&hmac_sha256(&key.0, b"config\0abc"))
         );
         assert_ne!(key.fingerprint("a", "x"), key.fingerprint("b", "x"));
         assert_eq!(format!("{key:?}"), "StoreKey(<redacted>)");

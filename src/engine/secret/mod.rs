@@ -33,7 +33,7 @@ mod streaming;
 mod value;
 
 pub use env::{EnvLookup, EnvSecretProvider, MapEnv, env_var_name};
-pub use fingerprint::{fingerprint, hmac_sha256};
+pub use fingerprint::{HmacKey, fingerprint, hmac_sha256};
 pub use provider::{
     RedactingSecretProvider, SecretError, SecretErrorKind, SecretProvider, StaticSecretProvider,
     UnavailableSecrets,
