@@ -401,7 +401,9 @@ class _Capabilities:
 
     def provide(self, key, value=None, version=None, methods=()):
         """Provide capability `key` at `version`; `value` crosses as JSON,
-        `methods` (functions or Method objects) are what consumers call."""
+        `methods` (functions or Method objects) are what consumers call.
+        A value with no methods is shared state: read-only, and readable
+        by consumers in any language (a Rust plugin as `SharedState`)."""
         self._ctx._check_open()
         if version is None:
             raise PluginError(f"capability `{key}` needs version=...")

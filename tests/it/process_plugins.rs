@@ -1681,3 +1681,169 @@ fn the_lock_pins_what_a_plugin_registers_beyond_its_toml_and_a_mount_is_held_to_
         "the pinned registrations are part of the identity"
     );
 }
+
+/// Shared state from a Python plugin: a capability with a value and no
+/// methods. Its configuration quotes a secret it references.
+const LIMITS_PY: &str = r#"
+from chassis_plugin import plugin
+
+@plugin(name="limits", version="1.0.0", provides={"limits": "1.0.0"})
+def limits(ctx):
+    ctx.capabilities.provide("limits", {"max_rows": 5, "token": ctx.config["token"]}, version="1.0.0")
+
+if __name__ == "__main__":
+    limits.run()
+"#;
+
+/// Reads the shared state of a built-in `shared-state` entry and of a
+/// Python plugin, as values.
+const READER_PY: &str = r#"
+import json
+from chassis_plugin import plugin, ToolPolicy
+
+@plugin(name="reader", version="1.0.0", requires={"settings": ">=1", "limits": ">=1"})
+def reader(ctx):
+    settings = ctx.require("settings").value
+    limits = ctx.require("limits")
+    def read_state() -> str:
+        """What the shared state says."""
+        return json.dumps({"settings": settings, "limits": limits.value}, sort_keys=True)
+    def invoke_state() -> str:
+        """Shared state has no methods."""
+        try:
+            limits.invoke("get")
+            return "invoked"
+        except Exception as e:
+            return str(e)
+    ctx.tools.register(read_state, policy=ToolPolicy(idempotent=True))
+    ctx.tools.register(invoke_state, policy=ToolPolicy(idempotent=True))
+
+if __name__ == "__main__":
+    reader.run()
+"#;
+
+const SHARED_TOML: &str = r#"version = 1
+
+[plugins.limits]
+version = "1.0.0"
+command = ["{PYTHON}", "limits.py"]
+provides = { limits = "1.0.0" }
+
+[plugins.reader]
+version = "1.0.0"
+command = ["{PYTHON}", "reader.py"]
+requires = { settings = ">=1", limits = ">=1" }
+
+[[plugins.reader.tools]]
+name = "read_state"
+description = "What the shared state says."
+args = { type = "object", properties = {}, required = [], additionalProperties = false }
+
+[[plugins.reader.tools]]
+name = "invoke_state"
+description = "Shared state has no methods."
+args = { type = "object", properties = {}, required = [], additionalProperties = false }
+
+[policy.tools.read_state]
+idempotent = true
+
+[policy.tools.invoke_state]
+idempotent = true
+
+[entries.settings]
+plugin = "shared-state"
+config = { capability = "settings", version = "1.2.0", values = { region = "eu-west-1" } }
+
+[entries.limits]
+plugin = "limits"
+config.token = { secret = "LIMITS_TOKEN" }
+
+[entries.reader]
+plugin = "reader"
+
+[entries.model]
+plugin = "scripted"
+[[entries.model.config.turns]]
+tool_calls = [{ name = "read_state", args = {} }, { name = "invoke_state", args = {} }]
+[[entries.model.config.turns]]
+text = "done"
+
+[agents.a]
+prompt = "p"
+default_input = "go"
+"#;
+
+#[test]
+fn shared_state_crosses_from_a_builtin_and_a_python_plugin_and_keeps_secrets_back() {
+    let dir = workspace(&[
+        ("limits.py", LIMITS_PY),
+        ("reader.py", READER_PY),
+        ("composition.toml", SHARED_TOML),
+    ]);
+    let canary = "sk-canary-shared-7f3e";
+    let out = run(
+        dir.path(),
+        &["--format", "json", "run", "composition.toml"],
+        &[("LIMITS_TOKEN", canary)],
+    );
+    assert_eq!(out.code, 0, "{}\n{}", out.stdout, out.stderr);
+    let results = tool_results(&document(&out));
+    let seen: Value = serde_json::from_str(&results[0]).unwrap();
+    // The built-in kind's values, and the Python plugin's value with the
+    // secret its configuration referenced held back from the consumer.
+    assert_eq!(seen["settings"], serde_json::json!({"region": "eu-west-1"}));
+    assert_eq!(seen["limits"]["max_rows"], 5);
+    let token = seen["limits"]["token"].as_str().unwrap();
+    assert!(token != canary && token.contains("redacted"), "{token}");
+    // Read-only: no method to call.
+    assert!(
+        results[1].contains("not a requirement of `reader` bound to a process plugin"),
+        "{}",
+        results[1]
+    );
+    assert!(!out.stdout.contains(canary) && !out.stderr.contains(canary));
+}
+
+#[test]
+fn a_rust_plugin_reads_a_python_plugins_shared_state() {
+    use chassis::engine::version::Version;
+    use chassis::plugins::shared::SharedState;
+    let dir = workspace(&[
+        (
+            "limits.py",
+            LIMITS_PY
+                .replace("ctx.config[\"token\"]", "\"none\"")
+                .as_str(),
+        ),
+        (
+            "plugin.toml",
+            "version = 1\n\n[plugins.limits]\nversion = \"1.0.0\"\ncommand = [\"{PYTHON}\", \"limits.py\"]\nprovides = { limits = \"1.0.0\" }\n\n[entries.limits]\nplugin = \"limits\"\n",
+        ),
+    ]);
+    let rt = tokio::runtime::Builder::new_current_thread()
+        .enable_all()
+        .build()
+        .unwrap();
+    let seen = std::sync::Arc::new(std::sync::Mutex::new(None));
+    rt.block_on(async {
+        let mut h = chassis::testing::TestHarness::new();
+        h.install_process(&dir.path().join("plugin.toml")).unwrap();
+        let mut manifest =
+            chassis::engine::model::Manifest::new("rust-reader", Version::parse("1.0.0").unwrap());
+        h.require(&mut manifest, "limits", ">=1");
+        let into = std::sync::Arc::clone(&seen);
+        h.install(chassis::runtime::plugin::plugin_fn(manifest, move |ctx| {
+            let into = std::sync::Arc::clone(&into);
+            async move {
+                let state = ctx.require::<SharedState>("limits")?;
+                *into.lock().unwrap() = state.get("max_rows").cloned();
+                Ok(())
+            }
+        }));
+        h.reconcile().await.unwrap();
+        assert!(h.shutdown().await.is_empty());
+    });
+    drop(rt);
+    assert_eq!(*seen.lock().unwrap(), Some(serde_json::json!(5)));
+    assert_no_process_in(dir.path());
+}

@@ -106,7 +106,7 @@ impl Plugin for ProcessPlugin {
                 Ok(())
             })?;
         }
-        register(&ctx, &supervisor, &calls)?;
+        register(&ctx, &supervisor, &calls, &self.redactor)?;
         Ok(())
     }
 }
@@ -116,6 +116,7 @@ fn register(
     ctx: &PluginContext,
     supervisor: &Arc<supervise::Supervisor>,
     calls: &Arc<calls::InFlight>,
+    redactor: &Redactor,
 ) -> Result<(), BoxError> {
     let registered = supervisor.registered();
     for c in &registered.capabilities {
@@ -140,6 +141,20 @@ fn register(
             }));
             ctx.capabilities()
                 .provide(&c.key, CapabilityValue::new(handle), &c.version)?;
+            continue;
+        }
+        // Shared state (the Oracle runtime's `getSharedState`): a value
+        // and no methods is read-only state, provided exactly as the
+        // built-in `shared-state` kind provides it, so a Rust consumer
+        // reads it as `SharedState` and a process consumer as its value.
+        // Redacted: a secret the provider's configuration referenced does
+        // not reach a consumer that did not reference it.
+        if c.methods.is_empty()
+            && let Some(value) = &c.value
+        {
+            let state = crate::plugins::shared::SharedState(Arc::new(redactor.redact_json(value)));
+            ctx.capabilities()
+                .provide(&c.key, CapabilityValue::new(state), &c.version)?;
             continue;
         }
         let value = invoke::ProcessCapability::new(

@@ -351,10 +351,7 @@ pub fn prepare(
                 BoundProvider {
                     provider: b.provider.clone(),
                     version: b.version.to_string(),
-                    value: b
-                        .value
-                        .downcast::<super::invoke::ProcessCapability>()
-                        .and_then(|c| c.value.clone()),
+                    value: provided_value(&b.value).map(|v| redactor.redact_json(&v)),
                 },
             ))
         })
@@ -372,6 +369,20 @@ pub fn prepare(
         redactor: redactor.clone(),
         handler,
     })
+}
+
+/// What a consumer process receives of a provider's capability: a process
+/// provider's value, or shared state (a process's value-only capability or
+/// the built-in `shared-state` kind). Redacted by the caller: a value
+/// quoting a secret the provider's configuration referenced does not reach
+/// a consumer that did not reference it.
+fn provided_value(value: &crate::runtime::CapabilityValue) -> Option<Value> {
+    if let Some(c) = value.downcast::<super::invoke::ProcessCapability>() {
+        return c.value.clone();
+    }
+    value
+        .downcast::<crate::plugins::shared::SharedState>()
+        .map(|s| (*s.0).clone())
 }
 
 /// Start the plugin's program with its pipes connected: no message sent yet.
