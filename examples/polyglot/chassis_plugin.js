@@ -27,7 +27,7 @@ exports.Plugin = exports.PluginContext = exports.Provider = exports.s = exports.
 exports.plugin = plugin;
 const async_hooks_1 = require("async_hooks");
 const readline = require("readline");
-exports.PROTOCOL_VERSION = "1.1";
+exports.PROTOCOL_VERSION = "1.2";
 /** The `call_id` of the tool call being handled: an invoke made while
  * handling it (awaited from the handler) runs under the call's run. */
 const currentCall = new async_hooks_1.AsyncLocalStorage();
@@ -101,6 +101,7 @@ class PluginContext {
         /** @internal */ this.capabilityList = [];
         /** @internal */ this.hookList = [];
         /** @internal */ this.routeList = [];
+        /** @internal */ this.agentList = [];
         /** @internal */ this.cleanups = [];
         /** @internal */ this.sealed = false;
         this.tools = {
@@ -144,6 +145,36 @@ class PluginContext {
                 if (!spec.path.startsWith("/"))
                     throw new Error(`route path \`${spec.path}\` must start with \`/\``);
                 this.routeList.push([{ method, path: spec.path }, fn]);
+            },
+        };
+        this.agents = {
+            /**
+             * Define the agent `spec.name` (the fields of an `[agents.NAME]` table):
+             * chassis's loop runs it, and other agents may list it in `sub_agents`.
+             * Agents are pinned in chassis.lock (`chassis tools FILE --update-lock`).
+             */
+            register: (spec) => {
+                this.open();
+                if (this.agentList.some((a) => a.name === spec.name))
+                    throw new Error(`agent \`${spec.name}\` is registered twice`);
+                const wire = { name: spec.name, prompt: spec.prompt };
+                const optional = {
+                    description: spec.description || undefined,
+                    tools: spec.tools,
+                    sub_agents: spec.subAgents && spec.subAgents.length > 0 ? spec.subAgents : undefined,
+                    model: spec.model,
+                    model_version: spec.modelVersion,
+                    max_steps: spec.maxSteps,
+                    budget: spec.budget && Object.keys(spec.budget).length > 0 ? spec.budget : undefined,
+                    temperature: spec.temperature,
+                    max_tokens: spec.maxTokens,
+                    default_input: spec.defaultInput,
+                    revision: spec.revision,
+                };
+                for (const [key, value] of Object.entries(optional))
+                    if (value !== undefined)
+                        wire[key] = value;
+                this.agentList.push(wire);
             },
         };
         this.capabilities = {
@@ -283,6 +314,7 @@ class Plugin {
             tools,
             hooks: ctx.hookList.map(([wire]) => wire),
             routes: ctx.routeList.map(([wire]) => wire),
+            agents: ctx.agentList,
         };
     }
     async toolsCall(params) {

@@ -45,7 +45,7 @@ import typing
 __all__ = ["plugin", "Plugin", "PluginContext", "ToolPolicy", "Method", "PluginError",
            "InvokeError", "Bail", "Request", "Response", "PROTOCOL_VERSION"]
 
-PROTOCOL_VERSION = "1.1"
+PROTOCOL_VERSION = "1.2"
 
 # The `call_id` of the tool call being handled (see Provider.invoke).
 _CALL = contextvars.ContextVar("chassis_call", default=None)
@@ -395,6 +395,30 @@ class _Routes:
         self._ctx._routes.append((fn, {"method": method, "path": str(path)}))
 
 
+class _Agents:
+    def __init__(self, ctx):
+        self._ctx = ctx
+
+    def register(self, name, prompt, *, description="", tools=None, sub_agents=(),
+                 model=None, model_version=None, max_steps=None, budget=None,
+                 temperature=None, max_tokens=None, default_input=None, revision=None):
+        """Define the agent `name` (the fields of an `[agents.NAME]` table):
+        chassis's loop runs it, and other agents may list it in `sub_agents`.
+        Agents are pinned in chassis.lock (`chassis tools FILE --update-lock`)."""
+        self._ctx._check_open()
+        if any(a["name"] == name for a in self._ctx._agents):
+            raise PluginError(f"agent `{name}` is registered twice")
+        wire = {"name": str(name), "prompt": str(prompt)}
+        optional = {"description": description or None, "tools": None if tools is None else list(tools),
+                    "sub_agents": list(sub_agents) or None, "model": model,
+                    "model_version": model_version, "max_steps": max_steps,
+                    "budget": dict(budget) if budget else None, "temperature": temperature,
+                    "max_tokens": max_tokens, "default_input": default_input, "revision": revision}
+        wire.update({k: v for k, v in optional.items() if v is not None})
+        json.dumps(wire)  # what is not JSON fails here, not in chassis
+        self._ctx._agents.append(wire)
+
+
 class _Capabilities:
     def __init__(self, ctx):
         self._ctx = ctx
@@ -434,6 +458,7 @@ class PluginContext:
         self._tools = {}
         self._hooks = []
         self._routes = []
+        self._agents = []
         self._methods = {}
         self._capabilities = []
         self._cleanups = []
@@ -441,6 +466,7 @@ class PluginContext:
         self.tools = _Tools(self)
         self.hooks = _Hooks(self)
         self.routes = _Routes(self)
+        self.agents = _Agents(self)
         self.capabilities = _Capabilities(self)
 
     def _check_open(self):
@@ -604,7 +630,7 @@ class Plugin:
         self._ctx = ctx
         return {"capabilities": ctx._capabilities, "tools": [t.wire() for t in ctx._tools.values()],
                 "hooks": [wire for _, wire in ctx._hooks],
-                "routes": [wire for _, wire in ctx._routes]}
+                "routes": [wire for _, wire in ctx._routes], "agents": ctx._agents}
 
     def _tools_call(self, params):
         if not isinstance(params, dict) or not isinstance(params.get("name"), str):

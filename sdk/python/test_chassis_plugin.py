@@ -111,5 +111,20 @@ class Schemas(unittest.TestCase):
             cp._Tool(f, None, None, None)
 
 
+class Agents(unittest.TestCase):
+    def test_an_agent_crosses_with_only_the_fields_given(self):
+        ctx = cp.PluginContext({"entry": "e"})
+        ctx.agents.register("researcher", "You research.", tools=["search"], max_steps=3,
+                            budget={"model_calls": 3})
+        self.assertEqual(ctx._agents, [{"name": "researcher", "prompt": "You research.",
+                                        "tools": ["search"], "max_steps": 3,
+                                        "budget": {"model_calls": 3}}])
+        with self.assertRaises(cp.PluginError):
+            ctx.agents.register("researcher", "again")
+        ctx._sealed = True
+        with self.assertRaises(cp.PluginError):
+            ctx.agents.register("late", "too late")
+
+
 if __name__ == "__main__":
     unittest.main()

@@ -21,7 +21,7 @@
  * at start. stdout belongs to the protocol: `console.log` and friends write
  * to stderr.
  */
-export declare const PROTOCOL_VERSION = "1.1";
+export declare const PROTOCOL_VERSION = "1.2";
 /** A JSON value. */
 export type Json = null | boolean | number | string | Json[] | {
     [key: string]: Json;
@@ -78,6 +78,24 @@ export interface HookSpec {
     mode?: "observe" | "transform" | "bail";
     priority?: number;
     errorPolicy?: "record" | "raise";
+}
+/** An agent a plugin defines: the fields of an `[agents.NAME]` table. */
+export interface AgentSpec {
+    name: string;
+    prompt: string;
+    description?: string;
+    tools?: string[];
+    subAgents?: string[];
+    model?: string;
+    modelVersion?: string;
+    maxSteps?: number;
+    budget?: {
+        [dimension: string]: number;
+    };
+    temperature?: number;
+    maxTokens?: number;
+    defaultInput?: string;
+    revision?: string;
 }
 /** A capability method call chassis or the provider refused. */
 /** An HTTP request to one of the plugin's routes (`chassis serve` answers
@@ -149,6 +167,7 @@ export declare class PluginContext {
     /** @internal */ capabilityList: Json[];
     /** @internal */ hookList: Array<[Json, (event: string, payload: Json) => unknown]>;
     /** @internal */ routeList: Array<[Json, (request: RouteRequest) => unknown]>;
+    /** @internal */ agentList: Json[];
     /** @internal */ cleanups: Array<[string, () => unknown]>;
     /** @internal */ sealed: boolean;
     private requirements;
@@ -175,6 +194,14 @@ export declare class PluginContext {
             method: string;
             path: string;
         }, fn: (request: RouteRequest) => unknown) => void;
+    };
+    readonly agents: {
+        /**
+         * Define the agent `spec.name` (the fields of an `[agents.NAME]` table):
+         * chassis's loop runs it, and other agents may list it in `sub_agents`.
+         * Agents are pinned in chassis.lock (`chassis tools FILE --update-lock`).
+         */
+        register: (spec: AgentSpec) => void;
     };
     readonly capabilities: {
         provide: (key: string, options: {

@@ -205,6 +205,12 @@ pub(crate) fn link(
         }
     }
     super::lock_pins::apply(&mut comp, lock, diags);
+    // The agents process plugins define, as `chassis.lock` pins them: placed
+    // like the TOML's, after them, and checked with them.
+    let plugin_agents = super::lock_pins::plugin_agents(&comp, &walked_agents, diags);
+    let plugin_refs: Vec<&WalkedAgent> = plugin_agents.iter().collect();
+    place_agents(&plugin_refs, &mut comp, diags);
+    let walked_agents: Vec<&WalkedAgent> = walked_agents.into_iter().chain(plugin_refs).collect();
     check_tool_schemas(&comp, diags);
     if check_refs {
         check_agent_refs(&walked_agents, &comp, diags);
@@ -411,6 +417,17 @@ fn check_agent_refs(agents: &[&WalkedAgent], comp: &Composition, diags: &mut Vec
         })
         .map(|(id, _)| id.as_str())
         .collect();
+    let unpinned_processes: Vec<&str> = comp
+        .entries
+        .iter()
+        .filter(|(_, e)| {
+            e.manifest
+                .process
+                .as_ref()
+                .is_some_and(|p| p.pinned.is_none())
+        })
+        .map(|(id, _)| id.as_str())
+        .collect();
     let names: BTreeSet<&str> = agents.iter().map(|a| a.decl.name.as_str()).collect();
     for a in agents {
         for (tool, origin) in &a.tool_refs {
@@ -459,6 +476,27 @@ fn check_agent_refs(agents: &[&WalkedAgent], comp: &Composition, diags: &mut Vec
                         format!("agent `{sub}` lists itself as a sub-agent"),
                     )
                     .at(Some(*origin), "itself"),
+                );
+            } else if !names.contains(sub.as_str()) && !unpinned_processes.is_empty() {
+                // A process plugin the lock does not pin yet may define
+                // it: a lock finding (`--update-lock` fixes it), so the
+                // file still loads to write the lock.
+                diags.push(
+                    Diagnostic::warning(
+                        Code::UnknownTool,
+                        format!(
+                            "agent `{}` lists the sub-agent `{sub}`, which no agent declares; the entr{} {} that `chassis.lock` does not pin may define it",
+                            a.decl.name,
+                            if unpinned_processes.len() == 1 { "y" } else { "ies" },
+                            unpinned_processes
+                                .iter()
+                                .map(|u| format!("`{u}`"))
+                                .collect::<Vec<_>>()
+                                .join(", ")
+                        ),
+                    )
+                    .at(Some(*origin), "not known until the lock is written")
+                    .with_help("`chassis tools FILE --update-lock` starts them and pins the agents they define"),
                 );
             } else if !names.contains(sub.as_str()) {
                 diags.push(

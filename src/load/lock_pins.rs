@@ -9,15 +9,19 @@
 //! manifest is derived again with its locked tools, and each process
 //! entry's manifest gains the locked tools its TOML does not declare and
 //! carries the pinned registrations (which mounting enforces), before
-//! references to tools are checked.
+//! references to tools are checked; the agents a process plugin defines
+//! join the composition's (`plugin_agents`).
 
+use std::collections::BTreeMap;
 use std::path::Path;
 use std::sync::Arc;
 
+use super::agent::WalkedAgent;
 use super::source::{Source, SourceErrorKind};
 use crate::engine::builtin::mcp;
 use crate::engine::diag::{Code, Diagnostic};
 use crate::engine::model::{Composition, Manifest, ToolDecl, ToolName};
+use crate::engine::span::Origin;
 use crate::lock::{LOCK_FILE, Lock, LockEntry};
 
 /// The lock beside `root`: `Ok(None)` when there is none, `Err` with the
@@ -159,4 +163,86 @@ fn pin_process(manifest: &Manifest, locked: &LockEntry) -> Manifest {
         Arc::make_mut(process).pinned = Some(Arc::new(locked.clone()));
     }
     m
+}
+
+/// The agents the process plugin entries of `comp` define, as
+/// `chassis.lock` pins them, ready to be placed like `[agents.X]` tables.
+/// Each points at its entry's declaration (it has no TOML of its own). A
+/// definition the loader cannot use, or a name `toml` (the composition's
+/// agents) or another entry already defines, is reported and left out.
+pub(crate) fn plugin_agents(
+    comp: &Composition,
+    toml: &[&WalkedAgent],
+    diags: &mut Vec<Diagnostic>,
+) -> Vec<WalkedAgent> {
+    let mut out: Vec<WalkedAgent> = Vec::new();
+    let mut by_name: BTreeMap<String, (&str, Option<Origin>)> = toml
+        .iter()
+        .map(|a| (a.decl.name.clone(), ("the composition", a.decl.origin)))
+        .collect();
+    for (id, entry) in &comp.entries {
+        let Some(locked) = entry
+            .manifest
+            .process
+            .as_ref()
+            .and_then(|p| p.pinned.as_deref())
+        else {
+            continue;
+        };
+        for definition in &locked.agents {
+            let mut decl = match definition.to_decl() {
+                Ok(d) => d,
+                Err(problems) => {
+                    diags.push(
+                        Diagnostic::error(
+                            Code::BadLock,
+                            format!(
+                                "the agent `{}` that `{LOCK_FILE}` pins for the entry `{id}` cannot be used: {}",
+                                definition.name,
+                                problems.join("; ")
+                            ),
+                        )
+                        .at(entry.origin, "the plugin defining it")
+                        .with_help(
+                            "`chassis tools FILE --update-lock` pins what the plugin defines now",
+                        ),
+                    );
+                    continue;
+                }
+            };
+            if let Some((who, first)) = by_name.get(&decl.name) {
+                diags.push(
+                    Diagnostic::error(
+                        Code::InvalidValue,
+                        format!(
+                            "the agent `{}` is defined by the entry `{id}` (pinned in `{LOCK_FILE}`) and by {who}",
+                            decl.name
+                        ),
+                    )
+                    .at(entry.origin, "defines it")
+                    .also(*first, "defines it too")
+                    .with_help("rename one of them: agent names are unique in a composition"),
+                );
+                continue;
+            }
+            decl.origin = entry.origin;
+            decl.model.origin = entry.origin;
+            let at = |names: &[String]| -> Vec<(String, Origin)> {
+                entry
+                    .origin
+                    .map_or_else(Vec::new, |o| names.iter().map(|n| (n.clone(), o)).collect())
+            };
+            let tool_refs = at(definition.tools.as_deref().unwrap_or_default());
+            let sub_agent_refs = at(&definition.sub_agents);
+            by_name.insert(decl.name.clone(), ("another entry", entry.origin));
+            out.push(WalkedAgent {
+                decl,
+                prompt_file: None,
+                scope_origin: None,
+                tool_refs,
+                sub_agent_refs,
+            });
+        }
+    }
+    out
 }

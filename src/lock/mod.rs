@@ -84,6 +84,10 @@ pub struct LockEntry {
     /// by capability then name.
     #[serde(default, skip_serializing_if = "Vec::is_empty")]
     pub methods: Vec<LockedMethod>,
+    /// The agents a process plugin defines, sorted by name: the loader
+    /// adds them to the composition, so the pure commands see them.
+    #[serde(default, skip_serializing_if = "Vec::is_empty")]
+    pub agents: Vec<crate::engine::model::AgentDefinition>,
 }
 
 /// One method of a capability a process plugin provides.
@@ -372,6 +376,32 @@ pub fn diff_tools(locked: &LockEntry, live: &LockEntry) -> Vec<ToolChange> {
             ("permissions", a.permissions != b.permissions),
         ]
     });
+    let agents = |e: &LockEntry| -> Vec<(String, crate::engine::model::AgentDefinition)> {
+        e.agents
+            .iter()
+            .map(|a| (format!("agent {}", a.name), a.clone()))
+            .collect()
+    };
+    diff_keyed(&mut out, agents(locked), agents(live), |a, b| {
+        [
+            ("description", a.description != b.description),
+            ("prompt", a.prompt != b.prompt),
+            ("tools", a.tools != b.tools),
+            ("sub_agents", a.sub_agents != b.sub_agents),
+            (
+                "model",
+                (&a.model, &a.model_version) != (&b.model, &b.model_version),
+            ),
+            ("max_steps", a.max_steps != b.max_steps),
+            ("budget", a.budget != b.budget),
+            (
+                "sampling",
+                (a.temperature, a.max_tokens) != (b.temperature, b.max_tokens),
+            ),
+            ("default_input", a.default_input != b.default_input),
+            ("revision", a.revision != b.revision),
+        ]
+    });
     out
 }
 
@@ -459,6 +489,7 @@ mod tests {
                 ],
                 routes: Vec::new(),
                 methods: Vec::new(),
+                agents: Vec::new(),
             },
         );
         lock

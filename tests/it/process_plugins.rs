@@ -331,7 +331,7 @@ fn a_line_that_is_not_json_rpc_and_an_unknown_major_are_refused() {
         (CHATTY, "not JSON: `hello, I am a plugin`"),
         (
             FUTURE,
-            "speaks plugin protocol 2.0; this chassis speaks 1.1",
+            "speaks plugin protocol 2.0; this chassis speaks 1.2",
         ),
     ] {
         let dir = workspace(&[("greeter.py", script), ("composition.toml", GREETER_TOML)]);
@@ -1100,7 +1100,7 @@ fn hooks_of_process_plugins_bail_transform_and_observe() {
         refusal["fields"]["promise"]
             .as_str()
             .unwrap()
-            .contains("hooks or HTTP routes that `chassis.lock` does not pin"),
+            .contains("hooks, HTTP routes or agents that `chassis.lock` does not pin"),
         "{refusal}"
     );
     let pinned = run(
@@ -1846,4 +1846,239 @@ fn a_rust_plugin_reads_a_python_plugins_shared_state() {
     drop(rt);
     assert_eq!(*seen.lock().unwrap(), Some(serde_json::json!(5)));
     assert_no_process_in(dir.path());
+}
+
+/// A plugin that brings its own agent: a tool and the researcher that uses
+/// it.
+const RESEARCH_PY: &str = r#"
+from chassis_plugin import plugin, ToolPolicy
+
+@plugin(name="research", version="1.0.0")
+def research(ctx):
+    def search(query: str) -> str:
+        """Search the notes."""
+        return f"3 notes about {query}"
+    ctx.tools.register(search, policy=ToolPolicy(idempotent=True))
+    ctx.agents.register("researcher", "You research with the search tool.",
+                        description="Finds notes about a topic.", tools=["search"],
+                        max_steps=3, budget={"model_calls": 3})
+
+if __name__ == "__main__":
+    research.run()
+"#;
+
+/// The composition's own agent delegates to the plugin's (one scripted
+/// model: its turns are shared by the run and its sub-agent, in order).
+const RESEARCH_TOML: &str = r#"version = 1
+
+[plugins.research]
+version = "1.0.0"
+command = ["{PYTHON}", "research.py"]
+
+[[plugins.research.tools]]
+name = "search"
+description = "Search the notes."
+args = { type = "object", properties = { query = { type = "string" } }, required = ["query"], additionalProperties = false }
+
+[policy.tools.search]
+idempotent = true
+
+[entries.research]
+plugin = "research"
+
+[entries.model]
+plugin = "scripted"
+[[entries.model.config.turns]]
+tool_calls = [{ name = "researcher", args = { input = "milk" } }]
+[[entries.model.config.turns]]
+tool_calls = [{ name = "search", args = { query = "milk" } }]
+[[entries.model.config.turns]]
+text = "found 3 notes about milk"
+[[entries.model.config.turns]]
+text = "done"
+
+[agents.lead]
+prompt = "p"
+default_input = "go"
+tools = []
+sub_agents = ["researcher"]
+"#;
+
+#[test]
+fn a_plugin_defines_an_agent_that_the_lock_pins_and_chassis_runs() {
+    let dir = workspace(&[
+        ("research.py", RESEARCH_PY),
+        ("composition.toml", RESEARCH_TOML),
+    ]);
+    let path = dir.path();
+    // Before the lock pins it, the sub-agent is a lock finding: the file
+    // loads, `check` answers no and `run` refuses with the fix.
+    let check = run(path, &["check", "composition.toml"], &[]);
+    assert_eq!(check.code, 1, "{}\n{}", check.stdout, check.stderr);
+    assert!(
+        check.stderr.contains("lists the sub-agent `researcher`")
+            && check.stderr.contains("may define it"),
+        "{}",
+        check.stderr
+    );
+    let out = run(path, &["run", "composition.toml"], &[]);
+    assert_eq!(out.code, 1, "{}\n{}", out.stdout, out.stderr);
+    assert!(out.stderr.contains("--update-lock"), "{}", out.stderr);
+
+    let pinned = run(path, &["tools", "composition.toml", "--update-lock"], &[]);
+    assert_eq!(pinned.code, 0, "{}\n{}", pinned.stdout, pinned.stderr);
+    assert!(
+        pinned.stdout.contains("research (new, 1 tool, 1 agent)"),
+        "{}",
+        pinned.stdout
+    );
+    let lock = std::fs::read_to_string(path.join("chassis.lock")).unwrap();
+    assert!(
+        lock.contains("[[entries.research.agents]]\nname = \"researcher\"")
+            && lock.contains("prompt = \"You research with the search tool.\""),
+        "{lock}"
+    );
+
+    // The pure commands see it: checked, and in the snapshot's agents.
+    let check = run(path, &["check", "composition.toml"], &[]);
+    assert_eq!(check.code, 0, "{}\n{}", check.stdout, check.stderr);
+    let snapshot = run(
+        path,
+        &["--format", "json", "snapshot", "composition.toml"],
+        &[],
+    );
+    assert_eq!(snapshot.code, 0, "{}", snapshot.stderr);
+    let doc: Value = serde_json::from_str(&snapshot.stdout).unwrap();
+    let before = doc["digests"]["semantic_digest"].clone();
+    assert!(
+        snapshot.stdout.contains("researcher") && snapshot.stdout.contains("/agents/researcher"),
+        "{}",
+        snapshot.stdout
+    );
+
+    // chassis's loop runs it as a sub-agent, with the plugin's tool.
+    let out = run(
+        path,
+        &[
+            "--format",
+            "json",
+            "run",
+            "composition.toml",
+            "--agent",
+            "lead",
+        ],
+        &[],
+    );
+    assert_eq!(out.code, 0, "{}\n{}", out.stdout, out.stderr);
+    let doc = document(&out);
+    assert_eq!(doc["answer"], "done", "{doc:#}");
+    assert_eq!(tool_results(&doc), ["found 3 notes about milk"], "{doc:#}");
+
+    // A plugin that now defines it otherwise differs from its pin.
+    std::fs::write(
+        path.join("research.py"),
+        RESEARCH_PY.replace("max_steps=3", "max_steps=5"),
+    )
+    .unwrap();
+    let live = run(path, &["tools", "composition.toml", "--live"], &[]);
+    assert_eq!(live.code, 1, "{}\n{}", live.stdout, live.stderr);
+    assert!(
+        live.stdout.contains("~ agent researcher (max_steps)"),
+        "{}",
+        live.stdout
+    );
+    let out = run(path, &["run", "composition.toml", "--agent", "lead"], &[]);
+    assert_eq!(out.code, 3, "{}\n{}", out.stdout, out.stderr);
+    assert!(
+        out.stderr.contains("~ agent researcher (max_steps)"),
+        "{}",
+        out.stderr
+    );
+    // Pinned again, the definition is part of the digest.
+    let pinned = run(path, &["tools", "composition.toml", "--update-lock"], &[]);
+    assert_eq!(pinned.code, 0, "{}\n{}", pinned.stdout, pinned.stderr);
+    let snapshot = run(
+        path,
+        &["--format", "json", "snapshot", "composition.toml"],
+        &[],
+    );
+    let doc: Value = serde_json::from_str(&snapshot.stdout).unwrap();
+    assert_ne!(doc["digests"]["semantic_digest"], before);
+
+    // A name the composition already uses is refused at load (exit 2).
+    write_composition(
+        path,
+        &format!("{RESEARCH_TOML}\n[agents.researcher]\nprompt = \"mine\"\n"),
+    );
+    let check = run(path, &["check", "composition.toml"], &[]);
+    assert_eq!(check.code, 2, "{}\n{}", check.stdout, check.stderr);
+    assert!(
+        check.stderr.contains(
+            "the agent `researcher` is defined by the entry `research` (pinned in `chassis.lock`) and by"
+        ) && check.stderr.contains("defines it too"),
+        "{}",
+        check.stderr
+    );
+}
+
+/// The same plugin in JavaScript, through the TypeScript SDK.
+const RESEARCH_JS: &str = r#"
+const { plugin, s } = require("./chassis_plugin");
+plugin({ name: "research", version: "1.0.0" }, (ctx) => {
+  ctx.tools.register(
+    { name: "search", description: "Search the notes.", inputSchema: s.object({ query: s.string() }), policy: { idempotent: true } },
+    ({ query }) => `3 notes about ${query}`,
+  );
+  ctx.agents.register({
+    name: "researcher",
+    prompt: "You research with the search tool.",
+    description: "Finds notes about a topic.",
+    tools: ["search"],
+    maxSteps: 3,
+    budget: { model_calls: 3 },
+  });
+}).run();
+"#;
+
+#[test]
+fn a_javascript_plugin_defines_an_agent_the_same_way() {
+    let toml = RESEARCH_TOML.replace(
+        "command = [\"{PYTHON}\", \"research.py\"]",
+        "command = [\"node\", \"research.js\"]",
+    );
+    let dir = workspace(&[("research.js", RESEARCH_JS), ("composition.toml", &toml)]);
+    std::fs::copy(
+        crate::harness::root().join("sdk/typescript/chassis_plugin.js"),
+        dir.path().join("chassis_plugin.js"),
+    )
+    .unwrap();
+    let path = dir.path();
+    let pinned = run(path, &["tools", "composition.toml", "--update-lock"], &[]);
+    assert_eq!(pinned.code, 0, "{}\n{}", pinned.stdout, pinned.stderr);
+    // The Python plugin pins the same definition: the lock does not
+    // depend on the language.
+    let lock = std::fs::read_to_string(path.join("chassis.lock")).unwrap();
+    let agents = lock
+        .split("[[entries.research.agents]]")
+        .nth(1)
+        .unwrap_or_else(|| panic!("{lock}"));
+    assert_eq!(
+        agents.trim(),
+        "name = \"researcher\"\ndescription = \"Finds notes about a topic.\"\nprompt = \"You research with the search tool.\"\ntools = [\"search\"]\nmax_steps = 3\n\n[entries.research.agents.budget]\nmodel_calls = 3.0",
+        "{lock}"
+    );
+    let out = run(
+        path,
+        &[
+            "--format",
+            "json",
+            "run",
+            "composition.toml",
+            "--agent",
+            "lead",
+        ],
+        &[],
+    );
+    assert_eq!(out.code, 0, "{}\n{}", out.stdout, out.stderr);
+    assert_eq!(tool_results(&document(&out)), ["found 3 notes about milk"]);
 }

@@ -25,7 +25,7 @@
 import { AsyncLocalStorage } from "async_hooks";
 import * as readline from "readline";
 
-export const PROTOCOL_VERSION = "1.1";
+export const PROTOCOL_VERSION = "1.2";
 
 /** The `call_id` of the tool call being handled: an invoke made while
  * handling it (awaited from the handler) runs under the call's run. */
@@ -89,6 +89,23 @@ export interface HookSpec {
   mode?: "observe" | "transform" | "bail";
   priority?: number;
   errorPolicy?: "record" | "raise";
+}
+
+/** An agent a plugin defines: the fields of an `[agents.NAME]` table. */
+export interface AgentSpec {
+  name: string;
+  prompt: string;
+  description?: string;
+  tools?: string[];
+  subAgents?: string[];
+  model?: string;
+  modelVersion?: string;
+  maxSteps?: number;
+  budget?: { [dimension: string]: number };
+  temperature?: number;
+  maxTokens?: number;
+  defaultInput?: string;
+  revision?: string;
 }
 
 /** A capability method call chassis or the provider refused. */
@@ -165,6 +182,7 @@ export class PluginContext {
   /** @internal */ capabilityList: Json[] = [];
   /** @internal */ hookList: Array<[Json, (event: string, payload: Json) => unknown]> = [];
   /** @internal */ routeList: Array<[Json, (request: RouteRequest) => unknown]> = [];
+  /** @internal */ agentList: Json[] = [];
   /** @internal */ cleanups: Array<[string, () => unknown]> = [];
   /** @internal */ sealed = false;
   private requirements: { [key: string]: any };
@@ -218,6 +236,34 @@ export class PluginContext {
       if (!["GET", "POST", "PUT", "PATCH", "DELETE"].includes(method)) throw new Error(`route method \`${method}\` is not GET, POST, PUT, PATCH or DELETE`);
       if (!spec.path.startsWith("/")) throw new Error(`route path \`${spec.path}\` must start with \`/\``);
       this.routeList.push([{ method, path: spec.path }, fn]);
+    },
+  };
+
+  readonly agents = {
+    /**
+     * Define the agent `spec.name` (the fields of an `[agents.NAME]` table):
+     * chassis's loop runs it, and other agents may list it in `sub_agents`.
+     * Agents are pinned in chassis.lock (`chassis tools FILE --update-lock`).
+     */
+    register: (spec: AgentSpec): void => {
+      this.open();
+      if (this.agentList.some((a: any) => a.name === spec.name)) throw new Error(`agent \`${spec.name}\` is registered twice`);
+      const wire: { [key: string]: Json } = { name: spec.name, prompt: spec.prompt };
+      const optional: { [key: string]: Json | undefined } = {
+        description: spec.description || undefined,
+        tools: spec.tools,
+        sub_agents: spec.subAgents && spec.subAgents.length > 0 ? spec.subAgents : undefined,
+        model: spec.model,
+        model_version: spec.modelVersion,
+        max_steps: spec.maxSteps,
+        budget: spec.budget && Object.keys(spec.budget).length > 0 ? spec.budget : undefined,
+        temperature: spec.temperature,
+        max_tokens: spec.maxTokens,
+        default_input: spec.defaultInput,
+        revision: spec.revision,
+      };
+      for (const [key, value] of Object.entries(optional)) if (value !== undefined) wire[key] = value;
+      this.agentList.push(wire);
     },
   };
 
@@ -352,6 +398,7 @@ export class Plugin {
       tools,
       hooks: ctx.hookList.map(([wire]) => wire),
       routes: ctx.routeList.map(([wire]) => wire),
+      agents: ctx.agentList,
     };
   }
 

@@ -139,10 +139,14 @@ fn scope_lines(r: &ToolsReport, out: &mut String) {
     }
 }
 
-/// `, N hooks, M routes` after a tool count (nothing for none).
+/// `, N hooks, M routes, K agents` after a tool count (nothing for none).
 fn extras_suffix(e: &crate::lock::LockEntry) -> String {
     let mut out = String::new();
-    for (n, one) in [(e.hooks.len(), "hook"), (e.routes.len(), "route")] {
+    for (n, one) in [
+        (e.hooks.len(), "hook"),
+        (e.routes.len(), "route"),
+        (e.agents.len(), "agent"),
+    ] {
         match n {
             0 => {}
             1 => out.push_str(&format!(", 1 {one}")),

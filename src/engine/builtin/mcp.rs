@@ -445,6 +445,7 @@ mod tests {
             hooks: Vec::new(),
             routes: Vec::new(),
             methods: Vec::new(),
+            agents: Vec::new(),
         };
         let m = manifest_with_lock(&config, Some(&lock)).unwrap();
         assert_eq!(m.tools.len(), 1);

@@ -23,6 +23,7 @@ macro_rules! eq_but_origin {
 }
 
 mod agent;
+mod agent_definition;
 mod composition;
 mod condition;
 mod config;
@@ -38,6 +39,7 @@ mod small_map;
 pub use agent::{
     AGENT_METADATA_KEY, AGENT_REVISION_METADATA_KEY, AgentDecl, DEFAULT_MAX_STEPS, PromptSource,
 };
+pub use agent_definition::AgentDefinition;
 pub use composition::{Composition, Entry, EntryRef, Preferences};
 pub use condition::{Condition, SkippedEntry};
 pub use config::{ConfigValue, SecretRef};

@@ -70,6 +70,7 @@ pub fn lock_entry(
         hooks: Vec::new(),
         routes: Vec::new(),
         methods: Vec::new(),
+        agents: Vec::new(),
     })
 }
 

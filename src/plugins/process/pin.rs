@@ -3,12 +3,13 @@
 //!
 //! Why it exists: the pure commands never start a plugin, so what a
 //! process registers beyond its TOML manifest — tools the TOML does not
-//! declare, each tool's policy, its hooks, HTTP routes and capability
-//! methods — is pinned in `chassis.lock`
+//! declare, each tool's policy, its hooks, HTTP routes, capability
+//! methods and the agents it defines — is pinned in `chassis.lock`
 //! (`chassis tools FILE --update-lock`), reviewed like any diff, and
 //! enforced here: a mount whose registrations differ from the pin is a
 //! contract error showing the difference. Without a pin, the process may
-//! register only what its TOML declares (tools; no hooks, no HTTP routes),
+//! register only what its TOML declares (tools; no hooks, no HTTP routes,
+//! no agents),
 //! since nothing else would be visible before it runs.
 
 use crate::engine::model::Manifest;
@@ -83,6 +84,11 @@ pub fn lock_entry(init: &InitializeResult, registered: &SetupResult) -> LockEntr
             methods.sort_by(|a, b| (&a.capability, &a.name).cmp(&(&b.capability, &b.name)));
             methods
         },
+        agents: {
+            let mut agents = registered.agents.clone();
+            agents.sort_by(|a, b| a.name.cmp(&b.name));
+            agents
+        },
     }
 }
 
@@ -110,6 +116,14 @@ pub fn validate(registered: &SetupResult) -> Result<(), String> {
                     c.key, m.name
                 ));
             }
+        }
+    }
+    let mut names = std::collections::BTreeSet::new();
+    for a in &registered.agents {
+        if let Err(e) = a.to_decl() {
+            problems.push(format!("agent `{}`: {}", a.name, e.join("; ")));
+        } else if !names.insert(&a.name) {
+            problems.push(format!("agent `{}` is defined twice", a.name));
         }
     }
     let mut seen = std::collections::BTreeSet::new();
@@ -154,15 +168,18 @@ pub fn check(
                 actual: changes.iter().map(ToString::to_string).collect(),
             })
         }
-        None if live.hooks.is_empty() && live.routes.is_empty() => Ok(()),
+        None if live.hooks.is_empty() && live.routes.is_empty() && live.agents.is_empty() => {
+            Ok(())
+        }
         None => Err(RegistrationBreach {
-            promise: "registers hooks or HTTP routes that `chassis.lock` does not pin, so the pure commands cannot see them (`chassis tools FILE --update-lock` pins them)".to_owned(),
+            promise: "registers hooks, HTTP routes or agents that `chassis.lock` does not pin, so the pure commands cannot see them (`chassis tools FILE --update-lock` pins them)".to_owned(),
             promised: "chassis.lock".to_owned(),
             actual: live
                 .hooks
                 .iter()
                 .map(show_hook)
                 .chain(live.routes.iter().map(|r| format!("route {} {}", r.method, r.path)))
+                .chain(live.agents.iter().map(|a| format!("agent {}", a.name)))
                 .collect(),
         }),
     }
@@ -219,6 +236,11 @@ mod tests {
                 error_policy: ErrorPolicyWire::Raise,
             }],
             routes: Vec::new(),
+            agents: vec![crate::engine::model::AgentDefinition {
+                name: "researcher".into(),
+                prompt: "You research.".into(),
+                ..Default::default()
+            }],
         }
     }
 
@@ -262,13 +284,16 @@ mod tests {
         let mut other = registered();
         other.tools[0].policy.approval_required = true;
         other.hooks[0].priority = 4;
+        other.agents[0].prompt = "You research harder.".into();
+        other.agents[0].max_steps = Some(3);
         let breach = check(&manifest(Some(pin)), &init(), &other).unwrap_err();
         assert_eq!(breach.promised, "chassis.lock");
         assert_eq!(
             breach.actual,
             [
                 "~ greet (policy)",
-                "~ hook before_tool_execute#0 (priority)"
+                "~ hook before_tool_execute#0 (priority)",
+                "~ agent researcher (prompt, max_steps)"
             ]
         );
     }
@@ -279,6 +304,8 @@ mod tests {
         let mut bad = registered();
         bad.tools[0].policy.timeout_seconds = Some(-1.0);
         bad.hooks[0].event = "before_lunch".into();
+        bad.agents[0].max_steps = Some(0);
+        bad.agents.push(bad.agents[0].clone());
         bad.routes = vec![
             super::super::protocol::RouteRegistrationWire {
                 method: "GET".into(),
@@ -299,6 +326,7 @@ mod tests {
             "unknown event `before_lunch`",
             "route `GET /a` is registered twice",
             "route `GET ../x`",
+            "agent `researcher`: `max_steps` must be between 1 and 10000",
         ] {
             assert!(e.contains(part), "{part}: {e}");
         }
@@ -309,10 +337,14 @@ mod tests {
         let breach = check(&manifest(None), &init(), &registered()).unwrap_err();
         assert_eq!(
             breach.actual,
-            ["hook before_tool_execute (bail, priority 3, on error raise)"]
+            [
+                "hook before_tool_execute (bail, priority 3, on error raise)",
+                "agent researcher"
+            ]
         );
         let mut no_hooks = registered();
         no_hooks.hooks.clear();
+        no_hooks.agents.clear();
         assert_eq!(check(&manifest(None), &init(), &no_hooks), Ok(()));
     }
 }

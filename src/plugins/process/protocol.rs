@@ -20,7 +20,7 @@ use serde::{Deserialize, Serialize};
 use serde_json::Value;
 
 /// The protocol version this chassis speaks.
-pub const PROTOCOL_VERSION: &str = "1.1";
+pub const PROTOCOL_VERSION: &str = "1.2";
 
 /// The longest message either side may send, in bytes (16 MiB).
 pub const MAX_MESSAGE_BYTES: usize = 16 << 20;
@@ -142,6 +142,10 @@ pub struct SetupResult {
     /// this list); `chassis serve` answers them under `/plugins/{entry}`.
     #[serde(default)]
     pub routes: Vec<RouteRegistrationWire>,
+    /// Agents the plugin defines (1.2): the fields of `[agents.X]`, run by
+    /// chassis's loop like any agent once `chassis.lock` pins them.
+    #[serde(default, skip_serializing_if = "Vec::is_empty")]
+    pub agents: Vec<crate::engine::model::AgentDefinition>,
 }
 
 /// One HTTP route the plugin registers.

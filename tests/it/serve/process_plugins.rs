@@ -216,7 +216,7 @@ fn a_plugins_http_routes_are_pinned_then_served_behind_the_servers_tokens() {
     let stderr = String::from_utf8_lossy(&out.stderr);
     assert_eq!(out.status.code(), Some(3), "{stderr}");
     assert!(
-        stderr.contains("registers hooks or HTTP routes that `chassis.lock` does not pin")
+        stderr.contains("registers hooks, HTTP routes or agents that `chassis.lock` does not pin")
             && stderr.contains("route GET /stats"),
         "{stderr}"
     );
