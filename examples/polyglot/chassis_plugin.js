@@ -24,6 +24,7 @@
  */
 Object.defineProperty(exports, "__esModule", { value: true });
 exports.Plugin = exports.PluginContext = exports.Provider = exports.s = exports.InvokeError = exports.RouteResponse = exports.Bail = exports.PROTOCOL_VERSION = void 0;
+exports.traceparent = traceparent;
 exports.plugin = plugin;
 const async_hooks_1 = require("async_hooks");
 const readline = require("readline");
@@ -31,6 +32,14 @@ exports.PROTOCOL_VERSION = "1.2";
 /** The `call_id` of the tool call being handled: an invoke made while
  * handling it (awaited from the handler) runs under the call's run. */
 const currentCall = new async_hooks_1.AsyncLocalStorage();
+/** The W3C `traceparent` of the request being handled (its `_meta`). */
+const currentTrace = new async_hooks_1.AsyncLocalStorage();
+/** The W3C `traceparent` of the request being handled (a tool call, an
+ * invoke, a hook or a route inside a run), or undefined: pass it to your own
+ * tracing so your spans join the run's trace. */
+function traceparent() {
+    return currentTrace.getStore();
+}
 const MAX_MESSAGE_BYTES = 16 << 20;
 const METHOD_NOT_FOUND = -32601;
 const INVALID_PARAMS = -32602;
@@ -417,7 +426,9 @@ class Plugin {
         try {
             if (!handler)
                 throw new RpcError(METHOD_NOT_FOUND, `no method \`${method}\``);
-            this.reply(id, await handler(params ?? {}));
+            const meta = params?._meta;
+            const trace = typeof meta?.traceparent === "string" ? meta.traceparent : undefined;
+            this.reply(id, await currentTrace.run(trace, () => handler(params ?? {})));
         }
         catch (e) {
             if (e instanceof RpcError)

@@ -43,12 +43,21 @@ import threading
 import typing
 
 __all__ = ["plugin", "Plugin", "PluginContext", "ToolPolicy", "Method", "PluginError",
-           "InvokeError", "Bail", "Request", "Response", "PROTOCOL_VERSION"]
+           "InvokeError", "Bail", "Request", "Response", "PROTOCOL_VERSION", "traceparent"]
 
 PROTOCOL_VERSION = "1.2"
 
 # The `call_id` of the tool call being handled (see Provider.invoke).
 _CALL = contextvars.ContextVar("chassis_call", default=None)
+# The W3C `traceparent` of the request being handled (its `_meta`).
+_TRACE = contextvars.ContextVar("chassis_trace", default=None)
+
+
+def traceparent():
+    """The W3C `traceparent` of the request being handled (a tool call, an
+    invoke, a hook or a route inside a run), or None: pass it to your own
+    tracing so your spans join the run's trace."""
+    return _TRACE.get()
 
 MAX_MESSAGE_BYTES = 16 << 20
 
@@ -723,6 +732,8 @@ class Plugin:
                     "hooks/dispatch": self._dispatch, "http/request": self._http,
                     "teardown": self._teardown}
         handler = handlers.get(method)
+        meta = params.get("_meta") if isinstance(params, dict) else None
+        trace = _TRACE.set(meta.get("traceparent") if isinstance(meta, dict) else None)
         try:
             if handler is None:
                 raise _RpcError(METHOD_NOT_FOUND, f"no method `{method}`")
@@ -740,6 +751,8 @@ class Plugin:
         except Exception as e:  # noqa: BLE001 - never let one request kill the process
             _print_exc()
             self._reply(id_, error=(INTERNAL_ERROR, f"{type(e).__name__}: {e}"))
+        finally:
+            _TRACE.reset(trace)
         return method
 
     def run(self):

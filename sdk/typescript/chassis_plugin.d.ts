@@ -22,6 +22,10 @@
  * to stderr.
  */
 export declare const PROTOCOL_VERSION = "1.2";
+/** The W3C `traceparent` of the request being handled (a tool call, an
+ * invoke, a hook or a route inside a run), or undefined: pass it to your own
+ * tracing so your spans join the run's trace. */
+export declare function traceparent(): string | undefined;
 /** A JSON value. */
 export type Json = null | boolean | number | string | Json[] | {
     [key: string]: Json;

@@ -73,6 +73,9 @@ fn result_json(run: &RunOutcome) -> serde_json::Value {
         "model": result.model,
         "budget": budget,
         "run_id": result.run_id,
+        // The W3C trace id of the run: what plugins receive in
+        // `_meta.traceparent`, to find their spans and logs of this run.
+        "trace_id": crate::engine::trace_context::TraceParent::trace_id_of(&result.run_id),
         "generation_id": result.generation_id,
         "snapshot_digest": result.snapshot_digest,
         "duration_seconds": result.duration_seconds,

@@ -35,5 +35,6 @@ pub mod specifier;
 pub mod system;
 pub mod telemetry;
 pub mod tool_listing;
+pub mod trace_context;
 pub mod tree;
 pub mod version;

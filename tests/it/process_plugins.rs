@@ -2082,3 +2082,107 @@ fn a_javascript_plugin_defines_an_agent_the_same_way() {
     assert_eq!(out.code, 0, "{}\n{}", out.stdout, out.stderr);
     assert_eq!(tool_results(&document(&out)), ["found 3 notes about milk"]);
 }
+
+/// Tools that answer with the trace context of their own call.
+const TRACED_PY: &str = r#"
+from chassis_plugin import plugin, ToolPolicy, traceparent
+
+@plugin(name="traced-py", version="1.0.0")
+def traced(ctx):
+    def trace_py() -> str:
+        """The call's traceparent."""
+        return traceparent() or "none"
+    ctx.tools.register(trace_py, policy=ToolPolicy(idempotent=True))
+
+if __name__ == "__main__":
+    traced.run()
+"#;
+
+const TRACED_JS: &str = r#"
+const { plugin, s, traceparent } = require("./chassis_plugin");
+plugin({ name: "traced-js", version: "1.0.0" }, (ctx) => {
+  ctx.tools.register(
+    { name: "trace_js", description: "The call's traceparent.", inputSchema: s.object({}), policy: { idempotent: true } },
+    async () => { await new Promise((r) => setTimeout(r, 1)); return traceparent() ?? "none"; },
+  );
+}).run();
+"#;
+
+#[test]
+fn tool_calls_carry_the_runs_trace_context_to_python_and_javascript() {
+    let toml = r#"version = 1
+
+[plugins.traced-py]
+version = "1.0.0"
+command = ["{PYTHON}", "traced.py"]
+
+[[plugins.traced-py.tools]]
+name = "trace_py"
+description = "The call's traceparent."
+args = { type = "object", properties = {}, required = [], additionalProperties = false }
+
+[plugins.traced-js]
+version = "1.0.0"
+command = ["node", "traced.js"]
+
+[[plugins.traced-js.tools]]
+name = "trace_js"
+description = "The call's traceparent."
+args = { type = "object", properties = {}, required = [], additionalProperties = false }
+
+[policy.tools.trace_py]
+idempotent = true
+
+[policy.tools.trace_js]
+idempotent = true
+
+[entries.traced-py]
+plugin = "traced-py"
+
+[entries.traced-js]
+plugin = "traced-js"
+
+[entries.model]
+plugin = "scripted"
+[[entries.model.config.turns]]
+tool_calls = [{ name = "trace_py", args = {} }, { name = "trace_js", args = {} }, { name = "trace_py", args = {} }]
+[[entries.model.config.turns]]
+text = "done"
+
+[agents.a]
+prompt = "p"
+default_input = "go"
+"#;
+    let dir = workspace(&[
+        ("traced.py", TRACED_PY),
+        ("traced.js", TRACED_JS),
+        ("composition.toml", toml),
+    ]);
+    std::fs::copy(
+        crate::harness::root().join("sdk/typescript/chassis_plugin.js"),
+        dir.path().join("chassis_plugin.js"),
+    )
+    .unwrap();
+    let out = run(
+        dir.path(),
+        &["--format", "json", "run", "composition.toml"],
+        &[],
+    );
+    assert_eq!(out.code, 0, "{}\n{}", out.stdout, out.stderr);
+    let doc = document(&out);
+    let trace = doc["trace_id"]
+        .as_str()
+        .unwrap_or_else(|| panic!("{doc:#}"));
+    assert_eq!(trace.len(), 32, "{trace}");
+    let results = tool_results(&doc);
+    assert_eq!(results.len(), 3, "{results:?}");
+    let mut parents = std::collections::BTreeSet::new();
+    for r in &results {
+        let parsed = chassis::engine::trace_context::TraceParent::parse(r)
+            .unwrap_or_else(|| panic!("not a traceparent: {r}"));
+        assert!(r.starts_with(&format!("00-{trace}-")), "{r} in {trace}");
+        parents.insert(parsed.parent_id);
+    }
+    // Each call is its own parent span, in either language.
+    assert_eq!(parents.len(), 3, "{results:?}");
+}

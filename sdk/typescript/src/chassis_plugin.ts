@@ -30,6 +30,15 @@ export const PROTOCOL_VERSION = "1.2";
 /** The `call_id` of the tool call being handled: an invoke made while
  * handling it (awaited from the handler) runs under the call's run. */
 const currentCall = new AsyncLocalStorage<string | undefined>();
+/** The W3C `traceparent` of the request being handled (its `_meta`). */
+const currentTrace = new AsyncLocalStorage<string | undefined>();
+
+/** The W3C `traceparent` of the request being handled (a tool call, an
+ * invoke, a hook or a route inside a run), or undefined: pass it to your own
+ * tracing so your spans join the run's trace. */
+export function traceparent(): string | undefined {
+  return currentTrace.getStore();
+}
 const MAX_MESSAGE_BYTES = 16 << 20;
 
 const METHOD_NOT_FOUND = -32601;
@@ -491,7 +500,9 @@ export class Plugin {
     const handler = handlers[method];
     try {
       if (!handler) throw new RpcError(METHOD_NOT_FOUND, `no method \`${method}\``);
-      this.reply(id, await handler(params ?? {}));
+      const meta = (params as any)?._meta;
+      const trace = typeof meta?.traceparent === "string" ? meta.traceparent : undefined;
+      this.reply(id, await currentTrace.run(trace, () => handler(params ?? {})));
     } catch (e: any) {
       if (e instanceof RpcError) this.reply(id, undefined, [e.code, e.message]);
       else {

@@ -47,6 +47,13 @@ impl ProcessHook {
             hook: self.index,
             event: event.as_str().to_owned(),
             payload: payload.clone(),
+            // Inside a run (a data-plane event names it), the run's trace.
+            meta: payload.get("run_id").and_then(Value::as_str).map(|run| {
+                super::protocol::RequestMeta::in_run(
+                    run,
+                    &format!("hook:{}#{}", event.as_str(), self.index),
+                )
+            }),
         };
         let reply = conn
             .request(

@@ -293,6 +293,17 @@ impl Consumer {
             caller: entry.clone(),
             deadline_ms: u64::try_from(left.as_millis()).unwrap_or(u64::MAX),
             run_id: call.as_ref().map(|c| c.run_id.clone()),
+            meta: call.as_ref().map(|c| {
+                super::protocol::RequestMeta::in_run(
+                    &c.run_id,
+                    &format!(
+                        "invoke:{}:{}.{}",
+                        p.call_id.as_deref().unwrap_or_default(),
+                        p.key,
+                        p.method
+                    ),
+                )
+            }),
         };
         let reply = conn
             .request(

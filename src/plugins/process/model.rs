@@ -66,6 +66,7 @@ impl ChatModel for ProcessModel {
             caller: "chassis".to_owned(),
             deadline_ms: u64::try_from(DEFAULT_DEADLINE.as_millis()).unwrap_or(u64::MAX),
             run_id: None,
+            meta: None,
         };
         let reply = conn
             .request(

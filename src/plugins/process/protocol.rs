@@ -176,6 +176,10 @@ pub struct HttpRequestParams {
     /// Its body, as UTF-8 text.
     #[serde(default)]
     pub body: String,
+    /// Trace context (1.2): the request's own `traceparent` header, when
+    /// it carries a valid one.
+    #[serde(rename = "_meta", default, skip_serializing_if = "Option::is_none")]
+    pub meta: Option<RequestMeta>,
 }
 
 /// `http/request` result.
@@ -242,6 +246,9 @@ pub struct HookDispatchParams {
     pub event: String,
     /// The event's payload (redacted, as every hook sees it).
     pub payload: Value,
+    /// Trace context (1.2): `{traceparent}`, inside a run.
+    #[serde(rename = "_meta", default, skip_serializing_if = "Option::is_none")]
+    pub meta: Option<RequestMeta>,
 }
 
 /// `hooks/dispatch` result.
@@ -329,6 +336,9 @@ pub struct ProviderInvokeParams {
     /// its tool calls.
     #[serde(default, skip_serializing_if = "Option::is_none")]
     pub run_id: Option<String>,
+    /// Trace context (1.2): `{traceparent}`, inside a run.
+    #[serde(rename = "_meta", default, skip_serializing_if = "Option::is_none")]
+    pub meta: Option<RequestMeta>,
 }
 
 /// `capability/invoke` result (both legs).
@@ -390,6 +400,26 @@ impl From<&ToolPolicyWire> for crate::engine::policy::ToolPolicy {
     }
 }
 
+/// `_meta` of a request (1.2): W3C trace context. Inside a run, the trace
+/// id is derived from the run id (`chassis run` prints it as `trace_id`)
+/// and the parent id from the run id and the request, so a plugin's spans
+/// join the run's trace.
+#[derive(Clone, Debug, PartialEq, Eq, Serialize, Deserialize, JsonSchema)]
+pub struct RequestMeta {
+    /// `00-<trace id>-<parent id>-01`.
+    pub traceparent: String,
+}
+
+impl RequestMeta {
+    /// The trace context of a request inside run `run_id`, named by `span`.
+    #[must_use]
+    pub fn in_run(run_id: &str, span: &str) -> Self {
+        Self {
+            traceparent: crate::engine::trace_context::TraceParent::of_run(run_id, span).header(),
+        }
+    }
+}
+
 /// `tools/call` params.
 #[derive(Clone, Debug, PartialEq, Serialize, Deserialize, JsonSchema)]
 pub struct ToolCallParams {
@@ -411,6 +441,9 @@ pub struct ToolCallParams {
     /// for a call outside a run.
     #[serde(default, skip_serializing_if = "Option::is_none")]
     pub call_id: Option<String>,
+    /// Trace context (1.2): `{traceparent}`, inside a run.
+    #[serde(rename = "_meta", default, skip_serializing_if = "Option::is_none")]
+    pub meta: Option<RequestMeta>,
 }
 
 /// `tools/call` result.

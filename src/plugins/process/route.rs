@@ -39,7 +39,16 @@ impl RouteHandler for ProcessRoute {
                     ROUTE_TIMEOUT.as_secs()
                 )
             })??;
+        // The caller's trace continues into the plugin when it sent one.
+        let meta = request
+            .headers
+            .get("traceparent")
+            .and_then(|h| crate::engine::trace_context::TraceParent::parse(h))
+            .map(|t| super::protocol::RequestMeta {
+                traceparent: t.header(),
+            });
         let params = HttpRequestParams {
+            meta,
             route: self.index,
             method: request.method,
             path: request.path,

@@ -59,8 +59,18 @@ impl Tool for ProcessTool {
     async fn call(&self, args: Value, ctx: &ToolCallContext) -> Result<ToolOutput, BoxError> {
         // Left when the call ends, however it ends.
         let entered = self.calls.enter(ctx);
+        let token = entered.as_ref().map(|e| e.token.clone());
+        let meta = super::protocol::RequestMeta::in_run(
+            &ctx.run_id,
+            &format!(
+                "tool:{}:{}",
+                self.name,
+                token.as_deref().unwrap_or_default()
+            ),
+        );
         let params = ToolCallParams {
-            call_id: entered.as_ref().map(|e| e.token.clone()),
+            meta: Some(meta),
+            call_id: token,
             name: self.name.clone(),
             arguments: args,
             run_id: ctx.run_id.clone(),

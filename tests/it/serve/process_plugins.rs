@@ -160,10 +160,10 @@ if __name__ == "__main__":
 
 /// The same from TypeScript's SDK (compiled JavaScript).
 const PING_JS: &str = r#"
-const { plugin, RouteResponse } = require("./chassis_plugin");
+const { plugin, RouteResponse, traceparent } = require("./chassis_plugin");
 plugin({ name: "ping", version: "1.0.0" }, (ctx) => {
   ctx.routes.register({ method: "GET", path: "/ping" }, (request) =>
-    new RouteResponse({ pong: true, query: request.query }, 202));
+    new RouteResponse({ pong: true, query: request.query, trace: traceparent() ?? null }, 202));
 }).run();
 "#;
 
@@ -282,16 +282,19 @@ fn a_plugins_http_routes_are_pinned_then_served_behind_the_servers_tokens() {
         assert!(!key.contains(super::CANARY), "{key}");
         seen.push_str(&key);
         assert_eq!(r.text().await.unwrap(), "/echo/a/b HI");
+        // The caller's trace context continues into the plugin.
+        let trace = "00-4bf92f3577b34da6a3ce929d0e0e4736-00f067aa0ba902b7-01";
         let r = c
             .get(server.url("/plugins/ping/ping?a=1"))
             .header("authorization", &bearer)
+            .header("traceparent", trace)
             .send()
             .await
             .unwrap();
         assert_eq!(r.status().as_u16(), 202);
         assert_eq!(r.headers()["content-type"], "application/json");
         let doc: Value = r.json().await.unwrap();
-        assert_eq!(doc, json!({"pong": true, "query": "a=1"}));
+        assert_eq!(doc, json!({"pong": true, "query": "a=1", "trace": trace}));
         // Problems: another method, an unknown path, an unknown entry.
         for (method, path, status, code) in [
             (
