@@ -56,7 +56,9 @@ _TRACE = contextvars.ContextVar("chassis_trace", default=None)
 def traceparent():
     """The W3C `traceparent` of the request being handled (a tool call, an
     invoke, a hook or a route inside a run), or None: pass it to your own
-    tracing so your spans join the run's trace."""
+    tracing so your spans join the run's trace. A thread your handler
+    starts itself does not inherit it (contextvars): pass it along, or start
+    the thread in `contextvars.copy_context().run`."""
     return _TRACE.get()
 
 MAX_MESSAGE_BYTES = 16 << 20
@@ -415,6 +417,8 @@ class _Agents:
         chassis's loop runs it, and other agents may list it in `sub_agents`.
         Agents are pinned in chassis.lock (`chassis tools FILE --update-lock`)."""
         self._ctx._check_open()
+        if isinstance(tools, str) or isinstance(sub_agents, str):
+            raise PluginError(f"agent `{name}`: `tools` and `sub_agents` are lists of names")
         if any(a["name"] == name for a in self._ctx._agents):
             raise PluginError(f"agent `{name}` is registered twice")
         wire = {"name": str(name), "prompt": str(prompt)}

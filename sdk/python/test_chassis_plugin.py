@@ -121,6 +121,8 @@ class Agents(unittest.TestCase):
                                         "budget": {"model_calls": 3}}])
         with self.assertRaises(cp.PluginError):
             ctx.agents.register("researcher", "again")
+        with self.assertRaises(cp.PluginError):
+            ctx.agents.register("other", "p", tools="search")
         ctx._sealed = True
         with self.assertRaises(cp.PluginError):
             ctx.agents.register("late", "too late")

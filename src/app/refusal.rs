@@ -77,6 +77,7 @@ impl Refusal {
                     | Code::McpLockStale
                     | Code::McpExpectedToolMissing
                     | Code::UnknownTool
+                    | Code::BadLock
             ) && !d.is_error()
         })
     }

@@ -231,6 +231,7 @@ fn finish(
                     | Code::McpLockStale
                     | Code::McpExpectedToolMissing
                     | Code::UnknownTool
+                    | Code::BadLock
             ) && !d.is_error()
         })
         .cloned()

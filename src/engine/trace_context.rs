@@ -13,13 +13,15 @@ use sha2::{Digest, Sha256};
 
 use super::canonical::hex_lower;
 
-/// A `traceparent`: trace id and parent (span) id, sampled.
+/// A `traceparent`: trace id, parent (span) id and trace flags.
 #[derive(Clone, Copy, Debug, PartialEq, Eq)]
 pub struct TraceParent {
     /// 16 bytes, never all zero.
     pub trace_id: [u8; 16],
     /// 8 bytes, never all zero.
     pub parent_id: [u8; 8],
+    /// Trace flags (`01`: sampled), kept as the caller sent them.
+    pub flags: u8,
 }
 
 impl TraceParent {
@@ -47,6 +49,7 @@ impl TraceParent {
         Self {
             trace_id,
             parent_id,
+            flags: 1,
         }
     }
 
@@ -56,13 +59,15 @@ impl TraceParent {
         hex_lower(&Self::of_run(run_id, "").trace_id)
     }
 
-    /// `00-<trace id>-<parent id>-01`.
+    /// `00-<trace id>-<parent id>-<flags>` (version 00, the one this
+    /// code writes, whatever version it parsed).
     #[must_use]
     pub fn header(&self) -> String {
         format!(
-            "00-{}-{}-01",
+            "00-{}-{}-{:02x}",
             hex_lower(&self.trace_id),
-            hex_lower(&self.parent_id)
+            hex_lower(&self.parent_id),
+            self.flags
         )
     }
 
@@ -95,9 +100,11 @@ impl TraceParent {
         for (i, b) in parent_id.iter_mut().enumerate() {
             *b = byte(parent, i)?;
         }
+        let flags = u8::from_str_radix(flags, 16).ok()?;
         (trace_id != [0; 16] && parent_id != [0; 8]).then_some(Self {
             trace_id,
             parent_id,
+            flags,
         })
     }
 }
@@ -128,6 +135,9 @@ mod tests {
         let ok = "00-4bf92f3577b34da6a3ce929d0e0e4736-00f067aa0ba902b7-01";
         let p = TraceParent::parse(ok).unwrap();
         assert_eq!(p.header(), ok);
+        // Not sampled stays not sampled.
+        let unsampled = "00-4bf92f3577b34da6a3ce929d0e0e4736-00f067aa0ba902b7-00";
+        assert_eq!(TraceParent::parse(unsampled).unwrap().header(), unsampled);
         for bad in [
             "",
             "00-4BF92F3577B34DA6A3CE929D0E0E4736-00f067aa0ba902b7-01",

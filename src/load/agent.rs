@@ -18,6 +18,7 @@ use super::walk::{bad_name, invalid};
 use crate::engine::budget::{BudgetDimension, BudgetLimits};
 use crate::engine::diag::{Code, Diagnostic};
 use crate::engine::model::{AgentDecl, CapabilityName, EntryId, PromptSource, ScopePath, ToolName};
+use crate::engine::model::{BudgetLimitProblem, MAX_STEPS, TEMPERATURE, budget_limit};
 use crate::engine::span::{Located, Origin};
 use crate::engine::specifier::Specifier;
 
@@ -87,16 +88,14 @@ pub(crate) fn agent(cx: &mut FileCtx<'_>, node: &Node<'_, '_>) -> Option<WalkedA
     if let Some(n) = r.get("revision")
         && let Some(s) = n.str(cx)
     {
-        let rev = s.value.trim();
-        if rev.is_empty() || rev.contains('/') {
-            invalid(
+        match AgentDecl::parse_revision(s.value) {
+            Some(rev) => rev.clone_into(&mut d.revision),
+            None => invalid(
                 cx,
                 s.span,
                 format!("`{}` must be a non-empty revision without `/`", n.path),
                 "invalid revision",
-            );
-        } else {
-            d.revision = rev.to_owned();
+            ),
         }
     }
     if let Some(n) = r.get("scope")
@@ -190,7 +189,9 @@ pub(crate) fn agent(cx: &mut FileCtx<'_>, node: &Node<'_, '_>) -> Option<WalkedA
     }
     if let Some(n) = r.get("max_steps") {
         match n.int(cx) {
-            Some(v) if (1..=10_000).contains(&v) => d.max_steps = v as u32,
+            Some(v) if u32::try_from(v).is_ok_and(|v| MAX_STEPS.contains(&v)) => {
+                d.max_steps = v as u32;
+            }
             Some(_) => invalid(
                 cx,
                 n.span,
@@ -202,7 +203,7 @@ pub(crate) fn agent(cx: &mut FileCtx<'_>, node: &Node<'_, '_>) -> Option<WalkedA
     }
     if let Some(n) = r.get("temperature") {
         match json_value(cx, &n).and_then(|v| v.as_f64()) {
-            Some(t) if (0.0..=2.0).contains(&t) => d.temperature = Some(t),
+            Some(t) if TEMPERATURE.contains(&t) => d.temperature = Some(t),
             _ => invalid(
                 cx,
                 n.span,
@@ -236,7 +237,7 @@ pub(crate) fn agent(cx: &mut FileCtx<'_>, node: &Node<'_, '_>) -> Option<WalkedA
 fn budget(cx: &mut FileCtx<'_>, node: &Node<'_, '_>) -> BudgetLimits {
     let mut pairs = Vec::new();
     for item in node.entries(cx).unwrap_or_default() {
-        let Some(dimension) = BudgetDimension::from_name(item.key) else {
+        if BudgetDimension::from_name(item.key).is_none() {
             let known: Vec<&str> = BudgetDimension::ALL.iter().map(|d| d.as_str()).collect();
             let help = crate::engine::diag::did_you_mean(item.key, known.iter().copied())
                 .map(|s| format!("did you mean `{s}`?"));
@@ -262,8 +263,10 @@ fn budget(cx: &mut FileCtx<'_>, node: &Node<'_, '_>) -> BudgetLimits {
         };
         // A count is written as an integer: `1.0` tool calls is a float
         // where a count belongs, refused like `1.5` rather than read as 1.
-        if dimension.is_count() && json.as_ref().is_some_and(|v| !v.is_u64() && !v.is_i64()) {
-            invalid(
+        let integral = json.as_ref().is_some_and(|v| v.is_u64() || v.is_i64());
+        match budget_limit(item.key, value, integral) {
+            Ok(pair) => pairs.push(pair),
+            Err(BudgetLimitProblem::NotACount(dimension)) => invalid(
                 cx,
                 item.span,
                 format!(
@@ -272,19 +275,16 @@ fn budget(cx: &mut FileCtx<'_>, node: &Node<'_, '_>) -> BudgetLimits {
                     dimension.as_str()
                 ),
                 "a count must be an integer",
-            );
-            continue;
-        }
-        if let Err(e) = BudgetLimits::new([(dimension, value)]) {
-            invalid(
+            ),
+            Err(BudgetLimitProblem::Invalid(e)) => invalid(
                 cx,
                 item.span,
                 format!("`{}`: {e}", item.path),
                 "invalid limit",
-            );
-            continue;
+            ),
+            // Reported above, with the dimensions there are.
+            Err(BudgetLimitProblem::UnknownDimension) => {}
         }
-        pairs.push((dimension, value));
     }
     BudgetLimits::new(pairs).unwrap_or_default()
 }

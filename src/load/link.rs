@@ -207,13 +207,13 @@ pub(crate) fn link(
     super::lock_pins::apply(&mut comp, lock, diags);
     // The agents process plugins define, as `chassis.lock` pins them: placed
     // like the TOML's, after them, and checked with them.
-    let plugin_agents = super::lock_pins::plugin_agents(&comp, &walked_agents, diags);
+    let (plugin_agents, withheld) = super::lock_pins::plugin_agents(&comp, &walked_agents, diags);
     let plugin_refs: Vec<&WalkedAgent> = plugin_agents.iter().collect();
     place_agents(&plugin_refs, &mut comp, diags);
     let walked_agents: Vec<&WalkedAgent> = walked_agents.into_iter().chain(plugin_refs).collect();
     check_tool_schemas(&comp, diags);
     if check_refs {
-        check_agent_refs(&walked_agents, &comp, diags);
+        check_agent_refs(&walked_agents, &withheld, &comp, diags);
         for r in refs {
             unknown_entry(r, &entry_ids, diags);
         }
@@ -392,7 +392,14 @@ fn place_agents(agents: &[&WalkedAgent], comp: &mut Composition, diags: &mut Vec
 
 /// Tools in an agent's view must be declared by some plugin (or be a
 /// sub-agent); sub-agents must be other agents, without cycles.
-fn check_agent_refs(agents: &[&WalkedAgent], comp: &Composition, diags: &mut Vec<Diagnostic>) {
+/// `withheld`: agents a plugin defines that the lock finding about them
+/// left out (a reference to one is covered by that finding).
+fn check_agent_refs(
+    agents: &[&WalkedAgent],
+    withheld: &BTreeSet<String>,
+    comp: &Composition,
+    diags: &mut Vec<Diagnostic>,
+) {
     let mut tools: BTreeSet<&str> = BTreeSet::new();
     for e in comp.entries.values() {
         tools.extend(e.manifest.tools.iter().map(|t| t.name.as_str()));
@@ -402,21 +409,7 @@ fn check_agent_refs(agents: &[&WalkedAgent], comp: &Composition, diags: &mut Vec
     // reference to an unknown tool may be one of them, so it is a warning
     // (for `mcp`, the missing lock is already a finding), and `chassis
     // tools --update-lock` can still load the file to write the lock.
-    let unlocked: Vec<&str> = comp
-        .entries
-        .iter()
-        .filter(|(_, e)| {
-            let mcp = e.manifest.kind.as_deref() == Some(crate::engine::builtin::mcp::KIND.name)
-                && !e.manifest.metadata.contains_key("mcp.server_name");
-            let process = e
-                .manifest
-                .process
-                .as_ref()
-                .is_some_and(|p| p.pinned.is_none());
-            mcp || process
-        })
-        .map(|(id, _)| id.as_str())
-        .collect();
+    // Process plugins may also define agents (a sub-agent one names).
     let unpinned_processes: Vec<&str> = comp
         .entries
         .iter()
@@ -428,6 +421,17 @@ fn check_agent_refs(agents: &[&WalkedAgent], comp: &Composition, diags: &mut Vec
         })
         .map(|(id, _)| id.as_str())
         .collect();
+    let mut unlocked: Vec<&str> = comp
+        .entries
+        .iter()
+        .filter(|(_, e)| {
+            e.manifest.kind.as_deref() == Some(crate::engine::builtin::mcp::KIND.name)
+                && !e.manifest.metadata.contains_key("mcp.server_name")
+        })
+        .map(|(id, _)| id.as_str())
+        .chain(unpinned_processes.iter().copied())
+        .collect();
+    unlocked.sort_unstable();
     let names: BTreeSet<&str> = agents.iter().map(|a| a.decl.name.as_str()).collect();
     for a in agents {
         for (tool, origin) in &a.tool_refs {
@@ -477,6 +481,8 @@ fn check_agent_refs(agents: &[&WalkedAgent], comp: &Composition, diags: &mut Vec
                     )
                     .at(Some(*origin), "itself"),
                 );
+            } else if withheld.contains(sub) {
+                // The lock finding about the definition covers it.
             } else if !names.contains(sub.as_str()) && !unpinned_processes.is_empty() {
                 // A process plugin the lock does not pin yet may define
                 // it: a lock finding (`--update-lock` fixes it), so the

@@ -169,13 +169,18 @@ fn pin_process(manifest: &Manifest, locked: &LockEntry) -> Manifest {
 /// `chassis.lock` pins them, ready to be placed like `[agents.X]` tables.
 /// Each points at its entry's declaration (it has no TOML of its own). A
 /// definition the loader cannot use, or a name `toml` (the composition's
-/// agents) or another entry already defines, is reported and left out.
+/// agents) or another entry already defines, is left out and reported as
+/// a lock finding (a warning: the file still loads, so `--update-lock`
+/// can pin again; `check` answers no and `publish`/`run` refuse). The
+/// names of those left out are returned too: a reference to one is
+/// covered by that finding, not another error.
 pub(crate) fn plugin_agents(
     comp: &Composition,
     toml: &[&WalkedAgent],
     diags: &mut Vec<Diagnostic>,
-) -> Vec<WalkedAgent> {
+) -> (Vec<WalkedAgent>, std::collections::BTreeSet<String>) {
     let mut out: Vec<WalkedAgent> = Vec::new();
+    let mut withheld = std::collections::BTreeSet::new();
     let mut by_name: BTreeMap<String, (&str, Option<Origin>)> = toml
         .iter()
         .map(|a| (a.decl.name.clone(), ("the composition", a.decl.origin)))
@@ -194,7 +199,7 @@ pub(crate) fn plugin_agents(
                 Ok(d) => d,
                 Err(problems) => {
                     diags.push(
-                        Diagnostic::error(
+                        Diagnostic::warning(
                             Code::BadLock,
                             format!(
                                 "the agent `{}` that `{LOCK_FILE}` pins for the entry `{id}` cannot be used: {}",
@@ -207,13 +212,14 @@ pub(crate) fn plugin_agents(
                             "`chassis tools FILE --update-lock` pins what the plugin defines now",
                         ),
                     );
+                    withheld.insert(definition.name.clone());
                     continue;
                 }
             };
             if let Some((who, first)) = by_name.get(&decl.name) {
                 diags.push(
-                    Diagnostic::error(
-                        Code::InvalidValue,
+                    Diagnostic::warning(
+                        Code::BadLock,
                         format!(
                             "the agent `{}` is defined by the entry `{id}` (pinned in `{LOCK_FILE}`) and by {who}",
                             decl.name
@@ -234,7 +240,18 @@ pub(crate) fn plugin_agents(
             };
             let tool_refs = at(definition.tools.as_deref().unwrap_or_default());
             let sub_agent_refs = at(&definition.sub_agents);
-            by_name.insert(decl.name.clone(), ("another entry", entry.origin));
+            by_name.insert(
+                decl.name.clone(),
+                (
+                    if out.iter().any(|a| a.decl.defined_by.as_ref() == Some(id)) {
+                        "the same entry"
+                    } else {
+                        "another entry"
+                    },
+                    entry.origin,
+                ),
+            );
+            decl.defined_by = Some(id.clone());
             out.push(WalkedAgent {
                 decl,
                 prompt_file: None,
@@ -244,5 +261,5 @@ pub(crate) fn plugin_agents(
             });
         }
     }
-    out
+    (out, withheld)
 }

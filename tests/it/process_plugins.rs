@@ -1689,7 +1689,7 @@ from chassis_plugin import plugin
 
 @plugin(name="limits", version="1.0.0", provides={"limits": "1.0.0"})
 def limits(ctx):
-    ctx.capabilities.provide("limits", {"max_rows": 5, "token": ctx.config["token"]}, version="1.0.0")
+    ctx.capabilities.provide("limits", {"max_rows": 5, "endpoint": "https://h/" + ctx.config["token"]}, version="1.0.0")
 
 if __name__ == "__main__":
     limits.run()
@@ -1793,8 +1793,14 @@ fn shared_state_crosses_from_a_builtin_and_a_python_plugin_and_keeps_secrets_bac
     // secret its configuration referenced held back from the consumer.
     assert_eq!(seen["settings"], serde_json::json!({"region": "eu-west-1"}));
     assert_eq!(seen["limits"]["max_rows"], 5);
-    let token = seen["limits"]["token"].as_str().unwrap();
-    assert!(token != canary && token.contains("redacted"), "{token}");
+    // The value is what is redacted, whatever its key is called.
+    let endpoint = seen["limits"]["endpoint"].as_str().unwrap();
+    assert!(
+        endpoint.starts_with("https://h/")
+            && !endpoint.contains(canary)
+            && endpoint.contains("redacted"),
+        "{endpoint}"
+    );
     // Read-only: no method to call.
     assert!(
         results[1].contains("not a requirement of `reader` bound to a process plugin"),
@@ -2005,13 +2011,64 @@ fn a_plugin_defines_an_agent_that_the_lock_pins_and_chassis_runs() {
     let doc: Value = serde_json::from_str(&snapshot.stdout).unwrap();
     assert_ne!(doc["digests"]["semantic_digest"], before);
 
-    // A name the composition already uses is refused at load (exit 2).
+    // A hand-edited lock the loader cannot use: a lock finding (the file
+    // still loads), which pinning again repairs.
+    let lock = std::fs::read_to_string(path.join("chassis.lock")).unwrap();
+    std::fs::write(
+        path.join("chassis.lock"),
+        lock.replace("max_steps = 5", "max_steps = 0"),
+    )
+    .unwrap();
+    let check = run(path, &["check", "composition.toml"], &[]);
+    assert_eq!(check.code, 1, "{}\n{}", check.stdout, check.stderr);
+    assert!(
+        check
+            .stderr
+            .contains("`max_steps` must be between 1 and 10000"),
+        "{}",
+        check.stderr
+    );
+    let out = run(path, &["run", "composition.toml", "--agent", "lead"], &[]);
+    assert_eq!(out.code, 1, "{}\n{}", out.stdout, out.stderr);
+    let pinned = run(path, &["tools", "composition.toml", "--update-lock"], &[]);
+    assert_eq!(pinned.code, 0, "{}\n{}", pinned.stdout, pinned.stderr);
+    let check = run(path, &["check", "composition.toml"], &[]);
+    assert_eq!(check.code, 0, "{}\n{}", check.stdout, check.stderr);
+
+    // Skipped by `enabled_if`, the entry takes its agent with it.
+    write_composition(
+        path,
+        &RESEARCH_TOML.replace(
+            "[entries.research]\nplugin = \"research\"\n",
+            "[entries.research]\nplugin = \"research\"\nenabled_if = { env = \"RESEARCH_ON\" }\n",
+        ),
+    );
+    let snapshot = run(
+        path,
+        &["--format", "json", "snapshot", "composition.toml"],
+        &[],
+    );
+    assert_eq!(snapshot.code, 0, "{}", snapshot.stderr);
+    assert!(
+        !snapshot.stdout.contains("/agents/researcher"),
+        "{}",
+        snapshot.stdout
+    );
+    let on = run(
+        path,
+        &["--format", "json", "snapshot", "composition.toml"],
+        &[("RESEARCH_ON", "1")],
+    );
+    assert!(on.stdout.contains("/agents/researcher"), "{}", on.stdout);
+
+    // A name the composition already uses: the plugin's agent is left
+    // out, and the lock finding says to rename one (exit 1).
     write_composition(
         path,
         &format!("{RESEARCH_TOML}\n[agents.researcher]\nprompt = \"mine\"\n"),
     );
     let check = run(path, &["check", "composition.toml"], &[]);
-    assert_eq!(check.code, 2, "{}\n{}", check.stdout, check.stderr);
+    assert_eq!(check.code, 1, "{}\n{}", check.stdout, check.stderr);
     assert!(
         check.stderr.contains(
             "the agent `researcher` is defined by the entry `research` (pinned in `chassis.lock`) and by"
@@ -2185,4 +2242,112 @@ default_input = "go"
     }
     // Each call is its own parent span, in either language.
     assert_eq!(parents.len(), 3, "{results:?}");
+}
+
+/// A provider whose method and hook answer with their trace context.
+const CLOCK_PY: &str = r#"
+from chassis_plugin import plugin, Method, traceparent
+
+@plugin(name="clock", version="1.0.0", provides={"clock": "1.0.0"})
+def clock(ctx):
+    def now() -> str:
+        "The invoke's traceparent."
+        return traceparent() or "none"
+    def seen(event, payload):
+        with open("hook.log", "a") as f:
+            f.write((traceparent() or "none") + "\n")
+    ctx.capabilities.provide("clock", {}, version="1.0.0", methods=[Method(now)])
+    ctx.hooks.register("after_tool_execute", seen)
+
+if __name__ == "__main__":
+    clock.run()
+"#;
+
+const ASKER_PY: &str = r#"
+import json
+from chassis_plugin import plugin, ToolPolicy, traceparent
+
+@plugin(name="asker", version="1.0.0", requires={"clock": ">=1"})
+def asker(ctx):
+    clk = ctx.require("clock")
+    def ask() -> str:
+        """Ask the clock."""
+        return json.dumps({"tool": traceparent(), "provider": clk.now()})
+    ctx.tools.register(ask, policy=ToolPolicy(idempotent=True))
+
+if __name__ == "__main__":
+    asker.run()
+"#;
+
+#[test]
+fn invokes_and_hooks_carry_the_runs_trace_context_too() {
+    let toml = r#"version = 1
+
+[plugins.clock]
+version = "1.0.0"
+command = ["{PYTHON}", "clock.py"]
+provides = { clock = "1.0.0" }
+
+[plugins.asker]
+version = "1.0.0"
+command = ["{PYTHON}", "asker.py"]
+requires = { clock = ">=1" }
+
+[[plugins.asker.tools]]
+name = "ask"
+description = "Ask the clock."
+args = { type = "object", properties = {}, required = [], additionalProperties = false }
+
+[policy.tools.ask]
+idempotent = true
+
+[entries.clock]
+plugin = "clock"
+
+[entries.asker]
+plugin = "asker"
+
+[entries.model]
+plugin = "scripted"
+[[entries.model.config.turns]]
+tool_calls = [{ name = "ask", args = {} }]
+[[entries.model.config.turns]]
+text = "done"
+
+[agents.a]
+prompt = "p"
+default_input = "go"
+"#;
+    let dir = workspace(&[
+        ("clock.py", CLOCK_PY),
+        ("asker.py", ASKER_PY),
+        ("composition.toml", toml),
+    ]);
+    let path = dir.path();
+    let pinned = run(path, &["tools", "composition.toml", "--update-lock"], &[]);
+    assert_eq!(pinned.code, 0, "{}\n{}", pinned.stdout, pinned.stderr);
+    let out = run(path, &["--format", "json", "run", "composition.toml"], &[]);
+    assert_eq!(out.code, 0, "{}\n{}", out.stdout, out.stderr);
+    let doc = document(&out);
+    let trace = doc["trace_id"].as_str().unwrap().to_owned();
+    let seen: Value = serde_json::from_str(&tool_results(&doc)[0]).unwrap();
+    let parse = |v: &str| {
+        chassis::engine::trace_context::TraceParent::parse(v)
+            .unwrap_or_else(|| panic!("not a traceparent: {v}"))
+    };
+    let tool = parse(seen["tool"].as_str().unwrap());
+    let provider = parse(seen["provider"].as_str().unwrap());
+    let hook_log = std::fs::read_to_string(path.join("hook.log")).unwrap();
+    let hook = parse(hook_log.lines().next().unwrap());
+    for t in [&tool, &provider, &hook] {
+        assert_eq!(
+            chassis::engine::canonical::hex_lower(&t.trace_id),
+            trace,
+            "{seen} {hook_log}"
+        );
+    }
+    assert!(
+        tool.parent_id != provider.parent_id && provider.parent_id != hook.parent_id,
+        "{seen} {hook_log}"
+    );
 }

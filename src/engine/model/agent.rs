@@ -11,7 +11,7 @@ use std::collections::BTreeMap;
 
 use super::ids::{CapabilityName, ScopePath, ToolName};
 use super::manifest::Requirement;
-use crate::engine::budget::BudgetLimits;
+use crate::engine::budget::{BudgetDimension, BudgetLimits};
 use crate::engine::span::Origin;
 
 /// Scope metadata key naming the agent that owns a scope (reserved).
@@ -63,6 +63,10 @@ pub struct AgentDecl {
     pub default_input: Option<String>,
     /// Preferred provider for the model capability (an entry id).
     pub prefer_model: Option<super::composition::EntryRef>,
+    /// The process plugin entry that defines it (pinned in
+    /// `chassis.lock`); `None` for an `[agents.X]` table. Skipping that
+    /// entry (`enabled_if`) removes the agent too.
+    pub defined_by: Option<super::ids::EntryId>,
     /// Where it was declared.
     pub origin: Option<Origin>,
 }
@@ -82,10 +86,58 @@ eq_but_origin!(AgentDecl {
     temperature,
     max_tokens,
     default_input,
-    prefer_model
+    prefer_model,
+    defined_by
 });
 
+/// The `max_steps` an agent may declare.
+pub const MAX_STEPS: std::ops::RangeInclusive<u32> = 1..=10_000;
+
+/// The `temperature` an agent may declare.
+pub const TEMPERATURE: std::ops::RangeInclusive<f64> = 0.0..=2.0;
+
+/// Why one budget limit of an agent cannot be used.
+#[derive(Clone, Debug, PartialEq)]
+pub enum BudgetLimitProblem {
+    /// No dimension has this name.
+    UnknownDimension,
+    /// A count written with a fraction (or as a float where a whole number
+    /// belongs).
+    NotACount(BudgetDimension),
+    /// The limit itself is refused (negative, not finite).
+    Invalid(String),
+}
+
+/// One budget limit as an agent declares it (`name = value`; `integral`:
+/// written as a whole number): the same rules for a TOML table and for an
+/// agent a plugin defines.
+///
+/// # Errors
+///
+/// Why the limit cannot be used.
+pub fn budget_limit(
+    name: &str,
+    value: f64,
+    integral: bool,
+) -> Result<(BudgetDimension, f64), BudgetLimitProblem> {
+    let dimension = BudgetDimension::from_name(name).ok_or(BudgetLimitProblem::UnknownDimension)?;
+    if dimension.is_count() && !integral {
+        return Err(BudgetLimitProblem::NotACount(dimension));
+    }
+    BudgetLimits::new([(dimension, value)])
+        .map_err(|e| BudgetLimitProblem::Invalid(e.to_string()))?;
+    Ok((dimension, value))
+}
+
 impl AgentDecl {
+    /// A `revision` as written, trimmed: `None` when it is empty or holds
+    /// a `/`.
+    #[must_use]
+    pub fn parse_revision(text: &str) -> Option<&str> {
+        let rev = text.trim();
+        (!rev.is_empty() && !rev.contains('/')).then_some(rev)
+    }
+
     /// An agent `name` with defaults: scope `/agents/<name>`, model `*`,
     /// every visible tool, revision `1`, an empty prompt.
     pub fn new(name: &str) -> Result<Self, super::ids::IdError> {
@@ -110,6 +162,7 @@ impl AgentDecl {
             max_tokens: None,
             default_input: None,
             prefer_model: None,
+            defined_by: None,
             origin: None,
         })
     }

@@ -15,14 +15,16 @@ use std::collections::BTreeMap;
 
 use serde::{Deserialize, Serialize};
 
-use super::agent::AgentDecl;
+use super::agent::{AgentDecl, BudgetLimitProblem, MAX_STEPS, TEMPERATURE, budget_limit};
 use super::ids::{CapabilityName, ToolName};
 use crate::engine::budget::{BudgetDimension, BudgetLimits};
 use crate::engine::specifier::Specifier;
 
 /// One agent a plugin defines.
+///
+/// Fields it does not know are ignored, as the protocol's minor versions
+/// require of both sides (a later SDK may send more).
 #[derive(Clone, Debug, Default, PartialEq, Serialize, Deserialize, schemars::JsonSchema)]
-#[serde(deny_unknown_fields)]
 pub struct AgentDefinition {
     /// The agent's name (a sub-agent is offered to the model as a tool of
     /// this name).
@@ -85,11 +87,11 @@ impl AgentDefinition {
         decl.description.clone_from(&self.description);
         decl.prompt.clone_from(&self.prompt);
         if let Some(rev) = &self.revision {
-            let rev = rev.trim();
-            if rev.is_empty() || rev.contains('/') {
-                problems.push("`revision` must be a non-empty revision without `/`".to_owned());
-            } else {
-                rev.clone_into(&mut decl.revision);
+            match AgentDecl::parse_revision(rev) {
+                Some(rev) => rev.clone_into(&mut decl.revision),
+                None => {
+                    problems.push("`revision` must be a non-empty revision without `/`".to_owned());
+                }
             }
         }
         if let Some(model) = &self.model {
@@ -116,12 +118,12 @@ impl AgentDefinition {
         }
         decl.sub_agents.clone_from(&self.sub_agents);
         match self.max_steps {
-            Some(n) if (1..=10_000).contains(&n) => decl.max_steps = n,
+            Some(n) if MAX_STEPS.contains(&n) => decl.max_steps = n,
             Some(_) => problems.push("`max_steps` must be between 1 and 10000".to_owned()),
             None => {}
         }
         match self.temperature {
-            Some(t) if (0.0..=2.0).contains(&t) => decl.temperature = Some(t),
+            Some(t) if TEMPERATURE.contains(&t) => decl.temperature = Some(t),
             Some(_) => problems.push("`temperature` must be a number from 0 to 2".to_owned()),
             None => {}
         }
@@ -132,26 +134,26 @@ impl AgentDefinition {
         decl.default_input.clone_from(&self.default_input);
         let mut limits = Vec::new();
         for (name, &value) in &self.budget {
-            let Some(dimension) = BudgetDimension::from_name(name) else {
-                let known: Vec<&str> = BudgetDimension::ALL.iter().map(|d| d.as_str()).collect();
-                problems.push(format!(
-                    "`budget`: unknown dimension `{name}` (dimensions: {})",
-                    known.join(", ")
-                ));
-                continue;
-            };
-            if dimension.is_count() && value.fract() != 0.0 {
-                problems.push(format!(
+            // JSON has one number type: a count is a number without a
+            // fraction (the wire cannot tell `3` from `3.0`).
+            match budget_limit(name, value, value.fract() == 0.0) {
+                Ok(pair) => limits.push(pair),
+                Err(BudgetLimitProblem::UnknownDimension) => {
+                    let known: Vec<&str> =
+                        BudgetDimension::ALL.iter().map(|d| d.as_str()).collect();
+                    problems.push(format!(
+                        "`budget`: unknown dimension `{name}` (dimensions: {})",
+                        known.join(", ")
+                    ));
+                }
+                Err(BudgetLimitProblem::NotACount(d)) => problems.push(format!(
                     "`budget.{name}` counts {}: a whole number",
-                    dimension.as_str()
-                ));
-                continue;
+                    d.as_str()
+                )),
+                Err(BudgetLimitProblem::Invalid(e)) => {
+                    problems.push(format!("`budget.{name}`: {e}"));
+                }
             }
-            if let Err(e) = BudgetLimits::new([(dimension, value)]) {
-                problems.push(format!("`budget.{name}`: {e}"));
-                continue;
-            }
-            limits.push((dimension, value));
         }
         decl.budget = BudgetLimits::new(limits).unwrap_or_default();
         if problems.is_empty() {

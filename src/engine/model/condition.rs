@@ -67,6 +67,24 @@ impl Composition {
                 self.skipped.insert(id, SkippedEntry { condition, unset });
             }
         }
+        // The agents a skipped process plugin defines go with it (their
+        // scopes too); an agent listing one as a sub-agent then finds no
+        // such child, as with any agent that is absent.
+        let gone: Vec<String> = self
+            .agents
+            .values()
+            .filter(|a| {
+                a.defined_by
+                    .as_ref()
+                    .is_some_and(|e| self.skipped.contains_key(e))
+            })
+            .map(|a| a.name.clone())
+            .collect();
+        for name in gone {
+            if let Some(agent) = self.agents.remove(&name) {
+                self.scopes.remove(&agent.scope);
+            }
+        }
         skipped
     }
 

@@ -37,7 +37,8 @@ mod scope;
 mod small_map;
 
 pub use agent::{
-    AGENT_METADATA_KEY, AGENT_REVISION_METADATA_KEY, AgentDecl, DEFAULT_MAX_STEPS, PromptSource,
+    AGENT_METADATA_KEY, AGENT_REVISION_METADATA_KEY, AgentDecl, BudgetLimitProblem,
+    DEFAULT_MAX_STEPS, MAX_STEPS, PromptSource, TEMPERATURE, budget_limit,
 };
 pub use agent_definition::AgentDefinition;
 pub use composition::{Composition, Entry, EntryRef, Preferences};

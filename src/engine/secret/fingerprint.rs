@@ -101,9 +101,7 @@ pub fn fingerprint(key: &[u8], values: &[(&str, &SecretValue)]) -> String {
 mod tests {
     use super::*;
 
-    fn hex(bytes: &[u8]) -> String {
-        bytes.iter().map(|b| format!("{b:02x}")).collect()
-    }
+    use crate::engine::canonical::hex_lower as hex;
 
     #[test]
     fn rfc_4231_vectors() {

@@ -51,7 +51,7 @@ impl ProcessHook {
             meta: payload.get("run_id").and_then(Value::as_str).map(|run| {
                 super::protocol::RequestMeta::in_run(
                     run,
-                    &format!("hook:{}#{}", event.as_str(), self.index),
+                    &format!("hook:{}:{}", self.supervisor.entry(), event.as_str()),
                 )
             }),
         };

@@ -296,12 +296,7 @@ impl Consumer {
             meta: call.as_ref().map(|c| {
                 super::protocol::RequestMeta::in_run(
                     &c.run_id,
-                    &format!(
-                        "invoke:{}:{}.{}",
-                        p.call_id.as_deref().unwrap_or_default(),
-                        p.key,
-                        p.method
-                    ),
+                    &format!("invoke:{entry}:{}.{}", p.key, p.method),
                 )
             }),
         };

@@ -147,12 +147,14 @@ fn register(
         // and no methods is read-only state, provided exactly as the
         // built-in `shared-state` kind provides it, so a Rust consumer
         // reads it as `SharedState` and a process consumer as its value.
-        // Redacted: a secret the provider's configuration referenced does
-        // not reach a consumer that did not reference it.
+        // Redacted as what comes from outside is: a secret chassis knows
+        // (the provider's configuration referenced it) does not reach a
+        // consumer that did not reference it; keys are data.
         if c.methods.is_empty()
             && let Some(value) = &c.value
         {
-            let state = crate::plugins::shared::SharedState(Arc::new(redactor.redact_json(value)));
+            let state =
+                crate::plugins::shared::SharedState(Arc::new(redactor.redact_foreign(value)));
             ctx.capabilities()
                 .provide(&c.key, CapabilityValue::new(state), &c.version)?;
             continue;

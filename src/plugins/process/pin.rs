@@ -120,10 +120,11 @@ pub fn validate(registered: &SetupResult) -> Result<(), String> {
     }
     let mut names = std::collections::BTreeSet::new();
     for a in &registered.agents {
+        if !names.insert(&a.name) {
+            problems.push(format!("agent `{}` is defined twice", a.name));
+        }
         if let Err(e) = a.to_decl() {
             problems.push(format!("agent `{}`: {}", a.name, e.join("; ")));
-        } else if !names.insert(&a.name) {
-            problems.push(format!("agent `{}` is defined twice", a.name));
         }
     }
     let mut seen = std::collections::BTreeSet::new();
@@ -143,6 +144,35 @@ pub fn validate(registered: &SetupResult) -> Result<(), String> {
         Err(format!(
             "registers what cannot be mounted: {}",
             problems.join("; ")
+        ))
+    }
+}
+
+/// `Err` naming every field of an agent definition that quotes a secret
+/// chassis knows: a definition is written to `chassis.lock`, shown by the
+/// pure commands and sent to models, so it may carry none (a prompt built
+/// from the plugin's configuration would).
+pub fn agents_without_secrets(
+    registered: &SetupResult,
+    redactor: &crate::engine::secret::Redactor,
+) -> Result<(), String> {
+    let mut problems = Vec::new();
+    for a in &registered.agents {
+        let Ok(serde_json::Value::Object(fields)) = serde_json::to_value(a) else {
+            continue;
+        };
+        for (field, value) in &fields {
+            if redactor.redact_foreign(value) != *value {
+                problems.push(format!("agent `{}`: its `{field}`", a.name));
+            }
+        }
+    }
+    if problems.is_empty() {
+        Ok(())
+    } else {
+        Err(format!(
+            "defines agents that quote a secret ({}); an agent definition is pinned in `chassis.lock`, shown by `check` and `snapshot` and sent to models, so it may carry no secret",
+            problems.join(", ")
         ))
     }
 }
@@ -304,8 +334,8 @@ mod tests {
         let mut bad = registered();
         bad.tools[0].policy.timeout_seconds = Some(-1.0);
         bad.hooks[0].event = "before_lunch".into();
-        bad.agents[0].max_steps = Some(0);
         bad.agents.push(bad.agents[0].clone());
+        bad.agents[0].max_steps = Some(0);
         bad.routes = vec![
             super::super::protocol::RouteRegistrationWire {
                 method: "GET".into(),
@@ -327,9 +357,26 @@ mod tests {
             "route `GET /a` is registered twice",
             "route `GET ../x`",
             "agent `researcher`: `max_steps` must be between 1 and 10000",
+            "agent `researcher` is defined twice",
         ] {
             assert!(e.contains(part), "{part}: {e}");
         }
+    }
+
+    #[test]
+    fn an_agent_definition_may_not_quote_a_secret() {
+        let redactor = crate::engine::secret::Redactor::new();
+        redactor.learn(&crate::engine::secret::SecretValue::new(
+            "sk-canary-agent-42",
+        ));
+        assert_eq!(agents_without_secrets(&registered(), &redactor), Ok(()));
+        let mut leaky = registered();
+        leaky.agents[0].prompt = "Use the key sk-canary-agent-42.".into();
+        let e = agents_without_secrets(&leaky, &redactor).unwrap_err();
+        assert!(
+            e.contains("agent `researcher`: its `prompt`") && !e.contains("sk-canary"),
+            "{e}"
+        );
     }
 
     #[test]

@@ -411,11 +411,19 @@ pub struct RequestMeta {
 }
 
 impl RequestMeta {
-    /// The trace context of a request inside run `run_id`, named by `span`.
+    /// The trace context of a request inside run `run_id`, named by `span`
+    /// and numbered, so two requests never share a parent id (the same
+    /// hook firing twice in a run, a method invoked twice in one call).
     #[must_use]
     pub fn in_run(run_id: &str, span: &str) -> Self {
+        static NEXT: std::sync::atomic::AtomicU64 = std::sync::atomic::AtomicU64::new(0);
+        let n = NEXT.fetch_add(1, std::sync::atomic::Ordering::Relaxed);
         Self {
-            traceparent: crate::engine::trace_context::TraceParent::of_run(run_id, span).header(),
+            traceparent: crate::engine::trace_context::TraceParent::of_run(
+                run_id,
+                &format!("{span}#{n}"),
+            )
+            .header(),
         }
     }
 }

@@ -45,6 +45,7 @@ impl RouteHandler for ProcessRoute {
             .get("traceparent")
             .and_then(|h| crate::engine::trace_context::TraceParent::parse(h))
             .map(|t| super::protocol::RequestMeta {
+                // Its flags as sent: an unsampled trace stays unsampled.
                 traceparent: t.header(),
             });
         let params = HttpRequestParams {

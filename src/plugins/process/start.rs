@@ -351,7 +351,7 @@ pub fn prepare(
                 BoundProvider {
                     provider: b.provider.clone(),
                     version: b.version.to_string(),
-                    value: provided_value(&b.value).map(|v| redactor.redact_json(&v)),
+                    value: provided_value(&b.value).map(|v| redactor.redact_foreign(&v)),
                 },
             ))
         })
@@ -545,6 +545,8 @@ pub async fn start_checked(
     let answered = handshake(manifest, entry, &conn, &launch.setup, timeout, pins)
         .await
         .and_then(|(init, registered)| {
+            super::pin::agents_without_secrets(&registered, &launch.redactor)
+                .map_err(Refusal::Failed)?;
             if pins == Pins::Enforce {
                 super::pin::check(manifest, &init, &registered).map_err(Refusal::Mismatch)?;
             }

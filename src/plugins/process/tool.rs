@@ -60,16 +60,12 @@ impl Tool for ProcessTool {
         // Left when the call ends, however it ends.
         let entered = self.calls.enter(ctx);
         let token = entered.as_ref().map(|e| e.token.clone());
-        let meta = super::protocol::RequestMeta::in_run(
-            &ctx.run_id,
-            &format!(
-                "tool:{}:{}",
-                self.name,
-                token.as_deref().unwrap_or_default()
-            ),
-        );
+        // Inside a run (the call entered its scope), the run's trace.
+        let meta = entered.as_ref().map(|_| {
+            super::protocol::RequestMeta::in_run(&ctx.run_id, &format!("tool:{}", self.name))
+        });
         let params = ToolCallParams {
-            meta: Some(meta),
+            meta,
             call_id: token,
             name: self.name.clone(),
             arguments: args,

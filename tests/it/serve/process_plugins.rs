@@ -282,8 +282,9 @@ fn a_plugins_http_routes_are_pinned_then_served_behind_the_servers_tokens() {
         assert!(!key.contains(super::CANARY), "{key}");
         seen.push_str(&key);
         assert_eq!(r.text().await.unwrap(), "/echo/a/b HI");
-        // The caller's trace context continues into the plugin.
-        let trace = "00-4bf92f3577b34da6a3ce929d0e0e4736-00f067aa0ba902b7-01";
+        // The caller's trace context continues into the plugin, its flags
+        // as sent (not sampled stays not sampled).
+        let trace = "00-4bf92f3577b34da6a3ce929d0e0e4736-00f067aa0ba902b7-00";
         let r = c
             .get(server.url("/plugins/ping/ping?a=1"))
             .header("authorization", &bearer)
