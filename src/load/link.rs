@@ -392,6 +392,26 @@ fn place_agents(agents: &[&WalkedAgent], comp: &mut Composition, diags: &mut Vec
 
 /// Tools in an agent's view must be declared by some plugin (or be a
 /// sub-agent); sub-agents must be other agents, without cycles.
+/// A reference to what entries `chassis.lock` does not pin yet may offer:
+/// a lock finding (a warning `--update-lock` resolves), so the file still
+/// loads to write the lock.
+fn unpinned_finding(what: String, unpinned: &[&str], may: &str, origin: Origin) -> Diagnostic {
+    Diagnostic::warning(
+        Code::UnknownTool,
+        format!(
+            "{what}; the entr{} {} that `chassis.lock` does not pin {may}",
+            if unpinned.len() == 1 { "y" } else { "ies" },
+            unpinned
+                .iter()
+                .map(|u| format!("`{u}`"))
+                .collect::<Vec<_>>()
+                .join(", ")
+        ),
+    )
+    .at(Some(origin), "not known until the lock is written")
+    .with_help("`chassis tools FILE --update-lock` starts them and pins what they offer")
+}
+
 /// `withheld`: agents a plugin defines that the lock finding about them
 /// left out (a reference to one is covered by that finding).
 fn check_agent_refs(
@@ -439,23 +459,15 @@ fn check_agent_refs(
                 continue;
             }
             if !unlocked.is_empty() {
-                diags.push(
-                    Diagnostic::warning(
-                        Code::UnknownTool,
-                        format!(
-                            "agent `{}` lists the tool `{tool}`, which no plugin declares; the entr{} {} that `chassis.lock` does not pin may offer it",
-                            a.decl.name,
-                            if unlocked.len() == 1 { "y" } else { "ies" },
-                            unlocked
-                                .iter()
-                                .map(|u| format!("`{u}`"))
-                                .collect::<Vec<_>>()
-                                .join(", ")
-                        ),
-                    )
-                    .at(Some(*origin), "not known until the lock is written")
-                    .with_help("`chassis tools FILE --update-lock` starts them and pins what they offer"),
-                );
+                diags.push(unpinned_finding(
+                    format!(
+                        "agent `{}` lists the tool `{tool}`, which no plugin declares",
+                        a.decl.name
+                    ),
+                    &unlocked,
+                    "may offer it",
+                    *origin,
+                ));
                 continue;
             }
             let mut d = Diagnostic::error(
@@ -487,23 +499,15 @@ fn check_agent_refs(
                 // A process plugin the lock does not pin yet may define
                 // it: a lock finding (`--update-lock` fixes it), so the
                 // file still loads to write the lock.
-                diags.push(
-                    Diagnostic::warning(
-                        Code::UnknownTool,
-                        format!(
-                            "agent `{}` lists the sub-agent `{sub}`, which no agent declares; the entr{} {} that `chassis.lock` does not pin may define it",
-                            a.decl.name,
-                            if unpinned_processes.len() == 1 { "y" } else { "ies" },
-                            unpinned_processes
-                                .iter()
-                                .map(|u| format!("`{u}`"))
-                                .collect::<Vec<_>>()
-                                .join(", ")
-                        ),
-                    )
-                    .at(Some(*origin), "not known until the lock is written")
-                    .with_help("`chassis tools FILE --update-lock` starts them and pins the agents they define"),
-                );
+                diags.push(unpinned_finding(
+                    format!(
+                        "agent `{}` lists the sub-agent `{sub}`, which no agent declares",
+                        a.decl.name
+                    ),
+                    &unpinned_processes,
+                    "may define it",
+                    *origin,
+                ));
             } else if !names.contains(sub.as_str()) {
                 diags.push(
                     Diagnostic::error(Code::UnknownEntry, format!("no agent is called `{sub}`"))

@@ -71,6 +71,25 @@ fn document(out: &Run) -> Value {
         .unwrap_or_else(|e| panic!("no run document ({e}):\n{}\n{}", out.stdout, out.stderr))
 }
 
+/// `chassis --format json run composition.toml ARGS` in `dir`, which must
+/// answer (exit 0): its run document.
+fn run_ok(dir: &Path, args: &[&str], env: &[(&str, &str)]) -> Value {
+    let mut all = vec!["--format", "json", "run", "composition.toml"];
+    all.extend_from_slice(args);
+    let out = run(dir, &all, env);
+    assert_eq!(out.code, 0, "{}\n{}", out.stdout, out.stderr);
+    document(&out)
+}
+
+/// Vendor the compiled TypeScript SDK into `dir` (for `node` plugins).
+fn with_js_sdk(dir: &Path) {
+    std::fs::copy(
+        crate::harness::root().join("sdk/typescript/chassis_plugin.js"),
+        dir.join("chassis_plugin.js"),
+    )
+    .unwrap();
+}
+
 const GREETER: &str = r#"
 from chassis_plugin import plugin, ToolPolicy
 
@@ -1963,20 +1982,7 @@ fn a_plugin_defines_an_agent_that_the_lock_pins_and_chassis_runs() {
     );
 
     // chassis's loop runs it as a sub-agent, with the plugin's tool.
-    let out = run(
-        path,
-        &[
-            "--format",
-            "json",
-            "run",
-            "composition.toml",
-            "--agent",
-            "lead",
-        ],
-        &[],
-    );
-    assert_eq!(out.code, 0, "{}\n{}", out.stdout, out.stderr);
-    let doc = document(&out);
+    let doc = run_ok(path, &["--agent", "lead"], &[]);
     assert_eq!(doc["answer"], "done", "{doc:#}");
     assert_eq!(tool_results(&doc), ["found 3 notes about milk"], "{doc:#}");
 
@@ -2104,11 +2110,7 @@ fn a_javascript_plugin_defines_an_agent_the_same_way() {
         "command = [\"node\", \"research.js\"]",
     );
     let dir = workspace(&[("research.js", RESEARCH_JS), ("composition.toml", &toml)]);
-    std::fs::copy(
-        crate::harness::root().join("sdk/typescript/chassis_plugin.js"),
-        dir.path().join("chassis_plugin.js"),
-    )
-    .unwrap();
+    with_js_sdk(dir.path());
     let path = dir.path();
     let pinned = run(path, &["tools", "composition.toml", "--update-lock"], &[]);
     assert_eq!(pinned.code, 0, "{}\n{}", pinned.stdout, pinned.stderr);
@@ -2124,20 +2126,8 @@ fn a_javascript_plugin_defines_an_agent_the_same_way() {
         "name = \"researcher\"\ndescription = \"Finds notes about a topic.\"\nprompt = \"You research with the search tool.\"\ntools = [\"search\"]\nmax_steps = 3\n\n[entries.research.agents.budget]\nmodel_calls = 3.0",
         "{lock}"
     );
-    let out = run(
-        path,
-        &[
-            "--format",
-            "json",
-            "run",
-            "composition.toml",
-            "--agent",
-            "lead",
-        ],
-        &[],
-    );
-    assert_eq!(out.code, 0, "{}\n{}", out.stdout, out.stderr);
-    assert_eq!(tool_results(&document(&out)), ["found 3 notes about milk"]);
+    let doc = run_ok(path, &["--agent", "lead"], &[]);
+    assert_eq!(tool_results(&doc), ["found 3 notes about milk"]);
 }
 
 /// Tools that answer with the trace context of their own call.
@@ -2215,18 +2205,8 @@ default_input = "go"
         ("traced.js", TRACED_JS),
         ("composition.toml", toml),
     ]);
-    std::fs::copy(
-        crate::harness::root().join("sdk/typescript/chassis_plugin.js"),
-        dir.path().join("chassis_plugin.js"),
-    )
-    .unwrap();
-    let out = run(
-        dir.path(),
-        &["--format", "json", "run", "composition.toml"],
-        &[],
-    );
-    assert_eq!(out.code, 0, "{}\n{}", out.stdout, out.stderr);
-    let doc = document(&out);
+    with_js_sdk(dir.path());
+    let doc = run_ok(dir.path(), &[], &[]);
     let trace = doc["trace_id"]
         .as_str()
         .unwrap_or_else(|| panic!("{doc:#}"));
@@ -2326,9 +2306,7 @@ default_input = "go"
     let path = dir.path();
     let pinned = run(path, &["tools", "composition.toml", "--update-lock"], &[]);
     assert_eq!(pinned.code, 0, "{}\n{}", pinned.stdout, pinned.stderr);
-    let out = run(path, &["--format", "json", "run", "composition.toml"], &[]);
-    assert_eq!(out.code, 0, "{}\n{}", out.stdout, out.stderr);
-    let doc = document(&out);
+    let doc = run_ok(path, &[], &[]);
     let trace = doc["trace_id"].as_str().unwrap().to_owned();
     let seen: Value = serde_json::from_str(&tool_results(&doc)[0]).unwrap();
     let parse = |v: &str| {
