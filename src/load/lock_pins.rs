@@ -20,7 +20,7 @@ use super::agent::WalkedAgent;
 use super::source::{Source, SourceErrorKind};
 use crate::engine::builtin::mcp;
 use crate::engine::diag::{Code, Diagnostic};
-use crate::engine::model::{Composition, Manifest, ToolDecl, ToolName};
+use crate::engine::model::{Composition, EntryId, Manifest, ToolDecl, ToolName};
 use crate::engine::span::Origin;
 use crate::lock::{LOCK_FILE, Lock, LockEntry};
 
@@ -181,9 +181,11 @@ pub(crate) fn plugin_agents(
 ) -> (Vec<WalkedAgent>, std::collections::BTreeSet<String>) {
     let mut out: Vec<WalkedAgent> = Vec::new();
     let mut withheld = std::collections::BTreeSet::new();
-    let mut by_name: BTreeMap<String, (&str, Option<Origin>)> = toml
+    // Who defines each name so far: the composition's agents (`None`),
+    // then the entries' as they are placed.
+    let mut by_name: BTreeMap<String, (Option<&EntryId>, Option<Origin>)> = toml
         .iter()
-        .map(|a| (a.decl.name.clone(), ("the composition", a.decl.origin)))
+        .map(|a| (a.decl.name.clone(), (None, a.decl.origin)))
         .collect();
     for (id, entry) in &comp.entries {
         let Some(locked) = entry
@@ -216,7 +218,12 @@ pub(crate) fn plugin_agents(
                     continue;
                 }
             };
-            if let Some((who, first)) = by_name.get(&decl.name) {
+            if let Some((first_by, first)) = by_name.get(&decl.name) {
+                let who = match first_by {
+                    None => "the composition".to_owned(),
+                    Some(e) if *e == id => "the same entry again".to_owned(),
+                    Some(e) => format!("the entry `{e}`"),
+                };
                 diags.push(
                     Diagnostic::warning(
                         Code::BadLock,
@@ -240,17 +247,7 @@ pub(crate) fn plugin_agents(
             };
             let tool_refs = at(definition.tools.as_deref().unwrap_or_default());
             let sub_agent_refs = at(&definition.sub_agents);
-            by_name.insert(
-                decl.name.clone(),
-                (
-                    if out.iter().any(|a| a.decl.defined_by.as_ref() == Some(id)) {
-                        "the same entry"
-                    } else {
-                        "another entry"
-                    },
-                    entry.origin,
-                ),
-            );
+            by_name.insert(decl.name.clone(), (Some(id), entry.origin));
             decl.defined_by = Some(id.clone());
             out.push(WalkedAgent {
                 decl,
