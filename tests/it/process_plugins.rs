@@ -81,6 +81,14 @@ fn run_ok(dir: &Path, args: &[&str], env: &[(&str, &str)]) -> Value {
     document(&out)
 }
 
+/// `chassis tools composition.toml --update-lock` in `dir`, which must
+/// succeed: what it printed.
+fn pin(dir: &Path) -> Run {
+    let out = run(dir, &["tools", "composition.toml", "--update-lock"], &[]);
+    assert_eq!(out.code, 0, "{}\n{}", out.stdout, out.stderr);
+    out
+}
+
 /// Vendor the compiled TypeScript SDK into `dir` (for `node` plugins).
 fn with_js_sdk(dir: &Path) {
     std::fs::copy(
@@ -1578,8 +1586,7 @@ fn the_lock_pins_what_a_plugin_registers_beyond_its_toml_and_a_mount_is_held_to_
     assert!(out.stderr.contains("--update-lock"), "{}", out.stderr);
 
     // Pinning starts the plugin alone and writes what it registers.
-    let pinned = run(path, &["tools", "composition.toml", "--update-lock"], &[]);
-    assert_eq!(pinned.code, 0, "{}\n{}", pinned.stdout, pinned.stderr);
+    let pinned = pin(path);
     assert!(
         pinned.stdout.contains("greeter (new, 2 tools, 1 hook)"),
         "{}",
@@ -1950,8 +1957,7 @@ fn a_plugin_defines_an_agent_that_the_lock_pins_and_chassis_runs() {
     assert_eq!(out.code, 1, "{}\n{}", out.stdout, out.stderr);
     assert!(out.stderr.contains("--update-lock"), "{}", out.stderr);
 
-    let pinned = run(path, &["tools", "composition.toml", "--update-lock"], &[]);
-    assert_eq!(pinned.code, 0, "{}\n{}", pinned.stdout, pinned.stderr);
+    let pinned = pin(path);
     assert!(
         pinned.stdout.contains("research (new, 1 tool, 1 agent)"),
         "{}",
@@ -2007,8 +2013,7 @@ fn a_plugin_defines_an_agent_that_the_lock_pins_and_chassis_runs() {
         out.stderr
     );
     // Pinned again, the definition is part of the digest.
-    let pinned = run(path, &["tools", "composition.toml", "--update-lock"], &[]);
-    assert_eq!(pinned.code, 0, "{}\n{}", pinned.stdout, pinned.stderr);
+    pin(path);
     let snapshot = run(
         path,
         &["--format", "json", "snapshot", "composition.toml"],
@@ -2036,8 +2041,7 @@ fn a_plugin_defines_an_agent_that_the_lock_pins_and_chassis_runs() {
     );
     let out = run(path, &["run", "composition.toml", "--agent", "lead"], &[]);
     assert_eq!(out.code, 1, "{}\n{}", out.stdout, out.stderr);
-    let pinned = run(path, &["tools", "composition.toml", "--update-lock"], &[]);
-    assert_eq!(pinned.code, 0, "{}\n{}", pinned.stdout, pinned.stderr);
+    pin(path);
     let check = run(path, &["check", "composition.toml"], &[]);
     assert_eq!(check.code, 0, "{}\n{}", check.stdout, check.stderr);
 
@@ -2112,8 +2116,7 @@ fn a_javascript_plugin_defines_an_agent_the_same_way() {
     let dir = workspace(&[("research.js", RESEARCH_JS), ("composition.toml", &toml)]);
     with_js_sdk(dir.path());
     let path = dir.path();
-    let pinned = run(path, &["tools", "composition.toml", "--update-lock"], &[]);
-    assert_eq!(pinned.code, 0, "{}\n{}", pinned.stdout, pinned.stderr);
+    pin(path);
     // The Python plugin pins the same definition: the lock does not
     // depend on the language.
     let lock = std::fs::read_to_string(path.join("chassis.lock")).unwrap();
@@ -2304,8 +2307,7 @@ default_input = "go"
         ("composition.toml", toml),
     ]);
     let path = dir.path();
-    let pinned = run(path, &["tools", "composition.toml", "--update-lock"], &[]);
-    assert_eq!(pinned.code, 0, "{}\n{}", pinned.stdout, pinned.stderr);
+    pin(path);
     let doc = run_ok(path, &[], &[]);
     let trace = doc["trace_id"].as_str().unwrap().to_owned();
     let seen: Value = serde_json::from_str(&tool_results(&doc)[0]).unwrap();
