@@ -32,15 +32,22 @@ channel.
 """
 
 # Only what every plugin needs is imported up front: a plugin's start is
-# part of every mount (`inspect`, `dataclasses` and `traceback` alone would
-# add milliseconds to each).
+# part of every mount. `inspect`, `dataclasses`, `traceback` and `typing`
+# alone would add milliseconds to each, and `json` imports `re` (about 10 ms
+# on an interpreter whose `site` did not import it already): see the JSON
+# codec below.
 import contextvars
-import json
 import os
-import queue
 import sys
-import threading
-import typing
+# `_thread`, not `threading`: `threading` imports `functools` and
+# `collections` (3-5 ms on a fresh interpreter), and the SDK needs only
+# locks and daemon threads (it ends the process with os._exit).
+import _thread
+
+try:
+    from _queue import SimpleQueue as _SimpleQueue  # what queue.SimpleQueue is, without heapq
+except ImportError:  # not CPython
+    from queue import SimpleQueue as _SimpleQueue
 
 __all__ = ["plugin", "Plugin", "PluginContext", "ToolPolicy", "Method", "PluginError",
            "InvokeError", "Bail", "Request", "Response", "PROTOCOL_VERSION", "traceparent"]
@@ -62,6 +69,68 @@ def traceparent():
     return _TRACE.get()
 
 MAX_MESSAGE_BYTES = 16 << 20
+
+
+# ---------------------------------------------------------------- JSON
+#
+# CPython's `json` module is a thin layer over its C accelerator `_json`;
+# the layer's import compiles regular expressions (and imports `re`). The
+# codec below calls the accelerator exactly as json.loads / json.dumps do
+# with their defaults, so the results are the same. Where `_json` is
+# missing (another Python), and for any text that does not parse, `json`
+# itself answers: the same value, or its error with a position.
+
+def _json_module():
+    import json
+    return json
+
+
+def _not_serializable(o):
+    raise TypeError(f"Object of type {o.__class__.__name__} is not JSON serializable")
+
+
+try:
+    import _json
+
+    class _Scanning:
+        """What json.JSONDecoder() hands the C scanner."""
+        strict = True
+        object_hook = None
+        object_pairs_hook = None
+        parse_float = float
+        parse_int = int
+        parse_constant = {"-Infinity": float("-inf"), "Infinity": float("inf"), "NaN": float("nan")}.__getitem__
+
+    _scan = _json.make_scanner(_Scanning)
+    _make_encoder, _encode_string = _json.make_encoder, _json.encode_basestring_ascii
+    _JSON_SPACE = " \t\n\r"
+
+    def _loads(data):
+        """json.loads(data) for str, or bytes in UTF-8."""
+        try:
+            text = data.decode("utf-8") if isinstance(data, (bytes, bytearray)) else data
+            value, end = _scan(text, len(text) - len(text.lstrip(_JSON_SPACE)))
+            if not text[end:].strip(_JSON_SPACE):
+                return value
+        except (ValueError, StopIteration):
+            pass
+        return _json_module().loads(data)  # not JSON: its error, with the position
+
+    def _dumps(value, compact=False, default=_not_serializable):
+        """json.dumps(value, default=default), with separators=(",", ":")
+        when `compact`. An encoder per call, as json.dumps makes: it keeps
+        the circular-reference markers of one value."""
+        separators = (":", ",") if compact else (": ", ", ")
+        encode = _make_encoder({}, default, _encode_string, None, separators[0], separators[1],
+                               False, False, True)
+        return "".join(encode(value, 0))
+except (ImportError, AttributeError, TypeError):  # not CPython, or its accelerator changed
+    def _loads(data):
+        return _json_module().loads(data)
+
+    def _dumps(value, compact=False, default=_not_serializable):
+        separators = (",", ":") if compact else None
+        return _json_module().dumps(value, separators=separators, default=default)
 
 METHOD_NOT_FOUND = -32601
 INVALID_PARAMS = -32602
@@ -103,7 +172,7 @@ class Request:
 
     def json(self):
         """The body parsed as JSON."""
-        return json.loads(self.body) if self.body else None
+        return _loads(self.body) if self.body else None
 
 
 class Response:
@@ -118,7 +187,7 @@ class Response:
     def wire(self):
         body, headers = self.body, {k.lower(): str(v) for k, v in self.headers.items()}
         if not isinstance(body, str):
-            body = json.dumps(body)
+            body = _dumps(body)
             headers.setdefault("content-type", "application/json")
         return {"status": self.status, "headers": headers, "body": body}
 
@@ -168,6 +237,7 @@ class ToolPolicy:
 
 _NONE = type(None)
 _EMPTY = object()  # a parameter without an annotation or a default
+_PLAIN = (str, bool, int, float, dict, list, _NONE)  # hints whose JSON value is the argument
 _CO_VARARGS, _CO_VARKEYWORDS, _CO_COROUTINE = 0x04, 0x08, 0x80
 
 
@@ -241,28 +311,28 @@ def _schema_of(annotation, where):
         return {"type": "object"}
     if annotation is list:
         return {"type": "array"}
-    if annotation is typing.Any:
+    typing = sys.modules.get("typing")  # loaded when a hint below comes from it
+    if typing is not None and annotation is typing.Any:
         return {}
-    origin = typing.get_origin(annotation)
-    args = typing.get_args(annotation)
-    if origin in (list, typing.List):
+    origin, args = _origin_and_args(annotation)
+    if origin is list:
         if not args:
             return {"type": "array"}
         return {"type": "array", "items": _schema_of(args[0], where)}
-    if origin in (dict, typing.Dict):
+    if origin is dict:
         if len(args) != 2 or args[0] is not str:
             raise PluginError(f"{where}: only dict[str, T] has a JSON Schema")
         return {"type": "object", "additionalProperties": _schema_of(args[1], where)}
-    if origin is typing.Union or (sys.version_info >= (3, 10) and _is_union_type(annotation)):
+    if (typing is not None and origin is typing.Union) or _is_union_type(annotation):
         options = [a for a in args if a is not _NONE]
         schemas = [_schema_of(a, where) for a in options]
         if len(options) != len(args):
             schemas.append({"type": "null"})
         return schemas[0] if len(schemas) == 1 else {"anyOf": schemas}
-    if origin is typing.Literal:
+    if typing is not None and origin is typing.Literal:
         return {"enum": list(args)}
     if _is_typeddict(annotation):
-        hints = typing.get_type_hints(annotation)
+        hints = _type_hints(annotation)
         required = sorted(getattr(annotation, "__required_keys__", hints.keys()))
         return {
             "type": "object",
@@ -271,7 +341,7 @@ def _schema_of(annotation, where):
             "additionalProperties": False,
         }
     if _is_dataclass(annotation):
-        hints = typing.get_type_hints(annotation)
+        hints = _type_hints(annotation)
         props, required = {}, []
         for name, needed in _dataclass_fields(annotation):
             props[name] = _schema_of(hints.get(name, _EMPTY), f"{where}.{name}")
@@ -283,9 +353,35 @@ def _schema_of(annotation, where):
                       "Optional, Literal, TypedDict or a dataclass)")
 
 
+_UNION_TYPE = type(int | str) if sys.version_info >= (3, 10) else None
+
+
 def _is_union_type(annotation):
-    import types
-    return isinstance(annotation, getattr(types, "UnionType", ()))
+    """`int | None` (Python 3.10+), which needs no `typing`."""
+    return _UNION_TYPE is not None and isinstance(annotation, _UNION_TYPE)
+
+
+def _origin_and_args(annotation):
+    """typing.get_origin and get_args. Without `typing` loaded, a hint can
+    only be a builtin generic (`list[str]`) or `X | Y`, whose own
+    attributes say the same."""
+    typing = sys.modules.get("typing")
+    if typing is not None:
+        return typing.get_origin(annotation), typing.get_args(annotation)
+    return getattr(annotation, "__origin__", None), getattr(annotation, "__args__", ())
+
+
+def _type_hints(obj):
+    """typing.get_type_hints(obj). `typing` is imported only when the answer
+    needs it: a hint written as a string, a Python before 3.11 (whose
+    get_type_hints makes a parameter defaulting to None Optional), or
+    `typing` already loaded (then it answers, as always)."""
+    annotations = getattr(getattr(obj, "__func__", obj), "__annotations__", None)
+    if isinstance(obj, type) or not isinstance(annotations, dict) or sys.version_info < (3, 11) \
+            or "typing" in sys.modules or any(isinstance(a, str) for a in annotations.values()):
+        import typing
+        return typing.get_type_hints(obj)
+    return {name: _NONE if hint is None else hint for name, hint in annotations.items()}
 
 
 def _is_typeddict(annotation):
@@ -295,13 +391,16 @@ def _is_typeddict(annotation):
 
 def _from_json(value, annotation):
     """Turn JSON arguments into dataclasses where the hint asks for one."""
+    if annotation is None or annotation in _PLAIN:
+        return value
     if _is_dataclass(annotation) and isinstance(value, dict):
-        hints = typing.get_type_hints(annotation)
+        hints = _type_hints(annotation)
         return annotation(**{k: _from_json(v, hints.get(k)) for k, v in value.items()})
-    origin, args = typing.get_origin(annotation), typing.get_args(annotation)
-    if origin in (list, typing.List) and args and isinstance(value, list):
+    origin, args = _origin_and_args(annotation)
+    if origin is list and args and isinstance(value, list):
         return [_from_json(v, args[0]) for v in value]
-    if origin is typing.Union and value is not None:
+    typing = sys.modules.get("typing")
+    if typing is not None and origin is typing.Union and value is not None:
         for a in args:
             if a is not _NONE:
                 return _from_json(value, a)
@@ -319,11 +418,12 @@ class _Tool:
         where = f"{what} `{self.name}`"
         self.parameters, self.is_async = _parameters(fn, where)
         try:
-            hints = typing.get_type_hints(fn)
+            hints = _type_hints(fn)
         except Exception as e:  # noqa: BLE001 - a broken annotation is the user's error
             raise PluginError(f"{where}: its type hints do not resolve: {e}") from e
         self.hints = hints
         self.required = [p for p, has_default in self.parameters if not has_default]
+        self.known = frozenset(p for p, _ in self.parameters)
         if schema is not None:
             self.schema = schema  # given explicitly: nothing derived
             return
@@ -340,9 +440,8 @@ class _Tool:
         """The keyword arguments of a call; TypeError when they do not fit."""
         if not isinstance(arguments, dict):
             raise TypeError("arguments must be an object")
-        known = {p for p, _ in self.parameters}
-        unknown = sorted(set(arguments) - known)
-        if unknown:
+        if not self.known.issuperset(arguments):
+            unknown = sorted(set(arguments) - self.known)
             raise TypeError(f"unexpected argument(s): {', '.join(unknown)}")
         missing = [p for p in self.required if p not in arguments]
         if missing:
@@ -428,7 +527,7 @@ class _Agents:
                     "budget": dict(budget) if budget else None, "temperature": temperature,
                     "max_tokens": max_tokens, "default_input": default_input, "revision": revision}
         wire.update({k: v for k, v in optional.items() if v is not None})
-        json.dumps(wire)  # what is not JSON fails here, not in chassis
+        _dumps(wire)  # what is not JSON fails here, not in chassis
         self._ctx._agents.append(wire)
 
 
@@ -444,7 +543,7 @@ class _Capabilities:
         self._ctx._check_open()
         if version is None:
             raise PluginError(f"capability `{key}` needs version=...")
-        json.dumps(value)  # a value that is not JSON fails here, not in chassis
+        _dumps(value)  # a value that is not JSON fails here, not in chassis
         wire, table = [], {}
         for m in methods:
             m = m if isinstance(m, Method) else Method(m)
@@ -550,16 +649,20 @@ class Plugin:
         self.max_concurrency = max_concurrency
         self._ctx = None
         self._out = None
-        self._write_lock = threading.Lock()
+        self._write_lock = _thread.allocate_lock()
         self._pool = None
         self._loop = None
-        self._loop_lock = threading.Lock()
+        self._loop_lock = _thread.allocate_lock()
         self._cancelled = set()
         self._inflight = set()
-        self._cancel_lock = threading.Lock()
+        self._cancel_lock = _thread.allocate_lock()
         self._next_id = 0
         self._waiting = {}
-        self._waiting_lock = threading.Lock()
+        self._waiting_lock = _thread.allocate_lock()
+        self._handlers = {"initialize": self._initialize, "setup": self._setup,
+                          "tools/call": self._tools_call, "capability/invoke": self._invoke,
+                          "hooks/dispatch": self._dispatch, "http/request": self._http,
+                          "teardown": self._teardown}
 
     def __call__(self, *args, **kwargs):
         return self.setup(*args, **kwargs)
@@ -567,7 +670,7 @@ class Plugin:
     # -- I/O
 
     def _send(self, message):
-        line = json.dumps(message, separators=(",", ":"), default=str)
+        line = _dumps(message, compact=True, default=str)
         with self._write_lock:
             self._out.write(line + "\n")
             self._out.flush()
@@ -591,12 +694,12 @@ class Plugin:
         with self._waiting_lock:
             self._next_id += 1
             id_ = f"p{self._next_id}"
-            done = threading.Event()
-            self._waiting[id_] = [done, None]
+            done = _thread.allocate_lock()
+            done.acquire()  # released once: by the answer, or when the process ends
+            slot = self._waiting[id_] = [done, None]
         self._send({"jsonrpc": "2.0", "id": id_, "method": method, "params": params})
-        done.wait()
-        with self._waiting_lock:
-            _, msg = self._waiting.pop(id_)
+        done.acquire()
+        msg = slot[1]
         if msg is None:
             raise InvokeError(INTERNAL_ERROR, "chassis closed the connection")
         if "error" in msg:
@@ -606,10 +709,10 @@ class Plugin:
 
     def _answered(self, msg):
         with self._waiting_lock:
-            slot = self._waiting.get(msg.get("id"))
+            slot = self._waiting.pop(msg.get("id"), None)
             if slot is not None:
                 slot[1] = msg
-                slot[0].set()
+                slot[0].release()
 
     def _await(self, value):
         if hasattr(value, "__await__"):
@@ -618,8 +721,7 @@ class Plugin:
             with self._loop_lock:
                 if self._loop is None:
                     self._loop = asyncio.new_event_loop()
-                    threading.Thread(target=self._loop.run_forever, name="chassis-plugin-loop",
-                                     daemon=True).start()
+                    _thread.start_new_thread(self._loop.run_forever, ())
             return asyncio.run_coroutine_threadsafe(_as_coroutine(value), self._loop).result()
         return value
 
@@ -731,11 +833,7 @@ class Plugin:
         return {}
 
     def _handle(self, id_, method, params):
-        handlers = {"initialize": self._initialize, "setup": self._setup,
-                    "tools/call": self._tools_call, "capability/invoke": self._invoke,
-                    "hooks/dispatch": self._dispatch, "http/request": self._http,
-                    "teardown": self._teardown}
-        handler = handlers.get(method)
+        handler = self._handlers.get(method)
         meta = params.get("_meta") if isinstance(params, dict) else None
         trace = _TRACE.set(meta.get("traceparent") if isinstance(meta, dict) else None)
         try:
@@ -778,7 +876,7 @@ class Plugin:
             if not line.strip():
                 continue
             try:
-                msg = json.loads(line)
+                msg = _loads(line)
             except ValueError:
                 self._send({"jsonrpc": "2.0", "id": None, "error": {"code": PARSE_ERROR, "message": "not JSON"}})
                 continue
@@ -799,7 +897,7 @@ class Plugin:
             elif method == "teardown":
                 # In a thread: a cleanup may call chassis, whose answer this
                 # loop reads; the process exits once teardown is answered.
-                threading.Thread(target=self._finish, args=(id_, params), daemon=True).start()
+                _thread.start_new_thread(self._finish, (id_, params))
             else:
                 # setup too: it may call a provider (ctx.require(...).invoke).
                 with self._cancel_lock:
@@ -814,7 +912,8 @@ class Plugin:
     def _exit(self):
         with self._waiting_lock:
             for slot in self._waiting.values():
-                slot[0].set()
+                slot[0].release()
+            self._waiting.clear()
         try:
             self._out.flush()
         finally:
@@ -838,11 +937,11 @@ class _Pool:
     that answers one call at a time starts one."""
 
     def __init__(self, size):
-        self._jobs = queue.SimpleQueue()
+        self._jobs = _SimpleQueue()
         self._size = size
         self._started = 0
         self._idle = 0
-        self._lock = threading.Lock()
+        self._lock = _thread.allocate_lock()
 
     def submit(self, fn, *args):
         with self._lock:
@@ -853,7 +952,7 @@ class _Pool:
                 self._idle -= 1
         self._jobs.put((fn, args))
         if start:
-            threading.Thread(target=self._work, name="chassis-plugin", daemon=True).start()
+            _thread.start_new_thread(self._work, ())
 
     def _work(self):
         while True:

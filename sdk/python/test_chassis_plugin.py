@@ -2,7 +2,10 @@
 (run by `cargo test` too)."""
 
 import dataclasses
+import json
+import math
 import os
+import subprocess
 import sys
 import typing
 import unittest
@@ -126,6 +129,76 @@ class Agents(unittest.TestCase):
         ctx._sealed = True
         with self.assertRaises(cp.PluginError):
             ctx.agents.register("late", "too late")
+
+
+class Json(unittest.TestCase):
+    """The SDK's codec calls CPython's accelerator itself; it must answer
+    what json.loads / json.dumps answer."""
+
+    VALUES = [None, True, False, 0, -7, 2 ** 70, 1.5, -0.0, 1e300, "", "plain", "caf\u00e9 \u2603 \U0001f600",
+              "quote \" backslash \\ control \x01\n\t", [], {}, [1, [2, [3, {"a": None}]]],
+              {"z": 1, "a": [True, {"nested": "\u00e9"}], "": 0}]
+
+    def test_dumps_and_loads_agree_with_json(self):
+        for value in self.VALUES:
+            self.assertEqual(cp._dumps(value), json.dumps(value))
+            self.assertEqual(cp._dumps(value, compact=True), json.dumps(value, separators=(",", ":")))
+            text = json.dumps(value)
+            self.assertEqual(cp._loads(text), json.loads(text))
+            self.assertEqual(cp._loads((" \t" + text + " \r\n").encode("utf-8")), value)
+        self.assertTrue(math.isnan(cp._loads("NaN")))
+        self.assertEqual(cp._loads('{"a": Infinity}'), {"a": float("inf")})
+        self.assertEqual(cp._dumps({"when": object}, compact=True, default=str),
+                         json.dumps({"when": object}, separators=(",", ":"), default=str))
+
+    def test_what_is_not_json_gets_jsons_own_errors(self):
+        for text in ['{"a":', "{} x", "", "\ufeff{}", '"\x01"', "[1,]", b"\xff"]:
+            with self.assertRaises(ValueError) as ours:
+                cp._loads(text)
+            with self.assertRaises(ValueError) as theirs:
+                json.loads(text)
+            self.assertEqual(str(ours.exception), str(theirs.exception))
+        with self.assertRaises(TypeError) as ours:
+            cp._dumps({"x": object()})
+        self.assertIn("Object of type object is not JSON serializable", str(ours.exception))
+        loop = []
+        loop.append(loop)
+        with self.assertRaises(ValueError):
+            cp._dumps(loop)
+        self.assertEqual(cp._dumps([loop[:0], loop[:0]]), "[[], []]")  # nothing left over from the failure
+
+
+class Startup(unittest.TestCase):
+    """Importing the SDK is part of every mount: on a fresh interpreter (no
+    `site`) it loads none of the modules that cost milliseconds, and schemas
+    of builtin hints come out the same without `typing` as with it."""
+
+    def test_import_loads_nothing_heavy_and_schemas_need_no_typing(self):
+        union = "int | None" if sys.version_info >= (3, 10) else "int"
+        program = f"""
+import sys
+import chassis_plugin as cp
+heavy = sorted(m for m in ("re", "json", "typing", "threading", "queue", "inspect",
+                           "dataclasses", "functools", "collections", "asyncio") if m in sys.modules)
+def f(a: str, b: list[str], c: dict[str, float], d: {union} = None, e: list = None) -> str:
+    pass
+schema = cp._Tool(f, None, "d", None).schema
+bound = cp._Tool(f, None, "d", None).bind({{"a": "x", "b": ["y"], "c": {{}}}})
+after = sorted(m for m in ("re", "json", "typing") if m in sys.modules)
+sys.stdout.write(cp._dumps({{"heavy": heavy, "schema": schema, "bound": bound, "after": after}}))
+"""
+        here = os.path.dirname(os.path.abspath(__file__))
+        out = subprocess.run([sys.executable, "-S", "-c", program], cwd=here, capture_output=True,
+                             text=True, env={"PYTHONPATH": here, "PATH": os.environ.get("PATH", "")})
+        self.assertEqual(out.returncode, 0, out.stderr)
+        seen = json.loads(out.stdout)
+        self.assertEqual(seen["heavy"], [])
+        self.assertEqual(seen["after"], [])
+        self.assertEqual(seen["bound"], {"a": "x", "b": ["y"], "c": {}})
+        namespace = {}
+        exec(f"def f(a: str, b: list[str], c: dict[str, float], d: {union} = None, e: list = None) -> str:\n"
+             "    pass", namespace)
+        self.assertEqual(seen["schema"], schema(namespace["f"]))  # here `typing` is loaded
 
 
 if __name__ == "__main__":
