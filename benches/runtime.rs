@@ -444,6 +444,7 @@ budget = {{ model_calls = {limit}, tool_calls = {limit}, tokens = {tokens} }}
         cancel: Default::default(),
         cursors: Default::default(),
         deltas: None,
+        run_id: None,
     };
     let t = Instant::now();
     rt.block_on(async {

@@ -373,6 +373,7 @@ mod tests {
             cancel: Cancellation::new(),
             cursors: run.clone(),
             deltas: None,
+            run_id: None,
         }
     }
 

@@ -131,6 +131,9 @@ pub struct ModelRequest<'a> {
     /// Told each piece of the answer's text as a provider that streams
     /// receives it (`None`: the caller does not watch; answer whole).
     pub deltas: Option<TextDeltas>,
+    /// The run the call belongs to, when there is one: a provider in
+    /// another process gets the run's trace context from it.
+    pub run_id: Option<&'a str>,
 }
 
 /// Where the pieces of a streamed answer go, in order.

@@ -701,6 +701,7 @@ mod tests {
             cancel: Cancellation::new(),
             cursors: crate::runtime::model::TurnCursors::new(),
             deltas: None,
+            run_id: None,
         }
     }
 

@@ -1171,13 +1171,16 @@ fn hooks_of_process_plugins_bail_transform_and_observe() {
 
 /// A model provider written in Python: a tool call for a user message,
 /// a short answer to `summarize: X`, and the tool results when they come.
+/// It writes the trace context of each call to `traces.txt`.
 const PY_MODEL: &str = r#"
-from chassis_plugin import plugin
+from chassis_plugin import plugin, traceparent
 
 @plugin(name="py-model", version="1.0.0", provides={"model": "1.0.0"})
 def py_model(ctx):
     def complete(messages: list, tools: list = (), options: dict = None) -> dict:
         "One assistant turn."
+        with open("traces.txt", "a") as f:
+            f.write((traceparent() or "none") + "\n")
         last = messages[-1]
         if last["role"] == "user" and last["content"].startswith("summarize: "):
             return {"message": {"role": "assistant", "content": "short: " + last["content"][11:]},
@@ -1290,6 +1293,21 @@ default_input = "Ada"
             .unwrap_or_else(|| panic!("no {dimension} in {:#}", doc["budget"]))
     };
     assert_eq!(used(&doc, "model_calls"), 3.0);
+    // Each of the three calls (two from the loop, one `chat` inside the
+    // tool call) carried the run's trace, each with its own parent.
+    let trace_id = doc["trace_id"].as_str().expect("the run's trace id");
+    let traces = std::fs::read_to_string(dir.path().join("traces.txt")).unwrap();
+    let parents: std::collections::BTreeSet<[u8; 8]> = traces
+        .lines()
+        .map(|line| {
+            assert!(line.starts_with(&format!("00-{trace_id}-")), "{traces}");
+            chassis::engine::trace_context::TraceParent::parse(line)
+                .unwrap_or_else(|| panic!("not a traceparent: {line}"))
+                .parent_id
+        })
+        .collect();
+    assert_eq!(traces.lines().count(), 3, "{traces}");
+    assert_eq!(parents.len(), 3, "{traces}");
 
     // With one model call in its budget, the run's own call spends it: the
     // tool's `chat` is refused, and the run stops as out of budget.

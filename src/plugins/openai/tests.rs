@@ -239,6 +239,7 @@ impl Ask {
             cancel: self.cancel.clone(),
             cursors: crate::runtime::model::TurnCursors::new(),
             deltas: None,
+            run_id: None,
         }
     }
 }

@@ -471,6 +471,7 @@ mod tests {
             cancel: Cancellation::new(),
             cursors: crate::runtime::model::TurnCursors::new(),
             deltas: None,
+            run_id: None,
         };
         let body = build_request(
             "m",
@@ -512,6 +513,7 @@ mod tests {
             cancel: Cancellation::new(),
             cursors: crate::runtime::model::TurnCursors::new(),
             deltas: None,
+            run_id: None,
         };
         let v = serde_json::to_value(build_request("m", &request, Defaults::default())).unwrap();
         assert_eq!(

@@ -358,7 +358,8 @@ async fn chat(
     // The chat's own signal: its timeout must not cancel the tool call it
     // was made in, while the call's cancellation stops the chat.
     let cancel = crate::runtime::Cancellation::new();
-    let chatting = super::model::chat(model, arguments, deadline, &cancel);
+    let run_id = call.map(|c| c.run_id.as_str());
+    let chatting = super::model::chat(model, arguments, deadline, &cancel, run_id);
     let answer = match call {
         Some(c) => tokio::select! {
             answer = chatting => answer,

@@ -65,8 +65,11 @@ impl ChatModel for ProcessModel {
             }),
             caller: "chassis".to_owned(),
             deadline_ms: u64::try_from(DEFAULT_DEADLINE.as_millis()).unwrap_or(u64::MAX),
-            run_id: None,
-            meta: None,
+            run_id: request.run_id.map(str::to_owned),
+            // Inside a run, the provider's spans join the run's trace.
+            meta: request
+                .run_id
+                .map(|run| super::protocol::RequestMeta::in_run(run, "model:complete")),
         };
         let reply = conn
             .request(
@@ -106,12 +109,14 @@ struct ChatArguments {
 }
 
 /// `chat`: one turn of `model` for a plugin that requires `model`, within
-/// `deadline` and until `cancel` fires.
+/// `deadline` and until `cancel` fires; `run_id` when it is asked inside a
+/// tool call of that run.
 pub async fn chat(
     model: &ModelHandle,
     arguments: Value,
     deadline: std::time::Duration,
     cancel: &Cancellation,
+    run_id: Option<&str>,
 ) -> Result<ModelResponse, String> {
     let args: ChatArguments = serde_json::from_value(arguments).map_err(|e| {
         format!("`chat` takes {{messages: [{{role, content}}], tools?, options?}}: {e}")
@@ -123,6 +128,7 @@ pub async fn chat(
         cancel: cancel.clone(),
         cursors: TurnCursors::new(),
         deltas: None,
+        run_id,
     };
     tokio::time::timeout(deadline, model.0.complete(&request))
         .await

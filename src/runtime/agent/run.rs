@@ -695,6 +695,7 @@ impl AgentRunner {
                 deltas: text_stream
                     .as_ref()
                     .map(super::text_stream::TextStream::deltas),
+                run_id: Some(&run.run_id),
             };
             self.emit(AgentEvent::ModelCallStarted {
                 agent: agent.name.clone(),
