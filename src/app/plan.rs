@@ -1,13 +1,16 @@
 //! `plan`: what `publish` would do, computed without mounting or writing
 //! anything (the store is opened read-only, or not at all when absent).
 
-use std::path::PathBuf;
+use std::path::{Path, PathBuf};
 
 use crate::engine::agent::agents_metadata;
+use crate::engine::canonical::Canon;
 use crate::engine::diff::{Change, agent_changes};
-use crate::engine::model::{Composition, EntryId};
+use crate::engine::model::{Composition, EntryId, HostSettings};
+use crate::engine::parallel;
 use crate::engine::resolve::{Plan, resolve_with_tree};
 use crate::engine::tree::ScopeTree;
+use crate::runtime::harness::SeedState;
 use crate::runtime::reconcile::{Prediction, predict};
 
 use super::caller::Caller;
@@ -93,7 +96,20 @@ pub struct Planned {
 
 /// Plan the publication of `options.file`.
 pub fn plan(options: &PlanOptions, caller: &Caller) -> Result<PlanOutcome, AppError> {
-    let ws = load_file(&options.file, &RunEnv::process(), &*caller.reporter)?;
+    // The store is read beside the load (each takes ~0.35 s at 100,000
+    // entries), where a composition without `[store] path` or `name` keeps
+    // it; the read is used when the composition loaded has neither, and
+    // done again where it says otherwise. A plan reads without a lock: the
+    // store may change a moment later just as well.
+    let guessed = HostSettings::default();
+    let guessed_store = state_path_of(options.state.as_deref(), &options.file, &guessed);
+    let guessed_lineage = lineage_of(&options.file, &guessed, &guessed_store);
+    let (ws, read_beside) = parallel::join(
+        parallel::PARALLEL_MIN_WORK,
+        || load_file(&options.file, &RunEnv::process(), &*caller.reporter),
+        || read_seed(&guessed_store, &guessed_lineage),
+    );
+    let ws = ws?;
     let store = state_path_of(
         options.state.as_deref(),
         &options.file,
@@ -108,13 +124,10 @@ pub fn plan(options: &PlanOptions, caller: &Caller) -> Result<PlanOutcome, AppEr
         });
     }
     let lineage = lineage_of(&options.file, &ws.composition.host, &store);
-    let (seed, current_agents) = match StateStore::open_existing(&store)? {
-        Some(s) => {
-            let s = s.in_lineage(lineage);
-            let (seed, agents) = s.seed_and_agents()?;
-            (Some(seed), agents)
-        }
-        None => (None, None),
+    let (seed, current_agents) = if store == guessed_store && lineage == guessed_lineage {
+        read_beside?
+    } else {
+        read_seed(&store, &lineage)?
     };
     let previous = seed.as_ref().and_then(previous_of).map(|g| g.to_string());
     // Secret values enter node identities, as at publication.
@@ -177,6 +190,18 @@ pub fn plan(options: &PlanOptions, caller: &Caller) -> Result<PlanOutcome, AppEr
         quarantined,
         agents: agent_changes(current_agents.as_ref(), agents.as_ref(), false),
     })))
+}
+
+/// What lineage `lineage` of the store at `store` holds now: its seed and
+/// agents, or nothing when there is no store.
+fn read_seed(store: &Path, lineage: &str) -> Result<(Option<SeedState>, Option<Canon>), AppError> {
+    match StateStore::open_existing(store)? {
+        Some(s) => {
+            let (seed, agents) = s.in_lineage(lineage.to_owned()).seed_and_agents()?;
+            Ok((Some(seed), agents))
+        }
+        None => Ok((None, None)),
+    }
 }
 
 /// The composition without the entries publish would quarantine, as

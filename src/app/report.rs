@@ -182,3 +182,48 @@ impl Reporter for ErrorsOnly<'_> {
         }
     }
 }
+
+/// Holds the diagnostics of work running beside other work until
+/// [`Deferred::replay`], so a reader sees them after the other work's, as
+/// if the two had run in turn; every other notice passes on at once.
+pub struct Deferred<'r> {
+    to: &'r dyn Reporter,
+    held: std::sync::Mutex<Vec<(Vec<Diagnostic>, SourceMap)>>,
+}
+
+impl<'r> Deferred<'r> {
+    /// Hold diagnostics meant for `to`.
+    pub fn new(to: &'r dyn Reporter) -> Self {
+        Self {
+            to,
+            held: std::sync::Mutex::default(),
+        }
+    }
+
+    /// Pass on what was held, in the order it came.
+    pub fn replay(self) {
+        let held = self.held.into_inner().unwrap_or_else(|p| p.into_inner());
+        for (diagnostics, sources) in &held {
+            self.to.notice(Notice::Diagnostics {
+                diagnostics,
+                sources,
+            });
+        }
+    }
+}
+
+impl Reporter for Deferred<'_> {
+    fn notice(&self, notice: Notice<'_>) {
+        match notice {
+            Notice::Diagnostics {
+                diagnostics,
+                sources,
+            } => self
+                .held
+                .lock()
+                .unwrap_or_else(|p| p.into_inner())
+                .push((diagnostics.to_vec(), sources.clone())),
+            other => self.to.notice(other),
+        }
+    }
+}

@@ -511,3 +511,77 @@ fn explaining_a_disabled_consumer_says_it_is_disabled() {
     assert_eq!(r.code, 2, "{}", r.transcript());
     assert!(r.stderr.contains("`y` is disabled"), "{}", r.transcript());
 }
+
+#[test]
+fn diff_loads_two_files_side_by_side_and_reports_them_in_turn() {
+    // The two sides load at the same time; what each file's load reports
+    // reads as if they had loaded in turn: the old side's first.
+    let dir = tempfile::tempdir().unwrap();
+    let p = dir.path();
+    let file = |key: &str, n: u32| {
+        let mut text = format!(
+            "version = 1\n\n[plugins.svc]\nversion = \"1.0.0\"\n\n[entries.svc]\nconfig.{key} = \"literal-value-{key}\"\n"
+        );
+        // Enough entries that each load takes a while.
+        for i in 0..n {
+            text.push_str(&format!("\n[entries.e{i}]\nplugin = \"svc\"\n"));
+        }
+        text
+    };
+    std::fs::write(p.join("old.toml"), file("api_key", 2000)).unwrap();
+    std::fs::write(p.join("new.toml"), file("password", 10)).unwrap();
+    for _ in 0..3 {
+        let r = run_in(
+            p,
+            &[
+                "--color",
+                "never",
+                "diff",
+                "generations",
+                "old.toml",
+                "new.toml",
+            ],
+            &[],
+        );
+        assert_eq!(r.code, 0, "{}", r.transcript());
+        let (old, new) = (
+            r.stderr.find("`api_key` holds a literal value"),
+            r.stderr.find("`password` holds a literal value"),
+        );
+        assert!(old.is_some() && new.is_some(), "{}", r.stderr);
+        assert!(old < new, "the old side's warning first:\n{}", r.stderr);
+    }
+    // A side that does not load fails the diff: the old side's error when
+    // both fail, as in turn; the new side's when only it fails.
+    std::fs::write(p.join("bad_a.toml"), "version = 1\n[entries.x\n").unwrap();
+    std::fs::write(p.join("bad_b.toml"), "version = 2\n").unwrap();
+    let r = run_in(
+        p,
+        &[
+            "--color",
+            "never",
+            "diff",
+            "generations",
+            "bad_a.toml",
+            "bad_b.toml",
+        ],
+        &[],
+    );
+    assert_eq!(r.code, 2, "{}", r.transcript());
+    assert!(r.stderr.contains("bad_a.toml"), "{}", r.stderr);
+    assert!(!r.stderr.contains("bad_b.toml"), "{}", r.stderr);
+    let r = run_in(
+        p,
+        &[
+            "--color",
+            "never",
+            "diff",
+            "generations",
+            "new.toml",
+            "bad_b.toml",
+        ],
+        &[],
+    );
+    assert_eq!(r.code, 2, "{}", r.transcript());
+    assert!(r.stderr.contains("bad_b.toml"), "{}", r.stderr);
+}

@@ -288,6 +288,12 @@ fn a_name_in_the_composition_names_its_lineage() {
     std::fs::rename(d.join("c.toml"), d.join("renamed.toml")).unwrap();
     let (_, doc) = json(d, &["publish", "renamed.toml"]);
     assert_eq!(doc["published"], false, "{doc}");
+    // `plan` reads the named lineage too (it reads the store beside the
+    // load where an unnamed composition keeps its lineage, and again here).
+    let (code, doc) = json(d, &["plan", "renamed.toml"]);
+    assert_eq!(code, 0, "{doc}");
+    assert_eq!(doc["action"], "no-op", "{doc}");
+    assert_eq!(doc["generation_id"], "gen_0001", "{doc}");
     let (_, list) = json(d, &["generations", "list"]);
     assert_eq!(list["generations"][0]["lineage"], "support-bot");
     let (code, _) = json(d, &["generations", "show", "support-bot:gen_0001"]);
@@ -422,6 +428,10 @@ fn composition_file_finds_the_store_its_store_path_names() {
     let r = run(d, &["publish", "sub/c.toml"]);
     assert_eq!(r.code, 0, "{}", r.transcript());
     assert!(d.join("state/shared.db").is_file());
+    // `plan` finds it too, and the unchanged generation in it.
+    let (code, doc) = json(d, &["plan", "sub/c.toml"]);
+    assert_eq!(code, 0, "{doc}");
+    assert_eq!(doc["action"], "no-op", "{doc}");
     let (code, list) = json(d, &["generations", "list", "--composition", "sub/c.toml"]);
     assert_eq!(code, 0, "{list}");
     assert_eq!(list["generations"][0]["lineage"], "sub/c.toml", "{list}");
