@@ -44,3 +44,13 @@ impl From<ExitStatus> for ExitCode {
         ExitCode::from(status.code())
     }
 }
+
+/// Keep a one-shot command's last result until the process exits instead
+/// of freeing it now. A loaded composition of 100,000 entries with its plan
+/// is millions of allocations: freeing them one by one just before exit
+/// was 9% of `check` on 100,000 built-in entries, and the operating system
+/// takes the whole heap back at exit anyway. Only for plain data — never a
+/// store, a process or anything else whose drop does work that must happen.
+pub fn keep_until_exit<T>(result: T) {
+    std::mem::forget(result);
+}

@@ -99,10 +99,16 @@ pub fn list_tools(composition: &Composition, plan: &Plan, lock: Option<&Lock>) -
             continue;
         }
         let kind = entry.manifest.kind.as_deref().unwrap_or("declared");
-        let config = entry.config.to_json();
         let active = active_ids.contains(id);
+        // Read only where the kind's policies come from it; a loaded
+        // `command` entry's configuration passed its schema at load.
+        let config = if kind == mcp::KIND.name || kind == command::KIND.name {
+            entry.config.to_json()
+        } else {
+            serde_json::Value::Null
+        };
         let commands = (kind == command::KIND.name)
-            .then(|| command::parse(&entry.config).ok())
+            .then(|| command::parse_checked(&config).ok())
             .flatten();
         let locked = (kind == mcp::KIND.name)
             .then(|| lock.and_then(|l| l.entries.get(id.as_str())))

@@ -40,6 +40,9 @@ pub fn run(ui: &Ui, args: &CheckArgs) -> Result<ExitStatus, ExitStatus> {
     let reporter = super::super::reporter(ui);
     let mut status = ExitStatus::Success;
     let mut reports = Vec::new();
+    // The last file's report lives until the process ends (each earlier
+    // one is freed when the next is read).
+    let mut last = None;
     for file in &args.files {
         let report = match check_file(file, &reporter) {
             Ok(r) => r,
@@ -59,9 +62,11 @@ pub fn run(ui: &Ui, args: &CheckArgs) -> Result<ExitStatus, ExitStatus> {
             Format::Json => reports.push(render::check_json(&report)),
             _ => ui.out(&render::check_text(&report)),
         }
+        last = Some(report);
     }
     if ui.format == Format::Json {
         ui.out_json(&serde_json::json!({ "format_version": 1, "files": reports }));
     }
+    super::super::exit::keep_until_exit(last);
     Ok(status)
 }

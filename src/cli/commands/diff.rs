@@ -124,6 +124,7 @@ pub fn run(ui: &Ui, cmd: &DiffCommand) -> Result<ExitStatus, ExitStatus> {
             ui.out(&text);
         }
     }
+    super::super::exit::keep_until_exit(outcome);
     Ok(if *exit_code && changed {
         ExitStatus::Negative
     } else {

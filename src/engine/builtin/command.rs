@@ -605,23 +605,28 @@ fn parse_tool(i: usize, t: &Value, problems: &mut Vec<ConfigProblem>) -> Option<
 /// cannot say: every problem, with its pointer, or the typed configuration.
 pub fn parse(config: &ConfigValue) -> Result<CommandConfig, Vec<ConfigProblem>> {
     let json = config.to_json();
-    let mut problems: Vec<ConfigProblem> = schema_check::check(&KIND.schema(), &json)
+    let problems: Vec<ConfigProblem> = schema_check::check(&KIND.schema(), &json)
         .into_iter()
         .map(|v| ConfigProblem::new(v.pointer, v.message))
         .collect();
     if !problems.is_empty() {
         return Err(problems);
     }
+    parse_checked(&json)
+}
+
+/// [`parse`] of a configuration (as JSON) already checked against the
+/// schema — as [`KIND`]'s `derive` does before it derives the manifest, so
+/// a loaded composition's `command` entries have passed it: everything the
+/// schema cannot say.
+pub fn parse_checked(json: &Value) -> Result<CommandConfig, Vec<ConfigProblem>> {
+    let mut problems = Vec::new();
     let env = super::string_array(json.get("env"));
     check_env_names(&env, "/env", &mut problems);
     let mut tools: Vec<CommandToolSpec> = Vec::new();
     let mut seen: BTreeSet<String> = BTreeSet::new();
-    let items = json
-        .get("tools")
-        .and_then(Value::as_array)
-        .cloned()
-        .unwrap_or_default();
-    for (i, t) in items.iter().enumerate() {
+    let items = json.get("tools").and_then(Value::as_array);
+    for (i, t) in items.into_iter().flatten().enumerate() {
         if let Some(name) = t.get("name").and_then(Value::as_str)
             && !seen.insert(name.to_owned())
         {
@@ -645,8 +650,9 @@ pub fn parse(config: &ConfigValue) -> Result<CommandConfig, Vec<ConfigProblem>> 
     })
 }
 
+/// The manifest of a configuration `derive` has checked against the schema.
 fn manifest(config: &ConfigValue) -> Result<Manifest, Vec<ConfigProblem>> {
-    let parsed = parse(config)?;
+    let parsed = parse_checked(&config.to_json())?;
     let version = Version::parse("1.0.0").expect("built-in versions are valid");
     let mut manifest = Manifest::new("command", version);
     // An unscoped name declares every resource of that permission: the
