@@ -363,12 +363,22 @@ def _is_union_type(annotation):
 
 def _origin_and_args(annotation):
     """typing.get_origin and get_args. Without `typing` loaded, a hint can
-    only be a builtin generic (`list[str]`) or `X | Y`, whose own
-    attributes say the same."""
+    only be a builtin generic (`list[str]`: its `__origin__` and `__args__`
+    are what typing answers) or `X | Y` (its `__args__` are; it has no
+    `__origin__`, and `_is_union_type` recognises it)."""
     typing = sys.modules.get("typing")
     if typing is not None:
         return typing.get_origin(annotation), typing.get_args(annotation)
     return getattr(annotation, "__origin__", None), getattr(annotation, "__args__", ())
+
+
+def _names_a_string(hint):
+    """Whether a hint is, or holds (`list["Item"]`), one written as a string,
+    which only typing.get_type_hints resolves."""
+    if isinstance(hint, str):
+        return True
+    args = getattr(hint, "__args__", None)
+    return isinstance(args, tuple) and any(_names_a_string(a) for a in args)
 
 
 def _type_hints(obj):
@@ -378,7 +388,7 @@ def _type_hints(obj):
     `typing` already loaded (then it answers, as always)."""
     annotations = getattr(getattr(obj, "__func__", obj), "__annotations__", None)
     if isinstance(obj, type) or not isinstance(annotations, dict) or sys.version_info < (3, 11) \
-            or "typing" in sys.modules or any(isinstance(a, str) for a in annotations.values()):
+            or "typing" in sys.modules or any(_names_a_string(a) for a in annotations.values()):
         import typing
         return typing.get_type_hints(obj)
     return {name: _NONE if hint is None else hint for name, hint in annotations.items()}
@@ -861,6 +871,11 @@ class Plugin:
         """Serve chassis on stdin/stdout until teardown or end of input."""
         # Keep the real stdout for the protocol; everything else that writes
         # to stdout (print, C extensions) goes to stderr.
+        if sys.version_info < (3, 13):
+            # Before 3.13 `threading` takes whichever thread imports it first
+            # for the main thread: import it here, before any worker exists
+            # (a handler importing `logging` or `asyncio` would otherwise).
+            import threading  # noqa: F401
         self._out = os.fdopen(os.dup(1), "w", encoding="utf-8")
         os.dup2(2, 1)
         sys.stdout = sys.stderr

@@ -200,6 +200,57 @@ sys.stdout.write(cp._dumps({{"heavy": heavy, "schema": schema, "bound": bound, "
              "    pass", namespace)
         self.assertEqual(seen["schema"], schema(namespace["f"]))  # here `typing` is loaded
 
+    def test_a_hint_naming_a_class_in_a_string_resolves_without_typing_loaded(self):
+        program = """
+import sys
+import chassis_plugin as cp
+class Item(dict):
+    pass
+def f(items: list["Item"], by_name: dict[str, "Item"]) -> str:
+    pass
+hints = cp._type_hints(f)
+sys.stdout.write(repr((hints["items"].__args__, hints["by_name"].__args__)))
+"""
+        here = os.path.dirname(os.path.abspath(__file__))
+        out = subprocess.run([sys.executable, "-S", "-c", program], cwd=here, capture_output=True,
+                             text=True, env={"PYTHONPATH": here, "PATH": os.environ.get("PATH", "")})
+        self.assertEqual(out.returncode, 0, out.stderr)
+        self.assertEqual(out.stdout, "((<class '__main__.Item'>,), (<class 'str'>, <class '__main__.Item'>))")
+
+    def test_threading_knows_the_main_thread_once_the_plugin_runs(self):
+        # Before 3.13, the first thread to import `threading` is taken for
+        # the main one: `run()` imports it first, so a handler's `logging`
+        # (or `asyncio`) finds the main thread where it is.
+        program = """
+import os, sys
+import chassis_plugin as cp
+@cp.plugin(name="t", version="1.0.0")
+def t(ctx):
+    def which() -> str:
+        "Which thread."
+        import threading
+        return str(threading.current_thread() is threading.main_thread())
+    ctx.tools.register(which)
+t.run()
+"""
+        here = os.path.dirname(os.path.abspath(__file__))
+        lines = [
+            '{"jsonrpc":"2.0","id":1,"method":"initialize","params":{"protocol_version":"1.2"}}',
+            '{"jsonrpc":"2.0","id":2,"method":"setup","params":{"entry":"e"}}',
+            '{"jsonrpc":"2.0","id":3,"method":"tools/call","params":{"name":"which","arguments":{},"run_id":"r"}}',
+        ]
+        proc = subprocess.Popen([sys.executable, "-S", "-c", program], cwd=here, stdin=subprocess.PIPE,
+                                stdout=subprocess.PIPE, stderr=subprocess.PIPE, text=True,
+                                env={"PYTHONPATH": here, "PATH": os.environ.get("PATH", "")})
+        answers = []
+        for line in lines:
+            proc.stdin.write(line + "\n")
+            proc.stdin.flush()
+            answers.append(json.loads(proc.stdout.readline()))
+        proc.stdin.close()
+        proc.wait(timeout=10)
+        self.assertEqual(answers[2]["result"], {"content": "False", "is_error": False}, answers)
+
 
 if __name__ == "__main__":
     unittest.main()

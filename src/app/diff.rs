@@ -201,8 +201,8 @@ fn names_stored(operand: &str) -> bool {
     !Path::new(operand).exists() && GenerationRef::parse(operand).is_some()
 }
 
-/// An operand that names a stored generation (see [`names_stored`]). `Ok(None)` when it is
-/// not one.
+/// The stored generation `operand` names (see [`names_stored`]);
+/// `Ok(None)` when it names none.
 fn store_operand(
     operand: &str,
     at: &StoreSelection,

@@ -12,6 +12,7 @@ use crate::engine::resolve::{Plan, resolve_with_tree};
 use crate::engine::tree::ScopeTree;
 use crate::runtime::harness::SeedState;
 use crate::runtime::reconcile::{Prediction, predict};
+use crate::store::OpenMode;
 
 use super::caller::Caller;
 use super::env::RunEnv;
@@ -98,16 +99,18 @@ pub struct Planned {
 pub fn plan(options: &PlanOptions, caller: &Caller) -> Result<PlanOutcome, AppError> {
     // The store is read beside the load (each takes ~0.35 s at 100,000
     // entries), where a composition without `[store] path` or `name` keeps
-    // it; the read is used when the composition loaded has neither, and
-    // done again where it says otherwise. A plan reads without a lock: the
-    // store may change a moment later just as well.
+    // it. That read only peeks (it migrates, recovers and waits for
+    // nothing: the composition may name another store, or fail to load);
+    // it is used when the composition loaded has neither and the peek
+    // succeeded, and made again, as before, otherwise. A plan reads without
+    // a lock: the store may change a moment later just as well.
     let guessed = HostSettings::default();
     let guessed_store = state_path_of(options.state.as_deref(), &options.file, &guessed);
     let guessed_lineage = lineage_of(&options.file, &guessed, &guessed_store);
     let (ws, read_beside) = parallel::join(
         parallel::PARALLEL_MIN_WORK,
         || load_file(&options.file, &RunEnv::process(), &*caller.reporter),
-        || read_seed(&guessed_store, &guessed_lineage),
+        || read_seed(&guessed_store, &guessed_lineage, OpenMode::Peek),
     );
     let ws = ws?;
     let store = state_path_of(
@@ -124,10 +127,9 @@ pub fn plan(options: &PlanOptions, caller: &Caller) -> Result<PlanOutcome, AppEr
         });
     }
     let lineage = lineage_of(&options.file, &ws.composition.host, &store);
-    let (seed, current_agents) = if store == guessed_store && lineage == guessed_lineage {
-        read_beside?
-    } else {
-        read_seed(&store, &lineage)?
+    let (seed, current_agents) = match read_beside {
+        Ok(read) if store == guessed_store && lineage == guessed_lineage => read,
+        _ => read_seed(&store, &lineage, OpenMode::ReadOnly)?,
     };
     let previous = seed.as_ref().and_then(previous_of).map(|g| g.to_string());
     // Secret values enter node identities, as at publication.
@@ -194,8 +196,12 @@ pub fn plan(options: &PlanOptions, caller: &Caller) -> Result<PlanOutcome, AppEr
 
 /// What lineage `lineage` of the store at `store` holds now: its seed and
 /// agents, or nothing when there is no store.
-fn read_seed(store: &Path, lineage: &str) -> Result<(Option<SeedState>, Option<Canon>), AppError> {
-    match StateStore::open_existing(store)? {
+fn read_seed(
+    store: &Path,
+    lineage: &str,
+    mode: OpenMode,
+) -> Result<(Option<SeedState>, Option<Canon>), AppError> {
+    match StateStore::open_existing_as(store, mode)? {
         Some(s) => {
             let (seed, agents) = s.in_lineage(lineage.to_owned()).seed_and_agents()?;
             Ok((Some(seed), agents))

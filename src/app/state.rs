@@ -305,7 +305,12 @@ impl StateStore {
 
     /// Open the store at `path` to read, or `None` when there is none.
     pub fn open_existing(path: &Path) -> Result<Option<Self>, AppError> {
-        match Self::open(path, OpenMode::ReadOnly) {
+        Self::open_existing_as(path, OpenMode::ReadOnly)
+    }
+
+    /// [`Self::open_existing`] with [`OpenMode::Peek`] (or another mode).
+    pub fn open_existing_as(path: &Path, mode: OpenMode) -> Result<Option<Self>, AppError> {
+        match Self::open(path, mode) {
             Ok(s) => Ok(Some(s)),
             Err(AppError::Store(StoreError::Missing { .. })) => Ok(None),
             Err(e) => Err(e),

@@ -441,6 +441,12 @@ pub enum OpenMode {
     Create,
     /// It must exist; read-only.
     ReadOnly,
+    /// It must exist; read-only, and opening it writes nothing and waits
+    /// for nothing: a store that needs a migration or a recovery (a killed
+    /// publish's journal), or that a writer holds, is an error instead —
+    /// for a read made on a guess, which the caller then makes again with
+    /// [`OpenMode::ReadOnly`] if it needs it.
+    Peek,
 }
 
 /// A generation store: lineages (one per composition) of generations, and

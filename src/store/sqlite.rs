@@ -73,7 +73,7 @@ impl SqliteStore {
             message: e.to_string(),
         };
         let exists = path.is_file();
-        if mode == OpenMode::ReadOnly && !exists {
+        if mode != OpenMode::Create && !exists {
             return Err(StoreError::Missing { path: shown });
         }
         if mode == OpenMode::Create
@@ -85,8 +85,16 @@ impl SqliteStore {
         let conn = match mode {
             OpenMode::Create => Connection::open(path).map_err(|e| backend(&e))?,
             OpenMode::ReadOnly => open_read_only(path).map_err(|e| backend(&e))?,
+            OpenMode::Peek => {
+                Connection::open_with_flags(path, READ_ONLY).map_err(|e| backend(&e))?
+            }
         };
-        conn.busy_timeout(BUSY_TIMEOUT).map_err(|e| backend(&e))?;
+        let wait = if mode == OpenMode::Peek {
+            Duration::ZERO
+        } else {
+            BUSY_TIMEOUT
+        };
+        conn.busy_timeout(wait).map_err(|e| backend(&e))?;
         let mut store = Self {
             conn,
             path: path.to_path_buf(),
@@ -97,6 +105,9 @@ impl SqliteStore {
             store.created = store.initialize()?;
         }
         if store.schema_version()? < migrate::latest() {
+            if mode == OpenMode::Peek {
+                return Err(backend(&"the store needs a migration; a peek makes none"));
+            }
             if mode == OpenMode::ReadOnly {
                 let mut rw = Self::open(path, OpenMode::Create)?;
                 rw.upgrade()?;
@@ -382,11 +393,15 @@ fn not_a_store_err(path: &Path, e: impl std::fmt::Display) -> StoreError {
     }
 }
 
+/// How a read-only connection opens.
+const READ_ONLY: OpenFlags =
+    OpenFlags::SQLITE_OPEN_READ_ONLY.union(OpenFlags::SQLITE_OPEN_NO_MUTEX);
+
 /// Open read-only. A store left with a hot journal (a publish was killed)
 /// cannot be rolled back read-only, so it is recovered once read-write —
 /// which restores the last committed state and changes nothing else.
 fn open_read_only(path: &Path) -> rusqlite::Result<Connection> {
-    let flags = OpenFlags::SQLITE_OPEN_READ_ONLY | OpenFlags::SQLITE_OPEN_NO_MUTEX;
+    let flags = READ_ONLY;
     let conn = Connection::open_with_flags(path, flags)?;
     match conn.query_row("SELECT count(*) FROM sqlite_master", [], |r| {
         r.get::<_, i64>(0)

@@ -447,3 +447,31 @@ fn composition_file_finds_the_store_its_store_path_names() {
     );
     assert_eq!(code, 0);
 }
+
+#[test]
+fn plans_guess_at_the_store_writes_nothing() {
+    // `plan` reads the store beside the load on a guess; that read only
+    // peeks. A version 1 store is neither migrated by a peek nor by a plan
+    // whose composition does not load; a plan that needs it migrates it,
+    // as a read always has.
+    let dir = fixture();
+    let state = dir.path().join(".chassis/state.db");
+    let before = std::fs::read(&state).unwrap();
+    let peek = SqliteStore::open(&state, OpenMode::Peek);
+    assert!(peek.is_err(), "a peek makes no migration");
+    std::fs::write(dir.path().join("broken.toml"), "version = 1\n[entries.x\n").unwrap();
+    let r = run(dir.path(), &["plan", "broken.toml"]);
+    assert_eq!(r.code, 2, "{}", r.transcript());
+    assert_eq!(schema_version(&state), "1");
+    assert_eq!(std::fs::read(&state).unwrap(), before);
+    let (code, doc) = json(dir.path(), &["plan", "composition.toml"]);
+    assert_eq!(code, 0, "{doc}");
+    assert_eq!(doc["action"], "no-op", "{doc}");
+    assert_eq!(doc["generation_id"], "gen_0002", "{doc}");
+    assert_eq!(
+        schema_version(&state),
+        chassis::store::schema_version().to_string()
+    );
+    // Migrated, a peek reads it.
+    assert!(SqliteStore::open(&state, OpenMode::Peek).is_ok());
+}

@@ -41,9 +41,10 @@ pub fn run(ui: &Ui, args: &CheckArgs) -> Result<ExitStatus, ExitStatus> {
     let mut status = ExitStatus::Success;
     let mut reports = Vec::new();
     // The last file's report lives until the process ends (each earlier
-    // one is freed when the next is read).
+    // one is freed before the next file is read).
     let mut last = None;
     for file in &args.files {
+        drop(last.take());
         let report = match check_file(file, &reporter) {
             Ok(r) => r,
             Err(e) => {

@@ -619,7 +619,7 @@ pub fn parse(config: &ConfigValue) -> Result<CommandConfig, Vec<ConfigProblem>> 
 /// schema — as [`KIND`]'s `derive` does before it derives the manifest, so
 /// a loaded composition's `command` entries have passed it: everything the
 /// schema cannot say.
-pub fn parse_checked(json: &Value) -> Result<CommandConfig, Vec<ConfigProblem>> {
+pub(crate) fn parse_checked(json: &Value) -> Result<CommandConfig, Vec<ConfigProblem>> {
     let mut problems = Vec::new();
     let env = super::string_array(json.get("env"));
     check_env_names(&env, "/env", &mut problems);
