@@ -1,16 +1,14 @@
 //! `plan`: what `publish` would do, computed without mounting or writing
 //! anything (the store is opened read-only, or not at all when absent).
 
-use std::path::{Path, PathBuf};
+use std::path::PathBuf;
 
 use crate::engine::agent::agents_metadata;
-use crate::engine::canonical::Canon;
 use crate::engine::diff::{Change, agent_changes};
 use crate::engine::model::{Composition, EntryId, HostSettings};
 use crate::engine::parallel;
 use crate::engine::resolve::{Plan, resolve_with_tree};
 use crate::engine::tree::ScopeTree;
-use crate::runtime::harness::SeedState;
 use crate::runtime::reconcile::{Prediction, predict};
 use crate::store::OpenMode;
 
@@ -18,7 +16,7 @@ use super::caller::Caller;
 use super::env::RunEnv;
 use super::error::AppError;
 use super::refusal::{PendingEntry, Refusal, pending_entries};
-use super::state::{StateStore, lineage_of, previous_of, state_path_of};
+use super::state::{lineage_of, previous_of, read_seed, state_path_of};
 use super::workspace::{Workspace, load_file};
 
 /// What to plan.
@@ -192,22 +190,6 @@ pub fn plan(options: &PlanOptions, caller: &Caller) -> Result<PlanOutcome, AppEr
         quarantined,
         agents: agent_changes(current_agents.as_ref(), agents.as_ref(), false),
     })))
-}
-
-/// What lineage `lineage` of the store at `store` holds now: its seed and
-/// agents, or nothing when there is no store.
-fn read_seed(
-    store: &Path,
-    lineage: &str,
-    mode: OpenMode,
-) -> Result<(Option<SeedState>, Option<Canon>), AppError> {
-    match StateStore::open_existing_as(store, mode)? {
-        Some(s) => {
-            let (seed, agents) = s.in_lineage(lineage.to_owned()).seed_and_agents()?;
-            Ok((Some(seed), agents))
-        }
-        None => Ok((None, None)),
-    }
 }
 
 /// The composition without the entries publish would quarantine, as

@@ -4,18 +4,25 @@
 use std::path::PathBuf;
 
 use crate::engine::agent::AGENTS;
+use crate::engine::canonical::Canon;
 use crate::engine::diff::{Change, agent_changes};
 use crate::engine::identity::GenerationId;
+use crate::engine::model::HostSettings;
+use crate::engine::parallel;
 use crate::engine::snapshot::Digests;
+use crate::runtime::harness::SeedState;
 use crate::runtime::identity::NodeImpact;
 use crate::runtime::{Harness, ReconcileReport};
+use crate::store::OpenMode;
 
 use super::caller::Caller;
 use super::env::RunEnv;
 use super::error::AppError;
 use super::refusal::{PendingEntry, pending_entries};
 use super::report::Notice;
-use super::state::{Publication, StateStore, open_to_publish, previous_of, state_path_of};
+use super::state::{
+    Publication, StateStore, lineage_of, open_to_publish, previous_of, read_seed, state_path_of,
+};
 use super::workspace::load_file;
 
 /// What to publish.
@@ -62,7 +69,23 @@ pub async fn publish(options: &PublishOptions, caller: &Caller) -> Result<Publis
     if options.update_lock {
         super::lock::update_for(&options.file, &env, caller).await?;
     }
-    let ws = load_file(&options.file, &env, &*caller.reporter)?;
+    // The store is read beside the load, as `plan` reads it (a peek at
+    // where a composition without `[store] path` or `name` keeps it); it
+    // is used once the store is open to publish and that read is still its
+    // head, and made again otherwise.
+    let guessed = HostSettings::default();
+    let guessed_store = state_path_of(options.state.as_deref(), &options.file, &guessed);
+    let guessed_lineage = lineage_of(&options.file, &guessed, &guessed_store);
+    let (ws, peeked) = parallel::join(
+        parallel::PARALLEL_MIN_WORK,
+        || load_file(&options.file, &env, &*caller.reporter),
+        || read_seed(&guessed_store, &guessed_lineage, OpenMode::Peek),
+    );
+    let ws = ws?;
+    let peeked = match peeked {
+        Ok((Some(seed), agents)) => Some((guessed_store, guessed_lineage, seed, agents)),
+        _ => None,
+    };
     if let Some(refusal) = ws.refusal(options.allow_pending, &*caller.reporter) {
         return Err(AppError::Refused {
             verb: "publish",
@@ -84,7 +107,10 @@ pub async fn publish(options: &PublishOptions, caller: &Caller) -> Result<Publis
         &ws.composition.host,
         std::sync::Arc::clone(&caller.reporter),
     )?;
-    match publish_into(&mut store, &ws, telemetry, &env, options, caller).await {
+    let peeked = peeked.and_then(|(at, lineage, seed, agents)| {
+        (at == path && lineage == store.lineage()).then_some((seed, agents))
+    });
+    match publish_into(&mut store, peeked, &ws, telemetry, &env, options, caller).await {
         Ok(published) => {
             if store.created() {
                 caller.notice(Notice::StoreCreated {
@@ -105,6 +131,7 @@ pub async fn publish(options: &PublishOptions, caller: &Caller) -> Result<Publis
 /// [`publish`] once its store is open.
 async fn publish_into(
     store: &mut StateStore,
+    peeked: Option<(SeedState, Option<Canon>)>,
     ws: &super::workspace::Workspace,
     telemetry: std::sync::Arc<dyn crate::engine::telemetry::Telemetry>,
     env: &RunEnv,
@@ -112,7 +139,10 @@ async fn publish_into(
     caller: &Caller,
 ) -> Result<Published, AppError> {
     let path = store.path().to_path_buf();
-    let (seed, agents_before) = store.seed_and_agents()?;
+    let (seed, agents_before) = match peeked {
+        Some((seed, agents)) if store.still_current(&seed)? => (seed, agents),
+        _ => store.seed_and_agents()?,
+    };
     let previous = previous_of(&seed);
     let mounts = seed.mounts.clone();
     let harness_options = super::mount::harness_options(telemetry, &caller.redactor, env);

@@ -371,6 +371,25 @@ impl StateStore {
         Ok((seed, agents.as_ref().map(Canon::from_json)))
     }
 
+    /// Whether `seed`, read from this store earlier (by another
+    /// connection), is still this lineage's head: the same current
+    /// generation (a publish always adds one, and only a publish changes
+    /// the nodes or the mount counters) under the same store key.
+    pub fn still_current(&self, seed: &SeedState) -> Result<bool, AppError> {
+        let latest = self.store.latest(&self.lineage)?;
+        let same_head = match &latest {
+            Some(g) => g.sequence == seed.sequence && seed.digest.as_ref() == Some(&g.digest),
+            None => seed.sequence == 0 && seed.nodes.is_empty() && seed.mounts.is_empty(),
+        };
+        // A store deleted and published again anew has another key.
+        let probe = "chassis:seed-probe";
+        let same_key = seed
+            .config_fingerprint
+            .as_ref()
+            .is_some_and(|f| f(probe) == (self.store.config_fingerprint())(probe));
+        Ok(same_head && same_key)
+    }
+
     /// The keyed configuration fingerprint of this store.
     pub fn config_fingerprint(&self) -> ConfigFingerprint {
         self.store.config_fingerprint()
@@ -735,6 +754,24 @@ pub fn shown_lineage(name: &str) -> String {
 }
 
 /// The generation a seed was taken at (`None` for an empty store).
+/// What lineage `lineage` of the store at `store` holds now: its seed and
+/// agents, or nothing when there is no store. With [`OpenMode::Peek`] it
+/// migrates, recovers and waits for nothing (a read beside a load, made
+/// before the composition says which store it uses).
+pub(crate) fn read_seed(
+    store: &Path,
+    lineage: &str,
+    mode: OpenMode,
+) -> Result<(Option<SeedState>, Option<Canon>), AppError> {
+    match StateStore::open_existing_as(store, mode)? {
+        Some(s) => {
+            let (seed, agents) = s.in_lineage(lineage.to_owned()).seed_and_agents()?;
+            Ok((Some(seed), agents))
+        }
+        None => Ok((None, None)),
+    }
+}
+
 pub fn previous_of(seed: &SeedState) -> Option<GenerationId> {
     (seed.sequence > 0).then(|| GenerationId::from_sequence(seed.sequence))
 }

@@ -254,3 +254,53 @@ fn a_lineage_is_named_by_the_file_in_its_workspace() {
         "bot"
     );
 }
+
+#[test]
+fn a_seed_read_beside_the_load_is_used_only_while_it_is_the_head() {
+    use super::state::{lineage_of, open_to_publish, read_seed};
+    use crate::engine::model::HostSettings;
+    use crate::store::OpenMode;
+    let (dir, file) = examples();
+    let (caller, _) = caller();
+    let options = PublishOptions {
+        file: file.clone(),
+        state: None,
+        allow_pending: false,
+        trace: None,
+        update_lock: false,
+    };
+    let rt = runtime();
+    let first = rt.block_on(publish(&options, &caller)).unwrap();
+    let host = HostSettings::default();
+    let lineage = lineage_of(&file, &host, &first.store);
+    let peek = || {
+        read_seed(&first.store, &lineage, OpenMode::Peek)
+            .unwrap()
+            .0
+            .expect("a store")
+    };
+    let open =
+        || open_to_publish(&first.store, &file, &host, Arc::clone(&caller.reporter)).unwrap();
+    let seed = peek();
+    assert_eq!(seed.sequence, 1);
+    assert!(open().still_current(&seed).unwrap());
+    // Another publish moved the head on: the earlier read is stale.
+    let text = std::fs::read_to_string(&file).unwrap();
+    let extra = format!(
+        "{text}\n[plugins.extra]\nversion = \"1.0.0\"\nprovides = {{ extra = \"1.0.0\" }}\n\n[entries.extra]\n"
+    );
+    std::fs::write(&file, extra).unwrap();
+    let second = rt.block_on(publish(&options, &caller)).unwrap();
+    assert_eq!(second.generation_id, "gen_0002");
+    assert!(!open().still_current(&seed).unwrap());
+    assert!(open().still_current(&peek()).unwrap());
+    // The first generation published anew in a new store: the same head,
+    // under another key — stale.
+    std::fs::write(&file, &text).unwrap();
+    std::fs::remove_dir_all(dir.path().join(".chassis")).unwrap();
+    let again = rt.block_on(publish(&options, &caller)).unwrap();
+    assert_eq!(again.generation_id, "gen_0001");
+    assert_eq!(again.digests.digest, first.digests.digest);
+    assert!(!open().still_current(&seed).unwrap());
+    assert!(open().still_current(&peek()).unwrap());
+}

@@ -463,6 +463,9 @@ pub trait Store: Send {
     fn current(&self, lineage: &str) -> Result<Option<StoredGeneration>, StoreError>;
     /// What a publish needs of the current generation of `lineage`.
     fn head(&self, lineage: &str) -> Result<Option<Head>, StoreError>;
+    /// The summary of the current generation of `lineage` alone (one row:
+    /// whether a head read earlier is still the head).
+    fn latest(&self, lineage: &str) -> Result<Option<GenerationSummary>, StoreError>;
     /// One generation of `lineage`.
     fn generation(
         &self,

@@ -260,6 +260,22 @@ impl SqliteStore {
         lineage_id(&self.conn, name).map_err(|e| self.backend(e))
     }
 
+    /// The row of the current generation of `lineage`, with the
+    /// lineage's row id.
+    fn latest_row(&self, lineage: &str) -> Result<Option<(i64, Row)>, StoreError> {
+        let Some(id) = self.lineage_id(lineage)? else {
+            return Ok(None);
+        };
+        Ok(self
+            .summaries(
+                "WHERE g.lineage_id = ?1 AND g.sequence =
+                   (SELECT max(sequence) FROM generations WHERE lineage_id = ?1)",
+                &[&id],
+            )?
+            .pop()
+            .map(|row| (id, row)))
+    }
+
     fn summaries(
         &self,
         filter: &str,
@@ -479,17 +495,7 @@ impl Store for SqliteStore {
     }
 
     fn head(&self, lineage: &str) -> Result<Option<Head>, StoreError> {
-        let Some(id) = self.lineage_id(lineage)? else {
-            return Ok(None);
-        };
-        let Some(row) = self
-            .summaries(
-                "WHERE g.lineage_id = ?1 AND g.sequence =
-                   (SELECT max(sequence) FROM generations WHERE lineage_id = ?1)",
-                &[&id],
-            )?
-            .pop()
-        else {
+        let Some((id, row)) = self.latest_row(lineage)? else {
             return Ok(None);
         };
         let what = |part: &str| format!("the {part} of {}", row.summary.id);
@@ -532,6 +538,10 @@ impl Store for SqliteStore {
             )?
             .pop();
         found.map(|s| self.full(s)).transpose()
+    }
+
+    fn latest(&self, lineage: &str) -> Result<Option<GenerationSummary>, StoreError> {
+        Ok(self.latest_row(lineage)?.map(|(_, r)| r.summary))
     }
 
     fn list(&self, lineage: Option<&str>) -> Result<Vec<GenerationSummary>, StoreError> {
