@@ -251,6 +251,26 @@ impl SeedState {
         self.nodes.sort_by(|a, b| a.entry_id.cmp(&b.entry_id));
     }
 
+    /// Whether `identity`, as the store would keep it, is `stored` (what
+    /// [`Self::view`] and `==` say, without copying the identity).
+    pub fn sees_as(&self, identity: &NodeIdentity, stored: &NodeIdentity) -> bool {
+        let NodeIdentity {
+            implementation,
+            contracts,
+            config,
+            scope,
+            dependencies,
+        } = identity;
+        *implementation == stored.implementation
+            && *contracts == stored.contracts
+            && *scope == stored.scope
+            && *dependencies == stored.dependencies
+            && match &self.config_fingerprint {
+                Some(fp) => fp(config) == stored.config,
+                None => *config == stored.config,
+            }
+    }
+
     /// `identity` as the store would keep it.
     pub fn view(&self, identity: &NodeIdentity) -> NodeIdentity {
         let mut seen = identity.clone();
@@ -625,13 +645,37 @@ impl Harness {
         }
         control.current_by_entry.clear();
         control.stale.clear();
-        let ids = control.newest_first(control.instances.keys().cloned().collect::<Vec<_>>());
-        for id in &ids {
-            if let Some(mut managed) = control.instances.remove(id) {
-                control.hooked.remove(id);
-                let hooks = self.live_hooks(&control);
-                failures.extend(self.unmount_observed(&hooks, &mut managed.instance).await);
+        // Newest first (mount orders are unique). While an instance that
+        // registered hooks is mounted, each unmount is dispatched to the
+        // hooks still live; once none is, the rest are unmounted in order
+        // without looking each one up (a one-shot publish of 100,000
+        // manifest-only entries registers no hook).
+        let mut hooks = self.live_hooks(&control);
+        if !control.hooked.is_empty() {
+            let mut order: Vec<(u64, Arc<str>)> = control
+                .instances
+                .iter()
+                .map(|(id, m)| (m.order, Arc::clone(id)))
+                .collect();
+            order.sort_unstable_by_key(|(o, _)| std::cmp::Reverse(*o));
+            for (_, id) in order {
+                if control.hooked.is_empty() {
+                    break;
+                }
+                if let Some(mut managed) = control.instances.remove(&id) {
+                    if control.hooked.remove(&id) {
+                        hooks = self.live_hooks(&control);
+                    }
+                    failures.extend(self.unmount_observed(&hooks, &mut managed.instance).await);
+                }
             }
+        }
+        let mut rest: Vec<Box<Managed>> = std::mem::take(&mut control.instances)
+            .into_values()
+            .collect();
+        rest.sort_unstable_by_key(|m| std::cmp::Reverse(m.order));
+        for mut managed in rest {
+            failures.extend(self.unmount_observed(&hooks, &mut managed.instance).await);
         }
         failures
     }

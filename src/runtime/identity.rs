@@ -51,79 +51,23 @@ impl NodeIdentity {
         bindings: &[(String, String, String)],
         secrets: Option<&str>,
     ) -> Self {
-        let m = &entry.manifest;
+        let (implementation, contracts) = manifest_hashes(entry, implementation);
+        Self::with_manifest_hashes(entry, implementation, contracts, bindings, secrets)
+    }
+
+    /// [`Self::of`] with the implementation and contracts hashes of its
+    /// manifest already computed.
+    fn with_manifest_hashes(
+        entry: &Entry,
+        implementation: String,
+        contracts: String,
+        bindings: &[(String, String, String)],
+        secrets: Option<&str>,
+    ) -> Self {
         let h = |c: Canon| stable_hash(&c).unwrap_or_default();
-        let provides = Canon::Map(
-            m.provides
-                .iter()
-                .map(|(k, p)| {
-                    (
-                        k.to_string(),
-                        Canon::List(p.versions.iter().map(|v| Canon::from(v.as_str())).collect()),
-                    )
-                })
-                .collect(),
-        );
-        let requires = Canon::Map(
-            m.requires
-                .iter()
-                .map(|(k, r)| {
-                    (
-                        k.to_string(),
-                        Canon::list([
-                            Canon::from(r.specifier.to_string()),
-                            Canon::Bool(r.optional),
-                        ]),
-                    )
-                })
-                .collect(),
-        );
         Self {
-            implementation: match implementation {
-                Implementation::Named(kind) => match &m.process {
-                    // A process plugin is its argv and its files' contents:
-                    // editing `plugin.py` rebuilds the instance.
-                    Some(p) => h(Canon::list([
-                        Canon::from(kind),
-                        Canon::from(m.identity()),
-                        p.fingerprint(),
-                    ])),
-                    None => h(Canon::list([Canon::from(kind), Canon::from(m.identity())])),
-                },
-                Implementation::Declared => h(Canon::list([
-                    Canon::from("declared"),
-                    Canon::from(m.version.to_string()),
-                ])),
-            },
-            contracts: h(Canon::map([
-                ("provides", provides),
-                ("requires", requires),
-                (
-                    "permissions",
-                    Canon::list(m.permissions.iter().map(String::as_str)),
-                ),
-                ("config_version", Canon::Int(i128::from(m.config_version))),
-                (
-                    "tools",
-                    Canon::List(
-                        m.tools
-                            .iter()
-                            .map(|t| {
-                                Canon::map([
-                                    ("name", Canon::from(t.name.as_str())),
-                                    ("description", Canon::from(t.description.as_str())),
-                                    (
-                                        "args",
-                                        t.args_schema
-                                            .as_ref()
-                                            .map_or(Canon::Null, Canon::from_json),
-                                    ),
-                                ])
-                            })
-                            .collect(),
-                    ),
-                ),
-            ])),
+            implementation,
+            contracts,
             config: match secrets {
                 None => h(entry.config.to_canon_unredacted()),
                 Some(fp) => h(Canon::list([
@@ -139,6 +83,136 @@ impl NodeIdentity {
                     .collect(),
             )),
         }
+    }
+}
+
+/// The implementation and contracts hashes of `entry`'s node identity:
+/// what its manifest (and the implementation running it) alone decides.
+fn manifest_hashes(entry: &Entry, implementation: Implementation<'_>) -> (String, String) {
+    let m = &entry.manifest;
+    let h = |c: Canon| stable_hash(&c).unwrap_or_default();
+    let provides = Canon::Map(
+        m.provides
+            .iter()
+            .map(|(k, p)| {
+                (
+                    k.to_string(),
+                    Canon::List(p.versions.iter().map(|v| Canon::from(v.as_str())).collect()),
+                )
+            })
+            .collect(),
+    );
+    let requires = Canon::Map(
+        m.requires
+            .iter()
+            .map(|(k, r)| {
+                (
+                    k.to_string(),
+                    Canon::list([
+                        Canon::from(r.specifier.to_string()),
+                        Canon::Bool(r.optional),
+                    ]),
+                )
+            })
+            .collect(),
+    );
+    let implementation = match implementation {
+        Implementation::Named(kind) => match &m.process {
+            // A process plugin is its argv and its files' contents:
+            // editing `plugin.py` rebuilds the instance.
+            Some(p) => h(Canon::list([
+                Canon::from(kind),
+                Canon::from(m.identity()),
+                p.fingerprint(),
+            ])),
+            None => h(Canon::list([Canon::from(kind), Canon::from(m.identity())])),
+        },
+        Implementation::Declared => h(Canon::list([
+            Canon::from("declared"),
+            Canon::from(m.version.to_string()),
+        ])),
+    };
+    let contracts = h(Canon::map([
+        ("provides", provides),
+        ("requires", requires),
+        (
+            "permissions",
+            Canon::list(m.permissions.iter().map(String::as_str)),
+        ),
+        ("config_version", Canon::Int(i128::from(m.config_version))),
+        (
+            "tools",
+            Canon::List(
+                m.tools
+                    .iter()
+                    .map(|t| {
+                        Canon::map([
+                            ("name", Canon::from(t.name.as_str())),
+                            ("description", Canon::from(t.description.as_str())),
+                            (
+                                "args",
+                                t.args_schema.as_ref().map_or(Canon::Null, Canon::from_json),
+                            ),
+                        ])
+                    })
+                    .collect(),
+            ),
+        ),
+    ]));
+    (implementation, contracts)
+}
+
+/// The implementation and contracts hashes of node identities by
+/// manifest, while the manifests live: entries that share a manifest (the
+/// 100,000 consumers of one `[plugins.X]` of a fan) hash it once per
+/// reconcile or plan instead of once each.
+#[derive(Default)]
+pub struct ManifestHashes {
+    by_manifest: std::collections::HashMap<usize, Hashed>,
+}
+
+/// One manifest's hashes, with the manifest (kept alive, so its address
+/// names no other while this is held) and the implementation they were
+/// computed for.
+struct Hashed {
+    manifest: Arc<crate::engine::model::Manifest>,
+    implementation: Option<String>,
+    hashes: (String, String),
+}
+
+impl ManifestHashes {
+    /// [`NodeIdentity::of`], hashing each manifest once.
+    pub fn identity(
+        &mut self,
+        entry: &Entry,
+        implementation: Implementation<'_>,
+        bindings: &[(String, String, String)],
+        secrets: Option<&str>,
+    ) -> NodeIdentity {
+        let named = match implementation {
+            Implementation::Named(kind) => Some(kind),
+            Implementation::Declared => None,
+        };
+        let key = Arc::as_ptr(&entry.manifest) as usize;
+        let hit = self.by_manifest.get(&key).filter(|h| {
+            Arc::ptr_eq(&h.manifest, &entry.manifest) && h.implementation.as_deref() == named
+        });
+        let (implementation, contracts) = match hit {
+            Some(h) => h.hashes.clone(),
+            None => {
+                let hashes = manifest_hashes(entry, implementation);
+                self.by_manifest.insert(
+                    key,
+                    Hashed {
+                        manifest: Arc::clone(&entry.manifest),
+                        implementation: named.map(str::to_owned),
+                        hashes: hashes.clone(),
+                    },
+                );
+                hashes
+            }
+        };
+        NodeIdentity::with_manifest_hashes(entry, implementation, contracts, bindings, secrets)
     }
 }
 
@@ -434,5 +508,101 @@ mod tests {
         );
         assert!(NodeImpacts::default().is_empty());
         assert_eq!(NodeImpacts::default().len(), 0);
+    }
+
+    /// Two plugins, one consumed by three entries (sharing its manifest),
+    /// a tool and a process-free named kind among them.
+    fn composition() -> crate::engine::model::Composition {
+        let text = "version = 1\n\n\
+            [plugins.db]\nversion = \"1.4.2\"\nprovides = { database = \"1.4.2\" }\n\n\
+            [plugins.app]\nversion = \"1.0.0\"\nrequires = { database = \">=1,<2\" }\n\
+            [[plugins.app.tools]]\nname = \"lookup\"\ndescription = \"Look up.\"\nresult = \"r\"\n\n\
+            [entries.db]\nconfig = { n = 0 }\n\n\
+            [entries.a1]\nplugin = \"app\"\nconfig = { n = 1 }\n\n\
+            [entries.a2]\nplugin = \"app\"\nconfig = { n = 2 }\n\n\
+            [entries.a3]\nplugin = \"app\"\n";
+        crate::load::load_str("composition.toml", text)
+            .composition
+            .expect("loads")
+    }
+
+    /// The memo gives every entry exactly the identity computed afresh,
+    /// whatever order entries and implementations come in, and hashes a
+    /// shared manifest once.
+    #[test]
+    fn manifest_hashes_give_the_identities_computed_afresh() {
+        let c = composition();
+        let bindings = vec![("database".to_owned(), "db#1".to_owned(), "1.4.2".to_owned())];
+        let mut hashes = ManifestHashes::default();
+        let cases = [
+            ("a1", Implementation::Declared),
+            ("db", Implementation::Declared),
+            ("a2", Implementation::Declared),
+            ("a3", Implementation::Named("app")),
+            ("a1", Implementation::Named("other")),
+            ("a2", Implementation::Declared),
+            ("a3", Implementation::Named("app")),
+        ];
+        for (id, implementation) in cases {
+            let entry = &c.entries[&crate::engine::model::EntryId::new(id).unwrap()];
+            for secrets in [None, Some("fp")] {
+                assert_eq!(
+                    hashes.identity(entry, implementation, &bindings, secrets),
+                    NodeIdentity::of(entry, implementation, &bindings, secrets),
+                    "{id} {implementation:?}"
+                );
+            }
+        }
+        // One manifest per plugin table: a1, a2 and a3 share app's.
+        assert_eq!(hashes.by_manifest.len(), 2);
+        // A changed manifest is another manifest (its own hashes).
+        let mut changed = c.entries[&crate::engine::model::EntryId::new("a1").unwrap()].clone();
+        let mut manifest = (*changed.manifest).clone();
+        manifest.permissions.push("net".to_owned());
+        changed.manifest = Arc::new(manifest);
+        let afresh = NodeIdentity::of(&changed, Implementation::Declared, &bindings, None);
+        assert_eq!(
+            hashes.identity(&changed, Implementation::Declared, &bindings, None),
+            afresh
+        );
+        let before = NodeIdentity::of(
+            &c.entries[&crate::engine::model::EntryId::new("a1").unwrap()],
+            Implementation::Declared,
+            &bindings,
+            None,
+        );
+        assert_ne!(afresh.contracts, before.contracts);
+    }
+
+    /// `sees_as` is `view` then `==`, part by part.
+    #[test]
+    fn a_seed_sees_an_identity_as_its_view_compares() {
+        let c = composition();
+        let entry = &c.entries[&crate::engine::model::EntryId::new("a1").unwrap()];
+        let identity = NodeIdentity::of(entry, Implementation::Declared, &[], None);
+        let keyed = crate::runtime::harness::SeedState {
+            config_fingerprint: Some(Arc::new(|v: &str| format!("k:{v}"))),
+            ..Default::default()
+        };
+        for seed in [crate::runtime::harness::SeedState::default(), keyed] {
+            let stored = seed.view(&identity);
+            assert!(seed.sees_as(&identity, &stored));
+            let parts: [fn(&mut NodeIdentity); 5] = [
+                |i| i.implementation.push('x'),
+                |i| i.contracts.push('x'),
+                |i| i.config.push('x'),
+                |i| i.scope.push('x'),
+                |i| i.dependencies.push('x'),
+            ];
+            for change in parts {
+                let mut other = stored.clone();
+                change(&mut other);
+                assert_eq!(
+                    seed.sees_as(&identity, &other),
+                    seed.view(&identity) == other
+                );
+                assert!(!seed.sees_as(&identity, &other));
+            }
+        }
     }
 }

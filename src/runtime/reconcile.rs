@@ -14,7 +14,7 @@ use super::generation::{
 };
 use super::harness::{ControlState, Harness, InstanceByEntry, Managed, SeedState};
 use super::hooks::HookSet;
-use super::identity::{Decision, NodeIdentity, NodeImpact, NodeImpacts, changes};
+use super::identity::{Decision, ManifestHashes, NodeIdentity, NodeImpact, NodeImpacts, changes};
 use super::instance::{PluginInstance, PluginSetupError};
 use super::scope::CleanupFailure;
 use super::signals;
@@ -179,6 +179,8 @@ struct Attempt {
     selecting: Option<Arc<SelectingIndex>>,
     /// Lookups answered by scanning so far.
     scans: usize,
+    /// What each manifest alone decides of a node identity, hashed once.
+    hashes: ManifestHashes,
 }
 
 impl Attempt {
@@ -398,6 +400,7 @@ impl Harness {
             hook_failures: Vec::new(),
             selecting: None,
             scans: 0,
+            hashes: ManifestHashes::default(),
         };
         // Resolving as the current generation does: place only what may
         // differ, and derive the generation from the current one.
@@ -781,7 +784,9 @@ impl Harness {
             let entry = current.composition.entries.get(id)?;
             let managed = control.instances.get(iid)?;
             let bindings = bindings_of(plan.resolutions_of(id.as_str()), placed);
-            if self.identity_of(entry, &bindings) != managed.identity {
+            if self.identity_of(&mut ManifestHashes::default(), entry, &bindings)
+                != managed.identity
+            {
                 return None;
             }
         }
@@ -802,10 +807,12 @@ impl Harness {
     /// of the secrets its configuration references.
     fn identity_of(
         &self,
+        hashes: &mut ManifestHashes,
         entry: &crate::engine::model::Entry,
         bindings: &[(String, String, String)],
     ) -> NodeIdentity {
         node_identity(
+            hashes,
             entry,
             self.shared.catalog.implementation(entry),
             bindings,
@@ -842,7 +849,7 @@ impl Harness {
             Some(p) if unchanged_inputs => std::borrow::Cow::Borrowed(&p.identity),
             _ => {
                 let built = bindings_of(resolutions, chosen);
-                let identity = self.identity_of(entry, &built);
+                let identity = self.identity_of(&mut attempt.hashes, entry, &built);
                 bindings = Some(built);
                 std::borrow::Cow::Owned(identity)
             }
@@ -1136,12 +1143,13 @@ impl PlaceError {
 /// given, the current values of the secrets its configuration references
 /// (one computation for what `publish` mounts and what `plan` predicts).
 fn node_identity(
+    hashes: &mut ManifestHashes,
     entry: &crate::engine::model::Entry,
     implementation: super::identity::Implementation<'_>,
     bindings: &[(String, String, String)],
     secrets: Option<&dyn crate::engine::secret::SecretProvider>,
 ) -> NodeIdentity {
-    NodeIdentity::of(
+    hashes.identity(
         entry,
         implementation,
         bindings,
@@ -1468,8 +1476,7 @@ type SeedDecision = (Decision, Vec<&'static str>, Option<Arc<str>>, Option<u64>)
 /// or rewired with the reasons. `None` when the seed has no such node.
 fn seed_decision(seed: &SeedState, entry: &str, identity: &NodeIdentity) -> Option<SeedDecision> {
     let node = seed.node(entry)?;
-    let seen = seed.view(identity);
-    if seen == node.identity {
+    if seed.sees_as(identity, &node.identity) {
         return Some((
             Decision::Reused,
             vec![],
@@ -1477,7 +1484,7 @@ fn seed_decision(seed: &SeedState, entry: &str, identity: &NodeIdentity) -> Opti
             Some(node.mount),
         ));
     }
-    let (decision, reasons) = classify(&node.identity, &seen);
+    let (decision, reasons) = classify(&node.identity, &seed.view(identity));
     Some((
         decision,
         reasons,
@@ -1543,11 +1550,18 @@ pub fn predict(
     let mut identities = BTreeMap::new();
     let mut impact = Vec::new();
     let mut tool_owners: BTreeMap<String, Vec<String>> = BTreeMap::new();
+    let mut hashes = ManifestHashes::default();
     for entry_id in &plan.activation_order {
         let entry = &composition.entries[entry_id];
         let id = entry_id.to_string();
         let bindings = bindings_of(plan.resolutions_of(entry_id.as_str()), &chosen);
-        let identity = node_identity(entry, catalog.implementation(entry), &bindings, secrets);
+        let identity = node_identity(
+            &mut hashes,
+            entry,
+            catalog.implementation(entry),
+            &bindings,
+            secrets,
+        );
         let (decision, reasons, old_iid, keep_mount) = seed_decision(seed, &id, &identity)
             .unwrap_or((Decision::Added, vec!["entry_added"], None, None));
         let so_far = mounts.get(&id).copied().unwrap_or(0);

@@ -1335,3 +1335,82 @@ async fn a_panicking_setup_fails_its_mount_and_the_harness_goes_on() {
     let report = h.reconcile(without).await.unwrap();
     assert!(report.published);
 }
+
+/// Shutdown unmounts newest first; an instance that registered hooks sees
+/// the unmounts of the instances mounted after it, and none once it is
+/// gone itself.
+#[tokio::test]
+async fn shutdown_unmounts_newest_first_under_the_hooks_still_live() {
+    let seen = Arc::new(std::sync::Mutex::new(Vec::new()));
+    let s = Arc::clone(&seen);
+    let observer = plugin_fn(
+        crate::engine::model::Manifest::new(
+            "observer",
+            crate::engine::version::Version::parse("1.0.0").unwrap(),
+        ),
+        move |ctx: PluginContext| {
+            let s = Arc::clone(&s);
+            async move {
+                for event in [HookEvent::PluginUnmounting, HookEvent::PluginUnmounted] {
+                    let s = Arc::clone(&s);
+                    ctx.hooks().register(
+                        event,
+                        Arc::new(FnHook(move |e: HookEvent, p: &serde_json::Value| {
+                            s.lock().unwrap().push(format!(
+                                "{} {}",
+                                e.as_str(),
+                                p["entry_id"].as_str().unwrap_or("")
+                            ));
+                            Ok(HookReply::Continue)
+                        })),
+                        HookMode::Observe,
+                        0,
+                    )?;
+                }
+                ctx.capabilities()
+                    .provide("audit", CapabilityValue::unit(), "1.0.0")?;
+                Ok(())
+            }
+        },
+    );
+    let mut catalog = Catalog::new();
+    catalog.register_plugin("observer", Arc::new(observer));
+    let h = Harness::new(catalog, HarnessOptions::default());
+    // Mounted in activation order: db, then the observer (it requires
+    // db), then the consumers of the observer's capability.
+    let composition = B::new()
+        .entry("db")
+        .provides("database", &["1.0.0"])
+        .entry("observer")
+        .plugin("observer", "1.0.0")
+        .requires("database", ">=1,<2")
+        .provides("audit", &["1.0.0"])
+        .entry("a")
+        .requires("audit", ">=1,<2")
+        .entry("b")
+        .requires("audit", ">=1,<2")
+        .build()
+        .unwrap();
+    let report = h.reconcile(composition).await.unwrap();
+    let order: Vec<&str> = report.mounted.iter().map(|e| &**e).collect();
+    assert_eq!(order, ["db", "observer", "a", "b"]);
+    assert!(h.shutdown().await.is_empty());
+    let after_observer: Vec<&str> = order
+        .iter()
+        .copied()
+        .skip_while(|e| *e != "observer")
+        .skip(1)
+        .collect();
+    let expected: Vec<String> = after_observer
+        .iter()
+        .rev()
+        .flat_map(|e| {
+            [
+                format!("plugin_unmounting {e}"),
+                format!("plugin_unmounted {e}"),
+            ]
+        })
+        .collect();
+    assert!(!expected.is_empty(), "{order:?}");
+    assert_eq!(*seen.lock().unwrap(), expected);
+}
