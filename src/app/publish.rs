@@ -2,6 +2,7 @@
 //! generation and record the new generation (or report reuse).
 
 use std::path::PathBuf;
+use std::sync::Arc;
 
 use crate::engine::agent::AGENTS;
 use crate::engine::canonical::Canon;
@@ -110,7 +111,7 @@ pub async fn publish(options: &PublishOptions, caller: &Caller) -> Result<Publis
     let peeked = peeked.and_then(|(at, lineage, seed, agents)| {
         (at == path && lineage == store.lineage()).then_some((seed, agents))
     });
-    match publish_into(&mut store, peeked, &ws, telemetry, &env, options, caller).await {
+    match publish_into(&mut store, peeked, ws, telemetry, &env, options, caller).await {
         Ok(published) => {
             if store.created() {
                 caller.notice(Notice::StoreCreated {
@@ -132,7 +133,7 @@ pub async fn publish(options: &PublishOptions, caller: &Caller) -> Result<Publis
 async fn publish_into(
     store: &mut StateStore,
     peeked: Option<(SeedState, Option<Canon>)>,
-    ws: &super::workspace::Workspace,
+    ws: super::workspace::Workspace,
     telemetry: std::sync::Arc<dyn crate::engine::telemetry::Telemetry>,
     env: &RunEnv,
     options: &PublishOptions,
@@ -150,8 +151,18 @@ async fn publish_into(
     let harness = Harness::new(catalog, harness_options);
     // A fresh harness has no generation, so seeding cannot fail.
     let _ = harness.seed(seed).await;
+    // The load resolved the composition: the harness takes its tree and
+    // plan rather than building them again.
+    let pending = pending_entries(&ws.plan);
+    let super::workspace::Workspace {
+        composition,
+        tree,
+        plan,
+        ..
+    } = ws;
+    let resolved = harness.reconcile_resolved(composition, Arc::new(tree), Arc::new(plan));
     let report = tokio::select! {
-        r = harness.reconcile(ws.composition.clone()) => Some(r),
+        r = resolved => Some(r),
         () = caller.interrupt.wait() => None,
     };
     let nodes = harness.nodes().await;
@@ -196,7 +207,7 @@ async fn publish_into(
         previous,
         store: path,
         impact: report.impact.to_vec(),
-        pending: pending_entries(&ws.plan),
+        pending,
         digests: generation.digests.clone(),
     })
 }

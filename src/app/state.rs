@@ -771,7 +771,6 @@ pub fn shown_lineage(name: &str) -> String {
     }
 }
 
-/// The generation a seed was taken at (`None` for an empty store).
 /// What lineage `lineage` of the store at `store` holds now: its seed and
 /// agents, or nothing when there is no store. With [`OpenMode::Peek`] it
 /// migrates, recovers and waits for nothing (a read beside a load, made
@@ -790,6 +789,7 @@ pub(crate) fn read_seed(
     }
 }
 
+/// The generation a seed was taken at (`None` for an empty store).
 pub fn previous_of(seed: &SeedState) -> Option<GenerationId> {
     (seed.sequence > 0).then(|| GenerationId::from_sequence(seed.sequence))
 }

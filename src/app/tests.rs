@@ -303,4 +303,18 @@ fn a_seed_read_beside_the_load_is_used_only_while_it_is_the_head() {
     assert_eq!(again.digests.digest, first.digests.digest);
     assert!(!open().still_current(&seed).unwrap());
     assert!(open().still_current(&peek()).unwrap());
+    // A composition that names its lineage publishes into it, not on the
+    // default lineage's head read beside its load.
+    std::fs::write(&file, format!("name = \"named\"\n{text}")).unwrap();
+    let named = rt.block_on(publish(&options, &caller)).unwrap();
+    assert!(named.published);
+    assert_eq!(named.generation_id, "gen_0001");
+    assert!(named.previous.is_none());
+    assert!(
+        named
+            .impact
+            .iter()
+            .all(|i| i.decision == crate::runtime::identity::Decision::Added),
+        "a new lineage adds every node"
+    );
 }

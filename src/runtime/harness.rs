@@ -645,37 +645,25 @@ impl Harness {
         }
         control.current_by_entry.clear();
         control.stale.clear();
-        // Newest first (mount orders are unique). While an instance that
-        // registered hooks is mounted, each unmount is dispatched to the
-        // hooks still live; once none is, the rest are unmounted in order
-        // without looking each one up (a one-shot publish of 100,000
-        // manifest-only entries registers no hook).
-        let mut hooks = self.live_hooks(&control);
-        if !control.hooked.is_empty() {
-            let mut order: Vec<(u64, Arc<str>)> = control
-                .instances
-                .iter()
-                .map(|(id, m)| (m.order, Arc::clone(id)))
-                .collect();
-            order.sort_unstable_by_key(|(o, _)| std::cmp::Reverse(*o));
-            for (_, id) in order {
-                if control.hooked.is_empty() {
-                    break;
-                }
-                if let Some(mut managed) = control.instances.remove(&id) {
-                    if control.hooked.remove(&id) {
-                        hooks = self.live_hooks(&control);
-                    }
-                    failures.extend(self.unmount_observed(&hooks, &mut managed.instance).await);
-                }
-            }
-        }
-        let mut rest: Vec<Box<Managed>> = std::mem::take(&mut control.instances)
-            .into_values()
+        // Newest first (mount orders are unique, so the order is read off
+        // the map once instead of looking each instance up to sort it).
+        // Each instance leaves the map as it is unmounted, under the hooks
+        // still live (rebuilt when a hook-registering one leaves), so a
+        // shutdown cut short leaves the rest mounted and known.
+        let mut order: Vec<(u64, Arc<str>)> = control
+            .instances
+            .iter()
+            .map(|(id, m)| (m.order, Arc::clone(id)))
             .collect();
-        rest.sort_unstable_by_key(|m| std::cmp::Reverse(m.order));
-        for mut managed in rest {
-            failures.extend(self.unmount_observed(&hooks, &mut managed.instance).await);
+        order.sort_unstable_by_key(|(o, _)| std::cmp::Reverse(*o));
+        let mut hooks = self.live_hooks(&control);
+        for (_, id) in order {
+            if let Some(mut managed) = control.instances.remove(&id) {
+                if control.hooked.remove(&id) {
+                    hooks = self.live_hooks(&control);
+                }
+                failures.extend(self.unmount_observed(&hooks, &mut managed.instance).await);
+            }
         }
         failures
     }

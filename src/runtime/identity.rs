@@ -172,16 +172,15 @@ pub struct ManifestHashes {
 }
 
 /// One manifest's hashes, with the manifest (kept alive, so its address
-/// names no other while this is held) and the implementation they were
-/// computed for.
+/// names no other while this is held), per implementation running it
+/// (almost always one).
 struct Hashed {
     manifest: Arc<crate::engine::model::Manifest>,
-    implementation: Option<String>,
-    hashes: (String, String),
+    by_implementation: Vec<(Option<String>, (String, String))>,
 }
 
 impl ManifestHashes {
-    /// [`NodeIdentity::of`], hashing each manifest once.
+    /// [`NodeIdentity::of`], hashing each manifest once per implementation.
     pub fn identity(
         &mut self,
         entry: &Entry,
@@ -194,22 +193,30 @@ impl ManifestHashes {
             Implementation::Declared => None,
         };
         let key = Arc::as_ptr(&entry.manifest) as usize;
-        let hit = self.by_manifest.get(&key).filter(|h| {
-            Arc::ptr_eq(&h.manifest, &entry.manifest) && h.implementation.as_deref() == named
+        let hashed = self.by_manifest.entry(key).or_insert_with(|| Hashed {
+            manifest: Arc::clone(&entry.manifest),
+            by_implementation: Vec::new(),
         });
-        let (implementation, contracts) = match hit {
-            Some(h) => h.hashes.clone(),
+        // Held, the manifest keeps its address; checked all the same.
+        if !Arc::ptr_eq(&hashed.manifest, &entry.manifest) {
+            *hashed = Hashed {
+                manifest: Arc::clone(&entry.manifest),
+                by_implementation: Vec::new(),
+            };
+        }
+        let found = hashed
+            .by_implementation
+            .iter()
+            .find(|(i, _)| i.as_deref() == named)
+            .map(|(_, h)| h.clone());
+        let (implementation, contracts) = match found {
+            Some(h) => h,
             None => {
-                let hashes = manifest_hashes(entry, implementation);
-                self.by_manifest.insert(
-                    key,
-                    Hashed {
-                        manifest: Arc::clone(&entry.manifest),
-                        implementation: named.map(str::to_owned),
-                        hashes: hashes.clone(),
-                    },
-                );
-                hashes
+                let h = manifest_hashes(entry, implementation);
+                hashed
+                    .by_implementation
+                    .push((named.map(str::to_owned), h.clone()));
+                h
             }
         };
         NodeIdentity::with_manifest_hashes(entry, implementation, contracts, bindings, secrets)
@@ -555,6 +562,13 @@ mod tests {
         }
         // One manifest per plugin table: a1, a2 and a3 share app's.
         assert_eq!(hashes.by_manifest.len(), 2);
+        // db's declared; app's declared, named `app` and named `other`.
+        let hashed: usize = hashes
+            .by_manifest
+            .values()
+            .map(|h| h.by_implementation.len())
+            .sum();
+        assert_eq!(hashed, 4);
         // A changed manifest is another manifest (its own hashes).
         let mut changed = c.entries[&crate::engine::model::EntryId::new("a1").unwrap()].clone();
         let mut manifest = (*changed.manifest).clone();

@@ -227,12 +227,37 @@ impl Harness {
         &self,
         composition: Composition,
     ) -> Result<ReconcileReport, ReconcileError> {
+        self.reconcile_with(composition, None).await
+    }
+
+    /// [`Self::reconcile`] of a composition already resolved: `tree` and
+    /// `plan` are its [`ScopeTree::new`] and [`resolve_with_tree`] (as a
+    /// workspace's load built them), so they are not built again.
+    pub async fn reconcile_resolved(
+        &self,
+        composition: Composition,
+        tree: Arc<ScopeTree>,
+        plan: Arc<Plan>,
+    ) -> Result<ReconcileReport, ReconcileError> {
+        // Checked in debug builds (the test suite).
+        debug_assert!(
+            *plan == resolve_with_tree(&composition, &tree),
+            "the plan given is the composition's"
+        );
+        self.reconcile_with(composition, Some((tree, plan))).await
+    }
+
+    async fn reconcile_with(
+        &self,
+        composition: Composition,
+        resolved: Option<(Arc<ScopeTree>, Arc<Plan>)>,
+    ) -> Result<ReconcileReport, ReconcileError> {
         use crate::engine::telemetry::AttrValue;
         let desired = i64::try_from(composition.entries.len()).unwrap_or(i64::MAX);
         let span = self.span_start("harness.reconcile", || {
             signals::attrs([("harness", "chassis".into()), ("desired", desired.into())])
         });
-        let result = self.reconcile_quarantining(composition).await;
+        let result = self.reconcile_quarantining(composition, resolved).await;
         let count = |v: usize| AttrValue::from(i64::try_from(v).unwrap_or(i64::MAX));
         match &result {
             Ok(r) => {
@@ -276,14 +301,18 @@ impl Harness {
     async fn reconcile_quarantining(
         &self,
         composition: Composition,
+        mut resolved: Option<(Arc<ScopeTree>, Arc<Plan>)>,
     ) -> Result<ReconcileReport, ReconcileError> {
         if composition.skip_on_failure.is_empty() {
-            return self.reconcile_attempt(composition).await;
+            return self.reconcile_attempt(composition, resolved).await;
         }
         let mut composition = composition;
         let mut quarantined = Vec::new();
         loop {
-            let result = self.reconcile_attempt(composition.clone()).await;
+            // What was resolved is the first attempt's composition's only.
+            let result = self
+                .reconcile_attempt(composition.clone(), resolved.take())
+                .await;
             let failed = match &result {
                 Err(ReconcileError::Setup { error, .. }) => {
                     Some((error.entry_id.clone(), error.error.clone(), "setup_failed"))
@@ -314,6 +343,7 @@ impl Harness {
     async fn reconcile_attempt(
         &self,
         composition: Composition,
+        resolved: Option<(Arc<ScopeTree>, Arc<Plan>)>,
     ) -> Result<ReconcileReport, ReconcileError> {
         if self
             .shared
@@ -352,11 +382,11 @@ impl Harness {
             Some(c) if sameness != Sameness::Different => {
                 (Arc::clone(&c.tree), Arc::clone(&c.plan))
             }
-            _ => {
+            _ => resolved.unwrap_or_else(|| {
                 let tree = ScopeTree::new(&composition);
                 let plan = resolve_with_tree(&composition, &tree);
                 (Arc::new(tree), Arc::new(plan))
-            }
+            }),
         };
         {
             let n = |v: usize| {
@@ -776,6 +806,7 @@ impl Harness {
         });
         // Only an entry whose configuration references secrets can have
         // another identity now (the compare listed them).
+        let mut hashes = ManifestHashes::default();
         for id in with_secrets {
             let Some(iid) = placed.get(id.as_str()) else {
                 // Referencing secrets but not placed: pending, as before.
@@ -784,9 +815,7 @@ impl Harness {
             let entry = current.composition.entries.get(id)?;
             let managed = control.instances.get(iid)?;
             let bindings = bindings_of(plan.resolutions_of(id.as_str()), placed);
-            if self.identity_of(&mut ManifestHashes::default(), entry, &bindings)
-                != managed.identity
-            {
+            if self.identity_of(&mut hashes, entry, &bindings) != managed.identity {
                 return None;
             }
         }

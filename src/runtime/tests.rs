@@ -1375,10 +1375,19 @@ async fn shutdown_unmounts_newest_first_under_the_hooks_still_live() {
     );
     let mut catalog = Catalog::new();
     catalog.register_plugin("observer", Arc::new(observer));
-    let h = Harness::new(catalog, HarnessOptions::default());
+    let telemetry = Arc::new(crate::engine::telemetry::RecordingTelemetry::strict());
+    let h = Harness::new(
+        catalog,
+        HarnessOptions {
+            telemetry: Arc::clone(&telemetry) as Arc<dyn crate::engine::telemetry::Telemetry>,
+            ..HarnessOptions::default()
+        },
+    );
     // Mounted in activation order: db, then the observer (it requires
     // db), then the consumers of the observer's capability.
     let composition = B::new()
+        .entry("cache")
+        .provides("cache", &["1.0.0"])
         .entry("db")
         .provides("database", &["1.0.0"])
         .entry("observer")
@@ -1393,7 +1402,7 @@ async fn shutdown_unmounts_newest_first_under_the_hooks_still_live() {
         .unwrap();
     let report = h.reconcile(composition).await.unwrap();
     let order: Vec<&str> = report.mounted.iter().map(|e| &**e).collect();
-    assert_eq!(order, ["db", "observer", "a", "b"]);
+    assert_eq!(order, ["cache", "db", "observer", "a", "b"]);
     assert!(h.shutdown().await.is_empty());
     let after_observer: Vec<&str> = order
         .iter()
@@ -1413,4 +1422,18 @@ async fn shutdown_unmounts_newest_first_under_the_hooks_still_live() {
         .collect();
     assert!(!expected.is_empty(), "{order:?}");
     assert_eq!(*seen.lock().unwrap(), expected);
+    // Every instance was unmounted, newest first.
+    let unmounted: Vec<String> = telemetry
+        .records()
+        .iter()
+        .filter(|r| r.name() == "plugin.unmount")
+        .filter(|r| matches!(r, crate::engine::telemetry::Record::SpanStart { .. }))
+        .map(|r| format!("{:?}", r.attrs().get("entry_id")))
+        .collect();
+    let newest_first: Vec<String> = order
+        .iter()
+        .rev()
+        .map(|e| format!("{:?}", Some(&crate::engine::telemetry::AttrValue::from(*e))))
+        .collect();
+    assert_eq!(unmounted, newest_first);
 }
