@@ -246,7 +246,11 @@ impl Host {
         };
         let _ = harness.seed(seed).await;
         let reconciled = tokio::select! {
-            r = harness.reconcile(ws.composition.clone()) => Some(r),
+            r = harness.reconcile_resolved(
+                ws.composition.clone(),
+                Arc::clone(&ws.tree),
+                Arc::clone(&ws.plan),
+            ) => Some(r),
             () = caller.interrupt.wait() => None,
         };
         let first = match reconciled {
@@ -613,7 +617,11 @@ impl Host {
         let harness = self.inner.harness.clone();
         let runtime = tokio::runtime::Handle::current();
         let report = tokio::task::spawn_blocking(move || {
-            runtime.block_on(harness.reconcile(ws.composition.clone()))
+            runtime.block_on(harness.reconcile_resolved(
+                ws.composition.clone(),
+                Arc::clone(&ws.tree),
+                Arc::clone(&ws.plan),
+            ))
         })
         .await
         .map_err(|e| AppError::failure(format!("the reconcile stopped: {e}")))??;

@@ -170,7 +170,9 @@ pub fn plan(options: &PlanOptions, caller: &Caller) -> Result<PlanOutcome, AppEr
     let without = (!quarantined.is_empty()).then(|| without_quarantined(&ws, &quarantined));
     let (composition, tree, plan) = without
         .as_ref()
-        .map_or((&ws.composition, &ws.tree, &ws.plan), |(c, t, p)| (c, t, p));
+        .map_or((&ws.composition, &*ws.tree, &*ws.plan), |(c, t, p)| {
+            (c, t, p)
+        });
     let prediction = predict(
         composition,
         tree,

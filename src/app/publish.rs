@@ -2,7 +2,6 @@
 //! generation and record the new generation (or report reuse).
 
 use std::path::PathBuf;
-use std::sync::Arc;
 
 use crate::engine::agent::AGENTS;
 use crate::engine::canonical::Canon;
@@ -160,7 +159,7 @@ async fn publish_into(
         plan,
         ..
     } = ws;
-    let resolved = harness.reconcile_resolved(composition, Arc::new(tree), Arc::new(plan));
+    let resolved = harness.reconcile_resolved(composition, tree, plan);
     let report = tokio::select! {
         r = resolved => Some(r),
         () = caller.interrupt.wait() => None,

@@ -557,7 +557,11 @@ async fn harness_run(x: Execution<'_>, caller: &Caller) -> Ended {
     // list right after it starts.
     let changes = harness.tool_set_changes();
     let reconciled = tokio::select! {
-        r = harness.reconcile(x.ws.composition.clone()) => Some(r),
+        r = harness.reconcile_resolved(
+            x.ws.composition.clone(),
+            Arc::clone(&x.ws.tree),
+            Arc::clone(&x.ws.plan),
+        ) => Some(r),
         () = caller.interrupt.wait() => None,
     };
     let report = match reconciled {

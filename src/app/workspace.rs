@@ -5,6 +5,7 @@
 //! ([`Notice::Diagnostics`]); a file with errors is an [`AppError::Load`].
 
 use std::path::{Path, PathBuf};
+use std::sync::Arc;
 
 use crate::engine::diag::{Code, Diagnostic, did_you_mean};
 use crate::engine::model::Composition;
@@ -23,10 +24,11 @@ use super::report::{Notice, Reporter};
 pub struct Workspace {
     /// The composition.
     pub composition: Composition,
-    /// Its scope tree.
-    pub tree: ScopeTree,
-    /// The resolution plan.
-    pub plan: Plan,
+    /// Its scope tree (shared with the harness that publishes it).
+    pub tree: Arc<ScopeTree>,
+    /// The resolution plan (shared likewise: a harness takes the load's
+    /// instead of resolving again).
+    pub plan: Arc<Plan>,
     /// Source texts, for diagnostics.
     pub sources: SourceMap,
     /// How the caller named it.
@@ -87,8 +89,8 @@ impl Workspace {
             &|_| false,
         )
         .map_err(|e| AppError::input(e.to_string()))?;
-        self.tree = ScopeTree::new(&composition);
-        self.plan = resolve_with_tree(&composition, &self.tree);
+        self.tree = Arc::new(ScopeTree::new(&composition));
+        self.plan = Arc::new(resolve_with_tree(&composition, &self.tree));
         self.composition = composition;
         Ok(self)
     }
@@ -278,8 +280,8 @@ fn finish(
         .collect();
     Ok(Workspace {
         composition,
-        tree,
-        plan,
+        tree: Arc::new(tree),
+        plan: Arc::new(plan),
         sources: loaded.sources,
         display,
         warnings,

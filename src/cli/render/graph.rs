@@ -180,8 +180,8 @@ mod tests {
         let plan = crate::engine::resolve::resolve(&composition);
         let r = Workspace {
             composition,
-            tree,
-            plan,
+            tree: tree.into(),
+            plan: plan.into(),
             sources: loaded.sources,
             display: "c.toml".into(),
             warnings: Vec::new(),
