@@ -616,12 +616,14 @@ impl Host {
         // blocking thread, so the async workers keep serving runs.
         let harness = self.inner.harness.clone();
         let runtime = tokio::runtime::Handle::current();
+        let super::workspace::Workspace {
+            composition,
+            tree,
+            plan,
+            ..
+        } = ws;
         let report = tokio::task::spawn_blocking(move || {
-            runtime.block_on(harness.reconcile_resolved(
-                ws.composition.clone(),
-                Arc::clone(&ws.tree),
-                Arc::clone(&ws.plan),
-            ))
+            runtime.block_on(harness.reconcile_resolved(composition, tree, plan))
         })
         .await
         .map_err(|e| AppError::failure(format!("the reconcile stopped: {e}")))??;

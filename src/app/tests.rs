@@ -74,6 +74,17 @@ fn examples() -> (tempfile::TempDir, PathBuf) {
     (dir, file)
 }
 
+/// Publish `file` into its default store, as `chassis publish FILE` does.
+fn publishing(file: &Path) -> PublishOptions {
+    PublishOptions {
+        file: file.to_path_buf(),
+        state: None,
+        allow_pending: false,
+        trace: None,
+        update_lock: false,
+    }
+}
+
 fn runtime() -> tokio::runtime::Runtime {
     tokio::runtime::Builder::new_current_thread()
         .enable_all()
@@ -85,13 +96,7 @@ fn runtime() -> tokio::runtime::Runtime {
 fn publish_then_plan_and_publish_again_change_nothing() {
     let (_dir, file) = examples();
     let (caller, notes) = caller();
-    let options = PublishOptions {
-        file: file.clone(),
-        state: None,
-        allow_pending: false,
-        trace: None,
-        update_lock: false,
-    };
+    let options = publishing(&file);
     let rt = runtime();
     let first = rt.block_on(publish(&options, &caller)).unwrap();
     assert!(first.published);
@@ -262,13 +267,7 @@ fn a_seed_read_beside_the_load_is_used_only_while_it_is_the_head() {
     use crate::store::OpenMode;
     let (dir, file) = examples();
     let (caller, _) = caller();
-    let options = PublishOptions {
-        file: file.clone(),
-        state: None,
-        allow_pending: false,
-        trace: None,
-        update_lock: false,
-    };
+    let options = publishing(&file);
     let rt = runtime();
     let first = rt.block_on(publish(&options, &caller)).unwrap();
     let host = HostSettings::default();

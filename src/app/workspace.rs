@@ -24,7 +24,9 @@ use super::report::{Notice, Reporter};
 pub struct Workspace {
     /// The composition.
     pub composition: Composition,
-    /// Its scope tree (shared with the harness that publishes it).
+    /// Its scope tree (shared with the harness that publishes it). Built
+    /// from `composition`: whatever changes the composition to reconcile
+    /// it builds both again (as [`Workspace::with_request_tools`] does).
     pub tree: Arc<ScopeTree>,
     /// The resolution plan (shared likewise: a harness takes the load's
     /// instead of resolving again).

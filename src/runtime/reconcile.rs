@@ -239,11 +239,21 @@ impl Harness {
         tree: Arc<ScopeTree>,
         plan: Arc<Plan>,
     ) -> Result<ReconcileReport, ReconcileError> {
-        // Checked in debug builds (the test suite).
-        debug_assert!(
-            *plan == resolve_with_tree(&composition, &tree),
-            "the plan given is the composition's"
-        );
+        // Checked in debug builds (the test suite): both are what this
+        // composition builds afresh.
+        #[cfg(debug_assertions)]
+        {
+            let fresh = ScopeTree::new(&composition);
+            debug_assert_eq!(
+                format!("{:?}", *tree),
+                format!("{fresh:?}"),
+                "the scope tree given is the composition's"
+            );
+            debug_assert!(
+                *plan == resolve_with_tree(&composition, &fresh),
+                "the plan given is the composition's"
+            );
+        }
         self.reconcile_with(composition, Some((tree, plan))).await
     }
 
