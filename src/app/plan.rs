@@ -5,8 +5,7 @@ use std::path::PathBuf;
 
 use crate::engine::agent::agents_metadata;
 use crate::engine::diff::{Change, agent_changes};
-use crate::engine::model::{Composition, EntryId, HostSettings};
-use crate::engine::parallel;
+use crate::engine::model::{Composition, EntryId};
 use crate::engine::resolve::{Plan, resolve_with_tree};
 use crate::engine::tree::ScopeTree;
 use crate::runtime::reconcile::{Prediction, predict};
@@ -16,8 +15,8 @@ use super::caller::Caller;
 use super::env::RunEnv;
 use super::error::AppError;
 use super::refusal::{PendingEntry, Refusal, pending_entries};
-use super::state::{lineage_of, previous_of, read_seed, state_path_of};
-use super::workspace::{Workspace, load_file};
+use super::state::{lineage_of, load_beside_seed, previous_of, read_seed, state_path_of};
+use super::workspace::Workspace;
 
 /// What to plan.
 #[derive(Clone, Debug)]
@@ -95,20 +94,15 @@ pub struct Planned {
 
 /// Plan the publication of `options.file`.
 pub fn plan(options: &PlanOptions, caller: &Caller) -> Result<PlanOutcome, AppError> {
-    // The store is read beside the load (each takes ~0.35 s at 100,000
-    // entries), where a composition without `[store] path` or `name` keeps
-    // it. That read only peeks (it migrates, recovers and waits for
-    // nothing: the composition may name another store, or fail to load);
-    // it is used when the composition loaded has neither and the peek
-    // succeeded, and made again, as before, otherwise. A plan reads without
-    // a lock: the store may change a moment later just as well.
-    let guessed = HostSettings::default();
-    let guessed_store = state_path_of(options.state.as_deref(), &options.file, &guessed);
-    let guessed_lineage = lineage_of(&options.file, &guessed, &guessed_store);
-    let (ws, read_beside) = parallel::join(
-        parallel::PARALLEL_MIN_WORK,
-        || load_file(&options.file, &RunEnv::process(), &*caller.reporter),
-        || read_seed(&guessed_store, &guessed_lineage, OpenMode::Peek),
+    // The store is read beside the load, and used when the composition
+    // keeps it where the guess looked and the peek succeeded; read again,
+    // as before, otherwise. A plan reads without a lock: the store may
+    // change a moment later just as well.
+    let (ws, peeked) = load_beside_seed(
+        &options.file,
+        options.state.as_deref(),
+        &RunEnv::process(),
+        &*caller.reporter,
     );
     let ws = ws?;
     let store = state_path_of(
@@ -125,9 +119,9 @@ pub fn plan(options: &PlanOptions, caller: &Caller) -> Result<PlanOutcome, AppEr
         });
     }
     let lineage = lineage_of(&options.file, &ws.composition.host, &store);
-    let (seed, current_agents) = match read_beside {
-        Ok(read) if store == guessed_store && lineage == guessed_lineage => read,
-        _ => read_seed(&store, &lineage, OpenMode::ReadOnly)?,
+    let (seed, current_agents) = match peeked.of(&store, &lineage) {
+        Some(read) => read,
+        None => read_seed(&store, &lineage, OpenMode::ReadOnly)?,
     };
     let previous = seed.as_ref().and_then(previous_of).map(|g| g.to_string());
     // Secret values enter node identities, as at publication.

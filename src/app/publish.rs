@@ -7,13 +7,10 @@ use crate::engine::agent::AGENTS;
 use crate::engine::canonical::Canon;
 use crate::engine::diff::{Change, agent_changes};
 use crate::engine::identity::GenerationId;
-use crate::engine::model::HostSettings;
-use crate::engine::parallel;
 use crate::engine::snapshot::Digests;
 use crate::runtime::harness::SeedState;
 use crate::runtime::identity::NodeImpact;
 use crate::runtime::{Harness, ReconcileReport};
-use crate::store::OpenMode;
 
 use super::caller::Caller;
 use super::env::RunEnv;
@@ -21,9 +18,8 @@ use super::error::AppError;
 use super::refusal::{PendingEntry, pending_entries};
 use super::report::Notice;
 use super::state::{
-    Publication, StateStore, lineage_of, open_to_publish, previous_of, read_seed, state_path_of,
+    Publication, StateStore, load_beside_seed, open_to_publish, previous_of, state_path_of,
 };
-use super::workspace::load_file;
 
 /// What to publish.
 #[derive(Clone, Debug)]
@@ -69,23 +65,16 @@ pub async fn publish(options: &PublishOptions, caller: &Caller) -> Result<Publis
     if options.update_lock {
         super::lock::update_for(&options.file, &env, caller).await?;
     }
-    // The store is read beside the load, as `plan` reads it (a peek at
-    // where a composition without `[store] path` or `name` keeps it); it
-    // is used once the store is open to publish and that read is still its
-    // head, and made again otherwise.
-    let guessed = HostSettings::default();
-    let guessed_store = state_path_of(options.state.as_deref(), &options.file, &guessed);
-    let guessed_lineage = lineage_of(&options.file, &guessed, &guessed_store);
-    let (ws, peeked) = parallel::join(
-        parallel::PARALLEL_MIN_WORK,
-        || load_file(&options.file, &env, &*caller.reporter),
-        || read_seed(&guessed_store, &guessed_lineage, OpenMode::Peek),
+    // The store is read beside the load, as `plan` reads it; that read is
+    // used once the store is open to publish, when the guess was right and
+    // it is still the lineage's head, and made again otherwise.
+    let (ws, peeked) = load_beside_seed(
+        &options.file,
+        options.state.as_deref(),
+        &env,
+        &*caller.reporter,
     );
     let ws = ws?;
-    let peeked = match peeked {
-        Ok((Some(seed), agents)) => Some((guessed_store, guessed_lineage, seed, agents)),
-        _ => None,
-    };
     if let Some(refusal) = ws.refusal(options.allow_pending, &*caller.reporter) {
         return Err(AppError::Refused {
             verb: "publish",
@@ -107,9 +96,10 @@ pub async fn publish(options: &PublishOptions, caller: &Caller) -> Result<Publis
         &ws.composition.host,
         std::sync::Arc::clone(&caller.reporter),
     )?;
-    let peeked = peeked.and_then(|(at, lineage, seed, agents)| {
-        (at == path && lineage == store.lineage()).then_some((seed, agents))
-    });
+    let peeked = match peeked.of(&path, store.lineage()) {
+        Some((Some(seed), agents)) => Some((seed, agents)),
+        _ => None,
+    };
     match publish_into(&mut store, peeked, ws, telemetry, &env, options, caller).await {
         Ok(published) => {
             if store.created() {

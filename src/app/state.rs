@@ -789,6 +789,57 @@ pub(crate) fn read_seed(
     }
 }
 
+/// A store's seed read beside a load, before the composition said which
+/// store and lineage it uses: a guess (the default ones) to check.
+pub(crate) struct PeekedSeed {
+    store: PathBuf,
+    lineage: String,
+    read: Result<(Option<SeedState>, Option<Canon>), AppError>,
+}
+
+impl PeekedSeed {
+    /// What was read, when the guess was right (`store` and `lineage` are
+    /// the composition's) and the peek succeeded.
+    pub(crate) fn of(
+        self,
+        store: &Path,
+        lineage: &str,
+    ) -> Option<(Option<SeedState>, Option<Canon>)> {
+        (self.store == store && self.lineage == lineage)
+            .then_some(self.read.ok())
+            .flatten()
+    }
+}
+
+/// Load `file` and, on the other core, peek at the seed where a
+/// composition without `[store] path` or `name` keeps it (`state` when
+/// given): each takes ~0.35 s at 100,000 entries. The peek migrates,
+/// recovers and waits for nothing (the composition may name another store,
+/// or fail to load); the caller checks the guess with [`PeekedSeed::of`].
+pub(crate) fn load_beside_seed(
+    file: &Path,
+    state: Option<&Path>,
+    env: &super::env::RunEnv,
+    reporter: &dyn Reporter,
+) -> (Result<super::workspace::Workspace, AppError>, PeekedSeed) {
+    let guessed = HostSettings::default();
+    let store = state_path_of(state, file, &guessed);
+    let lineage = lineage_of(file, &guessed, &store);
+    let (ws, read) = crate::engine::parallel::join(
+        crate::engine::parallel::PARALLEL_MIN_WORK,
+        || super::workspace::load_file(file, env, reporter),
+        || read_seed(&store, &lineage, OpenMode::Peek),
+    );
+    (
+        ws,
+        PeekedSeed {
+            store,
+            lineage,
+            read,
+        },
+    )
+}
+
 /// The generation a seed was taken at (`None` for an empty store).
 pub fn previous_of(seed: &SeedState) -> Option<GenerationId> {
     (seed.sequence > 0).then(|| GenerationId::from_sequence(seed.sequence))
