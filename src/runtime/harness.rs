@@ -145,6 +145,19 @@ impl ControlState {
         });
         ids
     }
+
+    /// Every instance id, newest mount first: [`Self::newest_first`] of
+    /// them all, read off the map in one pass (mount orders are unique)
+    /// instead of looking each one up to sort it.
+    pub(crate) fn all_newest_first(&self) -> Vec<Arc<str>> {
+        let mut order: Vec<(u64, Arc<str>)> = self
+            .instances
+            .iter()
+            .map(|(id, m)| (m.order, Arc::clone(id)))
+            .collect();
+        order.sort_unstable_by_key(|(o, _)| std::cmp::Reverse(*o));
+        order.into_iter().map(|(_, id)| id).collect()
+    }
 }
 
 pub(crate) struct Shared {
@@ -645,19 +658,11 @@ impl Harness {
         }
         control.current_by_entry.clear();
         control.stale.clear();
-        // Newest first (mount orders are unique, so the order is read off
-        // the map once instead of looking each instance up to sort it).
-        // Each instance leaves the map as it is unmounted, under the hooks
-        // still live (rebuilt when a hook-registering one leaves), so a
-        // shutdown cut short leaves the rest mounted and known.
-        let mut order: Vec<(u64, Arc<str>)> = control
-            .instances
-            .iter()
-            .map(|(id, m)| (m.order, Arc::clone(id)))
-            .collect();
-        order.sort_unstable_by_key(|(o, _)| std::cmp::Reverse(*o));
+        // Newest first. Each instance leaves the map as it is unmounted,
+        // under the hooks still live (rebuilt when a hook-registering one
+        // leaves), so a shutdown cut short leaves the rest mounted and known.
         let mut hooks = self.live_hooks(&control);
-        for (_, id) in order {
+        for id in control.all_newest_first() {
             if let Some(mut managed) = control.instances.remove(&id) {
                 if control.hooked.remove(&id) {
                     hooks = self.live_hooks(&control);
