@@ -113,6 +113,47 @@ fn a_publish_computed_against_an_older_current_is_a_conflict() {
 }
 
 #[test]
+fn a_writer_commits_to_a_log_that_readers_see_and_an_old_journal_store_is_moved_to_it() {
+    let dir = tempfile::tempdir().unwrap();
+    let path = dir.path().join("s.db");
+    let mut writer = sqlite::SqliteStore::open(&path, OpenMode::Create).unwrap();
+    assert_eq!(writer.pragma("journal_mode"), "wal");
+    assert_eq!(writer.pragma("synchronous"), "1", "NORMAL");
+    writer.publish("c.toml", record(1, None)).unwrap();
+    // The commit is in the log, not yet in the file: a reader sees it.
+    let mut log = path.clone().into_os_string();
+    log.push("-wal");
+    assert!(std::fs::metadata(&log).is_ok_and(|m| m.len() > 0));
+    for mode in [OpenMode::ReadOnly, OpenMode::Peek] {
+        let reader = sqlite::SqliteStore::open(&path, mode).unwrap();
+        let id = GenerationId::from_sequence(1);
+        assert!(reader.generation("c.toml", &id).unwrap().is_some());
+    }
+    drop(writer);
+    assert!(
+        std::fs::metadata(&log).is_err(),
+        "the last writer checkpoints"
+    );
+    // A store written in the rollback journal (chassis before the log).
+    let conn = rusqlite::Connection::open(&path).unwrap();
+    let mode: String = conn
+        .query_row("PRAGMA journal_mode = DELETE", [], |r| r.get(0))
+        .unwrap();
+    assert_eq!(mode, "delete");
+    drop(conn);
+    let reader = sqlite::SqliteStore::open(&path, OpenMode::ReadOnly).unwrap();
+    assert_eq!(
+        reader.pragma("journal_mode"),
+        "delete",
+        "a reader changes nothing"
+    );
+    drop(reader);
+    let writer = sqlite::SqliteStore::open(&path, OpenMode::Create).unwrap();
+    assert_eq!(writer.pragma("journal_mode"), "wal");
+    assert_eq!(writer.list(None).unwrap().len(), 1);
+}
+
+#[test]
 fn a_future_schema_is_refused_with_a_clear_error() {
     let dir = tempfile::tempdir().unwrap();
     let path = dir.path().join("s.db");
