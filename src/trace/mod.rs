@@ -92,6 +92,9 @@ impl Telemetry for JsonLinesTelemetry {
     }
 }
 
+/// The event [`WarnHookFailures`] says to the user.
+const HOOK_FAILURE: &str = "hook.failure";
+
 /// Forwards every signal to `inner`, and says on stderr (a `tracing`
 /// warning, target `chassis::hook`) when a hook failed: a failure under the
 /// default `error_policy` never fails the operation, so without this it
@@ -120,7 +123,7 @@ impl<T: Telemetry> Telemetry for WarnHookFailures<T> {
             Some(crate::engine::telemetry::AttrValue::Str(s)) => s.as_str(),
             _ => "?",
         };
-        if name == "hook.failure" {
+        if name == HOOK_FAILURE {
             (self.warn)(&format!(
                 "hook `{}` of `{}` failed on `{}`: {}",
                 text("hook"),
@@ -134,6 +137,10 @@ impl<T: Telemetry> Telemetry for WarnHookFailures<T> {
 
     fn spans_enabled(&self) -> bool {
         self.inner.spans_enabled()
+    }
+
+    fn wants_event(&self, name: &str) -> bool {
+        name == HOOK_FAILURE || self.inner.wants_event(name)
     }
 
     fn span_start(&self, name: &str, attrs: &Attributes) -> Result<SpanId, TelemetryError> {
@@ -162,6 +169,9 @@ pub struct TracingTelemetry {
 
 impl Telemetry for TracingTelemetry {
     fn event(&self, name: &str, attrs: &Attributes) -> Result<(), TelemetryError> {
+        if !self.wants_event(name) {
+            return Ok(());
+        }
         let attrs = serde_json::to_string(attrs).unwrap_or_default();
         tracing::debug!(target: "chassis::signal", signal = name, attrs = attrs.as_str(), "event");
         Ok(())
@@ -173,8 +183,16 @@ impl Telemetry for TracingTelemetry {
         tracing::enabled!(target: "chassis::signal", tracing::Level::DEBUG)
     }
 
+    /// Events too: below debug level nothing is serialized.
+    fn wants_event(&self, _: &str) -> bool {
+        self.spans_enabled()
+    }
+
     fn span_start(&self, name: &str, attrs: &Attributes) -> Result<SpanId, TelemetryError> {
         let id = self.ids.next_id();
+        if !self.spans_enabled() {
+            return Ok(id);
+        }
         let attrs = serde_json::to_string(attrs).unwrap_or_default();
         tracing::debug!(target: "chassis::signal", signal = name, span = id.0, attrs = attrs.as_str(), "span start");
         Ok(id)
@@ -186,6 +204,9 @@ impl Telemetry for TracingTelemetry {
         attrs: &Attributes,
         error: Option<&str>,
     ) -> Result<(), TelemetryError> {
+        if !self.spans_enabled() {
+            return Ok(());
+        }
         let attrs = serde_json::to_string(attrs).unwrap_or_default();
         tracing::debug!(target: "chassis::signal", span = id.0, attrs = attrs.as_str(), error = error.unwrap_or(""), "span end");
         Ok(())
@@ -201,6 +222,7 @@ mod tests {
     use super::*;
     use crate::engine::secret::{Redactor, SecretValue};
     use crate::engine::telemetry::{attributes, harness_chain};
+    use std::sync::Arc;
 
     #[test]
     fn tracing_spans_are_enabled_only_when_debug_signals_are_logged() {
@@ -219,6 +241,52 @@ mod tests {
         let dir = tempfile::tempdir().unwrap();
         let file = JsonLinesTelemetry::create(&dir.path().join("t.jsonl")).unwrap();
         assert!(harness_chain(file, Redactor::new()).spans_enabled());
+    }
+
+    #[test]
+    fn below_debug_only_a_hook_failure_is_scrubbed_and_it_is_still_said_redacted() {
+        let said = Arc::new(std::sync::Mutex::new(Vec::<String>::new()));
+        let sink = Arc::clone(&said);
+        let warn = move |text: &str| sink.lock().unwrap().push(text.to_owned());
+        let redactor = Redactor::new();
+        redactor.learn(&SecretValue::new("sk-hook-canary-42"));
+        let t = harness_chain(
+            WarnHookFailures::new(TracingTelemetry::default(), warn),
+            redactor,
+        );
+        let quiet = tracing_subscriber::fmt()
+            .with_max_level(tracing::Level::INFO)
+            .with_writer(std::io::sink)
+            .finish();
+        tracing::subscriber::with_default(quiet, || {
+            assert!(!t.wants_event("policy.decision"));
+            assert!(t.wants_event(HOOK_FAILURE));
+            assert_eq!(
+                t.span_start("agent.run", &attributes([("agent", "a")]))
+                    .unwrap(),
+                SpanId::NOOP,
+                "no span is opened that goes nowhere"
+            );
+            t.event(
+                HOOK_FAILURE,
+                &attributes([
+                    ("hook", "h"),
+                    ("owner", "o"),
+                    ("event", "tool_call"),
+                    ("description", "denied sk-hook-canary-42"),
+                ]),
+            )
+            .unwrap();
+        });
+        assert_eq!(
+            *said.lock().unwrap(),
+            ["hook `h` of `o` failed on `tool_call`: denied <redacted>"]
+        );
+        let loud = tracing_subscriber::fmt()
+            .with_max_level(tracing::Level::DEBUG)
+            .with_writer(std::io::sink)
+            .finish();
+        tracing::subscriber::with_default(loud, || assert!(t.wants_event("policy.decision")));
     }
 
     #[test]

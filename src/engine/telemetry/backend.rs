@@ -122,6 +122,17 @@ pub trait Telemetry: Send + Sync {
     fn spans_enabled(&self) -> bool {
         true
     }
+
+    /// Whether the event `name` goes anywhere. `false` lets the redaction
+    /// boundary skip scrubbing and sending it: a served run emits events
+    /// that a log below debug level drops, and scrubbing each attribute
+    /// was a tenth of the server's work. A backend that acts on some
+    /// events (a hook failure said to the user) wants those whatever its
+    /// log keeps.
+    fn wants_event(&self, name: &str) -> bool {
+        let _ = name;
+        true
+    }
 }
 
 macro_rules! forward {
@@ -146,6 +157,9 @@ macro_rules! forward {
             }
             fn spans_enabled(&self) -> bool {
                 (**self).spans_enabled()
+            }
+            fn wants_event(&self, name: &str) -> bool {
+                (**self).wants_event(name)
             }
         }
     )*};
@@ -177,6 +191,10 @@ impl Telemetry for NoopTelemetry {
     }
 
     fn spans_enabled(&self) -> bool {
+        false
+    }
+
+    fn wants_event(&self, _: &str) -> bool {
         false
     }
 }

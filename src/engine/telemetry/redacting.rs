@@ -134,6 +134,12 @@ impl<T: Telemetry> Telemetry for RedactingTelemetry<T> {
         self.inner.spans_enabled()
     }
 
+    /// Asked with the name as the caller gave it: the answer decides
+    /// whether anything is scrubbed and sent, and leaves nothing.
+    fn wants_event(&self, name: &str) -> bool {
+        self.inner.wants_event(name)
+    }
+
     fn span_start(&self, name: &str, attrs: &Attributes) -> Result<SpanId, TelemetryError> {
         self.inner
             .span_start(&self.redactor.redact(name), &self.scrub(attrs))

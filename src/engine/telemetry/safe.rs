@@ -53,11 +53,17 @@ impl<T: Telemetry> SafeTelemetry<T> {
 
 impl<T: Telemetry> Telemetry for SafeTelemetry<T> {
     fn event(&self, name: &str, attrs: &Attributes) -> Result<(), TelemetryError> {
+        if !self.wants_event(name) {
+            return Ok(());
+        }
         self.contain(|| self.inner.event(name, attrs));
         Ok(())
     }
 
     fn span_start(&self, name: &str, attrs: &Attributes) -> Result<SpanId, TelemetryError> {
+        if !self.spans_enabled() {
+            return Ok(SpanId::NOOP);
+        }
         Ok(self
             .contain(|| self.inner.span_start(name, attrs))
             .unwrap_or(SpanId::NOOP))
@@ -81,5 +87,14 @@ impl<T: Telemetry> Telemetry for SafeTelemetry<T> {
 
     fn spans_enabled(&self) -> bool {
         self.inner.spans_enabled()
+    }
+
+    /// A backend that panics answering is sent the event (and contained
+    /// there as ever).
+    fn wants_event(&self, name: &str) -> bool {
+        guarded(self.inner.backend_name(), || {
+            Ok(self.inner.wants_event(name))
+        })
+        .unwrap_or(true)
     }
 }
