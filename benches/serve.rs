@@ -6,6 +6,7 @@
 //! cargo bench --bench serve                          # 30 s per figure after a 5 s warm-up
 //! cargo bench --bench serve -- --seconds=10 --warmup=2
 //! CHASSIS_BENCH_BIN=/path/to/chassis cargo bench --bench serve
+//! cargo bench --bench serve -- --only=small          # one agent only (or `big`)
 //! ```
 //!
 //! A run is one scripted model call, no tool, a 100-byte input; it counts
@@ -174,13 +175,18 @@ fn ms(d: Duration) -> String {
 fn main() {
     let mut seconds = 30;
     let mut warmup = 5;
+    let mut only = None;
     for arg in std::env::args().skip(1) {
-        if let Some(v) = arg.strip_prefix("--seconds=") {
+        if let Some(v) = arg.strip_prefix("--only=") {
+            only = Some(v.to_owned());
+        } else if let Some(v) = arg.strip_prefix("--seconds=") {
             seconds = v.parse().expect("--seconds=N");
         } else if let Some(v) = arg.strip_prefix("--warmup=") {
             warmup = v.parse().expect("--warmup=N");
         } else if arg != "--bench" {
-            eprintln!("usage: cargo bench --bench serve -- [--seconds=30] [--warmup=5]");
+            eprintln!(
+                "usage: cargo bench --bench serve -- [--seconds=30] [--warmup=5] [--only=small|big]"
+            );
             std::process::exit(2);
         }
     }
@@ -203,12 +209,28 @@ fn main() {
     println!("| composition | clients | runs/s | p50 | p99 | failed | server peak RSS |");
     println!("|---|---:|---:|---:|---:|---:|---:|");
 
+    let wanted = |part: &str| only.as_deref().is_none_or(|o| o == part);
+    if wanted("small") {
+        small_figures(&rt, &client, warmup, measure);
+    }
+    if wanted("big") {
+        big_figures(&rt, &client, warmup, measure);
+    }
+}
+
+/// One agent alone, at 1 and 200 clients.
+fn small_figures(
+    rt: &tokio::runtime::Runtime,
+    client: &reqwest::Client,
+    warmup: Duration,
+    measure: Duration,
+) {
     let small = tempfile::tempdir().expect("a folder");
     std::fs::write(small.path().join("c.toml"), format!("version = 1\n{AGENT}")).expect("write");
     let server = Server::start(small.path());
     let url = format!("{}/v1/agents/bench/runs", server.base);
     for clients in [1, 200] {
-        let f = rt.block_on(load(&client, &url, clients, warmup, measure));
+        let f = rt.block_on(load(client, &url, clients, warmup, measure));
         println!(
             "| one agent | {clients} | {:.0} | {} | {} | {} | {:.1} MiB |",
             f.runs_per_second,
@@ -219,8 +241,15 @@ fn main() {
         );
     }
     drop(server);
+}
 
-    // 10,000 entries; a one-entry edit reloaded every second under load.
+/// 10,000 entries; a one-entry edit reloaded every second under load.
+fn big_figures(
+    rt: &tokio::runtime::Runtime,
+    client: &reqwest::Client,
+    warmup: Duration,
+    measure: Duration,
+) {
     let big = tempfile::tempdir().expect("a folder");
     let c = generate(Shape::Fan, 10_000);
     let file = big.path().join("c.toml");
@@ -229,7 +258,7 @@ fn main() {
     std::fs::write(&file, &text).expect("write");
     let server = Server::start(big.path());
     let url = format!("{}/v1/agents/bench/runs", server.base);
-    let quiet = rt.block_on(load(&client, &url, 200, warmup, measure));
+    let quiet = rt.block_on(load(client, &url, 200, warmup, measure));
     let reloading = Arc::new(AtomicBool::new(true));
     let reloads = {
         let client = client.clone();
@@ -252,7 +281,7 @@ fn main() {
             (n, slowest)
         })
     };
-    let busy = rt.block_on(load(&client, &url, 200, warmup, measure));
+    let busy = rt.block_on(load(client, &url, 200, warmup, measure));
     reloading.store(false, Ordering::SeqCst);
     let (n, slowest) = rt.block_on(reloads).expect("the reloader");
     for (label, f) in [

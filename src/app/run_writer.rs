@@ -7,7 +7,7 @@
 //! its group is on disk, so a response never precedes its record. The
 //! commit runs off the async workers. Records are committed in the order
 //! they are sent, so a run's `running` record is always written before the
-//! one that finishes it.
+//! one that finishes it — or not at all, when both fall in one group.
 
 use std::sync::{Arc, Mutex, PoisonError};
 
@@ -21,7 +21,34 @@ use super::state::StateStore;
 /// The most runs one transaction commits.
 const MAX_GROUP: usize = 1024;
 
-type Job = (NewRun, oneshot::Sender<Result<String, String>>);
+type Reply = oneshot::Sender<Result<String, String>>;
+type Job = (NewRun, Reply);
+
+/// The records a group commits, in the order sent, and who is answered by
+/// each. A run that started and finished within one group (a short run
+/// under load: most of them) is written once, finished: its `running`
+/// record would be overwritten in the same transaction, so nobody could
+/// ever read it — half the rows of a busy server's commits.
+fn coalesce(group: Vec<Job>) -> (Vec<NewRun>, Vec<Vec<Reply>>) {
+    let mut last = std::collections::HashMap::with_capacity(group.len());
+    for (i, (run, _)) in group.iter().enumerate() {
+        last.insert(run.id.clone(), i);
+    }
+    let mut runs = Vec::with_capacity(last.len());
+    let mut replies: Vec<Vec<Reply>> = Vec::with_capacity(last.len());
+    let mut waiting: std::collections::HashMap<String, Vec<Reply>> = Default::default();
+    for (i, (run, reply)) in group.into_iter().enumerate() {
+        let mut answered = waiting.remove(&run.id).unwrap_or_default();
+        answered.push(reply);
+        if last.get(&run.id) == Some(&i) {
+            runs.push(run);
+            replies.push(answered);
+        } else {
+            waiting.insert(run.id, answered);
+        }
+    }
+    (runs, replies)
+}
 
 /// The writer's handle; the writer stops when every handle is dropped.
 #[derive(Clone)]
@@ -42,7 +69,7 @@ impl RunWriter {
                         Err(_) => break,
                     }
                 }
-                let (runs, replies): (Vec<NewRun>, Vec<_>) = group.into_iter().unzip();
+                let (runs, replies) = coalesce(group);
                 let store = Arc::clone(&store);
                 let committed = tokio::task::spawn_blocking(move || {
                     store
@@ -55,12 +82,14 @@ impl RunWriter {
                 .unwrap_or_else(|e| Err(format!("the store writer stopped: {e}")));
                 match committed {
                     Ok(ids) => {
-                        for (reply, id) in replies.into_iter().zip(ids) {
-                            let _ = reply.send(Ok(id));
+                        for (answered, id) in replies.into_iter().zip(ids) {
+                            for reply in answered {
+                                let _ = reply.send(Ok(id.clone()));
+                            }
                         }
                     }
                     Err(e) => {
-                        for reply in replies {
+                        for reply in replies.into_iter().flatten() {
                             let _ = reply.send(Err(e.clone()));
                         }
                     }
@@ -87,5 +116,46 @@ impl RunWriter {
             .await
             .map_err(|_| AppError::failure("the store writer has stopped"))?
             .map_err(|e| AppError::failure(format!("recording the run failed: {e}")))
+    }
+}
+
+#[cfg(test)]
+mod tests {
+    use super::*;
+
+    fn job(id: &str, status: &str) -> (Job, oneshot::Receiver<Result<String, String>>) {
+        let (reply, answer) = oneshot::channel();
+        let run = NewRun {
+            id: id.to_owned(),
+            generation_id: "gen_0001".to_owned(),
+            agent: "a".to_owned(),
+            status: status.to_owned(),
+            started_at: "t0".to_owned(),
+            finished_at: (status != "running").then(|| "t1".to_owned()),
+            instance: None,
+        };
+        ((run, reply), answer)
+    }
+
+    #[test]
+    fn a_run_started_and_finished_in_one_group_is_written_once_and_everyone_is_answered() {
+        let (a_start, a1) = job("run_a", "running");
+        let (b_start, b1) = job("run_b", "running");
+        let (a_end, a2) = job("run_a", "succeeded");
+        let (runs, replies) = coalesce(vec![a_start, b_start, a_end]);
+        let written: Vec<(&str, &str)> = runs
+            .iter()
+            .map(|r| (r.id.as_str(), r.status.as_str()))
+            .collect();
+        assert_eq!(written, [("run_b", "running"), ("run_a", "succeeded")]);
+        assert_eq!(replies.iter().map(Vec::len).collect::<Vec<_>>(), [1, 2]);
+        for (answered, run) in replies.into_iter().zip(&runs) {
+            for reply in answered {
+                reply.send(Ok(run.id.clone())).unwrap();
+            }
+        }
+        for (answer, id) in [(a1, "run_a"), (b1, "run_b"), (a2, "run_a")] {
+            assert_eq!(answer.blocking_recv().unwrap(), Ok(id.to_owned()));
+        }
     }
 }
