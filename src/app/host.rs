@@ -103,7 +103,7 @@ pub struct HostRun {
     pub finished_at: Option<String>,
     /// The run document (`chassis run --format json`), once finished:
     /// built once, shared by the answer and the book.
-    pub document: Option<Arc<serde_json::Value>>,
+    pub document: Option<Arc<serde_json::value::RawValue>>,
 }
 
 /// What one run asks for.
@@ -732,7 +732,10 @@ impl Host {
     /// Run an agent on the generation current now (holding a lease on it
     /// until the run ends), and record the run; its document (what
     /// `chassis run --format json` prints).
-    pub async fn run(&self, request: HostRunRequest) -> Result<Arc<serde_json::Value>, AppError> {
+    pub async fn run(
+        &self,
+        request: HostRunRequest,
+    ) -> Result<Arc<serde_json::value::RawValue>, AppError> {
         let inner = &self.inner;
         let lease = inner.harness.acquire().map_err(|e| {
             Problem::failure(format!("no generation to run on: {e}")).with_code("serve::stopping")
@@ -926,7 +929,7 @@ impl Host {
         let (status_text, document) = match (&outcome, &recorded) {
             (Ok(o), Ok(_)) => (
                 status_text,
-                Some(Arc::new(o.document(&inner.caller.redactor))),
+                Some(Arc::from(o.document_text(&inner.caller.redactor))),
             ),
             (Ok(_), Err(_)) => ("failed", None),
             (Err(_), _) => (status_text, None),

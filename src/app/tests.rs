@@ -164,6 +164,20 @@ fn a_run_returns_its_result_and_asks_the_callers_prompter() {
             .is_some_and(|a| a.contains("9 words"))
     );
     assert_eq!(outcome.generation.id.to_string(), "gen_0001");
+    // The document a server sends is the one `--format json` prints, its
+    // keys in the same order.
+    let document = outcome.document(&caller.redactor);
+    assert_eq!(
+        outcome.document_text(&caller.redactor).get(),
+        document.to_string()
+    );
+    assert_eq!(document["format_version"], 1);
+    assert_eq!(document["generation_id"], "gen_0001");
+    assert_eq!(document["composition"]["generation_id"], "gen_0001");
+    assert!(document["budget"][0]["dimension"].is_string(), "{document}");
+    assert_eq!(document["trace_id"].as_str().map(str::len), Some(32));
+    assert!(document["messages"].as_array().is_some_and(|m| m.len() > 2));
+    assert!(document.get("session").is_none());
     // `save_note` needs approval: the caller's prompter was asked.
     assert_eq!(*asked.0.lock().unwrap(), ["save_note"]);
     assert_eq!(

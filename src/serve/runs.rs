@@ -218,7 +218,8 @@ pub async fn create(
             Ok(Ok(document)) => {
                 // A model that failed (a stream cut mid-answer, say) is an
                 // `error` event too, before the run's document.
-                if document["stop"]["kind"] == "model_failed" {
+                let stop = stop_of(&document);
+                if stop["kind"] == "model_failed" {
                     let _ = tx.send(json_event(
                         "error",
                         &serde_json::json!({
@@ -226,11 +227,11 @@ pub async fn create(
                             "title": "The model failed",
                             "status": 502,
                             "code": "serve::model-failed",
-                            "detail": document["stop"]["error"],
+                            "detail": stop["error"],
                         }),
                     ));
                 }
-                json_event("result", &document)
+                Event::default().event("result").data(document.get())
             }
             Ok(Err(e)) => json_event("error", &ApiProblem::from_app(&e, &redactor).to_json()),
             Err(e) => json_event(
@@ -263,6 +264,17 @@ fn agent_event(e: &AgentEvent) -> Event {
         .unwrap_or("step")
         .to_owned();
     json_event(&name, &value)
+}
+
+/// A run document's `stop` (what the stream says first when the model
+/// failed).
+fn stop_of(document: &serde_json::value::RawValue) -> serde_json::Value {
+    #[derive(serde::Deserialize)]
+    struct Stop {
+        #[serde(default)]
+        stop: serde_json::Value,
+    }
+    serde_json::from_str::<Stop>(document.get()).map_or(serde_json::Value::Null, |d| d.stop)
 }
 
 fn json_event(name: &str, data: &serde_json::Value) -> Event {
