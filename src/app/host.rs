@@ -277,6 +277,8 @@ impl Host {
                 in_default_folder: store.in_default_folder(),
             });
         }
+        let mut store = store;
+        store.keep_up_beside_writes();
         let store = Arc::new(Mutex::new(store));
         let redactor = caller.redactor.clone();
         Ok(Host {

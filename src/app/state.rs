@@ -349,6 +349,11 @@ impl StateStore {
         }
     }
 
+    /// A server's store: see [`crate::store::Store::keep_up_beside_writes`].
+    pub fn keep_up_beside_writes(&mut self) {
+        self.store.keep_up_beside_writes();
+    }
+
     /// Whether it is in the default `.chassis/` folder.
     pub fn in_default_folder(&self) -> bool {
         self.path

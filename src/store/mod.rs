@@ -538,6 +538,11 @@ pub trait Store: Send {
     fn expire_sessions(&mut self, lineage: &str, before: &str) -> Result<u64, StoreError>;
     /// One run.
     fn run(&self, id: &str) -> Result<Option<StoredRun>, StoreError>;
+    /// A long-running host's store: housekeeping that would stall a write
+    /// (SQLite copying its log back into the file) is done beside the
+    /// writes from now on, for as long as the store is open. Nothing to do
+    /// by default.
+    fn keep_up_beside_writes(&mut self) {}
 }
 
 /// Open the default backend (SQLite) at `path`.

@@ -45,6 +45,9 @@ pub struct SqliteStore {
     path: PathBuf,
     key: StoreKey,
     created: bool,
+    /// Dropped with the store: the checkpointer ([`Store::keep_up_beside_writes`])
+    /// then stops.
+    checkpointer: Option<std::sync::mpsc::Sender<()>>,
 }
 
 impl std::fmt::Debug for SqliteStore {
@@ -101,6 +104,7 @@ impl SqliteStore {
             path: path.to_path_buf(),
             key: StoreKey::from_bytes(&[0; 32]).expect("32 bytes"),
             created: false,
+            checkpointer: None,
         };
         if mode == OpenMode::Create {
             store.created = store.initialize()?;
@@ -487,7 +491,61 @@ fn is_read_only_rollback(e: &rusqlite::Error) -> bool {
     )
 }
 
+/// How often a server's checkpointer copies the log into the file.
+const CHECKPOINT_EVERY: Duration = Duration::from_millis(500);
+
+/// Copy the log at `path` back into the file every [`CHECKPOINT_EVERY`]
+/// from a connection of its own, until `stop` is dropped or sent to.
+///
+/// Why: with the default, the connection whose commit passes 1,000 log
+/// pages copies them (and syncs) inside that commit, and a server's run
+/// writer is that connection — every run waiting on its group waited for
+/// the copy too (p99 26–34 ms against 22–27 ms without, at 200 clients).
+/// A passive checkpoint takes no lock a writer or reader waits on; it
+/// copies what no reader still needs, and the log starts over from the
+/// top once all of it was copied.
+fn checkpoint_beside(path: &Path, stop: std::sync::mpsc::Receiver<()>) -> rusqlite::Result<()> {
+    let conn = Connection::open_with_flags(
+        path,
+        OpenFlags::SQLITE_OPEN_READ_WRITE | OpenFlags::SQLITE_OPEN_NO_MUTEX,
+    )?;
+    conn.busy_timeout(Duration::ZERO)?;
+    std::thread::Builder::new()
+        .name("chassis-checkpoint".into())
+        .spawn(move || {
+            while let Err(std::sync::mpsc::RecvTimeoutError::Timeout) =
+                stop.recv_timeout(CHECKPOINT_EVERY)
+            {
+                if let Err(e) = conn.query_row("PRAGMA wal_checkpoint(PASSIVE)", [], |_| Ok(())) {
+                    tracing::debug!(error = %e, "a checkpoint of the store's log failed; the next one tries again");
+                }
+            }
+        })
+        .map_err(|e| {
+            rusqlite::Error::SqliteFailure(
+                rusqlite::ffi::Error::new(rusqlite::ffi::SQLITE_CANTOPEN),
+                Some(format!("cannot start the checkpointer: {e}")),
+            )
+        })?;
+    Ok(())
+}
+
 impl Store for SqliteStore {
+    fn keep_up_beside_writes(&mut self) {
+        if self.checkpointer.is_some() {
+            return;
+        }
+        let (stop, stopped) = std::sync::mpsc::channel();
+        match checkpoint_beside(&self.path, stopped) {
+            // Only then: a log nobody copies would grow without end.
+            Ok(()) => match self.conn.pragma_update(None, "wal_autocheckpoint", 0) {
+                Ok(()) => self.checkpointer = Some(stop),
+                Err(e) => tracing::debug!(error = %e, "the store checkpoints its log itself"),
+            },
+            Err(e) => tracing::debug!(error = %e, "the store checkpoints its log itself"),
+        }
+    }
+
     fn location(&self) -> String {
         self.path.display().to_string()
     }
@@ -954,12 +1012,10 @@ pub fn unix_now() -> u64 {
 /// The id of lineage `name` inside a write: its own; else the unclaimed
 /// lineage of a migrated store, which it claims (renames); else a new one.
 fn claim_lineage(tx: &rusqlite::Transaction<'_>, name: &str) -> rusqlite::Result<i64> {
+    // Cached: a server's run writer asks once per commit group.
     if let Some(id) = tx
-        .query_row(
-            "SELECT id FROM lineages WHERE name = ?1",
-            params![name],
-            |r| r.get(0),
-        )
+        .prepare_cached("SELECT id FROM lineages WHERE name = ?1")?
+        .query_row(params![name], |r| r.get(0))
         .optional()?
     {
         return Ok(id);

@@ -210,6 +210,58 @@ fn runs_are_recorded_and_listed() {
     assert!(store.run("run_0001").unwrap().is_none());
 }
 
+#[test]
+fn a_servers_store_copies_its_log_into_the_file_beside_the_writes_and_stops_with_it() {
+    let dir = tempfile::tempdir().unwrap();
+    let path = dir.path().join("s.db");
+    let mut store = open(&path, OpenMode::Create).unwrap();
+    store.keep_up_beside_writes();
+    assert_eq!(
+        store.pragma("wal_autocheckpoint"),
+        "0",
+        "the writer never copies"
+    );
+    store.publish("c.toml", record(1, None)).unwrap();
+    let size = || std::fs::metadata(&path).map(|m| m.len()).unwrap_or(0);
+    let before = size();
+    // A few hundred runs: tens of pages, far below the 1,000 at which a
+    // writer would copy them itself.
+    let runs = (0..400)
+        .map(|i| NewRun {
+            id: format!("run_{i:012x}"),
+            generation_id: "gen_0001".into(),
+            agent: "triage".into(),
+            status: "succeeded".into(),
+            started_at: now_rfc3339(),
+            finished_at: Some(now_rfc3339()),
+            instance: None,
+        })
+        .collect();
+    store.record_runs("c.toml", runs).unwrap();
+    let waited = std::time::Instant::now();
+    while size() <= before && waited.elapsed() < std::time::Duration::from_secs(10) {
+        std::thread::sleep(std::time::Duration::from_millis(50));
+    }
+    assert!(
+        size() > before,
+        "the checkpointer copied the runs into the file"
+    );
+    assert_eq!(store.runs().unwrap().len(), 400);
+    // Dropped: the checkpointer lets go too, so the last connection
+    // closing removes the log.
+    drop(store);
+    let mut log = path.clone().into_os_string();
+    log.push("-wal");
+    let waited = std::time::Instant::now();
+    while std::fs::metadata(&log).is_ok() && waited.elapsed() < std::time::Duration::from_secs(10) {
+        std::thread::sleep(std::time::Duration::from_millis(50));
+    }
+    assert!(
+        std::fs::metadata(&log).is_err(),
+        "no connection is left open"
+    );
+}
+
 /// Each run's (id, status), in the order they were recorded.
 fn statuses(runs: Vec<StoredRun>) -> Vec<(String, String)> {
     runs.into_iter().map(|r| (r.id, r.status)).collect()
