@@ -1056,8 +1056,8 @@ impl Host {
                 }
             }
         }
-        // A document is a tree of many allocations: freed here, not under
-        // the lock every run and every read of a run takes.
+        // Freed here, not under the lock every run and every read of a run
+        // takes.
         drop(evicted);
     }
 

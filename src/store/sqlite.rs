@@ -121,9 +121,14 @@ impl SqliteStore {
             }
             store.upgrade()?;
         }
-        // Only a store this chassis reads: a newer one is left as it is.
-        if mode == OpenMode::Create {
-            write_ahead(&store.conn).map_err(|e| backend(&e))?;
+        // Only a store this chassis reads: a newer one is left as it is. A
+        // store that cannot move to the log now (another process reads an
+        // old journal store, and the move needs it alone) keeps its
+        // journal: it is moved by a later write.
+        if mode == OpenMode::Create
+            && let Err(e) = write_ahead(&store.conn)
+        {
+            tracing::debug!(error = %e, "the store keeps its rollback journal for now");
         }
         store.key = store.load_key()?;
         Ok(store)
