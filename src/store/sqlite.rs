@@ -5,7 +5,7 @@
 //! and a process killed anywhere before `COMMIT` leaves the previous state
 //! (the log's uncommitted frames are ignored on the next open; a store
 //! still in the rollback journal rolls its hot journal back). Reading commands
-//! open the file read-only. The layout is [`super::migrate`]'s; a
+//! open the file only to read (`query_only`). The layout is [`super::migrate`]'s; a
 //! generation's documents are chunk trees ([`super::chunks`]), so it costs
 //! what changed.
 
@@ -89,9 +89,7 @@ impl SqliteStore {
         let conn = match mode {
             OpenMode::Create => Connection::open(path).map_err(|e| backend(&e))?,
             OpenMode::ReadOnly => open_read_only(path).map_err(|e| backend(&e))?,
-            OpenMode::Peek => {
-                Connection::open_with_flags(path, READ_ONLY).map_err(|e| backend(&e))?
-            }
+            OpenMode::Peek => open_reading(path).map_err(|e| backend(&e))?,
         };
         let wait = if mode == OpenMode::Peek {
             Duration::ZERO
@@ -457,17 +455,30 @@ fn write_ahead(conn: &Connection) -> rusqlite::Result<()> {
     conn.pragma_update(None, "synchronous", "NORMAL")
 }
 
-/// How a read-only connection opens.
-const READ_ONLY: OpenFlags =
-    OpenFlags::SQLITE_OPEN_READ_ONLY.union(OpenFlags::SQLITE_OPEN_NO_MUTEX);
+/// How a reading connection opens: read-write where the file allows
+/// (read-only where it is write-protected), with every write refused
+/// (`query_only`; see [`open_reading`]).
+const READING: OpenFlags = OpenFlags::SQLITE_OPEN_READ_WRITE.union(OpenFlags::SQLITE_OPEN_NO_MUTEX);
+
+/// A connection that only reads.
+///
+/// Why not a read-only one: reading a store in the log makes SQLite keep
+/// its side files (`-wal`, `-shm`), and only a connection that may write
+/// removes them when it is the last to close — a read-only one left an
+/// empty log and a 32 KiB index beside the store after every `generations
+/// list`. `query_only` refuses every statement that would write.
+fn open_reading(path: &Path) -> rusqlite::Result<Connection> {
+    let conn = Connection::open_with_flags(path, READING)?;
+    conn.pragma_update(None, "query_only", true)?;
+    Ok(conn)
+}
 
 /// Open read-only. A store left with a hot journal (a publish was killed),
 /// or a log whose index must be rebuilt, cannot be recovered read-only, so
 /// it is recovered once read-write — which restores the last committed
 /// state and changes nothing else.
 fn open_read_only(path: &Path) -> rusqlite::Result<Connection> {
-    let flags = READ_ONLY;
-    let conn = Connection::open_with_flags(path, flags)?;
+    let conn = open_reading(path)?;
     match conn.query_row("SELECT count(*) FROM sqlite_master", [], |r| {
         r.get::<_, i64>(0)
     }) {
@@ -483,7 +494,7 @@ fn open_read_only(path: &Path) -> rusqlite::Result<Connection> {
                 r.get::<_, i64>(0)
             })?;
             drop(rw);
-            Connection::open_with_flags(path, flags)
+            open_reading(path)
         }
         Err(e) => Err(e),
     }

@@ -134,6 +134,18 @@ fn a_writer_commits_to_a_log_that_readers_see_and_an_old_journal_store_is_moved_
         std::fs::metadata(&log).is_err(),
         "the last writer checkpoints"
     );
+    // A reader writes nothing, and leaves no side file behind.
+    for mode in [OpenMode::ReadOnly, OpenMode::Peek] {
+        let mut reader = sqlite::SqliteStore::open(&path, mode).unwrap();
+        assert!(reader.publish("c.toml", record(2, Some(1))).is_err());
+        assert_eq!(reader.list(None).unwrap().len(), 1);
+        drop(reader);
+        let left: Vec<_> = std::fs::read_dir(dir.path())
+            .unwrap()
+            .map(|e| e.unwrap().file_name())
+            .collect();
+        assert_eq!(left, ["s.db"], "{mode:?}");
+    }
     // A store written in the rollback journal (chassis before the log).
     let conn = rusqlite::Connection::open(&path).unwrap();
     let mode: String = conn
