@@ -197,24 +197,26 @@ fn a_file_that_is_not_a_store_is_refused() {
     );
 }
 
+/// A run of `agent` on gen_0001 that succeeded, as `chassis run` records it.
+fn finished_run(id: &str, agent: &str) -> NewRun {
+    NewRun {
+        id: id.into(),
+        generation_id: "gen_0001".into(),
+        agent: agent.into(),
+        status: "succeeded".into(),
+        started_at: now_rfc3339(),
+        finished_at: Some(now_rfc3339()),
+        instance: None,
+    }
+}
+
 #[test]
 fn runs_are_recorded_and_listed() {
     let dir = tempfile::tempdir().unwrap();
     let mut store = open(&dir.path().join("s.db"), OpenMode::Create).unwrap();
     store.publish("c.toml", record(1, None)).unwrap();
     let id = store
-        .record_run(
-            "c.toml",
-            NewRun {
-                id: "run_0123456789ab".into(),
-                generation_id: "gen_0001".into(),
-                agent: "triage".into(),
-                status: "succeeded".into(),
-                started_at: now_rfc3339(),
-                finished_at: Some(now_rfc3339()),
-                instance: None,
-            },
-        )
+        .record_run("c.toml", finished_run("run_0123456789ab", "triage"))
         .unwrap();
     assert_eq!(id, "run_0123456789ab");
     assert_eq!(store.runs().unwrap().len(), 1);
@@ -239,15 +241,7 @@ fn a_servers_store_copies_its_log_into_the_file_beside_the_writes_and_stops_with
     // A few hundred runs: tens of pages, far below the 1,000 at which a
     // writer would copy them itself.
     let runs = (0..400)
-        .map(|i| NewRun {
-            id: format!("run_{i:012x}"),
-            generation_id: "gen_0001".into(),
-            agent: "triage".into(),
-            status: "succeeded".into(),
-            started_at: now_rfc3339(),
-            finished_at: Some(now_rfc3339()),
-            instance: None,
-        })
+        .map(|i| finished_run(&format!("run_{i:012x}"), "triage"))
         .collect();
     store.record_runs("c.toml", runs).unwrap();
     let waited = std::time::Instant::now();
@@ -284,15 +278,7 @@ fn a_group_of_runs_commits_together_and_never_writes_over_a_finished_run() {
     let dir = tempfile::tempdir().unwrap();
     let mut store = open(&dir.path().join("s.db"), OpenMode::Create).unwrap();
     store.publish("c.toml", record(1, None)).unwrap();
-    let run = |id: &str| NewRun {
-        id: id.into(),
-        generation_id: "gen_0001".into(),
-        agent: "a".into(),
-        status: "succeeded".into(),
-        started_at: now_rfc3339(),
-        finished_at: Some(now_rfc3339()),
-        instance: None,
-    };
+    let run = |id: &str| finished_run(id, "a");
     let ids = store
         .record_runs(
             "c.toml",
