@@ -595,7 +595,8 @@ impl Host {
             self.inner.allow_pending,
         );
         let watched = Arc::clone(&self.inner.watched);
-        let ws = tokio::task::spawn_blocking(move || {
+        // Beside the runs, at a lower priority: they keep the cores.
+        let ws = super::background::beside_runs("reload", move || {
             let (ws, read) = load_file_recorded(&file, &env, &*reporter);
             *lock(&watched) = read;
             let ws = ws?;
@@ -608,14 +609,13 @@ impl Host {
             }
             Ok(ws)
         })
-        .await
-        .map_err(|e| AppError::failure(format!("reading the composition stopped: {e}")))??;
+        .await??;
         // `mcp` entries mount against the lock as it is now.
         self.inner
             .builtin
             .set_lock(super::lock::read_lock(&self.inner.file));
-        // Reconciling is CPU work that grows with the composition: on a
-        // blocking thread, so the async workers keep serving runs.
+        // Reconciling is CPU work that grows with the composition: beside
+        // the runs, so the async workers keep serving them.
         let harness = self.inner.harness.clone();
         let runtime = tokio::runtime::Handle::current();
         let super::workspace::Workspace {
@@ -624,11 +624,10 @@ impl Host {
             plan,
             ..
         } = ws;
-        let report = tokio::task::spawn_blocking(move || {
+        let report = super::background::beside_runs("reconcile", move || {
             runtime.block_on(harness.reconcile_resolved(composition, tree, plan))
         })
-        .await
-        .map_err(|e| AppError::failure(format!("the reconcile stopped: {e}")))??;
+        .await??;
         super::publish::notice_quarantined(&self.inner.caller, &report);
         self.record(&report).await?;
         Ok(report)
@@ -648,10 +647,18 @@ impl Host {
             (p.previous.clone(), p.mounts.clone())
         };
         let store = Arc::clone(&self.inner.store);
+        let fingerprint = {
+            let store = Arc::clone(&store);
+            tokio::task::spawn_blocking(move || lock(&store).config_fingerprint())
+                .await
+                .map_err(|e| AppError::failure(format!("reading the store stopped: {e}")))?
+        };
         let report = report.clone();
         let recorded = Arc::clone(&generation);
-        let nodes = tokio::task::spawn_blocking(move || {
-            let fingerprint = lock(&store).config_fingerprint();
+        // Built, cut and hashed beside the runs, so the store (which run
+        // records wait on) is held only to insert the rows and chunks —
+        // by a thread of normal priority, never the background one.
+        let (record, nodes) = super::background::beside_runs("publication", move || {
             let mut record = prepare_publication(
                 Publication {
                     report: &report,
@@ -662,14 +669,13 @@ impl Host {
                 },
                 &fingerprint,
             )?;
-            // Cut and hashed here, so the store (which run records wait
-            // on) is held only to insert the chunks.
             record.chunk();
-            lock(&store).commit_publication(record)?;
-            Ok::<_, AppError>(nodes)
+            Ok::<_, AppError>((record, nodes))
         })
-        .await
-        .map_err(|e| AppError::failure(format!("recording the generation stopped: {e}")))??;
+        .await??;
+        tokio::task::spawn_blocking(move || lock(&store).commit_publication(record))
+            .await
+            .map_err(|e| AppError::failure(format!("recording the generation stopped: {e}")))??;
         lock(&self.inner.published).advance(&generation, nodes);
         Ok(())
     }

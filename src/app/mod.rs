@@ -25,6 +25,7 @@
 
 pub mod approval;
 pub mod approval_desk;
+mod background;
 pub mod caller;
 pub mod candidates;
 pub mod check;
