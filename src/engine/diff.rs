@@ -145,10 +145,17 @@ pub struct Side {
 
 impl Side {
     fn of(record: &SnapshotRecord) -> Self {
+        // Both digests from one pass over the semantic tree; apart when
+        // the record's metadata cannot be hashed (its semantic digest
+        // still can).
+        let (semantic_digest, digest) = match record.digests() {
+            Ok(d) => (d.semantic_digest, d.digest),
+            Err(_) => (record.semantic_digest().unwrap_or_default(), String::new()),
+        };
         Self {
             generation_id: record.generation_id.clone(),
-            semantic_digest: record.semantic_digest().unwrap_or_default(),
-            digest: record.digest().unwrap_or_default(),
+            semantic_digest,
+            digest,
         }
     }
 
@@ -580,7 +587,11 @@ fn selection_value(row: &SelectionRow) -> Canon {
 }
 
 fn diff_requirements(out: &mut Collector, old: &SnapshotRecord, new: &SnapshotRecord) {
-    let index = |r: &SnapshotRecord| -> BTreeMap<String, SelectionRow> {
+    // Each side's rows by (scope, consumer, capability), borrowed: a
+    // 100,000-entry composition has as many rows, and only those reported
+    // get a subject written out.
+    type Key<'r> = (&'r str, &'r str, &'r str);
+    fn index(r: &SnapshotRecord) -> BTreeMap<Key<'_>, &SelectionRow> {
         let mut m = BTreeMap::new();
         for s in &r.semantic_scopes.scopes {
             for sel in s.selections.iter() {
@@ -589,22 +600,44 @@ fn diff_requirements(out: &mut Collector, old: &SnapshotRecord, new: &SnapshotRe
                     .split_whitespace()
                     .next()
                     .unwrap_or_default();
-                m.insert(format!("{}::{}::{cap}", s.path, sel.consumer), sel.clone());
+                m.insert((&*s.path, &*sel.consumer, cap), sel);
             }
         }
         m
-    };
+    }
     let (a, b) = (index(old), index(new));
-    for subject in union_keys(&a, &b) {
+    let subject = |(path, consumer, cap): Key<'_>| format!("{path}::{consumer}::{cap}");
+    let (mut a, mut b) = (a.into_iter().peekable(), b.into_iter().peekable());
+    loop {
+        // The two sides merged in key order.
+        let (key, o, n) = match (a.peek(), b.peek()) {
+            (None, None) => break,
+            (Some(&(ka, _)), Some(&(kb, _))) if ka == kb => {
+                let (key, o) = a.next().unwrap_or_else(|| unreachable!("peeked"));
+                let (_, n) = b.next().unwrap_or_else(|| unreachable!("peeked"));
+                (key, Some(o), Some(n))
+            }
+            (Some(&(ka, _)), Some(&(kb, _))) if ka < kb => {
+                let (key, o) = a.next().unwrap_or_else(|| unreachable!("peeked"));
+                (key, Some(o), None)
+            }
+            (Some(_), None) => {
+                let (key, o) = a.next().unwrap_or_else(|| unreachable!("peeked"));
+                (key, Some(o), None)
+            }
+            (_, Some(_)) => {
+                let (key, n) = b.next().unwrap_or_else(|| unreachable!("peeked"));
+                (key, None, Some(n))
+            }
+        };
         let req = Category::Requirement;
-        let name = subject.to_owned();
-        let (o, n) = match (a.get(subject), b.get(subject)) {
+        let (o, n) = match (o, n) {
             (None, None) => continue,
             (None, Some(n)) => {
                 out.push(
                     req,
                     ChangeKind::Added,
-                    name,
+                    subject(key),
                     None,
                     Some(selection_value(n)),
                     "requirement_added",
@@ -615,7 +648,7 @@ fn diff_requirements(out: &mut Collector, old: &SnapshotRecord, new: &SnapshotRe
                 out.push(
                     req,
                     ChangeKind::Removed,
-                    name,
+                    subject(key),
                     Some(selection_value(o)),
                     None,
                     "requirement_removed",
@@ -663,7 +696,7 @@ fn diff_requirements(out: &mut Collector, old: &SnapshotRecord, new: &SnapshotRe
             out.push(
                 req,
                 ChangeKind::Changed,
-                name,
+                subject(key),
                 Some(Canon::Map(ov)),
                 Some(Canon::Map(nv)),
                 &reasons.join(","),
@@ -676,7 +709,7 @@ fn diff_requirements(out: &mut Collector, old: &SnapshotRecord, new: &SnapshotRe
             out.push(
                 req,
                 ChangeKind::Rewired,
-                name,
+                subject(key),
                 Some(x),
                 Some(y),
                 "provider_selection_changed",
@@ -690,17 +723,17 @@ fn diff_requirements(out: &mut Collector, old: &SnapshotRecord, new: &SnapshotRe
             out.push(
                 req,
                 ChangeKind::Rewired,
-                name,
+                subject(key),
                 Some(x),
                 Some(y),
                 "provider_scope_changed",
             );
-        } else {
+        } else if out.include_unchanged {
             let v = selection_value(o);
             out.push(
                 req,
                 ChangeKind::Unchanged,
-                name,
+                subject(key),
                 Some(v.clone()),
                 Some(v),
                 "unchanged",
@@ -832,6 +865,30 @@ pub fn diff_snapshots(
     new: &SnapshotRecord,
     include_unchanged: bool,
 ) -> GenerationDiff {
+    // The rows and the two sides' digests read the records and share
+    // nothing: side by side at 100,000 entries.
+    let work = old.semantic_scopes.work().max(new.semantic_scopes.work());
+    let (changes, (old_side, new_side)) = crate::engine::parallel::join(
+        work,
+        || changes_between(old, new, include_unchanged),
+        || (Side::of(old), Side::of(new)),
+    );
+    let semantic_changed = old_side.semantic_digest != new_side.semantic_digest
+        || old.semantic_composition() != new.semantic_composition();
+    GenerationDiff {
+        old: old_side,
+        new: new_side,
+        changes,
+        semantic_changed,
+    }
+}
+
+/// Every row of [`diff_snapshots`], sorted.
+fn changes_between(
+    old: &SnapshotRecord,
+    new: &SnapshotRecord,
+    include_unchanged: bool,
+) -> Vec<Change> {
     let mut out = Collector {
         include_unchanged,
         changes: Vec::new(),
@@ -855,15 +912,7 @@ pub fn diff_snapshots(
             y.reason.as_str(),
         ))
     });
-    let (old_side, new_side) = (Side::of(old), Side::of(new));
-    let semantic_changed = old_side.semantic_digest != new_side.semantic_digest
-        || old.semantic_composition() != new.semantic_composition();
-    GenerationDiff {
-        old: old_side,
-        new: new_side,
-        changes,
-        semantic_changed,
-    }
+    changes
 }
 
 #[cfg(test)]
