@@ -62,7 +62,25 @@ struct Site<'t> {
     /// Where the site starts (0 for the root).
     start: usize,
     /// The key paths it names, each at most two segments long.
-    paths: Vec<Vec<&'t str>>,
+    paths: Paths<'t>,
+}
+
+/// A key path cut to its first two segments.
+type Path<'t> = (&'t str, Option<&'t str>);
+
+/// What a site names: a header names one path, the root any number.
+enum Paths<'t> {
+    One(Path<'t>),
+    Many(Vec<Path<'t>>),
+}
+
+impl<'t> Paths<'t> {
+    fn iter(&self) -> impl Iterator<Item = &Path<'t>> {
+        match self {
+            Self::One(p) => std::slice::from_ref(p).iter(),
+            Self::Many(ps) => ps.iter(),
+        }
+    }
 }
 
 /// Every site of `text`, or `None` when the scan meets something it does
@@ -70,9 +88,10 @@ struct Site<'t> {
 fn scan(text: &str) -> Option<Vec<Site<'_>>> {
     let source = Source::new(text);
     let mut tokens = source.lex().filter(|t| t.kind() != TokenKind::Whitespace);
+    let mut root = Vec::new();
     let mut sites = vec![Site {
         start: 0,
-        paths: Vec::new(),
+        paths: Paths::Many(Vec::new()),
     }];
     let mut depth = 0usize;
     let mut line_start = true;
@@ -103,7 +122,7 @@ fn scan(text: &str) -> Option<Vec<Site<'_>>> {
                 }
                 sites.push(Site {
                     start: token.span().start(),
-                    paths: vec![path],
+                    paths: Paths::One(path),
                 });
                 continue;
             }
@@ -113,7 +132,7 @@ fn scan(text: &str) -> Option<Vec<Site<'_>>> {
                 if closing != TokenKind::Equals {
                     return None;
                 }
-                sites[0].paths.push(path);
+                root.push(path);
                 continue;
             }
         }
@@ -125,6 +144,7 @@ fn scan(text: &str) -> Option<Vec<Site<'_>>> {
             _ => {}
         }
     }
+    sites[0].paths = Paths::Many(root);
     (depth == 0).then_some(sites)
 }
 
@@ -135,8 +155,8 @@ fn key_path<'t>(
     first: toml_parser::lexer::Token,
     tokens: &mut impl Iterator<Item = toml_parser::lexer::Token>,
     raw: impl Fn(&toml_parser::lexer::Token) -> Option<&'t str>,
-) -> Option<(Vec<&'t str>, TokenKind)> {
-    let mut path = Vec::new();
+) -> Option<(Path<'t>, TokenKind)> {
+    let mut path: (Option<&'t str>, Option<&'t str>) = (None, None);
     let mut token = first;
     loop {
         if token.kind() != TokenKind::Atom {
@@ -150,41 +170,43 @@ fn key_path<'t>(
         {
             return None;
         }
-        if path.len() < 2 {
-            path.push(segment);
+        match path {
+            (None, _) => path.0 = Some(segment),
+            (Some(_), None) => path.1 = Some(segment),
+            _ => {}
         }
         let after = tokens.next()?;
         match after.kind() {
             TokenKind::Dot => token = tokens.next()?,
-            kind => return Some((path, kind)),
+            kind => return Some(((path.0?, path.1), kind)),
         }
     }
 }
 
 /// The offsets to cut at: before a header where every item named before it
 /// is named only before it, once the piece has grown to `piece` bytes.
-fn cuts(sites: &[Site<'_>], piece: usize) -> Vec<usize> {
+fn cuts<'t>(sites: &[Site<'t>], piece: usize) -> Vec<usize> {
     // A root table named whole (`[plugins]`, `plugins = {…}`, `plugins.x`
     // under `[plugins]`…) ties all of its items together.
-    let whole: Vec<&str> = sites
+    let whole: Vec<&'t str> = sites
         .iter()
-        .flat_map(|s| &s.paths)
-        .filter(|p| p.len() == 1)
-        .map(|p| p[0])
+        .flat_map(|s| s.paths.iter())
+        .filter(|p| p.1.is_none())
+        .map(|p| p.0)
         .collect();
-    let item = |path: &[&str]| -> String {
-        let splittable =
-            path.len() == 2 && SPLITTABLE.contains(&path[0]) && !whole.contains(&path[0]);
-        if splittable {
-            format!("{}.{}", path[0], path[1])
-        } else {
-            path[0].to_owned()
+    // The item a path belongs to: `entries.X` of a splittable root table,
+    // else the root table itself. Borrowed, so a 100,000-entry file makes
+    // no string per header.
+    let item = |&(root, second): &Path<'t>| -> Path<'t> {
+        match second {
+            Some(_) if SPLITTABLE.contains(&root) && !whole.contains(&root) => (root, second),
+            _ => (root, None),
         }
     };
     // The last site naming each item.
-    let mut last: HashMap<String, usize> = HashMap::new();
+    let mut last: HashMap<Path<'t>, usize> = HashMap::with_capacity(sites.len());
     for (i, site) in sites.iter().enumerate() {
-        for path in &site.paths {
+        for path in site.paths.iter() {
             last.insert(item(path), i);
         }
     }
@@ -196,8 +218,8 @@ fn cuts(sites: &[Site<'_>], piece: usize) -> Vec<usize> {
             cuts.push(site.start);
             piece_start = site.start;
         }
-        for path in &site.paths {
-            reach = reach.max(last[&item(path)]);
+        for path in site.paths.iter() {
+            reach = reach.max(last.get(&item(path)).copied().unwrap_or(i));
         }
     }
     cuts
