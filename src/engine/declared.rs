@@ -12,7 +12,7 @@
 //! never compared).
 
 use crate::engine::model::EntryId;
-use std::collections::BTreeMap;
+use std::collections::{BTreeMap, HashMap};
 
 use super::canonical::Canon;
 use super::leaf_diff::LeafChange;
@@ -120,12 +120,16 @@ fn scope(s: &ScopeDecl) -> Canon {
 
 /// What `composition` declares, as a tree of its TOML keys.
 pub fn declared_tree(composition: &Composition) -> Canon {
-    declared_tree_of(composition, &|_| true)
+    declared_tree_of(composition, &|_| true, &|_| true)
 }
 
-/// [`declared_tree`] with only the entries `keep` accepts (every plugin
-/// and the rest of the composition still in it).
-fn declared_tree_of(composition: &Composition, keep: &dyn Fn(&EntryId) -> bool) -> Canon {
+/// [`declared_tree`] with only the entries `keep` and the declared plugins
+/// `keep_plugin` accept (the rest of the composition still in it).
+fn declared_tree_of(
+    composition: &Composition,
+    keep: &dyn Fn(&EntryId) -> bool,
+    keep_plugin: &dyn Fn(&str) -> bool,
+) -> Canon {
     let mut root = BTreeMap::new();
     let mut entries = BTreeMap::new();
     let mut plugins = BTreeMap::new();
@@ -133,7 +137,10 @@ fn declared_tree_of(composition: &Composition, keep: &dyn Fn(&EntryId) -> bool) 
         // A built-in kind's manifest derives from the entry's config, which
         // is compared with the entry; a declared one is its `[plugins]`
         // table, built once however many entries share it.
-        if e.manifest.kind.is_none() && !plugins.contains_key(&e.manifest.name) {
+        if e.manifest.kind.is_none()
+            && !plugins.contains_key(&e.manifest.name)
+            && keep_plugin(&e.manifest.name)
+        {
             plugins.insert(e.manifest.name.clone(), manifest(&e.manifest));
         }
         if !keep(id) {
@@ -305,13 +312,36 @@ pub fn changed_keys(old: &Composition, new: &Composition) -> Vec<LeafChange> {
             || old.skip_on_failure.contains(id) != new.skip_on_failure.contains(id)
             || old.conditions.get(id) != new.conditions.get(id)
     };
+    // Likewise a declared plugin alike on both sides (a composition of
+    // 100,000 entries may declare as many plugins).
+    let (old_plugins, new_plugins) = (declared_plugins(old), declared_plugins(new));
+    let plugin_differs = |name: &str| match (old_plugins.get(name), new_plugins.get(name)) {
+        (Some(a), Some(b)) => !(std::ptr::eq(*a, *b) || a == b),
+        (None, None) => false,
+        _ => true,
+    };
     let mut changes = super::leaf_diff::changed_leaves_with(
-        &declared_tree_of(old, &differs),
-        &declared_tree_of(new, &differs),
+        &declared_tree_of(old, &differs, &plugin_differs),
+        &declared_tree_of(new, &differs, &plugin_differs),
         &is_secret_ref,
     );
     changes.iter_mut().for_each(mask_for_display);
     changes
+}
+
+/// The declared (not built-in) plugins `composition`'s entries use, by
+/// name: the first entry's manifest of each name, as [`declared_tree`]
+/// lays it out.
+fn declared_plugins(composition: &Composition) -> HashMap<&str, &Manifest> {
+    let mut plugins = HashMap::new();
+    for e in composition.entries.values() {
+        if e.manifest.kind.is_none() {
+            plugins
+                .entry(e.manifest.name.as_str())
+                .or_insert(&*e.manifest);
+        }
+    }
+    plugins
 }
 
 /// Every leaf of an entry's configuration — its path below `config` and
@@ -556,6 +586,48 @@ config = { dsn = "postgres://u:pw-canary@h/db", api_key = "sk-canary-1", timeout
         assert_eq!(
             self::rows(&more, &more2),
             ["agents.a.budget.tokens Some(Float(10.0)) -> Some(Float(20.0)) false"]
+        );
+    }
+
+    #[test]
+    fn a_changed_added_or_removed_plugin_is_named_among_unchanged_ones() {
+        let plugin = |name: &str, version: &str| {
+            format!(
+                "[plugins.{name}]\nversion = \"{version}\"\nprovides = {{ {name}-cap = \"1.0.0\" }}\n[entries.{name}-e]\nplugin = \"{name}\"\n"
+            )
+        };
+        let old = format!(
+            "version = 1\n{}{}{}",
+            plugin("a", "1.0.0"),
+            plugin("b", "1.0.0"),
+            plugin("c", "1.0.0")
+        );
+        // `a` is edited, `b` stays, `c` goes, `d` comes (with its entry).
+        let new = format!(
+            "version = 1\n{}{}{}",
+            plugin("a", "1.1.0"),
+            plugin("b", "1.0.0"),
+            plugin("d", "1.0.0")
+        );
+        let rows = rows(&old, &new);
+        let paths: Vec<&str> = rows
+            .iter()
+            .map(|r| r.split(' ').next().unwrap_or_default())
+            .collect();
+        assert_eq!(
+            paths,
+            [
+                "entries.c-e",
+                "entries.d-e",
+                "plugins.a.version",
+                "plugins.c",
+                "plugins.d"
+            ],
+            "{rows:#?}"
+        );
+        assert!(
+            rows[2].contains(r#"Str("1.0.0")) -> Some(Str("1.1.0"))"#),
+            "{rows:#?}"
         );
     }
 
