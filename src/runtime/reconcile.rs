@@ -3,7 +3,7 @@
 //! an immutable generation — or roll back every mount of the attempt and
 //! leave the current generation untouched.
 
-use std::collections::BTreeMap;
+use std::collections::{BTreeMap, HashMap};
 use std::sync::Arc;
 
 use serde::Serialize;
@@ -494,13 +494,15 @@ impl Harness {
                 }
             }
         } else {
+            // Every entry is placed: its resolutions hashed once.
+            let resolutions = plan.resolution_index();
             for entry_id in &plan.activation_order {
                 let result = self
                     .place(
                         &mut control,
                         &composition,
                         &plan,
-                        entry_id,
+                        (entry_id, resolutions.of(entry_id.as_str())),
                         &mut chosen,
                         &mut attempt,
                     )
@@ -859,19 +861,19 @@ impl Harness {
         )
     }
 
-    /// Reuse or mount one entry; validate a new mount's contract.
+    /// Reuse or mount one entry (with its resolutions in `plan`); validate
+    /// a new mount's contract.
     async fn place(
         &self,
         control: &mut ControlState,
         composition: &Composition,
         plan: &Plan,
-        entry_id: &EntryId,
+        (entry_id, resolutions): (&EntryId, &[Resolution]),
         chosen: &mut InstanceByEntry,
         attempt: &mut Attempt,
     ) -> Result<NodeImpact, PlaceError> {
         let entry = &composition.entries[entry_id];
         let id = Arc::clone(entry_id.as_arc());
-        let resolutions = plan.resolutions_of(entry_id.as_str());
         let previous = control
             .current_by_entry
             .get(&*id)
@@ -1203,7 +1205,7 @@ fn node_identity(
 /// is placed in `chosen` (entry id → instance id).
 fn bindings_of<'p>(
     resolutions: impl IntoIterator<Item = &'p Resolution>,
-    chosen: &InstanceByEntry,
+    chosen: &impl Placed,
 ) -> Vec<(String, String, String)> {
     placed_selections(resolutions, chosen)
         .map(|(r, sel, provider_iid)| {
@@ -1218,16 +1220,35 @@ fn bindings_of<'p>(
 
 /// The resolved requirements among `resolutions` whose selected provider is
 /// placed in `chosen`, with the selection and the provider's instance id.
-fn placed_selections<'p, 'c>(
+fn placed_selections<'p, 'c, C: Placed>(
     resolutions: impl IntoIterator<Item = &'p Resolution>,
-    chosen: &'c InstanceByEntry,
+    chosen: &'c C,
 ) -> impl Iterator<Item = (&'p Resolution, &'p Selected, &'c Arc<str>)> {
     resolutions.into_iter().filter_map(move |r| {
         let (Status::Resolved, Some(sel)) = (r.status, &r.selected) else {
             return None;
         };
-        Some((r, sel, chosen.get(sel.entry.as_str())?))
+        Some((r, sel, chosen.placed(sel.entry.as_str())?))
     })
+}
+
+/// Where each placed entry's instance is found: the harness's map, or a
+/// hash map of one pass (`predict`: a lookup per binding, 100,000 times).
+trait Placed {
+    /// The instance id `entry` is placed as.
+    fn placed(&self, entry: &str) -> Option<&Arc<str>>;
+}
+
+impl Placed for InstanceByEntry {
+    fn placed(&self, entry: &str) -> Option<&Arc<str>> {
+        self.get(entry)
+    }
+}
+
+impl Placed for HashMap<&str, Arc<str>> {
+    fn placed(&self, entry: &str) -> Option<&Arc<str>> {
+        self.get(entry)
+    }
 }
 
 /// Whether `stored` are the bindings [`bindings_of`] would build, compared
@@ -1514,7 +1535,15 @@ type SeedDecision = (Decision, Vec<&'static str>, Option<Arc<str>>, Option<u64>)
 /// number, hence instance id) when the identities are equal, else rebuilt
 /// or rewired with the reasons. `None` when the seed has no such node.
 fn seed_decision(seed: &SeedState, entry: &str, identity: &NodeIdentity) -> Option<SeedDecision> {
-    let node = seed.node(entry)?;
+    seed_decision_of(seed, seed.node(entry)?, identity)
+}
+
+/// [`seed_decision`] once the stored node is found.
+fn seed_decision_of(
+    seed: &SeedState,
+    node: &super::harness::SeedNode,
+    identity: &NodeIdentity,
+) -> Option<SeedDecision> {
     if seed.sees_as(identity, &node.identity) {
         return Some((
             Decision::Reused,
@@ -1583,17 +1612,25 @@ pub fn predict(
     }
     let empty = SeedState::default();
     let seed = seed.unwrap_or(&empty);
-    let mut mounts = seed.mounts.clone();
-    let mut chosen = InstanceByEntry::new();
-    let mut entry_mounts = MountNumbers::new();
-    let mut identities = BTreeMap::new();
-    let mut impact = Vec::new();
+    // Looked up once per entry or binding, 100,000 times for as many
+    // entries: hashed once here rather than searched in sorted lists.
+    let resolutions = plan.resolution_index();
+    let seeded: HashMap<&str, &super::harness::SeedNode> = seed
+        .nodes
+        .iter()
+        .map(|n| (n.entry_id.as_str(), n))
+        .collect();
+    let order = &plan.activation_order;
+    let mut chosen: HashMap<&str, Arc<str>> = HashMap::with_capacity(order.len());
+    let mut entry_mounts = Vec::with_capacity(order.len());
+    let mut identities = Vec::with_capacity(order.len());
+    let mut impact = Vec::with_capacity(order.len());
     let mut tool_owners: BTreeMap<String, Vec<String>> = BTreeMap::new();
     let mut hashes = ManifestHashes::default();
-    for entry_id in &plan.activation_order {
+    for entry_id in order {
         let entry = &composition.entries[entry_id];
-        let id = entry_id.to_string();
-        let bindings = bindings_of(plan.resolutions_of(entry_id.as_str()), &chosen);
+        let id = entry_id.as_str();
+        let bindings = bindings_of(resolutions.of(id), &chosen);
         let identity = node_identity(
             &mut hashes,
             entry,
@@ -1601,22 +1638,24 @@ pub fn predict(
             &bindings,
             secrets,
         );
-        let (decision, reasons, old_iid, keep_mount) = seed_decision(seed, &id, &identity)
+        let (decision, reasons, old_iid, keep_mount) = seeded
+            .get(id)
+            .and_then(|node| seed_decision_of(seed, node, &identity))
             .unwrap_or((Decision::Added, vec!["entry_added"], None, None));
-        let so_far = mounts.get(&id).copied().unwrap_or(0);
+        // Each entry is placed once: its mounts so far are the stored ones.
+        let so_far = seed.mounts.get(id).copied().unwrap_or(0);
         let mount = keep_mount.unwrap_or(so_far + 1);
-        mounts.insert(id.clone(), mount.max(so_far));
-        let iid = instance_id(entry_id, mount);
+        let iid: Arc<str> = instance_id(entry_id, mount).into();
         for t in &entry.manifest.tools {
             tool_owners
                 .entry(t.name.to_string())
                 .or_default()
-                .push(id.clone());
+                .push(id.to_owned());
         }
-        let (entry_arc, iid): (Arc<str>, Arc<str>) = (Arc::clone(entry_id.as_arc()), iid.into());
-        chosen.insert(Arc::clone(&entry_arc), Arc::clone(&iid));
-        entry_mounts.insert(entry_id.clone(), mount);
-        identities.insert(id, identity);
+        let entry_arc = Arc::clone(entry_id.as_arc());
+        chosen.insert(id, Arc::clone(&iid));
+        entry_mounts.push((entry_id.clone(), mount));
+        identities.push((id.to_owned(), identity));
         impact.push(NodeImpact {
             entry_id: entry_arc,
             decision,
@@ -1638,6 +1677,11 @@ pub fn predict(
             impact.push(left_out(composition, plan, &n.entry_id, &n.instance_id));
         }
     }
+    // Sorted once, then built in order.
+    entry_mounts.sort_unstable_by(|a, b| a.0.cmp(&b.0));
+    identities.sort_unstable_by(|a, b| a.0.cmp(&b.0));
+    let entry_mounts: MountNumbers = entry_mounts.into_iter().collect();
+    let identities: BTreeMap<String, NodeIdentity> = identities.into_iter().collect();
     impact.sort_by(|a, b| a.entry_id.cmp(&b.entry_id));
     let snapshot_at = |sequence: u64| -> Result<Digests, ReconcileError> {
         let ctx = SnapshotContext {

@@ -878,7 +878,19 @@ fn prop_oracle(desc: &Desc) -> Result<(), TestCaseError> {
     let Some(c) = build_plain(desc) else {
         return Ok(());
     };
-    check_oracle(&c, &resolve(&c))
+    let plan = resolve(&c);
+    // The hashed index answers what the sorted search does, for every id
+    // (those naming no entry included).
+    let index = plan.resolution_index();
+    for id in IDS {
+        prop_assert_eq!(
+            index.of(id),
+            plan.resolutions_of(id),
+            "resolutions of {}",
+            id
+        );
+    }
+    check_oracle(&c, &plan)
 }
 
 fn prop_permutation(desc: &Desc, order: Order) -> Result<(), TestCaseError> {

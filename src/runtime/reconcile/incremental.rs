@@ -112,7 +112,14 @@ impl Harness {
             let entry_id = &plan.activation_order[p];
             let old = control.current_by_entry.get(entry_id.as_str()).cloned();
             let decision = self
-                .place(control, composition, plan, entry_id, &mut chosen, attempt)
+                .place(
+                    control,
+                    composition,
+                    plan,
+                    (entry_id, plan.resolutions_of(entry_id.as_str())),
+                    &mut chosen,
+                    attempt,
+                )
                 .await?;
             if decision.new_instance_id != decision.old_instance_id {
                 remounted.push(p);
