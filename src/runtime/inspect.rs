@@ -24,7 +24,7 @@ impl Harness {
     /// Every managed instance (current and retained), by instance id.
     pub async fn instances(&self) -> Vec<InstanceView> {
         let control = self.shared.control.lock().await;
-        control
+        let mut views: Vec<InstanceView> = control
             .instances
             .iter()
             .map(|(iid, m)| InstanceView {
@@ -38,7 +38,10 @@ impl Harness {
                     .context()
                     .map_or(0, super::context::PluginContext::live_effects),
             })
-            .collect()
+            .collect();
+        // The map is hashed: listed by instance id, as promised.
+        views.sort_unstable_by(|a, b| a.instance_id.cmp(&b.instance_id));
+        views
     }
 
     /// State and health of the instance the current generation uses for
