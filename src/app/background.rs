@@ -10,8 +10,9 @@
 //! the reload what is left, so a reload under load takes longer and the
 //! runs do not notice it. A thread's priority can be lowered but not raised
 //! again without privilege, so each piece of work gets a fresh thread that
-//! ends with it — never a pooled one — and nothing that holds a lock runs
-//! serve needs (the store's) runs on it.
+//! ends with it — never a pooled one — and nothing that holds a lock the
+//! runs wait on (the store's) runs on it: a low-priority holder would make
+//! them wait longer, not shorter.
 
 use super::error::AppError;
 
