@@ -68,19 +68,25 @@ impl CheckReport {
 /// Check the composition at `path`.
 pub fn check_file(path: &Path, reporter: &dyn Reporter) -> Result<CheckReport, AppError> {
     let workspace = load_file(path, &RunEnv::process(), reporter)?;
-    let mut findings = plan_diagnostics(&workspace.composition, &workspace.tree, &workspace.plan);
-    // What the default policy will do with each tool (warnings).
     let lock = super::lock::read_lock(path);
-    let tools = list_tools(&workspace.composition, &workspace.plan, lock.as_ref());
-    findings.extend(tool_policy_findings(
-        &workspace.composition,
-        &workspace.tree,
-        &workspace.plan,
-        &tools,
-    ));
-    // The refusal publish would make (its problems are among the findings,
-    // so it is not reported again).
-    let refusal = super::refusal::refusal(&workspace.composition, &workspace.plan, false);
+    let (c, tree, plan) = (&workspace.composition, &workspace.tree, &workspace.plan);
+    // Listing the tools (a `command` entry's policies are read from its
+    // configuration) beside the plan's findings and the refusal: they
+    // share nothing, and each is a pass over every entry.
+    let (tools, (mut findings, refusal)) = crate::engine::parallel::join(
+        c.entries.len(),
+        || list_tools(c, plan, lock.as_ref()),
+        || {
+            (
+                plan_diagnostics(c, tree, plan),
+                // The refusal publish would make (its problems are among
+                // the findings, so it is not reported again).
+                super::refusal::refusal(c, plan, false),
+            )
+        },
+    );
+    // What the default policy will do with each tool (warnings).
+    findings.extend(tool_policy_findings(c, tree, plan, &tools));
     let verdict = if !workspace.plan.is_complete() {
         Verdict::Pending
     } else if refusal.is_some_and(|r| !r.problems.is_empty()) {
