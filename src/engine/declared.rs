@@ -316,7 +316,7 @@ pub fn changed_keys(old: &Composition, new: &Composition) -> Vec<LeafChange> {
     // 100,000 entries may declare as many plugins).
     let (old_plugins, new_plugins) = (declared_plugins(old), declared_plugins(new));
     let plugin_differs = |name: &str| match (old_plugins.get(name), new_plugins.get(name)) {
-        (Some(a), Some(b)) => !(std::ptr::eq(*a, *b) || a == b),
+        (Some(a), Some(b)) => !(std::ptr::eq(*a, *b) || (a == b && same_version_texts(a, b))),
         (None, None) => false,
         _ => true,
     };
@@ -327,6 +327,22 @@ pub fn changed_keys(old: &Composition, new: &Composition) -> Vec<LeafChange> {
     );
     changes.iter_mut().for_each(mask_for_display);
     changes
+}
+
+/// Whether two manifests equal as versions (`1.2` is `1.2.0`) also write
+/// their versions alike, as the declared tree lays them out: a rewritten
+/// version is a changed key.
+fn same_version_texts(a: &Manifest, b: &Manifest) -> bool {
+    a.version.as_str() == b.version.as_str()
+        && a.provides
+            .iter()
+            .zip(b.provides.iter())
+            .all(|((_, x), (_, y))| {
+                x.versions
+                    .iter()
+                    .map(|v| v.as_str())
+                    .eq(y.versions.iter().map(|v| v.as_str()))
+            })
 }
 
 /// The declared (not built-in) plugins `composition`'s entries use, by
@@ -627,6 +643,25 @@ config = { dsn = "postgres://u:pw-canary@h/db", api_key = "sk-canary-1", timeout
         );
         assert!(
             rows[2].contains(r#"Str("1.0.0")) -> Some(Str("1.1.0"))"#),
+            "{rows:#?}"
+        );
+        // Versions equal as versions but written otherwise are changed keys
+        // too, as the whole trees compared them.
+        let rewritten = old
+            .replace(
+                "[plugins.b]\nversion = \"1.0.0\"",
+                "[plugins.b]\nversion = \"1.0\"",
+            )
+            .replace("c-cap = \"1.0.0\"", "c-cap = \"1\"");
+        assert_ne!(rewritten, old);
+        let rows = self::rows(&old, &rewritten);
+        let paths: Vec<&str> = rows
+            .iter()
+            .map(|r| r.split(' ').next().unwrap_or_default())
+            .collect();
+        assert_eq!(
+            paths,
+            ["plugins.b.version", "plugins.c.provides.c-cap"],
             "{rows:#?}"
         );
     }
