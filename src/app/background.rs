@@ -1,6 +1,12 @@
-//! Work a server does beside the runs it serves — reading, resolving and
-//! reconciling an edited composition, cutting its publication into chunks —
-//! on a thread of its own at a lower scheduling priority.
+//! Work a server does beside the runs it serves — reading and resolving an
+//! edited composition, preparing its publication and cutting it into
+//! chunks — on a thread of its own at a lower scheduling priority.
+//!
+//! Only pure computation goes here — never work that starts a program (a
+//! child inherits its thread's priority for life: an `mcp` server mounted
+//! by a reconcile would answer every later tool call slowly), takes a lock
+//! the runs wait on, or hands work to tokio's blocking pool (a pool thread
+//! started from here would stay lowered and later write the store).
 //!
 //! Why it exists: a reload of a large composition is tens to hundreds of
 //! milliseconds of CPU. On a tokio blocking thread it competes as an equal
@@ -10,9 +16,7 @@
 //! the reload what is left, so a reload under load takes longer and the
 //! runs do not notice it. A thread's priority can be lowered but not raised
 //! again without privilege, so each piece of work gets a fresh thread that
-//! ends with it — never a pooled one — and nothing that holds a lock the
-//! runs wait on (the store's) runs on it: a low-priority holder would make
-//! them wait longer, not shorter.
+//! ends with it — never a pooled one.
 
 use super::error::AppError;
 
@@ -31,11 +35,28 @@ pub(crate) async fn beside_runs<T: Send + 'static>(
         .name(format!("chassis-{name}"))
         .spawn(move || {
             lower_priority();
-            let _ = tx.send(work());
+            // A panic is an error the caller reports, with its message.
+            let done = std::panic::catch_unwind(std::panic::AssertUnwindSafe(work))
+                .map_err(|panic| panic_text(panic.as_ref()));
+            let _ = tx.send(done);
         })
         .map_err(|e| AppError::failure(format!("starting the {name} thread: {e}")))?;
-    rx.await
-        .map_err(|_| AppError::failure(format!("the {name} stopped before it finished")))
+    match rx.await {
+        Ok(Ok(done)) => Ok(done),
+        Ok(Err(panic)) => Err(AppError::failure(format!("the {name} panicked: {panic}"))),
+        Err(_) => Err(AppError::failure(format!(
+            "the {name} stopped before it finished"
+        ))),
+    }
+}
+
+/// What a panic said, when it said it as text.
+fn panic_text(panic: &(dyn std::any::Any + Send)) -> String {
+    panic
+        .downcast_ref::<&str>()
+        .map(|s| (*s).to_owned())
+        .or_else(|| panic.downcast_ref::<String>().cloned())
+        .unwrap_or_else(|| "(no message)".to_owned())
 }
 
 /// Lower the calling thread's priority; where that is refused, the work
@@ -82,8 +103,9 @@ mod tests {
     }
 
     #[tokio::test]
-    async fn a_panic_in_the_work_is_an_error_not_a_crash() {
-        let result = beside_runs("test", || -> u8 { panic!("boom") }).await;
-        assert!(result.is_err());
+    async fn a_panic_in_the_work_is_an_error_that_says_it() {
+        let result = beside_runs("test", || -> u8 { panic!("boom {}", 7) }).await;
+        let error = result.expect_err("an error").to_string();
+        assert!(error.contains("the test panicked: boom 7"), "{error}");
     }
 }

@@ -614,8 +614,11 @@ impl Host {
         self.inner
             .builtin
             .set_lock(super::lock::read_lock(&self.inner.file));
-        // Reconciling is CPU work that grows with the composition: beside
-        // the runs, so the async workers keep serving them.
+        // Reconciling is CPU work that grows with the composition: on a
+        // blocking thread, so the async workers keep serving runs. At
+        // normal priority, not beside them: it mounts plugins, and a
+        // program started from a lowered thread (an `mcp` server, a
+        // process plugin) would keep its priority for life.
         let harness = self.inner.harness.clone();
         let runtime = tokio::runtime::Handle::current();
         let super::workspace::Workspace {
@@ -624,10 +627,11 @@ impl Host {
             plan,
             ..
         } = ws;
-        let report = super::background::beside_runs("reconcile", move || {
+        let report = tokio::task::spawn_blocking(move || {
             runtime.block_on(harness.reconcile_resolved(composition, tree, plan))
         })
-        .await??;
+        .await
+        .map_err(|e| AppError::failure(format!("the reconcile stopped: {e}")))??;
         super::publish::notice_quarantined(&self.inner.caller, &report);
         self.record(&report).await?;
         Ok(report)
