@@ -9,7 +9,7 @@ use crate::engine::snapshot::{Digests, EnvelopeView, SnapshotRecord};
 use super::env::RunEnv;
 use super::error::AppError;
 use super::report::{Notice, Reporter};
-use super::workspace::load_file;
+use super::workspace::{Workspace, load_file};
 
 /// What to snapshot.
 #[derive(Clone, Debug)]
@@ -32,6 +32,10 @@ pub struct SnapshotOutcome {
     pub digests: Digests,
     /// The file it was written to (`out`).
     pub written: Option<PathBuf>,
+    /// The load it was built from: a one-shot caller may keep it until the
+    /// process exits rather than free a 100,000-entry composition entry by
+    /// entry.
+    pub workspace: Workspace,
 }
 
 /// Build the snapshot document (and write it to `out`).
@@ -63,6 +67,7 @@ pub fn snapshot(
         record,
         digests,
         written: options.out.clone(),
+        workspace: ws,
     };
     if let Some(out) = &options.out {
         write(out, &outcome.document())?;

@@ -50,6 +50,7 @@ pub fn run(ui: &Ui, args: &SnapshotArgs) -> Result<ExitStatus, ExitStatus> {
         .map_err(|e| super::super::report::fail(ui, &e))?;
     let Some(out) = &outcome.written else {
         ui.out_json(&outcome.document());
+        super::super::exit::keep_until_exit(outcome);
         return Ok(ExitStatus::Success);
     };
     let d = &outcome.digests;
@@ -66,5 +67,6 @@ pub fn run(ui: &Ui, args: &SnapshotArgs) -> Result<ExitStatus, ExitStatus> {
             d.digest, d.semantic_digest, d.physical_digest
         )),
     }
+    super::super::exit::keep_until_exit(outcome);
     Ok(ExitStatus::Success)
 }
