@@ -625,13 +625,15 @@ config = { dsn = "postgres://u:pw-canary@h/db", api_key = "sk-canary-1", timeout
             plugin("b", "1.0.0"),
             plugin("d", "1.0.0")
         );
+        // The changed keys' paths.
+        let paths = |rows: &[String]| -> Vec<String> {
+            rows.iter()
+                .map(|r| r.split(' ').next().unwrap_or_default().to_owned())
+                .collect()
+        };
         let rows = rows(&old, &new);
-        let paths: Vec<&str> = rows
-            .iter()
-            .map(|r| r.split(' ').next().unwrap_or_default())
-            .collect();
         assert_eq!(
-            paths,
+            paths(&rows),
             [
                 "entries.c-e",
                 "entries.d-e",
@@ -655,12 +657,8 @@ config = { dsn = "postgres://u:pw-canary@h/db", api_key = "sk-canary-1", timeout
             .replace("c-cap = \"1.0.0\"", "c-cap = \"1\"");
         assert_ne!(rewritten, old);
         let rows = self::rows(&old, &rewritten);
-        let paths: Vec<&str> = rows
-            .iter()
-            .map(|r| r.split(' ').next().unwrap_or_default())
-            .collect();
         assert_eq!(
-            paths,
+            paths(&rows),
             ["plugins.b.version", "plugins.c.provides.c-cap"],
             "{rows:#?}"
         );
