@@ -608,28 +608,15 @@ fn diff_requirements(out: &mut Collector, old: &SnapshotRecord, new: &SnapshotRe
     let (a, b) = (index(old), index(new));
     let subject = |(path, consumer, cap): Key<'_>| format!("{path}::{consumer}::{cap}");
     let (mut a, mut b) = (a.into_iter().peekable(), b.into_iter().peekable());
-    loop {
-        // The two sides merged in key order.
-        let (key, o, n) = match (a.peek(), b.peek()) {
-            (None, None) => break,
-            (Some(&(ka, _)), Some(&(kb, _))) if ka == kb => {
-                let (key, o) = a.next().unwrap_or_else(|| unreachable!("peeked"));
-                let (_, n) = b.next().unwrap_or_else(|| unreachable!("peeked"));
-                (key, Some(o), Some(n))
-            }
-            (Some(&(ka, _)), Some(&(kb, _))) if ka < kb => {
-                let (key, o) = a.next().unwrap_or_else(|| unreachable!("peeked"));
-                (key, Some(o), None)
-            }
-            (Some(_), None) => {
-                let (key, o) = a.next().unwrap_or_else(|| unreachable!("peeked"));
-                (key, Some(o), None)
-            }
-            (_, Some(_)) => {
-                let (key, n) = b.next().unwrap_or_else(|| unreachable!("peeked"));
-                (key, None, Some(n))
-            }
-        };
+    // The two sides merged in key order: the smaller key next, with the
+    // other side's row when it has the same key.
+    while let Some(key) = match (a.peek(), b.peek()) {
+        (Some(&(ka, _)), Some(&(kb, _))) => Some(ka.min(kb)),
+        (Some(&(k, _)), None) | (None, Some(&(k, _))) => Some(k),
+        (None, None) => None,
+    } {
+        let o = a.next_if(|(k, _)| *k == key).map(|(_, o)| o);
+        let n = b.next_if(|(k, _)| *k == key).map(|(_, n)| n);
         let req = Category::Requirement;
         let (o, n) = match (o, n) {
             (None, None) => continue,

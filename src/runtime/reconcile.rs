@@ -1642,9 +1642,9 @@ pub fn predict(
             .get(id)
             .and_then(|node| seed_decision_of(seed, node, &identity))
             .unwrap_or((Decision::Added, vec!["entry_added"], None, None));
-        // Each entry is placed once: its mounts so far are the stored ones.
-        let so_far = seed.mounts.get(id).copied().unwrap_or(0);
-        let mount = keep_mount.unwrap_or(so_far + 1);
+        // A reused node keeps its mount; another mounts once more than the
+        // store counted (each entry is placed once).
+        let mount = keep_mount.unwrap_or_else(|| seed.mounts.get(id).copied().unwrap_or(0) + 1);
         let iid: Arc<str> = instance_id(entry_id, mount).into();
         for t in &entry.manifest.tools {
             tool_owners
