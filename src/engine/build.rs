@@ -267,6 +267,7 @@ impl CompositionBuilder {
                     result: None,
                     guide: None,
                     origin: None,
+                    policy: None,
                 });
             }
             m.tools.sort_by(|a, b| a.name.cmp(&b.name));

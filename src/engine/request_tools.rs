@@ -194,6 +194,7 @@ mod tests {
             result: None,
             guide: None,
             origin: None,
+            policy: None,
         }
     }
 

@@ -100,14 +100,18 @@ pub fn list_tools(composition: &Composition, plan: &Plan, lock: Option<&Lock>) -
         }
         let kind = entry.manifest.kind.as_deref().unwrap_or("declared");
         let active = active_ids.contains(id);
-        // Read only where the kind's policies come from it; a loaded
-        // `command` entry's configuration passed its schema at load.
-        let config = if kind == mcp::KIND.name || kind == command::KIND.name {
+        // A loaded `command` entry's tools carry the policies its
+        // configuration gives them (kept from deriving its manifest); the
+        // configuration is read only where they do not, or where an `mcp`
+        // entry's policies come from it.
+        let is_command = kind == command::KIND.name;
+        let kept = is_command && entry.manifest.tools.iter().all(|t| t.policy.is_some());
+        let config = if kind == mcp::KIND.name || (is_command && !kept) {
             entry.config.to_json()
         } else {
             serde_json::Value::Null
         };
-        let commands = (kind == command::KIND.name)
+        let commands = (is_command && !kept)
             .then(|| command::parse_checked(&config).ok())
             .flatten();
         let locked = (kind == mcp::KIND.name)
@@ -123,6 +127,8 @@ pub fn list_tools(composition: &Composition, plan: &Plan, lock: Option<&Lock>) -
                     PolicySource::Annotations,
                     Some(remote),
                 )
+            } else if let (true, Some(policy)) = (kept, &t.policy) {
+                (policy.as_ref().clone(), PolicySource::Config, None)
             } else if let Some(c) = &commands {
                 match c.tools.iter().find(|x| x.name == t.name) {
                     Some(spec) => (spec.policy.clone(), PolicySource::Config, None),
@@ -237,5 +243,60 @@ mod tests {
         assert_eq!(scopes[1].scope, "/sub");
         assert_eq!(scopes[1].tools, ["search"]);
         assert!(scopes[1].restricted);
+    }
+
+    /// A `command` entry's tools list the policies its configuration
+    /// gives them, whether they come from its derived manifest or from
+    /// reading the configuration again.
+    #[test]
+    fn command_policies_come_from_the_configuration_either_way() {
+        let config = crate::engine::builtin::test_config(serde_json::json!({
+            "tools": [
+                { "name": "save", "description": "s", "argv": ["tee", "{/path}"],
+                  "permissions": ["filesystem.write:{/path}"], "approval_required": true },
+                { "name": "count", "description": "c", "argv": ["wc"], "idempotent": true,
+                  "timeout_seconds": 5 }
+            ]
+        }));
+        let manifest = command::KIND.derive(&config).unwrap();
+        assert!(manifest.tools.iter().all(|t| t.policy.is_some()));
+        let mut comp = CompositionBuilder::new()
+            .entry("cmd")
+            .config(config)
+            .build()
+            .unwrap();
+        let entry = comp.entries.values_mut().next().unwrap();
+        entry.manifest = std::sync::Arc::new(manifest);
+        let tree = ScopeTree::new(&comp);
+        let plan = resolve_with_tree(&comp, &tree);
+        let kept = list_tools(&comp, &plan, None);
+        let policies: Vec<(&str, bool, bool, Option<f64>, PolicySource)> = kept
+            .iter()
+            .map(|t| {
+                (
+                    t.name.as_str(),
+                    t.policy.approval_required,
+                    t.policy.idempotent,
+                    t.policy.timeout_seconds,
+                    t.policy_source,
+                )
+            })
+            .collect();
+        assert_eq!(
+            policies,
+            [
+                ("count", false, true, Some(5.0), PolicySource::Config),
+                ("save", true, false, Some(30.0), PolicySource::Config)
+            ]
+        );
+        assert_eq!(kept[1].policy.permissions, ["filesystem.write:{/path}"]);
+        // Without the kept policies, the configuration is read again.
+        let entry = comp.entries.values_mut().next().unwrap();
+        let mut bare = (*entry.manifest).clone();
+        for t in &mut bare.tools {
+            t.policy = None;
+        }
+        entry.manifest = std::sync::Arc::new(bare);
+        assert_eq!(list_tools(&comp, &plan, None), kept);
     }
 }

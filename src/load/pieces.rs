@@ -89,10 +89,13 @@ fn scan(text: &str) -> Option<Vec<Site<'_>>> {
     let source = Source::new(text);
     let mut tokens = source.lex().filter(|t| t.kind() != TokenKind::Whitespace);
     let mut root = Vec::new();
-    let mut sites = vec![Site {
+    // About one header per 64 bytes in a large file of small tables: grown
+    // one push at a time, the vector was copied a dozen times.
+    let mut sites = Vec::with_capacity(text.len() / 64 + 1);
+    sites.push(Site {
         start: 0,
         paths: Paths::Many(Vec::new()),
-    }];
+    });
     let mut depth = 0usize;
     let mut line_start = true;
     let raw = |t: &toml_parser::lexer::Token| text.get(t.span().start()..t.span().end());
@@ -204,7 +207,8 @@ fn cuts<'t>(sites: &[Site<'t>], piece: usize) -> Vec<usize> {
         }
     };
     // The last site naming each item.
-    let mut last: HashMap<Path<'t>, usize> = HashMap::with_capacity(sites.len());
+    let mut last: HashMap<Path<'t>, usize, foldhash::fast::RandomState> =
+        HashMap::with_capacity_and_hasher(sites.len(), foldhash::fast::RandomState::default());
     for (i, site) in sites.iter().enumerate() {
         for path in site.paths.iter() {
             last.insert(item(path), i);

@@ -595,6 +595,7 @@ fn tools(cx: &mut FileCtx<'_>, node: &Node<'_, '_>, plugin: &str) -> Vec<ToolDec
                     result,
                     guide: tool_guide,
                     origin,
+                    policy: None,
                 },
             );
         }

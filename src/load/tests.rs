@@ -94,6 +94,7 @@ fn expected_full() -> Composition {
         result: None,
         guide: None,
         origin: None,
+        policy: None,
     };
     app.tools = vec![
         tool("answer", "Answer a question.", None),

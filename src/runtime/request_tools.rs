@@ -31,6 +31,7 @@ fn decl_of(r: &ToolRegistration) -> Result<ToolDecl, RequestToolsError> {
         result: None,
         guide: None,
         origin: None,
+        policy: None,
     })
 }
 

@@ -36,5 +36,6 @@ pub fn run(ui: &Ui, args: &GraphArgs) -> Result<ExitStatus, ExitStatus> {
         Format::Json => ui.out_json(&render::json(&ws)),
         _ => ui.out(&render::dot(&ws)),
     }
+    super::super::exit::keep_until_exit(ws);
     Ok(ExitStatus::Success)
 }

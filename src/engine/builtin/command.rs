@@ -334,6 +334,7 @@ impl CommandToolSpec {
             result: None,
             guide: None,
             origin: None,
+            policy: Some(Box::new(self.policy.clone())),
         }
     }
 

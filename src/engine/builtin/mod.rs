@@ -133,7 +133,7 @@ impl BuiltinKind {
     /// Check `config` against the schema, then derive the manifest: every
     /// problem, or the manifest (with `kind` set to this kind's name).
     pub fn derive(&self, config: &ConfigValue) -> Result<Manifest, Vec<ConfigProblem>> {
-        let problems: Vec<ConfigProblem> = schema_check::check(&self.schema(), &config.to_json())
+        let problems: Vec<ConfigProblem> = schema_check::check_instance(&self.schema(), config)
             .into_iter()
             .map(|v| ConfigProblem::new(v.pointer, v.message))
             .collect();

@@ -100,6 +100,11 @@ pub struct ToolDecl {
     pub guide: Option<super::guide::AgentGuide>,
     /// Where it was declared.
     pub origin: Option<Origin>,
+    /// The policy its built-in kind's configuration gives it (a `command`
+    /// tool's), kept from deriving the manifest so listing the tools need
+    /// not read the configuration again. Not part of the contract: it comes
+    /// from the configuration, which the entry's identity covers.
+    pub policy: Option<Box<crate::engine::policy::ToolPolicy>>,
 }
 
 impl ToolDecl {
@@ -114,17 +119,19 @@ impl ToolDecl {
             result: None,
             guide: None,
             origin: None,
+            policy: None,
         })
     }
 }
 
+// The policy comes from the configuration: it is not part of the contract.
 eq_but_origin!(ToolDecl {
     name,
     description,
     args_schema,
     result,
     guide
-});
+} ignoring policy);
 
 /// A plugin manifest.
 #[derive(Clone, Debug)]

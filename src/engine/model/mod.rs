@@ -11,11 +11,12 @@
 /// same thing in different places are the same composition (a reload that
 /// only moved declarations changes nothing). Every field is named, so a new
 /// one cannot be left out of the comparison.
+/// Fields listed after `ignoring` are derived from others and left out too.
 macro_rules! eq_but_origin {
-    ($ty:ident { $($field:ident),+ $(,)? }) => {
+    ($ty:ident { $($field:ident),+ $(,)? } $(ignoring $($derived:ident),+)?) => {
         impl PartialEq for $ty {
             fn eq(&self, other: &Self) -> bool {
-                let Self { $($field,)+ origin: _ } = self;
+                let Self { $($field,)+ origin: _, $($($derived: _,)+)? } = self;
                 $(*$field == other.$field)&&+
             }
         }
