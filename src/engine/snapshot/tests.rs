@@ -584,3 +584,66 @@ fn the_envelope_view_writes_the_canon_envelope_byte_for_byte() {
         );
     }
 }
+
+/// The tool hashes written once from each declaration's text are the
+/// hashes of the canonical trees they replaced: every tool sorted by name
+/// (equal names in activation order), and per name the list of its
+/// declarations.
+#[test]
+fn tool_hashes_are_the_canon_ones_with_repeated_names() {
+    use crate::engine::canonical::stable_hash;
+    let schema = serde_json::json!({
+        "type": "object",
+        "properties": {"z": {"type": "number", "maximum": 2.5}, "a": {"enum": ["x", 1]}},
+        "required": ["a"]
+    });
+    let c = CompositionBuilder::new()
+        .entry("b")
+        .tool("search", "finds \"it\"", Some(schema.clone()))
+        .tool("write", "writes", None)
+        .entry("a")
+        .tool("search", "looks", None)
+        .tool(
+            "alpha",
+            "first",
+            Some(serde_json::json!({"type": "object"})),
+        )
+        .build()
+        .unwrap();
+    let s = snapshot_of(&c);
+    let plan = resolve(&c);
+    let active: Vec<&crate::engine::model::Entry> = plan
+        .activation_order
+        .iter()
+        .map(|id| &c.entries[id])
+        .collect();
+    let decl = |t: &crate::engine::model::ToolDecl| {
+        Canon::map([
+            ("name", Canon::from(t.name.as_str())),
+            ("description", Canon::from(t.description.as_str())),
+            (
+                "args",
+                t.args_schema.as_ref().map_or(Canon::Null, Canon::from_json),
+            ),
+        ])
+    };
+    let mut all: Vec<(&str, Canon)> = active
+        .iter()
+        .flat_map(|e| e.manifest.tools.iter().map(|t| (t.name.as_str(), decl(t))))
+        .collect();
+    all.sort_by(|a, b| a.0.cmp(b.0));
+    let whole = stable_hash(&Canon::List(all.iter().map(|(_, d)| d.clone()).collect())).unwrap();
+    assert_eq!(s.tool_schema_hash, whole);
+    let mut by_name: std::collections::BTreeMap<String, Vec<Canon>> = Default::default();
+    for (name, d) in all {
+        by_name.entry(name.to_owned()).or_default().push(d);
+    }
+    assert_eq!(by_name["search"].len(), 2);
+    let contracts = Canon::Map(
+        by_name
+            .into_iter()
+            .map(|(n, ds)| (n, Canon::Str(stable_hash(&Canon::List(ds)).unwrap())))
+            .collect(),
+    );
+    assert_eq!(s.metadata[TOOL_CONTRACTS], contracts);
+}
