@@ -72,6 +72,12 @@ pub trait Instance: Sized {
     fn members(&self) -> Vec<(&str, &Self)>;
     /// Whether this equals `json` as JSON.
     fn equals(&self, json: &Value) -> bool;
+    /// A boolean.
+    fn as_bool(&self) -> Option<bool>;
+    /// A non-negative integer.
+    fn as_u64(&self) -> Option<u64>;
+    /// This value as JSON.
+    fn to_value(&self) -> Value;
 }
 
 impl Instance for Value {
@@ -112,6 +118,15 @@ impl Instance for Value {
     }
     fn equals(&self, json: &Value) -> bool {
         self == json
+    }
+    fn as_bool(&self) -> Option<bool> {
+        Value::as_bool(self)
+    }
+    fn as_u64(&self) -> Option<u64> {
+        Value::as_u64(self)
+    }
+    fn to_value(&self) -> Value {
+        self.clone()
     }
 }
 
@@ -172,6 +187,21 @@ impl Instance for ConfigValue {
     }
     fn equals(&self, json: &Value) -> bool {
         self.to_json() == *json
+    }
+    fn as_bool(&self) -> Option<bool> {
+        match self {
+            ConfigValue::Bool(b) => Some(*b),
+            _ => None,
+        }
+    }
+    fn as_u64(&self) -> Option<u64> {
+        match self {
+            ConfigValue::Int(i) => u64::try_from(*i).ok(),
+            _ => None,
+        }
+    }
+    fn to_value(&self) -> Value {
+        self.to_json()
     }
 }
 

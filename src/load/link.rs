@@ -10,6 +10,7 @@ use super::walk::{Def, EntryDecl};
 use crate::engine::diag::{Code, Diagnostic, did_you_mean};
 use crate::engine::model::{Composition, Entry, EntryRef, Manifest};
 use crate::engine::span::Origin;
+use crate::engine::tree::FxHashMap;
 
 /// Keep the first definition of every name, reporting the others. Without
 /// duplicates (the usual case) the vector is returned as it came: at
@@ -17,8 +18,8 @@ use crate::engine::span::Origin;
 fn first_defs<T>(defs: Vec<Def<T>>, kind: &str, diags: &mut Vec<Diagnostic>) -> Vec<Def<T>> {
     use std::collections::hash_map::Entry as Slot;
     // Only looked up, never iterated: the reports follow `defs`' order.
-    let mut seen: std::collections::HashMap<&str, Origin> =
-        std::collections::HashMap::with_capacity(defs.len());
+    let mut seen: FxHashMap<&str, Origin> =
+        FxHashMap::with_capacity_and_hasher(defs.len(), Default::default());
     let mut again = vec![false; defs.len()];
     for (i, def) in defs.iter().enumerate() {
         match seen.entry(def.name.as_str()) {
@@ -68,7 +69,7 @@ fn gather<T>(all: &mut Vec<T>, more: Vec<T>) {
 fn check_tool_schemas(comp: &Composition, diags: &mut Vec<Diagnostic>) {
     // Keyed by the schema itself (JSON values hash): rendering each one to
     // text to compare was a tenth of linking 100,000 `command` entries.
-    let mut seen: std::collections::HashSet<&serde_json::Value> = std::collections::HashSet::new();
+    let mut seen: FxHashMap<&serde_json::Value, ()> = FxHashMap::default();
     for (id, entry) in &comp.entries {
         let from_lock =
             entry.manifest.kind.as_deref() == Some(crate::engine::builtin::mcp::KIND.name);
@@ -76,7 +77,7 @@ fn check_tool_schemas(comp: &Composition, diags: &mut Vec<Diagnostic>) {
             let Some(schema) = &tool.args_schema else {
                 continue;
             };
-            if !seen.insert(schema) {
+            if seen.insert(schema, ()).is_some() {
                 continue;
             }
             let origin = tool.origin.or(entry.origin);

@@ -46,6 +46,7 @@ use super::{BuiltinKind, ConfigProblem};
 use crate::engine::model::{ConfigValue, Manifest, ToolDecl, ToolName};
 use crate::engine::policy::{JsonPointer, PermissionTemplate, ToolPolicy};
 use crate::engine::schema_check;
+use crate::engine::schema_check::Instance;
 use crate::engine::version::Version;
 
 /// The kind.
@@ -440,13 +441,13 @@ pub fn check_env_names(names: &[String], pointer: &str, problems: &mut Vec<Confi
 }
 
 /// A timeout in seconds at `pointer`, default `default`.
-pub fn parse_timeout(
-    v: Option<&Value>,
+pub fn parse_timeout<I: Instance>(
+    v: Option<&I>,
     default: f64,
     pointer: &str,
     problems: &mut Vec<ConfigProblem>,
 ) -> Duration {
-    let secs = v.and_then(Value::as_f64).unwrap_or(default);
+    let secs = v.and_then(I::as_f64).unwrap_or(default);
     if !(secs.is_finite() && secs > 0.0 && secs <= MAX_TIMEOUT_SECONDS) {
         problems.push(ConfigProblem::new(
             pointer,
@@ -457,10 +458,14 @@ pub fn parse_timeout(
     Duration::from_secs_f64(secs)
 }
 
-fn parse_tool(i: usize, t: &Value, problems: &mut Vec<ConfigProblem>) -> Option<CommandToolSpec> {
+fn parse_tool<I: Instance>(
+    i: usize,
+    t: &I,
+    problems: &mut Vec<ConfigProblem>,
+) -> Option<CommandToolSpec> {
     let at = |k: &str| format!("/tools/{i}/{k}");
     let before = problems.len();
-    let name_text = t.get("name").and_then(Value::as_str).unwrap_or_default();
+    let name_text = t.get("name").and_then(I::as_str).unwrap_or_default();
     let name = match ToolName::new(name_text) {
         Ok(n) => Some(n),
         Err(e) => {
@@ -497,9 +502,9 @@ fn parse_tool(i: usize, t: &Value, problems: &mut Vec<ConfigProblem>) -> Option<
             }
         }
     }
-    let input = t.get("input").and_then(Value::as_str).unwrap_or("json");
+    let input = t.get("input").and_then(I::as_str).unwrap_or("json");
     let flags = input == "flags";
-    let stdin = match t.get("stdin").and_then(Value::as_str) {
+    let stdin = match t.get("stdin").and_then(I::as_str) {
         Some(s) => match ArgTemplate::parse(s) {
             Ok(t) => StdinSource::Template(t),
             Err(e) => {
@@ -510,7 +515,7 @@ fn parse_tool(i: usize, t: &Value, problems: &mut Vec<ConfigProblem>) -> Option<
         None if input == "json" => StdinSource::Json,
         None => StdinSource::Null,
     };
-    let output = match t.get("output").and_then(Value::as_str) {
+    let output = match t.get("output").and_then(I::as_str) {
         Some("json") => OutputMode::Json,
         _ => OutputMode::Text,
     };
@@ -539,19 +544,13 @@ fn parse_tool(i: usize, t: &Value, problems: &mut Vec<ConfigProblem>) -> Option<
     };
     let policy = ToolPolicy {
         permissions: super::string_array(t.get("permissions")),
-        idempotent: t
-            .get("idempotent")
-            .and_then(Value::as_bool)
-            .unwrap_or(false),
+        idempotent: t.get("idempotent").and_then(I::as_bool).unwrap_or(false),
         side_effects: super::string_array(t.get("side_effects")),
         timeout_seconds: Some(timeout.as_secs_f64()),
-        cost_class: t
-            .get("cost_class")
-            .and_then(Value::as_str)
-            .map(str::to_owned),
+        cost_class: t.get("cost_class").and_then(I::as_str).map(str::to_owned),
         approval_required: t
             .get("approval_required")
-            .and_then(Value::as_bool)
+            .and_then(I::as_bool)
             .unwrap_or(false),
         metadata: Default::default(),
     };
@@ -583,16 +582,16 @@ fn parse_tool(i: usize, t: &Value, problems: &mut Vec<ConfigProblem>) -> Option<
         name: name?,
         description: t
             .get("description")
-            .and_then(Value::as_str)
+            .and_then(I::as_str)
             .unwrap_or_default()
             .to_owned(),
-        args_schema: t.get("args").cloned(),
+        args_schema: t.get("args").map(I::to_value),
         program: argv_text.first()?.clone(),
         argv,
         flags,
         allow_leading_dash: t
             .get("allow_leading_dash")
-            .and_then(Value::as_bool)
+            .and_then(I::as_bool)
             .unwrap_or(false),
         stdin,
         output,
@@ -620,15 +619,15 @@ pub fn parse(config: &ConfigValue) -> Result<CommandConfig, Vec<ConfigProblem>> 
 /// schema — as [`KIND`]'s `derive` does before it derives the manifest, so
 /// a loaded composition's `command` entries have passed it: everything the
 /// schema cannot say.
-pub(crate) fn parse_checked(json: &Value) -> Result<CommandConfig, Vec<ConfigProblem>> {
+pub(crate) fn parse_checked<I: Instance>(json: &I) -> Result<CommandConfig, Vec<ConfigProblem>> {
     let mut problems = Vec::new();
     let env = super::string_array(json.get("env"));
     check_env_names(&env, "/env", &mut problems);
     let mut tools: Vec<CommandToolSpec> = Vec::new();
     let mut seen: BTreeSet<String> = BTreeSet::new();
-    let items = json.get("tools").and_then(Value::as_array);
+    let items = json.get("tools").and_then(I::as_array);
     for (i, t) in items.into_iter().flatten().enumerate() {
-        if let Some(name) = t.get("name").and_then(Value::as_str)
+        if let Some(name) = t.get("name").and_then(I::as_str)
             && !seen.insert(name.to_owned())
         {
             problems.push(ConfigProblem::new(
@@ -645,7 +644,7 @@ pub(crate) fn parse_checked(json: &Value) -> Result<CommandConfig, Vec<ConfigPro
     }
     tools.sort_by(|a, b| a.name.cmp(&b.name));
     Ok(CommandConfig {
-        cwd: json.get("cwd").and_then(Value::as_str).map(str::to_owned),
+        cwd: json.get("cwd").and_then(I::as_str).map(str::to_owned),
         env,
         tools,
     })
@@ -653,7 +652,8 @@ pub(crate) fn parse_checked(json: &Value) -> Result<CommandConfig, Vec<ConfigPro
 
 /// The manifest of a configuration `derive` has checked against the schema.
 fn manifest(config: &ConfigValue) -> Result<Manifest, Vec<ConfigProblem>> {
-    let parsed = parse_checked(&config.to_json())?;
+    // Read in place: its JSON is never needed whole.
+    let parsed = parse_checked(config)?;
     let version = Version::parse("1.0.0").expect("built-in versions are valid");
     let mut manifest = Manifest::new("command", version);
     // An unscoped name declares every resource of that permission: the
@@ -947,5 +947,116 @@ mod tests {
                 .unwrap_err()
                 .contains("not valid JSON")
         );
+    }
+
+    /// A configuration read in place parses to what its JSON form parses
+    /// to: the same tools, or the same problems.
+    mod in_place {
+        use super::super::*;
+        use crate::engine::model::SecretRef;
+        use proptest::prelude::*;
+
+        fn leaf() -> impl Strategy<Value = ConfigValue> {
+            prop_oneof![
+                any::<bool>().prop_map(ConfigValue::Bool),
+                prop_oneof![Just(0i64), Just(5), Just(-1), Just(1 << 40)]
+                    .prop_map(ConfigValue::Int),
+                prop_oneof![Just(2.5f64), Just(0.0), Just(1e9)].prop_map(ConfigValue::Float),
+                prop_oneof![
+                    Just("echo"),
+                    Just(""),
+                    Just("{/path}"),
+                    Just("{"),
+                    Just("-n"),
+                    Just("flags"),
+                    Just("json"),
+                    Just("filesystem.write:{/path}"),
+                    Just("bad name"),
+                    Just("A=b"),
+                    Just("  "),
+                ]
+                .prop_map(|s| ConfigValue::Str(s.to_owned())),
+                Just(ConfigValue::Secret(SecretRef {
+                    name: "TOKEN".into()
+                })),
+            ]
+        }
+
+        fn field() -> impl Strategy<Value = ConfigValue> {
+            prop_oneof![
+                3 => leaf(),
+                2 => proptest::collection::vec(leaf(), 0..4).prop_map(ConfigValue::Array),
+                1 => proptest::collection::btree_map(
+                    prop_oneof![Just("type".to_owned()), Just("x".to_owned())],
+                    leaf(),
+                    0..3
+                )
+                .prop_map(ConfigValue::Table),
+            ]
+        }
+
+        fn tool() -> impl Strategy<Value = ConfigValue> {
+            let keys = prop_oneof![
+                Just("name"),
+                Just("description"),
+                Just("argv"),
+                Just("args"),
+                Just("permissions"),
+                Just("idempotent"),
+                Just("side_effects"),
+                Just("timeout_seconds"),
+                Just("cost_class"),
+                Just("approval_required"),
+                Just("input"),
+                Just("stdin"),
+                Just("output"),
+                Just("max_output_bytes"),
+                Just("allow_leading_dash"),
+            ]
+            .prop_map(str::to_owned);
+            (
+                prop_oneof![Just("save"), Just("count"), Just("bad name")],
+                proptest::collection::vec(leaf(), 1..4),
+                proptest::collection::btree_map(keys, field(), 0..8),
+            )
+                .prop_map(|(name, argv, mut rest)| {
+                    rest.entry("name".into())
+                        .or_insert(ConfigValue::Str(name.to_owned()));
+                    rest.entry("argv".into())
+                        .or_insert(ConfigValue::Array(argv));
+                    ConfigValue::Table(rest)
+                })
+        }
+
+        fn config() -> impl Strategy<Value = ConfigValue> {
+            (
+                proptest::collection::vec(tool(), 0..4),
+                proptest::option::of(field()),
+                proptest::option::of(leaf()),
+            )
+                .prop_map(|(tools, env, cwd)| {
+                    let mut m = std::collections::BTreeMap::new();
+                    m.insert("tools".to_owned(), ConfigValue::Array(tools));
+                    if let Some(env) = env {
+                        m.insert("env".to_owned(), env);
+                    }
+                    if let Some(cwd) = cwd {
+                        m.insert("cwd".to_owned(), cwd);
+                    }
+                    ConfigValue::Table(m)
+                })
+        }
+
+        proptest! {
+            #![proptest_config(ProptestConfig::with_cases(512))]
+            #[test]
+            fn parsing_in_place_matches_the_json_form(config in config()) {
+                let json = config.to_json();
+                let in_place = parse_checked(&config);
+                prop_assert_eq!(&in_place, &parse_checked(&json));
+                // Both kinds of answer come up.
+                let _ = in_place.is_ok();
+            }
+        }
     }
 }

@@ -24,18 +24,14 @@ use serde_json::Value;
 
 use crate::engine::model::{ConfigValue, Manifest};
 use crate::engine::schema_check;
+use crate::engine::schema_check::Instance;
 
 /// The strings of a JSON array in a built-in's configuration (other items
 /// are skipped; the config schema has already reported them).
-pub fn string_array(value: Option<&Value>) -> Vec<String> {
+pub fn string_array<I: Instance>(value: Option<&I>) -> Vec<String> {
     value
-        .and_then(Value::as_array)
-        .map(|a| {
-            a.iter()
-                .filter_map(Value::as_str)
-                .map(str::to_owned)
-                .collect()
-        })
+        .and_then(I::as_array)
+        .map(|a| a.iter().filter_map(I::as_str).map(str::to_owned).collect())
         .unwrap_or_default()
 }
 
