@@ -9,7 +9,7 @@ use std::sync::Arc;
 
 use serde::Serialize;
 
-use crate::engine::canonical::{Canon, stable_hash};
+use crate::engine::canonical::{Canon, Sha256Writer, stable_hash, write_json_string};
 use crate::engine::model::Entry;
 
 /// What implements a node, as its identity names it.
@@ -64,18 +64,46 @@ impl NodeIdentity {
         bindings: &[(String, String, String)],
         secrets: Option<&str>,
     ) -> Self {
-        let h = |c: Canon| stable_hash(&c).unwrap_or_default();
+        IdentityBasis::with_manifest_hashes(entry, implementation, contracts, secrets)
+            .bind(bindings)
+    }
+}
+
+/// A node identity but its bindings: what the entry alone decides. Bases
+/// are independent of each other, so a `plan` of 100,000 entries computes
+/// them on both cores, then binds each in activation order (a binding
+/// names its provider's instance, decided just before).
+#[derive(Clone, Debug)]
+pub struct IdentityBasis {
+    implementation: String,
+    contracts: String,
+    config: String,
+    scope: String,
+}
+
+impl IdentityBasis {
+    fn with_manifest_hashes(
+        entry: &Entry,
+        implementation: String,
+        contracts: String,
+        secrets: Option<&str>,
+    ) -> Self {
         Self {
             implementation,
             contracts,
-            config: match secrets {
-                None => h(entry.config.to_canon_unredacted()),
-                Some(fp) => h(Canon::list([
-                    entry.config.to_canon_unredacted(),
-                    Canon::from(fp),
-                ])),
-            },
+            config: config_hash(entry, secrets),
             scope: entry.scope.value.to_string(),
+        }
+    }
+
+    /// The identity with `bindings`.
+    pub fn bind(self, bindings: &[(String, String, String)]) -> NodeIdentity {
+        let h = |c: Canon| stable_hash(&c).unwrap_or_default();
+        NodeIdentity {
+            implementation: self.implementation,
+            contracts: self.contracts,
+            config: self.config,
+            scope: self.scope,
             dependencies: h(Canon::List(
                 bindings
                     .iter()
@@ -83,6 +111,30 @@ impl NodeIdentity {
                     .collect(),
             )),
         }
+    }
+}
+
+/// The hash of `entry`'s unredacted configuration (with `secrets`, the
+/// fingerprint of its secret values, as `[config, secrets]`), written
+/// straight into the hasher; empty when it cannot be written (a value that
+/// is not finite), as the tree it replaces hashed.
+fn config_hash(entry: &Entry, secrets: Option<&str>) -> String {
+    use std::fmt::Write as _;
+    let mut hasher = Sha256Writer::new();
+    let written = match secrets {
+        None => entry.config.write_unredacted(&mut hasher),
+        Some(fp) => (|| {
+            hasher.write_char('[')?;
+            entry.config.write_unredacted(&mut hasher)?;
+            hasher.write_char(',')?;
+            write_json_string(fp, &mut hasher)?;
+            hasher.write_char(']')?;
+            Ok(())
+        })(),
+    };
+    match written {
+        Ok(()) => hasher.finish_hex(),
+        Err(_) => String::new(),
     }
 }
 
@@ -188,6 +240,16 @@ impl ManifestHashes {
         bindings: &[(String, String, String)],
         secrets: Option<&str>,
     ) -> NodeIdentity {
+        self.basis(entry, implementation, secrets).bind(bindings)
+    }
+
+    /// [`Self::identity`] but its bindings.
+    pub fn basis(
+        &mut self,
+        entry: &Entry,
+        implementation: Implementation<'_>,
+        secrets: Option<&str>,
+    ) -> IdentityBasis {
         let named = match implementation {
             Implementation::Named(kind) => Some(kind),
             Implementation::Declared => None,
@@ -219,7 +281,7 @@ impl ManifestHashes {
                 h
             }
         };
-        NodeIdentity::with_manifest_hashes(entry, implementation, contracts, bindings, secrets)
+        IdentityBasis::with_manifest_hashes(entry, implementation, contracts, secrets)
     }
 }
 
@@ -233,6 +295,9 @@ pub fn secret_fingerprint(
     entry: &Entry,
     secrets: &dyn crate::engine::secret::SecretProvider,
 ) -> Option<String> {
+    if !entry.config.has_secret_refs() {
+        return None;
+    }
     let mut names: Vec<&str> = entry
         .config
         .secret_refs()
@@ -618,5 +683,44 @@ mod tests {
                 assert!(!seed.sees_as(&identity, &other));
             }
         }
+    }
+
+    /// The configuration hash written straight into the hasher is the hash
+    /// of the tree it replaced, with and without a secrets fingerprint.
+    #[test]
+    fn the_config_hash_is_the_canon_trees() {
+        use crate::engine::model::{ConfigValue, SecretRef};
+        let c = composition();
+        let mut entry = c.entries.values().next().unwrap().clone();
+        let table = |items: Vec<(&str, ConfigValue)>| {
+            ConfigValue::Table(items.into_iter().map(|(k, v)| (k.to_owned(), v)).collect())
+        };
+        for config in [
+            ConfigValue::empty_table(),
+            table(vec![
+                (
+                    "api_key",
+                    ConfigValue::Secret(SecretRef { name: "KEY".into() }),
+                ),
+                ("password", ConfigValue::Str("not \"redacted\" here".into())),
+                ("ratio", ConfigValue::Float(0.25)),
+                (
+                    "list",
+                    ConfigValue::Array(vec![ConfigValue::Int(-3), table(vec![])]),
+                ),
+                ("when", ConfigValue::Datetime("1979-05-27T07:32:00Z".into())),
+            ]),
+        ] {
+            entry.config = Arc::new(config);
+            for fp in [None, Some("fp-1")] {
+                let tree = match fp {
+                    None => entry.config.to_canon_unredacted(),
+                    Some(fp) => Canon::list([entry.config.to_canon_unredacted(), Canon::from(fp)]),
+                };
+                assert_eq!(config_hash(&entry, fp), stable_hash(&tree).unwrap());
+            }
+        }
+        entry.config = Arc::new(table(vec![("x", ConfigValue::Float(f64::NAN))]));
+        assert_eq!(config_hash(&entry, None), "");
     }
 }

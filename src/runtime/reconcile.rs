@@ -14,7 +14,9 @@ use super::generation::{
 };
 use super::harness::{ControlState, Harness, InstanceByEntry, Managed, SeedState};
 use super::hooks::HookSet;
-use super::identity::{Decision, ManifestHashes, NodeIdentity, NodeImpact, NodeImpacts, changes};
+use super::identity::{
+    Decision, IdentityBasis, ManifestHashes, NodeIdentity, NodeImpact, NodeImpacts, changes,
+};
 use super::instance::{PluginInstance, PluginSetupError};
 use super::scope::CleanupFailure;
 use super::signals;
@@ -884,7 +886,7 @@ impl Harness {
         let unchanged_inputs = previous
             .and_then(|p| p.inputs.as_ref())
             .is_some_and(|(e, b)| same_entry(e, entry) && same_bindings(b, resolutions, chosen))
-            && entry.config.secret_refs().is_empty();
+            && !entry.config.has_secret_refs();
         let mut bindings = None;
         let identity = match previous {
             Some(p) if unchanged_inputs => std::borrow::Cow::Borrowed(&p.identity),
@@ -1626,18 +1628,32 @@ pub fn predict(
     let mut identities = Vec::with_capacity(order.len());
     let mut impact = Vec::with_capacity(order.len());
     let mut tool_owners: BTreeMap<String, Vec<String>> = BTreeMap::new();
-    let mut hashes = ManifestHashes::default();
-    for entry_id in order {
+    // What each entry alone decides of its identity, half the entries on
+    // each core; each is bound below, in order, to its providers' instances.
+    let basis_of = |ids: &[EntryId]| -> Vec<IdentityBasis> {
+        let mut hashes = ManifestHashes::default();
+        ids.iter()
+            .map(|id| {
+                let entry = &composition.entries[id];
+                hashes.basis(
+                    entry,
+                    catalog.implementation(entry),
+                    secrets
+                        .and_then(|s| super::identity::secret_fingerprint(entry, s))
+                        .as_deref(),
+                )
+            })
+            .collect()
+    };
+    let (first, second) = order.split_at(order.len() / 2);
+    let (mut bases, rest) =
+        crate::engine::parallel::join(order.len(), || basis_of(first), || basis_of(second));
+    bases.extend(rest);
+    for (entry_id, basis) in order.iter().zip(bases) {
         let entry = &composition.entries[entry_id];
         let id = entry_id.as_str();
         let bindings = bindings_of(resolutions.of(id), &chosen);
-        let identity = node_identity(
-            &mut hashes,
-            entry,
-            catalog.implementation(entry),
-            &bindings,
-            secrets,
-        );
+        let identity = basis.bind(&bindings);
         let (decision, reasons, old_iid, keep_mount) = seeded
             .get(id)
             .and_then(|node| seed_decision_of(seed, node, &identity))

@@ -56,9 +56,11 @@ pub fn run(ui: &Ui, args: &PlanArgs) -> Result<ExitStatus, ExitStatus> {
         || render::plan_json(&outcome),
         || render::plan_text(&outcome, args.all),
     );
-    Ok(if outcome.is_negative() {
+    let status = if outcome.is_negative() {
         ExitStatus::Negative
     } else {
         ExitStatus::Success
-    })
+    };
+    super::super::exit::keep_until_exit(outcome);
+    Ok(status)
 }
