@@ -496,15 +496,43 @@ impl Harness {
                 }
             }
         } else {
-            // Every entry is placed: its resolutions hashed once.
+            // Every entry is placed: its resolutions hashed once, and what
+            // each entry alone decides of its identity computed first, on
+            // both cores, unless its current instance was placed from the
+            // same entry (then its identity is kept, not hashed again).
             let resolutions = plan.resolution_index();
-            for entry_id in &plan.activation_order {
+            let placed_from_same: Vec<bool> = plan
+                .activation_order
+                .iter()
+                .map(|id| {
+                    let previous = control
+                        .current_by_entry
+                        .get(id.as_str())
+                        .and_then(|iid| control.instances.get(iid))
+                        .and_then(|p| p.inputs.as_ref());
+                    // As `place` decides to keep an identity (with the
+                    // same bindings, which only placing knows).
+                    previous.is_some_and(|(e, _)| {
+                        composition.entries.get(id).is_some_and(|entry| {
+                            same_entry(e, entry) && !entry.config.has_secret_refs()
+                        })
+                    })
+                })
+                .collect();
+            let bases = identity_bases(
+                &composition,
+                &plan.activation_order,
+                |i| !placed_from_same[i],
+                &self.shared.catalog,
+                Some(self.shared.options.secrets.as_ref()),
+            );
+            for (entry_id, basis) in plan.activation_order.iter().zip(bases) {
                 let result = self
                     .place(
                         &mut control,
                         &composition,
                         &plan,
-                        (entry_id, resolutions.of(entry_id.as_str())),
+                        (entry_id, resolutions.of(entry_id.as_str()), basis),
                         &mut chosen,
                         &mut attempt,
                     )
@@ -863,14 +891,15 @@ impl Harness {
         )
     }
 
-    /// Reuse or mount one entry (with its resolutions in `plan`); validate
-    /// a new mount's contract.
+    /// Reuse or mount one entry (with its resolutions in `plan`, and what
+    /// it alone decides of its identity when that was computed beforehand);
+    /// validate a new mount's contract.
     async fn place(
         &self,
         control: &mut ControlState,
         composition: &Composition,
         plan: &Plan,
-        (entry_id, resolutions): (&EntryId, &[Resolution]),
+        (entry_id, resolutions, basis): (&EntryId, &[Resolution], Option<IdentityBasis>),
         chosen: &mut InstanceByEntry,
         attempt: &mut Attempt,
     ) -> Result<NodeImpact, PlaceError> {
@@ -892,7 +921,10 @@ impl Harness {
             Some(p) if unchanged_inputs => std::borrow::Cow::Borrowed(&p.identity),
             _ => {
                 let built = bindings_of(resolutions, chosen);
-                let identity = self.identity_of(&mut attempt.hashes, entry, &built);
+                let identity = match basis {
+                    Some(basis) => basis.bind(&built),
+                    None => self.identity_of(&mut attempt.hashes, entry, &built),
+                };
                 bindings = Some(built);
                 std::borrow::Cow::Owned(identity)
             }
@@ -1200,6 +1232,47 @@ fn node_identity(
             .and_then(|s| super::identity::secret_fingerprint(entry, s))
             .as_deref(),
     )
+}
+
+/// What each entry of `order` alone decides of its node identity
+/// (implementation, contracts, configuration, scope), for the positions
+/// `wanted` picks (`None` for the others), half the entries on each core:
+/// on 100,000 built-in entries, a third of placing them all. Binding each
+/// to its providers' instances is left to the caller, in activation order.
+fn identity_bases(
+    composition: &Composition,
+    order: &[EntryId],
+    wanted: impl Fn(usize) -> bool + Sync,
+    catalog: &super::Catalog,
+    secrets: Option<&dyn crate::engine::secret::SecretProvider>,
+) -> Vec<Option<IdentityBasis>> {
+    let bases_of = |ids: &[EntryId], offset: usize| -> Vec<Option<IdentityBasis>> {
+        let mut hashes = ManifestHashes::default();
+        ids.iter()
+            .enumerate()
+            .map(|(i, id)| {
+                let entry = composition.entries.get(id).filter(|_| wanted(offset + i))?;
+                Some(
+                    hashes.basis(
+                        entry,
+                        catalog.implementation(entry),
+                        secrets
+                            .and_then(|s| super::identity::secret_fingerprint(entry, s))
+                            .as_deref(),
+                    ),
+                )
+            })
+            .collect()
+    };
+    let half = order.len() / 2;
+    let (first, second) = order.split_at(half);
+    let (mut bases, rest) = crate::engine::parallel::join(
+        order.len(),
+        || bases_of(first, 0),
+        || bases_of(second, half),
+    );
+    bases.extend(rest);
+    bases
 }
 
 /// What an entry's identity binds: (capability, provider instance id,
@@ -1628,32 +1701,22 @@ pub fn predict(
     let mut identities = Vec::with_capacity(order.len());
     let mut impact = Vec::with_capacity(order.len());
     let mut tool_owners: BTreeMap<String, Vec<String>> = BTreeMap::new();
-    // What each entry alone decides of its identity, half the entries on
-    // each core; each is bound below, in order, to its providers' instances.
-    let basis_of = |ids: &[EntryId]| -> Vec<IdentityBasis> {
-        let mut hashes = ManifestHashes::default();
-        ids.iter()
-            .map(|id| {
-                let entry = &composition.entries[id];
-                hashes.basis(
-                    entry,
-                    catalog.implementation(entry),
-                    secrets
-                        .and_then(|s| super::identity::secret_fingerprint(entry, s))
-                        .as_deref(),
-                )
-            })
-            .collect()
-    };
-    let (first, second) = order.split_at(order.len() / 2);
-    let (mut bases, rest) =
-        crate::engine::parallel::join(order.len(), || basis_of(first), || basis_of(second));
-    bases.extend(rest);
+    // Each entry's identity is bound, in order, to its providers' instances.
+    let bases = identity_bases(composition, order, |_| true, catalog, secrets);
     for (entry_id, basis) in order.iter().zip(bases) {
         let entry = &composition.entries[entry_id];
         let id = entry_id.as_str();
         let bindings = bindings_of(resolutions.of(id), &chosen);
-        let identity = basis.bind(&bindings);
+        let identity = match basis {
+            Some(basis) => basis.bind(&bindings),
+            None => node_identity(
+                &mut ManifestHashes::default(),
+                entry,
+                catalog.implementation(entry),
+                &bindings,
+                secrets,
+            ),
+        };
         let (decision, reasons, old_iid, keep_mount) = seeded
             .get(id)
             .and_then(|node| seed_decision_of(seed, node, &identity))

@@ -71,5 +71,6 @@ pub fn run(ui: &Ui, args: &PublishArgs) -> Result<ExitStatus, ExitStatus> {
         || render::publish_json(&published),
         || render::publish_text(&published, args.all),
     );
+    super::super::exit::keep_until_exit(published);
     Ok(ExitStatus::Success)
 }

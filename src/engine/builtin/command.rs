@@ -604,15 +604,16 @@ fn parse_tool<I: Instance>(
 /// Check `config` against the schema, then validate everything the schema
 /// cannot say: every problem, with its pointer, or the typed configuration.
 pub fn parse(config: &ConfigValue) -> Result<CommandConfig, Vec<ConfigProblem>> {
-    let json = config.to_json();
-    let problems: Vec<ConfigProblem> = schema_check::check(&KIND.schema(), &json)
+    // Read in place, as `derive` does: mounting 100,000 `command` entries
+    // built each one's JSON only to read it.
+    let problems: Vec<ConfigProblem> = schema_check::check_instance(&KIND.schema(), config)
         .into_iter()
         .map(|v| ConfigProblem::new(v.pointer, v.message))
         .collect();
     if !problems.is_empty() {
         return Err(problems);
     }
-    parse_checked(&json)
+    parse_checked(config)
 }
 
 /// [`parse`] of a configuration (as JSON) already checked against the

@@ -116,7 +116,7 @@ impl Harness {
                     control,
                     composition,
                     plan,
-                    (entry_id, plan.resolutions_of(entry_id.as_str())),
+                    (entry_id, plan.resolutions_of(entry_id.as_str()), None),
                     &mut chosen,
                     attempt,
                 )
