@@ -59,6 +59,7 @@ pub(crate) fn split(text: &str, split_from: usize, piece: usize) -> Option<Vec<R
 
 /// A place that names a table: the document root (its key lines) or a
 /// table header.
+#[derive(Debug, PartialEq)]
 struct Site<'t> {
     /// Where the site starts (0 for the root).
     start: usize,
@@ -70,6 +71,7 @@ struct Site<'t> {
 type Path<'t> = (&'t str, Option<&'t str>);
 
 /// What a site names: a header names one path, the root any number.
+#[derive(Debug, PartialEq)]
 enum Paths<'t> {
     One(Path<'t>),
     Many(Vec<Path<'t>>),
@@ -85,22 +87,78 @@ impl<'t> Paths<'t> {
 }
 
 /// Every site of `text`, or `None` when the scan meets something it does
-/// not fully understand.
+/// not fully understand. A large file is scanned in two halves side by
+/// side when a header starts a line near its middle (see [`scan_at`]).
 fn scan(text: &str) -> Option<Vec<Site<'_>>> {
-    let source = Source::new(text);
+    let middle = text.len() / 2;
+    let at = text
+        .get(middle..)
+        .and_then(|rest| rest.find("\n["))
+        .map(|i| middle + i + 1);
+    match at {
+        Some(at) if crate::engine::parallel::splits(text.len() / 256) => scan_at(text, at),
+        _ => scan_part(text, 0, None, true).map(|p| p.sites),
+    }
+}
+
+/// [`scan`] of `text` in two halves on two cores, the second starting at
+/// `at` (a `[` that starts a line). The second half is scanned as if a
+/// header began there; that holds only when the first half's scan reaches
+/// `at` between tokens, at bracket depth 0, at the start of a line (the
+/// lexer's tokens do not depend on where it started, only on where each
+/// token starts). Otherwise — a string or an array spanning `at` — the file
+/// is scanned in one piece, as it would have been.
+fn scan_at(text: &str, at: usize) -> Option<Vec<Site<'_>>> {
+    let (first, second) = crate::engine::parallel::join(
+        usize::MAX,
+        || scan_part(text, 0, Some(at), true),
+        || scan_part(text, at, None, false),
+    );
+    let Some(mut first) = first.filter(|f| f.reached_cleanly) else {
+        return scan_part(text, 0, None, true).map(|p| p.sites);
+    };
+    first.sites.extend(second?.sites);
+    Some(first.sites)
+}
+
+/// What scanning part of a file found.
+struct Part<'t> {
+    sites: Vec<Site<'t>>,
+    /// Whether the scan stopped at the asked offset between tokens, at
+    /// depth 0 and at the start of a line (always true when it ran to the
+    /// end).
+    reached_cleanly: bool,
+}
+
+/// The sites of `text[from..]` (up to `stop`, when given: the first token
+/// starting there or later ends the scan). `root`: the part starts at the
+/// top of the file, where key lines before the first header name the root
+/// table's keys; otherwise it starts at a header.
+fn scan_part(text: &str, from: usize, stop: Option<usize>, root: bool) -> Option<Part<'_>> {
+    let part = text.get(from..)?;
+    let source = Source::new(part);
     let mut tokens = source.lex().filter(|t| t.kind() != TokenKind::Whitespace);
-    let mut root = Vec::new();
+    let mut root_paths = Vec::new();
     // About one header per 64 bytes in a large file of small tables: grown
     // one push at a time, the vector was copied a dozen times.
-    let mut sites = Vec::with_capacity(text.len() / 64 + 1);
-    sites.push(Site {
-        start: 0,
-        paths: Paths::Many(Vec::new()),
-    });
+    let mut sites = Vec::with_capacity(part.len() / 64 + 1);
+    if root {
+        sites.push(Site {
+            start: 0,
+            paths: Paths::Many(Vec::new()),
+        });
+    }
     let mut depth = 0usize;
     let mut line_start = true;
-    let raw = |t: &toml_parser::lexer::Token| text.get(t.span().start()..t.span().end());
+    let mut reached_cleanly = stop.is_none();
+    let raw = |t: &toml_parser::lexer::Token| part.get(t.span().start()..t.span().end());
     while let Some(token) = tokens.next() {
+        if let Some(stop) = stop
+            && from + token.span().start() >= stop
+        {
+            reached_cleanly = from + token.span().start() == stop && depth == 0 && line_start;
+            break;
+        }
         match token.kind() {
             TokenKind::Eof => break,
             TokenKind::Comment => continue,
@@ -125,18 +183,18 @@ fn scan(text: &str) -> Option<Vec<Site<'_>>> {
                     return None;
                 }
                 sites.push(Site {
-                    start: token.span().start(),
+                    start: from + token.span().start(),
                     paths: Paths::One(path),
                 });
                 continue;
             }
-            if sites.len() == 1 {
+            if root && sites.len() == 1 {
                 // A key line of the root table: what it names counts.
                 let (path, closing) = key_path(token, &mut tokens, raw)?;
                 if closing != TokenKind::Equals {
                     return None;
                 }
-                root.push(path);
+                root_paths.push(path);
                 continue;
             }
         }
@@ -148,8 +206,20 @@ fn scan(text: &str) -> Option<Vec<Site<'_>>> {
             _ => {}
         }
     }
-    sites[0].paths = Paths::Many(root);
-    (depth == 0).then_some(sites)
+    if root {
+        sites[0].paths = Paths::Many(root_paths);
+    }
+    // A part that stopped early may be inside brackets: it is not cut.
+    if stop.is_some() && !reached_cleanly {
+        return Some(Part {
+            sites,
+            reached_cleanly,
+        });
+    }
+    (depth == 0).then_some(Part {
+        sites,
+        reached_cleanly,
+    })
 }
 
 /// A dotted key of bare segments starting at `first`, cut to its first two
@@ -339,5 +409,41 @@ mod tests {
         assert_eq!(ranges.first().unwrap().start, 0);
         assert_eq!(ranges.last().unwrap().end, text.len());
         assert!(ranges.windows(2).all(|w| w[0].end == w[1].start));
+    }
+
+    /// Scanning in two halves finds what scanning in one does, wherever
+    /// the second half starts: at a header, or in a string, an array or an
+    /// inline table that spans a line starting with `[`.
+    #[test]
+    fn two_halves_scan_as_one_wherever_they_meet() {
+        let text = concat!(
+            "version = 1\n",
+            "title = \"x\"\n",
+            "[plugins.a]\nversion = \"1\"\n",
+            "[entries.a]\nconfig = { n = [1,\n[2]] }\n",
+            "[entries.b]\ns = \"\"\"\n[entries.fake]\n\"\"\"\n",
+            "t = '''\n[[entries.fake.x]]\n'''\n",
+            "# [entries.comment]\n",
+            "[[entries.b.config.turns]]\ntext = \"a\"\n",
+            "[entries.c]\nx = [\n[1],\n]\n",
+            "[entries.d]\r\n",
+            "[agents.x]\nprompt = \"p\"\n",
+        );
+        let whole = scan_part(text, 0, None, true).map(|p| p.sites);
+        assert!(whole.is_some());
+        let starts: Vec<usize> = text.match_indices("\n[").map(|(i, _)| i + 1).collect();
+        assert!(starts.len() > 10, "{starts:?}");
+        for at in starts {
+            assert_eq!(scan_at(text, at), whole, "second half at {at}");
+        }
+        // A file the scan refuses is refused from either half.
+        for bad in [
+            "version = 1\n[entries.a]\n[entries.\"b\"]\nx = 1\n[entries.c]\n",
+            "version = 1\n[entries.a]\nx = [1\n[entries.c]\n",
+        ] {
+            for (at, _) in bad.match_indices("\n[") {
+                assert_eq!(scan_at(bad, at + 1), None, "{bad:?} at {at}");
+            }
+        }
     }
 }
