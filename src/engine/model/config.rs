@@ -67,6 +67,20 @@ impl ConfigValue {
         }
     }
 
+    /// Write a scalar as canonical JSON (the same redacted or not): `false`,
+    /// with nothing written, for a secret reference, an array or a table.
+    fn write_scalar<W: std::fmt::Write>(&self, out: &mut W) -> Result<bool, CanonError> {
+        match self {
+            Self::Bool(true) => out.write_str("true")?,
+            Self::Bool(false) => out.write_str("false")?,
+            Self::Int(i) => write!(out, "{i}")?,
+            Self::Float(f) => write_float(*f, out)?,
+            Self::Str(s) | Self::Datetime(s) => write_json_string(s, out)?,
+            Self::Secret(_) | Self::Array(_) | Self::Table(_) => return Ok(false),
+        }
+        Ok(true)
+    }
+
     /// The canonical JSON of `redact_for_hash(&self.to_canon())`, written
     /// straight into `out`: what `config_hash` covers of an entry, without
     /// building the two intermediate trees (a snapshot of 10,000 entries
@@ -80,12 +94,10 @@ impl ConfigValue {
         &self,
         out: &mut W,
     ) -> Result<(), CanonError> {
+        if self.write_scalar(out)? {
+            return Ok(());
+        }
         match self {
-            Self::Bool(true) => out.write_str("true")?,
-            Self::Bool(false) => out.write_str("false")?,
-            Self::Int(i) => write!(out, "{i}")?,
-            Self::Float(f) => write_float(*f, out)?,
-            Self::Str(s) | Self::Datetime(s) => write_json_string(s, out)?,
             Self::Secret(_) => write_json_string(REDACTED, out)?,
             Self::Array(items) => write_array(items, out, Self::write_redacted_for_hash)?,
             // A value under a secret key is redacted whatever it is.
@@ -103,6 +115,7 @@ impl ConfigValue {
                 out,
                 Self::write_redacted_for_hash,
             )?,
+            _ => {}
         }
         Ok(())
     }
@@ -135,12 +148,10 @@ impl ConfigValue {
     ///
     /// [`CanonError::NonFinite`] on a NaN or an infinity.
     pub fn write_unredacted<W: std::fmt::Write>(&self, out: &mut W) -> Result<(), CanonError> {
+        if self.write_scalar(out)? {
+            return Ok(());
+        }
         match self {
-            Self::Bool(true) => out.write_str("true")?,
-            Self::Bool(false) => out.write_str("false")?,
-            Self::Int(i) => write!(out, "{i}")?,
-            Self::Float(f) => write_float(*f, out)?,
-            Self::Str(s) | Self::Datetime(s) => write_json_string(s, out)?,
             Self::Secret(s) => {
                 out.write_str("{\"secret\":")?;
                 write_json_string(&s.name, out)?;
@@ -148,6 +159,7 @@ impl ConfigValue {
             }
             Self::Array(items) => write_array(items, out, Self::write_unredacted)?,
             Self::Table(map) => write_object(map.iter(), out, Self::write_unredacted)?,
+            _ => {}
         }
         Ok(())
     }

@@ -290,14 +290,7 @@ fn text_of(content: Option<Value>) -> Result<String, ModelError> {
 }
 
 fn kind_of(v: &Value) -> &'static str {
-    match v {
-        Value::Null => "null",
-        Value::Bool(_) => "boolean",
-        Value::Number(_) => "number",
-        Value::String(_) => "string",
-        Value::Array(_) => "array",
-        Value::Object(_) => "object",
-    }
+    crate::engine::schema_check::Instance::kind(v)
 }
 
 fn tool_call(index: usize, call: ResponseCall) -> ModelToolCall {
