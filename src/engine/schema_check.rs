@@ -133,16 +133,17 @@ impl Instance for Value {
 impl Instance for ConfigValue {
     fn substitute(&self) -> Option<Value> {
         match self {
-            // Its JSON is an object this value has no members for; a float
-            // that is not finite is JSON's null.
+            // Its JSON is an object this value has no members for.
             ConfigValue::Secret(_) => Some(self.to_json()),
-            ConfigValue::Float(f) if !f.is_finite() => Some(self.to_json()),
             _ => None,
         }
     }
+    // A float that is not finite reads as JSON's null, as `to_json` writes
+    // it (the loader refuses one; a composition built in code may not).
     fn kind(&self) -> &'static str {
         match self {
             ConfigValue::Bool(_) => "boolean",
+            ConfigValue::Float(f) if !f.is_finite() => "null",
             ConfigValue::Int(_) | ConfigValue::Float(_) => "number",
             ConfigValue::Str(_) | ConfigValue::Datetime(_) => "string",
             ConfigValue::Array(_) => "array",
@@ -152,7 +153,7 @@ impl Instance for ConfigValue {
     fn is_integer(&self) -> bool {
         match self {
             ConfigValue::Int(_) => true,
-            ConfigValue::Float(f) => f.fract() == 0.0,
+            ConfigValue::Float(f) => f.is_finite() && f.fract() == 0.0,
             _ => false,
         }
     }
@@ -160,7 +161,7 @@ impl Instance for ConfigValue {
     fn as_f64(&self) -> Option<f64> {
         match self {
             ConfigValue::Int(i) => Some(*i as f64),
-            ConfigValue::Float(f) => Some(*f),
+            ConfigValue::Float(f) if f.is_finite() => Some(*f),
             _ => None,
         }
     }

@@ -962,7 +962,14 @@ mod tests {
                 any::<bool>().prop_map(ConfigValue::Bool),
                 prop_oneof![Just(0i64), Just(5), Just(-1), Just(1 << 40)]
                     .prop_map(ConfigValue::Int),
-                prop_oneof![Just(2.5f64), Just(0.0), Just(1e9)].prop_map(ConfigValue::Float),
+                prop_oneof![
+                    Just(2.5f64),
+                    Just(0.0),
+                    Just(1e9),
+                    Just(f64::NAN),
+                    Just(f64::INFINITY)
+                ]
+                .prop_map(ConfigValue::Float),
                 prop_oneof![
                     Just("echo"),
                     Just(""),
