@@ -1,7 +1,6 @@
 //! `explain`: why a requirement resolved the way it did, what a scope
-//! sees, and each agent's budget — as the engine's reports.
-
-use std::path::Path;
+//! sees, and each agent's budget — as the engine's reports, of a loaded
+//! workspace (`workspace::load_file`) or a served generation.
 
 use crate::engine::diag::did_you_mean;
 use crate::engine::explain::{RequirementReport, ScopeReport, explain_requirement, explain_scope};
@@ -9,23 +8,8 @@ use crate::engine::model::{AgentDecl, Composition, ScopePath};
 use crate::engine::resolve::Plan;
 use crate::engine::tree::ScopeTree;
 
-use super::env::RunEnv;
 use super::error::{AppError, Problem};
-use super::report::Reporter;
-use super::workspace::{Workspace, load_file};
-
-/// Every candidate for `consumer`'s requirement of `capability` in the
-/// composition at `file`; `scope`, when given, must be the consumer's.
-pub fn requirement(
-    file: &Path,
-    consumer: &str,
-    capability: &str,
-    scope: Option<&str>,
-    reporter: &dyn Reporter,
-) -> Result<RequirementReport, AppError> {
-    let ws = load_file(file, &RunEnv::process(), reporter)?;
-    requirement_in(&View::of(&ws), consumer, capability, scope)
-}
+use super::workspace::Workspace;
 
 /// A resolved composition to explain: a loaded workspace, or a served
 /// generation.
@@ -52,7 +36,8 @@ impl<'a> View<'a> {
     }
 }
 
-/// [`requirement`] of a resolved composition.
+/// Every candidate for `consumer`'s requirement of `capability` in a
+/// resolved composition; `scope`, when given, must be the consumer's.
 pub fn requirement_in(
     ws: &View<'_>,
     consumer: &str,
@@ -120,13 +105,7 @@ fn no_requirement(ws: &View<'_>, consumer: &str, capability: &str) -> AppError {
     problem.into()
 }
 
-/// What the scope `path` of the composition at `file` sees.
-pub fn scope(file: &Path, path: &str, reporter: &dyn Reporter) -> Result<ScopeReport, AppError> {
-    let ws = load_file(file, &RunEnv::process(), reporter)?;
-    scope_in(&View::of(&ws), path)
-}
-
-/// [`scope`] of a resolved composition.
+/// What the scope `path` of a resolved composition sees.
 pub fn scope_in(ws: &View<'_>, path: &str) -> Result<ScopeReport, AppError> {
     let parsed = ScopePath::new(path).map_err(|e| AppError::input(e.to_string()))?;
     explain_scope(ws.composition, ws.tree, ws.plan, &parsed).ok_or_else(|| {
@@ -144,18 +123,8 @@ pub fn scope_in(ws: &View<'_>, path: &str) -> Result<ScopeReport, AppError> {
     })
 }
 
-/// The agents of the composition at `file` whose budgets to explain: all,
+/// The agents of a resolved composition whose budgets to explain: all,
 /// or the one named (unusable input when there is none such).
-pub fn budgets(
-    file: &Path,
-    agent: Option<&str>,
-    reporter: &dyn Reporter,
-) -> Result<Vec<AgentDecl>, AppError> {
-    let ws = load_file(file, &RunEnv::process(), reporter)?;
-    budgets_in(&View::of(&ws), agent)
-}
-
-/// [`budgets`] of a resolved composition.
 pub fn budgets_in(ws: &View<'_>, agent: Option<&str>) -> Result<Vec<AgentDecl>, AppError> {
     let agents: Vec<AgentDecl> = ws
         .composition

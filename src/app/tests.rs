@@ -203,7 +203,10 @@ fn failures_carry_their_exit_code_row() {
     assert_eq!(e.kind(), ErrorKind::Input);
     assert_eq!(notes.lines(), ["diagnostics load::unknown-key"]);
     // An unknown agent is unusable input, with a suggestion.
-    let Err(e) = super::explain::budgets(&file, Some("assistent"), &*caller.reporter) else {
+    let ws = super::workspace::load_file(&file, &super::env::RunEnv::process(), &*caller.reporter)
+        .unwrap();
+    let Err(e) = super::explain::budgets_in(&super::explain::View::of(&ws), Some("assistent"))
+    else {
         panic!("no such agent");
     };
     let AppError::Problem(p) = &e else {

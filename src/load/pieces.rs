@@ -90,10 +90,11 @@ impl<'t> Paths<'t> {
 /// not fully understand. A large file is scanned in two halves side by
 /// side when a header starts a line near its middle (see [`scan_at`]).
 fn scan(text: &str) -> Option<Vec<Site<'_>>> {
+    // Bytes, so a middle inside a character still finds the next line.
     let middle = text.len() / 2;
-    let at = text
-        .get(middle..)
-        .and_then(|rest| rest.find("\n["))
+    let at = text.as_bytes()[middle..]
+        .windows(2)
+        .position(|w| w == b"\n[")
         .map(|i| middle + i + 1);
     match at {
         Some(at) if crate::engine::parallel::splits(text.len() / 256) => scan_at(text, at),

@@ -295,9 +295,6 @@ pub fn secret_fingerprint(
     entry: &Entry,
     secrets: &dyn crate::engine::secret::SecretProvider,
 ) -> Option<String> {
-    if !entry.config.has_secret_refs() {
-        return None;
-    }
     let mut names: Vec<&str> = entry
         .config
         .secret_refs()

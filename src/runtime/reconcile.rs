@@ -519,20 +519,32 @@ impl Harness {
                     })
                 })
                 .collect();
-            let bases = identity_bases(
-                &composition,
-                &plan.activation_order,
-                |i| !placed_from_same[i],
-                &self.shared.catalog,
-                Some(self.shared.options.secrets.as_ref()),
-            );
-            for (entry_id, basis) in plan.activation_order.iter().zip(bases) {
+            let bases = if placed_from_same.iter().all(|same| *same) {
+                vec![None; placed_from_same.len()]
+            } else {
+                identity_bases(
+                    &composition,
+                    &plan.activation_order,
+                    |i| !placed_from_same[i],
+                    &self.shared.catalog,
+                    Some(self.shared.options.secrets.as_ref()),
+                )
+            };
+            let prepared = bases
+                .into_iter()
+                .zip(&placed_from_same)
+                .map(|(basis, same)| match (basis, same) {
+                    (Some(basis), _) => Prepared::Basis(basis),
+                    (None, true) => Prepared::SameEntry,
+                    (None, false) => Prepared::Nothing,
+                });
+            for (entry_id, prepared) in plan.activation_order.iter().zip(prepared) {
                 let result = self
                     .place(
                         &mut control,
                         &composition,
                         &plan,
-                        (entry_id, resolutions.of(entry_id.as_str()), basis),
+                        (entry_id, resolutions.of(entry_id.as_str()), prepared),
                         &mut chosen,
                         &mut attempt,
                     )
@@ -899,7 +911,7 @@ impl Harness {
         control: &mut ControlState,
         composition: &Composition,
         plan: &Plan,
-        (entry_id, resolutions, basis): (&EntryId, &[Resolution], Option<IdentityBasis>),
+        (entry_id, resolutions, prepared): (&EntryId, &[Resolution], Prepared),
         chosen: &mut InstanceByEntry,
         attempt: &mut Attempt,
     ) -> Result<NodeImpact, PlaceError> {
@@ -912,18 +924,31 @@ impl Harness {
         // Unchanged inputs keep the identity without hashing again (or
         // building the bindings), unless the configuration references
         // secrets (their values may rotate).
-        let unchanged_inputs = previous
-            .and_then(|p| p.inputs.as_ref())
-            .is_some_and(|(e, b)| same_entry(e, entry) && same_bindings(b, resolutions, chosen))
-            && !entry.config.has_secret_refs();
+        let unchanged_inputs = match &prepared {
+            // Its identity was computed because it could not be kept.
+            Prepared::Basis(_) => false,
+            Prepared::SameEntry => previous
+                .and_then(|p| p.inputs.as_ref())
+                .is_some_and(|(_, b)| same_bindings(b, resolutions, chosen)),
+            Prepared::Nothing => {
+                previous
+                    .and_then(|p| p.inputs.as_ref())
+                    .is_some_and(|(e, b)| {
+                        same_entry(e, entry) && same_bindings(b, resolutions, chosen)
+                    })
+                    && !entry.config.has_secret_refs()
+            }
+        };
         let mut bindings = None;
         let identity = match previous {
             Some(p) if unchanged_inputs => std::borrow::Cow::Borrowed(&p.identity),
             _ => {
                 let built = bindings_of(resolutions, chosen);
-                let identity = match basis {
-                    Some(basis) => basis.bind(&built),
-                    None => self.identity_of(&mut attempt.hashes, entry, &built),
+                let identity = match prepared {
+                    Prepared::Basis(basis) => basis.bind(&built),
+                    Prepared::SameEntry | Prepared::Nothing => {
+                        self.identity_of(&mut attempt.hashes, entry, &built)
+                    }
                 };
                 bindings = Some(built);
                 std::borrow::Cow::Owned(identity)
@@ -1234,6 +1259,18 @@ fn node_identity(
     )
 }
 
+/// What was worked out for an entry before placing it.
+pub(crate) enum Prepared {
+    /// Nothing: placing works out whether its identity is kept.
+    Nothing,
+    /// Its current instance was placed from the same entry, which
+    /// references no secret: the identity is kept if the bindings are the
+    /// same.
+    SameEntry,
+    /// What it alone decides of its identity (it cannot be kept).
+    Basis(IdentityBasis),
+}
+
 /// What each entry of `order` alone decides of its node identity
 /// (implementation, contracts, configuration, scope), for the positions
 /// `wanted` picks (`None` for the others), half the entries on each core:
@@ -1251,7 +1288,10 @@ fn identity_bases(
         ids.iter()
             .enumerate()
             .map(|(i, id)| {
-                let entry = composition.entries.get(id).filter(|_| wanted(offset + i))?;
+                if !wanted(offset + i) {
+                    return None;
+                }
+                let entry = composition.entries.get(id)?;
                 Some(
                     hashes.basis(
                         entry,

@@ -1245,7 +1245,7 @@ fn run_pure(file: &Path, case: &Case) -> Ran {
         .into_iter()
         .chain(scope)
     {
-        match explain::scope(file, &path, &sink) {
+        match explain::scope_in(&explain::View::of(ws), &path) {
             Ok(r) => {
                 let _ = render::explain::scope_text(&r);
                 let _ = render::explain::scope_json(&r).to_string();
@@ -1261,7 +1261,7 @@ fn run_pure(file: &Path, case: &Case) -> Ran {
         )
     });
     if let Some((consumer, capability)) = requirement {
-        match explain::requirement(file, &consumer, &capability, None, &sink) {
+        match explain::requirement_in(&explain::View::of(ws), &consumer, &capability, None) {
             Ok(r) => {
                 let _ = render::explain::requirement_text(&r);
                 let _ = render::explain::requirement_json(&r).to_string();
@@ -1269,7 +1269,7 @@ fn run_pure(file: &Path, case: &Case) -> Ran {
             Err(e) => sink.error(&e),
         }
     }
-    match explain::budgets(file, None, &sink) {
+    match explain::budgets_in(&explain::View::of(ws), None) {
         Ok(agents) => {
             let _ = render::budgets::text(&agents);
             let _ = render::budgets::json(&agents).to_string();

@@ -335,7 +335,7 @@ impl CommandToolSpec {
             result: None,
             guide: None,
             origin: None,
-            policy: Some(Box::new(self.policy.clone())),
+            policy: None,
         }
     }
 
@@ -666,7 +666,15 @@ fn manifest(config: &ConfigValue) -> Result<Manifest, Vec<ConfigProblem>> {
         .map(|t| t.name().to_owned())
         .collect();
     manifest.permissions = names.into_iter().collect();
-    manifest.tools = parsed.tools.iter().map(CommandToolSpec::decl).collect();
+    // Each declaration keeps its policy, for listing the tools.
+    manifest.tools = parsed
+        .tools
+        .iter()
+        .map(|t| ToolDecl {
+            policy: Some(Box::new(t.policy.clone())),
+            ..t.decl()
+        })
+        .collect();
     Ok(manifest)
 }
 

@@ -116,7 +116,11 @@ impl Harness {
                     control,
                     composition,
                     plan,
-                    (entry_id, plan.resolutions_of(entry_id.as_str()), None),
+                    (
+                        entry_id,
+                        plan.resolutions_of(entry_id.as_str()),
+                        super::Prepared::Nothing,
+                    ),
                     &mut chosen,
                     attempt,
                 )
