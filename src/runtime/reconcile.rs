@@ -21,7 +21,7 @@ use super::instance::{PluginInstance, PluginSetupError};
 use super::scope::CleanupFailure;
 use super::signals;
 use crate::engine::identity::{GenerationId, instance_id, instance_id_arc};
-use crate::engine::model::{Composition, EntryId};
+use crate::engine::model::{Composition, Entry, EntryId};
 use crate::engine::resolve::{
     Plan, Resolution, Selected, Status, resolve_with_tree, with_origins_of,
 };
@@ -513,9 +513,10 @@ impl Harness {
                     // As `place` decides to keep an identity (with the
                     // same bindings, which only placing knows).
                     previous.is_some_and(|(e, _)| {
-                        composition.entries.get(id).is_some_and(|entry| {
-                            same_entry(e, entry) && !entry.config.has_secret_refs()
-                        })
+                        composition
+                            .entries
+                            .get(id)
+                            .is_some_and(|entry| keeps_identity_inputs(e, entry))
                     })
                 })
                 .collect();
@@ -930,14 +931,11 @@ impl Harness {
             Prepared::SameEntry => previous
                 .and_then(|p| p.inputs.as_ref())
                 .is_some_and(|(_, b)| same_bindings(b, resolutions, chosen)),
-            Prepared::Nothing => {
-                previous
-                    .and_then(|p| p.inputs.as_ref())
-                    .is_some_and(|(e, b)| {
-                        same_entry(e, entry) && same_bindings(b, resolutions, chosen)
-                    })
-                    && !entry.config.has_secret_refs()
-            }
+            Prepared::Nothing => previous
+                .and_then(|p| p.inputs.as_ref())
+                .is_some_and(|(e, b)| {
+                    keeps_identity_inputs(e, entry) && same_bindings(b, resolutions, chosen)
+                }),
         };
         let mut bindings = None;
         let identity = match previous {
@@ -1257,6 +1255,14 @@ fn node_identity(
             .and_then(|s| super::identity::secret_fingerprint(entry, s))
             .as_deref(),
     )
+}
+
+/// Whether an instance placed from `placed_from` keeps its identity for
+/// `entry` without hashing it again, given the same bindings: the same
+/// entry, whose configuration references no secret (their values may
+/// rotate).
+fn keeps_identity_inputs(placed_from: &Entry, entry: &Entry) -> bool {
+    same_entry(placed_from, entry) && !entry.config.has_secret_refs()
 }
 
 /// What was worked out for an entry before placing it.
