@@ -28,7 +28,7 @@ exports.traceparent = traceparent;
 exports.plugin = plugin;
 const async_hooks_1 = require("async_hooks");
 const readline = require("readline");
-exports.PROTOCOL_VERSION = "1.2";
+exports.PROTOCOL_VERSION = "1.3";
 /** The `call_id` of the tool call being handled: an invoke made while
  * handling it (awaited from the handler) runs under the call's run. */
 const currentCall = new async_hooks_1.AsyncLocalStorage();
@@ -345,7 +345,10 @@ class Plugin {
         if (!fn)
             throw new RpcError(INVALID_PARAMS, `no method \`${params?.method}\` of \`${params?.key}\``);
         try {
-            return { result: ((await fn(params.arguments ?? {})) ?? null) };
+            // What the method invokes in turn stays in the tool call that
+            // invoked it (chassis's token for that call, 1.3).
+            const callId = typeof params.call_id === "string" ? params.call_id : undefined;
+            return { result: ((await currentCall.run(callId, () => fn(params.arguments ?? {}))) ?? null) };
         }
         catch (e) {
             if (e instanceof InvokeError)

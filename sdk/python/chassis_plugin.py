@@ -52,7 +52,7 @@ except ImportError:  # not CPython
 __all__ = ["plugin", "Plugin", "PluginContext", "ToolPolicy", "Method", "PluginError",
            "InvokeError", "Bail", "Request", "Response", "PROTOCOL_VERSION", "traceparent"]
 
-PROTOCOL_VERSION = "1.2"
+PROTOCOL_VERSION = "1.3"
 
 # The `call_id` of the tool call being handled (see Provider.invoke).
 _CALL = contextvars.ContextVar("chassis_call", default=None)
@@ -791,6 +791,9 @@ class Plugin:
             bound = method.bind(params.get("arguments") or {})
         except TypeError as e:
             raise _RpcError(INVALID_PARAMS, f"bad arguments for `{method.name}`: {e}") from e
+        # What the method invokes in turn stays in the tool call that
+        # invoked it (chassis's token for that call, 1.3).
+        call = _CALL.set(params.get("call_id"))
         try:
             return {"result": self._await(method.fn(**bound))}
         except InvokeError as e:
@@ -798,6 +801,8 @@ class Plugin:
         except Exception as e:  # noqa: BLE001 - the caller gets the error
             _print_exc()
             raise _RpcError(INTERNAL_ERROR, f"{type(e).__name__}: {e}") from e
+        finally:
+            _CALL.reset(call)
 
     def _dispatch(self, params):
         hooks = self._ctx._hooks if self._ctx else []

@@ -21,7 +21,7 @@
  * at start. stdout belongs to the protocol: `console.log` and friends write
  * to stderr.
  */
-export declare const PROTOCOL_VERSION = "1.2";
+export declare const PROTOCOL_VERSION = "1.3";
 /** The W3C `traceparent` of the request being handled (a tool call, an
  * invoke, a hook or a route inside a run), or undefined: pass it to your own
  * tracing so your spans join the run's trace. */

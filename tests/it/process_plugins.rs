@@ -358,7 +358,7 @@ fn a_line_that_is_not_json_rpc_and_an_unknown_major_are_refused() {
         (CHATTY, "not JSON: `hello, I am a plugin`"),
         (
             FUTURE,
-            "speaks plugin protocol 2.0; this chassis speaks 1.2",
+            "speaks plugin protocol 2.0; this chassis speaks 1.3",
         ),
     ] {
         let dir = workspace(&[("greeter.py", script), ("composition.toml", GREETER_TOML)]);
@@ -1323,6 +1323,181 @@ default_input = "Ada"
     );
     // An exhausted budget is a failure while running (exit 3).
     assert_eq!(out.code, 3, "{}\n{}", out.stdout, out.stderr);
+    let doc = document(&out);
+    assert_eq!(doc["stop"]["kind"], "budget_exhausted", "{:#}", doc["stop"]);
+    assert_eq!(doc["stop"]["dimension"], "model_calls", "{:#}", doc["stop"]);
+    assert_eq!(used(&doc, "model_calls"), 1.0);
+}
+
+/// A provider whose method asks the model (`chat`): what it invokes in
+/// turn while answering belongs to the tool call that invoked it.
+const SUMMARY_SERVICE: &str = r#"
+from chassis_plugin import plugin
+
+@plugin(name="summary-service", version="1.0.0", provides={"summary": "1.0.0"},
+        requires={"model": ">=1,<2"})
+def summary_service(ctx):
+    model = ctx.require("model")
+    def summarize(text: str) -> str:
+        "Summarize a text with the model."
+        turn = model.chat(messages=[{"role": "user", "content": "summarize: " + text}])
+        return turn["message"]["content"]
+    ctx.capabilities.provide("summary", None, version="1.0.0", methods=[summarize])
+
+if __name__ == "__main__":
+    summary_service.run()
+"#;
+
+/// The same service in TypeScript's JavaScript.
+const SUMMARY_SERVICE_JS: &str = r#"
+const { plugin, s } = require("./chassis_plugin");
+plugin({ name: "summary-service", version: "1.0.0", provides: { summary: "1.0.0" },
+         requires: { model: ">=1,<2" } }, (ctx) => {
+  const model = ctx.require("model");
+  const summarize = async ({ text }) => {
+    const turn = await model.invoke("chat", { messages: [{ role: "user", content: "summarize: " + text }] });
+    return turn.message.content;
+  };
+  ctx.capabilities.provide("summary", { version: "1.0.0", methods: [
+    [{ name: "summarize", description: "Summarize a text with the model.",
+       inputSchema: s.object({ text: s.string() }) }, summarize]] });
+}).run();
+"#;
+
+/// A tool that calls the summary service, which calls the model.
+const RELAY: &str = r#"
+from chassis_plugin import plugin
+
+@plugin(name="relay", version="1.0.0", requires={"summary": ">=1,<2"})
+def relay(ctx):
+    service = ctx.require("summary")
+    def summarize(text: str) -> str:
+        "Summarize a text."
+        return service.summarize(text=text)
+    ctx.tools.register(summarize)
+
+if __name__ == "__main__":
+    relay.run()
+"#;
+
+#[test]
+fn a_chat_a_provider_makes_for_a_tool_call_is_charged_to_the_run() {
+    // tool (relay) -> provider (summary-service) -> `chat` (py-model): the
+    // chat is one of the run's model calls, on its trace, in its budget.
+    let toml = r#"version = 1
+
+[plugins.greeter]
+version = "1.0.0"
+command = ["{PYTHON}", "greeter.py"]
+provides = { greeting = "1.0.0" }
+
+[[plugins.greeter.tools]]
+name = "greet"
+description = "Greet someone by name."
+args = { type = "object", properties = { name = { type = "string" }, excited = { type = "boolean" } }, required = ["name"], additionalProperties = false }
+
+[plugins.py-model]
+version = "1.0.0"
+command = ["{PYTHON}", "py_model.py"]
+provides = { model = "1.0.0" }
+
+[plugins.summary-service]
+version = "1.0.0"
+command = ["{PYTHON}", "summary_service.py"]
+provides = { summary = "1.0.0" }
+requires = { model = ">=1,<2" }
+
+[plugins.relay]
+version = "1.0.0"
+command = ["{PYTHON}", "relay.py"]
+requires = { summary = ">=1,<2" }
+
+[[plugins.relay.tools]]
+name = "summarize"
+description = "Summarize a text."
+args = { type = "object", properties = { text = { type = "string" } }, required = ["text"], additionalProperties = false }
+
+[policy.tools.greet]
+idempotent = true
+[policy.tools.summarize]
+idempotent = true
+
+[entries.greeter]
+plugin = "greeter"
+config.style = "warm"
+
+[entries.py-model]
+plugin = "py-model"
+
+[entries.summary-service]
+plugin = "summary-service"
+
+[entries.relay]
+plugin = "relay"
+
+[agents.a]
+prompt = "p"
+default_input = "Ada"
+"#;
+    let dir = workspace(&[
+        ("greeter.py", GREETER),
+        ("py_model.py", PY_MODEL),
+        ("summary_service.py", SUMMARY_SERVICE),
+        ("summary_service.js", SUMMARY_SERVICE_JS),
+        ("relay.py", RELAY),
+        ("composition.toml", toml),
+    ]);
+    std::fs::copy(
+        crate::harness::root().join("sdk/typescript/chassis_plugin.js"),
+        dir.path().join("chassis_plugin.js"),
+    )
+    .unwrap();
+    for service in [
+        "[\"{PYTHON}\", \"summary_service.py\"]",
+        "[\"node\", \"summary_service.js\"]",
+    ] {
+        let toml = toml.replace("[\"{PYTHON}\", \"summary_service.py\"]", service);
+        chained_chat_is_charged(dir.path(), &toml, service);
+    }
+}
+
+/// One provider of [`a_chat_a_provider_makes_for_a_tool_call_is_charged_to_the_run`].
+fn chained_chat_is_charged(dir: &Path, toml: &str, service: &str) {
+    write_composition(dir, toml);
+    let _ = std::fs::remove_file(dir.join("traces.txt"));
+    let out = run(dir, &["--format", "json", "run", "composition.toml"], &[]);
+    assert_eq!(out.code, 0, "{service}\n{}\n{}", out.stdout, out.stderr);
+    let doc = document(&out);
+    assert_eq!(
+        doc["answer"], "done: Hello, Ada. (warm) | short: Ada",
+        "{doc:#}"
+    );
+    let used = |doc: &Value, dimension: &str| {
+        doc["budget"]
+            .as_array()
+            .and_then(|b| b.iter().find(|d| d["dimension"] == dimension))
+            .map(|d| d["used"].clone())
+            .unwrap_or_else(|| panic!("no {dimension} in {:#}", doc["budget"]))
+    };
+    // Two calls from the loop and the provider's `chat`.
+    assert_eq!(used(&doc, "model_calls"), 3.0, "{service}");
+    let trace_id = doc["trace_id"].as_str().expect("the run's trace id");
+    let traces = std::fs::read_to_string(dir.join("traces.txt")).unwrap();
+    assert_eq!(traces.lines().count(), 3, "{traces}");
+    for line in traces.lines() {
+        assert!(line.starts_with(&format!("00-{trace_id}-")), "{traces}");
+    }
+
+    // With one model call in its budget, the provider's `chat` is refused
+    // and the run stops as out of budget (exit 3), as if the tool had
+    // asked the model itself.
+    let toml = toml.replace(
+        "default_input = \"Ada\"",
+        "default_input = \"Ada\"\nbudget = { model_calls = 1 }",
+    );
+    write_composition(dir, &toml);
+    let out = run(dir, &["--format", "json", "run", "composition.toml"], &[]);
+    assert_eq!(out.code, 3, "{service}\n{}\n{}", out.stdout, out.stderr);
     let doc = document(&out);
     assert_eq!(doc["stop"]["kind"], "budget_exhausted", "{:#}", doc["stop"]);
     assert_eq!(doc["stop"]["dimension"], "model_calls", "{:#}", doc["stop"]);

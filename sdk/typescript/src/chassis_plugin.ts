@@ -25,7 +25,7 @@
 import { AsyncLocalStorage } from "async_hooks";
 import * as readline from "readline";
 
-export const PROTOCOL_VERSION = "1.2";
+export const PROTOCOL_VERSION = "1.3";
 
 /** The `call_id` of the tool call being handled: an invoke made while
  * handling it (awaited from the handler) runs under the call's run. */
@@ -428,7 +428,10 @@ export class Plugin {
     const fn = this.ctx?.methodTable.get(params?.key)?.get(params?.method);
     if (!fn) throw new RpcError(INVALID_PARAMS, `no method \`${params?.method}\` of \`${params?.key}\``);
     try {
-      return { result: ((await fn(params.arguments ?? {})) ?? null) as Json };
+      // What the method invokes in turn stays in the tool call that
+      // invoked it (chassis's token for that call, 1.3).
+      const callId = typeof params.call_id === "string" ? params.call_id : undefined;
+      return { result: ((await currentCall.run(callId, () => fn(params.arguments ?? {}))) ?? null) as Json };
     } catch (e: any) {
       if (e instanceof InvokeError) throw new RpcError(e.code, e.message);
       throw new RpcError(INTERNAL_ERROR, `${e?.name ?? "Error"}: ${e?.message ?? String(e)}`);

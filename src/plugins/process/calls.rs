@@ -6,8 +6,10 @@
 //! deadline, be cancelled with it, be judged by the policy of the run's
 //! scope and — for a model — be charged to the run's budget. chassis gives
 //! each `tools/call` a `call_id` token; an invoke that names it is looked
-//! up here and runs under that call's [`CallReach`]. An invoke naming no
-//! call (during `setup`, from a background task) runs outside any run.
+//! up here and runs under that call's [`CallReach`]. A provider answering
+//! such an invoke gets a token of its own for the same call, so a chain
+//! tool → provider → `chat` stays in the run. An invoke naming no call
+//! (during `setup`, from a background task) runs outside any run.
 
 use std::collections::HashMap;
 use std::sync::atomic::{AtomicU64, Ordering};
@@ -77,23 +79,31 @@ impl InFlight {
     /// Enter the call of `ctx`; `None` outside a run (no reach).
     pub fn enter(self: &Arc<Self>, ctx: &ToolCallContext) -> Option<Entered> {
         let reach = ctx.reach.clone()?;
-        let n = self.next.fetch_add(1, Ordering::Relaxed);
-        let token = format!("call-{n}");
-        let scope = Arc::new(CallScope {
+        Some(self.enter_scope(Arc::new(CallScope {
             run_id: ctx.run_id.clone(),
             reach,
             cancel: ctx.cancel.clone(),
             exceeded: Mutex::new(None),
-        });
+        })))
+    }
+
+    /// Enter a call already in flight elsewhere under a token of this
+    /// plugin: a provider answering an invoke made inside a tool call, so
+    /// that what it invokes in turn (a `chat`, another provider) runs under
+    /// the same run, deadline and budget, and a refused charge fails the
+    /// tool call that started the chain.
+    pub fn enter_scope(self: &Arc<Self>, scope: Arc<CallScope>) -> Entered {
+        let n = self.next.fetch_add(1, Ordering::Relaxed);
+        let token = format!("call-{n}");
         self.calls
             .lock()
             .unwrap_or_else(|p| p.into_inner())
             .insert(token.clone(), Arc::clone(&scope));
-        Some(Entered {
+        Entered {
             token,
             scope,
             inflight: Arc::clone(self),
-        })
+        }
     }
 
     /// The call `token` names, while it is in flight.

@@ -45,6 +45,9 @@ pub struct ProcessCapability {
     pub methods: BTreeMap<String, Method>,
     /// The provider's process.
     pub provider: Arc<Supervisor>,
+    /// The provider's calls in flight: an invoke made inside a tool call
+    /// enters that call here, for what the provider invokes in turn.
+    pub provider_calls: Arc<InFlight>,
 }
 
 impl std::fmt::Debug for ProcessCapability {
@@ -63,6 +66,7 @@ impl ProcessCapability {
         value: Option<Value>,
         methods: &[MethodDecl],
         provider: Arc<Supervisor>,
+        provider_calls: Arc<InFlight>,
     ) -> Result<Self, String> {
         let mut compiled = BTreeMap::new();
         for m in methods {
@@ -90,6 +94,7 @@ impl ProcessCapability {
             value,
             methods: compiled,
             provider,
+            provider_calls,
         })
     }
 }
@@ -286,6 +291,10 @@ impl Consumer {
             })?
             .map_err(|e| (code::PROVIDER_UNAVAILABLE, e))?;
         let left = deadline.saturating_sub(started.elapsed());
+        // The provider's token for this call, while it answers.
+        let entered = call
+            .as_ref()
+            .map(|c| cap.provider_calls.enter_scope(Arc::clone(c)));
         let forward = ProviderInvokeParams {
             key: p.key.clone(),
             method: p.method.clone(),
@@ -293,6 +302,7 @@ impl Consumer {
             caller: entry.clone(),
             deadline_ms: u64::try_from(left.as_millis()).unwrap_or(u64::MAX),
             run_id: call.as_ref().map(|c| c.run_id.clone()),
+            call_id: entered.as_ref().map(|e| e.token.clone()),
             meta: call.as_ref().map(|c| {
                 super::protocol::RequestMeta::in_run(
                     &c.run_id,

@@ -164,6 +164,7 @@ fn register(
             c.value.clone(),
             &c.methods,
             Arc::clone(supervisor),
+            Arc::clone(calls),
         )?;
         ctx.capabilities()
             .provide(&c.key, CapabilityValue::new(value), &c.version)?;

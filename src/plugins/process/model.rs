@@ -66,6 +66,9 @@ impl ChatModel for ProcessModel {
             caller: "chassis".to_owned(),
             deadline_ms: u64::try_from(DEFAULT_DEADLINE.as_millis()).unwrap_or(u64::MAX),
             run_id: request.run_id.map(str::to_owned),
+            // A model call is charged as one; what the model plugin
+            // invokes while completing is its own business.
+            call_id: None,
             // Inside a run, the provider's spans join the run's trace.
             meta: request
                 .run_id

@@ -20,7 +20,7 @@ use serde::{Deserialize, Serialize};
 use serde_json::Value;
 
 /// The protocol version this chassis speaks.
-pub const PROTOCOL_VERSION: &str = "1.2";
+pub const PROTOCOL_VERSION: &str = "1.3";
 
 /// The longest message either side may send, in bytes (16 MiB).
 pub const MAX_MESSAGE_BYTES: usize = 16 << 20;
@@ -336,6 +336,11 @@ pub struct ProviderInvokeParams {
     /// its tool calls.
     #[serde(default, skip_serializing_if = "Option::is_none")]
     pub run_id: Option<String>,
+    /// The provider's token for that tool call (1.3): what it passes as
+    /// `call_id` when it invokes in turn while answering, so that a `chat`
+    /// or another provider it calls stays in the run.
+    #[serde(default, skip_serializing_if = "Option::is_none")]
+    pub call_id: Option<String>,
     /// Trace context (1.2): `{traceparent}`, inside a run.
     #[serde(rename = "_meta", default, skip_serializing_if = "Option::is_none")]
     pub meta: Option<RequestMeta>,
