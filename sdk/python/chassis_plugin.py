@@ -36,7 +36,6 @@ channel.
 # alone would add milliseconds to each, and `json` imports `re` (about 10 ms
 # on an interpreter whose `site` did not import it already): see the JSON
 # codec below.
-import contextvars
 import os
 import sys
 # `_thread`, not `threading`: `threading` imports `functools` and
@@ -44,20 +43,29 @@ import sys
 # locks and daemon threads (it ends the process with os._exit).
 import _thread
 
-try:
-    from _queue import SimpleQueue as _SimpleQueue  # what queue.SimpleQueue is, without heapq
-except ImportError:  # not CPython
-    from queue import SimpleQueue as _SimpleQueue
 
 __all__ = ["plugin", "Plugin", "PluginContext", "ToolPolicy", "Method", "PluginError",
            "InvokeError", "Bail", "Request", "Response", "PROTOCOL_VERSION", "traceparent"]
 
 PROTOCOL_VERSION = "1.3"
 
-# The `call_id` of the tool call being handled (see Provider.invoke).
-_CALL = contextvars.ContextVar("chassis_call", default=None)
-# The W3C `traceparent` of the request being handled (its `_meta`).
-_TRACE = contextvars.ContextVar("chassis_trace", default=None)
+# The `call_id` of the tool call being handled (see Provider.invoke), and
+# the W3C `traceparent` of the request being handled (its `_meta`): context
+# variables, made with the workers (`_start_context`), since nothing before
+# them has either and loading `_contextvars` would be part of every mount.
+_CALL = None
+_TRACE = None
+
+
+def _start_context():
+    global _CALL, _TRACE
+    if _CALL is None:
+        try:
+            from _contextvars import ContextVar  # what `contextvars` re-exports, without its import
+        except ImportError:  # not CPython
+            from contextvars import ContextVar
+        _CALL = ContextVar("chassis_call", default=None)
+        _TRACE = ContextVar("chassis_trace", default=None)
 
 
 def traceparent():
@@ -66,7 +74,7 @@ def traceparent():
     tracing so your spans join the run's trace. A thread your handler
     starts itself does not inherit it (contextvars): pass it along, or start
     the thread in `contextvars.copy_context().run`."""
-    return _TRACE.get()
+    return None if _TRACE is None else _TRACE.get()
 
 MAX_MESSAGE_BYTES = 16 << 20
 
@@ -627,7 +635,7 @@ class Provider:
         """Call `method` of this capability; raises InvokeError when chassis
         or the provider refuses. Blocks: call it from a tool or method."""
         params = {"key": self.key, "method": method, "arguments": arguments}
-        call = _CALL.get()
+        call = None if _CALL is None else _CALL.get()
         if call is not None:
             params["call_id"] = call
         reply = self._plugin._request("capability/invoke", params)
@@ -850,7 +858,8 @@ class Plugin:
     def _handle(self, id_, method, params):
         handler = self._handlers.get(method)
         meta = params.get("_meta") if isinstance(params, dict) else None
-        trace = _TRACE.set(meta.get("traceparent") if isinstance(meta, dict) else None)
+        # Before the workers (initialize, setup) no request carries one.
+        trace = None if _TRACE is None else _TRACE.set(meta.get("traceparent") if isinstance(meta, dict) else None)
         try:
             if handler is None:
                 raise _RpcError(METHOD_NOT_FOUND, f"no method `{method}`")
@@ -869,22 +878,50 @@ class Plugin:
             _print_exc()
             self._reply(id_, error=(INTERNAL_ERROR, f"{type(e).__name__}: {e}"))
         finally:
-            _TRACE.reset(trace)
+            if trace is not None:
+                _TRACE.reset(trace)
         return method
 
     def run(self):
         """Serve chassis on stdin/stdout until teardown or end of input."""
         # Keep the real stdout for the protocol; everything else that writes
         # to stdout (print, C extensions) goes to stderr.
-        if sys.version_info < (3, 13):
-            # Before 3.13 `threading` takes whichever thread imports it first
-            # for the main thread: import it here, before any worker exists
-            # (a handler importing `logging` or `asyncio` would otherwise).
-            import threading  # noqa: F401
         self._out = os.fdopen(os.dup(1), "w", encoding="utf-8")
         os.dup2(2, 1)
         sys.stdout = sys.stderr
-        self._pool = _Pool(self.max_concurrency or 8)
+        # A reader thread takes the messages; this (main) thread runs
+        # `setup` and `teardown`, so the plugin's own code starts where a
+        # script's does, and a setup may block on anything (a provider's
+        # invoke, a thread of its own, a coroutine): the reader keeps
+        # reading. The reader runs only this module's code.
+        self._main = _Mailbox()
+        _thread.start_new_thread(self._read, ())
+        while True:
+            id_, method, params = self._main.get()
+            if method == "setup":
+                self._handle(id_, method, params)
+                # Only now, once chassis has its answer (the mount is not
+                # kept waiting for it): the workers, for the calls to come.
+                self._workers()
+            elif method == "teardown":
+                self._handle(id_, method, params)
+                self._exit()
+            else:  # a request that came before the workers were started
+                self._workers().submit(self._handle, id_, method, params)
+
+    def _workers(self):
+        """The worker pool, started on the main thread before any worker
+        exists: before 3.13 `threading` takes whichever thread imports it
+        first for the main one, so it is imported here first (a handler
+        importing `logging` or `asyncio` in a worker would otherwise)."""
+        if self._pool is None:
+            if sys.version_info < (3, 13):
+                import threading  # noqa: F401
+            _start_context()
+            self._pool = _Pool(self.max_concurrency or 8)
+        return self._pool
+
+    def _read(self):
         stdin = sys.stdin.buffer
         while True:
             line = stdin.readline(MAX_MESSAGE_BYTES + 1)
@@ -913,20 +950,17 @@ class Plugin:
                     self._cancel(params.get("id"))
                 continue
             if method == "initialize":
-                self._handle(id_, method, params)
+                self._handle(id_, method, params)  # the SDK's own answer: no plugin code runs
             elif method == "teardown":
-                # In a thread: a cleanup may call chassis, whose answer this
-                # loop reads; the process exits once teardown is answered.
-                _thread.start_new_thread(self._finish, (id_, params))
+                self._main.put((id_, method, params))
             else:
-                # setup too: it may call a provider (ctx.require(...).invoke).
                 with self._cancel_lock:
                     self._inflight.add(id_)
-                self._pool.submit(self._handle, id_, method, params)
-        self._exit()
-
-    def _finish(self, id_, params):
-        self._handle(id_, "teardown", params)
+                pool = self._pool
+                if pool is None or method == "setup":
+                    self._main.put((id_, method, params))
+                else:
+                    pool.submit(self._handle, id_, method, params)
         self._exit()
 
     def _exit(self):
@@ -957,7 +991,11 @@ class _Pool:
     that answers one call at a time starts one."""
 
     def __init__(self, size):
-        self._jobs = _SimpleQueue()
+        try:
+            from _queue import SimpleQueue  # what queue.SimpleQueue is, without heapq
+        except ImportError:  # not CPython
+            from queue import SimpleQueue
+        self._jobs = SimpleQueue()
         self._size = size
         self._started = 0
         self._idle = 0
@@ -984,6 +1022,31 @@ class _Pool:
             finally:
                 with self._lock:
                     self._idle += 1
+
+
+class _Mailbox:
+    """A queue with one consumer (the main thread) made of two `_thread`
+    locks: the main thread's work arrives before the workers, and `_queue`
+    loads with them. `_wake` is held while there may be nothing to take."""
+
+    def __init__(self):
+        self._items = []
+        self._guard = _thread.allocate_lock()
+        self._wake = _thread.allocate_lock()
+        self._wake.acquire()
+
+    def put(self, item):
+        with self._guard:
+            self._items.append(item)
+            if self._wake.locked():
+                self._wake.release()
+
+    def get(self):
+        while True:
+            with self._guard:
+                if self._items:
+                    return self._items.pop(0)
+            self._wake.acquire()
 
 
 class _RpcError(Exception):

@@ -178,7 +178,7 @@ class Startup(unittest.TestCase):
         program = f"""
 import sys
 import chassis_plugin as cp
-heavy = sorted(m for m in ("re", "json", "typing", "threading", "queue", "inspect",
+heavy = sorted(m for m in ("re", "json", "typing", "threading", "queue", "contextvars", "inspect",
                            "dataclasses", "functools", "collections", "asyncio") if m in sys.modules)
 def f(a: str, b: list[str], c: dict[str, float], d: {union} = None, e: list = None) -> str:
     pass
@@ -250,6 +250,115 @@ t.run()
         proc.stdin.close()
         proc.wait(timeout=10)
         self.assertEqual(answers[2]["result"], {"content": "False", "is_error": False}, answers)
+
+
+class Threads(unittest.TestCase):
+    """`setup` runs on the main thread while a reader thread keeps reading,
+    so a setup may wait on chassis from anywhere; the workers (and
+    `threading`) start only once setup is answered."""
+
+    def converse(self, program, script):
+        """Run `program` on `python3 -S` playing chassis: `script` is a list
+        of lines to send, or callables that take the plugin's next message
+        and return the line to send back (or None to send nothing)."""
+        here = os.path.dirname(os.path.abspath(__file__))
+        proc = subprocess.Popen([sys.executable, "-S", "-c", program], cwd=here, stdin=subprocess.PIPE,
+                                stdout=subprocess.PIPE, stderr=subprocess.PIPE, text=True,
+                                env={"PYTHONPATH": here, "PATH": os.environ.get("PATH", "")})
+        seen = []
+        try:
+            for step in script:
+                if callable(step):
+                    line = proc.stdout.readline()
+                    self.assertTrue(line, proc.stderr.read() if proc.poll() is not None else "no answer")
+                    msg = json.loads(line)
+                    seen.append(msg)
+                    step = step(msg)
+                    if step is None:
+                        continue
+                proc.stdin.write(step + "\n")
+                proc.stdin.flush()
+        finally:
+            proc.stdin.close()
+            proc.wait(timeout=10)
+        return seen
+
+    INIT = '{"jsonrpc":"2.0","id":1,"method":"initialize","params":{"protocol_version":"1.2"}}'
+    SETUP = '{"jsonrpc":"2.0","id":2,"method":"setup","params":{"entry":"e","requirements":{"db":{"provider":"p","version":"1.0.0","value":null}}}}'
+
+    @staticmethod
+    def answer(result):
+        def reply(msg):
+            assert msg.get("method") == "capability/invoke", msg
+            return json.dumps({"jsonrpc": "2.0", "id": msg["id"], "result": {"result": result(msg["params"])}})
+        return reply
+
+    def test_setup_runs_on_the_main_thread_before_the_workers(self):
+        program = """
+import sys
+import chassis_plugin as cp
+@cp.plugin(name="t", version="1.0.0")
+def t(ctx):
+    loaded = "threading" in sys.modules
+    import threading
+    main = threading.current_thread() is threading.main_thread()
+    def where() -> str:
+        "Where setup ran."
+        return cp._dumps({"loaded": loaded, "main": main})
+    ctx.tools.register(where)
+t.run()
+"""
+        call = '{"jsonrpc":"2.0","id":3,"method":"tools/call","params":{"name":"where","arguments":{}}}'
+        seen = self.converse(program, [self.INIT, lambda m: None, self.SETUP, lambda m: call, lambda m: None])
+        self.assertIn("result", seen[1], seen)
+        where = json.loads(seen[2]["result"]["content"])
+        self.assertTrue(where["main"], where)
+        if sys.version_info < (3, 13):
+            # The mount does not wait for `threading` (milliseconds on a fresh interpreter).
+            self.assertFalse(where["loaded"], where)
+
+    def test_a_setup_waits_on_a_provider_from_its_body_a_thread_or_a_coroutine(self):
+        program = """
+import _thread, asyncio
+import chassis_plugin as cp
+@cp.plugin(name="t", version="1.0.0", requires={"db": ">=1"})
+async def t(ctx):
+    db = ctx.require("db")
+    got = [db.invoke("get", key="body")]
+    done = _thread.allocate_lock()
+    done.acquire()
+    def other():
+        got.append(db.invoke("get", key="thread"))
+        done.release()
+    _thread.start_new_thread(other, ())
+    done.acquire()
+    await asyncio.sleep(0)
+    got.append(db.invoke("get", key="coroutine"))
+    def answers() -> str:
+        "What setup was told."
+        return ",".join(got)
+    ctx.tools.register(answers)
+t.run()
+"""
+        echo = self.answer(lambda params: params["arguments"]["key"] + "!")
+        call = '{"jsonrpc":"2.0","id":3,"method":"tools/call","params":{"name":"answers","arguments":{}}}'
+        seen = self.converse(program, [self.INIT, lambda m: None, self.SETUP, echo, echo, echo,
+                                       lambda m: call, lambda m: None])
+        self.assertIn("result", seen[4], seen)
+        self.assertEqual(seen[5]["result"]["content"], "body!,thread!,coroutine!", seen)
+
+    def test_a_request_before_setup_is_answered(self):
+        program = """
+import chassis_plugin as cp
+@cp.plugin(name="t", version="1.0.0")
+def t(ctx):
+    pass
+t.run()
+"""
+        early = '{"jsonrpc":"2.0","id":9,"method":"nope","params":{}}'
+        seen = self.converse(program, [self.INIT, lambda m: early, lambda m: self.SETUP, lambda m: None])
+        self.assertEqual(seen[1]["error"]["code"], cp.METHOD_NOT_FOUND, seen)
+        self.assertIn("result", seen[2], seen)
 
 
 if __name__ == "__main__":
