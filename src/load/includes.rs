@@ -353,7 +353,12 @@ impl<'s> Reader<'s> {
             };
             let mut files = Vec::new();
             let mut broken = false;
-            for w in wanted {
+            // Arguments first: the program counts only when none is a file.
+            let (program, arguments): (Vec<_>, Vec<_>) = wanted.iter().partition(|w| w.program);
+            for w in arguments.into_iter().chain(program) {
+                if w.program && !files.is_empty() {
+                    continue;
+                }
                 let target = normalize(&dir.join(&w.path));
                 let real = self.real(&target);
                 if !w.required {

@@ -138,6 +138,9 @@ pub(crate) struct WantedFile {
     /// Listed in `files` (a missing one is an error) rather than an argv
     /// entry that may or may not be a file.
     pub required: bool,
+    /// The program itself, named by a relative path (`./plugin`): it counts
+    /// only when no argument is a file (else it runs them: an interpreter).
+    pub program: bool,
 }
 
 /// `command`, `env` and `files` of a process plugin: the command (files
@@ -174,9 +177,17 @@ fn process(
         }
         argv.push(s.value.to_owned());
         // The program itself (`python3`, a venv's interpreter) is not the
-        // plugin's code: by default only its arguments that are files are.
-        if position > 0 && !s.value.starts_with('-') && !s.value.contains(char::is_whitespace) {
-            wanted.push((s.value.to_owned(), cx.origin(s.span)));
+        // plugin's code: by default only its arguments that are files are,
+        // or, when none is, the program given as a path beside the
+        // manifest (`./plugin`: a compiled plugin, a script with a `#!`).
+        let program = position == 0;
+        let named = if program {
+            s.value.contains('/')
+        } else {
+            !s.value.starts_with('-')
+        };
+        if named && !s.value.contains(char::is_whitespace) {
+            wanted.push((s.value.to_owned(), cx.origin(s.span), program));
         }
     }
     let mut env = Vec::new();
@@ -223,16 +234,18 @@ fn process(
                     path: s.value.to_owned(),
                     origin: cx.origin(s.span),
                     required: true,
+                    program: false,
                 });
             }
             listed
         }
         None => wanted
             .into_iter()
-            .map(|(path, origin)| WantedFile {
+            .map(|(path, origin, program)| WantedFile {
                 path,
                 origin,
                 required: false,
+                program,
             })
             .collect(),
     };

@@ -426,6 +426,26 @@ fn a_process_plugin_hashes_its_files_and_reports_what_is_wrong_where() {
         assert_eq!(p.files[0].sha256, expected);
     }
     assert!(p.dir.ends_with("plugins"), "{}", p.dir.display());
+    // The program counts when it is a path beside the manifest and no
+    // argument is a file (`./p.py` runs itself); an interpreter beside it
+    // that runs a file is not the plugin's code.
+    for (command, expected) in [
+        ("[\"./p.py\"]", vec!["./p.py"]),
+        ("[\"./p.py\", \"--port\", \"8080\"]", vec!["./p.py"]),
+        ("[\"./p.py\", \"lib.py\"]", vec!["lib.py"]),
+        ("[\"p.py\"]", vec![]),
+        ("[\"./gone\"]", vec![]),
+    ] {
+        let l = load(
+            &src(&format!("command = {command}")),
+            Path::new("plugins/c.toml"),
+        );
+        assert!(l.diagnostics.is_empty(), "{command}: {:#?}", l.diagnostics);
+        let comp = l.composition.unwrap();
+        let p = comp.entries["p"].manifest.process.clone().unwrap();
+        let files: Vec<&str> = p.files.iter().map(|f| f.path.as_str()).collect();
+        assert_eq!(files, expected, "{command}");
+    }
     // Listed files must exist; each error points at its string.
     let l = load(
         &src("command = [\"python3\", \"p.py\"]\nfiles = [\"p.py\", \"lib.py\", \"gone.py\"]"),

@@ -865,12 +865,17 @@ fn plugin_new_writes_working_plugins_that_pass_plugin_check_and_serve_an_agent()
     let dir = tempfile::tempdir().unwrap();
     let home = std::env::var("HOME").unwrap_or_default();
     for (name, lang, test) in [
+        // Names with a `-`: a capability key and a string everywhere.
         (
-            "weather",
+            "weather-now",
             "python",
-            vec!["python3", "weather/test_plugin.py"],
+            vec!["python3", "weather-now/test_plugin.py"],
         ),
-        ("clock", "typescript", vec!["node", "clock/test_plugin.js"]),
+        (
+            "world-clock",
+            "typescript",
+            vec!["node", "world-clock/test_plugin.js"],
+        ),
     ] {
         let out = run(dir.path(), &["plugin", "new", name, "--lang", lang], &[]);
         assert_eq!(out.code, 0, "{}", out.stderr);
@@ -908,12 +913,12 @@ fn plugin_new_writes_working_plugins_that_pass_plugin_check_and_serve_an_agent()
     std::fs::write(
         dir.path().join("composition.toml"),
         r#"version = 1
-include = ["weather/plugin.toml", "clock/plugin.toml"]
+include = ["weather-now/plugin.toml", "world-clock/plugin.toml"]
 
 [entries.model]
 plugin = "scripted"
 [[entries.model.config.turns]]
-tool_calls = [{ name = "weather_echo", args = { text = "rain" } }, { name = "clock_echo", args = { text = "noon" } }]
+tool_calls = [{ name = "weather_now_echo", args = { text = "rain" } }, { name = "world_clock_echo", args = { text = "noon" } }]
 [[entries.model.config.turns]]
 text = "done"
 
@@ -937,7 +942,27 @@ default_input = "go"
         vec!["hello: rain".to_owned(), "hello: noon".to_owned()]
     );
     // A folder that is not empty is refused.
-    let again = run(dir.path(), &["plugin", "new", "weather"], &[]);
+    // The vendored SDK is one of the plugin's files: editing it is a change.
+    let before = run(
+        dir.path(),
+        &["--format", "json", "snapshot", "composition.toml"],
+        &[],
+    );
+    assert_eq!(before.code, 0, "{}", before.stderr);
+    let sdk = dir.path().join("world-clock/chassis_plugin.js");
+    let text = std::fs::read_to_string(&sdk).unwrap();
+    std::fs::write(&sdk, text + "\n// edited\n").unwrap();
+    let after = run(
+        dir.path(),
+        &["--format", "json", "snapshot", "composition.toml"],
+        &[],
+    );
+    assert_eq!(after.code, 0, "{}", after.stderr);
+    let digest = |out: &Run| {
+        serde_json::from_str::<Value>(&out.stdout).unwrap()["digests"]["semantic_digest"].clone()
+    };
+    assert_ne!(digest(&before), digest(&after));
+    let again = run(dir.path(), &["plugin", "new", "weather-now"], &[]);
     assert_eq!(again.code, 2, "{}", again.stderr);
     assert!(again.stderr.contains("already exists"), "{}", again.stderr);
 }

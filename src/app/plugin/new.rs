@@ -73,24 +73,29 @@ pub fn new_plugin(options: &NewOptions) -> Result<Created, AppError> {
     }
     let shown = dir.display().to_string();
     let tool = format!("{}_echo", name.replace('-', "_"));
-    let fill = |template: &str, command: &str| {
+    let fill = |template: &str, command: &str, files: &str| {
         template
             .replace("{{name}}", name)
             .replace("{{dir}}", &shown)
             .replace("{{tool}}", &tool)
             .replace("{{capability}}", name)
             .replace("{{command}}", command)
+            .replace("{{files}}", files)
     };
     let (files, test): (Vec<(&str, String)>, String) = match options.lang {
         Lang::Python => (
             vec![
-                ("plugin.py", fill(templates::PYTHON_PLUGIN, "")),
+                ("plugin.py", fill(templates::PYTHON_PLUGIN, "", "")),
                 ("chassis_plugin.py", templates::PYTHON_SDK.to_owned()),
                 (
                     "plugin.toml",
-                    fill(templates::MANIFEST, "\"python3\", \"plugin.py\""),
+                    fill(
+                        templates::MANIFEST,
+                        "\"python3\", \"plugin.py\"",
+                        "\"plugin.py\", \"chassis_plugin.py\"",
+                    ),
                 ),
-                ("test_plugin.py", fill(templates::PYTHON_TEST, "")),
+                ("test_plugin.py", fill(templates::PYTHON_TEST, "", "")),
             ],
             format!(
                 "python3 {}",
@@ -99,14 +104,18 @@ pub fn new_plugin(options: &NewOptions) -> Result<Created, AppError> {
         ),
         Lang::TypeScript => (
             vec![
-                ("plugin.js", fill(templates::JS_PLUGIN, "")),
+                ("plugin.js", fill(templates::JS_PLUGIN, "", "")),
                 ("chassis_plugin.js", templates::JS_SDK.to_owned()),
                 ("chassis_plugin.d.ts", templates::JS_SDK_TYPES.to_owned()),
                 (
                     "plugin.toml",
-                    fill(templates::MANIFEST, "\"node\", \"plugin.js\""),
+                    fill(
+                        templates::MANIFEST,
+                        "\"node\", \"plugin.js\"",
+                        "\"plugin.js\", \"chassis_plugin.js\"",
+                    ),
                 ),
-                ("test_plugin.js", fill(templates::JS_TEST, "")),
+                ("test_plugin.js", fill(templates::JS_TEST, "", "")),
             ],
             format!(
                 "node {}",

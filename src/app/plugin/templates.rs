@@ -19,6 +19,9 @@ version = 1
 [plugins.{{name}}]
 version = "0.1.0"
 command = [{{command}}]
+# What the plugin's identity hashes: editing one is a change (a new
+# generation restarts it; `chassis serve` reloads when one is saved).
+files = [{{files}}]
 provides = { {{capability}} = "1.0.0" }
 
 [[plugins.{{name}}.tools]]
@@ -121,7 +124,7 @@ pub const JS_PLUGIN: &str = r#"// The chassis plugin `{{name}}`.
 const { plugin, s } = require("./chassis_plugin");
 
 module.exports = plugin(
-  { name: "{{name}}", version: "0.1.0", provides: { {{capability}}: "1.0.0" } },
+  { name: "{{name}}", version: "0.1.0", provides: { "{{capability}}": "1.0.0" } },
   (ctx) => {
     const greeting = ctx.config.greeting ?? "hello";
     ctx.tools.register(
