@@ -837,10 +837,7 @@ impl Harness {
         if control.seed.is_some()
             || current.instances.len() != plan.activation_order.len()
             || placed.len() != current.instances.len()
-            || control
-                .instances
-                .values()
-                .any(|m| m.instance.state() != super::lifecycle::PluginState::Active)
+            || control.instances.values().any(|m| !keeps_instance(m))
         {
             return None;
         }
@@ -954,7 +951,7 @@ impl Harness {
         };
         if let Some(prev) = previous
             && prev.identity == *identity
-            && prev.instance.state() == super::lifecycle::PluginState::Active
+            && keeps_instance(prev)
         {
             let iid = prev.instance.instance_id.clone();
             chosen.insert(id.clone(), iid.clone());
@@ -1000,10 +997,12 @@ impl Harness {
                 let (decision, reasons) = classify(&prev.identity, &identity);
                 (
                     decision,
-                    if reasons.is_empty() {
-                        vec!["instance_inactive"]
-                    } else {
+                    if !reasons.is_empty() {
                         reasons
+                    } else if prev.instance.state() == super::lifecycle::PluginState::Active {
+                        vec!["instance_unhealthy"]
+                    } else {
+                        vec!["instance_inactive"]
                     },
                     Some(prev.instance.instance_id.clone()),
                     None,
@@ -1255,6 +1254,14 @@ fn node_identity(
             .and_then(|s| super::identity::secret_fingerprint(entry, s))
             .as_deref(),
     )
+}
+
+/// Whether a managed instance may serve the next generation as it is:
+/// active, and not reporting itself unhealthy (a process plugin down after
+/// its restarts, which the user is told a new generation brings back).
+fn keeps_instance(m: &Managed) -> bool {
+    m.instance.state() == super::lifecycle::PluginState::Active
+        && m.instance.health() != super::lifecycle::Health::Unhealthy
 }
 
 /// Whether an instance placed from `placed_from` keeps its identity for

@@ -780,6 +780,56 @@ async fn a_plugin_reports_a_tool_set_change_to_the_harness_owner() {
     h.shutdown().await;
 }
 
+#[tokio::test]
+async fn an_instance_reporting_itself_unhealthy_is_rebuilt_by_the_next_reconcile() {
+    // A process plugin down after its restarts tells the user a new
+    // generation brings it back: the same composition must then mount a
+    // fresh instance, not keep the dead one.
+    use crate::engine::model::Manifest;
+    let mut catalog = Catalog::new();
+    let mounts = Arc::new(AtomicUsize::new(0));
+    let counted = Arc::clone(&mounts);
+    let sick = plugin_fn(
+        Manifest::new(
+            "sick",
+            crate::engine::version::Version::parse("1.0.0").unwrap(),
+        ),
+        move |ctx: PluginContext| {
+            let n = counted.fetch_add(1, Ordering::SeqCst);
+            async move {
+                if n == 0 {
+                    ctx.health_reporter().report(Health::Unhealthy);
+                }
+                Ok(())
+            }
+        },
+    );
+    catalog.register_plugin("sick", Arc::new(sick));
+    let h = Harness::new(catalog, HarnessOptions::default());
+    let c = B::new()
+        .entry("s")
+        .plugin("sick", "1.0.0")
+        .entry("fine")
+        .build()
+        .unwrap();
+    h.reconcile(c.clone()).await.unwrap();
+    let report = h.reconcile(c.clone()).await.unwrap();
+    assert!(report.published, "{report:?}");
+    assert_eq!(mounts.load(Ordering::SeqCst), 2);
+    let s = report.impact.iter().find(|i| &*i.entry_id == "s").unwrap();
+    assert_eq!(s.reasons, ["instance_unhealthy"], "{s:?}");
+    assert_ne!(s.old_instance_id, s.new_instance_id);
+    assert_eq!(
+        report.reused().iter().map(|e| &**e).collect::<Vec<_>>(),
+        ["fine"]
+    );
+    // Healthy now: the next reconcile of the same composition is a no-op.
+    let again = h.reconcile(c).await.unwrap();
+    assert!(!again.published, "{again:?}");
+    assert_eq!(mounts.load(Ordering::SeqCst), 2);
+    h.shutdown().await;
+}
+
 /// A secret provider whose one value can be changed between reconciles.
 struct Rotating(std::sync::Mutex<String>);
 
