@@ -487,6 +487,10 @@ fn route(
         let (handler, out, m) = (Arc::clone(handler), out.clone(), m.to_owned());
         let served = Arc::clone(state);
         let done_key = key.clone();
+        // Entered before the task can finish: on a multi-thread runtime a
+        // quick answer (an unknown method) would otherwise find no entry
+        // and be dropped, leaving the plugin waiting.
+        let mut serving = lock(state);
         let task = tokio::spawn(async move {
             let reply = match handler(m, params).await {
                 Ok(result) => json!({ "jsonrpc": "2.0", "id": id, "result": result }),
@@ -499,7 +503,7 @@ fn route(
                 let _ = out.send(reply.to_string());
             }
         });
-        lock(state).serving.insert(key, task.abort_handle());
+        serving.serving.insert(key, task.abort_handle());
         return Ok(());
     }
     if obj.get("id").is_some_and(Value::is_null) {
@@ -645,6 +649,29 @@ mod tests {
         let reply = next_line(&mut reader).await;
         assert_eq!(reply["id"], 7);
         assert_eq!(reply["error"]["code"], code::METHOD_NOT_FOUND);
+    }
+
+    #[tokio::test(flavor = "multi_thread", worker_threads = 2)]
+    async fn every_request_of_the_plugin_is_answered_on_a_multi_thread_runtime() {
+        // An answer that comes at once must not race its own bookkeeping.
+        let (_conn, theirs_in, mut theirs_out) = pair();
+        let mut reader = tokio::io::BufReader::new(theirs_in);
+        let mut lines = String::new();
+        for id in 0..500 {
+            lines.push_str(&format!(
+                "{{\"jsonrpc\":\"2.0\",\"id\":{id},\"method\":\"nope\"}}\n"
+            ));
+        }
+        theirs_out.write_all(lines.as_bytes()).await.unwrap();
+        let mut seen = std::collections::BTreeSet::new();
+        for _ in 0..500 {
+            let reply = tokio::time::timeout(Duration::from_secs(10), next_line(&mut reader))
+                .await
+                .expect("every request is answered");
+            assert_eq!(reply["error"]["code"], code::METHOD_NOT_FOUND);
+            seen.insert(reply["id"].as_u64().unwrap());
+        }
+        assert_eq!(seen.len(), 500);
     }
 
     #[tokio::test]
