@@ -924,10 +924,11 @@ class Plugin:
     def _read(self):
         stdin = sys.stdin.buffer
         while True:
-            line = stdin.readline(MAX_MESSAGE_BYTES + 1)
+            # The message and its newline: 16 MiB of message is allowed.
+            line = stdin.readline(MAX_MESSAGE_BYTES + 2)
             if not line:
                 break
-            if len(line) > MAX_MESSAGE_BYTES:
+            if len(line) - line.endswith(b"\n") > MAX_MESSAGE_BYTES:
                 print("a message longer than 16 MiB; stopping", file=sys.stderr)
                 break
             if not line.strip():

@@ -361,5 +361,37 @@ t.run()
         self.assertIn("result", seen[2], seen)
 
 
+class Limits(unittest.TestCase):
+    def test_a_message_of_16_mib_is_read_and_a_longer_one_stops_the_plugin(self):
+        program = """
+import chassis_plugin as cp
+@cp.plugin(name="t", version="1.0.0")
+def t(ctx):
+    pass
+t.run()
+"""
+        here = os.path.dirname(os.path.abspath(__file__))
+
+        def send(size):
+            head, tail = '{"jsonrpc":"2.0","id":9,"method":"nope","params":{"pad":"', '"}}'
+            line = head + "x" * (size - len(head) - len(tail)) + tail
+            self.assertEqual(len(line), size)
+            proc = subprocess.Popen([sys.executable, "-S", "-c", program], cwd=here, stdin=subprocess.PIPE,
+                                    stdout=subprocess.PIPE, stderr=subprocess.PIPE,
+                                    env={"PYTHONPATH": here, "PATH": os.environ.get("PATH", "")})
+            proc.stdin.write((line + "\n").encode())
+            proc.stdin.flush()
+            answer = proc.stdout.readline()  # stdin stays open until then
+            proc.stdin.close()
+            proc.wait(timeout=30)
+            return answer.decode(), proc.stderr.read().decode()
+
+        out, err = send(cp.MAX_MESSAGE_BYTES)
+        self.assertEqual(json.loads(out)["error"]["code"], cp.METHOD_NOT_FOUND, err)
+        out, err = send(cp.MAX_MESSAGE_BYTES + 1)
+        self.assertEqual(out, "")
+        self.assertIn("longer than 16 MiB", err)
+
+
 if __name__ == "__main__":
     unittest.main()
