@@ -201,15 +201,19 @@ class Response:
 
 
 class Method:
-    """A method of a provided capability: `fn` (its schema from its type
-    hints), and the permissions a caller's manifest must declare."""
+    """A method of a provided capability: `fn` (its schemas from its type
+    hints: the arguments', and the result's from its return annotation,
+    which chassis then holds the answers to), and the permissions a
+    caller's manifest must declare."""
 
-    def __init__(self, fn, name=None, description=None, permissions=(), input_schema=None):
+    def __init__(self, fn, name=None, description=None, permissions=(), input_schema=None,
+                 result_schema=None):
         self.fn = fn
         self.name = name
         self.description = description
         self.permissions = list(permissions)
         self.input_schema = input_schema
+        self.result_schema = result_schema
 
 
 class ToolPolicy:
@@ -569,8 +573,14 @@ class _Capabilities:
             if t.name in table:
                 raise PluginError(f"method `{t.name}` of `{key}` is registered twice")
             table[t.name] = t
-            wire.append({"name": t.name, "description": t.description,
-                         "input_schema": t.schema, "permissions": m.permissions})
+            method = {"name": t.name, "description": t.description,
+                      "input_schema": t.schema, "permissions": m.permissions}
+            result = m.result_schema
+            if result is None and "return" in t.hints:
+                result = _schema_of(t.hints["return"], f"method `{t.name}`, its return value")
+            if result is not None:
+                method["result_schema"] = result
+            wire.append(method)
         self._ctx._methods[key] = table
         self._ctx._capabilities.append({"key": key, "version": str(version), "value": value,
                                         "methods": wire})
@@ -803,7 +813,10 @@ class Plugin:
         # invoked it (chassis's token for that call, 1.3).
         call = _CALL.set(params.get("call_id"))
         try:
-            return {"result": self._await(method.fn(**bound))}
+            result = self._await(method.fn(**bound))
+            if _is_dataclass(type(result)):  # crosses as the object its schema says
+                result = sys.modules["dataclasses"].asdict(result)
+            return {"result": result}
         except InvokeError as e:
             raise _RpcError(e.code, str(e)) from e
         except Exception as e:  # noqa: BLE001 - the caller gets the error

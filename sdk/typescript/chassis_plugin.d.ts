@@ -55,6 +55,8 @@ export interface MethodSpec {
     name: string;
     description?: string;
     inputSchema: Schema;
+    /** What the method answers: chassis holds its answers to it. */
+    resultSchema?: Schema;
     permissions?: string[];
 }
 type Handler = (args: any) => unknown | Promise<unknown>;

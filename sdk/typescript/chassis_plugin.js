@@ -195,12 +195,15 @@ class PluginContext {
                     if (table.has(spec.name))
                         throw new Error(`method \`${spec.name}\` of \`${key}\` is registered twice`);
                     table.set(spec.name, fn);
-                    methods.push({
+                    const method = {
                         name: spec.name,
                         description: spec.description ?? "",
                         input_schema: spec.inputSchema,
                         permissions: spec.permissions ?? [],
-                    });
+                    };
+                    if (spec.resultSchema !== undefined)
+                        method.result_schema = spec.resultSchema;
+                    methods.push(method);
                 }
                 this.methodTable.set(key, table);
                 const entry = { key, version: options.version, methods };

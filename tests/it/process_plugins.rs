@@ -1529,6 +1529,127 @@ fn chained_chat_is_charged(dir: &Path, toml: &str, service: &str) {
     assert_eq!(used(&doc, "model_calls"), 1.0);
 }
 
+/// A provider whose configuration references a secret: one method quotes
+/// it, one answers against its own return annotation.
+const VAULT_PY: &str = r#"
+from chassis_plugin import plugin
+
+@plugin(name="vault", version="1.0.0", provides={"vault": "1.0.0"})
+def vault(ctx):
+    token = ctx.config["token"]
+    def reveal() -> str:
+        "Quote the token."
+        return "token=" + token
+    def count() -> int:
+        "A count that is not one."
+        return "many, " + token
+    def size() -> int:
+        "A count."
+        return 3
+    ctx.capabilities.provide("vault", None, version="1.0.0", methods=[reveal, count, size])
+
+if __name__ == "__main__":
+    vault.run()
+"#;
+
+/// A consumer that writes down what its provider answered.
+const PEEK_PY: &str = r#"
+import json
+from chassis_plugin import plugin, InvokeError
+
+@plugin(name="peek", version="1.0.0", requires={"vault": ">=1,<2"})
+def peek(ctx):
+    vault = ctx.require("vault")
+    def look() -> str:
+        "Ask the vault."
+        seen = {}
+        for method in ("reveal", "count", "size"):
+            try:
+                seen[method] = vault.invoke(method)
+            except InvokeError as e:
+                seen[method] = "error: " + str(e)
+        with open("seen.json", "w") as f:
+            json.dump(seen, f)
+        return "looked"
+    ctx.tools.register(look)
+
+if __name__ == "__main__":
+    peek.run()
+"#;
+
+#[test]
+fn a_providers_answers_are_held_to_its_result_schema_and_keep_its_secrets_back() {
+    let toml = r#"version = 1
+
+[plugins.vault]
+version = "1.0.0"
+command = ["{PYTHON}", "vault.py"]
+provides = { vault = "1.0.0" }
+
+[plugins.peek]
+version = "1.0.0"
+command = ["{PYTHON}", "peek.py"]
+requires = { vault = ">=1,<2" }
+
+[[plugins.peek.tools]]
+name = "look"
+description = "Ask the vault."
+args = { type = "object", properties = {}, required = [], additionalProperties = false }
+
+[policy.tools.look]
+idempotent = true
+
+[entries.vault]
+plugin = "vault"
+config.token = { secret = "VAULT_TOKEN" }
+
+[entries.peek]
+plugin = "peek"
+
+[entries.model]
+plugin = "scripted"
+[[entries.model.config.turns]]
+tool_calls = [{ name = "look", args = {} }]
+[[entries.model.config.turns]]
+text = "done"
+
+[agents.a]
+prompt = "p"
+default_input = "go"
+"#;
+    let dir = workspace(&[
+        ("vault.py", VAULT_PY),
+        ("peek.py", PEEK_PY),
+        ("composition.toml", toml),
+    ]);
+    let canary = "sk-canary-vault-41d7";
+    let out = run(
+        dir.path(),
+        &["--format", "json", "run", "composition.toml"],
+        &[("VAULT_TOKEN", canary)],
+    );
+    assert_eq!(out.code, 0, "{}\n{}", out.stdout, out.stderr);
+    let raw = std::fs::read_to_string(dir.path().join("seen.json")).unwrap();
+    assert!(
+        !raw.contains(canary),
+        "the consumer got the provider's secret: {raw}"
+    );
+    let seen: Value = serde_json::from_str(&raw).unwrap();
+    let reveal = seen["reveal"].as_str().unwrap();
+    assert!(
+        reveal.starts_with("token=") && reveal.contains("redacted"),
+        "{reveal}"
+    );
+    let count = seen["count"].as_str().unwrap();
+    assert!(
+        count.starts_with("error: ")
+            && count.contains("answered `vault.count` against its result_schema"),
+        "{count}"
+    );
+    assert_eq!(seen["size"], 3);
+    assert!(!out.stdout.contains(canary) && !out.stderr.contains(canary));
+}
+
 #[test]
 fn a_plugin_that_keeps_crashing_is_down_until_the_next_generation() {
     // After the first crash, every restart dies at once: five attempts

@@ -74,6 +74,8 @@ export interface MethodSpec {
   name: string;
   description?: string;
   inputSchema: Schema;
+  /** What the method answers: chassis holds its answers to it. */
+  resultSchema?: Schema;
   permissions?: string[];
 }
 
@@ -287,12 +289,14 @@ export class PluginContext {
       for (const [spec, fn] of options.methods ?? []) {
         if (table.has(spec.name)) throw new Error(`method \`${spec.name}\` of \`${key}\` is registered twice`);
         table.set(spec.name, fn);
-        methods.push({
+        const method: { [k: string]: Json } = {
           name: spec.name,
           description: spec.description ?? "",
           input_schema: spec.inputSchema,
           permissions: spec.permissions ?? [],
-        });
+        };
+        if (spec.resultSchema !== undefined) method.result_schema = spec.resultSchema;
+        methods.push(method);
       }
       this.methodTable.set(key, table);
       const entry: { [k: string]: Json } = { key, version: options.version, methods };

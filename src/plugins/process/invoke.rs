@@ -24,15 +24,18 @@ use super::protocol::{InvokeParams, InvokeResult, MethodDecl, ProviderInvokePara
 use super::rpc::{Handler, RpcError};
 use super::supervise::Supervisor;
 use crate::engine::args_schema::ArgsSchema;
+use crate::engine::secret::Redactor;
 
 /// How long an invoke may take when nothing says otherwise.
 pub const DEFAULT_DEADLINE: Duration = Duration::from_secs(30);
 
-/// One method, its argument schema compiled.
+/// One method, its argument schema (and result schema, when it declares
+/// one) compiled.
 pub struct Method {
     /// The declaration.
     pub decl: MethodDecl,
     schema: ArgsSchema,
+    result: Option<ArgsSchema>,
 }
 
 /// The value a process plugin's capability binds its consumers to.
@@ -73,12 +76,24 @@ impl ProcessCapability {
             let schema = crate::engine::args_schema::compile(&m.input_schema)
                 .map_err(|e| format!("method `{}` of `{key}`: its input_schema: {e}", m.name))?
                 .schema;
+            let result = m
+                .result_schema
+                .as_ref()
+                .map(|r| {
+                    crate::engine::args_schema::compile(r)
+                        .map(|c| c.schema)
+                        .map_err(|e| {
+                            format!("method `{}` of `{key}`: its result_schema: {e}", m.name)
+                        })
+                })
+                .transpose()?;
             if compiled
                 .insert(
                     m.name.clone(),
                     Method {
                         decl: m.clone(),
                         schema,
+                        result,
                     },
                 )
                 .is_some()
@@ -121,24 +136,30 @@ struct Consumer {
     bound: BTreeMap<String, Bound>,
     permissions: Vec<String>,
     calls: Arc<InFlight>,
+    redactor: Redactor,
 }
 
 type Refused = (i64, String);
 
 /// The handler of a consumer's requests: `capability/invoke` over the
 /// providers bound to it, under its manifest's permissions — and, when the
-/// invoke names a tool call in flight, under that call's run.
+/// invoke names a tool call in flight, under that call's run. What goes
+/// back to the consumer (an answer, an error quoting one) passes
+/// `redactor`: a secret a provider's configuration referenced does not
+/// reach a consumer that did not, as with shared state.
 pub fn consumer_handler(
     entry: String,
     bound: BTreeMap<String, Bound>,
     permissions: Vec<String>,
     calls: Arc<InFlight>,
+    redactor: Redactor,
 ) -> Handler {
     let consumer = Arc::new(Consumer {
         entry,
         bound,
         permissions,
         calls,
+        redactor,
     });
     Arc::new(move |m: String, params: Value| {
         let consumer = Arc::clone(&consumer);
@@ -151,7 +172,12 @@ pub fn consumer_handler(
             }
             let p: InvokeParams = serde_json::from_value(params)
                 .map_err(|e| (code::INVALID_PARAMS, format!("capability/invoke: {e}")))?;
-            consumer.invoke(p).await
+            match consumer.invoke(p).await {
+                Ok(answer) => Ok(consumer.redactor.redact_foreign(&answer)),
+                Err((code, message)) => {
+                    Err((code, consumer.redactor.redact(&message).into_owned()))
+                }
+            }
         })
     })
 }
@@ -338,6 +364,24 @@ impl Consumer {
                 ),
             )
         })?;
+        // What the provider promised to answer is what the consumer gets.
+        if let Some(schema) = &method.result {
+            let violations = schema.violations(&result.result);
+            if !violations.is_empty() {
+                let list: Vec<String> = violations.iter().map(ToString::to_string).collect();
+                return Err((
+                    code::INTERNAL_ERROR,
+                    format!(
+                        "the provider of `{}` ({}) answered `{}.{}` against its result_schema: {}",
+                        p.key,
+                        cap.provider.entry(),
+                        p.key,
+                        p.method,
+                        list.join("; ")
+                    ),
+                ));
+            }
+        }
         Ok(serde_json::to_value(result).unwrap_or(Value::Null))
     }
 }
@@ -408,7 +452,13 @@ mod tests {
     #[tokio::test]
     async fn an_invoke_naming_no_call_in_flight_is_refused_before_anything_runs() {
         let calls = Arc::new(InFlight::default());
-        let handler = consumer_handler("e".into(), BTreeMap::new(), Vec::new(), calls);
+        let handler = consumer_handler(
+            "e".into(),
+            BTreeMap::new(),
+            Vec::new(),
+            calls,
+            Redactor::new(),
+        );
         let refused = handler(
             method::CAPABILITY_INVOKE.to_owned(),
             serde_json::json!({"key": "database", "method": "insert", "call_id": "call-9"}),

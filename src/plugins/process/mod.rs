@@ -80,6 +80,7 @@ impl Plugin for ProcessPlugin {
             bound,
             self.manifest.permissions.clone(),
             Arc::clone(&calls),
+            self.redactor.clone(),
         );
         let launch = start::prepare(&ctx, &self.manifest, &self.redactor, handler)?;
         let (process, registered) = start::launch(&launch)
