@@ -1046,6 +1046,43 @@ fn plugin_check_fails_a_plugin_that_gets_the_protocol_wrong() {
 }
 
 #[test]
+fn plugin_check_quotes_what_a_plugin_that_dies_said_on_stderr() {
+    // A plugin that dies at setup: the failing checks say why, in its
+    // words (redacted: the canary its configuration references stays out).
+    let plugin = GREETER.replace(
+        "    style = ctx.config.get(\"style\", \"plain\")\n",
+        "    import os\n    print('cannot open the store with ' + ctx.config['token'])\n    os._exit(4)\n",
+    );
+    let toml = GREETER_TOML.replace(
+        "config.style = \"warm\"",
+        "config.style = \"warm\"\nconfig.token = { secret = \"PLUGIN_TOKEN\" }",
+    );
+    let dir = workspace(&[("greeter.py", &plugin), ("composition.toml", &toml)]);
+    let canary = "sk-canary-check-0d4e";
+    let out = run(
+        dir.path(),
+        &["--format", "json", "plugin", "check", "composition.toml"],
+        &[("PLUGIN_TOKEN", canary)],
+    );
+    assert_eq!(out.code, 1, "{}\n{}", out.stdout, out.stderr);
+    let report: Value = serde_json::from_str(&out.stdout).unwrap();
+    let setup = report["checks"]
+        .as_array()
+        .unwrap()
+        .iter()
+        .find(|c| c["name"] == "setup")
+        .unwrap();
+    assert_eq!(setup["passed"], false, "{report:#}");
+    let detail = setup["detail"].as_str().unwrap();
+    assert!(
+        detail.contains("its last stderr: ")
+            && detail.contains("cannot open the store with <redacted"),
+        "{setup:#}"
+    );
+    assert!(!out.stdout.contains(canary) && !out.stderr.contains(canary));
+}
+
+#[test]
 fn an_async_tool_and_an_async_setup_run_on_the_sdk_loop() {
     let plugin = GREETER
         .replace("def greeter(ctx):", "async def greeter(ctx):")
@@ -2669,4 +2706,70 @@ default_input = "go"
         tool.parent_id != provider.parent_id && provider.parent_id != hook.parent_id,
         "{seen} {hook_log}"
     );
+}
+
+/// A tool that takes a while and logs when each call starts and ends.
+const SLOW_PY: &str = r#"
+import time
+from chassis_plugin import plugin, ToolPolicy
+
+@plugin(name="slow", version="1.0.0"MAX)
+def slow(ctx):
+    def wait(tag: str) -> str:
+        "Wait a moment."
+        with open("calls.log", "a") as f:
+            f.write(f"start {tag} {time.monotonic()}\n")
+        time.sleep(0.3)
+        with open("calls.log", "a") as f:
+            f.write(f"end {tag} {time.monotonic()}\n")
+        return tag
+    ctx.tools.register(wait, policy=ToolPolicy(idempotent=True))
+
+if __name__ == "__main__":
+    slow.run()
+"#;
+
+/// Whether two calls of the slow tool, made at once, ran at the same
+/// time in a plugin declaring `max` (or nothing).
+fn slow_calls_overlap(max: &str) -> bool {
+    let dir = workspace(&[
+        ("slow.py", &SLOW_PY.replace("MAX", max)),
+        (
+            "plugin.toml",
+            "version = 1\n\n[plugins.slow]\nversion = \"1.0.0\"\ncommand = [\"{PYTHON}\", \"slow.py\"]\n\n[[plugins.slow.tools]]\nname = \"wait\"\ndescription = \"Wait a moment.\"\nargs = { type = \"object\", properties = { tag = { type = \"string\" } }, required = [\"tag\"], additionalProperties = false }\n\n[entries.slow]\nplugin = \"slow\"\n",
+        ),
+    ]);
+    let rt = tokio::runtime::Builder::new_multi_thread()
+        .worker_threads(2)
+        .enable_all()
+        .build()
+        .unwrap();
+    rt.block_on(async {
+        let mut h = chassis::testing::TestHarness::new();
+        h.install_process(&dir.path().join("plugin.toml")).unwrap();
+        h.reconcile().await.unwrap();
+        let (a, b) = tokio::join!(
+            h.call_tool("wait", serde_json::json!({"tag": "a"})),
+            h.call_tool("wait", serde_json::json!({"tag": "b"})),
+        );
+        assert_eq!(a.unwrap().content, "a");
+        assert_eq!(b.unwrap().content, "b");
+        assert!(h.shutdown().await.is_empty());
+    });
+    drop(rt);
+    assert_no_process_in(dir.path());
+    let log = std::fs::read_to_string(dir.path().join("calls.log")).unwrap();
+    let events: Vec<&str> = log.lines().map(|l| l.split(' ').next().unwrap()).collect();
+    assert_eq!(events.len(), 4, "{log}");
+    // Serial: start, end, start, end. At once: both start first.
+    events == ["start", "start", "end", "end"]
+}
+
+#[test]
+fn a_plugin_declaring_max_concurrency_gets_no_more_calls_at_once() {
+    // The control: without a limit the SDK runs both calls at once.
+    assert!(slow_calls_overlap(""));
+    // With `max_concurrency = 1` at `initialize`, chassis queues the
+    // second call until the first is answered.
+    assert!(!slow_calls_overlap(", max_concurrency=1"));
 }
