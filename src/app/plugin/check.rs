@@ -85,6 +85,24 @@ struct Suite {
 }
 
 impl Suite {
+    /// Add the last lines `conn`'s process wrote to stderr to each check
+    /// that failed since check number `from` (redacted by `record`'s
+    /// redactor): a plugin that crashed says why there.
+    async fn quote_stderr(&mut self, conn: &Connection, from: usize) {
+        if self.checks[from..].iter().all(|c| c.passed) {
+            return;
+        }
+        conn.stderr_drained(Duration::from_millis(500)).await;
+        let said = conn.last_stderr();
+        if said.is_empty() {
+            return;
+        }
+        let tail = self.redactor.redact(&said.join(" | ")).into_owned();
+        for c in self.checks[from..].iter_mut().filter(|c| !c.passed) {
+            c.detail = format!("{}; its last stderr: {tail}", c.detail);
+        }
+    }
+
     fn record(&mut self, name: &'static str, outcome: Result<String, String>) -> bool {
         let passed = outcome.is_ok();
         let detail = outcome.unwrap_or_else(|e| e);
@@ -214,13 +232,16 @@ pub async fn check_plugin(
                 "no answer to an initialize with protocol 99.0: {e}"
             )),
         };
+        let from = suite.checks.len();
         suite.record("version refusal", outcome);
+        suite.quote_stderr(&p.conn, from).await;
         p.group.stop(Duration::ZERO).await;
     }
 
     let Some(p) = started(&mut suite) else {
         return Ok(report(manifest, &program, suite));
     };
+    let from = suite.checks.len();
     let init = p
         .conn
         .call::<InitializeResult>(
@@ -409,7 +430,7 @@ pub async fn check_plugin(
         .request(method::TEARDOWN, json!({}), Some(TEARDOWN_GRACE), None)
         .await;
     let mut exited = false;
-    while asked.elapsed() < TEARDOWN_GRACE * 2 {
+    while asked.elapsed() < TEARDOWN_GRACE {
         if p.group.exited().await.is_some() {
             exited = true;
             break;
@@ -428,11 +449,12 @@ pub async fn check_plugin(
                 TEARDOWN_GRACE.as_secs()
             )),
             (Ok(_), false) => Err(format!(
-                "answered but did not exit within {}s",
-                (TEARDOWN_GRACE * 2).as_secs()
+                "answered but did not exit within the grace period ({}s)",
+                TEARDOWN_GRACE.as_secs()
             )),
         },
     );
+    suite.quote_stderr(&p.conn, from).await;
     p.group.stop(Duration::ZERO).await;
     Ok(report(manifest, &program, suite))
 }
