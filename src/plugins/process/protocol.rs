@@ -477,6 +477,25 @@ pub struct ToolCallResult {
 #[derive(Clone, Debug, Default, PartialEq, Serialize, Deserialize, JsonSchema)]
 pub struct TeardownParams {}
 
+/// `teardown` result: an empty object, sent once the plugin's cleanups
+/// ran; the process then exits.
+#[derive(Clone, Debug, Default, PartialEq, Serialize, Deserialize, JsonSchema)]
+pub struct TeardownResult {}
+
+/// The `error` of a response, either way (JSON-RPC 2.0): a code from
+/// [`code`] and a message a person can read.
+#[derive(Clone, Debug, PartialEq, Serialize, Deserialize, JsonSchema)]
+pub struct ErrorObject {
+    /// The error code (`-32601`: no such method, `-32602`: bad params,
+    /// `-32800`: cancelled, `-32001`: permission denied, …).
+    pub code: i64,
+    /// What went wrong.
+    pub message: String,
+    /// Anything more, as JSON (optional; chassis sends none).
+    #[serde(default, skip_serializing_if = "Option::is_none")]
+    pub data: Option<Value>,
+}
+
 /// `$/cancel` params.
 #[derive(Clone, Debug, PartialEq, Serialize, Deserialize, JsonSchema)]
 pub struct CancelParams {
@@ -522,6 +541,8 @@ pub fn schemas() -> BTreeMap<String, Value> {
         ("tools-call.params".to_owned(), one::<ToolCallParams>()),
         ("tools-call.result".to_owned(), one::<ToolCallResult>()),
         ("teardown.params".to_owned(), one::<TeardownParams>()),
+        ("teardown.result".to_owned(), one::<TeardownResult>()),
+        ("error".to_owned(), one::<ErrorObject>()),
         ("cancel.params".to_owned(), one::<CancelParams>()),
         ("http-request.params".to_owned(), one::<HttpRequestParams>()),
         ("http-request.result".to_owned(), one::<HttpRequestResult>()),
