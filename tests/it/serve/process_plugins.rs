@@ -1,6 +1,7 @@
 //! A process plugin under `chassis serve`: kept across a reload that does
 //! not change it (same process), rebuilt when its file is saved (the file
-//! is watched), and its old process ended.
+//! is watched), and its old process ended; a reload whose plugin fails at
+//! setup rolls back and the current generation keeps its process.
 
 use serde_json::{Value, json};
 
@@ -128,6 +129,26 @@ fn a_process_plugin_is_kept_across_a_reload_and_rebuilt_when_its_file_is_saved()
             !alive(first),
             "the old plugin process {first} is still running"
         );
+        // A plugin file that fails at setup: the reload fails and rolls
+        // back, and the current generation keeps serving with its process.
+        std::fs::write(
+            dir.path().join("pid.py.tmp"),
+            PLUGIN.replace(
+                "def pid(ctx):\n",
+                "def pid(ctx):\n    raise RuntimeError('broken on purpose')\n",
+            ),
+        )
+        .unwrap();
+        std::fs::rename(dir.path().join("pid.py.tmp"), &plugin).unwrap();
+        let status = status_until(&c, &server, |s| s["last_reload"]["ok"] == false).await;
+        let error = status["last_reload"]["error"].as_str().unwrap_or_default();
+        assert!(error.contains("broken on purpose"), "{status:#}");
+        assert_eq!(status["current"]["id"], "gen_0003", "{status:#}");
+        assert_eq!(
+            pid_of(&run(c.clone(), url.clone()).await),
+            (second, "gen_0003".to_owned())
+        );
+        assert!(alive(second), "the serving plugin process {second} ended");
     });
     let (code, rest) = server.stop(nix::sys::signal::Signal::SIGTERM);
     assert_eq!(code, 0, "{rest}");
