@@ -30,6 +30,17 @@ def schema(fn):
     return cp._Tool(fn, None, "d", None).schema
 
 
+HERE = os.path.dirname(os.path.abspath(__file__))
+
+
+def plugin_process(program, text=True):
+    """`program` on a fresh interpreter (`python3 -S`, no site) beside the
+    SDK, its three streams piped."""
+    return subprocess.Popen([sys.executable, "-S", "-c", program], cwd=HERE, stdin=subprocess.PIPE,
+                            stdout=subprocess.PIPE, stderr=subprocess.PIPE, text=text,
+                            env={"PYTHONPATH": HERE, "PATH": os.environ.get("PATH", "")})
+
+
 class Schemas(unittest.TestCase):
     def test_scalars_and_defaults(self):
         def f(a: str, b: int, c: float, d: bool = False, e: None = None):
@@ -187,9 +198,8 @@ bound = cp._Tool(f, None, "d", None).bind({{"a": "x", "b": ["y"], "c": {{}}}})
 after = sorted(m for m in ("re", "json", "typing") if m in sys.modules)
 sys.stdout.write(cp._dumps({{"heavy": heavy, "schema": schema, "bound": bound, "after": after}}))
 """
-        here = os.path.dirname(os.path.abspath(__file__))
-        out = subprocess.run([sys.executable, "-S", "-c", program], cwd=here, capture_output=True,
-                             text=True, env={"PYTHONPATH": here, "PATH": os.environ.get("PATH", "")})
+        out = subprocess.run([sys.executable, "-S", "-c", program], cwd=HERE, capture_output=True,
+                             text=True, env={"PYTHONPATH": HERE, "PATH": os.environ.get("PATH", "")})
         self.assertEqual(out.returncode, 0, out.stderr)
         seen = json.loads(out.stdout)
         self.assertEqual(seen["heavy"], [])
@@ -211,9 +221,8 @@ def f(items: list["Item"], by_name: dict[str, "Item"]) -> str:
 hints = cp._type_hints(f)
 sys.stdout.write(repr((hints["items"].__args__, hints["by_name"].__args__)))
 """
-        here = os.path.dirname(os.path.abspath(__file__))
-        out = subprocess.run([sys.executable, "-S", "-c", program], cwd=here, capture_output=True,
-                             text=True, env={"PYTHONPATH": here, "PATH": os.environ.get("PATH", "")})
+        out = subprocess.run([sys.executable, "-S", "-c", program], cwd=HERE, capture_output=True,
+                             text=True, env={"PYTHONPATH": HERE, "PATH": os.environ.get("PATH", "")})
         self.assertEqual(out.returncode, 0, out.stderr)
         self.assertEqual(out.stdout, "((<class '__main__.Item'>,), (<class 'str'>, <class '__main__.Item'>))")
 
@@ -233,15 +242,12 @@ def t(ctx):
     ctx.tools.register(which)
 t.run()
 """
-        here = os.path.dirname(os.path.abspath(__file__))
         lines = [
             '{"jsonrpc":"2.0","id":1,"method":"initialize","params":{"protocol_version":"1.2"}}',
             '{"jsonrpc":"2.0","id":2,"method":"setup","params":{"entry":"e"}}',
             '{"jsonrpc":"2.0","id":3,"method":"tools/call","params":{"name":"which","arguments":{},"run_id":"r"}}',
         ]
-        proc = subprocess.Popen([sys.executable, "-S", "-c", program], cwd=here, stdin=subprocess.PIPE,
-                                stdout=subprocess.PIPE, stderr=subprocess.PIPE, text=True,
-                                env={"PYTHONPATH": here, "PATH": os.environ.get("PATH", "")})
+        proc = plugin_process(program)
         answers = []
         for line in lines:
             proc.stdin.write(line + "\n")
@@ -261,10 +267,7 @@ class Threads(unittest.TestCase):
         """Run `program` on `python3 -S` playing chassis: `script` is a list
         of lines to send, or callables that take the plugin's next message
         and return the line to send back (or None to send nothing)."""
-        here = os.path.dirname(os.path.abspath(__file__))
-        proc = subprocess.Popen([sys.executable, "-S", "-c", program], cwd=here, stdin=subprocess.PIPE,
-                                stdout=subprocess.PIPE, stderr=subprocess.PIPE, text=True,
-                                env={"PYTHONPATH": here, "PATH": os.environ.get("PATH", "")})
+        proc = plugin_process(program)
         seen = []
         try:
             for step in script:
@@ -370,15 +373,11 @@ def t(ctx):
     pass
 t.run()
 """
-        here = os.path.dirname(os.path.abspath(__file__))
-
         def send(size):
             head, tail = '{"jsonrpc":"2.0","id":9,"method":"nope","params":{"pad":"', '"}}'
             line = head + "x" * (size - len(head) - len(tail)) + tail
             self.assertEqual(len(line), size)
-            proc = subprocess.Popen([sys.executable, "-S", "-c", program], cwd=here, stdin=subprocess.PIPE,
-                                    stdout=subprocess.PIPE, stderr=subprocess.PIPE,
-                                    env={"PYTHONPATH": here, "PATH": os.environ.get("PATH", "")})
+            proc = plugin_process(program, text=False)
             proc.stdin.write((line + "\n").encode())
             proc.stdin.flush()
             answer = proc.stdout.readline()  # stdin stays open until then

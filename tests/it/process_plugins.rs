@@ -1279,9 +1279,8 @@ if __name__ == "__main__":
     summarizer.run()
 "#;
 
-#[test]
-fn a_model_provider_written_in_python_drives_an_agent_and_answers_chat() {
-    let toml = r#"version = 1
+/// A greeter, the Python model, and a tool that asks the model (`chat`).
+const MODEL_TOML: &str = r#"version = 1
 
 [plugins.greeter]
 version = "1.0.0"
@@ -1327,38 +1326,47 @@ plugin = "summarizer"
 prompt = "p"
 default_input = "Ada"
 "#;
+
+#[test]
+fn a_model_provider_written_in_python_drives_an_agent_and_answers_chat() {
     let dir = workspace(&[
         ("greeter.py", GREETER),
         ("py_model.py", PY_MODEL),
         ("summarizer.py", SUMMARIZER),
-        ("composition.toml", toml),
+        ("composition.toml", MODEL_TOML),
     ]);
-    let out = run(
-        dir.path(),
-        &["--format", "json", "run", "composition.toml"],
-        &[],
-    );
-    assert_eq!(out.code, 0, "{}\n{}", out.stdout, out.stderr);
+    chats_are_charged_to_the_run(dir.path(), MODEL_TOML, "tool -> chat");
+}
+
+/// How much of budget `dimension` the run of `doc` used.
+fn used(doc: &Value, dimension: &str) -> Value {
+    doc["budget"]
+        .as_array()
+        .and_then(|b| b.iter().find(|d| d["dimension"] == dimension))
+        .map(|d| d["used"].clone())
+        .unwrap_or_else(|| panic!("no {dimension} in {:#}", doc["budget"]))
+}
+
+/// Run `toml` (the Python model answering the loop, and a `summarize` tool
+/// whose work asks the model, through `path`): the tool's `chat` is one of
+/// the run's model calls, on its trace and in its budget.
+fn chats_are_charged_to_the_run(dir: &Path, toml: &str, path: &str) {
+    write_composition(dir, toml);
+    let _ = std::fs::remove_file(dir.join("traces.txt"));
+    let out = run(dir, &["--format", "json", "run", "composition.toml"], &[]);
+    assert_eq!(out.code, 0, "{path}\n{}\n{}", out.stdout, out.stderr);
     let doc = document(&out);
     assert_eq!(
         doc["answer"], "done: Hello, Ada. (warm) | short: Ada",
-        "{doc:#}"
+        "{path}: {doc:#}"
     );
     assert_eq!(doc["usage"]["input_tokens"], 16, "{:#}", doc["usage"]);
     assert_eq!(doc["model"], "py-echo", "{:#}", doc["model"]);
-    // The `chat` inside the tool call is one of the run's model calls.
-    let used = |doc: &Value, dimension: &str| {
-        doc["budget"]
-            .as_array()
-            .and_then(|b| b.iter().find(|d| d["dimension"] == dimension))
-            .map(|d| d["used"].clone())
-            .unwrap_or_else(|| panic!("no {dimension} in {:#}", doc["budget"]))
-    };
-    assert_eq!(used(&doc, "model_calls"), 3.0);
-    // Each of the three calls (two from the loop, one `chat` inside the
-    // tool call) carried the run's trace, each with its own parent.
+    assert_eq!(used(&doc, "model_calls"), 3.0, "{path}");
+    // Each of the three calls (two from the loop, one `chat` for the tool
+    // call) carried the run's trace, each with its own parent.
     let trace_id = doc["trace_id"].as_str().expect("the run's trace id");
-    let traces = std::fs::read_to_string(dir.path().join("traces.txt")).unwrap();
+    let traces = std::fs::read_to_string(dir.join("traces.txt")).unwrap();
     let parents: std::collections::BTreeSet<[u8; 8]> = traces
         .lines()
         .map(|line| {
@@ -1368,27 +1376,23 @@ default_input = "Ada"
                 .parent_id
         })
         .collect();
-    assert_eq!(traces.lines().count(), 3, "{traces}");
+    assert_eq!(traces.lines().count(), 3, "{path}: {traces}");
     assert_eq!(parents.len(), 3, "{traces}");
 
     // With one model call in its budget, the run's own call spends it: the
-    // tool's `chat` is refused, and the run stops as out of budget.
+    // tool's `chat` is refused, and the run stops as out of budget (a
+    // failure while running: exit 3).
     let toml = toml.replace(
         "default_input = \"Ada\"",
         "default_input = \"Ada\"\nbudget = { model_calls = 1 }",
     );
-    write_composition(dir.path(), &toml);
-    let out = run(
-        dir.path(),
-        &["--format", "json", "run", "composition.toml"],
-        &[],
-    );
-    // An exhausted budget is a failure while running (exit 3).
-    assert_eq!(out.code, 3, "{}\n{}", out.stdout, out.stderr);
+    write_composition(dir, &toml);
+    let out = run(dir, &["--format", "json", "run", "composition.toml"], &[]);
+    assert_eq!(out.code, 3, "{path}\n{}\n{}", out.stdout, out.stderr);
     let doc = document(&out);
     assert_eq!(doc["stop"]["kind"], "budget_exhausted", "{:#}", doc["stop"]);
     assert_eq!(doc["stop"]["dimension"], "model_calls", "{:#}", doc["stop"]);
-    assert_eq!(used(&doc, "model_calls"), 1.0);
+    assert_eq!(used(&doc, "model_calls"), 1.0, "{path}");
 }
 
 /// A provider whose method asks the model (`chat`): what it invokes in
@@ -1444,70 +1448,24 @@ if __name__ == "__main__":
 
 #[test]
 fn a_chat_a_provider_makes_for_a_tool_call_is_charged_to_the_run() {
-    // tool (relay) -> provider (summary-service) -> `chat` (py-model): the
-    // chat is one of the run's model calls, on its trace, in its budget.
-    let toml = r#"version = 1
-
-[plugins.greeter]
-version = "1.0.0"
-command = ["{PYTHON}", "greeter.py"]
-provides = { greeting = "1.0.0" }
-
-[[plugins.greeter.tools]]
-name = "greet"
-description = "Greet someone by name."
-args = { type = "object", properties = { name = { type = "string" }, excited = { type = "boolean" } }, required = ["name"], additionalProperties = false }
-
-[plugins.py-model]
-version = "1.0.0"
-command = ["{PYTHON}", "py_model.py"]
-provides = { model = "1.0.0" }
-
-[plugins.summary-service]
-version = "1.0.0"
-command = ["{PYTHON}", "summary_service.py"]
-provides = { summary = "1.0.0" }
-requires = { model = ">=1,<2" }
-
-[plugins.relay]
-version = "1.0.0"
-command = ["{PYTHON}", "relay.py"]
-requires = { summary = ">=1,<2" }
-
-[[plugins.relay.tools]]
-name = "summarize"
-description = "Summarize a text."
-args = { type = "object", properties = { text = { type = "string" } }, required = ["text"], additionalProperties = false }
-
-[policy.tools.greet]
-idempotent = true
-[policy.tools.summarize]
-idempotent = true
-
-[entries.greeter]
-plugin = "greeter"
-config.style = "warm"
-
-[entries.py-model]
-plugin = "py-model"
-
-[entries.summary-service]
-plugin = "summary-service"
-
-[entries.relay]
-plugin = "relay"
-
-[agents.a]
-prompt = "p"
-default_input = "Ada"
-"#;
+    // tool (relay) -> provider (summary-service) -> `chat` (py-model), the
+    // provider in Python and in TypeScript's JavaScript.
+    let chained = MODEL_TOML
+        .replace(
+            "[plugins.summarizer]\nversion = \"1.0.0\"\ncommand = [\"{PYTHON}\", \"summarizer.py\"]\nrequires = { model = \">=1,<2\" }\n\n[[plugins.summarizer.tools]]",
+            "[plugins.summary-service]\nversion = \"1.0.0\"\ncommand = SERVICE\nprovides = { summary = \"1.0.0\" }\nrequires = { model = \">=1,<2\" }\n\n[plugins.relay]\nversion = \"1.0.0\"\ncommand = [\"{PYTHON}\", \"relay.py\"]\nrequires = { summary = \">=1,<2\" }\n\n[[plugins.relay.tools]]",
+        )
+        .replace(
+            "[entries.summarizer]\nplugin = \"summarizer\"",
+            "[entries.summary-service]\nplugin = \"summary-service\"\n\n[entries.relay]\nplugin = \"relay\"",
+        );
+    assert!(chained.contains("[entries.relay]") && chained.contains("SERVICE"));
     let dir = workspace(&[
         ("greeter.py", GREETER),
         ("py_model.py", PY_MODEL),
         ("summary_service.py", SUMMARY_SERVICE),
         ("summary_service.js", SUMMARY_SERVICE_JS),
         ("relay.py", RELAY),
-        ("composition.toml", toml),
     ]);
     std::fs::copy(
         crate::harness::root().join("sdk/typescript/chassis_plugin.js"),
@@ -1518,52 +1476,9 @@ default_input = "Ada"
         "[\"{PYTHON}\", \"summary_service.py\"]",
         "[\"node\", \"summary_service.js\"]",
     ] {
-        let toml = toml.replace("[\"{PYTHON}\", \"summary_service.py\"]", service);
-        chained_chat_is_charged(dir.path(), &toml, service);
+        let toml = chained.replace("SERVICE", service);
+        chats_are_charged_to_the_run(dir.path(), &toml, service);
     }
-}
-
-/// One provider of [`a_chat_a_provider_makes_for_a_tool_call_is_charged_to_the_run`].
-fn chained_chat_is_charged(dir: &Path, toml: &str, service: &str) {
-    write_composition(dir, toml);
-    let _ = std::fs::remove_file(dir.join("traces.txt"));
-    let out = run(dir, &["--format", "json", "run", "composition.toml"], &[]);
-    assert_eq!(out.code, 0, "{service}\n{}\n{}", out.stdout, out.stderr);
-    let doc = document(&out);
-    assert_eq!(
-        doc["answer"], "done: Hello, Ada. (warm) | short: Ada",
-        "{doc:#}"
-    );
-    let used = |doc: &Value, dimension: &str| {
-        doc["budget"]
-            .as_array()
-            .and_then(|b| b.iter().find(|d| d["dimension"] == dimension))
-            .map(|d| d["used"].clone())
-            .unwrap_or_else(|| panic!("no {dimension} in {:#}", doc["budget"]))
-    };
-    // Two calls from the loop and the provider's `chat`.
-    assert_eq!(used(&doc, "model_calls"), 3.0, "{service}");
-    let trace_id = doc["trace_id"].as_str().expect("the run's trace id");
-    let traces = std::fs::read_to_string(dir.join("traces.txt")).unwrap();
-    assert_eq!(traces.lines().count(), 3, "{traces}");
-    for line in traces.lines() {
-        assert!(line.starts_with(&format!("00-{trace_id}-")), "{traces}");
-    }
-
-    // With one model call in its budget, the provider's `chat` is refused
-    // and the run stops as out of budget (exit 3), as if the tool had
-    // asked the model itself.
-    let toml = toml.replace(
-        "default_input = \"Ada\"",
-        "default_input = \"Ada\"\nbudget = { model_calls = 1 }",
-    );
-    write_composition(dir, &toml);
-    let out = run(dir, &["--format", "json", "run", "composition.toml"], &[]);
-    assert_eq!(out.code, 3, "{service}\n{}\n{}", out.stdout, out.stderr);
-    let doc = document(&out);
-    assert_eq!(doc["stop"]["kind"], "budget_exhausted", "{:#}", doc["stop"]);
-    assert_eq!(doc["stop"]["dimension"], "model_calls", "{:#}", doc["stop"]);
-    assert_eq!(used(&doc, "model_calls"), 1.0);
 }
 
 /// A provider whose configuration references a secret: one method quotes
