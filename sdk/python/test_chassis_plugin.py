@@ -32,6 +32,15 @@ def schema(fn):
 
 HERE = os.path.dirname(os.path.abspath(__file__))
 
+# A plugin that registers nothing.
+EMPTY_PLUGIN = """
+import chassis_plugin as cp
+@cp.plugin(name="t", version="1.0.0")
+def t(ctx):
+    pass
+t.run()
+"""
+
 
 def plugin_process(program, text=True):
     """`program` on a fresh interpreter (`python3 -S`, no site) beside the
@@ -351,13 +360,7 @@ t.run()
         self.assertEqual(seen[5]["result"]["content"], "body!,thread!,coroutine!", seen)
 
     def test_a_request_before_setup_is_answered(self):
-        program = """
-import chassis_plugin as cp
-@cp.plugin(name="t", version="1.0.0")
-def t(ctx):
-    pass
-t.run()
-"""
+        program = EMPTY_PLUGIN
         early = '{"jsonrpc":"2.0","id":9,"method":"nope","params":{}}'
         seen = self.converse(program, [self.INIT, lambda m: early, lambda m: self.SETUP, lambda m: None])
         self.assertEqual(seen[1]["error"]["code"], cp.METHOD_NOT_FOUND, seen)
@@ -366,13 +369,7 @@ t.run()
 
 class Limits(unittest.TestCase):
     def test_a_message_of_16_mib_is_read_and_a_longer_one_stops_the_plugin(self):
-        program = """
-import chassis_plugin as cp
-@cp.plugin(name="t", version="1.0.0")
-def t(ctx):
-    pass
-t.run()
-"""
+        program = EMPTY_PLUGIN
         def send(size):
             head, tail = '{"jsonrpc":"2.0","id":9,"method":"nope","params":{"pad":"', '"}}'
             line = head + "x" * (size - len(head) - len(tail)) + tail
