@@ -258,6 +258,14 @@ def _print_exc():
     traceback.print_exc(file=sys.stderr)
 
 
+def _as_json(value):
+    """What a value JSON has no form for becomes: a dataclass its object (at
+    any depth, as its schema says), anything else its `str`."""
+    if _is_dataclass(type(value)):
+        return sys.modules["dataclasses"].asdict(value)
+    return str(value)
+
+
 def _is_dataclass(annotation):
     return isinstance(annotation, type) and hasattr(annotation, "__dataclass_fields__")
 
@@ -576,8 +584,11 @@ class _Capabilities:
             method = {"name": t.name, "description": t.description,
                       "input_schema": t.schema, "permissions": m.permissions}
             result = m.result_schema
-            if result is None and "return" in t.hints:
-                result = _schema_of(t.hints["return"], f"method `{t.name}`, its return value")
+            if result is None and t.hints.get("return") not in (None, _NONE):
+                try:
+                    result = _schema_of(t.hints["return"], f"method `{t.name}`, its return value")
+                except PluginError:
+                    result = None  # a return hint with no JSON Schema promises nothing
             if result is not None:
                 method["result_schema"] = result
             wire.append(method)
@@ -698,7 +709,7 @@ class Plugin:
     # -- I/O
 
     def _send(self, message):
-        line = _dumps(message, compact=True, default=str)
+        line = _dumps(message, compact=True, default=_as_json)
         with self._write_lock:
             self._out.write(line + "\n")
             self._out.flush()
@@ -717,8 +728,8 @@ class Plugin:
         self._send(msg)
 
     def _request(self, method, params):
-        """Send a request to chassis and wait for its answer (from a worker
-        thread: the main thread keeps reading)."""
+        """Send a request to chassis and wait for its answer (from any
+        thread but the reader's, which delivers it)."""
         with self._waiting_lock:
             self._next_id += 1
             id_ = f"p{self._next_id}"
@@ -813,10 +824,7 @@ class Plugin:
         # invoked it (chassis's token for that call, 1.3).
         call = _CALL.set(params.get("call_id"))
         try:
-            result = self._await(method.fn(**bound))
-            if _is_dataclass(type(result)):  # crosses as the object its schema says
-                result = sys.modules["dataclasses"].asdict(result)
-            return {"result": result}
+            return {"result": self._await(method.fn(**bound))}
         except InvokeError as e:
             raise _RpcError(e.code, str(e)) from e
         except Exception as e:  # noqa: BLE001 - the caller gets the error
@@ -909,18 +917,25 @@ class Plugin:
         # reading. The reader runs only this module's code.
         self._main = _Mailbox()
         _thread.start_new_thread(self._read, ())
-        while True:
-            id_, method, params = self._main.get()
-            if method == "setup":
-                self._handle(id_, method, params)
-                # Only now, once chassis has its answer (the mount is not
-                # kept waiting for it): the workers, for the calls to come.
-                self._workers()
-            elif method == "teardown":
-                self._handle(id_, method, params)
-                self._exit()
-            else:  # a request that came before the workers were started
-                self._workers().submit(self._handle, id_, method, params)
+        try:
+            while True:
+                id_, method, params = self._main.get()
+                if method == "setup":
+                    self._handle(id_, method, params)
+                    # Only now, once chassis has its answer (the mount is
+                    # not kept waiting for it): the workers, for the calls
+                    # to come.
+                    self._workers()
+                elif method == "teardown":
+                    self._handle(id_, method, params)
+                    self._exit()
+                else:  # a request that came before the workers were started
+                    self._workers().submit(self._handle, id_, method, params)
+        except KeyboardInterrupt:
+            self._exit(130)
+        except BaseException:  # noqa: BLE001 - end the process, never hang half alive
+            _print_exc()
+            self._exit(1)
 
     def _workers(self):
         """The worker pool, started on the main thread before any worker
@@ -935,6 +950,16 @@ class Plugin:
         return self._pool
 
     def _read(self):
+        # Whatever stops the reader ends the process (chassis then restarts
+        # it): a plugin that no longer reads must not look alive.
+        try:
+            self._read_lines()
+        except BaseException:  # noqa: BLE001
+            _print_exc()
+            self._exit(1)
+        self._exit()
+
+    def _read_lines(self):
         stdin = sys.stdin.buffer
         while True:
             # The message and its newline: 16 MiB of message is allowed.
@@ -959,6 +984,11 @@ class Plugin:
                             "error": {"code": INVALID_REQUEST, "message": "not a JSON-RPC request"}})
                 continue
             method, params, id_ = msg["method"], msg.get("params"), msg.get("id")
+            if not isinstance(id_, (str, int, float, type(None))) or not isinstance(method, str):
+                self._send({"jsonrpc": "2.0", "id": None,
+                            "error": {"code": INVALID_REQUEST,
+                                      "message": "a request's id is a string or a number, its method a string"}})
+                continue
             if "id" not in msg:
                 if method == "$/cancel" and isinstance(params, dict):
                     self._cancel(params.get("id"))
@@ -975,17 +1005,17 @@ class Plugin:
                     self._main.put((id_, method, params))
                 else:
                     pool.submit(self._handle, id_, method, params)
-        self._exit()
 
-    def _exit(self):
+    def _exit(self, code=0):
         with self._waiting_lock:
             for slot in self._waiting.values():
                 slot[0].release()
             self._waiting.clear()
         try:
             self._out.flush()
+            sys.stderr.flush()
         finally:
-            os._exit(0)
+            os._exit(code)
 
     def _cancel(self, id_):
         # The work cannot be interrupted in a thread; its answer is dropped

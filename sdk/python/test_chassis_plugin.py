@@ -44,10 +44,16 @@ t.run()
 
 def plugin_process(program, text=True):
     """`program` on a fresh interpreter (`python3 -S`, no site) beside the
-    SDK, its three streams piped."""
-    return subprocess.Popen([sys.executable, "-S", "-c", program], cwd=HERE, stdin=subprocess.PIPE,
+    SDK, its three streams piped; killed after 30 s, so a plugin that stops
+    answering fails the test instead of hanging it."""
+    import threading
+    proc = subprocess.Popen([sys.executable, "-S", "-c", program], cwd=HERE, stdin=subprocess.PIPE,
                             stdout=subprocess.PIPE, stderr=subprocess.PIPE, text=text,
                             env={"PYTHONPATH": HERE, "PATH": os.environ.get("PATH", "")})
+    watchdog = threading.Timer(30, proc.kill)
+    watchdog.daemon = True
+    watchdog.start()
+    return proc
 
 
 class Schemas(unittest.TestCase):
@@ -264,6 +270,8 @@ t.run()
             answers.append(json.loads(proc.stdout.readline()))
         proc.stdin.close()
         proc.wait(timeout=10)
+        proc.stdout.close()
+        proc.stderr.close()
         self.assertEqual(answers[2]["result"], {"content": "False", "is_error": False}, answers)
 
 
@@ -293,6 +301,8 @@ class Threads(unittest.TestCase):
         finally:
             proc.stdin.close()
             proc.wait(timeout=10)
+            proc.stdout.close()
+            proc.stderr.close()
         return seen
 
     INIT = '{"jsonrpc":"2.0","id":1,"method":"initialize","params":{"protocol_version":"1.2"}}'
@@ -367,6 +377,64 @@ t.run()
         self.assertIn("result", seen[2], seen)
 
 
+class Faults(unittest.TestCase):
+    """The SDK never hangs half alive, and what a method answers crosses as
+    its schema says."""
+
+    def test_a_request_with_an_id_json_rpc_has_not_is_refused_and_reading_goes_on(self):
+        bad = '{"jsonrpc":"2.0","id":[1],"method":"nope"}'
+        good = '{"jsonrpc":"2.0","id":2,"method":"nope"}'
+        seen = Threads().converse(EMPTY_PLUGIN, [bad, lambda m: good, lambda m: None])
+        self.assertEqual(seen[0]["error"]["code"], cp.INVALID_REQUEST, seen)
+        self.assertEqual((seen[1]["id"], seen[1]["error"]["code"]), (2, cp.METHOD_NOT_FOUND), seen)
+
+    def test_an_interrupt_ends_the_process_cleanly(self):
+        import signal
+        proc = plugin_process(EMPTY_PLUGIN)
+        proc.stdin.write(Threads.INIT + "\n")
+        proc.stdin.flush()
+        self.assertIn("result", json.loads(proc.stdout.readline()))
+        proc.send_signal(signal.SIGINT)
+        self.assertEqual(proc.wait(timeout=10), 130)
+        said = proc.stderr.read()
+        proc.stdin.close()
+        proc.stdout.close()
+        proc.stderr.close()
+        self.assertNotIn("Fatal Python error", said)
+
+    def test_dataclasses_cross_as_objects_at_any_depth_and_return_hints_give_result_schemas(self):
+        program = """
+import dataclasses
+import chassis_plugin as cp
+@dataclasses.dataclass
+class Item:
+    name: str
+    count: int
+@cp.plugin(name="t", version="1.0.0", provides={"stock": "1.0.0"})
+def t(ctx):
+    def items() -> list[Item]:
+        "The items."
+        return [Item("a", 1), Item("b", 2)]
+    def raw() -> bytes:
+        "No JSON Schema for bytes: no promise."
+        return "x"
+    def nothing() -> None:
+        "Says nothing."
+    ctx.capabilities.provide("stock", None, version="1.0.0", methods=[items, raw, nothing])
+t.run()
+"""
+        invoke = '{"jsonrpc":"2.0","id":3,"method":"capability/invoke","params":{"key":"stock","method":"items","arguments":{}}}'
+        seen = Threads().converse(program, [Threads.INIT, lambda m: None, Threads.SETUP,
+                                            lambda m: invoke, lambda m: None])
+        methods = {m["name"]: m for m in seen[1]["result"]["capabilities"][0]["methods"]}
+        item = {"type": "object", "properties": {"name": {"type": "string"}, "count": {"type": "integer"}},
+                "required": ["name", "count"], "additionalProperties": False}
+        self.assertEqual(methods["items"]["result_schema"], {"type": "array", "items": item})
+        self.assertNotIn("result_schema", methods["raw"])
+        self.assertNotIn("result_schema", methods["nothing"])
+        self.assertEqual(seen[2]["result"]["result"], [{"name": "a", "count": 1}, {"name": "b", "count": 2}])
+
+
 class Limits(unittest.TestCase):
     def test_a_message_of_16_mib_is_read_and_a_longer_one_stops_the_plugin(self):
         program = EMPTY_PLUGIN
@@ -380,7 +448,10 @@ class Limits(unittest.TestCase):
             answer = proc.stdout.readline()  # stdin stays open until then
             proc.stdin.close()
             proc.wait(timeout=30)
-            return answer.decode(), proc.stderr.read().decode()
+            said = proc.stderr.read().decode()
+            proc.stdout.close()
+            proc.stderr.close()
+            return answer.decode(), said
 
         out, err = send(cp.MAX_MESSAGE_BYTES)
         self.assertEqual(json.loads(out)["error"]["code"], cp.METHOD_NOT_FOUND, err)
