@@ -190,6 +190,11 @@ fn process(
             wanted.push((s.value.to_owned(), cx.origin(s.span), program));
         }
     }
+    // `-m app` / `-c code`: the program is an interpreter running a module
+    // or a string, not the plugin's code.
+    if argv.iter().skip(1).any(|a| a == "-m" || a == "-c") {
+        wanted.retain(|(_, _, program)| !program);
+    }
     let mut env = Vec::new();
     if let Some(n) = r.get("env") {
         for item in n.items(cx).unwrap_or_default() {

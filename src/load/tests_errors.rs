@@ -433,6 +433,7 @@ fn a_process_plugin_hashes_its_files_and_reports_what_is_wrong_where() {
         ("[\"./p.py\"]", vec!["./p.py"]),
         ("[\"./p.py\", \"--port\", \"8080\"]", vec!["./p.py"]),
         ("[\"./p.py\", \"lib.py\"]", vec!["lib.py"]),
+        ("[\"./p.py\", \"-m\", \"app\"]", vec![]),
         ("[\"p.py\"]", vec![]),
         ("[\"./gone\"]", vec![]),
     ] {

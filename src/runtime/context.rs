@@ -199,6 +199,14 @@ impl HealthReporter {
         self.restarts.add(&self.entry_id);
     }
 
+    /// Report that what the plugin supervises is down and will not come
+    /// back by itself (its restarts are spent): unhealthy, and the next
+    /// reconcile mounts a fresh instance instead of keeping this one. A
+    /// passing `Unhealthy` (a crash about to be restarted) is `report`.
+    pub fn down(&self) {
+        self.health.store(DOWN, Ordering::Relaxed);
+    }
+
     /// Report `health`.
     pub fn report(&self, health: super::lifecycle::Health) {
         use super::lifecycle::Health;
@@ -211,6 +219,9 @@ impl HealthReporter {
         self.health.store(code, Ordering::Relaxed);
     }
 }
+
+/// The health code of a plugin down for good (beside 1–4, the `Health`s).
+const DOWN: u8 = 5;
 
 /// The context handed to `setup` (a cheap handle; clones share state).
 #[derive(Clone)]
@@ -314,9 +325,15 @@ impl PluginContext {
             1 => Some(Health::Unknown),
             2 => Some(Health::Healthy),
             3 => Some(Health::Degraded),
-            4 => Some(Health::Unhealthy),
+            4 | DOWN => Some(Health::Unhealthy),
             _ => None,
         }
+    }
+
+    /// Whether the plugin reported itself down for good
+    /// ([`HealthReporter::down`]).
+    pub fn reported_down(&self) -> bool {
+        self.inner.reported_health.load(Ordering::Relaxed) == DOWN
     }
 
     fn state(&self) -> MutexGuard<'_, State> {

@@ -124,6 +124,15 @@ impl PluginInstance {
         }
     }
 
+    /// Whether the active plugin reported itself down for good: the next
+    /// reconcile mounts a fresh instance instead of keeping it.
+    pub fn down(&self) -> bool {
+        matches!(
+            (&self.context, self.machine.state()),
+            (Some(ctx), PluginState::Active) if ctx.reported_down()
+        )
+    }
+
     /// The last setup or teardown error.
     pub fn last_error(&self) -> Option<&str> {
         self.last_error.as_deref()

@@ -1000,7 +1000,7 @@ impl Harness {
                     if !reasons.is_empty() {
                         reasons
                     } else if prev.instance.state() == super::lifecycle::PluginState::Active {
-                        vec!["instance_unhealthy"]
+                        vec!["instance_down"]
                     } else {
                         vec!["instance_inactive"]
                     },
@@ -1257,11 +1257,11 @@ fn node_identity(
 }
 
 /// Whether a managed instance may serve the next generation as it is:
-/// active, and not reporting itself unhealthy (a process plugin down after
-/// its restarts, which the user is told a new generation brings back).
+/// active, and not down for good (a process plugin whose restarts are
+/// spent, which the user is told a new generation brings back). A passing
+/// `Unhealthy` (a crash being restarted) keeps it.
 fn keeps_instance(m: &Managed) -> bool {
-    m.instance.state() == super::lifecycle::PluginState::Active
-        && m.instance.health() != super::lifecycle::Health::Unhealthy
+    m.instance.state() == super::lifecycle::PluginState::Active && !m.instance.down()
 }
 
 /// Whether an instance placed from `placed_from` keeps its identity for

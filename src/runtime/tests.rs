@@ -781,10 +781,11 @@ async fn a_plugin_reports_a_tool_set_change_to_the_harness_owner() {
 }
 
 #[tokio::test]
-async fn an_instance_reporting_itself_unhealthy_is_rebuilt_by_the_next_reconcile() {
+async fn an_instance_down_for_good_is_rebuilt_by_the_next_reconcile() {
     // A process plugin down after its restarts tells the user a new
     // generation brings it back: the same composition must then mount a
-    // fresh instance, not keep the dead one.
+    // fresh instance, not keep the dead one. A passing `Unhealthy` (a
+    // crash being restarted) keeps it.
     use crate::engine::model::Manifest;
     let mut catalog = Catalog::new();
     let mounts = Arc::new(AtomicUsize::new(0));
@@ -797,8 +798,9 @@ async fn an_instance_reporting_itself_unhealthy_is_rebuilt_by_the_next_reconcile
         move |ctx: PluginContext| {
             let n = counted.fetch_add(1, Ordering::SeqCst);
             async move {
-                if n == 0 {
-                    ctx.health_reporter().report(Health::Unhealthy);
+                match n {
+                    0 => ctx.health_reporter().down(),
+                    _ => ctx.health_reporter().report(Health::Unhealthy),
                 }
                 Ok(())
             }
@@ -817,13 +819,14 @@ async fn an_instance_reporting_itself_unhealthy_is_rebuilt_by_the_next_reconcile
     assert!(report.published, "{report:?}");
     assert_eq!(mounts.load(Ordering::SeqCst), 2);
     let s = report.impact.iter().find(|i| &*i.entry_id == "s").unwrap();
-    assert_eq!(s.reasons, ["instance_unhealthy"], "{s:?}");
+    assert_eq!(s.reasons, ["instance_down"], "{s:?}");
     assert_ne!(s.old_instance_id, s.new_instance_id);
     assert_eq!(
         report.reused().iter().map(|e| &**e).collect::<Vec<_>>(),
         ["fine"]
     );
-    // Healthy now: the next reconcile of the same composition is a no-op.
+    // Unhealthy for now, not down: the next reconcile of the same
+    // composition is a no-op.
     let again = h.reconcile(c).await.unwrap();
     assert!(!again.published, "{again:?}");
     assert_eq!(mounts.load(Ordering::SeqCst), 2);

@@ -429,8 +429,11 @@ pub async fn check_plugin(
         .conn
         .request(method::TEARDOWN, json!({}), Some(TEARDOWN_GRACE), None)
         .await;
+    // As chassis stops a plugin: the grace period for the answer, then the
+    // grace period for the exit.
+    let answered = Instant::now();
     let mut exited = false;
-    while asked.elapsed() < TEARDOWN_GRACE {
+    while answered.elapsed() < TEARDOWN_GRACE {
         if p.group.exited().await.is_some() {
             exited = true;
             break;
@@ -449,7 +452,7 @@ pub async fn check_plugin(
                 TEARDOWN_GRACE.as_secs()
             )),
             (Ok(_), false) => Err(format!(
-                "answered but did not exit within the grace period ({}s)",
+                "answered but did not exit within the grace period ({}s) after it",
                 TEARDOWN_GRACE.as_secs()
             )),
         },

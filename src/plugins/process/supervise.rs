@@ -120,6 +120,15 @@ impl Supervisor {
         &self.launch.entry
     }
 
+    /// The instance is down for this generation: tell the calls waiting,
+    /// and the harness (its next reconcile mounts a fresh instance).
+    fn went_down(&self, status: Status) {
+        if let Some(h) = &self.health {
+            h.down();
+        }
+        self.status.send_replace(status);
+    }
+
     fn report(&self, health: Health) {
         if let Some(h) = &self.health {
             h.report(health);
@@ -198,7 +207,7 @@ impl Supervisor {
                 .unwrap_or_else(PoisonError::into_inner)
                 .next(Instant::now());
             let Some(pause) = pause else {
-                self.status.send_replace(Status::Down(format!(
+                self.went_down(Status::Down(format!(
                     "the plugin process of entry `{}` stopped {MAX_RESTARTS} times within {} minutes; it stays down until the next generation",
                     self.launch.entry,
                     RESTART_WINDOW.as_secs() / 60
@@ -223,7 +232,7 @@ impl Supervisor {
                 Ok((process, _)) => {
                     // Tell the waiting calls first: the teardown may take
                     // its grace period.
-                    self.status.send_replace(Status::Down(format!(
+                    self.went_down(Status::Down(format!(
                         "the restarted plugin process of entry `{}` registers something other than this generation published; publish a new generation",
                         self.launch.entry
                     )));
@@ -231,7 +240,7 @@ impl Supervisor {
                     return false;
                 }
                 Err(e) if e.mismatch() => {
-                    self.status.send_replace(Status::Down(format!(
+                    self.went_down(Status::Down(format!(
                         "the restarted plugin process of entry `{}` no longer matches this generation; publish a new generation: {e}",
                         self.launch.entry
                     )));
