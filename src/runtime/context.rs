@@ -154,6 +154,7 @@ struct Inner {
     reported_health: Arc<AtomicU8>,
     tool_sets: super::tool_set::ToolSetReporter,
     restarts: RestartCounts,
+    outside_run_policy: Arc<dyn crate::engine::policy::PolicyEngine>,
 }
 
 /// A handle a plugin keeps to report its health while it runs (a
@@ -269,6 +270,10 @@ pub struct ContextSpec {
     pub tool_sets: super::tool_set::ToolSetSink,
     /// Where its restarts are counted.
     pub restarts: RestartCounts,
+    /// What judges the permissions of what it does outside any run (a
+    /// capability call from its setup, a background task, an HTTP route):
+    /// see [`PluginContext::outside_run_policy`].
+    pub outside_run_policy: Arc<dyn crate::engine::policy::PolicyEngine>,
 }
 
 impl PluginContext {
@@ -297,6 +302,7 @@ impl PluginContext {
                 }),
                 hook_sequence,
                 reported_health: Arc::new(AtomicU8::new(0)),
+                outside_run_policy: spec.outside_run_policy,
                 tool_sets,
                 restarts: spec.restarts,
             }),
@@ -354,6 +360,14 @@ impl PluginContext {
             });
         }
         Ok(state)
+    }
+
+    /// The policy judging what the plugin does outside any run (inside one,
+    /// the run's scope policy judges): the composition's `[policy]`, or
+    /// failing closed in a scope a `policy` provider governs (it judges
+    /// only inside runs).
+    pub fn outside_run_policy(&self) -> Arc<dyn crate::engine::policy::PolicyEngine> {
+        Arc::clone(&self.inner.outside_run_policy)
     }
 
     /// Entry id.

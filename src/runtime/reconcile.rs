@@ -22,13 +22,14 @@ use super::scope::CleanupFailure;
 use super::signals;
 use crate::engine::identity::{GenerationId, instance_id, instance_id_arc};
 use crate::engine::model::{Composition, Entry, EntryId};
+use crate::engine::policy::{FailClosed, PolicyEngine};
 use crate::engine::resolve::{
     Plan, Resolution, Selected, Status, resolve_with_tree, with_origins_of,
 };
 use crate::engine::snapshot::{
     Digests, MountNumbers, SnapshotContext, build_snapshot, build_snapshot_digested,
 };
-use crate::engine::tree::ScopeTree;
+use crate::engine::tree::{FxHashMap, ScopeTree};
 
 mod compare;
 mod incremental;
@@ -183,6 +184,61 @@ struct Attempt {
     scans: usize,
     /// What each manifest alone decides of a node identity, hashed once.
     hashes: ManifestHashes,
+    /// The policy of what plugins do outside runs, by scope.
+    outside: OutsideRunPolicy,
+}
+
+/// The policy judging what a plugin does outside any run (a capability
+/// call from its setup, a background task, an HTTP route), by scope: the
+/// composition's `[policy]` rules, or — in a scope a `policy` provider
+/// governs, which judges only inside runs — failing closed.
+struct OutsideRunPolicy {
+    rules: Arc<dyn PolicyEngine>,
+    /// Whether any entry provides the `policy` system capability (else
+    /// every scope gets `rules`, without looking).
+    any_provider: bool,
+    tree: Arc<ScopeTree>,
+    by_scope: FxHashMap<crate::engine::tree::ScopeIx, Arc<dyn PolicyEngine>>,
+}
+
+impl OutsideRunPolicy {
+    fn new(composition: &Composition, tree: Arc<ScopeTree>) -> Self {
+        Self {
+            rules: Arc::new(
+                composition
+                    .policy
+                    .as_ref()
+                    .map(|p| p.rules.clone())
+                    .unwrap_or_default(),
+            ),
+            any_provider: crate::engine::system::any_provider(composition),
+            tree,
+            by_scope: FxHashMap::default(),
+        }
+    }
+
+    fn of(&mut self, composition: &Composition, plan: &Plan, scope: &str) -> Arc<dyn PolicyEngine> {
+        use crate::engine::system::{Governing, SystemCapability, governing};
+        if !self.any_provider {
+            return Arc::clone(&self.rules);
+        }
+        let Some(ix) = self.tree.find_str(scope) else {
+            return Arc::new(FailClosed {
+                reason: format!("scope {scope} is not in the composition"),
+            });
+        };
+        let (tree, rules) = (&self.tree, &self.rules);
+        Arc::clone(self.by_scope.entry(ix).or_insert_with(|| {
+            match governing(composition, tree, plan, ix, SystemCapability::Policy) {
+                Governing::Default => Arc::clone(rules),
+                _ => Arc::new(FailClosed {
+                    reason: format!(
+                        "a `policy` provider governs scope {scope}; it judges capability calls only inside a run: make this one from a tool call"
+                    ),
+                }),
+            }
+        }))
+    }
 }
 
 impl Attempt {
@@ -443,6 +499,7 @@ impl Harness {
             selecting: None,
             scans: 0,
             hashes: ManifestHashes::default(),
+            outside: OutsideRunPolicy::new(&composition, Arc::clone(&tree)),
         };
         // Resolving as the current generation does: place only what may
         // differ, and derive the generation from the current one.
@@ -1042,6 +1099,9 @@ impl Harness {
             secrets: Arc::clone(&self.shared.options.secrets),
             tool_sets: self.shared.tool_sets.clone(),
             restarts: self.shared.restarts.clone(),
+            outside_run_policy: attempt
+                .outside
+                .of(composition, plan, entry.scope.value.as_str()),
         };
         let mut instance = PluginInstance::new(id.clone(), iid.clone(), plugin);
         let mounted = self

@@ -648,6 +648,79 @@ prompt = "p"
 default_input = "go"
 "#;
 
+/// The notes consumer, calling the database at setup: outside any run.
+const NOTES_AT_SETUP: &str = r#"
+from chassis_plugin import plugin, InvokeError
+
+@plugin(name="notes", version="1.0.0", requires={"database": ">=1,<2"})
+def notes(ctx):
+    db = ctx.require("database")
+    try:
+        said = f"{db.insert(text='at setup')} notes"
+    except InvokeError as e:
+        said = f"refused ({e.code}): {e}"
+
+    def remember(text: str) -> str:
+        "Remember a note."
+        return said
+
+    def recall(word: str) -> str:
+        "Recall notes with a word."
+        return ""
+
+    ctx.tools.register(remember)
+    ctx.tools.register(recall)
+
+if __name__ == "__main__":
+    notes.run()
+"#;
+
+#[test]
+fn a_capability_call_outside_any_run_is_judged_by_the_compositions_policy() {
+    let dir = workspace(&[
+        ("notes_db.py", NOTES_DB),
+        ("notes.py", NOTES_AT_SETUP),
+        ("composition.toml", NOTES_TOML),
+    ]);
+    let said = |toml: &str| {
+        write_composition(dir.path(), toml);
+        let out = run(
+            dir.path(),
+            &["--format", "json", "run", "composition.toml"],
+            &[],
+        );
+        assert_eq!(out.code, 0, "{}\n{}", out.stdout, out.stderr);
+        tool_results(&document(&out))[0].clone()
+    };
+    // Granted: the setup's insert goes through.
+    assert_eq!(said(NOTES_TOML), "1 notes");
+    // Declared by the manifest but granted by nothing: refused (fail
+    // closed), as inside a run.
+    let refused = said(&NOTES_TOML.replace(
+        "grants = [\"database.read\", \"database.write\"]",
+        "grants = [\"database.read\"]",
+    ));
+    assert!(
+        refused.starts_with("refused (-32001)")
+            && refused.contains("database.write")
+            && refused.contains("outside any run"),
+        "{refused}"
+    );
+    // In a scope a `policy` entry governs (it judges inside runs), a call
+    // outside any run fails closed, whatever it grants.
+    let governed = NOTES_TOML.replace(
+        "[entries.notes]\nplugin = \"notes\"",
+        "[scopes.\"/team\"]\n\n[entries.team-policy]\nplugin = \"policy\"\nscope = \"/team\"\nconfig = { grants = [\"database.read\", \"database.write\"] }\n\n[entries.notes]\nplugin = \"notes\"\nscope = \"/team\"",
+    );
+    assert!(governed.contains("[entries.team-policy]"));
+    let refused = said(&governed);
+    assert!(
+        refused.starts_with("refused (-32001)")
+            && refused.contains("a `policy` provider governs scope /team"),
+        "{refused}"
+    );
+}
+
 #[test]
 fn a_plugin_calls_another_plugins_capability_methods_through_chassis() {
     let dir = workspace(&[

@@ -24,6 +24,7 @@ use super::protocol::{InvokeParams, InvokeResult, MethodDecl, ProviderInvokePara
 use super::rpc::{Handler, RpcError};
 use super::supervise::Supervisor;
 use crate::engine::args_schema::ArgsSchema;
+use crate::engine::policy::PolicyEngine;
 use crate::engine::secret::Redactor;
 
 /// How long an invoke may take when nothing says otherwise.
@@ -137,22 +138,27 @@ struct Consumer {
     permissions: Vec<String>,
     calls: Arc<InFlight>,
     redactor: Redactor,
+    /// What judges its invokes made outside any tool call.
+    outside_run: Arc<dyn PolicyEngine>,
 }
 
 type Refused = (i64, String);
 
 /// The handler of a consumer's requests: `capability/invoke` over the
 /// providers bound to it, under its manifest's permissions — and, when the
-/// invoke names a tool call in flight, under that call's run. What goes
-/// back to the consumer (an answer, an error quoting one) passes
-/// `redactor`: a secret a provider's configuration referenced does not
-/// reach a consumer that did not, as with shared state.
+/// invoke names a tool call in flight, under that call's run — else under
+/// `outside_run` (the plugin context's
+/// [`crate::runtime::PluginContext::outside_run_policy`]). What goes back
+/// to the consumer (an answer, an error quoting one) passes `redactor`: a
+/// secret a provider's configuration referenced does not reach a consumer
+/// that did not, as with shared state.
 pub fn consumer_handler(
     entry: String,
     bound: BTreeMap<String, Bound>,
     permissions: Vec<String>,
     calls: Arc<InFlight>,
     redactor: Redactor,
+    outside_run: Arc<dyn PolicyEngine>,
 ) -> Handler {
     let consumer = Arc::new(Consumer {
         entry,
@@ -160,6 +166,7 @@ pub fn consumer_handler(
         permissions,
         calls,
         redactor,
+        outside_run,
     });
     Arc::new(move |m: String, params: Value| {
         let consumer = Arc::clone(&consumer);
@@ -277,21 +284,28 @@ impl Consumer {
                 ),
             ));
         }
-        // Inside a run, the scope's policy decides each permission too; an
-        // invoke cannot stop to ask a person, so needing approval refuses.
-        if let Some(c) = &call {
+        // The policy decides each permission too: inside a run its scope's,
+        // outside one the composition's (`outside_run`). An invoke cannot
+        // stop to ask a person, so needing approval refuses.
+        {
             let via = format!("{}.{}", p.key, p.method);
             for permission in &method.decl.permissions {
-                let decision = c.reach.decide(permission, &via);
+                let decision = match &call {
+                    Some(c) => c.reach.decide(permission, &via),
+                    None => {
+                        outside_run_decision(self.outside_run.as_ref(), entry, permission, &via)
+                    }
+                };
                 if !decision.allowed || decision.approval_required {
-                    let why = if decision.allowed {
-                        "needs approval, which a capability call inside a tool call cannot ask for"
-                            .to_owned()
+                    let whose = if call.is_some() {
+                        "the policy of the run's scope"
                     } else {
-                        format!(
-                            "is denied by the policy of the run's scope: {}",
-                            decision.reason
-                        )
+                        "the composition's policy (this call is made outside any run)"
+                    };
+                    let why = if decision.allowed {
+                        "needs approval, which a capability call cannot ask for".to_owned()
+                    } else {
+                        format!("is denied by {whose}: {}", decision.reason)
                     };
                     return Err((
                         code::PERMISSION_DENIED,
@@ -386,6 +400,26 @@ impl Consumer {
     }
 }
 
+/// What `policy` decides for `permission`, asked by `entry` outside any
+/// run (a permission that does not parse is denied).
+fn outside_run_decision(
+    policy: &dyn PolicyEngine,
+    entry: &str,
+    permission: &str,
+    via: &str,
+) -> crate::engine::policy::PolicyDecision {
+    use crate::engine::policy::{Permission, PolicyDecision, PolicyRequest, evaluate_or_deny};
+    match Permission::parse(permission) {
+        Ok(p) => evaluate_or_deny(
+            policy,
+            &PolicyRequest::for_tool(via, p)
+                .with_context("owner", entry)
+                .with_context("via", via),
+        ),
+        Err(e) => PolicyDecision::deny(format!("`{permission}` is not a permission: {e}")),
+    }
+}
+
 /// `chat` on a bound model; inside a tool call, one more model call and
 /// its tokens are charged to the run's budget (checked before, recorded
 /// after, as the agent loop does), and the call's cancellation stops it.
@@ -458,6 +492,7 @@ mod tests {
             Vec::new(),
             calls,
             Redactor::new(),
+            Arc::new(crate::engine::policy::DenyAll),
         );
         let refused = handler(
             method::CAPABILITY_INVOKE.to_owned(),

@@ -81,6 +81,7 @@ impl Plugin for ProcessPlugin {
             self.manifest.permissions.clone(),
             Arc::clone(&calls),
             self.redactor.clone(),
+            ctx.outside_run_policy(),
         );
         let launch = start::prepare(&ctx, &self.manifest, &self.redactor, handler)?;
         let (process, registered) = start::launch(&launch)
