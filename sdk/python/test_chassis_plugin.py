@@ -390,7 +390,10 @@ class Faults(unittest.TestCase):
 
     def test_an_interrupt_ends_the_process_cleanly(self):
         import signal
-        proc = plugin_process(EMPTY_PLUGIN)
+        # Python's own handler, whatever this test inherited (a background
+        # job starts with SIGINT ignored).
+        program = "import signal\nsignal.signal(signal.SIGINT, signal.default_int_handler)\n" + EMPTY_PLUGIN
+        proc = plugin_process(program)
         proc.stdin.write(Threads.INIT + "\n")
         proc.stdin.flush()
         self.assertIn("result", json.loads(proc.stdout.readline()))
