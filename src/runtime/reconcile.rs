@@ -29,7 +29,7 @@ use crate::engine::resolve::{
 use crate::engine::snapshot::{
     Digests, MountNumbers, SnapshotContext, build_snapshot, build_snapshot_digested,
 };
-use crate::engine::tree::{FxHashMap, ScopeTree};
+use crate::engine::tree::ScopeTree;
 
 mod compare;
 mod incremental;
@@ -194,15 +194,21 @@ struct Attempt {
 /// governs, which judges only inside runs — failing closed.
 struct OutsideRunPolicy {
     rules: Arc<dyn PolicyEngine>,
-    /// Whether any entry provides the `policy` system capability (else
-    /// every scope gets `rules`, without looking).
-    any_provider: bool,
+    /// Where the entries providing `policy` sit (almost always none): a
+    /// scope at or under one is governed by it.
+    providers_at: Vec<crate::engine::tree::ScopeIx>,
     tree: Arc<ScopeTree>,
-    by_scope: FxHashMap<crate::engine::tree::ScopeIx, Arc<dyn PolicyEngine>>,
 }
 
 impl OutsideRunPolicy {
     fn new(composition: &Composition, tree: Arc<ScopeTree>) -> Self {
+        let policy = crate::engine::system::SystemCapability::Policy.capability();
+        let providers_at = composition
+            .entries
+            .values()
+            .filter(|e| e.manifest.provides.contains_key(&policy))
+            .filter_map(|e| tree.find(&e.scope.value))
+            .collect();
         Self {
             rules: Arc::new(
                 composition
@@ -211,33 +217,31 @@ impl OutsideRunPolicy {
                     .map(|p| p.rules.clone())
                     .unwrap_or_default(),
             ),
-            any_provider: crate::engine::system::any_provider(composition),
+            providers_at,
             tree,
-            by_scope: FxHashMap::default(),
         }
     }
 
-    fn of(&mut self, composition: &Composition, plan: &Plan, scope: &str) -> Arc<dyn PolicyEngine> {
-        use crate::engine::system::{Governing, SystemCapability, governing};
-        if !self.any_provider {
+    fn of(&self, scope: &str) -> Arc<dyn PolicyEngine> {
+        if self.providers_at.is_empty() {
             return Arc::clone(&self.rules);
         }
-        let Some(ix) = self.tree.find_str(scope) else {
-            return Arc::new(FailClosed {
-                reason: format!("scope {scope} is not in the composition"),
-            });
+        let governed = match self.tree.find_str(scope) {
+            Some(ix) => self
+                .providers_at
+                .iter()
+                .any(|&at| self.tree.is_ancestor_or_self(at, ix)),
+            None => true,
         };
-        let (tree, rules) = (&self.tree, &self.rules);
-        Arc::clone(self.by_scope.entry(ix).or_insert_with(|| {
-            match governing(composition, tree, plan, ix, SystemCapability::Policy) {
-                Governing::Default => Arc::clone(rules),
-                _ => Arc::new(FailClosed {
-                    reason: format!(
-                        "a `policy` provider governs scope {scope}; it judges capability calls only inside a run: make this one from a tool call"
-                    ),
-                }),
-            }
-        }))
+        if governed {
+            Arc::new(FailClosed {
+                reason: format!(
+                    "a `policy` provider governs scope {scope}; it judges capability calls only inside a run: make this one from a tool call"
+                ),
+            })
+        } else {
+            Arc::clone(&self.rules)
+        }
     }
 }
 
@@ -1099,9 +1103,7 @@ impl Harness {
             secrets: Arc::clone(&self.shared.options.secrets),
             tool_sets: self.shared.tool_sets.clone(),
             restarts: self.shared.restarts.clone(),
-            outside_run_policy: attempt
-                .outside
-                .of(composition, plan, entry.scope.value.as_str()),
+            outside_run_policy: attempt.outside.of(entry.scope.value.as_str()),
         };
         let mut instance = PluginInstance::new(id.clone(), iid.clone(), plugin);
         let mounted = self

@@ -142,23 +142,46 @@ impl CallReach {
     /// method, `database.insert`). A permission that does not parse, or an
     /// engine that fails, is denied.
     pub fn decide(&self, permission: &str, via: &str) -> crate::engine::policy::PolicyDecision {
-        use crate::engine::policy::{Permission, PolicyDecision, PolicyRequest, evaluate_or_deny};
-        match Permission::parse(permission) {
-            Ok(p) => evaluate_or_deny(
-                self.policy.as_ref(),
-                &PolicyRequest::for_tool(&self.tool, p)
-                    .with_context("owner", &self.owner)
-                    .with_context("generation_id", &self.generation_id)
-                    .with_context("via", via),
-            ),
-            Err(e) => PolicyDecision::deny(format!("`{permission}` is not a permission: {e}")),
-        }
+        decide_permission(
+            self.policy.as_ref(),
+            &self.tool,
+            permission,
+            &[
+                ("owner", &self.owner),
+                ("generation_id", &self.generation_id),
+                ("via", via),
+            ],
+        )
     }
 
     /// The time left before the deadline (`None`: no deadline).
     pub fn time_left(&self) -> Option<std::time::Duration> {
         self.deadline
             .map(|d| d.saturating_duration_since(tokio::time::Instant::now()))
+    }
+}
+
+/// What `policy` decides for `permission` (`name[:resource]`) asked on
+/// behalf of `tool`, with `context` (owner, via, …) for engines that read
+/// it. A permission that does not parse, or an engine that fails, is
+/// denied.
+pub fn decide_permission(
+    policy: &dyn crate::engine::policy::PolicyEngine,
+    tool: &str,
+    permission: &str,
+    context: &[(&str, &str)],
+) -> crate::engine::policy::PolicyDecision {
+    use crate::engine::policy::{Permission, PolicyDecision, PolicyRequest, evaluate_or_deny};
+    match Permission::parse(permission) {
+        Ok(p) => evaluate_or_deny(
+            policy,
+            &context
+                .iter()
+                .fold(PolicyRequest::for_tool(tool, p), |r, (k, v)| {
+                    r.with_context(*k, *v)
+                }),
+        ),
+        Err(e) => PolicyDecision::deny(format!("`{permission}` is not a permission: {e}")),
     }
 }
 

@@ -292,9 +292,12 @@ impl Consumer {
             for permission in &method.decl.permissions {
                 let decision = match &call {
                     Some(c) => c.reach.decide(permission, &via),
-                    None => {
-                        outside_run_decision(self.outside_run.as_ref(), entry, permission, &via)
-                    }
+                    None => crate::runtime::tool::decide_permission(
+                        self.outside_run.as_ref(),
+                        &via,
+                        permission,
+                        &[("owner", entry), ("via", &via)],
+                    ),
                 };
                 if !decision.allowed || decision.approval_required {
                     let whose = if call.is_some() {
@@ -397,26 +400,6 @@ impl Consumer {
             }
         }
         Ok(serde_json::to_value(result).unwrap_or(Value::Null))
-    }
-}
-
-/// What `policy` decides for `permission`, asked by `entry` outside any
-/// run (a permission that does not parse is denied).
-fn outside_run_decision(
-    policy: &dyn PolicyEngine,
-    entry: &str,
-    permission: &str,
-    via: &str,
-) -> crate::engine::policy::PolicyDecision {
-    use crate::engine::policy::{Permission, PolicyDecision, PolicyRequest, evaluate_or_deny};
-    match Permission::parse(permission) {
-        Ok(p) => evaluate_or_deny(
-            policy,
-            &PolicyRequest::for_tool(via, p)
-                .with_context("owner", entry)
-                .with_context("via", via),
-        ),
-        Err(e) => PolicyDecision::deny(format!("`{permission}` is not a permission: {e}")),
     }
 }
 
