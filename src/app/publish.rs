@@ -147,7 +147,12 @@ async fn publish_into(
     };
     let previous = previous_of(&seed);
     let mounts = seed.mounts.clone();
-    let harness_options = super::mount::harness_options(telemetry, &caller.redactor, env);
+    // This harness publishes once and shuts down: an entry whose mount
+    // would only restate its manifest is placed without mounting.
+    let harness_options = crate::runtime::HarnessOptions {
+        publish_only: true,
+        ..super::mount::harness_options(telemetry, &caller.redactor, env)
+    };
     let (catalog, _) = super::mount::catalog(&options.file, &caller.redactor, env);
     let harness = Harness::new(catalog, harness_options);
     // A fresh harness has no generation, so seeding cannot fail.

@@ -6,10 +6,10 @@
 
 use std::sync::Arc;
 
-use super::context::PluginContext;
+use super::context::{CapabilityRegistration, PluginContext, Registrations};
 use super::plugin::Plugin;
 use super::scope::BoxError;
-use super::tool::DeclaredTool;
+use super::tool::{DeclaredTool, ToolRegistration};
 use super::value::CapabilityValue;
 use crate::engine::model::{Entry, Manifest};
 use crate::engine::policy::ToolPolicy;
@@ -38,16 +38,46 @@ pub fn provide_declared(ctx: &PluginContext, manifest: &Manifest) -> Result<(), 
         }
     }
     for tool in &manifest.tools {
-        let declared = DeclaredTool {
-            name: tool.name.to_string(),
-            description: tool.description.clone(),
-            args_schema: tool.args_schema.clone(),
-            result: tool.result.clone(),
-        };
         ctx.tools()
-            .register(Arc::new(declared), ToolPolicy::default())?;
+            .register(Arc::new(declared_tool(tool)), ToolPolicy::default())?;
     }
     Ok(())
+}
+
+/// The tool the declared kind registers for a manifest's tool.
+fn declared_tool(tool: &crate::engine::model::ToolDecl) -> DeclaredTool {
+    DeclaredTool {
+        name: tool.name.to_string(),
+        description: tool.description.clone(),
+        args_schema: tool.args_schema.clone(),
+        result: tool.result.clone(),
+    }
+}
+
+/// What [`provide_declared`] registers for `entry_id`, computed without a
+/// context (so without mounting): the same capabilities, tools, ids and
+/// policies in the same order. `None` when a declaration would fail to
+/// register (a version that does not parse): only a mount reports that.
+pub fn declared_registrations(entry_id: &str, manifest: &Manifest) -> Option<Registrations> {
+    let mut registrations = Registrations::default();
+    for (cap, provided) in &manifest.provides {
+        for version in &provided.versions {
+            registrations.capabilities.push(CapabilityRegistration {
+                capability: cap.clone(),
+                version: crate::engine::version::Version::parse(version.as_str()).ok()?,
+                value: CapabilityValue::unit(),
+            });
+        }
+    }
+    for (n, tool) in manifest.tools.iter().enumerate() {
+        registrations.tools.push(ToolRegistration {
+            id: format!("tool_{entry_id}_{}", n + 1),
+            owner: entry_id.to_owned(),
+            tool: Arc::new(declared_tool(tool)),
+            policy: ToolPolicy::default(),
+        });
+    }
+    Some(registrations)
 }
 
 #[async_trait::async_trait]
@@ -58,5 +88,9 @@ impl Plugin for DeclaredPlugin {
 
     async fn setup(&self, ctx: PluginContext) -> Result<(), BoxError> {
         provide_declared(&ctx, &self.manifest)
+    }
+
+    fn registrations_unmounted(&self, entry_id: &str) -> Option<Registrations> {
+        declared_registrations(entry_id, &self.manifest)
     }
 }

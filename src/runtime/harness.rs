@@ -31,6 +31,14 @@ pub struct HarnessOptions {
     /// `RedactingSecretProvider` sharing the telemetry's redactor). The
     /// default knows no secrets.
     pub secrets: Arc<dyn crate::engine::secret::SecretProvider>,
+    /// A harness that publishes once and is shut down (a one-shot
+    /// `publish`): an entry whose plugin registers what its manifest alone
+    /// decides ([`super::Plugin::registrations_unmounted`], the declared
+    /// kind) is placed without mounting, its registrations checked as a
+    /// mount's are, since mounting it would prove nothing more. Such a
+    /// harness runs nothing: its generation holds no instance of those
+    /// entries.
+    pub publish_only: bool,
 }
 
 impl std::fmt::Debug for HarnessOptions {
@@ -49,6 +57,7 @@ impl Default for HarnessOptions {
             shutdown_grace: super::generation::DEFAULT_SHUTDOWN_GRACE,
             telemetry: Arc::new(crate::engine::telemetry::NoopTelemetry::default()),
             secrets: Arc::new(crate::engine::secret::StaticSecretProvider::new()),
+            publish_only: false,
         }
     }
 }
@@ -105,9 +114,41 @@ pub(crate) struct ControlState {
     /// small.
     /// Hashed: disposal sorts them newest first.
     pub(crate) stale: HashSet<Arc<str>>,
+    /// Instance id → an entry placed without mounting
+    /// ([`HarnessOptions::publish_only`]).
+    pub(crate) unmounted: HashMap<Arc<str>, Box<Unmounted>>,
+}
+
+/// An entry a publish-only harness placed without mounting: what a mount
+/// would have registered, and the identity and mount number it was placed
+/// with.
+pub(crate) struct Unmounted {
+    pub(crate) manifest: Arc<crate::engine::model::Manifest>,
+    pub(crate) identity: NodeIdentity,
+    pub(crate) mount: u64,
+    pub(crate) registrations: Arc<super::context::Registrations>,
 }
 
 impl ControlState {
+    /// What instance `iid` registered, mounted or not.
+    pub(crate) fn registrations(&self, iid: &str) -> Option<Arc<super::context::Registrations>> {
+        match self.instances.get(iid) {
+            Some(m) => Some(m.instance.registrations()),
+            None => self
+                .unmounted
+                .get(iid)
+                .map(|u| Arc::clone(&u.registrations)),
+        }
+    }
+
+    /// The mount number instance `iid` was placed with, mounted or not.
+    pub(crate) fn mount_of(&self, iid: &str) -> Option<u64> {
+        match self.instances.get(iid) {
+            Some(m) => Some(m.mount),
+            None => self.unmounted.get(iid).map(|u| u.mount),
+        }
+    }
+
     /// Make `chosen` (entry id → instance id) the current instances,
     /// recording the instances it displaces as stale. `displaced` lists
     /// them when the caller knows them (it placed only some entries);
@@ -455,11 +496,15 @@ impl Harness {
             .current_by_entry
             .iter()
             .filter_map(|(entry, iid)| {
-                control.instances.get(iid).map(|m| SeedNode {
+                let (mount, identity) = match control.instances.get(iid) {
+                    Some(m) => (m.mount, &m.identity),
+                    None => control.unmounted.get(iid).map(|u| (u.mount, &u.identity))?,
+                };
+                Some(SeedNode {
                     entry_id: entry.to_string(),
                     instance_id: iid.to_string(),
-                    mount: m.mount,
-                    identity: m.identity.clone(),
+                    mount,
+                    identity: identity.clone(),
                 })
             })
             .collect()
@@ -662,6 +707,7 @@ impl Harness {
         }
         control.current_by_entry.clear();
         control.stale.clear();
+        control.unmounted.clear();
         // Newest first. Each instance leaves the map as it is unmounted,
         // under the hooks still live (rebuilt when a hook-registering one
         // leaves), so a shutdown cut short leaves the rest mounted and known.

@@ -38,6 +38,18 @@ pub trait Plugin: Send + Sync {
         let _ = ctx;
         Ok(())
     }
+
+    /// What [`Self::setup`] would register as `entry_id`, when that is a
+    /// function of the manifest alone: setup reads no configuration,
+    /// secret or provider, starts nothing, registers no hook or route, and
+    /// has no effect beyond its registrations. A harness that only
+    /// publishes ([`super::HarnessOptions::publish_only`]) then places the
+    /// entry without mounting it, and checks these registrations as it
+    /// checks a mount's. `None` (the default): the plugin must be mounted.
+    fn registrations_unmounted(&self, entry_id: &str) -> Option<super::context::Registrations> {
+        let _ = entry_id;
+        None
+    }
 }
 
 type SetupFn = dyn Fn(PluginContext) -> BoxFuture<'static, Result<(), BoxError>> + Send + Sync;

@@ -168,6 +168,9 @@ impl Serialize for ReconcileReport {
 struct Attempt {
     /// (entry id, instance id) of every instance mounted so far.
     mounted: Vec<(Arc<str>, Arc<str>)>,
+    /// Instance ids of the entries placed without mounting
+    /// ([`super::HarnessOptions::publish_only`]).
+    unmounted: Vec<Arc<str>>,
     /// Each mounted entry's mount count before the mount, in mount order
     /// (an undo log, replayed backwards on rollback so the earliest value
     /// wins: an attempt that mounts one entry does not copy every entry's
@@ -498,6 +501,7 @@ impl Harness {
         };
         let mut attempt = Attempt {
             mounted: Vec::new(),
+            unmounted: Vec::new(),
             mounts_before: Vec::new(),
             hook_failures: Vec::new(),
             selecting: None,
@@ -1022,10 +1026,8 @@ impl Harness {
         // What a mount binds: the providers' registered capabilities.
         let mut bound = BTreeMap::new();
         for (r, sel, provider_iid) in placed_selections(resolutions, chosen) {
-            let registration = control.instances.get(&**provider_iid).and_then(|m| {
-                m.instance
-                    .registrations()
-                    .capabilities
+            let registration = control.registrations(provider_iid).and_then(|regs| {
+                regs.capabilities
                     .iter()
                     .find(|c| {
                         c.capability == r.requirement.capability
@@ -1093,6 +1095,37 @@ impl Harness {
         let mounted_so_far = control.mounts.get(&*id).copied();
         let mount = keep_mount.unwrap_or(mounted_so_far.unwrap_or(0) + 1);
         let iid: Arc<str> = instance_id_arc(entry_id, mount);
+        if self.shared.options.publish_only
+            && let Some(registrations) = plugin.registrations_unmounted(&id)
+        {
+            // Placed without mounting: its registrations are checked as a
+            // mount's are, and nothing needs undoing but its mount count.
+            let selecting = attempt.selecting(plan, entry_id);
+            validate_contract(composition, &selecting, entry_id, &registrations)
+                .map_err(PlaceError::Contract)?;
+            attempt.mounts_before.push((id.clone(), mounted_so_far));
+            control
+                .mounts
+                .insert(id.clone(), mount.max(mounted_so_far.unwrap_or(0)));
+            attempt.unmounted.push(iid.clone());
+            control.unmounted.insert(
+                iid.clone(),
+                Box::new(super::harness::Unmounted {
+                    manifest: Arc::clone(&entry.manifest),
+                    identity,
+                    mount,
+                    registrations: Arc::new(registrations),
+                }),
+            );
+            chosen.insert(id.clone(), iid.clone());
+            return Ok(NodeImpact {
+                entry_id: id,
+                decision,
+                reasons,
+                old_instance_id: old_iid,
+                new_instance_id: Some(iid),
+            });
+        }
         let spec = ContextSpec {
             entry_id: id.to_string(),
             instance_id: iid.to_string(),
@@ -1124,7 +1157,9 @@ impl Harness {
             }
         };
         attempt.hook_failures.extend(hook_failures);
-        if let Err(mut contract) = validate_contract(composition, &selecting, entry_id, &instance) {
+        if let Err(mut contract) =
+            validate_contract(composition, &selecting, entry_id, &instance.registrations())
+        {
             let hooks = self.live_hooks(control);
             let failures = self.unmount_observed(&hooks, &mut instance).await;
             contract.rollback_failures.extend(
@@ -1191,6 +1226,9 @@ impl Harness {
             }
             rolled.push(entry.to_string());
         }
+        for iid in &attempt.unmounted {
+            control.unmounted.remove(iid);
+        }
         for (entry, before) in attempt.mounts_before.into_iter().rev() {
             match before {
                 Some(n) => control.mounts.insert(entry, n),
@@ -1215,15 +1253,16 @@ impl Harness {
         let mut hooks = Vec::new();
         let mut mounts = MountNumbers::new();
         for entry_id in &plan.activation_order {
-            let Some(managed) = chosen
-                .get(entry_id.as_str())
-                .and_then(|iid| control.instances.get(iid))
-            else {
+            let Some((instance_id, regs, mount)) = chosen.get(entry_id.as_str()).and_then(|iid| {
+                Some((
+                    Arc::clone(iid),
+                    control.registrations(iid)?,
+                    control.mount_of(iid)?,
+                ))
+            }) else {
                 continue;
             };
-            let regs = managed.instance.registrations();
-            mounts.insert(entry_id.clone(), managed.mount);
-            let instance_id: Arc<str> = Arc::clone(&managed.instance.instance_id);
+            mounts.insert(entry_id.clone(), mount);
             for c in regs.capabilities.iter().cloned() {
                 capabilities
                     .entry(c.capability.clone())
@@ -1515,10 +1554,9 @@ fn validate_contract(
     composition: &Composition,
     selecting: &[&Resolution],
     entry_id: &EntryId,
-    instance: &PluginInstance,
+    all: &super::context::Registrations,
 ) -> Result<(), Box<PluginContractError>> {
     let entry = &composition.entries[entry_id];
-    let all = instance.registrations();
     let regs = &all.capabilities;
     let actual: Vec<String> = regs
         .iter()
@@ -1626,10 +1664,14 @@ fn tool_problems(
     let mut owners: BTreeMap<String, Vec<String>> = BTreeMap::new();
     let mut undeclared = None;
     for (entry, iid) in chosen {
-        let Some(m) = control.instances.get(iid) else {
-            continue;
+        let (registrations, manifest) = match control.instances.get(iid) {
+            Some(m) => (m.instance.registrations(), m.instance.manifest()),
+            None => match control.unmounted.get(iid) {
+                Some(u) => (Arc::clone(&u.registrations), &*u.manifest),
+                None => continue,
+            },
         };
-        for t in m.instance.registrations().tools.iter() {
+        for t in registrations.tools.iter() {
             owners
                 .entry(t.tool.name().to_owned())
                 .or_default()
@@ -1642,10 +1684,9 @@ fn tool_problems(
                 .as_ref()
                 .and_then(|p| p.tools.get(t.tool.name()))
                 .unwrap_or(&t.policy);
-            if let Err(problems) = crate::engine::policy::check_declared(
-                &policy.permissions,
-                &m.instance.manifest().permissions,
-            ) {
+            if let Err(problems) =
+                crate::engine::policy::check_declared(&policy.permissions, &manifest.permissions)
+            {
                 undeclared = Some((entry.to_string(), t.tool.name().to_owned(), problems));
             }
         }
@@ -1756,10 +1797,10 @@ fn chosen_mounts(control: &ControlState, plan: &Plan, chosen: &InstanceByEntry) 
     plan.activation_order
         .iter()
         .filter_map(|e| {
-            let m = chosen
+            let mount = chosen
                 .get(e.as_str())
-                .and_then(|iid| control.instances.get(iid))?;
-            Some((e.clone(), m.mount))
+                .and_then(|iid| control.mount_of(iid))?;
+            Some((e.clone(), mount))
         })
         .collect()
 }

@@ -1490,3 +1490,210 @@ async fn shutdown_unmounts_newest_first_under_the_hooks_still_live() {
         .collect();
     assert_eq!(unmounted, newest_first);
 }
+
+/// A harness of `catalog` that only publishes, or one that also runs.
+fn publishing(catalog: Catalog, publish_only: bool) -> Harness {
+    Harness::new(
+        catalog,
+        HarnessOptions {
+            publish_only,
+            ..HarnessOptions::default()
+        },
+    )
+}
+
+/// `flat` with declared tools, and an `app` entry of a registered kind
+/// (so it must be mounted) bound to the declared `postgres`: it records the
+/// version it was bound to.
+fn with_a_mounted_consumer() -> (Catalog, Composition, Arc<std::sync::Mutex<Vec<String>>>) {
+    let seen = Arc::new(std::sync::Mutex::new(Vec::new()));
+    let seen2 = Arc::clone(&seen);
+    let app = plugin_fn(
+        crate::engine::model::Manifest::new(
+            "app",
+            crate::engine::version::Version::parse("1.0.0").unwrap(),
+        ),
+        move |ctx: PluginContext| {
+            let seen = Arc::clone(&seen2);
+            async move {
+                let bound = ctx.binding("database").expect("bound");
+                seen.lock()
+                    .unwrap()
+                    .push(format!("{} {}", bound.provider, bound.version));
+                Ok(())
+            }
+        },
+    );
+    let mut catalog = Catalog::new();
+    catalog.register_plugin("app", Arc::new(app));
+    let c = B::new()
+        .entry("postgres")
+        .provides("database", &["1.4.2"])
+        .tool("query", "Runs a query.", None)
+        .tool("explain", "Explains a query.", None)
+        .entry("app")
+        .plugin("app", "1.0.0")
+        .requires("database", ">=1,<2")
+        .entry("cache")
+        .provides("cache", &["1.0.0"])
+        .build()
+        .unwrap();
+    (catalog, c, seen)
+}
+
+/// What a generation holds apart from live instances, comparable.
+fn published_shape(g: &Generation) -> String {
+    let instances: Vec<_> = g
+        .instances
+        .iter()
+        .map(|i| (&*i.entry_id, &*i.instance_id, &*i.plugin))
+        .collect();
+    let capabilities: Vec<_> = g
+        .capabilities
+        .iter()
+        .map(|(c, ps)| {
+            let ps: Vec<_> = ps
+                .iter()
+                .map(|p| {
+                    (
+                        &*p.entry_id,
+                        &*p.instance_id,
+                        p.registration.version.to_string(),
+                    )
+                })
+                .collect();
+            (c.to_string(), ps)
+        })
+        .collect();
+    let tools: Vec<_> = g
+        .tools
+        .values()
+        .map(|t| (&t.id, &t.owner, t.tool.name(), format!("{:?}", t.policy)))
+        .collect();
+    format!(
+        "{} {:?} {instances:?} {capabilities:?} {tools:?}",
+        g.id, g.digests
+    )
+}
+
+#[tokio::test]
+async fn a_publish_only_harness_mounts_only_what_has_a_setup_and_publishes_the_same_generation() {
+    let (catalog, c, seen) = with_a_mounted_consumer();
+    let full = publishing(catalog.clone(), false);
+    let lean = publishing(catalog, true);
+    let a = full.reconcile(c.clone()).await.unwrap();
+    let b = lean.reconcile(c.clone()).await.unwrap();
+    assert_eq!(a.mounted.len(), 3);
+    let mounted: Vec<&str> = b.mounted.iter().map(|e| &**e).collect();
+    assert_eq!(mounted, ["app"], "only the entry with a setup of its own");
+    assert_eq!(a.impact, b.impact);
+    assert_eq!(
+        published_shape(&full.current().unwrap()),
+        published_shape(&lean.current().unwrap())
+    );
+    assert_eq!(full.nodes().await, lean.nodes().await);
+    // The consumer was bound to the unmounted provider as to a mounted one.
+    assert_eq!(*seen.lock().unwrap(), ["postgres 1.4.2", "postgres 1.4.2"]);
+    // Seeded with what it published, the same composition is adopted, and
+    // a change to the unmounted provider rebuilds it and rewires `app`.
+    let seed = super::harness::SeedState {
+        sequence: 1,
+        digest: Some(lean.current().unwrap().digests.digest.clone()),
+        mounts: lean
+            .nodes()
+            .await
+            .iter()
+            .map(|n| (n.entry_id.clone(), n.mount))
+            .collect(),
+        nodes: lean.nodes().await,
+        config_fingerprint: None,
+    };
+    for publish_only in [false, true] {
+        let h = publishing(with_a_mounted_consumer().0, publish_only);
+        h.seed(seed.clone()).await.unwrap();
+        let again = h.reconcile(c.clone()).await.unwrap();
+        assert!(!again.published && again.generation_id == "gen_0001");
+        assert!(again.impact.iter().all(|i| i.decision == Decision::Reused));
+    }
+    let mut changed = c.clone();
+    let pg = crate::engine::model::EntryId::new("postgres").unwrap();
+    changed.entries.get_mut(&pg).unwrap().config = Arc::new(ConfigValue::Table(
+        [("dsn".to_owned(), ConfigValue::Str("b".into()))].into(),
+    ));
+    let mut reports = Vec::new();
+    let mut shapes = Vec::new();
+    for publish_only in [false, true] {
+        let h = publishing(with_a_mounted_consumer().0, publish_only);
+        h.seed(seed.clone()).await.unwrap();
+        reports.push(h.reconcile(changed.clone()).await.unwrap());
+        shapes.push(published_shape(&h.current().unwrap()));
+        h.shutdown().await;
+    }
+    assert_eq!(reports[0].impact, reports[1].impact);
+    assert_eq!(shapes[0], shapes[1]);
+    let decisions: Vec<(String, Decision)> = reports[1]
+        .impact
+        .iter()
+        .map(|i| (i.entry_id.to_string(), i.decision))
+        .collect();
+    assert_eq!(
+        decisions,
+        [
+            ("app".to_owned(), Decision::Rewired),
+            ("cache".to_owned(), Decision::Reused),
+            ("postgres".to_owned(), Decision::Rebuilt)
+        ]
+    );
+}
+
+#[tokio::test]
+async fn an_unmounted_entry_still_breaks_its_contract_and_its_tools_still_collide() {
+    use crate::engine::model::{EntryId, ToolName};
+    let h = publishing(Catalog::new(), true);
+    let mut c = flat("a");
+    let entry = c.entries.get_mut(&EntryId::new("cache").unwrap()).unwrap();
+    let mut manifest = (*entry.manifest).clone();
+    manifest.expected_tools = vec![ToolName::new("search").unwrap()];
+    entry.manifest = Arc::new(manifest);
+    let err = h.reconcile(c).await.unwrap_err();
+    let ReconcileError::Contract(broken) = err else {
+        panic!("{err}")
+    };
+    assert_eq!(
+        broken.promise,
+        "promised tool `search` (expect_tools) but did not register it"
+    );
+    assert!(h.current().is_none(), "nothing was published");
+    let c = B::new()
+        .entry("a")
+        .tool("search", "Searches.", None)
+        .entry("b")
+        .tool("search", "Searches too.", None)
+        .build()
+        .unwrap();
+    let err = publishing(Catalog::new(), true)
+        .reconcile(c)
+        .await
+        .unwrap_err();
+    assert!(
+        matches!(&err, ReconcileError::DuplicateTool { tool, owners, .. } if tool == "search" && owners == &["a", "b"]),
+        "{err}"
+    );
+}
+
+#[tokio::test]
+async fn the_declared_kind_registers_what_it_says_it_would_without_a_mount() {
+    let (_, c, _) = with_a_mounted_consumer();
+    let h = harness();
+    h.reconcile(c.clone()).await.unwrap();
+    let control = h.shared.control.lock().await;
+    for entry in ["postgres", "cache"] {
+        let id = crate::engine::model::EntryId::new(entry).unwrap();
+        let iid = &control.current_by_entry[entry];
+        assert!(control.instances.contains_key(iid), "{entry} is mounted");
+        let mounted = control.registrations(iid).unwrap();
+        let pure = super::declared::declared_registrations(entry, &c.entries[&id].manifest)
+            .expect("declared");
+        assert_eq!(format!("{mounted:?}"), format!("{pure:?}"));
+    }
+}

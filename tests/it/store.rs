@@ -673,20 +673,30 @@ proptest! {
 #[test]
 fn publish_trace_writes_the_contract_signals_as_json_lines_without_secrets() {
     let w = Workspace::new();
-    w.write(&flat(&format!("postgres://app:{CANARY}@db/app")));
+    // The declared entries are placed without mounting (a one-shot publish
+    // mounts what has a setup to run); the scripted model is mounted.
+    w.write(&format!(
+        "{}\n[entries.model]\nplugin = \"scripted\"\n[[entries.model.config.turns]]\ntext = \"{CANARY}\"\n",
+        flat(&format!("postgres://app:{CANARY}@db/app"))
+    ));
     let r = w.run(&["publish", "c.toml", "--trace", "trace.jsonl"]);
     assert_eq!(r.code, 0, "{}", r.transcript());
     let text = std::fs::read_to_string(w.path().join("trace.jsonl")).unwrap();
     assert!(!text.contains(CANARY), "the trace leaked the canary");
-    let names: std::collections::BTreeSet<String> = text
+    let signals: Vec<serde_json::Value> = text
         .lines()
-        .map(|l| {
-            serde_json::from_str::<serde_json::Value>(l).unwrap()["name"]
-                .as_str()
-                .unwrap_or("")
-                .to_owned()
-        })
+        .map(|l| serde_json::from_str(l).unwrap())
         .collect();
+    let names: std::collections::BTreeSet<String> = signals
+        .iter()
+        .map(|s| s["name"].as_str().unwrap_or("").to_owned())
+        .collect();
+    let mounted: Vec<&str> = signals
+        .iter()
+        .filter(|s| s["name"] == "plugin.mount" && s["type"] == "span_start")
+        .filter_map(|s| s["attrs"]["entry_id"].as_str())
+        .collect();
+    assert_eq!(mounted, ["model"], "{text}");
     for expected in [
         "harness.reconcile",
         "dependency.resolve",

@@ -15,7 +15,10 @@ use super::super::ui::{Format, Ui};
 /// generation in the store: a node whose identity (implementation,
 /// contracts, configuration, scope, bindings) is unchanged keeps its
 /// instance id (`reused`, mounted afresh in this process); others are
-/// rebuilt or rewired. The new generation is recorded in one transaction;
+/// rebuilt or rewired. An entry that only declares (no `plugin` kind or
+/// `command` of its own) is not mounted: its setup would only restate its
+/// manifest, which is checked against its consumers as a mount's would be.
+/// The new generation is recorded in one transaction;
 /// an unchanged composition records nothing (`no change: gen_0001 reused`).
 ///
 /// The store is `.chassis/state.db` beside FILE unless the composition's
