@@ -27,7 +27,7 @@ use crate::engine::resolve::{
     Plan, Resolution, Selected, Status, resolve_with_tree, with_origins_of,
 };
 use crate::engine::snapshot::{
-    Digests, MountNumbers, SnapshotContext, build_snapshot, build_snapshot_digested,
+    Digests, MountNumbers, SnapshotContext, SnapshotRecord, build_snapshot_digested,
 };
 use crate::engine::tree::ScopeTree;
 
@@ -702,7 +702,8 @@ impl Harness {
 
         // Seeded from a store: rebuilding exactly the stored generation
         // publishes nothing; the harness adopts it (fresh mounts, same ids).
-        let adopt = match (&control.seed, &current) {
+        // The snapshot it is compared with is the adopted generation's.
+        let adopted = match (&control.seed, &current) {
             (Some(seed), None)
                 if seed.sequence > 0 && impact.iter().all(|i| i.decision == Decision::Reused) =>
             {
@@ -711,13 +712,13 @@ impl Harness {
                     mounts: chosen_mounts(&control, &plan, &chosen),
                     ..SnapshotContext::default()
                 };
-                let same = build_snapshot(&composition, &tree, &plan, &ctx)
-                    .and_then(|s| s.digest())
-                    .ok();
-                same.is_some() && same == seed.digest
+                build_snapshot_digested(&composition, &tree, &plan, &ctx)
+                    .ok()
+                    .filter(|(_, digests)| seed.digest.as_ref() == Some(&digests.digest))
             }
-            _ => false,
+            _ => None,
         };
+        let adopt = adopted.is_some();
         let sequence = if adopt {
             control.sequence
         } else {
@@ -760,7 +761,12 @@ impl Harness {
                     Err(e) => Err(e),
                 }
             }
-            _ => self.build_generation(&control, composition, tree, plan, &chosen, sequence),
+            // Adopted: the snapshot compared is the generation's.
+            _ => match adopted {
+                Some(built) => Ok(Registered::of(&control, &composition, &plan, &chosen)
+                    .into_generation(composition, tree, plan, sequence, built)),
+                None => self.build_generation(&control, composition, tree, plan, &chosen, sequence),
+            },
         };
         let generation = match built {
             Ok(g) => Arc::new(g),
@@ -1247,11 +1253,42 @@ impl Harness {
         chosen: &InstanceByEntry,
         sequence: u64,
     ) -> Result<Generation, ReconcileError> {
-        let mut instances = Vec::new();
-        let mut capabilities: BTreeMap<_, Vec<Provider>> = BTreeMap::new();
-        let mut tools = BTreeMap::new();
-        let mut hooks = Vec::new();
-        let mut mounts = MountNumbers::new();
+        let registered = Registered::of(control, &composition, &plan, chosen);
+        let ctx = SnapshotContext {
+            generation: GenerationId::from_sequence(sequence),
+            mounts: registered.mounts.clone(),
+            ..SnapshotContext::default()
+        };
+        let built = build_snapshot_digested(&composition, &tree, &plan, &ctx)
+            .map_err(|e| ReconcileError::Snapshot(e.to_string()))?;
+        Ok(registered.into_generation(composition, tree, plan, sequence, built))
+    }
+}
+
+/// What the chosen instances registered, gathered for a generation, with
+/// their mount numbers (the snapshot's).
+struct Registered {
+    instances: Vec<GenerationInstance>,
+    capabilities: BTreeMap<crate::engine::model::CapabilityName, Vec<Provider>>,
+    tools: BTreeMap<String, super::tool::ToolRegistration>,
+    hooks: Vec<super::hooks::HookRegistration>,
+    mounts: MountNumbers,
+}
+
+impl Registered {
+    fn of(
+        control: &ControlState,
+        composition: &Composition,
+        plan: &Plan,
+        chosen: &InstanceByEntry,
+    ) -> Self {
+        let mut r = Self {
+            instances: Vec::new(),
+            capabilities: BTreeMap::new(),
+            tools: BTreeMap::new(),
+            hooks: Vec::new(),
+            mounts: MountNumbers::new(),
+        };
         for entry_id in &plan.activation_order {
             let Some((instance_id, regs, mount)) = chosen.get(entry_id.as_str()).and_then(|iid| {
                 Some((
@@ -1262,9 +1299,9 @@ impl Harness {
             }) else {
                 continue;
             };
-            mounts.insert(entry_id.clone(), mount);
+            r.mounts.insert(entry_id.clone(), mount);
             for c in regs.capabilities.iter().cloned() {
-                capabilities
+                r.capabilities
                     .entry(c.capability.clone())
                     .or_default()
                     .push(Provider {
@@ -1273,40 +1310,45 @@ impl Harness {
                         registration: c,
                     });
             }
-            instances.push(GenerationInstance {
+            r.instances.push(GenerationInstance {
                 entry_id: Arc::clone(entry_id.as_arc()),
                 instance_id,
                 plugin: composition.entries[entry_id].manifest.name.as_str().into(),
                 routes: regs.routes.as_slice().into(),
             });
             for t in regs.tools.iter().cloned() {
-                insert_tool(&mut tools, &composition, t);
+                insert_tool(&mut r.tools, composition, t);
             }
-            hooks.extend(regs.hooks.iter().cloned());
+            r.hooks.extend(regs.hooks.iter().cloned());
         }
-        let ctx = SnapshotContext {
-            generation: GenerationId::from_sequence(sequence),
-            mounts,
-            ..SnapshotContext::default()
-        };
-        let (snapshot, digests) = build_snapshot_digested(&composition, &tree, &plan, &ctx)
-            .map_err(|e| ReconcileError::Snapshot(e.to_string()))?;
-        Ok(Generation::new(
+        r
+    }
+
+    /// The generation, with its snapshot (built with `self.mounts`).
+    fn into_generation(
+        self,
+        composition: Composition,
+        tree: Arc<ScopeTree>,
+        plan: Arc<Plan>,
+        sequence: u64,
+        (snapshot, digests): (SnapshotRecord, Digests),
+    ) -> Generation {
+        Generation::new(
             GenerationId::from_sequence(sequence),
             Arc::new(composition),
             tree,
             plan,
-            instances,
-            capabilities
+            self.instances,
+            self.capabilities
                 .into_iter()
                 .map(|(k, v)| (k, Arc::from(v)))
                 .collect(),
-            tools,
-            HookSet::new(hooks),
+            self.tools,
+            HookSet::new(self.hooks),
             snapshot,
             digests,
         )
-        .with_mounts(ctx.mounts))
+        .with_mounts(self.mounts)
     }
 }
 
