@@ -1068,6 +1068,10 @@ class _Pool:
                     self._idle += 1
 
 
+# How long the main thread sleeps before it looks for a signal to handle.
+_MAIN_WAKE_SECONDS = 0.5
+
+
 class _Mailbox:
     """A queue with one consumer (the main thread) made of two `_thread`
     locks: the main thread's work arrives before the workers, and `_queue`
@@ -1090,7 +1094,11 @@ class _Mailbox:
             with self._guard:
                 if self._items:
                     return self._items.pop(0)
-            self._wake.acquire()
+            # Never an unbounded wait: a signal that lands just before the
+            # thread blocks wakes nothing, so an interrupt (Ctrl-C) would
+            # wait for the next message. Waking twice a second lets Python
+            # run its handler.
+            self._wake.acquire(timeout=_MAIN_WAKE_SECONDS)
 
 
 class _RpcError(Exception):
