@@ -56,15 +56,15 @@ fn declared_tool(tool: &crate::engine::model::ToolDecl) -> DeclaredTool {
 
 /// What [`provide_declared`] registers for `entry_id`, computed without a
 /// context (so without mounting): the same capabilities, tools, ids and
-/// policies in the same order. `None` when a declaration would fail to
-/// register (a version that does not parse): only a mount reports that.
-pub fn declared_registrations(entry_id: &str, manifest: &Manifest) -> Option<Registrations> {
+/// policies in the same order (the versions the manifest parsed are the
+/// ones registering their text parses to).
+pub fn declared_registrations(entry_id: &str, manifest: &Manifest) -> Registrations {
     let mut registrations = Registrations::default();
     for (cap, provided) in &manifest.provides {
         for version in &provided.versions {
             registrations.capabilities.push(CapabilityRegistration {
                 capability: cap.clone(),
-                version: crate::engine::version::Version::parse(version.as_str()).ok()?,
+                version: version.clone(),
                 value: CapabilityValue::unit(),
             });
         }
@@ -77,7 +77,7 @@ pub fn declared_registrations(entry_id: &str, manifest: &Manifest) -> Option<Reg
             policy: ToolPolicy::default(),
         });
     }
-    Some(registrations)
+    registrations
 }
 
 #[async_trait::async_trait]
@@ -91,6 +91,6 @@ impl Plugin for DeclaredPlugin {
     }
 
     fn registrations_unmounted(&self, entry_id: &str) -> Option<Registrations> {
-        declared_registrations(entry_id, &self.manifest)
+        Some(declared_registrations(entry_id, &self.manifest))
     }
 }

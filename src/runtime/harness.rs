@@ -116,7 +116,7 @@ pub(crate) struct ControlState {
     pub(crate) stale: HashSet<Arc<str>>,
     /// Instance id → an entry placed without mounting
     /// ([`HarnessOptions::publish_only`]).
-    pub(crate) unmounted: HashMap<Arc<str>, Box<Unmounted>>,
+    pub(crate) unmounted: crate::engine::tree::FxHashMap<Arc<str>, Box<Unmounted>>,
 }
 
 /// An entry a publish-only harness placed without mounting: what a mount
@@ -141,11 +141,15 @@ impl ControlState {
         }
     }
 
-    /// The mount number instance `iid` was placed with, mounted or not.
-    pub(crate) fn mount_of(&self, iid: &str) -> Option<u64> {
+    /// What instance `iid` registered and the mount number it was placed
+    /// with, mounted or not.
+    pub(crate) fn placed(&self, iid: &str) -> Option<(Arc<super::context::Registrations>, u64)> {
         match self.instances.get(iid) {
-            Some(m) => Some(m.mount),
-            None => self.unmounted.get(iid).map(|u| u.mount),
+            Some(m) => Some((m.instance.registrations(), m.mount)),
+            None => self
+                .unmounted
+                .get(iid)
+                .map(|u| (Arc::clone(&u.registrations), u.mount)),
         }
     }
 

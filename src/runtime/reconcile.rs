@@ -702,21 +702,24 @@ impl Harness {
 
         // Seeded from a store: rebuilding exactly the stored generation
         // publishes nothing; the harness adopts it (fresh mounts, same ids).
-        // The snapshot it is compared with is the adopted generation's.
-        let adopted = match (&control.seed, &current) {
+        // The snapshot it is compared with is the adopted generation's, and
+        // what the chosen instances registered is gathered once.
+        let (adopted, registered) = match (&control.seed, &current) {
             (Some(seed), None)
                 if seed.sequence > 0 && impact.iter().all(|i| i.decision == Decision::Reused) =>
             {
+                let registered = Registered::of(&control, &composition, &plan, &chosen);
                 let ctx = SnapshotContext {
                     generation: GenerationId::from_sequence(seed.sequence),
-                    mounts: chosen_mounts(&control, &plan, &chosen),
+                    mounts: registered.mounts.clone(),
                     ..SnapshotContext::default()
                 };
-                build_snapshot_digested(&composition, &tree, &plan, &ctx)
+                let adopted = build_snapshot_digested(&composition, &tree, &plan, &ctx)
                     .ok()
-                    .filter(|(_, digests)| seed.digest.as_ref() == Some(&digests.digest))
+                    .filter(|(_, digests)| seed.digest.as_ref() == Some(&digests.digest));
+                (adopted, Some(registered))
             }
-            _ => None,
+            _ => (None, None),
         };
         let adopt = adopted.is_some();
         let sequence = if adopt {
@@ -749,23 +752,37 @@ impl Harness {
                         #[cfg(debug_assertions)]
                         incremental::assert_same_generation(
                             &derived,
-                            &self
-                                .build_generation(&control, check, tree, plan, &chosen, sequence)
-                                .expect("the built generation"),
+                            &Self::build_generation(
+                                Registered::of(&control, &check, &plan, &chosen),
+                                check,
+                                tree,
+                                plan,
+                                sequence,
+                            )
+                            .expect("the built generation"),
                         );
                         Ok(derived)
                     }
-                    Ok(Err(composition)) => {
-                        self.build_generation(&control, composition, tree, plan, &chosen, sequence)
-                    }
+                    Ok(Err(composition)) => Self::build_generation(
+                        Registered::of(&control, &composition, &plan, &chosen),
+                        composition,
+                        tree,
+                        plan,
+                        sequence,
+                    ),
                     Err(e) => Err(e),
                 }
             }
             // Adopted: the snapshot compared is the generation's.
-            _ => match adopted {
-                Some(built) => Ok(Registered::of(&control, &composition, &plan, &chosen)
-                    .into_generation(composition, tree, plan, sequence, built)),
-                None => self.build_generation(&control, composition, tree, plan, &chosen, sequence),
+            _ => match (adopted, registered) {
+                (Some(built), Some(registered)) => {
+                    Ok(registered.into_generation(composition, tree, plan, sequence, built))
+                }
+                (_, registered) => {
+                    let registered = registered
+                        .unwrap_or_else(|| Registered::of(&control, &composition, &plan, &chosen));
+                    Self::build_generation(registered, composition, tree, plan, sequence)
+                }
             },
         };
         let generation = match built {
@@ -1245,15 +1262,12 @@ impl Harness {
     }
 
     fn build_generation(
-        &self,
-        control: &ControlState,
+        registered: Registered,
         composition: Composition,
         tree: Arc<ScopeTree>,
         plan: Arc<Plan>,
-        chosen: &InstanceByEntry,
         sequence: u64,
     ) -> Result<Generation, ReconcileError> {
-        let registered = Registered::of(control, &composition, &plan, chosen);
         let ctx = SnapshotContext {
             generation: GenerationId::from_sequence(sequence),
             mounts: registered.mounts.clone(),
@@ -1290,13 +1304,10 @@ impl Registered {
             mounts: MountNumbers::new(),
         };
         for entry_id in &plan.activation_order {
-            let Some((instance_id, regs, mount)) = chosen.get(entry_id.as_str()).and_then(|iid| {
-                Some((
-                    Arc::clone(iid),
-                    control.registrations(iid)?,
-                    control.mount_of(iid)?,
-                ))
-            }) else {
+            let Some((instance_id, (regs, mount))) = chosen
+                .get(entry_id.as_str())
+                .and_then(|iid| Some((Arc::clone(iid), control.placed(iid)?)))
+            else {
                 continue;
             };
             r.mounts.insert(entry_id.clone(), mount);
@@ -1600,10 +1611,12 @@ fn validate_contract(
 ) -> Result<(), Box<PluginContractError>> {
     let entry = &composition.entries[entry_id];
     let regs = &all.capabilities;
-    let actual: Vec<String> = regs
-        .iter()
-        .map(|r| format!("{} {}", r.capability, r.version))
-        .collect();
+    // Rendered only for an error: the success path formats nothing.
+    let actual = || -> Vec<String> {
+        regs.iter()
+            .map(|r| format!("{} {}", r.capability, r.version))
+            .collect()
+    };
     let consumers_of = |cap: &str| -> Vec<String> {
         selecting
             .iter()
@@ -1617,7 +1630,7 @@ fn validate_contract(
             provider_name: entry.manifest.name.clone(),
             promise,
             promised,
-            actual: actual.clone(),
+            actual: actual(),
             consumers,
             rolled_back: Vec::new(),
             rollback_failures: Vec::new(),
@@ -1832,19 +1845,6 @@ fn seed_decision_of(
         Some(Arc::from(node.instance_id.as_str())),
         None,
     ))
-}
-
-/// Mount numbers of the chosen instances, for the snapshot.
-fn chosen_mounts(control: &ControlState, plan: &Plan, chosen: &InstanceByEntry) -> MountNumbers {
-    plan.activation_order
-        .iter()
-        .filter_map(|e| {
-            let mount = chosen
-                .get(e.as_str())
-                .and_then(|iid| control.mount_of(iid))?;
-            Some((e.clone(), mount))
-        })
-        .collect()
 }
 
 /// What a reconcile would do, computed without mounting anything.
