@@ -35,9 +35,11 @@ pub struct HarnessOptions {
     /// `publish`): an entry whose plugin registers what its manifest alone
     /// decides ([`super::Plugin::registrations_unmounted`], the declared
     /// kind) is placed without mounting, its registrations checked as a
-    /// mount's are, since mounting it would prove nothing more. Such a
-    /// harness runs nothing: its generation holds no instance of those
-    /// entries.
+    /// mount's are, since mounting it would prove nothing more — unless a
+    /// mounted plugin's hooks are live, since they observe mounts. Such a
+    /// harness publishes once and runs nothing: its generation holds no
+    /// instance of those entries, and a second reconcile mounts every
+    /// entry, the unmounted ones counted as new.
     pub publish_only: bool,
 }
 

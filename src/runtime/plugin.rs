@@ -44,8 +44,9 @@ pub trait Plugin: Send + Sync {
     /// secret or provider, starts nothing, registers no hook or route, and
     /// has no effect beyond its registrations. A harness that only
     /// publishes ([`super::HarnessOptions::publish_only`]) then places the
-    /// entry without mounting it, and checks these registrations as it
-    /// checks a mount's. `None` (the default): the plugin must be mounted.
+    /// entry without mounting it (while no other plugin's hooks are live to
+    /// observe the mount), and checks these registrations as it checks a
+    /// mount's. `None` (the default): the plugin must be mounted.
     fn registrations_unmounted(&self, entry_id: &str) -> Option<super::context::Registrations> {
         let _ = entry_id;
         None

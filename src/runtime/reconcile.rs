@@ -189,6 +189,10 @@ struct Attempt {
     hashes: ManifestHashes,
     /// The policy of what plugins do outside runs, by scope.
     outside: OutsideRunPolicy,
+    /// Whether an entry that needs no mount may be placed without one: a
+    /// publish-only harness's first publication
+    /// ([`super::HarnessOptions::publish_only`]).
+    may_skip_mounts: bool,
 }
 
 /// The policy judging what a plugin does outside any run (a capability
@@ -508,6 +512,7 @@ impl Harness {
             scans: 0,
             hashes: ManifestHashes::default(),
             outside: OutsideRunPolicy::new(&composition, Arc::clone(&tree)),
+            may_skip_mounts: self.shared.options.publish_only && current.is_none(),
         };
         // Resolving as the current generation does: place only what may
         // differ, and derive the generation from the current one.
@@ -1118,7 +1123,12 @@ impl Harness {
         let mounted_so_far = control.mounts.get(&*id).copied();
         let mount = keep_mount.unwrap_or(mounted_so_far.unwrap_or(0) + 1);
         let iid: Arc<str> = instance_id_arc(entry_id, mount);
-        if self.shared.options.publish_only
+        // Not while a plugin's hooks are live: they observe every mount
+        // (and, newest first, every unmount at shutdown), so an entry
+        // placed before any hook registers is the only one they would not
+        // have seen.
+        if attempt.may_skip_mounts
+            && control.hooked.is_empty()
             && let Some(registrations) = plugin.registrations_unmounted(&id)
         {
             // Placed without mounting: its registrations are checked as a

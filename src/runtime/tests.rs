@@ -1696,3 +1696,81 @@ async fn the_declared_kind_registers_what_it_says_it_would_without_a_mount() {
         assert_eq!(format!("{mounted:?}"), format!("{pure:?}"));
     }
 }
+
+#[tokio::test]
+async fn live_hooks_see_every_mount_and_unmount_a_publish_only_harness_would_skip() {
+    // The observer watches every mount and unmount from its own on; it
+    // requires `db` and provides what `a` and `b` require.
+    let observed = |publish_only: bool| async move {
+        let seen = Arc::new(std::sync::Mutex::new(Vec::new()));
+        let s = Arc::clone(&seen);
+        let observer = plugin_fn(
+            crate::engine::model::Manifest::new(
+                "observer",
+                crate::engine::version::Version::parse("1.0.0").unwrap(),
+            ),
+            move |ctx: PluginContext| {
+                let s = Arc::clone(&s);
+                async move {
+                    for event in [
+                        HookEvent::PluginMounting,
+                        HookEvent::PluginMounted,
+                        HookEvent::PluginUnmounting,
+                        HookEvent::PluginUnmounted,
+                    ] {
+                        let s = Arc::clone(&s);
+                        ctx.hooks().register(
+                            event,
+                            Arc::new(FnHook(move |e: HookEvent, p: &serde_json::Value| {
+                                s.lock().unwrap().push(format!(
+                                    "{} {}",
+                                    e.as_str(),
+                                    p["entry_id"].as_str().unwrap_or("")
+                                ));
+                                Ok(HookReply::Continue)
+                            })),
+                            HookMode::Observe,
+                            0,
+                        )?;
+                    }
+                    ctx.capabilities()
+                        .provide("audit", CapabilityValue::unit(), "1.0.0")?;
+                    Ok(())
+                }
+            },
+        );
+        let mut catalog = Catalog::new();
+        catalog.register_plugin("observer", Arc::new(observer));
+        let h = publishing(catalog, publish_only);
+        let composition = B::new()
+            .entry("cache")
+            .provides("cache", &["1.0.0"])
+            .entry("db")
+            .provides("database", &["1.0.0"])
+            .entry("observer")
+            .plugin("observer", "1.0.0")
+            .requires("database", ">=1,<2")
+            .provides("audit", &["1.0.0"])
+            .entry("a")
+            .requires("audit", ">=1,<2")
+            .entry("b")
+            .requires("audit", ">=1,<2")
+            .build()
+            .unwrap();
+        let report = h.reconcile(composition).await.unwrap();
+        assert!(h.shutdown().await.is_empty());
+        let mounted: Vec<String> = report.mounted.iter().map(ToString::to_string).collect();
+        let seen = seen.lock().unwrap().clone();
+        (mounted, seen)
+    };
+    let (all, seen_all) = observed(false).await;
+    let (some, seen_some) = observed(true).await;
+    assert_eq!(all, ["cache", "db", "observer", "a", "b"]);
+    // Mounted before any hook was live: nothing would have seen them.
+    assert_eq!(some, ["observer", "a", "b"]);
+    assert_eq!(seen_all, seen_some);
+    assert!(
+        seen_some.contains(&"plugin_mounted a".to_owned()),
+        "{seen_some:?}"
+    );
+}
