@@ -1389,11 +1389,9 @@ async fn a_panicking_setup_fails_its_mount_and_the_harness_goes_on() {
     assert!(report.published);
 }
 
-/// Shutdown unmounts newest first; an instance that registered hooks sees
-/// the unmounts of the instances mounted after it, and none once it is
-/// gone itself.
-#[tokio::test]
-async fn shutdown_unmounts_newest_first_under_the_hooks_still_live() {
+/// A plugin `observer` that records `"<event> <entry id>"` for each of
+/// `events` it observes, and provides `audit`.
+fn observer(events: &'static [HookEvent]) -> (FnPlugin, Arc<std::sync::Mutex<Vec<String>>>) {
     let seen = Arc::new(std::sync::Mutex::new(Vec::new()));
     let s = Arc::clone(&seen);
     let observer = plugin_fn(
@@ -1404,10 +1402,10 @@ async fn shutdown_unmounts_newest_first_under_the_hooks_still_live() {
         move |ctx: PluginContext| {
             let s = Arc::clone(&s);
             async move {
-                for event in [HookEvent::PluginUnmounting, HookEvent::PluginUnmounted] {
+                for event in events {
                     let s = Arc::clone(&s);
                     ctx.hooks().register(
-                        event,
+                        *event,
                         Arc::new(FnHook(move |e: HookEvent, p: &serde_json::Value| {
                             s.lock().unwrap().push(format!(
                                 "{} {}",
@@ -1426,19 +1424,13 @@ async fn shutdown_unmounts_newest_first_under_the_hooks_still_live() {
             }
         },
     );
-    let mut catalog = Catalog::new();
-    catalog.register_plugin("observer", Arc::new(observer));
-    let telemetry = Arc::new(crate::engine::telemetry::RecordingTelemetry::strict());
-    let h = Harness::new(
-        catalog,
-        HarnessOptions {
-            telemetry: Arc::clone(&telemetry) as Arc<dyn crate::engine::telemetry::Telemetry>,
-            ..HarnessOptions::default()
-        },
-    );
-    // Mounted in activation order: db, then the observer (it requires
-    // db), then the consumers of the observer's capability.
-    let composition = B::new()
+    (observer, seen)
+}
+
+/// `cache` and `db`, the `observer` (it requires `db`), then `a` and `b`,
+/// consumers of the observer's `audit`: mounted in that order.
+fn observed_composition() -> Composition {
+    B::new()
         .entry("cache")
         .provides("cache", &["1.0.0"])
         .entry("db")
@@ -1452,7 +1444,28 @@ async fn shutdown_unmounts_newest_first_under_the_hooks_still_live() {
         .entry("b")
         .requires("audit", ">=1,<2")
         .build()
-        .unwrap();
+        .unwrap()
+}
+
+/// Shutdown unmounts newest first; an instance that registered hooks sees
+/// the unmounts of the instances mounted after it, and none once it is
+/// gone itself.
+#[tokio::test]
+async fn shutdown_unmounts_newest_first_under_the_hooks_still_live() {
+    let (observer, seen) = observer(&[HookEvent::PluginUnmounting, HookEvent::PluginUnmounted]);
+    let mut catalog = Catalog::new();
+    catalog.register_plugin("observer", Arc::new(observer));
+    let telemetry = Arc::new(crate::engine::telemetry::RecordingTelemetry::strict());
+    let h = Harness::new(
+        catalog,
+        HarnessOptions {
+            telemetry: Arc::clone(&telemetry) as Arc<dyn crate::engine::telemetry::Telemetry>,
+            ..HarnessOptions::default()
+        },
+    );
+    // Mounted in activation order: db, then the observer (it requires
+    // db), then the consumers of the observer's capability.
+    let composition = observed_composition();
     let report = h.reconcile(composition).await.unwrap();
     let order: Vec<&str> = report.mounted.iter().map(|e| &**e).collect();
     assert_eq!(order, ["cache", "db", "observer", "a", "b"]);
@@ -1702,61 +1715,16 @@ async fn live_hooks_see_every_mount_and_unmount_a_publish_only_harness_would_ski
     // The observer watches every mount and unmount from its own on; it
     // requires `db` and provides what `a` and `b` require.
     let observed = |publish_only: bool| async move {
-        let seen = Arc::new(std::sync::Mutex::new(Vec::new()));
-        let s = Arc::clone(&seen);
-        let observer = plugin_fn(
-            crate::engine::model::Manifest::new(
-                "observer",
-                crate::engine::version::Version::parse("1.0.0").unwrap(),
-            ),
-            move |ctx: PluginContext| {
-                let s = Arc::clone(&s);
-                async move {
-                    for event in [
-                        HookEvent::PluginMounting,
-                        HookEvent::PluginMounted,
-                        HookEvent::PluginUnmounting,
-                        HookEvent::PluginUnmounted,
-                    ] {
-                        let s = Arc::clone(&s);
-                        ctx.hooks().register(
-                            event,
-                            Arc::new(FnHook(move |e: HookEvent, p: &serde_json::Value| {
-                                s.lock().unwrap().push(format!(
-                                    "{} {}",
-                                    e.as_str(),
-                                    p["entry_id"].as_str().unwrap_or("")
-                                ));
-                                Ok(HookReply::Continue)
-                            })),
-                            HookMode::Observe,
-                            0,
-                        )?;
-                    }
-                    ctx.capabilities()
-                        .provide("audit", CapabilityValue::unit(), "1.0.0")?;
-                    Ok(())
-                }
-            },
-        );
+        let (observer, seen) = observer(&[
+            HookEvent::PluginMounting,
+            HookEvent::PluginMounted,
+            HookEvent::PluginUnmounting,
+            HookEvent::PluginUnmounted,
+        ]);
         let mut catalog = Catalog::new();
         catalog.register_plugin("observer", Arc::new(observer));
         let h = publishing(catalog, publish_only);
-        let composition = B::new()
-            .entry("cache")
-            .provides("cache", &["1.0.0"])
-            .entry("db")
-            .provides("database", &["1.0.0"])
-            .entry("observer")
-            .plugin("observer", "1.0.0")
-            .requires("database", ">=1,<2")
-            .provides("audit", &["1.0.0"])
-            .entry("a")
-            .requires("audit", ">=1,<2")
-            .entry("b")
-            .requires("audit", ">=1,<2")
-            .build()
-            .unwrap();
+        let composition = observed_composition();
         let report = h.reconcile(composition).await.unwrap();
         assert!(h.shutdown().await.is_empty());
         let mounted: Vec<String> = report.mounted.iter().map(ToString::to_string).collect();
