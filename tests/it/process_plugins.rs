@@ -302,15 +302,22 @@ fn a_tool_the_manifest_does_not_declare_is_refused_with_the_toml_to_add() {
     assert!(out.stderr.contains("name = \"shout\""), "{}", out.stderr);
 }
 
-#[test]
-fn a_crash_at_setup_names_the_entry_with_its_stderr_redacted() {
-    let plugin = GREETER.replace(
-        "    style = ctx.config.get(\"style\", \"plain\")\n",
-        "    import sys\n    print('token is ' + ctx.config['token'], file=sys.stderr)\n    raise SystemExit(7)\n",
-    );
+/// The greeter whose setup runs `setup` (Python, indented four spaces)
+/// instead of reading its style, and its composition with `config.token`
+/// the secret `PLUGIN_TOKEN`.
+fn greeter_with_setup_reading_a_secret(setup: &str) -> (String, String) {
+    let plugin = GREETER.replace("    style = ctx.config.get(\"style\", \"plain\")\n", setup);
     let toml = GREETER_TOML.replace(
         "config.style = \"warm\"",
         "config.style = \"warm\"\nconfig.token = { secret = \"PLUGIN_TOKEN\" }",
+    );
+    (plugin, toml)
+}
+
+#[test]
+fn a_crash_at_setup_names_the_entry_with_its_stderr_redacted() {
+    let (plugin, toml) = greeter_with_setup_reading_a_secret(
+        "    import sys\n    print('token is ' + ctx.config['token'], file=sys.stderr)\n    raise SystemExit(7)\n",
     );
     let dir = workspace(&[("greeter.py", &plugin), ("composition.toml", &toml)]);
     let canary = "sk-canary-plugin-5e1f";
@@ -1122,13 +1129,8 @@ fn plugin_check_fails_a_plugin_that_gets_the_protocol_wrong() {
 fn plugin_check_quotes_what_a_plugin_that_dies_said_on_stderr() {
     // A plugin that dies at setup: the failing checks say why, in its
     // words (redacted: the canary its configuration references stays out).
-    let plugin = GREETER.replace(
-        "    style = ctx.config.get(\"style\", \"plain\")\n",
+    let (plugin, toml) = greeter_with_setup_reading_a_secret(
         "    import os\n    print('cannot open the store with ' + ctx.config['token'])\n    os._exit(4)\n",
-    );
-    let toml = GREETER_TOML.replace(
-        "config.style = \"warm\"",
-        "config.style = \"warm\"\nconfig.token = { secret = \"PLUGIN_TOKEN\" }",
     );
     let dir = workspace(&[("greeter.py", &plugin), ("composition.toml", &toml)]);
     let canary = "sk-canary-check-0d4e";
@@ -1824,13 +1826,8 @@ fn a_plugin_that_crashes_while_idle_is_back_for_the_next_call() {
 
 #[test]
 fn a_setup_error_quoting_a_secret_is_redacted() {
-    let plugin = GREETER.replace(
-        "    style = ctx.config.get(\"style\", \"plain\")\n",
+    let (plugin, toml) = greeter_with_setup_reading_a_secret(
         "    raise RuntimeError('cannot log in with ' + ctx.config['token'])\n",
-    );
-    let toml = GREETER_TOML.replace(
-        "config.style = \"warm\"",
-        "config.style = \"warm\"\nconfig.token = { secret = \"PLUGIN_TOKEN\" }",
     );
     let dir = workspace(&[("greeter.py", &plugin), ("composition.toml", &toml)]);
     let canary = "sk-canary-setup-3c9a";
