@@ -213,6 +213,46 @@ pub struct StoredNode {
     pub identity: StoredIdentity,
 }
 
+/// A stored node read as a harness is seeded with it: its identity's
+/// hashes, its configuration leaves skipped unread. At 100,000 entries a
+/// leaf map per node was a fifth of reading a store's head, and a seed
+/// never compares leaves.
+#[derive(Deserialize)]
+pub(crate) struct SeedRow {
+    entry_id: String,
+    instance_id: String,
+    mount: u64,
+    identity: SeedIdentityRow,
+}
+
+/// The hashes of a [`SeedRow`]'s identity (`config_leaves` is skipped).
+#[derive(Deserialize)]
+struct SeedIdentityRow {
+    implementation: String,
+    contracts: String,
+    config: String,
+    scope: String,
+    dependencies: String,
+}
+
+impl From<SeedRow> for SeedNode {
+    fn from(r: SeedRow) -> Self {
+        let i = r.identity;
+        Self {
+            entry_id: r.entry_id,
+            instance_id: r.instance_id,
+            mount: r.mount,
+            identity: NodeIdentity {
+                implementation: i.implementation,
+                contracts: i.contracts,
+                config: i.config,
+                scope: i.scope,
+                dependencies: i.dependencies,
+            },
+        }
+    }
+}
+
 /// What a publish did with one node (removed nodes included).
 #[derive(Clone, Debug, PartialEq, Eq, Serialize, Deserialize)]
 pub struct StoredImpact {
@@ -563,8 +603,9 @@ pub fn fingerprint_fn(key: StoreKey) -> ConfigFingerprint {
 pub struct Head {
     /// Summary fields.
     pub summary: GenerationSummary,
-    /// Nodes, by entry id.
-    pub nodes: Vec<StoredNode>,
+    /// Nodes, by entry id, as a harness is seeded with them: identities
+    /// without their configuration leaves (a seed never compares them).
+    pub nodes: Vec<SeedNode>,
     /// The snapshot's `metadata.agents`, when it has one.
     pub agents: Option<serde_json::Value>,
 }
@@ -586,15 +627,7 @@ pub fn seed_state(
         sequence: summary.as_ref().map_or(0, |g| g.sequence),
         digest: summary.map(|g| g.digest),
         mounts,
-        nodes: nodes
-            .into_iter()
-            .map(|n| SeedNode {
-                identity: n.identity.to_identity(),
-                entry_id: n.entry_id,
-                instance_id: n.instance_id,
-                mount: n.mount,
-            })
-            .collect(),
+        nodes,
         config_fingerprint: Some(store.config_fingerprint()),
     };
     seed.sort();

@@ -25,7 +25,7 @@ use super::{
     fingerprint_fn, now_rfc3339,
 };
 use crate::engine::identity::GenerationId;
-use crate::runtime::harness::ConfigFingerprint;
+use crate::runtime::harness::{ConfigFingerprint, SeedNode};
 
 /// How long a publish waits for another writer.
 pub const BUSY_TIMEOUT: Duration = Duration::from_secs(10);
@@ -613,7 +613,11 @@ impl Store for SqliteStore {
             return Ok(None);
         };
         let what = |part: &str| format!("the {part} of {}", row.summary.id);
-        let mut nodes = self.lines::<StoredNode>(&row.nodes_root, &what("nodes"))?;
+        let mut nodes: Vec<SeedNode> = self
+            .lines::<super::SeedRow>(&row.nodes_root, &what("nodes"))?
+            .into_iter()
+            .map(SeedNode::from)
+            .collect();
         nodes.sort_by(|a, b| a.entry_id.cmp(&b.entry_id));
         let agents: Option<String> = self
             .conn
