@@ -162,7 +162,8 @@ struct ToolPolicyTable {
     idempotent: Option<bool>,
     /// Side-effect labels, e.g. `destructive`.
     side_effects: Option<Vec<String>>,
-    /// Hard timeout of one call, in seconds.
+    /// Hard timeout of one call, in seconds (at most a day).
+    #[schemars(range(min = 0.001, max = 86400))]
     timeout_seconds: Option<f64>,
     /// Cost class label, e.g. `expensive`.
     cost_class: Option<String>,

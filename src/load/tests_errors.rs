@@ -481,3 +481,22 @@ fn a_process_plugin_hashes_its_files_and_reports_what_is_wrong_where() {
         Some(std::time::Duration::from_millis(2500))
     );
 }
+
+#[test]
+fn a_tool_timeout_longer_than_a_day_is_refused_where_it_is_written() {
+    // 1e20 s is no duration at all: accepted, it used to panic the run
+    // when the tool was first called.
+    for t in ["1e20", "86400.5"] {
+        let text =
+            format!("version = 1\n[policy.tools.echo]\nidempotent = true\ntimeout_seconds = {t}\n");
+        let l = load_str("c.toml", &text);
+        let d = only(&l, Code::BadPermission);
+        assert!(d.message.contains("at most 86400"), "{t}: {}", d.message);
+        assert_eq!(found(&l), vec![(Code::BadPermission, 2, 1)], "{t}");
+    }
+    let l = load_str(
+        "c.toml",
+        "version = 1\n[policy.tools.echo]\ntimeout_seconds = 86400\n",
+    );
+    assert!(l.diagnostics.is_empty(), "{:#?}", l.diagnostics);
+}

@@ -885,7 +885,9 @@ impl ToolExecutor {
         let timeout = reg
             .policy
             .timeout_seconds
-            .map(Duration::from_secs_f64)
+            // Checked when registered (at most a day); a value that is not
+            // a duration never panics here, it leaves the default.
+            .and_then(|t| Duration::try_from_secs_f64(t).ok())
             .or(s.default_timeout);
         // No call outlives the run's wall-clock budget by more than a grace
         // period, in which a sub-agent (bound by the same deadline) ends its

@@ -59,8 +59,8 @@ pub const KIND: BuiltinKind = BuiltinKind {
 
 /// The default hard timeout of one call.
 pub const DEFAULT_TIMEOUT_SECONDS: f64 = 30.0;
-/// The longest timeout a tool may set (one day).
-pub const MAX_TIMEOUT_SECONDS: f64 = 86_400.0;
+/// The longest timeout a tool may set (one day), as for every tool.
+pub use crate::engine::policy::tool_policy::MAX_TIMEOUT_SECONDS;
 /// The default stdout limit.
 pub const DEFAULT_MAX_OUTPUT_BYTES: usize = 1 << 20;
 /// The largest stdout limit a tool may set.

@@ -16,6 +16,12 @@ use super::permission::Permission;
 use super::rules::Grant;
 use super::template::{PermissionTemplate, TemplateError};
 
+/// The longest deadline one tool call may have: a day. Every tool's
+/// `timeout_seconds` — a `command` tool's, a `[policy.tools]` override's, a
+/// process plugin's or an MCP server's registration — is checked against
+/// it, so every deadline is a representable duration.
+pub const MAX_TIMEOUT_SECONDS: f64 = 86_400.0;
+
 /// Policy metadata attached to a tool registration.
 #[derive(Clone, Debug, Default, PartialEq, serde::Serialize, serde::Deserialize)]
 #[serde(default, deny_unknown_fields)]
@@ -26,7 +32,8 @@ pub struct ToolPolicy {
     pub idempotent: bool,
     /// Free-form side-effect labels, e.g. `destructive`.
     pub side_effects: Vec<String>,
-    /// Deadline for one call; `None` or positive and finite.
+    /// Deadline for one call; `None` or positive and at most
+    /// [`MAX_TIMEOUT_SECONDS`].
     pub timeout_seconds: Option<f64>,
     /// Free-form cost label, e.g. `expensive`.
     pub cost_class: Option<String>,
@@ -39,8 +46,11 @@ pub struct ToolPolicy {
 /// Why a [`ToolPolicy`] is invalid.
 #[derive(Clone, Debug, PartialEq, thiserror::Error)]
 pub enum ToolPolicyError {
-    /// `timeout_seconds` is zero, negative, NaN or infinite.
-    #[error("`timeout_seconds` must be positive and finite, got {0}")]
+    /// `timeout_seconds` is zero, negative, NaN, infinite or longer than
+    /// [`MAX_TIMEOUT_SECONDS`].
+    #[error(
+        "`timeout_seconds` must be positive and at most {MAX_TIMEOUT_SECONDS} (a day), got {0}"
+    )]
     Timeout(f64),
     /// A permission template does not parse.
     #[error("permission {index}: {error}")]
@@ -76,7 +86,7 @@ impl ToolPolicy {
     /// Check the timeout, the permission templates and the labels.
     pub fn validate(&self) -> Result<(), ToolPolicyError> {
         if let Some(t) = self.timeout_seconds
-            && !(t.is_finite() && t > 0.0)
+            && !(t.is_finite() && t > 0.0 && t <= MAX_TIMEOUT_SECONDS)
         {
             return Err(ToolPolicyError::Timeout(t));
         }

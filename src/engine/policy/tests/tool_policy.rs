@@ -1,5 +1,6 @@
 use serde_json::json;
 
+use crate::engine::policy::tool_policy::MAX_TIMEOUT_SECONDS;
 use crate::engine::policy::{Permission, ToolPolicy, ToolPolicyError, check_declared};
 
 fn strings(items: &[&str]) -> Vec<String> {
@@ -18,14 +19,26 @@ fn default_is_valid_and_conservative() {
 
 #[test]
 fn timeout_validation() {
-    for ok in [0.001, 30.0, 1e9] {
+    for ok in [0.001, 30.0, MAX_TIMEOUT_SECONDS] {
         let p = ToolPolicy {
             timeout_seconds: Some(ok),
             ..ToolPolicy::default()
         };
         p.validate().unwrap();
     }
-    for bad in [0.0, -1.0, f64::NAN, f64::INFINITY, f64::NEG_INFINITY] {
+    // Longer than a day is refused: 1e20 s is past what a duration holds,
+    // and used to panic when a call started.
+    for bad in [
+        0.0,
+        -1.0,
+        f64::NAN,
+        f64::INFINITY,
+        f64::NEG_INFINITY,
+        86_400.001,
+        1e9,
+        1e20,
+        1e300,
+    ] {
         let p = ToolPolicy {
             timeout_seconds: Some(bad),
             ..ToolPolicy::default()
