@@ -11,6 +11,7 @@ use std::sync::Arc;
 
 use crate::runtime::Catalog;
 
+pub mod child_stderr;
 pub mod command;
 pub mod hooks;
 pub mod http;

@@ -24,7 +24,6 @@ use rmcp::model::{
 use rmcp::service::{ClientLifecycleMode, ClientServiceExt, RunningService};
 use rmcp::{ClientHandler, RoleClient};
 use serde_json::{Map, Value};
-use tokio::io::AsyncBufReadExt;
 
 use super::client::{CallReply, McpError, McpSession, RemoteTool, ServerIdentity};
 use super::spec::{Lifecycle, ServerSpec, Transport};
@@ -323,9 +322,11 @@ async fn connect_once(
 /// Read `stderr` line by line into tracing (redacted) until it closes.
 fn forward_stderr(entry: String, stderr: tokio::process::ChildStderr, redactor: Redactor) {
     tokio::spawn(async move {
-        let mut lines = tokio::io::BufReader::new(stderr).lines();
-        while let Ok(Some(line)) = lines.next_line().await {
-            tracing::info!(target: "chassis::mcp::stderr", entry = %entry, "{}", redactor.redact(&line));
+        // To its end, whatever it holds: a reader that stopped at a byte
+        // that is not UTF-8 left the pipe to fill and the server to block.
+        let mut lines = crate::plugins::child_stderr::StderrLines::new(stderr, redactor);
+        while let Some(line) = lines.next_line().await {
+            tracing::info!(target: "chassis::mcp::stderr", entry = %entry, "{line}");
         }
     });
 }

@@ -18,7 +18,7 @@ use std::sync::{Arc, Mutex, PoisonError};
 use std::time::Duration;
 
 use serde_json::{Value, json};
-use tokio::io::{AsyncBufReadExt, AsyncRead, AsyncReadExt, AsyncWrite, AsyncWriteExt};
+use tokio::io::{AsyncBufReadExt, AsyncRead, AsyncWrite, AsyncWriteExt};
 use tokio::sync::{Semaphore, mpsc, oneshot};
 
 use super::protocol::{MAX_MESSAGE_BYTES, code, method};
@@ -27,9 +27,6 @@ use crate::runtime::Cancellation;
 
 /// How many stderr lines are kept for error messages.
 const STDERR_LINES: usize = 20;
-
-/// The longest stderr line kept whole (a longer one is cut into pieces).
-const STDERR_LINE_BYTES: usize = 8 << 10;
 
 /// Why a request got no result.
 #[derive(Clone, Debug, PartialEq, thiserror::Error)]
@@ -215,20 +212,8 @@ impl Connection {
                 // Read to the end whatever it writes (bytes that are not
                 // UTF-8, very long lines): a pipe left unread would block
                 // or kill the plugin on its next write.
-                let mut reader = tokio::io::BufReader::new(stderr);
-                let mut raw = Vec::new();
-                loop {
-                    raw.clear();
-                    match (&mut reader)
-                        .take(STDERR_LINE_BYTES as u64)
-                        .read_until(b'\n', &mut raw)
-                        .await
-                    {
-                        Ok(0) | Err(_) => break,
-                        Ok(_) => {}
-                    }
-                    let text = String::from_utf8_lossy(&raw);
-                    let line = redactor.redact(text.trim_end()).into_owned();
+                let mut lines = crate::plugins::child_stderr::StderrLines::new(stderr, redactor);
+                while let Some(line) = lines.next_line().await {
                     tracing::info!(target: "chassis::plugin::stderr", entry = %entry, "{line}");
                     let mut s = lock(&state);
                     if s.stderr.len() == STDERR_LINES {
