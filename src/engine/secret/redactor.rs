@@ -55,7 +55,11 @@ impl std::fmt::Debug for Redactor {
 
 /// The escaped spellings of `value` that differ from it: JSON string
 /// escaping once and twice, and `Debug` escaping of the value and of its
-/// JSON form (quotes stripped).
+/// JSON form (quotes stripped). A value with characters outside ASCII is
+/// also learnt as an ASCII-only encoder writes it (`\u00e9`, and
+/// `\u00E9`; a character beyond the BMP as its surrogate pair): Python's
+/// `json.dumps` does by default, so a plugin that logs its configuration
+/// as JSON would otherwise spell the secret in a way never learnt.
 fn escaped_forms(value: &str) -> Vec<String> {
     let json = |v: &str| {
         let quoted = serde_json::to_string(v).unwrap_or_default();
@@ -66,10 +70,39 @@ fn escaped_forms(value: &str) -> Vec<String> {
         quoted[1..quoted.len().saturating_sub(1).max(1)].to_owned()
     };
     let once = json(value);
-    let mut out = vec![json(&once), debug(value), debug(&once), once];
+    let mut out = vec![json(&once), debug(value), debug(&once)];
+    if !value.is_ascii() {
+        let lower = ascii_escaped(&once, false);
+        out.push(json(&lower));
+        out.push(ascii_escaped(&once, true));
+        out.push(lower);
+    }
+    out.push(once);
     out.retain(|f| f != value);
     out.sort();
     out.dedup();
+    out
+}
+
+/// `text` with every character outside ASCII written as `\uXXXX` escapes
+/// of its UTF-16 units (hex digits upper or lower case).
+fn ascii_escaped(text: &str, upper: bool) -> String {
+    use std::fmt::Write as _;
+    let mut out = String::with_capacity(text.len() * 2);
+    let mut units = [0u16; 2];
+    for c in text.chars() {
+        if c.is_ascii() {
+            out.push(c);
+            continue;
+        }
+        for unit in c.encode_utf16(&mut units) {
+            let _ = if upper {
+                write!(out, "\\u{unit:04X}")
+            } else {
+                write!(out, "\\u{unit:04x}")
+            };
+        }
+    }
     out
 }
 
@@ -89,6 +122,7 @@ impl Redactor {
         }
         let mut trie = self.inner.write().unwrap_or_else(PoisonError::into_inner);
         let added = trie.insert(value.as_bytes());
+        trie.learned += usize::from(added);
         // The value as it appears once or twice escaped: inside a JSON
         // string (a server's reply, a JSON document about that reply) and
         // in Rust `Debug` output (a dependency's log line).
@@ -105,7 +139,7 @@ impl Redactor {
     /// How many distinct values are known.
     #[must_use]
     pub fn len(&self) -> usize {
-        self.read().count
+        self.read().learned
     }
 
     /// Whether no value is known.
@@ -368,7 +402,10 @@ fn scrub_known<'a>(trie: &Trie, text: &'a str) -> Cow<'a, str> {
 /// A byte trie of the known values; node 0 is the root.
 struct Trie {
     nodes: Vec<Node>,
+    /// Strings known: values and their escaped spellings.
     count: usize,
+    /// Values learnt (their spellings not counted).
+    learned: usize,
     /// The longest value, in bytes.
     longest: usize,
 }
@@ -386,6 +423,7 @@ impl Default for Trie {
         Self {
             nodes: vec![Node::default()],
             count: 0,
+            learned: 0,
             longest: 0,
         }
     }
@@ -468,6 +506,28 @@ mod tests {
         ] {
             let out = r.redact(text);
             assert!(!out.contains("sec123"), "{text} -> {out}");
+        }
+    }
+
+    #[test]
+    fn a_value_outside_ascii_is_redacted_as_ascii_only_json_writes_it() {
+        let r = super::Redactor::new();
+        r.learn(&super::SecretValue::new("CANARY-é7f3a9".to_owned()));
+        r.learn(&super::SecretValue::new("pass😀word-42".to_owned()));
+        for text in [
+            // Python's json.dumps (ensure_ascii), Java's upper-case hex,
+            // and each of them inside another JSON string.
+            r#"{"token": "CANARY-\u00e97f3a9"}"#,
+            r#"{"token": "CANARY-\u00E97f3a9"}"#,
+            r#""{\"token\": \"CANARY-\\u00e97f3a9\"}""#,
+            r#"{"p": "pass\ud83d\ude00word-42"}"#,
+            r#"{"p": "pass\uD83D\uDE00word-42"}"#,
+        ] {
+            let out = r.redact(text);
+            assert!(
+                !out.contains("7f3a9") && !out.contains("word-42"),
+                "{text} -> {out}"
+            );
         }
     }
 
