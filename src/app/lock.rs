@@ -13,12 +13,14 @@
 //! directory share the lock). It is written atomically (a temporary file
 //! renamed over the old one) and only when its text changes.
 
-use std::collections::BTreeMap;
+use std::collections::{BTreeMap, BTreeSet};
 use std::path::{Path, PathBuf};
 
 use crate::engine::builtin::mcp;
-use crate::engine::model::Composition;
+use crate::engine::model::{Composition, EntryId};
+use crate::engine::resolve::Plan;
 use crate::lock::{LOCK_FILE, LOCK_VERSION, Lock, LockEntry, ToolChange, diff_tools};
+use crate::plugins::process::protocol::{BoundProvider, CapabilityRegistration};
 
 use super::caller::Caller;
 use super::env::RunEnv;
@@ -77,41 +79,133 @@ pub fn lockable_entries(composition: &Composition) -> Vec<String> {
 
 /// Start the servers of the `mcp` entries `ids` of `composition` (at
 /// `file`) and read what they offer, comparing with `lock`. Secrets come
-/// from `env`; the caller's redactor learns them.
+/// from `env`; the caller's redactor learns them. A process plugin is
+/// started after the process plugins it requires (those `ids` leaves out
+/// too, as `plan` binds them): its `setup` then reads their values, as it
+/// would in a run.
 pub async fn probe_entries(
     file: &Path,
     composition: &Composition,
+    plan: &Plan,
     ids: &[String],
     lock: Option<&Lock>,
     env: &RunEnv,
     caller: &Caller,
 ) -> Result<Vec<Probed>, AppError> {
-    let redactor = &caller.redactor;
-    let secrets = super::mount::secret_provider(redactor, env);
-    let builtin = crate::plugins::BuiltinEnv::new(super::workspace::base_dir(file));
-    let secret = |name: &str| secrets.get(name).map_err(|e| e.to_string());
+    let mut probing = Probing::new(file, composition, plan, env, caller);
     let mut out = Vec::new();
-    for id in ids {
-        let Some(entry) = composition.entries.iter().find(|(k, _)| k.as_str() == id) else {
+    for (id, wanted) in probing_order(composition, plan, ids) {
+        let Some(live) = probing.probe(&id).await? else {
             continue;
         };
-        let process = entry.1.manifest.process.is_some();
-        caller.notice(Notice::ServerStarting {
-            entry: id,
+        if !wanted {
+            continue;
+        }
+        let changes = match (&live, lock.and_then(|l| l.entries.get(id.as_str()))) {
+            (Ok(live), Some(locked)) => Some(diff_tools(locked, live)),
+            _ => None,
+        };
+        out.push(Probed {
+            entry: id.to_string(),
+            process: composition
+                .entries
+                .get(&id)
+                .is_some_and(|e| e.manifest.process.is_some()),
+            live,
+            changes,
+        });
+    }
+    Ok(out)
+}
+
+/// The providers `plan` binds to the requirements of entry `id`, as a run
+/// hands them to its process: the process plugins among them (and theirs)
+/// are started alone first, to read what they provide (`chassis plugin
+/// check`).
+pub async fn providers_for(
+    file: &Path,
+    composition: &Composition,
+    plan: &Plan,
+    id: &str,
+    env: &RunEnv,
+    caller: &Caller,
+) -> Result<BTreeMap<String, BoundProvider>, AppError> {
+    let Ok(id) = EntryId::new(id) else {
+        return Ok(BTreeMap::new());
+    };
+    let mut probing = Probing::new(file, composition, plan, env, caller);
+    for (provider, _) in probing_order(composition, plan, &[id.to_string()]) {
+        if provider != id {
+            probing.probe(&provider).await?;
+        }
+    }
+    Ok(bound_providers(
+        composition,
+        plan,
+        &id,
+        &probing.provided,
+        &caller.redactor,
+    ))
+}
+
+/// Probing entries one after the other, remembering what each process
+/// plugin provided for the plugins that require it.
+struct Probing<'a> {
+    composition: &'a Composition,
+    plan: &'a Plan,
+    caller: &'a Caller,
+    secrets: std::sync::Arc<dyn crate::engine::secret::SecretProvider>,
+    builtin: crate::plugins::BuiltinEnv,
+    provided: BTreeMap<String, Vec<CapabilityRegistration>>,
+}
+
+impl<'a> Probing<'a> {
+    fn new(
+        file: &Path,
+        composition: &'a Composition,
+        plan: &'a Plan,
+        env: &RunEnv,
+        caller: &'a Caller,
+    ) -> Self {
+        Self {
+            composition,
+            plan,
+            caller,
+            secrets: super::mount::secret_provider(&caller.redactor, env),
+            builtin: crate::plugins::BuiltinEnv::new(super::workspace::base_dir(file)),
+            provided: BTreeMap::new(),
+        }
+    }
+
+    /// Start `id`'s server or plugin and read what it offers (`None` when
+    /// the composition has no such entry); interrupted, an error.
+    async fn probe(&mut self, id: &EntryId) -> Result<Option<Result<LockEntry, String>>, AppError> {
+        let Some(entry) = self.composition.entries.get(id) else {
+            return Ok(None);
+        };
+        let redactor = &self.caller.redactor;
+        let secret = |name: &str| self.secrets.get(name).map_err(|e| e.to_string());
+        let process = entry.manifest.process.is_some();
+        self.caller.notice(Notice::ServerStarting {
+            entry: id.as_str(),
             plugin: process,
         });
         let started = std::time::Instant::now();
         let probing = async {
             if process {
-                probe_process(id, entry.1, &secret, redactor).await
+                let requirements =
+                    bound_providers(self.composition, self.plan, id, &self.provided, redactor);
+                probe_process(id, entry, requirements, &secret, redactor).await
             } else {
-                let config = entry.1.config.to_json();
-                crate::plugins::mcp::probe(id, &config, &builtin, &secret, redactor).await
+                let config = entry.config.to_json();
+                crate::plugins::mcp::probe(id.as_str(), &config, &self.builtin, &secret, redactor)
+                    .await
+                    .map(|entry| (entry, Vec::new()))
             }
         };
         let probed = tokio::select! {
             r = probing => Some(r),
-            () = caller.interrupt.wait() => None,
+            () = self.caller.interrupt.wait() => None,
         };
         let Some(live) = probed else {
             return Err(AppError::Interrupted("the lock was not changed"));
@@ -123,47 +217,133 @@ pub async fn probe_entries(
             elapsed_ms = started.elapsed().as_millis() as u64,
             "probed"
         );
-        let changes = match (&live, lock.and_then(|l| l.entries.get(id))) {
-            (Ok(live), Some(locked)) => Some(diff_tools(locked, live)),
-            _ => None,
-        };
-        out.push(Probed {
-            entry: id.clone(),
-            process,
-            live,
-            changes,
-        });
+        Ok(Some(live.map(|(lock_entry, capabilities)| {
+            self.provided.insert(id.to_string(), capabilities);
+            lock_entry
+        })))
     }
-    Ok(out)
 }
 
-/// Start the plugin process of `entry` alone and read what it registers.
+/// The entries to probe, in order, each with whether it was asked for:
+/// `ids`, and the process plugins they require (transitively, as `plan`
+/// binds them) — providers before their consumers.
+fn probing_order(composition: &Composition, plan: &Plan, ids: &[String]) -> Vec<(EntryId, bool)> {
+    let wanted: BTreeSet<&str> = ids.iter().map(String::as_str).collect();
+    let mut needed: BTreeSet<EntryId> = BTreeSet::new();
+    let mut work: Vec<EntryId> = ids.iter().filter_map(|id| EntryId::new(id).ok()).collect();
+    while let Some(id) = work.pop() {
+        if !needed.insert(id.clone()) {
+            continue;
+        }
+        for r in plan.resolutions_of(id.as_str()) {
+            if let Some(s) = &r.selected
+                && composition
+                    .entries
+                    .get(&s.entry)
+                    .is_some_and(|e| e.manifest.process.is_some())
+            {
+                work.push(s.entry.clone());
+            }
+        }
+    }
+    // Providers first (the plan's activation order), then whatever cannot
+    // activate, by id.
+    let mut order: Vec<EntryId> = plan
+        .activation_order
+        .iter()
+        .filter(|id| needed.contains(*id))
+        .cloned()
+        .collect();
+    let placed: BTreeSet<EntryId> = order.iter().cloned().collect();
+    order.extend(needed.into_iter().filter(|id| !placed.contains(id)));
+    order
+        .into_iter()
+        .map(|id| {
+            let asked = wanted.contains(id.as_str());
+            (id, asked)
+        })
+        .collect()
+}
+
+/// The providers `plan` binds to `id`'s requirements, with the value a
+/// run would hand the plugin when it can be read without a mount: what a
+/// process plugin probed before provided, or a `shared-state` table.
+fn bound_providers(
+    composition: &Composition,
+    plan: &Plan,
+    id: &EntryId,
+    provided: &BTreeMap<String, Vec<CapabilityRegistration>>,
+    redactor: &crate::engine::secret::Redactor,
+) -> BTreeMap<String, BoundProvider> {
+    let Some(entry) = composition.entries.get(id) else {
+        return BTreeMap::new();
+    };
+    entry
+        .manifest
+        .requires
+        .keys()
+        .map(|cap| {
+            let selected = plan
+                .resolution(id.as_str(), cap.as_str())
+                .and_then(|r| r.selected.as_ref());
+            let bound = match selected {
+                None => BoundProvider {
+                    provider: "chassis-lock-probe".to_owned(),
+                    version: String::new(),
+                    value: None,
+                },
+                Some(s) => {
+                    let registered = provided.get(s.entry.as_str()).and_then(|caps| {
+                        caps.iter().find(|c| {
+                            c.key == cap.as_str()
+                                && crate::engine::version::Version::parse(&c.version)
+                                    .is_ok_and(|v| v.major() == s.version.major())
+                        })
+                    });
+                    let value = match registered {
+                        Some(c) => c.value.clone(),
+                        None => composition
+                            .entries
+                            .get(&s.entry)
+                            .filter(|p| {
+                                p.manifest.kind.as_deref()
+                                    == Some(crate::engine::builtin::shared::KIND.name)
+                            })
+                            .map(|p| crate::plugins::shared::values_of(&p.config)),
+                    };
+                    BoundProvider {
+                        provider: s.entry.to_string(),
+                        version: registered
+                            .map_or_else(|| s.version.to_string(), |c| c.version.clone()),
+                        value: value.map(|v| redactor.redact_foreign(&v)),
+                    }
+                }
+            };
+            (cap.to_string(), bound)
+        })
+        .collect()
+}
+
+/// Start the plugin process of `entry` with `requirements` and read what
+/// it registers, and what it provides.
 async fn probe_process(
-    id: &str,
+    id: &EntryId,
     entry: &crate::engine::model::Entry,
+    requirements: BTreeMap<String, BoundProvider>,
     secret: &(dyn Fn(&str) -> Result<crate::engine::secret::SecretValue, String> + Sync),
     redactor: &crate::engine::secret::Redactor,
-) -> Result<LockEntry, String> {
+) -> Result<(LockEntry, Vec<CapabilityRegistration>), String> {
     use crate::plugins::process::{probe, start};
     let config = start::config_json(&entry.config, secret, redactor)?;
     let target = probe::ProbeTarget {
-        entry: id,
+        entry: id.as_str(),
         scope: entry.scope.value.as_str(),
         manifest: &entry.manifest,
         config,
-        requirements: entry
-            .manifest
-            .requires
-            .values()
-            .map(|r| {
-                (
-                    r.capability.to_string(),
-                    ("chassis-lock-probe".to_owned(), r.specifier.to_string()),
-                )
-            })
-            .collect(),
+        requirements,
     };
-    probe::probe(target, redactor).await
+    let probed = probe::probe(target, redactor).await?;
+    Ok((probed.entry, probed.capabilities))
 }
 
 /// The lock after `probed`: the probed entries replaced, the others of
@@ -274,7 +454,16 @@ pub async fn update_for(file: &Path, env: &RunEnv, caller: &Caller) -> Result<()
         return Ok(());
     }
     let old = read_lock(file);
-    let probed = probe_entries(file, &ws.composition, &ids, old.as_ref(), env, caller).await?;
+    let probed = probe_entries(
+        file,
+        &ws.composition,
+        &ws.plan,
+        &ids,
+        old.as_ref(),
+        env,
+        caller,
+    )
+    .await?;
     require_probed(&probed)?;
     let lock = updated(old.as_ref(), &ws.composition, &probed);
     if write(file, &lock)? {

@@ -85,8 +85,16 @@ pub async fn tools(options: &ToolsOptions, caller: &Caller) -> Result<ToolsRepor
             .filter(|id| options.entry.as_ref().is_none_or(|e| e == id))
             .collect();
         let env = super::mount::run_env(options.env_file.as_deref())?;
-        probed = lock::probe_entries(file, &ws.composition, &ids, old_lock.as_ref(), &env, caller)
-            .await?;
+        probed = lock::probe_entries(
+            file,
+            &ws.composition,
+            &ws.plan,
+            &ids,
+            old_lock.as_ref(),
+            &env,
+            caller,
+        )
+        .await?;
         lock::require_probed(&probed)?;
         let new = lock::updated(old_lock.as_ref(), &ws.composition, &probed);
         // A composition without `mcp` or process entries has nothing to

@@ -30,11 +30,7 @@ impl Plugin for SharedPlugin {
     }
 
     async fn setup(&self, ctx: PluginContext) -> Result<(), BoxError> {
-        let values = ctx
-            .config()
-            .get("values")
-            .map_or(Value::Object(Default::default()), |v| v.to_json());
-        let state = SharedState(Arc::new(values));
+        let state = SharedState(Arc::new(values_of(ctx.config())));
         for (capability, provided) in &self.manifest.provides {
             for version in &provided.versions {
                 ctx.capabilities().provide(
@@ -46,6 +42,15 @@ impl Plugin for SharedPlugin {
         }
         Ok(())
     }
+}
+
+/// The table a `shared-state` entry with `config` provides (its `values`;
+/// a secret cannot be among them, the kind's schema refuses it). Also what
+/// a probe for `chassis.lock` hands a process plugin that requires it.
+pub fn values_of(config: &crate::engine::model::ConfigValue) -> Value {
+    config
+        .get("values")
+        .map_or(Value::Object(Default::default()), |v| v.to_json())
 }
 
 /// Install the kind.

@@ -868,6 +868,32 @@ fn the_polyglot_example_runs_python_and_javascript_plugins_together() {
         ]
     );
     assert_eq!(doc["answer"], "You asked me to buy milk.");
+
+    // `notes` reads the value `notes-db` provides during its setup: the
+    // lock's probe and `plugin check` start `notes-db` first and hand it
+    // over, as a run does (it was `null`, and the setup threw).
+    let out = run(
+        dir.path(),
+        &["tools", "composition.toml", "--update-lock"],
+        &[("HOME", &home)],
+    );
+    assert_eq!(out.code, 0, "{}\n{}", out.stdout, out.stderr);
+    let lock = std::fs::read_to_string(dir.path().join("chassis.lock")).unwrap();
+    assert!(lock.contains("[entries.notes]"), "{lock}");
+    let out = run(
+        dir.path(),
+        &["plugin", "check", "composition.toml", "--plugin", "notes"],
+        &[("HOME", &home)],
+    );
+    assert_eq!(out.code, 0, "{}\n{}", out.stdout, out.stderr);
+    assert!(out.stdout.contains("9 checks: 9 passed"), "{}", out.stdout);
+    // And a run against the lock it wrote still answers.
+    let out = run(
+        dir.path(),
+        &["--format", "json", "run", "composition.toml"],
+        &[("HOME", &home)],
+    );
+    assert_eq!(out.code, 0, "{}\n{}", out.stdout, out.stderr);
 }
 
 /// The SDKs vendored in the example are the SDKs.
@@ -2195,6 +2221,26 @@ fn shared_state_crosses_from_a_builtin_and_a_python_plugin_and_keeps_secrets_bac
         results[1]
     );
     assert!(!out.stdout.contains(canary) && !out.stderr.contains(canary));
+
+    // A setup that reads into both values: the lock's probe and `plugin
+    // check` hand them over as a run does (the built-in's table as
+    // configured, the Python plugin's after starting it), so neither meets
+    // a `None`.
+    let reading = READER_PY.replace(
+        "    settings = ctx.require(\"settings\").value\n",
+        "    settings = ctx.require(\"settings\").value\n    assert settings[\"region\"] == \"eu-west-1\", settings\n    assert ctx.require(\"limits\").value[\"max_rows\"] == 5\n",
+    );
+    assert_ne!(reading, READER_PY);
+    std::fs::write(dir.path().join("reader.py"), reading).unwrap();
+    for args in [
+        &["tools", "composition.toml", "--update-lock"][..],
+        &["plugin", "check", "composition.toml", "--plugin", "reader"][..],
+        &["--format", "json", "run", "composition.toml"][..],
+    ] {
+        let out = run(dir.path(), args, &[("LIMITS_TOKEN", canary)]);
+        assert_eq!(out.code, 0, "{args:?}: {}\n{}", out.stdout, out.stderr);
+        assert!(!out.stdout.contains(canary) && !out.stderr.contains(canary));
+    }
 }
 
 #[test]
@@ -2757,4 +2803,152 @@ fn a_plugin_declaring_max_concurrency_gets_no_more_calls_at_once() {
     // With `max_concurrency = 1` at `initialize`, chassis queues the
     // second call until the first is answered.
     assert!(!slow_calls_overlap(", max_concurrency=1"));
+}
+
+#[test]
+fn a_tool_timeout_past_a_day_is_refused_at_setup_never_a_panic() {
+    // 1e20 s is no duration: accepted, it panicked (exit 101) the first
+    // time the tool was called.
+    let plugin = GREETER.replace(
+        "policy=ToolPolicy(idempotent=True)",
+        "policy=ToolPolicy(idempotent=True, timeout_seconds=1e20)",
+    );
+    let toml = GREETER_TOML.replace("[policy.tools.greet]\nidempotent = true\n", "");
+    let dir = workspace(&[("greeter.py", &plugin), ("composition.toml", &toml)]);
+    let out = run(dir.path(), &["run", "composition.toml"], &[]);
+    assert_eq!(out.code, 3, "{}\n{}", out.stdout, out.stderr);
+    assert!(
+        out.stderr.contains("entry `greeter`")
+            && out
+                .stderr
+                .contains("`timeout_seconds` must be positive and at most 86400"),
+        "{}",
+        out.stderr
+    );
+    // Nor can the lock pin it.
+    let out = run(
+        dir.path(),
+        &["tools", "composition.toml", "--update-lock"],
+        &[],
+    );
+    assert_ne!(out.code, 0, "{}\n{}", out.stdout, out.stderr);
+    assert!(out.stderr.contains("at most 86400"), "{}", out.stderr);
+    assert!(!dir.path().join("chassis.lock").exists());
+}
+
+#[test]
+fn a_secret_split_by_a_long_stderr_line_or_written_as_ascii_json_stays_redacted() {
+    // The plugin's stderr is read in 8 KiB pieces: a secret that straddles
+    // a cut was redacted half by half (that is, not at all). And Python's
+    // json.dumps writes a secret outside ASCII as `\u00e9`.
+    let cases = [
+        (
+            "    import sys\n    print('x' * 8190 + ctx.config['token'] + ' end', file=sys.stderr)\n    raise SystemExit(7)\n",
+            "sk-canary-split-5e1f",
+        ),
+        (
+            "    import sys, json\n    print('config: ' + json.dumps(ctx.config), file=sys.stderr)\n    raise SystemExit(7)\n",
+            "sk-canary-\u{e9}5e1f",
+        ),
+    ];
+    for (setup, canary) in cases {
+        let (plugin, toml) = greeter_with_setup_reading_a_secret(setup);
+        let dir = workspace(&[("greeter.py", &plugin), ("composition.toml", &toml)]);
+        for args in [
+            &["run", "composition.toml", "-v"][..],
+            &["plugin", "check", "composition.toml"][..],
+        ] {
+            let out = run(dir.path(), args, &[("PLUGIN_TOKEN", canary)]);
+            assert_ne!(out.code, 0, "{args:?}: {}\n{}", out.stdout, out.stderr);
+            let all = format!("{}{}", out.stdout, out.stderr);
+            assert!(all.contains("<redacted"), "{args:?}: {all}");
+            // Neither the secret nor a piece of it (its tail is distinct).
+            assert!(!all.contains("5e1f"), "{args:?}: {all}");
+        }
+    }
+}
+
+/// A plugin without the SDK whose `setup` never answers (nor does it read
+/// its input again); it answers `initialize` and refuses anything else.
+const STUCK_IN_SETUP: &str = r#"
+import json, sys, time
+for line in sys.stdin:
+    req = json.loads(line)
+    if "id" not in req:
+        continue
+    if req["method"] == "setup":
+        time.sleep(313.5)
+    if req["method"] == "initialize":
+        reply = {"result": {"protocol_version": "1.0", "plugin": {"name": "greeter",
+            "version": "1.0.0", "provides": {"greeting": ["1.0.0"]}}}}
+    else:
+        reply = {"error": {"code": -32601, "message": "no"}}
+    sys.stdout.write(json.dumps(dict(reply, jsonrpc="2.0", id=req["id"])) + "\n")
+    sys.stdout.flush()
+"#;
+
+#[test]
+fn plugin_check_waits_the_startup_timeout_and_an_interrupt_leaves_no_process() {
+    let toml = GREETER_TOML.replace(
+        "command = [\"{PYTHON}\", \"greeter.py\"]",
+        "command = [\"{PYTHON}\", \"greeter.py\", \"stuck\"]\nstartup_timeout_seconds = 1",
+    );
+    let dir = workspace(&[("greeter.py", STUCK_IN_SETUP), ("composition.toml", &toml)]);
+    // The manifest's startup timeout, not the default 30 s.
+    let started = std::time::Instant::now();
+    let out = run(dir.path(), &["plugin", "check", "composition.toml"], &[]);
+    assert_eq!(out.code, 1, "{}\n{}", out.stdout, out.stderr);
+    assert!(
+        started.elapsed() < std::time::Duration::from_secs(20),
+        "{:?}",
+        started.elapsed()
+    );
+    assert!(out.stdout.contains("within 1s"), "{}", out.stdout);
+
+    // Ctrl-C while the plugin is stuck: exit 130, and its process is gone
+    // (it does not read its input, so only chassis can end it).
+    write_composition(
+        dir.path(),
+        &toml.replace(
+            "startup_timeout_seconds = 1",
+            "startup_timeout_seconds = 60",
+        ),
+    );
+    let child = std::process::Command::new(env!("CARGO_BIN_EXE_chassis"))
+        .args(["plugin", "check", "composition.toml"])
+        .current_dir(dir.path())
+        .stdin(std::process::Stdio::null())
+        .stdout(std::process::Stdio::piped())
+        .stderr(std::process::Stdio::piped())
+        .spawn()
+        .unwrap();
+    let stuck = || {
+        std::fs::read_dir("/proc").unwrap().flatten().any(|p| {
+            std::fs::read(p.path().join("cmdline"))
+                .is_ok_and(|c| String::from_utf8_lossy(&c).contains("greeter.py\0stuck"))
+        })
+    };
+    let deadline = std::time::Instant::now() + std::time::Duration::from_secs(20);
+    while !stuck() {
+        assert!(
+            std::time::Instant::now() < deadline,
+            "the plugin never started"
+        );
+        std::thread::sleep(std::time::Duration::from_millis(20));
+    }
+    // Past the version check's process, into the one stuck in setup.
+    std::thread::sleep(std::time::Duration::from_millis(1500));
+    nix::sys::signal::kill(
+        nix::unistd::Pid::from_raw(i32::try_from(child.id()).unwrap()),
+        nix::sys::signal::Signal::SIGINT,
+    )
+    .unwrap();
+    let out = child.wait_with_output().unwrap();
+    assert_eq!(
+        out.status.code(),
+        Some(130),
+        "{}",
+        String::from_utf8_lossy(&out.stderr)
+    );
+    assert_no_process_in(dir.path());
 }

@@ -9,7 +9,10 @@
 //! within the grace period, and nothing but protocol messages on stdout
 //! throughout. The plugin runs as chassis runs it (same program, folder,
 //! environment); its `setup` gets the entry's configuration and, for each
-//! requirement, a placeholder provider whose methods answer `-32002`.
+//! requirement, the provider the composition binds, with its value when one
+//! can be read without a mount (a process plugin it requires is started
+//! alone first; a `shared-state` table as configured); the provider's
+//! methods answer `-32002`.
 
 use std::path::{Path, PathBuf};
 use std::sync::Arc;
@@ -17,18 +20,18 @@ use std::time::{Duration, Instant};
 
 use serde_json::{Value, json};
 
+use crate::app::caller::Caller;
 use crate::app::env::RunEnv;
 use crate::app::error::AppError;
-use crate::app::report::Reporter;
 use crate::engine::model::{ConfigValue, Manifest};
 use crate::engine::secret::EnvLookup;
 use crate::engine::secret::Redactor;
 use crate::plugins::process::protocol::{
-    BoundProvider, InitializeParams, InitializeResult, SetupParams, SetupResult, code, method,
+    InitializeParams, InitializeResult, SetupParams, SetupResult, code, method,
 };
 use crate::plugins::process::rpc::{CallError, Connection, Handler, RpcError};
 use crate::plugins::process::start::{
-    self, Process, STARTUP_TIMEOUT, TEARDOWN_GRACE, declaration_differences, tool_differences,
+    self, Process, TEARDOWN_GRACE, declaration_differences, startup_timeout, tool_differences,
 };
 use crate::runtime::Cancellation;
 
@@ -140,13 +143,28 @@ fn expect_error(reply: Result<Value, RpcError>, want: i64) -> Result<String, Str
     }
 }
 
-/// Run the suite on the plugin `options` names.
+/// Run the suite on the plugin `options` names. Interrupted (a Ctrl-C),
+/// it ends the plugin's process group before it returns: a plugin that
+/// does not read its input (or its children) is never left running.
 pub async fn check_plugin(
     options: &CheckOptions,
     env: &RunEnv,
-    reporter: &dyn Reporter,
+    caller: &Caller,
 ) -> Result<CheckReport, AppError> {
-    let ws = crate::app::workspace::load_file(&options.file, env, reporter)?;
+    // Dropping the suite drops its processes, and each process group is
+    // killed when dropped.
+    tokio::select! {
+        report = suite(options, env, caller) => report,
+        () = caller.interrupt.wait() => Err(AppError::Interrupted("the check did not finish")),
+    }
+}
+
+async fn suite(
+    options: &CheckOptions,
+    env: &RunEnv,
+    caller: &Caller,
+) -> Result<CheckReport, AppError> {
+    let ws = crate::app::workspace::load_file(&options.file, env, caller.reporter.as_ref())?;
     let processes: Vec<(&str, &Arc<Manifest>, &ConfigValue)> = ws
         .composition
         .entries
@@ -183,7 +201,8 @@ pub async fn check_plugin(
         }
     };
     let program = start::resolve(manifest, entry).map_err(AppError::input)?;
-    let redactor = Redactor::new();
+    // The process's redactor: what it learns scrubs the log as well.
+    let redactor = caller.redactor.clone();
     // Secrets the configuration references come from the environment.
     let secret = |name: &str| {
         env.var(name)
@@ -191,6 +210,20 @@ pub async fn check_plugin(
             .ok_or_else(|| format!("the configuration's secret `{name}` is not set"))
     };
     let config = start::config_json(config, &secret, &redactor).map_err(AppError::input)?;
+    // What a run hands its setup for each requirement: the bound
+    // provider, with its value when it can be read without a mount (a
+    // process plugin it requires is started alone first to read it).
+    let providers = crate::app::lock::providers_for(
+        &options.file,
+        &ws.composition,
+        &ws.plan,
+        entry,
+        env,
+        caller,
+    )
+    .await?;
+    // As long as a mount waits for each answer.
+    let startup = startup_timeout(manifest);
     let mut suite = Suite {
         checks: Vec::new(),
         redactor: redactor.clone(),
@@ -212,7 +245,7 @@ pub async fn check_plugin(
             .request(
                 method::INITIALIZE,
                 json!({"protocol_version": "99.0", "chassis_version": "check", "entry": entry}),
-                Some(STARTUP_TIMEOUT),
+                Some(startup),
                 None,
             )
             .await;
@@ -247,7 +280,7 @@ pub async fn check_plugin(
         .call::<InitializeResult>(
             method::INITIALIZE,
             &InitializeParams::new(entry),
-            Some(STARTUP_TIMEOUT),
+            Some(startup),
             None,
         )
         .await
@@ -296,24 +329,11 @@ pub async fn check_plugin(
             entry: entry.to_owned(),
             scope: "/".to_owned(),
             config,
-            requirements: manifest
-                .requires
-                .values()
-                .map(|r| {
-                    (
-                        r.capability.to_string(),
-                        BoundProvider {
-                            provider: "chassis-plugin-check".to_owned(),
-                            version: r.specifier.to_string(),
-                            value: None,
-                        },
-                    )
-                })
-                .collect(),
+            requirements: providers,
         };
         let registered = p
             .conn
-            .call::<SetupResult>(method::SETUP, &setup, Some(STARTUP_TIMEOUT), None)
+            .call::<SetupResult>(method::SETUP, &setup, Some(startup), None)
             .await
             .map_err(|e| match e {
                 CallError::Shape { error, .. } => format!(

@@ -99,8 +99,8 @@ pub fn run(ui: &Ui, cmd: &PluginCommand) -> Result<ExitStatus, ExitStatus> {
                 file: file.clone(),
                 plugin: plugin.clone(),
             };
-            let reporter = super::super::reporter(ui);
-            let report = super::super::block_on(ui, check_plugin(&options, &env, &reporter))?;
+            let caller = super::super::caller(ui);
+            let report = super::super::block_on(ui, check_plugin(&options, &env, &caller))?;
             ui.emit(
                 || render::check_json(&report),
                 || render::check_text(&report),

@@ -4,8 +4,9 @@
 //! Why it exists: the lock pins a process plugin's registrations so the
 //! pure commands see them, and someone must start the plugin to read them.
 //! The probe starts it alone — the entry's configuration (secrets resolved
-//! where referenced), its scope, and for each requirement a placeholder
-//! provider whose methods answer -32002 — runs `initialize` and `setup`
+//! where referenced), its scope, and for each requirement the bound
+//! provider's value when one can be read without a mount, its methods
+//! answering -32002 — runs `initialize` and `setup`
 //! with the same checks as a mount against the TOML manifest (its
 //! declaration, its declared tools), records what it registered, and ends
 //! it with `teardown`. A plugin that calls a provider during `setup`
@@ -16,7 +17,7 @@ use std::sync::Arc;
 
 use serde_json::Value;
 
-use super::protocol::{BoundProvider, SetupParams, code, method};
+use super::protocol::{BoundProvider, CapabilityRegistration, SetupParams, code, method};
 use super::rpc::Handler;
 use super::start::{self, Launch, Pins};
 use crate::engine::model::Manifest;
@@ -40,6 +41,16 @@ pub fn alone(why: &'static str) -> Handler {
     })
 }
 
+/// What a probe read: the lock entry, and the capabilities the plugin
+/// provided (their values go to the plugins that require them, when those
+/// are probed in turn).
+pub struct Probe {
+    /// What `chassis.lock` pins.
+    pub entry: LockEntry,
+    /// What its `setup` provided.
+    pub capabilities: Vec<CapabilityRegistration>,
+}
+
 /// What to probe: one entry of a process plugin.
 pub struct ProbeTarget<'a> {
     /// Entry id.
@@ -50,13 +61,15 @@ pub struct ProbeTarget<'a> {
     pub manifest: &'a Manifest,
     /// Its configuration with secrets resolved.
     pub config: Value,
-    /// Per requirement, the provider the composition binds (the entry id
-    /// and the version), which answers nothing here.
-    pub requirements: BTreeMap<String, (String, String)>,
+    /// Per requirement, the provider the composition binds: its entry id,
+    /// version and value (a value the probe could read without a mount —
+    /// a process plugin's, probed first, or a `shared-state` table — else
+    /// none). Its methods answer nothing here.
+    pub requirements: BTreeMap<String, BoundProvider>,
 }
 
 /// Start the plugin of `target` alone and read what it registers.
-pub async fn probe(target: ProbeTarget<'_>, redactor: &Redactor) -> Result<LockEntry, String> {
+pub async fn probe(target: ProbeTarget<'_>, redactor: &Redactor) -> Result<Probe, String> {
     // Held to its TOML only: what the lock pinned before is what this
     // probe replaces.
     let mut manifest = target.manifest.clone();
@@ -73,20 +86,7 @@ pub async fn probe(target: ProbeTarget<'_>, redactor: &Redactor) -> Result<LockE
             entry: target.entry.to_owned(),
             scope: target.scope.to_owned(),
             config: target.config,
-            requirements: target
-                .requirements
-                .into_iter()
-                .map(|(cap, (provider, version))| {
-                    (
-                        cap,
-                        BoundProvider {
-                            provider,
-                            version,
-                            value: None,
-                        },
-                    )
-                })
-                .collect(),
+            requirements: target.requirements,
         },
         redactor: redactor.clone(),
         handler: alone(
@@ -98,5 +98,8 @@ pub async fn probe(target: ProbeTarget<'_>, redactor: &Redactor) -> Result<LockE
         .map_err(|e| e.message)?;
     process.stop(target.entry).await;
     super::pin::validate(&registered)?;
-    Ok(super::pin::lock_entry(&init, &registered))
+    Ok(Probe {
+        entry: super::pin::lock_entry(&init, &registered),
+        capabilities: registered.capabilities,
+    })
 }

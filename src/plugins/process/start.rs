@@ -29,6 +29,16 @@ use crate::runtime::{PluginContext, RegistrationBreach};
 /// says otherwise (`startup_timeout_seconds`).
 pub const STARTUP_TIMEOUT: Duration = Duration::from_secs(30);
 
+/// How long `manifest`'s process may take to answer `initialize`, and then
+/// `setup`: its `startup_timeout_seconds`, else [`STARTUP_TIMEOUT`].
+pub fn startup_timeout(manifest: &Manifest) -> Duration {
+    manifest
+        .process
+        .as_ref()
+        .and_then(|p| p.startup_timeout)
+        .unwrap_or(STARTUP_TIMEOUT)
+}
+
 /// How long a plugin has to answer `teardown` and exit before its process
 /// group is killed.
 pub const TEARDOWN_GRACE: Duration = Duration::from_secs(5);
@@ -537,11 +547,7 @@ pub async fn start_checked(
         &launch.redactor,
         Arc::clone(&launch.handler),
     )?;
-    let timeout = manifest
-        .process
-        .as_ref()
-        .and_then(|p| p.startup_timeout)
-        .unwrap_or(STARTUP_TIMEOUT);
+    let timeout = startup_timeout(manifest);
     let answered = handshake(manifest, entry, &conn, &launch.setup, timeout, pins)
         .await
         .and_then(|(init, registered)| {
