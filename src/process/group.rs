@@ -57,9 +57,20 @@ impl ProcessGroup {
     /// Wait up to `grace` for the leader to exit, then kill the group and
     /// reap what escaped it.
     pub async fn stop(&self, grace: Duration) {
+        self.stop_with_status(grace).await;
+    }
+
+    /// [`ProcessGroup::stop`], answering how the leader ended when it
+    /// exited on its own within `grace` (`None` when it had to be killed,
+    /// or was reaped before).
+    pub async fn stop_with_status(&self, grace: Duration) -> Option<std::process::ExitStatus> {
         let mut child = self.child.lock().await;
+        let mut status = None;
         if let Some(c) = child.as_mut() {
-            let _ = tokio::time::timeout(grace, c.wait()).await;
+            status = tokio::time::timeout(grace, c.wait())
+                .await
+                .ok()
+                .and_then(Result::ok);
         }
         self.kill();
         if let Some(mut c) = child.take() {
@@ -75,6 +86,7 @@ impl ProcessGroup {
                 .take(),
         );
         super::orphans::sweep_async().await;
+        status
     }
 
     /// The leader's exit status if it has exited (without waiting). Once

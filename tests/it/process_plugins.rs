@@ -328,6 +328,8 @@ fn a_crash_at_setup_names_the_entry_with_its_stderr_redacted() {
     );
     assert_eq!(out.code, 3, "{}\n{}", out.stdout, out.stderr);
     assert!(out.stderr.contains("entry `greeter`"), "{}", out.stderr);
+    // How it ended, not only that it went quiet.
+    assert!(out.stderr.contains("exited with code 7"), "{}", out.stderr);
     assert!(
         out.stderr.contains("token is"),
         "the last stderr lines: {}",

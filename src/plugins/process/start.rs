@@ -567,9 +567,14 @@ pub async fn start_checked(
                 Refusal::Mismatch(b) => (b.to_string(), Some(b), false),
             };
             // Let the process's last words reach stderr before quoting them.
-            group.stop(Duration::from_millis(200)).await;
+            let ended = group.stop_with_status(Duration::from_millis(200)).await;
             conn.stderr_drained(Duration::from_millis(500)).await;
-            // What the plugin said may quote a secret it was given.
+            // What the plugin said may quote a secret it was given. How it
+            // ended says why it went quiet (`os._exit(5)`, a signal).
+            let why = match ended.and_then(|s| exit_text(&s)) {
+                Some(how) => format!("{why}; the process {how}"),
+                None => why,
+            };
             let why = launch.redactor.redact(&why).into_owned();
             // What the plugin registered may quote a secret too.
             let breach = breach.map(|b| RegistrationBreach {
@@ -586,6 +591,23 @@ pub async fn start_checked(
                 incompatible,
             })
         }
+    }
+}
+
+/// How a process that ended on its own ended, in words (`None` for a
+/// clean exit, which says nothing more than that it went away).
+fn exit_text(status: &std::process::ExitStatus) -> Option<String> {
+    use std::os::unix::process::ExitStatusExt;
+    match (status.code(), status.signal()) {
+        (Some(0), _) => None,
+        (Some(code), _) => Some(format!("exited with code {code}")),
+        (None, Some(signal)) => Some(format!(
+            "was ended by signal {signal}{}",
+            nix::sys::signal::Signal::try_from(signal)
+                .map(|s| format!(" ({s})"))
+                .unwrap_or_default()
+        )),
+        (None, None) => None,
     }
 }
 
