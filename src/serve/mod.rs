@@ -9,6 +9,7 @@
 
 mod approvals;
 pub mod auth;
+mod connections;
 mod explain;
 mod metrics;
 mod plugins;
@@ -20,7 +21,7 @@ pub mod tls;
 pub mod watch;
 
 use std::sync::Arc;
-use std::time::Instant;
+use std::time::{Duration, Instant};
 
 use axum::Router;
 use axum::extract::DefaultBodyLimit;
@@ -29,6 +30,7 @@ use axum::routing::{any, get, post};
 use crate::app::host::Host;
 
 pub use auth::Access;
+pub use connections::serve;
 pub use problem::ApiProblem;
 
 /// Limits of one server.
@@ -38,6 +40,9 @@ pub struct Limits {
     pub body_bytes: usize,
     /// Runs at once; more are refused with 429 and `Retry-After`.
     pub concurrent_runs: usize,
+    /// How long a client may take to send a request's headers (an idle
+    /// connection is closed after it too) and between a body's chunks.
+    pub read_timeout: Duration,
 }
 
 impl Default for Limits {
@@ -45,6 +50,7 @@ impl Default for Limits {
         Self {
             body_bytes: 1 << 20,
             concurrent_runs: 256,
+            read_timeout: Duration::from_secs(30),
         }
     }
 }
@@ -66,6 +72,14 @@ impl Served {
             started: Instant::now(),
             limits,
             runs: Arc::new(tokio::sync::Semaphore::new(limits.concurrent_runs)),
+        }
+    }
+
+    /// Resolves once no run is in flight (each holds a permit until it is
+    /// recorded).
+    async fn runs_ended(&self) {
+        while self.runs.available_permits() < self.limits.concurrent_runs {
+            tokio::time::sleep(Duration::from_millis(20)).await;
         }
     }
 }
@@ -98,6 +112,10 @@ pub fn router(served: Served, access: Access) -> Router {
         .fallback(problem::not_found)
         .method_not_allowed_fallback(problem::method_not_allowed)
         .layer(DefaultBodyLimit::max(body))
+        .layer(axum::middleware::from_fn_with_state(
+            served.limits.read_timeout,
+            connections::body_deadline,
+        ))
         .layer(axum::middleware::from_fn_with_state(
             Arc::new(access),
             auth::authorize,

@@ -53,7 +53,12 @@ impl TlsListener {
         let (tx, ready) = mpsc::channel(64);
         tokio::spawn(async move {
             loop {
-                let (stream, peer) = match tcp.accept().await {
+                let accepted = tokio::select! {
+                    accepted = tcp.accept() => accepted,
+                    // The server stopped accepting: so does the port.
+                    () = tx.closed() => return,
+                };
+                let (stream, peer) = match accepted {
                     Ok(accepted) => accepted,
                     Err(_) => {
                         // Out of file descriptors and the like: wait, retry.
@@ -70,9 +75,6 @@ impl TlsListener {
                         let _ = sender.send((tls, peer)).await;
                     }
                 });
-                if tx.is_closed() {
-                    return;
-                }
             }
         });
         Ok(Self { ready, local })

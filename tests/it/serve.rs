@@ -18,6 +18,7 @@ mod process_plugins;
 mod readme;
 mod request_tools;
 mod sessions_cli;
+mod shutdown;
 mod soak;
 mod streaming;
 

@@ -13,7 +13,7 @@ use tokio::sync::watch;
 use crate::app::caller::Interrupt;
 use crate::app::host::{Host, HostOptions};
 use crate::app::{AppError, Problem};
-use crate::serve::{Access, Limits, Served, router};
+use crate::serve::{Access, Limits, Served};
 
 use super::super::exit::ExitStatus;
 use super::super::ui::{Format, Ui};
@@ -51,8 +51,11 @@ use super::super::ui::{Format, Ui};
 /// `--tls-key`) or `--allow-insecure-bind`.
 ///
 /// SIGTERM stops accepting, lets runs in flight finish (up to
-/// `--drain-timeout`, then cancels them), unmounts every plugin and exits 0;
-/// SIGINT does the same and exits 130; a second signal skips the drain.
+/// `--drain-timeout`, then cancels them), closes every connection still
+/// open (a client stalled mid-request too), unmounts every plugin and
+/// exits 0; SIGINT does the same and exits 130; a second signal skips the
+/// drain. A client gets `--read-timeout` to send a request's headers (an
+/// idle connection is closed after as long) and between its body's chunks.
 ///
 /// Exit status: 0 stopped by SIGTERM, 1 refused (pending, a cycle),
 /// 2 unusable input (the file, the address), 3 a plugin, store or bind
@@ -103,6 +106,11 @@ pub struct ServeArgs {
     /// before they are cancelled.
     #[arg(long, value_name = "SECONDS", default_value_t = 30)]
     pub drain_timeout: u64,
+    /// Seconds a client may take to send a request's headers, or between
+    /// two chunks of its body; an idle kept-alive connection is closed
+    /// after as long.
+    #[arg(long, value_name = "SECONDS", default_value_t = 30, value_parser = clap::value_parser!(u64).range(1..=86_400))]
+    pub read_timeout: u64,
     /// Serve HTTPS with this PEM certificate chain (with --tls-key).
     #[arg(long, value_name = "PEM", requires = "tls_key")]
     pub tls_cert: Option<PathBuf>,
@@ -299,12 +307,13 @@ async fn serve(
         Limits {
             body_bytes: args.max_body as usize,
             concurrent_runs: args.max_runs as usize,
+            read_timeout: Duration::from_secs(args.read_timeout),
         },
     );
     let mut stopped = stop_rx.clone();
     let drain = Duration::from_secs(args.drain_timeout);
     let cancel_on_timeout = cancel_tx.clone();
-    let graceful = async move {
+    let stop = async move {
         let _ = stopped.wait_for(|s| *s != Stop::Running).await;
         // Runs in flight get `drain`; then what is left is cancelled.
         tokio::spawn(async move {
@@ -312,15 +321,20 @@ async fn serve(
             let _ = cancel_on_timeout.send(true);
         });
     };
-    let app = router(served, access);
+    let mut cancel = cancel_tx.subscribe();
+    let cancelled = async move {
+        let _ = cancel.wait_for(|c| *c).await;
+    };
     let result = match tls {
         None => {
-            axum::serve(listener, app)
-                .with_graceful_shutdown(graceful)
-                .await
+            crate::serve::serve(listener, served, access, stop, cancelled).await;
+            Ok(())
         }
         Some(config) => match crate::serve::tls::TlsListener::new(listener, config) {
-            Ok(tls) => axum::serve(tls, app).with_graceful_shutdown(graceful).await,
+            Ok(tls) => {
+                crate::serve::serve(tls, served, access, stop, cancelled).await;
+                Ok(())
+            }
             Err(e) => Err(e),
         },
     };
