@@ -327,7 +327,8 @@ impl Host {
     }
 
     /// `[serve]` of the composition the host started with (what a reload
-    /// changes there applies at the next start).
+    /// changes there applies at the next start: the reload warns,
+    /// `serve::restart-needed`).
     pub fn serve_settings(&self) -> crate::engine::model::ServeSettings {
         self.inner.serve.clone().unwrap_or_default()
     }
@@ -595,6 +596,7 @@ impl Host {
             self.inner.allow_pending,
         );
         let watched = Arc::clone(&self.inner.watched);
+        let started = self.inner.serve.clone().unwrap_or_default();
         // Beside the runs, at a lower priority: they keep the cores.
         let ws = super::background::beside_runs("reload", move || {
             let (ws, read) = load_file_recorded(&file, &env, &*reporter);
@@ -605,6 +607,12 @@ impl Host {
                     verb: "reload",
                     display: ws.display,
                     refusal,
+                });
+            }
+            if let Some(warning) = serve_changed(&started, ws.composition.host.serve.as_ref()) {
+                reporter.notice(Notice::Diagnostics {
+                    diagnostics: &[warning],
+                    sources: &ws.sources,
                 });
             }
             Ok(ws)
@@ -1131,6 +1139,30 @@ impl Host {
             });
         }
     }
+}
+
+/// A warning when `[serve]` as a reload read it (`now`) differs from what
+/// the host started with: those settings (who may call, how long approvals
+/// and sessions last) apply at the next start, never to a running server.
+fn serve_changed(
+    started: &crate::engine::model::ServeSettings,
+    now: Option<&crate::engine::model::ServeSettings>,
+) -> Option<crate::engine::diag::Diagnostic> {
+    let changed = started.changed_keys(&now.cloned().unwrap_or_default());
+    if changed.is_empty() {
+        return None;
+    }
+    let keys: Vec<String> = changed.iter().map(|k| format!("`{k}`")).collect();
+    Some(
+        crate::engine::diag::Diagnostic::warning(
+            crate::engine::diag::Code::ServeRestartNeeded,
+            format!(
+                "`[serve]` changed ({}): this server keeps the settings it started with",
+                keys.join(", ")
+            ),
+        )
+        .with_help("restart `chassis serve` to apply them; a reload never changes them"),
+    )
 }
 
 /// Record the first publication with the store still owned here (nothing

@@ -67,6 +67,7 @@ codes! {
     UnknownFormat => "load::unknown-format", "a tool's argument schema names a format that is not checked";
     HostSettingInInclude => "load::host-setting-in-include", "a host settings table (`[store]`) in an included file";
     RequestToolsKind => "load::request-tools-kind", "a `--request-tools` file holds an entry that is not a `command` entry";
+    ServeRestartNeeded => "serve::restart-needed", "a reload read `[serve]` settings that apply only when the server starts again";
     UndeclaredPermission => "resolve::undeclared-permission", "a tool requires a permission its plugin does not declare";
     ToolNameTaken => "resolve::duplicate-tool", "two active entries declare tools of the same name";
     UngovernedTool => "policy::ungoverned-tool", "a tool declares no permission and is not read-only: every call needs approval";

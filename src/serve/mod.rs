@@ -55,6 +55,9 @@ impl Default for Limits {
     }
 }
 
+/// Told of each reload's outcome (a log line).
+pub type ReloadLog = Arc<dyn Fn(&crate::app::host::ReloadStatus) + Send + Sync>;
+
 /// What every handler shares.
 #[derive(Clone)]
 pub struct Served {
@@ -62,6 +65,7 @@ pub struct Served {
     started: Instant,
     limits: Limits,
     runs: Arc<tokio::sync::Semaphore>,
+    reload_log: Option<ReloadLog>,
 }
 
 impl Served {
@@ -72,7 +76,16 @@ impl Served {
             started: Instant::now(),
             limits,
             runs: Arc::new(tokio::sync::Semaphore::new(limits.concurrent_runs)),
+            reload_log: None,
         }
+    }
+
+    /// Telling `log` of each `POST /v1/reload` too (as of a watched save
+    /// or SIGHUP).
+    #[must_use]
+    pub fn with_reload_log(mut self, log: ReloadLog) -> Self {
+        self.reload_log = Some(log);
+        self
     }
 
     /// Resolves once no run is in flight (each holds a permit until it is

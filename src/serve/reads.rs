@@ -119,6 +119,9 @@ pub async fn generation(
 /// 422 with its findings.
 pub async fn reload(State(s): State<Served>) -> Result<Json<serde_json::Value>, ApiProblem> {
     let r = s.host.reload().await;
+    if let Some(log) = &s.reload_log {
+        log(&r);
+    }
     if r.ok {
         let mut doc = reload_json(&r);
         doc["format_version"] = 1.into();

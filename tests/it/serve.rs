@@ -17,6 +17,7 @@ mod killed;
 mod process_plugins;
 mod readme;
 mod request_tools;
+mod serve_settings;
 mod sessions_cli;
 mod shutdown;
 mod soak;

@@ -309,7 +309,8 @@ async fn serve(
             concurrent_runs: args.max_runs as usize,
             read_timeout: Duration::from_secs(args.read_timeout),
         },
-    );
+    )
+    .with_reload_log(Arc::new(move |r| say_reload(r, quiet)));
     let mut stopped = stop_rx.clone();
     let drain = Duration::from_secs(args.drain_timeout);
     let cancel_on_timeout = cancel_tx.clone();
@@ -400,12 +401,14 @@ fn spawn_signals(
     })
 }
 
-/// One line on stderr per reload (`-q`: none).
+/// One line on stderr per reload (`-q`: none), then its findings (already
+/// scrubbed) one line each: a failed reload's errors, a published one's
+/// warnings (`[serve]` changes that wait for a restart, say).
 fn say_reload(r: &crate::app::host::ReloadStatus, quiet: bool) {
     if quiet {
         return;
     }
-    let line = if r.ok {
+    let mut text = if r.ok {
         format!(
             "chassis serve: reloaded ({}: {})",
             if r.published {
@@ -416,31 +419,34 @@ fn say_reload(r: &crate::app::host::ReloadStatus, quiet: bool) {
             r.generation_id
         )
     } else {
-        let mut text = format!(
+        format!(
             "chassis serve: reload failed, still serving {}: {}",
             r.generation_id,
             r.error.as_deref().unwrap_or_default()
-        );
-        // The findings (already scrubbed), one line each.
-        for d in &r.diagnostics {
-            let at = &d["labels"][0];
-            let place = match (
-                at["file"].as_str(),
-                at["line"].as_u64(),
-                at["column"].as_u64(),
-            ) {
-                (Some(f), Some(l), Some(c)) => format!("{f}:{l}:{c}: "),
-                _ => String::new(),
-            };
-            text.push_str(&format!(
-                "\n  {place}{}: {}",
-                d["severity"].as_str().unwrap_or("error"),
-                d["message"].as_str().unwrap_or_default()
-            ));
-        }
-        text
+        )
     };
-    eprintln!("{line}");
+    for d in &r.diagnostics {
+        let at = &d["labels"][0];
+        let place = match (
+            at["file"].as_str(),
+            at["line"].as_u64(),
+            at["column"].as_u64(),
+        ) {
+            (Some(f), Some(l), Some(c)) => format!("{f}:{l}:{c}: "),
+            _ => String::new(),
+        };
+        text.push_str(&format!(
+            "\n  {place}{}: {}",
+            d["severity"].as_str().unwrap_or("error"),
+            d["message"].as_str().unwrap_or_default()
+        ));
+        for help in d["help"].as_array().into_iter().flatten() {
+            if let Some(help) = help.as_str() {
+                text.push_str(&format!("\n    help: {help}"));
+            }
+        }
+    }
+    eprintln!("{text}");
 }
 
 fn spawn_reload_on_hangup(host: Host, quiet: bool) -> tokio::task::JoinHandle<()> {

@@ -80,6 +80,28 @@ pub struct ServeSettings {
     pub approval_timeout_seconds: Option<u64>,
 }
 
+impl ServeSettings {
+    /// The keys whose values differ between `self` and `other`, in the
+    /// order they are declared (where a value was written is no change).
+    pub fn changed_keys(&self, other: &ServeSettings) -> Vec<&'static str> {
+        [
+            ("tokens", self.tokens != other.tokens),
+            ("auth_excluded", self.auth_excluded != other.auth_excluded),
+            (
+                "session_ttl_seconds",
+                self.session_ttl_seconds != other.session_ttl_seconds,
+            ),
+            (
+                "approval_timeout_seconds",
+                self.approval_timeout_seconds != other.approval_timeout_seconds,
+            ),
+        ]
+        .into_iter()
+        .filter_map(|(key, changed)| changed.then_some(key))
+        .collect()
+    }
+}
+
 /// `[store]`: where the generation store is.
 #[derive(Clone, Debug, Default, PartialEq, Eq)]
 pub struct StoreSettings {
