@@ -115,8 +115,9 @@ pub struct HostRunRequest {
     /// Told of every step (already redacted), from `run_started` (with
     /// the generation and snapshot digest) to `run_finished`.
     pub observer: Option<Arc<dyn AgentObserver>>,
-    /// Continue (or start) this session: the model sees its earlier turns.
-    pub session: Option<String>,
+    /// Continue (or start) this session, claimed for this run's agent
+    /// ([`Host::claim_session`]): the model sees its earlier turns.
+    pub session: Option<ClaimedSession>,
     /// Told of each tool call that waits for a client's approval.
     pub on_approval: Option<OnQuestion>,
     /// Limits of this request, which only tighten the agent's budget.
@@ -806,7 +807,15 @@ impl Host {
         // A session: one run at a time, one agent, its earlier turns.
         let session = match request.session {
             None => None,
-            Some(id) => Some(self.open_session(id, &request.agent).await?),
+            Some(claimed) if claimed.agent == request.agent => Some(claimed.open),
+            Some(claimed) => {
+                return Err(Problem::input(format!(
+                    "the session was claimed for agent `{}`",
+                    claimed.agent
+                ))
+                .with_code("serve::session-agent")
+                .into());
+            }
         };
         let history = session
             .as_ref()
@@ -964,6 +973,18 @@ impl Host {
         recorded?;
         outcome?;
         document.ok_or_else(|| AppError::failure("the run has no document"))
+    }
+
+    /// Claim session `id` for a run of `agent`, before the run starts (so a
+    /// stream opens only for a run that can go on): unusable input
+    /// (`serve::bad-session`) when `id` is not a session id, 409 when a run
+    /// of it is under way or it belongs to another agent. Released when the
+    /// run ends, or when dropped unused.
+    pub async fn claim_session(&self, id: String, agent: &str) -> Result<ClaimedSession, AppError> {
+        Ok(ClaimedSession {
+            agent: agent.to_owned(),
+            open: self.open_session(id, agent).await?,
+        })
     }
 
     /// Claim session `id` for a run of `agent`: 409 when a run of it is
@@ -1206,6 +1227,13 @@ impl Published {
             *m = (*m).max(n.mount);
         }
     }
+}
+
+/// A session claimed for one run of one agent ([`Host::claim_session`]),
+/// with its earlier turns.
+pub struct ClaimedSession {
+    agent: String,
+    open: OpenSession,
 }
 
 /// A session claimed for one run, with its earlier turns.

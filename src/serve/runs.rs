@@ -135,6 +135,16 @@ pub async fn create(
         }
     };
     let stream = wants_stream(&body, &headers);
+    // The session is claimed here, before a stream opens: a bad id (400),
+    // a session busy or of another agent (409) is a problem document, as
+    // it is for a run that is not streamed.
+    let session = match body.session {
+        None => None,
+        Some(id) => match s.host.claim_session(id, &agent).await {
+            Ok(claimed) => Some(claimed),
+            Err(e) => return ApiProblem::from_app(&e, &s.host.redactor()).into_response(),
+        },
+    };
     let (tx, rx) = mpsc::unbounded_channel::<Event>();
     // A call waiting for approval: an event on a stream; otherwise the
     // answer becomes a `202` with the run to poll.
@@ -154,7 +164,7 @@ pub async fn create(
     };
     let request = HostRunRequest {
         agent,
-        session: body.session,
+        session,
         input: body.input,
         // A streamed run takes the answer's text as it is generated too.
         observer: stream.then(|| {

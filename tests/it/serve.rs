@@ -21,6 +21,7 @@ mod serve_settings;
 mod sessions_cli;
 mod shutdown;
 mod soak;
+mod stream_sessions;
 mod streaming;
 
 const CANARY: &str = "sk-canary-serve-4d8e19b7";
