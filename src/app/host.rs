@@ -190,8 +190,15 @@ struct RunBook {
 
 impl Host {
     /// Load, publish and hold `options.file`. A composition that cannot be
-    /// published is refused here, before anything is served.
-    pub async fn start(options: HostOptions, caller: Caller) -> Result<Host, AppError> {
+    /// published is refused here, before anything is served; so is one
+    /// `admit` refuses — it judges the loaded composition's `[serve]` (its
+    /// token secrets) before the store is opened or anything published,
+    /// and what it returns is handed back with the host.
+    pub async fn start<T>(
+        options: HostOptions,
+        caller: Caller,
+        admit: impl FnOnce(&Admission<'_>) -> Result<T, AppError>,
+    ) -> Result<(Host, T), AppError> {
         let env = super::mount::run_env(options.env_file.as_deref())?;
         let grants = parse_grants(&options.grants)?;
         let (ws, read) = load_file_recorded(&options.file, &env, &*caller.reporter);
@@ -204,6 +211,13 @@ impl Host {
             });
         }
         let telemetry = super::telemetry::for_operation(None, &caller)?;
+        let harness_options =
+            super::mount::harness_options(Arc::clone(&telemetry), &caller.redactor, &env);
+        let secrets = Arc::clone(&harness_options.secrets);
+        let admitted = admit(&Admission {
+            serve: ws.composition.host.serve.clone().unwrap_or_default(),
+            secrets: &*secrets,
+        })?;
         let path = state_path_of(
             options.state.as_deref(),
             &options.file,
@@ -236,9 +250,6 @@ impl Host {
             );
         }
         let seed = store.seed()?;
-        let harness_options =
-            super::mount::harness_options(Arc::clone(&telemetry), &caller.redactor, &env);
-        let secrets = Arc::clone(&harness_options.secrets);
         let (catalog, builtin) = super::mount::catalog(&options.file, &caller.redactor, &env);
         let harness = Harness::new(catalog, harness_options);
         let mut published = Published {
@@ -282,7 +293,7 @@ impl Host {
         store.keep_up_beside_writes();
         let store = Arc::new(Mutex::new(store));
         let redactor = caller.redactor.clone();
-        Ok(Host {
+        let host = Host {
             inner: Arc::new(Inner {
                 writer: super::run_writer::RunWriter::start(Arc::clone(&store)),
                 metrics: Arc::default(),
@@ -319,7 +330,8 @@ impl Host {
                 serve: ws.composition.host.serve.clone(),
                 watched: Arc::new(Mutex::new(read)),
             }),
-        })
+        };
+        Ok((host, admitted))
     }
 
     /// The redactor that knows every secret this host resolved.
@@ -332,20 +344,6 @@ impl Host {
     /// `serve::restart-needed`).
     pub fn serve_settings(&self) -> crate::engine::model::ServeSettings {
         self.inner.serve.clone().unwrap_or_default()
-    }
-
-    /// The value of secret `name` (a `[serve]` token), learned by the
-    /// redactor so it never leaves in a document; unusable input when it
-    /// is not set.
-    pub fn secret(&self, name: &str) -> Result<crate::engine::secret::SecretValue, AppError> {
-        self.inner.secrets.get(name).map_err(|e| {
-            Problem::input(format!("the `[serve]` token secret `{name}`: {e}"))
-                .with_code("serve::token-missing")
-                .with_help(format!(
-                    "set `{name}` in the environment (or an --env-file) before starting"
-                ))
-                .into()
-        })
     }
 
     /// Every file the last load read (or tried to) and the folders it
@@ -1184,6 +1182,34 @@ fn serve_changed(
         )
         .with_help("restart `chassis serve` to apply them; a reload never changes them"),
     )
+}
+
+/// What [`Host::start`] lets a server judge before the store is opened or
+/// anything published: the loaded composition's `[serve]`, and its secrets.
+pub struct Admission<'a> {
+    serve: crate::engine::model::ServeSettings,
+    secrets: &'a dyn SecretProvider,
+}
+
+impl Admission<'_> {
+    /// `[serve]` of the loaded composition (the settings the host keeps).
+    pub fn serve_settings(&self) -> &crate::engine::model::ServeSettings {
+        &self.serve
+    }
+
+    /// The value of secret `name` (a `[serve]` token), learned by the
+    /// redactor so it never leaves in a document; unusable input
+    /// (`serve::token-missing`) when it is not set.
+    pub fn secret(&self, name: &str) -> Result<crate::engine::secret::SecretValue, AppError> {
+        self.secrets.get(name).map_err(|e| {
+            Problem::input(format!("the `[serve]` token secret `{name}`: {e}"))
+                .with_code("serve::token-missing")
+                .with_help(format!(
+                    "set `{name}` in the environment (or an --env-file) before starting"
+                ))
+                .into()
+        })
+    }
 }
 
 /// Record the first publication with the store still owned here (nothing

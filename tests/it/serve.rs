@@ -1172,6 +1172,52 @@ fn a_public_address_needs_tokens_and_tls_and_a_token_must_be_a_secret() {
     );
 }
 
+#[test]
+fn a_token_refusal_exits_2_before_a_store_is_created_or_a_generation_recorded() {
+    let (dir, file) = workspace();
+    let serve = |args: &[&str]| {
+        let out = command(dir.path(), "serve.toml", args).output().unwrap();
+        (
+            out.status.code().unwrap_or(-1),
+            String::from_utf8_lossy(&out.stderr).into_owned(),
+        )
+    };
+    let public = ["--listen", "0.0.0.0:0", "--allow-insecure-bind"];
+    let local = ["--listen", "127.0.0.1:0"];
+    let unset = "tokens = [{ secret = \"NOT_SET_ANYWHERE\" }]";
+    let original = std::fs::read_to_string(&file).unwrap();
+    // No store yet: none is created.
+    let (code, err) = serve(&public);
+    assert_eq!(code, 2, "{err}");
+    assert!(err.contains("serve::needs-tokens"), "{err}");
+    assert!(!dir.path().join(".chassis").exists(), "{err}");
+    save(&file, &with_serve(&original, unset));
+    let (code, err) = serve(&local);
+    assert_eq!(code, 2, "{err}");
+    assert!(err.contains("serve::token-missing"), "{err}");
+    assert!(!dir.path().join(".chassis").exists(), "{err}");
+    // A store with gen_0001: an edited composition refused for its tokens
+    // publishes nothing.
+    save(&file, &original);
+    let publish = crate::harness::run_in(dir.path(), &["publish", "serve.toml"], &[]);
+    assert_eq!(publish.code, 0, "{}", publish.stderr);
+    let edited = original.replace("It has 3 words.", "Three words.");
+    save(&file, &with_serve(&edited, unset));
+    let (code, err) = serve(&local);
+    assert_eq!(code, 2, "{err}");
+    save(&file, &edited);
+    let (code, err) = serve(&public);
+    assert_eq!(code, 2, "{err}");
+    let listed = crate::harness::run_in(
+        dir.path(),
+        &["--format", "json", "generations", "list"],
+        &[],
+    );
+    assert_eq!(listed.code, 0, "{}", listed.stderr);
+    assert!(listed.stdout.contains("gen_0001"), "{}", listed.stdout);
+    assert!(!listed.stdout.contains("gen_0002"), "{}", listed.stdout);
+}
+
 /// Poll `/v1/status` until `done` holds (at most 10 s).
 async fn status_until(
     c: &reqwest::Client,

@@ -11,7 +11,7 @@ use tokio::signal::unix::{SignalKind, signal};
 use tokio::sync::watch;
 
 use crate::app::caller::Interrupt;
-use crate::app::host::{Host, HostOptions};
+use crate::app::host::{Admission, Host, HostOptions};
 use crate::app::{AppError, Problem};
 use crate::serve::{Access, Limits, Served};
 
@@ -179,13 +179,13 @@ pub fn run(ui: &Ui, args: &ServeArgs) -> Result<ExitStatus, ExitStatus> {
 }
 
 /// The tokens of `[serve]`, resolved; a non-loopback address without any
-/// is refused.
-fn access(host: &Host, listen: SocketAddr) -> Result<Access, AppError> {
-    let settings = host.serve_settings();
+/// is refused. Judged before the store is opened or anything published.
+fn access(admission: &Admission<'_>, listen: SocketAddr) -> Result<Access, AppError> {
+    let settings = admission.serve_settings();
     let tokens = settings
         .tokens
         .iter()
-        .map(|t| host.secret(&t.value))
+        .map(|t| admission.secret(&t.value))
         .collect::<Result<Vec<_>, _>>()?;
     if tokens.is_empty() && !listen.ip().is_loopback() {
         return Err(Problem::input(format!(
@@ -199,8 +199,8 @@ fn access(host: &Host, listen: SocketAddr) -> Result<Access, AppError> {
         tokens,
         settings
             .auth_excluded
-            .into_iter()
-            .map(|r| r.value)
+            .iter()
+            .map(|r| r.value.clone())
             .collect(),
     ))
 }
@@ -236,19 +236,12 @@ async fn serve(
             allow_request_tools: args.allow_request_tools,
         },
         caller.clone(),
+        |admission| access(admission, listen),
     )
     .await;
-    let host = match host {
-        Ok(h) => h,
+    let (host, access) = match host {
+        Ok(started) => started,
         Err(e) => {
-            signals.abort();
-            return Err(super::super::report::fail(ui, &e));
-        }
-    };
-    let access = match access(&host, listen) {
-        Ok(a) => a,
-        Err(e) => {
-            host.shutdown().await;
             signals.abort();
             return Err(super::super::report::fail(ui, &e));
         }
