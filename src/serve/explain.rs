@@ -15,6 +15,9 @@ use crate::app::explain_documents::{budgets_json, requirement_json, scope_json};
 use super::Served;
 use super::problem::ApiProblem;
 
+/// Unusable input: 400 `serve::bad-request`.
+const BAD_REQUEST: (StatusCode, &str) = (StatusCode::BAD_REQUEST, "serve::bad-request");
+
 fn query<T>(q: Result<Query<T>, QueryRejection>, expected: &str) -> Result<T, ApiProblem> {
     q.map(|Query(v)| v).map_err(|e| {
         ApiProblem::new(StatusCode::BAD_REQUEST, "serve::bad-request", e.body_text())
@@ -41,7 +44,17 @@ pub async fn requirement(
     s.host
         .explain(|view| requirement_in(view, &q.consumer, &q.capability, q.scope.as_deref()))
         .map(|r| Json(requirement_json(&r)))
-        .map_err(|e| ApiProblem::from_app(&e, &s.host.redactor()))
+        .map_err(|e| {
+            let sent = [q.consumer.as_str(), &q.capability, q.scope.as_deref().unwrap_or("")];
+            ApiProblem::about_sent(
+                &e,
+                &s.host.redactor(),
+                &sent,
+                BAD_REQUEST,
+                "in the current generation, that `consumer` holds no requirement of that `capability` (in that `scope`, when given)",
+            )
+            .with_help("`GET /v1/explain/scope?path=/` lists each scope's requirements")
+        })
 }
 
 /// `?path=`.
@@ -57,10 +70,26 @@ pub async fn scope(
     q: Result<Query<ScopeQuery>, QueryRejection>,
 ) -> Result<Json<serde_json::Value>, ApiProblem> {
     let q = query(q, "`?path=/a/scope`")?;
+    if crate::engine::model::ScopePath::new(&q.path).is_err() {
+        return Err(ApiProblem::new(
+            StatusCode::BAD_REQUEST,
+            "serve::bad-request",
+            "`path` is not a scope path",
+        )
+        .with_help("a scope path is `/` or absolute, like `/team/research`: no empty, `.` or `..` segment, no trailing `/`"));
+    }
     s.host
         .explain(|view| scope_in(view, &q.path))
         .map(|r| Json(scope_json(&r)))
-        .map_err(|e| ApiProblem::from_app(&e, &s.host.redactor()))
+        .map_err(|e| {
+            ApiProblem::about_sent(
+                &e,
+                &s.host.redactor(),
+                &[&q.path],
+                BAD_REQUEST,
+                "the current generation has no scope of that `path`",
+            )
+        })
 }
 
 /// `[?agent=]`.
@@ -80,7 +109,16 @@ pub async fn budgets(
     s.host
         .explain(|view| budgets_in(view, q.agent.as_deref()))
         .map(|agents| Json(budgets_json(&agents)))
-        .map_err(|e| ApiProblem::from_app(&e, &s.host.redactor()))
+        .map_err(|e| {
+            ApiProblem::about_sent(
+                &e,
+                &s.host.redactor(),
+                &[q.agent.as_deref().unwrap_or("")],
+                BAD_REQUEST,
+                "the current generation declares no agent of that name",
+            )
+            .with_help("`GET /v1/status` lists the agents served")
+        })
 }
 
 /// `?from=&to=[&include_unchanged=]`.
@@ -104,7 +142,7 @@ pub async fn diff(
         .diff(q.from, q.to, q.include_unchanged)
         .await
         .map(Json)
-        .map_err(|e| stored_problem(&s, &e, "serve::unknown-generation"))
+        .map_err(|e| stored_problem(&s, &e, &[], "serve::unknown-generation"))
 }
 
 /// `?from=&to=&entry=`.
@@ -124,29 +162,42 @@ pub async fn reuse(
 ) -> Result<Json<serde_json::Value>, ApiProblem> {
     let q = query(q, "`?from=gen_0001&to=gen_0002&entry=ENTRY`")?;
     s.host
-        .reuse(q.from, q.to, q.entry)
+        .reuse(q.from, q.to, q.entry.clone())
         .await
         .map(Json)
-        .map_err(|e| stored_problem(&s, &e, "serve::unknown-node"))
+        .map_err(|e| stored_problem(&s, &e, &[&q.entry], "serve::unknown-node"))
 }
 
 /// The problem of a read of stored generations: a generation the store
 /// does not have is a 404; so is `missing`, what other unusable input
 /// without a code of its own means once the ids were checked (for
-/// `reuse`, a node neither generation has).
-fn stored_problem(s: &Served, e: &crate::app::AppError, missing: &'static str) -> ApiProblem {
-    let p = ApiProblem::from_app(e, &s.host.redactor());
+/// `reuse`, a node neither generation has, `entry` among `sent`). Neither
+/// echoes what was sent (see [`ApiProblem::about_sent`]).
+fn stored_problem(
+    s: &Served,
+    e: &crate::app::AppError,
+    sent: &[&str],
+    missing: &'static str,
+) -> ApiProblem {
+    let redactor = s.host.redactor();
     let code = match e {
         crate::app::AppError::Problem(x) => x.code,
-        _ => return p,
+        _ => return ApiProblem::from_app(e, &redactor),
     };
     match code {
-        Some("store::unknown-generation") => {
-            p.with_status(StatusCode::NOT_FOUND, "serve::unknown-generation")
-        }
-        None if p.is_status(StatusCode::BAD_REQUEST) => {
-            p.with_status(StatusCode::NOT_FOUND, missing)
-        }
-        _ => p,
+        Some("store::unknown-generation") => ApiProblem::new(
+            StatusCode::NOT_FOUND,
+            "serve::unknown-generation",
+            "`from` or `to` names no generation of this composition",
+        )
+        .with_help("`GET /v1/generations` lists them"),
+        None if e.kind() == crate::app::ErrorKind::Input => ApiProblem::about_sent(
+            e,
+            &redactor,
+            sent,
+            (StatusCode::NOT_FOUND, missing),
+            "neither generation has a node of that `entry`",
+        ),
+        _ => ApiProblem::from_app(e, &redactor),
     }
 }

@@ -73,8 +73,23 @@ pub async fn forward(
     };
     let answered = s.host.plugin_request(&entry, request).await;
     let redactor = s.host.redactor();
+    // Neither the entry nor the path is echoed (see
+    // `ApiProblem::about_sent`).
     let problem = |status, code, e: &PluginRouteError| {
-        ApiProblem::new(status, code, redactor.redact(&e.to_string()).into_owned())
+        let detail = match e {
+            PluginRouteError::Stopping(why) => format!("no generation to answer on: {why}"),
+            PluginRouteError::NoEntry { .. } => {
+                "the current generation has no entry of that name with HTTP routes".to_owned()
+            }
+            PluginRouteError::NoRoute { .. } => "the entry has no route for that path".to_owned(),
+            PluginRouteError::WrongMethod { allowed, .. } => {
+                format!("the entry answers that path only to {}", allowed.join(", "))
+            }
+            PluginRouteError::Failed { reason, .. } => {
+                format!("the entry failed to answer: {reason}")
+            }
+        };
+        ApiProblem::new(status, code, redactor.redact(&detail).into_owned())
     };
     let response = match answered {
         Ok(r) => r,

@@ -54,19 +54,6 @@ impl ApiProblem {
         self
     }
 
-    /// Whether its status is `status`.
-    pub fn is_status(&self, status: StatusCode) -> bool {
-        self.status == status
-    }
-
-    /// The same problem as `status` with `code`.
-    #[must_use]
-    pub fn with_status(mut self, status: StatusCode, code: &'static str) -> Self {
-        self.status = status;
-        self.code = code;
-        self
-    }
-
     /// A failed operation, scrubbed by `redactor`: unusable input is 400
     /// (an unknown agent 404), a refusal 422, a failure 500, an
     /// interruption (the server is stopping) 503.
@@ -102,6 +89,47 @@ impl ApiProblem {
         }
     }
 
+    /// `e`, the failure of a request about values the client sent (an id,
+    /// a name, a path), without echoing them: unusable input is `status`
+    /// and `code` with `detail` (which names no value) and the help of `e`
+    /// that quotes none of `sent` (a "did you mean `assistant`?" names what
+    /// the composition holds; a handler checks first what help would quote
+    /// a value it derives, as a scope path's "write `/a`" does); anything
+    /// else is [`ApiProblem::from_app`].
+    /// A reply that passed a value through the redactor would tell a client
+    /// its guess is a secret's value (`<redacted>`) or is not (echoed).
+    pub fn about_sent(
+        e: &AppError,
+        redactor: &Redactor,
+        sent: &[&str],
+        (status, code): (StatusCode, &'static str),
+        detail: &str,
+    ) -> Self {
+        if e.kind() != ErrorKind::Input {
+            return Self::from_app(e, redactor);
+        }
+        let mut p = Self::from_app(e, redactor);
+        p.status = status;
+        p.code = code;
+        p.detail = detail.to_owned();
+        let help = match e {
+            AppError::Problem(x) => x.help.clone(),
+            _ => Vec::new(),
+        };
+        // Help names what the composition or the store holds ("did you
+        // mean `assistant`?"); a line that quotes a value sent is dropped.
+        p.help = help
+            .into_iter()
+            .filter(|h| {
+                !sent
+                    .iter()
+                    .any(|v| !v.is_empty() && h.contains(&format!("`{v}`")))
+            })
+            .map(|h| redactor.redact(&h).into_owned())
+            .collect();
+        p
+    }
+
     /// The document (also an SSE `error` event's data).
     pub fn to_json(&self) -> serde_json::Value {
         serde_json::json!({
@@ -134,23 +162,24 @@ impl IntoResponse for ApiProblem {
     }
 }
 
-/// No route here.
-pub async fn not_found(uri: axum::http::Uri) -> ApiProblem {
+/// No route here. (The path is not echoed: see [`ApiProblem::about_sent`].)
+pub async fn not_found() -> ApiProblem {
     ApiProblem::new(
         StatusCode::NOT_FOUND,
         "serve::not-found",
-        format!("no route `{}`", uri.path()),
+        "no route answers this path",
     )
     .with_help("see the routes in the README's `chassis serve` section; `GET /v1/status` tells what is served")
 }
 
-/// The route exists, not with this method.
-pub async fn method_not_allowed(method: axum::http::Method, uri: axum::http::Uri) -> ApiProblem {
+/// The route exists, not with this method (its `Allow` header says which).
+pub async fn method_not_allowed() -> ApiProblem {
     ApiProblem::new(
         StatusCode::METHOD_NOT_ALLOWED,
         "serve::method-not-allowed",
-        format!("`{method} {}` is not served", uri.path()),
+        "this route does not answer this method",
     )
+    .with_help("its `Allow` header lists the methods it answers")
 }
 
 /// A path parameter, or a problem document when it does not decode.

@@ -105,11 +105,17 @@ pub async fn generation(
         .await
         .map(Json)
         .map_err(|e| {
-            let p = ApiProblem::from_app(&e, &redactor);
-            if p.is_status(StatusCode::BAD_REQUEST) {
-                p.with_status(StatusCode::NOT_FOUND, "serve::unknown-generation")
+            // The id is not echoed (see `ApiProblem::about_sent`), nor what
+            // the store holds besides.
+            if e.kind() == crate::app::ErrorKind::Input {
+                ApiProblem::new(
+                    StatusCode::NOT_FOUND,
+                    "serve::unknown-generation",
+                    "this composition has no generation of that id",
+                )
+                .with_help("ids look like `gen_0001`; `GET /v1/generations` lists them")
             } else {
-                p
+                ApiProblem::from_app(&e, &redactor)
             }
         })
 }

@@ -14,6 +14,7 @@ use crate::harness::root;
 mod approvals;
 mod budget_caps;
 mod killed;
+mod no_echo;
 mod process_plugins;
 mod readme;
 mod request_tools;
