@@ -18,6 +18,7 @@ mod no_echo;
 mod process_plugins;
 mod readme;
 mod request_tools;
+mod rewatch;
 mod serve_settings;
 mod sessions_cli;
 mod shutdown;
