@@ -253,6 +253,7 @@ Register-ArgumentCompleter -Native -CommandName 'chassis' -ScriptBlock {
             [CompletionResult]::new('--max-runs', '--max-runs', [CompletionResultType]::ParameterName, 'Runs at once; more are refused with 429 and `Retry-After`')
             [CompletionResult]::new('--max-body', '--max-body', [CompletionResultType]::ParameterName, 'Largest request body, in bytes')
             [CompletionResult]::new('--drain-timeout', '--drain-timeout', [CompletionResultType]::ParameterName, 'Seconds runs in flight may take to finish after SIGTERM/SIGINT before they are cancelled')
+            [CompletionResult]::new('--read-timeout', '--read-timeout', [CompletionResultType]::ParameterName, 'Seconds a client may take to send a request''s headers, or between two chunks of its body; an idle kept-alive connection is closed after as long')
             [CompletionResult]::new('--tls-cert', '--tls-cert', [CompletionResultType]::ParameterName, 'Serve HTTPS with this PEM certificate chain (with --tls-key)')
             [CompletionResult]::new('--tls-key', '--tls-key', [CompletionResultType]::ParameterName, 'The PEM private key of --tls-cert')
             [CompletionResult]::new('--format', '--format', [CompletionResultType]::ParameterName, 'Output format: text, or json (one document with `format_version`); some commands also take markdown, dot or mermaid')

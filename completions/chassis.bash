@@ -1610,7 +1610,7 @@ _chassis() {
             return 0
             ;;
         chassis__subcmd__serve)
-            opts="-v -q -h --listen --state --env-file --approve --grant --allow-pending --allow-request-tools --max-runs --max-body --drain-timeout --tls-cert --tls-key --no-watch --allow-insecure-bind --format --color --verbose --quiet --help"
+            opts="-v -q -h --listen --state --env-file --approve --grant --allow-pending --allow-request-tools --max-runs --max-body --drain-timeout --read-timeout --tls-cert --tls-key --no-watch --allow-insecure-bind --format --color --verbose --quiet --help"
             if [[ ${cur} == -* || ${COMP_CWORD} -eq 2 ]] ; then
                 COMPREPLY=( $(compgen -W "${opts}" -- "${cur}") )
                 return 0
@@ -1645,6 +1645,10 @@ _chassis() {
                     return 0
                     ;;
                 --drain-timeout)
+                    COMPREPLY=($(compgen -f "${cur}"))
+                    return 0
+                    ;;
+                --read-timeout)
                     COMPREPLY=($(compgen -f "${cur}"))
                     return 0
                     ;;

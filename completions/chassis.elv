@@ -229,6 +229,7 @@ set edit:completion:arg-completer[chassis] = {|@words|
             cand --max-runs 'Runs at once; more are refused with 429 and `Retry-After`'
             cand --max-body 'Largest request body, in bytes'
             cand --drain-timeout 'Seconds runs in flight may take to finish after SIGTERM/SIGINT before they are cancelled'
+            cand --read-timeout 'Seconds a client may take to send a request''s headers, or between two chunks of its body; an idle kept-alive connection is closed after as long'
             cand --tls-cert 'Serve HTTPS with this PEM certificate chain (with --tls-key)'
             cand --tls-key 'The PEM private key of --tls-cert'
             cand --format 'Output format: text, or json (one document with `format_version`); some commands also take markdown, dot or mermaid'

@@ -229,6 +229,7 @@ complete -c chassis -n "__fish_chassis_using_subcommand serve" -l grant -d 'Wide
 complete -c chassis -n "__fish_chassis_using_subcommand serve" -l max-runs -d 'Runs at once; more are refused with 429 and `Retry-After`' -r
 complete -c chassis -n "__fish_chassis_using_subcommand serve" -l max-body -d 'Largest request body, in bytes' -r
 complete -c chassis -n "__fish_chassis_using_subcommand serve" -l drain-timeout -d 'Seconds runs in flight may take to finish after SIGTERM/SIGINT before they are cancelled' -r
+complete -c chassis -n "__fish_chassis_using_subcommand serve" -l read-timeout -d 'Seconds a client may take to send a request\'s headers, or between two chunks of its body; an idle kept-alive connection is closed after as long' -r
 complete -c chassis -n "__fish_chassis_using_subcommand serve" -l tls-cert -d 'Serve HTTPS with this PEM certificate chain (with --tls-key)' -r -F
 complete -c chassis -n "__fish_chassis_using_subcommand serve" -l tls-key -d 'The PEM private key of --tls-cert' -r -F
 complete -c chassis -n "__fish_chassis_using_subcommand serve" -l format -d 'Output format: text, or json (one document with `format_version`); some commands also take markdown, dot or mermaid' -r -f -a "text\t'Human-readable text'
