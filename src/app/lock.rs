@@ -129,9 +129,9 @@ pub async fn providers_for(
     id: &str,
     env: &RunEnv,
     caller: &Caller,
-) -> Result<BTreeMap<String, BoundProvider>, AppError> {
+) -> Result<ProvidersFor, AppError> {
     let Ok(id) = EntryId::new(id) else {
-        return Ok(BTreeMap::new());
+        return Ok(ProvidersFor::default());
     };
     let mut probing = Probing::new(file, composition, plan, env, caller);
     for (provider, _) in probing_order(composition, plan, &[id.to_string()]) {
@@ -139,13 +139,20 @@ pub async fn providers_for(
             probing.probe(&provider).await?;
         }
     }
-    Ok(bound_providers(
-        composition,
-        plan,
-        &id,
-        &probing.provided,
-        &caller.redactor,
-    ))
+    Ok(ProvidersFor {
+        bound: bound_providers(composition, plan, &id, &probing.provided, &caller.redactor),
+        failed: probing.failed_providers(&id),
+    })
+}
+
+/// What [`providers_for`] found.
+#[derive(Default)]
+pub struct ProvidersFor {
+    /// Each requirement's provider, with its value when one was read.
+    pub bound: BTreeMap<String, BoundProvider>,
+    /// The providers that could not be started, each with the first line
+    /// of why (their values are `null`).
+    pub failed: Vec<(String, String)>,
 }
 
 /// Probing entries one after the other, remembering what each process
@@ -157,6 +164,9 @@ struct Probing<'a> {
     secrets: std::sync::Arc<dyn crate::engine::secret::SecretProvider>,
     builtin: crate::plugins::BuiltinEnv,
     provided: BTreeMap<String, Vec<CapabilityRegistration>>,
+    /// Why each entry that could not be probed failed (a consumer's failure
+    /// then names its provider's).
+    failed: BTreeMap<String, String>,
 }
 
 impl<'a> Probing<'a> {
@@ -174,7 +184,23 @@ impl<'a> Probing<'a> {
             secrets: super::mount::secret_provider(&caller.redactor, env),
             builtin: crate::plugins::BuiltinEnv::new(super::workspace::base_dir(file)),
             provided: BTreeMap::new(),
+            failed: BTreeMap::new(),
         }
+    }
+
+    /// The providers of `id` that could not be probed, each with the first
+    /// line of why.
+    fn failed_providers(&self, id: &EntryId) -> Vec<(String, String)> {
+        self.plan
+            .resolutions_of(id.as_str())
+            .iter()
+            .filter_map(|r| r.selected.as_ref())
+            .filter_map(|s| {
+                let why = self.failed.get(s.entry.as_str())?;
+                let first = why.lines().next().unwrap_or_default().to_owned();
+                Some((s.entry.to_string(), first))
+            })
+            .collect()
     }
 
     /// Start `id`'s server or plugin and read what it offers (`None` when
@@ -217,10 +243,25 @@ impl<'a> Probing<'a> {
             elapsed_ms = started.elapsed().as_millis() as u64,
             "probed"
         );
-        Ok(Some(live.map(|(lock_entry, capabilities)| {
-            self.provided.insert(id.to_string(), capabilities);
-            lock_entry
-        })))
+        let live = match live {
+            Ok((lock_entry, capabilities)) => {
+                self.provided.insert(id.to_string(), capabilities);
+                Ok(lock_entry)
+            }
+            Err(why) => {
+                // Its setup saw `null` for what a failed provider would
+                // have provided: say which one failed, and why.
+                let mut why = why;
+                for (provider, first) in self.failed_providers(id) {
+                    why.push_str(&format!(
+                        "\n(its provider `{provider}` could not be started for the probe either: {first})"
+                    ));
+                }
+                self.failed.insert(id.to_string(), why.clone());
+                Err(why)
+            }
+        };
+        Ok(Some(live))
     }
 }
 

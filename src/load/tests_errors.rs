@@ -499,4 +499,16 @@ fn a_tool_timeout_longer_than_a_day_is_refused_where_it_is_written() {
         "version = 1\n[policy.tools.echo]\ntimeout_seconds = 86400\n",
     );
     assert!(l.diagnostics.is_empty(), "{:#?}", l.diagnostics);
+    // An `mcp` entry's override of a server tool's policy too, where it is
+    // written (it was refused only when the server was mounted).
+    let l = load_str(
+        "c.toml",
+        "version = 1\n[entries.s]\nplugin = \"mcp\"\nconfig.command = \"srv\"\nconfig.policy.echo.timeout_seconds = 1e20\n",
+    );
+    let d = only(&l, Code::BadConfig);
+    assert!(
+        d.message.contains("policy.echo.timeout_seconds"),
+        "{}",
+        d.message
+    );
 }

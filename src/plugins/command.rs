@@ -70,20 +70,26 @@ pub(crate) fn working_dir(env: &BuiltinEnv, cwd: Option<&str>) -> Result<PathBuf
     Ok(dir)
 }
 
-/// The tail of `out`'s stderr, at most [`STDERR_TAIL_BYTES`], redacted.
+/// How much stderr to keep so that its last [`STDERR_TAIL_BYTES`] can be
+/// shown redacted: the tail, and as much again as the longest secret
+/// `redactor` knows (a secret the tail's cut would halve is then kept
+/// whole, and redacted whole, before the cut is made).
+pub(crate) fn stderr_capture_bytes(redactor: &Redactor) -> usize {
+    STDERR_TAIL_BYTES + redactor.longest()
+}
+
+/// The tail of `out`'s stderr, at most [`STDERR_TAIL_BYTES`], redacted:
+/// redacted first (`out` keeps [`stderr_capture_bytes`]), then cut, so no
+/// piece of a secret is left at the cut.
 pub(crate) fn stderr_tail(out: &ProcessOutput, redactor: &Redactor) -> String {
-    let bytes = &out.stderr;
-    let mut start = bytes.len().saturating_sub(STDERR_TAIL_BYTES);
-    // Start on a character boundary.
-    while start < bytes.len() && (bytes[start] & 0xC0) == 0x80 {
+    let text = String::from_utf8_lossy(&out.stderr);
+    let text = redactor.redact(text.trim_end());
+    let mut start = text.len().saturating_sub(STDERR_TAIL_BYTES);
+    while !text.is_char_boundary(start) {
         start += 1;
     }
-    let cut = out.stderr_truncated || start > 0;
-    let text = String::from_utf8_lossy(&bytes[start..]);
-    let text = text.trim_end();
-    let text = redactor.redact(text);
-    if cut {
-        format!("…{text}")
+    if out.stderr_truncated || start > 0 {
+        format!("…{}", &text[start..])
     } else {
         text.into_owned()
     }
@@ -149,7 +155,7 @@ impl Tool for CommandTool {
         p.stdin = invocation.stdin;
         p.timeout = Some(self.spec.timeout + BACKSTOP);
         p.max_stdout_bytes = self.spec.max_output_bytes;
-        p.max_stderr_bytes = STDERR_TAIL_BYTES;
+        p.max_stderr_bytes = stderr_capture_bytes(&self.redactor);
         let out = process::run(&p, &ctx.cancel)
             .await
             .map_err(|e| format!("cannot run `{name}`: {e}"))?;

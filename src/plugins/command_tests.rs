@@ -283,6 +283,8 @@ async fn a_non_zero_exit_names_the_code_and_carries_redacted_stderr() {
             json!({ "tools": [
                 tool("fails", &["sh", "-c", "echo partial; echo 'token canary-4711-secret was rejected' >&2; exit 3"], json!({})),
                 tool("noisy", &["sh", "-c", "i=0; while [ $i -lt 500 ]; do echo early-line-$i >&2; i=$((i+1)); done; echo last-line >&2; exit 1"], json!({})),
+                // The secret, then 2,040 bytes: the tail's cut falls inside it.
+                tool("straddle", &["sh", "-c", "printf canary-4711-secret >&2; head -c 2040 /dev/zero | tr '\\0' x >&2; exit 1"], json!({})),
             ] }),
         )],
     )
@@ -297,6 +299,13 @@ async fn a_non_zero_exit_names_the_code_and_carries_redacted_stderr() {
     assert!(error.contains("last-line"), "{error}");
     assert!(!error.contains("early-line-0\n"), "{error}");
     assert!(error.len() < STDERR_TAIL_BYTES + 200, "{}", error.len());
+    // Redacted whole, then cut: no piece of it is left at the cut.
+    let error = failed(&h, "straddle", json!({})).await.error.unwrap();
+    assert!(error.contains("xxxx"), "{error}");
+    assert!(
+        !error.contains("secret") && !error.contains("4711"),
+        "{error}"
+    );
 }
 
 #[tokio::test]

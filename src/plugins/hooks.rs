@@ -16,7 +16,7 @@ use std::sync::{Arc, Mutex, PoisonError};
 use serde_json::{Value, json};
 
 use super::BuiltinEnv;
-use super::command::{STDERR_TAIL_BYTES, problems_error, stderr_tail, working_dir};
+use super::command::{problems_error, stderr_capture_bytes, stderr_tail, working_dir};
 use crate::engine::builtin::hooks::{
     self as kinds, AuditSpec, DenySpec, HookCommandMode, HookCommandReply, HookCommandSpec,
 };
@@ -110,7 +110,7 @@ impl HookHandler for CommandHook {
         );
         p.timeout = Some(spec.timeout);
         p.max_stdout_bytes = MAX_REPLY_BYTES;
-        p.max_stderr_bytes = STDERR_TAIL_BYTES;
+        p.max_stderr_bytes = stderr_capture_bytes(&self.redactor);
         // Hooks have no cancellation of their own: the timeout bounds them,
         // and dropping the dispatch kills the group.
         let out = process::run(&p, &Cancellation::new())

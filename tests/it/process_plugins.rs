@@ -896,6 +896,38 @@ fn the_polyglot_example_runs_python_and_javascript_plugins_together() {
         &[("HOME", &home)],
     );
     assert_eq!(out.code, 0, "{}\n{}", out.stdout, out.stderr);
+
+    // A provider that cannot start is named where its consumer fails (its
+    // setup met `null`), not left for the consumer's TypeError to explain.
+    std::fs::write(
+        dir.path().join("notes_db.py"),
+        "import sys\nprint('no database today', file=sys.stderr)\nsys.exit(3)\n",
+    )
+    .unwrap();
+    let out = run(
+        dir.path(),
+        &["tools", "composition.toml", "--update-lock"],
+        &[("HOME", &home)],
+    );
+    assert_ne!(out.code, 0, "{}\n{}", out.stdout, out.stderr);
+    assert!(
+        out.stderr
+            .contains("its provider `notes-db` could not be started for the probe either"),
+        "{}",
+        out.stderr
+    );
+    let out = run(
+        dir.path(),
+        &["plugin", "check", "composition.toml", "--plugin", "notes"],
+        &[("HOME", &home)],
+    );
+    assert_eq!(out.code, 1, "{}\n{}", out.stdout, out.stderr);
+    assert!(
+        out.stdout
+            .contains("its provider `notes-db` could not be started to read its value"),
+        "{}",
+        out.stdout
+    );
 }
 
 /// The SDKs vendored in the example are the SDKs.

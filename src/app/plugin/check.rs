@@ -153,9 +153,12 @@ pub async fn check_plugin(
 ) -> Result<CheckReport, AppError> {
     // Dropping the suite drops its processes, and each process group is
     // killed when dropped.
+    // The interrupt first: the providers' probes inside the suite watch it
+    // too, and their message ("the lock was not changed") is not this one.
     tokio::select! {
-        report = suite(options, env, caller) => report,
+        biased;
         () = caller.interrupt.wait() => Err(AppError::Interrupted("the check did not finish")),
+        report = suite(options, env, caller) => report,
     }
 }
 
@@ -228,6 +231,16 @@ async fn suite(
         checks: Vec::new(),
         redactor: redactor.clone(),
     };
+    // A provider that could not be started hands `null` where a run would
+    // hand its value: the check cannot stand for a run.
+    for (provider, why) in &providers.failed {
+        suite.record(
+            "providers",
+            Err(format!(
+                "its provider `{provider}` could not be started to read its value: {why}"
+            )),
+        );
+    }
     let started = |s: &mut Suite| -> Option<Process> {
         match start::spawn(manifest, entry, &program, &redactor, no_providers()) {
             Ok(p) => Some(p),
@@ -329,7 +342,7 @@ async fn suite(
             entry: entry.to_owned(),
             scope: "/".to_owned(),
             config,
-            requirements: providers,
+            requirements: providers.bound.clone(),
         };
         let registered = p
             .conn

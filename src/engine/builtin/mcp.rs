@@ -28,6 +28,7 @@ use serde_json::{Value, json};
 use super::{BuiltinKind, ConfigProblem};
 use crate::engine::model::{ConfigValue, Manifest, ToolDecl, ToolName};
 use crate::engine::policy::ToolPolicy;
+use crate::engine::policy::tool_policy::MAX_TIMEOUT_SECONDS;
 use crate::engine::version::Version;
 use crate::lock::LockEntry;
 
@@ -113,7 +114,7 @@ pub fn config_schema() -> Value {
                     "properties": {
                         "permissions": string_list("Permission templates, e.g. `filesystem.read:{/path}`."),
                         "approval_required": { "type": "boolean" },
-                        "timeout_seconds": { "type": "number", "exclusiveMinimum": 0 },
+                        "timeout_seconds": { "type": "number", "exclusiveMinimum": 0, "maximum": MAX_TIMEOUT_SECONDS },
                         "cost_class": { "type": "string", "minLength": 1 },
                         "idempotent": { "type": "boolean" },
                         "side_effects": string_list("Side-effect labels, e.g. `destructive`.")

@@ -72,10 +72,11 @@ fn escaped_forms(value: &str) -> Vec<String> {
     let once = json(value);
     let mut out = vec![json(&once), debug(value), debug(&once)];
     if !value.is_ascii() {
-        let lower = ascii_escaped(&once, false);
-        out.push(json(&lower));
-        out.push(ascii_escaped(&once, true));
-        out.push(lower);
+        for upper in [false, true] {
+            let ascii = ascii_escaped(&once, upper);
+            out.push(json(&ascii));
+            out.push(ascii);
+        }
     }
     out.push(once);
     out.retain(|f| f != value);
@@ -160,6 +161,14 @@ impl Redactor {
     pub fn redact<'a>(&self, text: &'a str) -> Cow<'a, str> {
         let trie = self.read();
         scrub(&trie, text)
+    }
+
+    /// The longest known spelling of a value, in bytes (0 when none is
+    /// known): a window that reaches this far past a cut holds whole any
+    /// value the cut would halve.
+    #[must_use]
+    pub fn longest(&self) -> usize {
+        self.read().longest
     }
 
     /// How many bytes at the start of `text` can be released while more
@@ -520,6 +529,7 @@ mod tests {
             r#"{"token": "CANARY-\u00e97f3a9"}"#,
             r#"{"token": "CANARY-\u00E97f3a9"}"#,
             r#""{\"token\": \"CANARY-\\u00e97f3a9\"}""#,
+            r#""{\"token\": \"CANARY-\\u00E97f3a9\"}""#,
             r#"{"p": "pass\ud83d\ude00word-42"}"#,
             r#"{"p": "pass\uD83D\uDE00word-42"}"#,
         ] {

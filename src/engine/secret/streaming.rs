@@ -26,10 +26,16 @@ impl StreamingRedactor {
     /// Take `piece`; what can be released now, redacted (maybe nothing).
     pub fn push(&mut self, piece: &str) -> String {
         self.held.push_str(piece);
-        let split = self
+        let mut split = self
             .redactor
             .releasable(&self.held)
             .min(unfinished_url(&self.held));
+        // Only a run of overlapping values (`000000…` for `000000`) is held
+        // this long; released as it stands it is all `<redacted>` but for
+        // less than one value at its end. Memory stays bounded.
+        if self.held.len() - split > MAX_HELD {
+            split = self.held.len();
+        }
         let out = self.redactor.redact(&self.held[..split]).into_owned();
         self.held.drain(..split);
         out
@@ -42,6 +48,9 @@ impl StreamingRedactor {
         out
     }
 }
+
+/// The most a stream holds back before releasing it regardless.
+const MAX_HELD: usize = 64 << 10;
 
 /// The longest URL authority held back (a longer one is released as it is).
 const MAX_AUTHORITY: usize = 512;
@@ -96,6 +105,22 @@ mod tests {
     use crate::engine::secret::SecretValue;
 
     const CANARY: &str = "sk-canary-stream-93f1";
+
+    #[test]
+    fn a_run_of_overlapping_values_is_released_past_a_bound() {
+        let r = Redactor::new();
+        r.learn(&SecretValue::new("aaaaaa".to_owned()));
+        let mut s = StreamingRedactor::new(r);
+        let mut out = String::new();
+        for _ in 0..100 {
+            out.push_str(&s.push(&"a".repeat(8 << 10)));
+            assert!(s.held.len() <= MAX_HELD + (8 << 10), "{}", s.held.len());
+        }
+        out.push_str(&s.finish());
+        // Released as it went (each release is one marker), not at the end.
+        assert!(out.matches("<redacted>").count() > 5, "{out}");
+        assert!(!out.contains("aaaaaa"), "a value in what was released");
+    }
 
     fn redactor() -> Redactor {
         let r = Redactor::new();

@@ -380,8 +380,10 @@ pub struct ToolPolicyWire {
     /// Side-effect labels (`destructive`).
     #[serde(default)]
     pub side_effects: Vec<String>,
-    /// Deadline of one call, in seconds.
+    /// Deadline of one call, in seconds: above 0 and at most 86400 (a
+    /// day); anything else fails the setup.
     #[serde(default, skip_serializing_if = "Option::is_none")]
+    #[schemars(range(max = 86400))]
     pub timeout_seconds: Option<f64>,
     /// Cost label.
     #[serde(default, skip_serializing_if = "Option::is_none")]
