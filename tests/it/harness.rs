@@ -73,3 +73,53 @@ pub fn python() -> String {
         .trim()
         .to_owned()
 }
+
+/// Whether a process whose command line (arguments joined by spaces)
+/// contains `needle` is running.
+pub fn running(needle: &str) -> bool {
+    std::fs::read_dir("/proc").unwrap().flatten().any(|p| {
+        std::fs::read(p.path().join("cmdline"))
+            .map(|c| {
+                String::from_utf8_lossy(&c)
+                    .replace('\0', " ")
+                    .contains(needle)
+            })
+            .unwrap_or(false)
+    })
+}
+
+/// Start `chassis ARGS` in `dir`, wait (20 s at most) until a process
+/// whose command line contains `needle` runs, let it settle for
+/// `settle`, send chassis `signal`, and return what it printed and how it
+/// ended.
+pub fn signal_once_running(
+    dir: &Path,
+    args: &[&str],
+    needle: &str,
+    settle: std::time::Duration,
+    signal: nix::sys::signal::Signal,
+) -> std::process::Output {
+    let child = Command::new(env!("CARGO_BIN_EXE_chassis"))
+        .args(args)
+        .current_dir(dir)
+        .stdin(std::process::Stdio::null())
+        .stdout(std::process::Stdio::piped())
+        .stderr(std::process::Stdio::piped())
+        .spawn()
+        .unwrap();
+    let deadline = std::time::Instant::now() + std::time::Duration::from_secs(20);
+    while !running(needle) {
+        assert!(
+            std::time::Instant::now() < deadline,
+            "`{needle}` never started"
+        );
+        std::thread::sleep(std::time::Duration::from_millis(20));
+    }
+    std::thread::sleep(settle);
+    nix::sys::signal::kill(
+        nix::unistd::Pid::from_raw(i32::try_from(child.id()).unwrap()),
+        signal,
+    )
+    .unwrap();
+    child.wait_with_output().unwrap()
+}

@@ -738,19 +738,6 @@ fn the_bundled_example_matches_its_lock_and_runs() {
     assert!(!dir.path().join("workspace/summary.md").exists());
 }
 
-/// Whether a process whose command line contains `needle` is running.
-fn running(needle: &str) -> bool {
-    std::fs::read_dir("/proc").unwrap().flatten().any(|p| {
-        std::fs::read(p.path().join("cmdline"))
-            .map(|c| {
-                String::from_utf8_lossy(&c)
-                    .replace('\0', " ")
-                    .contains(needle)
-            })
-            .unwrap_or(false)
-    })
-}
-
 #[test]
 fn an_interrupt_while_a_server_starts_exits_130_and_leaves_no_process() {
     let dir = tempfile::tempdir().unwrap();
@@ -773,29 +760,13 @@ fn an_interrupt_while_a_server_starts_exits_130_and_leaves_no_process() {
             vec!["tools", "c.toml", "--update-lock"],
         ),
     ] {
-        let child = std::process::Command::new(env!("CARGO_BIN_EXE_chassis"))
-            .args(&args)
-            .current_dir(dir.path())
-            .stdin(std::process::Stdio::null())
-            .stdout(std::process::Stdio::piped())
-            .stderr(std::process::Stdio::piped())
-            .spawn()
-            .unwrap();
-        let deadline = std::time::Instant::now() + std::time::Duration::from_secs(20);
-        while !running(&format!("sleep {marker}")) {
-            assert!(
-                std::time::Instant::now() < deadline,
-                "the server never started"
-            );
-            std::thread::sleep(std::time::Duration::from_millis(20));
-        }
-        std::thread::sleep(std::time::Duration::from_millis(200));
-        nix::sys::signal::kill(
-            nix::unistd::Pid::from_raw(i32::try_from(child.id()).unwrap()),
+        let out = crate::harness::signal_once_running(
+            dir.path(),
+            &args,
+            &format!("sleep {marker}"),
+            std::time::Duration::from_millis(200),
             signal,
-        )
-        .unwrap();
-        let out = child.wait_with_output().unwrap();
+        );
         assert_eq!(
             out.status.code(),
             Some(130),
@@ -805,11 +776,13 @@ fn an_interrupt_while_a_server_starts_exits_130_and_leaves_no_process() {
         // SIGKILL is delivered at once but acted on when the process is
         // next scheduled: allow a loaded machine a moment.
         let gone = std::time::Instant::now() + std::time::Duration::from_secs(3);
-        while running(&format!("sleep {marker}")) && std::time::Instant::now() < gone {
+        while crate::harness::running(&format!("sleep {marker}"))
+            && std::time::Instant::now() < gone
+        {
             std::thread::sleep(std::time::Duration::from_millis(20));
         }
         assert!(
-            !running(&format!("sleep {marker}")),
+            !crate::harness::running(&format!("sleep {marker}")),
             "{signal}: the server outlived chassis"
         );
     }

@@ -2948,36 +2948,14 @@ fn plugin_check_waits_the_startup_timeout_and_an_interrupt_leaves_no_process() {
             "startup_timeout_seconds = 60",
         ),
     );
-    let child = std::process::Command::new(env!("CARGO_BIN_EXE_chassis"))
-        .args(["plugin", "check", "composition.toml"])
-        .current_dir(dir.path())
-        .stdin(std::process::Stdio::null())
-        .stdout(std::process::Stdio::piped())
-        .stderr(std::process::Stdio::piped())
-        .spawn()
-        .unwrap();
-    let stuck = || {
-        std::fs::read_dir("/proc").unwrap().flatten().any(|p| {
-            std::fs::read(p.path().join("cmdline"))
-                .is_ok_and(|c| String::from_utf8_lossy(&c).contains("greeter.py\0stuck"))
-        })
-    };
-    let deadline = std::time::Instant::now() + std::time::Duration::from_secs(20);
-    while !stuck() {
-        assert!(
-            std::time::Instant::now() < deadline,
-            "the plugin never started"
-        );
-        std::thread::sleep(std::time::Duration::from_millis(20));
-    }
     // Past the version check's process, into the one stuck in setup.
-    std::thread::sleep(std::time::Duration::from_millis(1500));
-    nix::sys::signal::kill(
-        nix::unistd::Pid::from_raw(i32::try_from(child.id()).unwrap()),
+    let out = crate::harness::signal_once_running(
+        dir.path(),
+        &["plugin", "check", "composition.toml"],
+        "greeter.py stuck",
+        std::time::Duration::from_millis(1500),
         nix::sys::signal::Signal::SIGINT,
-    )
-    .unwrap();
-    let out = child.wait_with_output().unwrap();
+    );
     assert_eq!(
         out.status.code(),
         Some(130),

@@ -156,6 +156,28 @@ fn save(file: &Path, text: &str) {
     std::fs::rename(&tmp, file).unwrap();
 }
 
+/// Make the composition at `file` resolve the canary: an entry whose
+/// configuration references the secret `SERVE_CANARY`.
+fn with_canary_secret(file: &Path) {
+    let vault = format!(
+        "{}\n[plugins.vault]\nversion = \"1.0.0\"\n[entries.vault]\nconfig = {{ token = {{ secret = \"SERVE_CANARY\" }} }}\n",
+        std::fs::read_to_string(file).unwrap()
+    );
+    save(file, &vault);
+}
+
+/// Give the composition at `file` a slow turn (input `slow`, answered
+/// after `delay_ms`) and a second agent, `other`: what the session tests
+/// need for a busy session and another agent's.
+fn with_slow_turn_and_another_agent(file: &Path, delay_ms: u64) {
+    let text = with_slow_turn(
+        &std::fs::read_to_string(file).unwrap(),
+        "slow answer",
+        delay_ms,
+    ) + "\n[agents.other]\nprompt = \"Another agent.\"\n";
+    save(file, &text);
+}
+
 fn client() -> reqwest::Client {
     let _ = rustls::crypto::ring::default_provider().install_default();
     reqwest::Client::builder()
@@ -1355,11 +1377,7 @@ fn a_run_past_the_drain_timeout_is_cancelled_and_recorded_as_such() {
 fn odd_requests_get_problem_documents_and_reload_findings_are_scrubbed() {
     let (dir, file) = workspace();
     // The canary is a secret the served generation resolved.
-    let vault = format!(
-        "{}\n[plugins.vault]\nversion = \"1.0.0\"\n[entries.vault]\nconfig = {{ token = {{ secret = \"SERVE_CANARY\" }} }}\n",
-        std::fs::read_to_string(&file).unwrap()
-    );
-    save(&file, &vault);
+    with_canary_secret(&file);
     let server = Server::start(dir.path(), "serve.toml", &["--no-watch"]);
     let c = client();
     runtime().block_on(async {
@@ -1408,12 +1426,8 @@ fn odd_requests_get_problem_documents_and_reload_findings_are_scrubbed() {
 #[test]
 fn a_session_continues_a_conversation_across_turns_reloads_and_restarts() {
     let (dir, file) = workspace();
-    let text = with_slow_turn(
-        &std::fs::read_to_string(&file).unwrap(),
-        "slow answer",
-        1500,
-    ) + "\n[agents.other]\nprompt = \"Another agent.\"\n";
-    save(&file, &text);
+    with_slow_turn_and_another_agent(&file, 1500);
+    let text = std::fs::read_to_string(&file).unwrap();
     let server = Server::start(dir.path(), "serve.toml", &["--no-watch"]);
     let c = client();
     let runs = server.url("/v1/agents/assistant/runs");

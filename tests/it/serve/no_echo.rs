@@ -12,11 +12,7 @@ const NEAR_MISS: &str = "sk-canary-serve-4d8e19b8";
 fn a_secret_and_a_wrong_guess_get_the_same_problem_and_neither_is_echoed() {
     let (dir, file) = workspace();
     // The canary is a secret the served generation resolved.
-    let vault = format!(
-        "{}\n[plugins.vault]\nversion = \"1.0.0\"\n[entries.vault]\nconfig = {{ token = {{ secret = \"SERVE_CANARY\" }} }}\n",
-        std::fs::read_to_string(&file).unwrap()
-    );
-    save(&file, &vault);
+    with_canary_secret(&file);
     let server = Server::start(dir.path(), "serve.toml", &["--no-watch"]);
     let c = client();
     let routes = [

@@ -7,12 +7,7 @@ use super::*;
 #[test]
 fn a_streamed_run_with_a_bad_or_busy_session_gets_a_problem_not_a_stream() {
     let (dir, file) = workspace();
-    let text = with_slow_turn(
-        &std::fs::read_to_string(&file).unwrap(),
-        "slow answer",
-        3000,
-    ) + "\n[agents.other]\nprompt = \"Another agent.\"\n";
-    save(&file, &text);
+    with_slow_turn_and_another_agent(&file, 3000);
     let server = Server::start(dir.path(), "serve.toml", &["--no-watch"]);
     let c = client();
     let runs = server.url("/v1/agents/assistant/runs");
