@@ -17,7 +17,7 @@ use super::problem::ApiProblem;
 pub async fn healthz(State(s): State<Served>) -> Result<Json<serde_json::Value>, ApiProblem> {
     match s.host.current() {
         Some(g) => Ok(Json(
-            serde_json::json!({ "status": "ok", "generation_id": g.id.to_string() }),
+            serde_json::json!({ "format_version": 1, "status": "ok", "generation_id": g.id.to_string() }),
         )),
         None => Err(ApiProblem::new(
             StatusCode::SERVICE_UNAVAILABLE,

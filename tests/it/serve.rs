@@ -292,6 +292,7 @@ fn serves_runs_plain_streamed_and_concurrent_with_problem_documents() {
             (status, health["generation_id"].as_str()),
             (200, Some("gen_0001"))
         );
+        assert_eq!(health["format_version"], 1, "{health}");
 
         // The same document `chassis run --format json` prints; every run
         // starts at the script's first turn (a served scripted model

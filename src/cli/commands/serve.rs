@@ -138,11 +138,11 @@ enum Stop {
 /// Run `serve`.
 pub fn run(ui: &Ui, args: &ServeArgs) -> Result<ExitStatus, ExitStatus> {
     super::super::require_format(ui, &[Format::Text, Format::Json], "serve")?;
-    let listen: SocketAddr = args.listen.parse().map_err(|e| {
+    let listen = listen_address(&args.listen).map_err(|e| {
         super::super::report::fail(
             ui,
             &Problem::input(format!("`--listen {}` is not an address: {e}", args.listen))
-                .with_help("give `HOST:PORT`, e.g. `127.0.0.1:7300` (port 0 picks a free one)")
+                .with_help("give `HOST:PORT`, e.g. `127.0.0.1:7300` or `localhost:7300` (port 0 picks a free one)")
                 .into(),
         )
     })?;
@@ -180,6 +180,20 @@ pub fn run(ui: &Ui, args: &ServeArgs) -> Result<ExitStatus, ExitStatus> {
 
 /// The tokens of `[serve]`, resolved; a non-loopback address without any
 /// is refused. Judged before the store is opened or anything published.
+/// The address `text` names: `IP:PORT`, or `HOST:PORT` with the host
+/// resolved (`localhost:7300`), its first address taken; whether it is
+/// loopback is judged on that address.
+fn listen_address(text: &str) -> Result<SocketAddr, String> {
+    if let Ok(address) = text.parse() {
+        return Ok(address);
+    }
+    use std::net::ToSocketAddrs as _;
+    let mut found = text.to_socket_addrs().map_err(|e| e.to_string())?;
+    found
+        .next()
+        .ok_or_else(|| format!("`{text}` resolves to no address"))
+}
+
 fn access(admission: &Admission<'_>, listen: SocketAddr) -> Result<Access, AppError> {
     let settings = admission.serve_settings();
     let tokens = settings
@@ -452,4 +466,22 @@ fn spawn_reload_on_hangup(host: Host, quiet: bool) -> tokio::task::JoinHandle<()
             say_reload(&host.reload().await, quiet);
         }
     })
+}
+
+#[cfg(test)]
+mod listen_tests {
+    use super::listen_address;
+
+    #[test]
+    fn a_host_name_is_resolved_and_judged_on_its_address() {
+        assert_eq!(
+            listen_address("127.0.0.1:7300").unwrap(),
+            "127.0.0.1:7300".parse().unwrap()
+        );
+        let local = listen_address("localhost:7300").unwrap();
+        assert!(local.ip().is_loopback(), "{local}");
+        assert_eq!(local.port(), 7300);
+        // No port: not an address (and nothing is looked up).
+        assert!(listen_address("localhost").is_err());
+    }
 }

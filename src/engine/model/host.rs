@@ -165,8 +165,35 @@ impl HostSettings {
                     Canon::Int(i128::from(ttl)),
                 );
             }
+            if let Some(seconds) = serve.approval_timeout_seconds {
+                keys.insert(
+                    "approval_timeout_seconds".to_owned(),
+                    Canon::Int(i128::from(seconds)),
+                );
+            }
             tables.insert("serve".to_owned(), Canon::Map(keys));
         }
         Canon::Map(tables)
+    }
+}
+
+#[cfg(test)]
+mod canon_tests {
+    use super::{HostSettings, ServeSettings};
+
+    #[test]
+    fn every_serve_setting_is_in_the_canonical_form() {
+        // What `diff` shows of host settings: a setting missing here was a
+        // change no diff could show.
+        let settings = |approval: Option<u64>| HostSettings {
+            serve: Some(ServeSettings {
+                approval_timeout_seconds: approval,
+                ..ServeSettings::default()
+            }),
+            ..HostSettings::default()
+        };
+        let text = settings(Some(60)).to_canon().to_json().to_string();
+        assert!(text.contains("\"approval_timeout_seconds\":60"), "{text}");
+        assert_ne!(settings(Some(60)).to_canon(), settings(None).to_canon());
     }
 }
