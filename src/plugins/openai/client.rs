@@ -254,14 +254,16 @@ impl OpenAiModel {
                 retry_after,
             });
         }
-        // A server that ignores `stream` answers whole: that answer is read
-        // as usual and handed on as one piece.
-        let whole = response
+        // Only an event stream is read as one. A server that ignores
+        // `stream` answers whole — as JSON, or as an error page of another
+        // type, whose text the whole-body path quotes — and that answer is
+        // read as usual and handed on as one piece.
+        let streamed = response
             .headers()
             .get(CONTENT_TYPE)
             .and_then(|v| v.to_str().ok())
-            .is_some_and(|v| v.starts_with("application/json"));
-        if let (Some(deltas), false) = (deltas, whole) {
+            .is_some_and(|v| v.starts_with("text/event-stream"));
+        if let (Some(deltas), true) = (deltas, streamed) {
             let parsed = super::stream::read(response, deltas, body.len(), MAX_BODY)
                 .await
                 .map_err(Failure::fatal)?;
@@ -281,8 +283,14 @@ impl OpenAiModel {
                 wire::excerpt(&String::from_utf8_lossy(&bytes), EXCERPT_CHARS)
             )))
         })?;
-        let answer = wire::parse_response(parsed, &self.model, self.prices.as_ref())
+        let mut answer = wire::parse_response(parsed, &self.model, self.prices.as_ref())
             .map_err(Failure::fatal)?;
+        if answer.usage.is_none() {
+            // Charged as a stream without usage is: never zero.
+            let usage = wire::estimated_usage(body.len(), wire::generated_chars(&answer.message));
+            answer.estimated_cost = self.prices.as_ref().map(|p| p.cost(&usage));
+            answer.usage = Some(usage);
+        }
         if let Some(deltas) = deltas {
             deltas.send(&answer.message.content);
         }

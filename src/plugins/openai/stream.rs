@@ -17,9 +17,6 @@ use serde_json::{Value, json};
 use super::wire::ChatResponse;
 use crate::runtime::model::{ModelError, TextDeltas};
 
-/// Characters per token when a stream reports no usage.
-const CHARS_PER_TOKEN: usize = 4;
-
 /// A tool call being put together.
 #[derive(Default)]
 struct Call {
@@ -98,9 +95,10 @@ impl Assembly {
                 .map(|c| c.name.chars().count() + c.arguments.chars().count())
                 .sum::<usize>();
         let usage = self.usage.unwrap_or_else(|| {
+            let estimate = super::wire::estimated_usage(request_bytes, generated);
             json!({
-                "prompt_tokens": request_bytes.div_ceil(CHARS_PER_TOKEN).max(1),
-                "completion_tokens": generated.div_ceil(CHARS_PER_TOKEN).max(1),
+                "prompt_tokens": estimate.input_tokens,
+                "completion_tokens": estimate.output_tokens,
             })
         });
         let calls: Vec<Value> = self

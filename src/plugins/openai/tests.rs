@@ -526,9 +526,38 @@ async fn synthetic_ollama_like_answer_without_usage_and_with_empty_finish_reason
     let r = model(s, 0).complete(&ask("hi").req()).await.unwrap();
     assert_eq!(r.message.content, "Hi.");
     assert_eq!(r.finish_reason, None);
-    assert_eq!(r.usage, None);
-    assert_eq!(r.estimated_cost, None, "no usage, no cost");
+    // No usage reported: charged an estimate, as a stream without usage
+    // is (a tokens budget holds against such a server), never zero.
+    let usage = r.usage.expect("an estimate");
+    assert!(
+        usage.input_tokens >= 1 && usage.output_tokens == 1,
+        "{usage:?}"
+    );
+    assert!(r.estimated_cost.is_some_and(|c| c > 0.0), "{r:?}");
     assert_eq!(r.model, "llama3.2");
+}
+
+#[tokio::test]
+async fn synthetic_streamed_request_answered_whole_by_a_page_that_is_not_json() {
+    // Asked to stream, a proxy answers 200 with an HTML page: the error
+    // quotes it, as for a call that did not stream (it was read as a
+    // stream that "ended before [DONE]").
+    let page = "<html><body>Bad Gateway from the proxy</body></html>";
+    let server = Server::start(vec![Reply::text(200, "text/html", page)]).await;
+    let asked = ask("hi");
+    let mut request = asked.req();
+    request.deltas = Some(crate::runtime::model::TextDeltas(std::sync::Arc::new(
+        |_: &str| {},
+    )));
+    let err = model(settings(&server.base_url), 0)
+        .complete(&request)
+        .await
+        .unwrap_err();
+    let text = err.to_string();
+    assert!(
+        text.contains("not a Chat Completions JSON document") && text.contains("Bad Gateway"),
+        "{text}"
+    );
 }
 
 // ---------------------------------------------------------------- failures

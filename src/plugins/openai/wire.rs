@@ -240,6 +240,32 @@ pub struct ResponseFunction {
     pub arguments: Option<Value>,
 }
 
+/// Characters per token, for an estimate of usage a server did not report.
+pub const CHARS_PER_TOKEN: usize = 4;
+
+/// The usage charged when a server reports none (non-streamed or
+/// streamed alike, so a tokens budget holds against such a server): a
+/// token per [`CHARS_PER_TOKEN`] characters of the request (`request_bytes`)
+/// and of what was generated (`generated_chars`), at least one each.
+pub fn estimated_usage(request_bytes: usize, generated_chars: usize) -> Usage {
+    let tokens = |n: usize| u64::try_from(n.div_ceil(CHARS_PER_TOKEN).max(1)).unwrap_or(u64::MAX);
+    Usage {
+        input_tokens: tokens(request_bytes),
+        output_tokens: tokens(generated_chars),
+    }
+}
+
+/// What `message` generated, in characters: its text and each tool call's
+/// name and arguments.
+pub fn generated_chars(message: &ChatMessage) -> usize {
+    message.content.chars().count()
+        + message
+            .tool_calls
+            .iter()
+            .map(|c| c.name.chars().count() + c.arguments.to_string().chars().count())
+            .sum::<usize>()
+}
+
 /// Usage as reported.
 #[derive(Debug, Default, Deserialize)]
 pub struct WireUsage {
