@@ -87,7 +87,13 @@ impl SqliteStore {
             std::fs::create_dir_all(dir).map_err(|e| backend(&e))?;
         }
         let conn = match mode {
-            OpenMode::Create => Connection::open(path).map_err(|e| backend(&e))?,
+            OpenMode::Create => Connection::open_with_flags(
+                not_a_uri(path),
+                OpenFlags::SQLITE_OPEN_READ_WRITE
+                    | OpenFlags::SQLITE_OPEN_CREATE
+                    | OpenFlags::SQLITE_OPEN_NO_MUTEX,
+            )
+            .map_err(|e| backend(&e))?,
             OpenMode::ReadOnly => open_read_only(path).map_err(|e| backend(&e))?,
             OpenMode::Peek => open_reading(path).map_err(|e| backend(&e))?,
         };
@@ -455,6 +461,19 @@ fn write_ahead(conn: &Connection) -> rusqlite::Result<()> {
     conn.pragma_update(None, "synchronous", "NORMAL")
 }
 
+/// `path` as SQLite must be given it to open that file: SQLite (built to
+/// read URIs) takes a name that begins with `file:` as a URI, so
+/// `--state file:x.db` wrote `x.db` (then never found `file:x.db` again)
+/// and `file::memory:` stored nothing. Such a relative path is given as
+/// `./file:…`: the same file, never a URI.
+fn not_a_uri(path: &Path) -> std::borrow::Cow<'_, Path> {
+    if path.as_os_str().as_encoded_bytes().starts_with(b"file:") {
+        std::borrow::Cow::Owned(Path::new(".").join(path))
+    } else {
+        std::borrow::Cow::Borrowed(path)
+    }
+}
+
 /// How a reading connection opens: read-write where the file allows
 /// (read-only where it is write-protected), with every write refused
 /// (`query_only`; see [`open_reading`]).
@@ -468,7 +487,7 @@ const READING: OpenFlags = OpenFlags::SQLITE_OPEN_READ_WRITE.union(OpenFlags::SQ
 /// empty log and a 32 KiB index beside the store after every `generations
 /// list`. `query_only` refuses every statement that would write.
 fn open_reading(path: &Path) -> rusqlite::Result<Connection> {
-    let conn = Connection::open_with_flags(path, READING)?;
+    let conn = Connection::open_with_flags(not_a_uri(path), READING)?;
     conn.pragma_update(None, "query_only", true)?;
     Ok(conn)
 }
@@ -486,7 +505,7 @@ fn open_read_only(path: &Path) -> rusqlite::Result<Connection> {
         Err(e) if is_read_only_rollback(&e) => {
             drop(conn);
             let rw = Connection::open_with_flags(
-                path,
+                not_a_uri(path),
                 OpenFlags::SQLITE_OPEN_READ_WRITE | OpenFlags::SQLITE_OPEN_NO_MUTEX,
             )?;
             rw.busy_timeout(BUSY_TIMEOUT)?;
@@ -522,7 +541,7 @@ const CHECKPOINT_EVERY: Duration = Duration::from_millis(500);
 /// top once all of it was copied.
 fn checkpoint_beside(path: &Path, stop: std::sync::mpsc::Receiver<()>) -> rusqlite::Result<()> {
     let conn = Connection::open_with_flags(
-        path,
+        not_a_uri(path),
         OpenFlags::SQLITE_OPEN_READ_WRITE | OpenFlags::SQLITE_OPEN_NO_MUTEX,
     )?;
     conn.busy_timeout(Duration::ZERO)?;

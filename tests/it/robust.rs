@@ -115,6 +115,24 @@ fn a_state_url_is_refused_and_creates_nothing() {
     assert_eq!(r.code, 2, "{}", r.transcript());
     assert!(r.stderr.contains("`postgres://` URL"), "{}", r.stderr);
     assert!(!dir.path().join("postgres:").exists());
+    // A path that reads like an SQLite URI is a path: the store is the file
+    // of that name, found again by the next command (it was written as
+    // `x.db`, and `generations list --state file:x.db` found nothing).
+    let r = run_in(
+        dir.path(),
+        &["publish", "c.toml", "--state", "file:x.db"],
+        &[],
+    );
+    assert_eq!(r.code, 0, "{}", r.transcript());
+    assert!(dir.path().join("file:x.db").is_file(), "{}", r.transcript());
+    assert!(!dir.path().join("x.db").exists());
+    let r = run_in(
+        dir.path(),
+        &["generations", "list", "--state", "file:x.db"],
+        &[],
+    );
+    assert_eq!(r.code, 0, "{}", r.transcript());
+    assert!(r.stdout.contains("gen_0001"), "{}", r.stdout);
 }
 
 #[test]
