@@ -169,7 +169,10 @@ impl Source for FsSource {
         let mut out: Vec<PathBuf> = read
             .filter_map(Result::ok)
             .map(|e| e.path())
-            .filter(|p| is_toml(p) && p.is_file())
+            // Every `.toml` name but a folder's: one that is not a regular
+            // file (a FIFO, a dangling link) is then refused by name when
+            // read, never skipped without a word.
+            .filter(|p| is_toml(p) && !p.is_dir())
             .map(|p| dir.join(p.file_name().unwrap_or_default()))
             .collect();
         out.sort();

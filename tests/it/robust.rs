@@ -97,6 +97,22 @@ fn an_include_that_names_a_fifo_is_refused_not_waited_on() {
     let r = run_within(dir.path(), &["check", "c.toml"], Duration::from_secs(20));
     assert_eq!(r.code, 2, "{}", r.transcript());
     assert!(r.stderr.contains("not a regular file"), "{}", r.stderr);
+    // Inside an included folder too: refused by name, not skipped without
+    // a word (`check` said "ok — 0 entries").
+    std::fs::create_dir(dir.path().join("frag")).unwrap();
+    std::fs::rename(&fifo, dir.path().join("frag/pipe.toml")).unwrap();
+    std::fs::write(
+        dir.path().join("c.toml"),
+        "version = 1\ninclude = [\"frag/\"]\n",
+    )
+    .unwrap();
+    let r = run_within(dir.path(), &["check", "c.toml"], Duration::from_secs(20));
+    assert_eq!(r.code, 2, "{}", r.transcript());
+    assert!(
+        r.stderr.contains("not a regular file") && r.stderr.contains("pipe.toml"),
+        "{}",
+        r.stderr
+    );
 }
 
 #[test]
