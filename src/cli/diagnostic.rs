@@ -159,13 +159,26 @@ impl SourceCode for Window {
             span.len(),
         );
         let inner = slice.read_span(&inside, context_lines_before, context_lines_after)?;
+        // miette counts columns in bytes; a report's location counts
+        // characters, as its JSON does (`é` is one column, not two).
+        let data = inner.span().offset() + from;
+        let line_start = self
+            .starts
+            .get(line_of(data))
+            .copied()
+            .unwrap_or(self.start)
+            .min(data);
+        let column = self
+            .text
+            .get(line_start..line_start + inner.column())
+            .map_or(inner.column(), |s| s.chars().count());
         Ok(Box::new(
             MietteSpanContents::new_named(
                 self.name.clone(),
                 inner.data(),
                 SourceSpan::new((inner.span().offset() + from).into(), inner.span().len()),
                 inner.line() + self.first_line + first,
-                inner.column(),
+                column,
                 // As miette counts it when the source starts at the window
                 // (its snippet merging reads this).
                 inner.line_count() + first,

@@ -248,3 +248,24 @@ fn a_diagnostic_with_thousands_of_places_shows_a_dozen_and_counts_the_rest() {
         .max();
     assert_eq!(labels, Some(3_001), "{}", r.transcript());
 }
+
+#[test]
+fn a_report_counts_columns_in_characters_as_its_json_does() {
+    // `é` is one column, not two: text and JSON name the same place.
+    let dir = tempfile::tempdir().unwrap();
+    std::fs::write(
+        dir.path().join("c.toml"),
+        "version = 1\n[plugins.p]\nversion = \"1.0.0\"\ndescription = \"éé\" junk\n",
+    )
+    .unwrap();
+    let text = run_in(dir.path(), &["--color", "never", "check", "c.toml"], &[]);
+    assert_eq!(text.code, 2, "{}", text.transcript());
+    assert!(text.stderr.contains("[c.toml:4:20]"), "{}", text.stderr);
+    let json = run_in(dir.path(), &["--format", "json", "check", "c.toml"], &[]);
+    assert!(
+        json.stderr
+            .contains("\"column\":20,\"file\":\"c.toml\",\"line\":4"),
+        "{}",
+        json.stderr
+    );
+}
