@@ -21,7 +21,7 @@ Register-ArgumentCompleter -Native -CommandName 'chassis' -ScriptBlock {
 
     $completions = @(switch ($command) {
         'chassis' {
-            [CompletionResult]::new('--format', '--format', [CompletionResultType]::ParameterName, 'Output format: text, or json (one document with `format_version`); some commands also take markdown, dot or mermaid')
+            [CompletionResult]::new('--format', '--format', [CompletionResultType]::ParameterName, 'Output format: text, or json (one document with `format_version`; `schema` prints the JSON Schema itself); some commands also take markdown, dot or mermaid')
             [CompletionResult]::new('--color', '--color', [CompletionResultType]::ParameterName, 'When to colour diagnostics')
             [CompletionResult]::new('-v', '-v', [CompletionResultType]::ParameterName, 'More logging on stderr (-v info, -vv debug, -vvv trace); `RUST_LOG` overrides')
             [CompletionResult]::new('--verbose', '--verbose', [CompletionResultType]::ParameterName, 'More logging on stderr (-v info, -vv debug, -vvv trace); `RUST_LOG` overrides')
@@ -63,7 +63,7 @@ Register-ArgumentCompleter -Native -CommandName 'chassis' -ScriptBlock {
             [CompletionResult]::new('--replay-fallback', '--replay-fallback', [CompletionResultType]::ParameterName, 'What a replay does for a call it has no recording of: fail the run (`error`) or make the call live (`live`)')
             [CompletionResult]::new('--request-tools', '--request-tools', [CompletionResultType]::ParameterName, 'Tools this run brings with its request: a composition of `command` entries. The run gets its own candidate generation with them (the published one never changes) and is stamped with its digest (`chassis snapshot FILE --agent NAME --request-tools FILE` gives it)')
             [CompletionResult]::new('--session', '--session', [CompletionResultType]::ParameterName, 'Continue (or start) the conversation NAME kept in the store (`--state`, else the default store): the model is sent its earlier turns, and this run becomes its next turn. `chassis serve` keeps its sessions in the same store, so one started there continues here. NAME is 1 to 128 of `A-Z a-z 0-9 . _ -`')
-            [CompletionResult]::new('--format', '--format', [CompletionResultType]::ParameterName, 'Output format: text, or json (one document with `format_version`); some commands also take markdown, dot or mermaid')
+            [CompletionResult]::new('--format', '--format', [CompletionResultType]::ParameterName, 'Output format: text, or json (one document with `format_version`; `schema` prints the JSON Schema itself); some commands also take markdown, dot or mermaid')
             [CompletionResult]::new('--color', '--color', [CompletionResultType]::ParameterName, 'When to colour diagnostics')
             [CompletionResult]::new('--yes', '--yes', [CompletionResultType]::ParameterName, 'Approve every tool call that needs approval')
             [CompletionResult]::new('--allow-pending', '--allow-pending', [CompletionResultType]::ParameterName, 'Run even when some entries are pending (they are left out)')
@@ -77,7 +77,7 @@ Register-ArgumentCompleter -Native -CommandName 'chassis' -ScriptBlock {
             break
         }
         'chassis;check' {
-            [CompletionResult]::new('--format', '--format', [CompletionResultType]::ParameterName, 'Output format: text, or json (one document with `format_version`); some commands also take markdown, dot or mermaid')
+            [CompletionResult]::new('--format', '--format', [CompletionResultType]::ParameterName, 'Output format: text, or json (one document with `format_version`; `schema` prints the JSON Schema itself); some commands also take markdown, dot or mermaid')
             [CompletionResult]::new('--color', '--color', [CompletionResultType]::ParameterName, 'When to colour diagnostics')
             [CompletionResult]::new('-v', '-v', [CompletionResultType]::ParameterName, 'More logging on stderr (-v info, -vv debug, -vvv trace); `RUST_LOG` overrides')
             [CompletionResult]::new('--verbose', '--verbose', [CompletionResultType]::ParameterName, 'More logging on stderr (-v info, -vv debug, -vvv trace); `RUST_LOG` overrides')
@@ -91,7 +91,7 @@ Register-ArgumentCompleter -Native -CommandName 'chassis' -ScriptBlock {
             [CompletionResult]::new('--out', '--out', [CompletionResultType]::ParameterName, 'Write the snapshot here instead of stdout (stdout then gets the digests)')
             [CompletionResult]::new('--agent', '--agent', [CompletionResultType]::ParameterName, 'Snapshot what a run of this agent executes against (its revision, `prompt_hash` and `graph_definition_hash`): the digest `chassis run` stamps on a run without a store')
             [CompletionResult]::new('--request-tools', '--request-tools', [CompletionResultType]::ParameterName, 'With `--agent`: the digest of a run whose request brings the tools of this file (`chassis run --request-tools`)')
-            [CompletionResult]::new('--format', '--format', [CompletionResultType]::ParameterName, 'Output format: text, or json (one document with `format_version`); some commands also take markdown, dot or mermaid')
+            [CompletionResult]::new('--format', '--format', [CompletionResultType]::ParameterName, 'Output format: text, or json (one document with `format_version`; `schema` prints the JSON Schema itself); some commands also take markdown, dot or mermaid')
             [CompletionResult]::new('--color', '--color', [CompletionResultType]::ParameterName, 'When to colour diagnostics')
             [CompletionResult]::new('-v', '-v', [CompletionResultType]::ParameterName, 'More logging on stderr (-v info, -vv debug, -vvv trace); `RUST_LOG` overrides')
             [CompletionResult]::new('--verbose', '--verbose', [CompletionResultType]::ParameterName, 'More logging on stderr (-v info, -vv debug, -vvv trace); `RUST_LOG` overrides')
@@ -102,7 +102,7 @@ Register-ArgumentCompleter -Native -CommandName 'chassis' -ScriptBlock {
             break
         }
         'chassis;explain' {
-            [CompletionResult]::new('--format', '--format', [CompletionResultType]::ParameterName, 'Output format: text, or json (one document with `format_version`); some commands also take markdown, dot or mermaid')
+            [CompletionResult]::new('--format', '--format', [CompletionResultType]::ParameterName, 'Output format: text, or json (one document with `format_version`; `schema` prints the JSON Schema itself); some commands also take markdown, dot or mermaid')
             [CompletionResult]::new('--color', '--color', [CompletionResultType]::ParameterName, 'When to colour diagnostics')
             [CompletionResult]::new('-v', '-v', [CompletionResultType]::ParameterName, 'More logging on stderr (-v info, -vv debug, -vvv trace); `RUST_LOG` overrides')
             [CompletionResult]::new('--verbose', '--verbose', [CompletionResultType]::ParameterName, 'More logging on stderr (-v info, -vv debug, -vvv trace); `RUST_LOG` overrides')
@@ -119,7 +119,7 @@ Register-ArgumentCompleter -Native -CommandName 'chassis' -ScriptBlock {
         }
         'chassis;explain;requirement' {
             [CompletionResult]::new('--scope', '--scope', [CompletionResultType]::ParameterName, 'The consumer''s scope, to make sure it is the one you mean')
-            [CompletionResult]::new('--format', '--format', [CompletionResultType]::ParameterName, 'Output format: text, or json (one document with `format_version`); some commands also take markdown, dot or mermaid')
+            [CompletionResult]::new('--format', '--format', [CompletionResultType]::ParameterName, 'Output format: text, or json (one document with `format_version`; `schema` prints the JSON Schema itself); some commands also take markdown, dot or mermaid')
             [CompletionResult]::new('--color', '--color', [CompletionResultType]::ParameterName, 'When to colour diagnostics')
             [CompletionResult]::new('-v', '-v', [CompletionResultType]::ParameterName, 'More logging on stderr (-v info, -vv debug, -vvv trace); `RUST_LOG` overrides')
             [CompletionResult]::new('--verbose', '--verbose', [CompletionResultType]::ParameterName, 'More logging on stderr (-v info, -vv debug, -vvv trace); `RUST_LOG` overrides')
@@ -130,7 +130,7 @@ Register-ArgumentCompleter -Native -CommandName 'chassis' -ScriptBlock {
             break
         }
         'chassis;explain;scope' {
-            [CompletionResult]::new('--format', '--format', [CompletionResultType]::ParameterName, 'Output format: text, or json (one document with `format_version`); some commands also take markdown, dot or mermaid')
+            [CompletionResult]::new('--format', '--format', [CompletionResultType]::ParameterName, 'Output format: text, or json (one document with `format_version`; `schema` prints the JSON Schema itself); some commands also take markdown, dot or mermaid')
             [CompletionResult]::new('--color', '--color', [CompletionResultType]::ParameterName, 'When to colour diagnostics')
             [CompletionResult]::new('-v', '-v', [CompletionResultType]::ParameterName, 'More logging on stderr (-v info, -vv debug, -vvv trace); `RUST_LOG` overrides')
             [CompletionResult]::new('--verbose', '--verbose', [CompletionResultType]::ParameterName, 'More logging on stderr (-v info, -vv debug, -vvv trace); `RUST_LOG` overrides')
@@ -143,7 +143,7 @@ Register-ArgumentCompleter -Native -CommandName 'chassis' -ScriptBlock {
         'chassis;explain;reuse' {
             [CompletionResult]::new('--state', '--state', [CompletionResultType]::ParameterName, 'The store (default `.chassis/state.db` beside `--composition FILE`, else in the current directory)')
             [CompletionResult]::new('--composition', '--composition', [CompletionResultType]::ParameterName, 'Whose history, when compositions share the store: a composition file, or its lineage name (the file''s path in the workspace, or its `name = "…"`). A qualified id (`NAME:gen_0002`) names one too')
-            [CompletionResult]::new('--format', '--format', [CompletionResultType]::ParameterName, 'Output format: text, or json (one document with `format_version`); some commands also take markdown, dot or mermaid')
+            [CompletionResult]::new('--format', '--format', [CompletionResultType]::ParameterName, 'Output format: text, or json (one document with `format_version`; `schema` prints the JSON Schema itself); some commands also take markdown, dot or mermaid')
             [CompletionResult]::new('--color', '--color', [CompletionResultType]::ParameterName, 'When to colour diagnostics')
             [CompletionResult]::new('-v', '-v', [CompletionResultType]::ParameterName, 'More logging on stderr (-v info, -vv debug, -vvv trace); `RUST_LOG` overrides')
             [CompletionResult]::new('--verbose', '--verbose', [CompletionResultType]::ParameterName, 'More logging on stderr (-v info, -vv debug, -vvv trace); `RUST_LOG` overrides')
@@ -155,7 +155,7 @@ Register-ArgumentCompleter -Native -CommandName 'chassis' -ScriptBlock {
         }
         'chassis;explain;budgets' {
             [CompletionResult]::new('--agent', '--agent', [CompletionResultType]::ParameterName, 'Only this agent')
-            [CompletionResult]::new('--format', '--format', [CompletionResultType]::ParameterName, 'Output format: text, or json (one document with `format_version`); some commands also take markdown, dot or mermaid')
+            [CompletionResult]::new('--format', '--format', [CompletionResultType]::ParameterName, 'Output format: text, or json (one document with `format_version`; `schema` prints the JSON Schema itself); some commands also take markdown, dot or mermaid')
             [CompletionResult]::new('--color', '--color', [CompletionResultType]::ParameterName, 'When to colour diagnostics')
             [CompletionResult]::new('-v', '-v', [CompletionResultType]::ParameterName, 'More logging on stderr (-v info, -vv debug, -vvv trace); `RUST_LOG` overrides')
             [CompletionResult]::new('--verbose', '--verbose', [CompletionResultType]::ParameterName, 'More logging on stderr (-v info, -vv debug, -vvv trace); `RUST_LOG` overrides')
@@ -189,7 +189,7 @@ Register-ArgumentCompleter -Native -CommandName 'chassis' -ScriptBlock {
             break
         }
         'chassis;diff' {
-            [CompletionResult]::new('--format', '--format', [CompletionResultType]::ParameterName, 'Output format: text, or json (one document with `format_version`); some commands also take markdown, dot or mermaid')
+            [CompletionResult]::new('--format', '--format', [CompletionResultType]::ParameterName, 'Output format: text, or json (one document with `format_version`; `schema` prints the JSON Schema itself); some commands also take markdown, dot or mermaid')
             [CompletionResult]::new('--color', '--color', [CompletionResultType]::ParameterName, 'When to colour diagnostics')
             [CompletionResult]::new('-v', '-v', [CompletionResultType]::ParameterName, 'More logging on stderr (-v info, -vv debug, -vvv trace); `RUST_LOG` overrides')
             [CompletionResult]::new('--verbose', '--verbose', [CompletionResultType]::ParameterName, 'More logging on stderr (-v info, -vv debug, -vvv trace); `RUST_LOG` overrides')
@@ -204,7 +204,7 @@ Register-ArgumentCompleter -Native -CommandName 'chassis' -ScriptBlock {
         'chassis;diff;generations' {
             [CompletionResult]::new('--state', '--state', [CompletionResultType]::ParameterName, 'The store (default `.chassis/state.db` beside `--composition FILE`, else in the current directory)')
             [CompletionResult]::new('--composition', '--composition', [CompletionResultType]::ParameterName, 'Whose history, when compositions share the store: a composition file, or its lineage name (the file''s path in the workspace, or its `name = "…"`). A qualified id (`NAME:gen_0002`) names one too')
-            [CompletionResult]::new('--format', '--format', [CompletionResultType]::ParameterName, 'Output format: text, or json (one document with `format_version`); some commands also take markdown, dot or mermaid')
+            [CompletionResult]::new('--format', '--format', [CompletionResultType]::ParameterName, 'Output format: text, or json (one document with `format_version`; `schema` prints the JSON Schema itself); some commands also take markdown, dot or mermaid')
             [CompletionResult]::new('--color', '--color', [CompletionResultType]::ParameterName, 'When to colour diagnostics')
             [CompletionResult]::new('--include-unchanged', '--include-unchanged', [CompletionResultType]::ParameterName, 'Also list what did not change')
             [CompletionResult]::new('--exit-code', '--exit-code', [CompletionResultType]::ParameterName, 'Exit 1 exactly when the semantic digests differ (like `git diff --exit-code`)')
@@ -231,7 +231,7 @@ Register-ArgumentCompleter -Native -CommandName 'chassis' -ScriptBlock {
         'chassis;publish' {
             [CompletionResult]::new('--state', '--state', [CompletionResultType]::ParameterName, 'The store (default: the composition''s `[store] path`, else `.chassis/state.db` beside FILE)')
             [CompletionResult]::new('--trace', '--trace', [CompletionResultType]::ParameterName, 'Write every telemetry signal of the publish (redacted) to FILE as JSON lines')
-            [CompletionResult]::new('--format', '--format', [CompletionResultType]::ParameterName, 'Output format: text, or json (one document with `format_version`); some commands also take markdown, dot or mermaid')
+            [CompletionResult]::new('--format', '--format', [CompletionResultType]::ParameterName, 'Output format: text, or json (one document with `format_version`; `schema` prints the JSON Schema itself); some commands also take markdown, dot or mermaid')
             [CompletionResult]::new('--color', '--color', [CompletionResultType]::ParameterName, 'When to colour diagnostics')
             [CompletionResult]::new('--allow-pending', '--allow-pending', [CompletionResultType]::ParameterName, 'Publish even when some entries are pending (they are left out)')
             [CompletionResult]::new('--update-lock', '--update-lock', [CompletionResultType]::ParameterName, 'Start the `mcp` servers first and pin what they offer in `chassis.lock` (otherwise a server that differs from the lock fails the publication with the tool diff)')
@@ -256,7 +256,7 @@ Register-ArgumentCompleter -Native -CommandName 'chassis' -ScriptBlock {
             [CompletionResult]::new('--read-timeout', '--read-timeout', [CompletionResultType]::ParameterName, 'Seconds a client may take to send a request''s headers, or between two chunks of its body; an idle kept-alive connection is closed after as long')
             [CompletionResult]::new('--tls-cert', '--tls-cert', [CompletionResultType]::ParameterName, 'Serve HTTPS with this PEM certificate chain (with --tls-key)')
             [CompletionResult]::new('--tls-key', '--tls-key', [CompletionResultType]::ParameterName, 'The PEM private key of --tls-cert')
-            [CompletionResult]::new('--format', '--format', [CompletionResultType]::ParameterName, 'Output format: text, or json (one document with `format_version`); some commands also take markdown, dot or mermaid')
+            [CompletionResult]::new('--format', '--format', [CompletionResultType]::ParameterName, 'Output format: text, or json (one document with `format_version`; `schema` prints the JSON Schema itself); some commands also take markdown, dot or mermaid')
             [CompletionResult]::new('--color', '--color', [CompletionResultType]::ParameterName, 'When to colour diagnostics')
             [CompletionResult]::new('--allow-pending', '--allow-pending', [CompletionResultType]::ParameterName, 'Publish without the pending entries instead of refusing')
             [CompletionResult]::new('--allow-request-tools', '--allow-request-tools', [CompletionResultType]::ParameterName, 'Let a run request bring its own `command` tools (`request_tools`, a request-tools file''s TOML). A client can then name any program, run as this server''s user: each call of one waits for a client''s approval, starts in the composition''s folder with none of the server''s environment; without this flag such a request is refused (403)')
@@ -272,7 +272,7 @@ Register-ArgumentCompleter -Native -CommandName 'chassis' -ScriptBlock {
         }
         'chassis;plan' {
             [CompletionResult]::new('--state', '--state', [CompletionResultType]::ParameterName, 'The store (default: the composition''s `[store] path`, else `.chassis/state.db` beside FILE)')
-            [CompletionResult]::new('--format', '--format', [CompletionResultType]::ParameterName, 'Output format: text, or json (one document with `format_version`); some commands also take markdown, dot or mermaid')
+            [CompletionResult]::new('--format', '--format', [CompletionResultType]::ParameterName, 'Output format: text, or json (one document with `format_version`; `schema` prints the JSON Schema itself); some commands also take markdown, dot or mermaid')
             [CompletionResult]::new('--color', '--color', [CompletionResultType]::ParameterName, 'When to colour diagnostics')
             [CompletionResult]::new('--allow-pending', '--allow-pending', [CompletionResultType]::ParameterName, 'Plan as `publish --allow-pending` would')
             [CompletionResult]::new('--all', '--all', [CompletionResultType]::ParameterName, 'List every node in text output (reused ones are counted otherwise; JSON always lists them)')
@@ -285,7 +285,7 @@ Register-ArgumentCompleter -Native -CommandName 'chassis' -ScriptBlock {
             break
         }
         'chassis;generations' {
-            [CompletionResult]::new('--format', '--format', [CompletionResultType]::ParameterName, 'Output format: text, or json (one document with `format_version`); some commands also take markdown, dot or mermaid')
+            [CompletionResult]::new('--format', '--format', [CompletionResultType]::ParameterName, 'Output format: text, or json (one document with `format_version`; `schema` prints the JSON Schema itself); some commands also take markdown, dot or mermaid')
             [CompletionResult]::new('--color', '--color', [CompletionResultType]::ParameterName, 'When to colour diagnostics')
             [CompletionResult]::new('-v', '-v', [CompletionResultType]::ParameterName, 'More logging on stderr (-v info, -vv debug, -vvv trace); `RUST_LOG` overrides')
             [CompletionResult]::new('--verbose', '--verbose', [CompletionResultType]::ParameterName, 'More logging on stderr (-v info, -vv debug, -vvv trace); `RUST_LOG` overrides')
@@ -301,7 +301,7 @@ Register-ArgumentCompleter -Native -CommandName 'chassis' -ScriptBlock {
         'chassis;generations;list' {
             [CompletionResult]::new('--state', '--state', [CompletionResultType]::ParameterName, 'The store (default `.chassis/state.db` beside `--composition FILE`, else in the current directory)')
             [CompletionResult]::new('--composition', '--composition', [CompletionResultType]::ParameterName, 'Whose history, when compositions share the store: a composition file, or its lineage name (the file''s path in the workspace, or its `name = "…"`). A qualified id (`NAME:gen_0002`) names one too')
-            [CompletionResult]::new('--format', '--format', [CompletionResultType]::ParameterName, 'Output format: text, or json (one document with `format_version`); some commands also take markdown, dot or mermaid')
+            [CompletionResult]::new('--format', '--format', [CompletionResultType]::ParameterName, 'Output format: text, or json (one document with `format_version`; `schema` prints the JSON Schema itself); some commands also take markdown, dot or mermaid')
             [CompletionResult]::new('--color', '--color', [CompletionResultType]::ParameterName, 'When to colour diagnostics')
             [CompletionResult]::new('-v', '-v', [CompletionResultType]::ParameterName, 'More logging on stderr (-v info, -vv debug, -vvv trace); `RUST_LOG` overrides')
             [CompletionResult]::new('--verbose', '--verbose', [CompletionResultType]::ParameterName, 'More logging on stderr (-v info, -vv debug, -vvv trace); `RUST_LOG` overrides')
@@ -314,7 +314,7 @@ Register-ArgumentCompleter -Native -CommandName 'chassis' -ScriptBlock {
         'chassis;generations;show' {
             [CompletionResult]::new('--state', '--state', [CompletionResultType]::ParameterName, 'The store (default `.chassis/state.db` beside `--composition FILE`, else in the current directory)')
             [CompletionResult]::new('--composition', '--composition', [CompletionResultType]::ParameterName, 'Whose history, when compositions share the store: a composition file, or its lineage name (the file''s path in the workspace, or its `name = "…"`). A qualified id (`NAME:gen_0002`) names one too')
-            [CompletionResult]::new('--format', '--format', [CompletionResultType]::ParameterName, 'Output format: text, or json (one document with `format_version`); some commands also take markdown, dot or mermaid')
+            [CompletionResult]::new('--format', '--format', [CompletionResultType]::ParameterName, 'Output format: text, or json (one document with `format_version`; `schema` prints the JSON Schema itself); some commands also take markdown, dot or mermaid')
             [CompletionResult]::new('--color', '--color', [CompletionResultType]::ParameterName, 'When to colour diagnostics')
             [CompletionResult]::new('-v', '-v', [CompletionResultType]::ParameterName, 'More logging on stderr (-v info, -vv debug, -vvv trace); `RUST_LOG` overrides')
             [CompletionResult]::new('--verbose', '--verbose', [CompletionResultType]::ParameterName, 'More logging on stderr (-v info, -vv debug, -vvv trace); `RUST_LOG` overrides')
@@ -340,7 +340,7 @@ Register-ArgumentCompleter -Native -CommandName 'chassis' -ScriptBlock {
             break
         }
         'chassis;runs' {
-            [CompletionResult]::new('--format', '--format', [CompletionResultType]::ParameterName, 'Output format: text, or json (one document with `format_version`); some commands also take markdown, dot or mermaid')
+            [CompletionResult]::new('--format', '--format', [CompletionResultType]::ParameterName, 'Output format: text, or json (one document with `format_version`; `schema` prints the JSON Schema itself); some commands also take markdown, dot or mermaid')
             [CompletionResult]::new('--color', '--color', [CompletionResultType]::ParameterName, 'When to colour diagnostics')
             [CompletionResult]::new('-v', '-v', [CompletionResultType]::ParameterName, 'More logging on stderr (-v info, -vv debug, -vvv trace); `RUST_LOG` overrides')
             [CompletionResult]::new('--verbose', '--verbose', [CompletionResultType]::ParameterName, 'More logging on stderr (-v info, -vv debug, -vvv trace); `RUST_LOG` overrides')
@@ -356,7 +356,7 @@ Register-ArgumentCompleter -Native -CommandName 'chassis' -ScriptBlock {
         'chassis;runs;list' {
             [CompletionResult]::new('--state', '--state', [CompletionResultType]::ParameterName, 'The store (default `.chassis/state.db` beside `--composition FILE`, else in the current directory)')
             [CompletionResult]::new('--composition', '--composition', [CompletionResultType]::ParameterName, 'Whose history, when compositions share the store: a composition file, or its lineage name (the file''s path in the workspace, or its `name = "…"`). A qualified id (`NAME:gen_0002`) names one too')
-            [CompletionResult]::new('--format', '--format', [CompletionResultType]::ParameterName, 'Output format: text, or json (one document with `format_version`); some commands also take markdown, dot or mermaid')
+            [CompletionResult]::new('--format', '--format', [CompletionResultType]::ParameterName, 'Output format: text, or json (one document with `format_version`; `schema` prints the JSON Schema itself); some commands also take markdown, dot or mermaid')
             [CompletionResult]::new('--color', '--color', [CompletionResultType]::ParameterName, 'When to colour diagnostics')
             [CompletionResult]::new('-v', '-v', [CompletionResultType]::ParameterName, 'More logging on stderr (-v info, -vv debug, -vvv trace); `RUST_LOG` overrides')
             [CompletionResult]::new('--verbose', '--verbose', [CompletionResultType]::ParameterName, 'More logging on stderr (-v info, -vv debug, -vvv trace); `RUST_LOG` overrides')
@@ -369,7 +369,7 @@ Register-ArgumentCompleter -Native -CommandName 'chassis' -ScriptBlock {
         'chassis;runs;show' {
             [CompletionResult]::new('--state', '--state', [CompletionResultType]::ParameterName, 'The store (default `.chassis/state.db` beside `--composition FILE`, else in the current directory)')
             [CompletionResult]::new('--composition', '--composition', [CompletionResultType]::ParameterName, 'Whose history, when compositions share the store: a composition file, or its lineage name (the file''s path in the workspace, or its `name = "…"`). A qualified id (`NAME:gen_0002`) names one too')
-            [CompletionResult]::new('--format', '--format', [CompletionResultType]::ParameterName, 'Output format: text, or json (one document with `format_version`); some commands also take markdown, dot or mermaid')
+            [CompletionResult]::new('--format', '--format', [CompletionResultType]::ParameterName, 'Output format: text, or json (one document with `format_version`; `schema` prints the JSON Schema itself); some commands also take markdown, dot or mermaid')
             [CompletionResult]::new('--color', '--color', [CompletionResultType]::ParameterName, 'When to colour diagnostics')
             [CompletionResult]::new('-v', '-v', [CompletionResultType]::ParameterName, 'More logging on stderr (-v info, -vv debug, -vvv trace); `RUST_LOG` overrides')
             [CompletionResult]::new('--verbose', '--verbose', [CompletionResultType]::ParameterName, 'More logging on stderr (-v info, -vv debug, -vvv trace); `RUST_LOG` overrides')
@@ -398,7 +398,7 @@ Register-ArgumentCompleter -Native -CommandName 'chassis' -ScriptBlock {
             [CompletionResult]::new('--entry', '--entry', [CompletionResultType]::ParameterName, 'Only the tools of this entry (and only its server with `--live`)')
             [CompletionResult]::new('--scope', '--scope', [CompletionResultType]::ParameterName, 'Only this scope in the per-scope listing (e.g. `/research`)')
             [CompletionResult]::new('--env-file', '--env-file', [CompletionResultType]::ParameterName, 'Read KEY=VALUE lines as extra environment (secrets for the servers)')
-            [CompletionResult]::new('--format', '--format', [CompletionResultType]::ParameterName, 'Output format: text, or json (one document with `format_version`); some commands also take markdown, dot or mermaid')
+            [CompletionResult]::new('--format', '--format', [CompletionResultType]::ParameterName, 'Output format: text, or json (one document with `format_version`; `schema` prints the JSON Schema itself); some commands also take markdown, dot or mermaid')
             [CompletionResult]::new('--color', '--color', [CompletionResultType]::ParameterName, 'When to colour diagnostics')
             [CompletionResult]::new('--live', '--live', [CompletionResultType]::ParameterName, 'Start the `mcp` servers and compare what they offer with the lock')
             [CompletionResult]::new('--update-lock', '--update-lock', [CompletionResultType]::ParameterName, 'Start the `mcp` servers and write what they offer to `chassis.lock`')
@@ -411,7 +411,7 @@ Register-ArgumentCompleter -Native -CommandName 'chassis' -ScriptBlock {
             break
         }
         'chassis;plugin' {
-            [CompletionResult]::new('--format', '--format', [CompletionResultType]::ParameterName, 'Output format: text, or json (one document with `format_version`); some commands also take markdown, dot or mermaid')
+            [CompletionResult]::new('--format', '--format', [CompletionResultType]::ParameterName, 'Output format: text, or json (one document with `format_version`; `schema` prints the JSON Schema itself); some commands also take markdown, dot or mermaid')
             [CompletionResult]::new('--color', '--color', [CompletionResultType]::ParameterName, 'When to colour diagnostics')
             [CompletionResult]::new('-v', '-v', [CompletionResultType]::ParameterName, 'More logging on stderr (-v info, -vv debug, -vvv trace); `RUST_LOG` overrides')
             [CompletionResult]::new('--verbose', '--verbose', [CompletionResultType]::ParameterName, 'More logging on stderr (-v info, -vv debug, -vvv trace); `RUST_LOG` overrides')
@@ -427,7 +427,7 @@ Register-ArgumentCompleter -Native -CommandName 'chassis' -ScriptBlock {
         'chassis;plugin;new' {
             [CompletionResult]::new('--lang', '--lang', [CompletionResultType]::ParameterName, 'Its language')
             [CompletionResult]::new('--dir', '--dir', [CompletionResultType]::ParameterName, 'The folder to create (default: ./NAME); it must not exist or be empty')
-            [CompletionResult]::new('--format', '--format', [CompletionResultType]::ParameterName, 'Output format: text, or json (one document with `format_version`); some commands also take markdown, dot or mermaid')
+            [CompletionResult]::new('--format', '--format', [CompletionResultType]::ParameterName, 'Output format: text, or json (one document with `format_version`; `schema` prints the JSON Schema itself); some commands also take markdown, dot or mermaid')
             [CompletionResult]::new('--color', '--color', [CompletionResultType]::ParameterName, 'When to colour diagnostics')
             [CompletionResult]::new('-v', '-v', [CompletionResultType]::ParameterName, 'More logging on stderr (-v info, -vv debug, -vvv trace); `RUST_LOG` overrides')
             [CompletionResult]::new('--verbose', '--verbose', [CompletionResultType]::ParameterName, 'More logging on stderr (-v info, -vv debug, -vvv trace); `RUST_LOG` overrides')
@@ -440,7 +440,7 @@ Register-ArgumentCompleter -Native -CommandName 'chassis' -ScriptBlock {
         'chassis;plugin;check' {
             [CompletionResult]::new('--plugin', '--plugin', [CompletionResultType]::ParameterName, 'Which plugin, when the file has several process plugins')
             [CompletionResult]::new('--env-file', '--env-file', [CompletionResultType]::ParameterName, 'Read secrets the entry''s configuration references from this dotenv file too')
-            [CompletionResult]::new('--format', '--format', [CompletionResultType]::ParameterName, 'Output format: text, or json (one document with `format_version`); some commands also take markdown, dot or mermaid')
+            [CompletionResult]::new('--format', '--format', [CompletionResultType]::ParameterName, 'Output format: text, or json (one document with `format_version`; `schema` prints the JSON Schema itself); some commands also take markdown, dot or mermaid')
             [CompletionResult]::new('--color', '--color', [CompletionResultType]::ParameterName, 'When to colour diagnostics')
             [CompletionResult]::new('-v', '-v', [CompletionResultType]::ParameterName, 'More logging on stderr (-v info, -vv debug, -vvv trace); `RUST_LOG` overrides')
             [CompletionResult]::new('--verbose', '--verbose', [CompletionResultType]::ParameterName, 'More logging on stderr (-v info, -vv debug, -vvv trace); `RUST_LOG` overrides')
@@ -466,7 +466,7 @@ Register-ArgumentCompleter -Native -CommandName 'chassis' -ScriptBlock {
             break
         }
         'chassis;graph' {
-            [CompletionResult]::new('--format', '--format', [CompletionResultType]::ParameterName, 'Output format: text, or json (one document with `format_version`); some commands also take markdown, dot or mermaid')
+            [CompletionResult]::new('--format', '--format', [CompletionResultType]::ParameterName, 'Output format: text, or json (one document with `format_version`; `schema` prints the JSON Schema itself); some commands also take markdown, dot or mermaid')
             [CompletionResult]::new('--color', '--color', [CompletionResultType]::ParameterName, 'When to colour diagnostics')
             [CompletionResult]::new('-v', '-v', [CompletionResultType]::ParameterName, 'More logging on stderr (-v info, -vv debug, -vvv trace); `RUST_LOG` overrides')
             [CompletionResult]::new('--verbose', '--verbose', [CompletionResultType]::ParameterName, 'More logging on stderr (-v info, -vv debug, -vvv trace); `RUST_LOG` overrides')
@@ -479,7 +479,7 @@ Register-ArgumentCompleter -Native -CommandName 'chassis' -ScriptBlock {
         'chassis;schema' {
             [CompletionResult]::new('--write', '--write', [CompletionResultType]::ParameterName, 'Write `composition.schema.json` into this directory instead of printing')
             [CompletionResult]::new('--kind', '--kind', [CompletionResultType]::ParameterName, 'Print the `config` schema of one built-in plugin kind instead (`scripted`, `command`, …)')
-            [CompletionResult]::new('--format', '--format', [CompletionResultType]::ParameterName, 'Output format: text, or json (one document with `format_version`); some commands also take markdown, dot or mermaid')
+            [CompletionResult]::new('--format', '--format', [CompletionResultType]::ParameterName, 'Output format: text, or json (one document with `format_version`; `schema` prints the JSON Schema itself); some commands also take markdown, dot or mermaid')
             [CompletionResult]::new('--color', '--color', [CompletionResultType]::ParameterName, 'When to colour diagnostics')
             [CompletionResult]::new('-v', '-v', [CompletionResultType]::ParameterName, 'More logging on stderr (-v info, -vv debug, -vvv trace); `RUST_LOG` overrides')
             [CompletionResult]::new('--verbose', '--verbose', [CompletionResultType]::ParameterName, 'More logging on stderr (-v info, -vv debug, -vvv trace); `RUST_LOG` overrides')
@@ -491,7 +491,7 @@ Register-ArgumentCompleter -Native -CommandName 'chassis' -ScriptBlock {
         }
         'chassis;completions' {
             [CompletionResult]::new('--dir', '--dir', [CompletionResultType]::ParameterName, 'Write the script into this directory (created when missing), named as clap_complete names it')
-            [CompletionResult]::new('--format', '--format', [CompletionResultType]::ParameterName, 'Output format: text, or json (one document with `format_version`); some commands also take markdown, dot or mermaid')
+            [CompletionResult]::new('--format', '--format', [CompletionResultType]::ParameterName, 'Output format: text, or json (one document with `format_version`; `schema` prints the JSON Schema itself); some commands also take markdown, dot or mermaid')
             [CompletionResult]::new('--color', '--color', [CompletionResultType]::ParameterName, 'When to colour diagnostics')
             [CompletionResult]::new('-v', '-v', [CompletionResultType]::ParameterName, 'More logging on stderr (-v info, -vv debug, -vvv trace); `RUST_LOG` overrides')
             [CompletionResult]::new('--verbose', '--verbose', [CompletionResultType]::ParameterName, 'More logging on stderr (-v info, -vv debug, -vvv trace); `RUST_LOG` overrides')

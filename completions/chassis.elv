@@ -18,7 +18,7 @@ set edit:completion:arg-completer[chassis] = {|@words|
     }
     var completions = [
         &'chassis'= {
-            cand --format 'Output format: text, or json (one document with `format_version`); some commands also take markdown, dot or mermaid'
+            cand --format 'Output format: text, or json (one document with `format_version`; `schema` prints the JSON Schema itself); some commands also take markdown, dot or mermaid'
             cand --color 'When to colour diagnostics'
             cand -v 'More logging on stderr (-v info, -vv debug, -vvv trace); `RUST_LOG` overrides'
             cand --verbose 'More logging on stderr (-v info, -vv debug, -vvv trace); `RUST_LOG` overrides'
@@ -59,7 +59,7 @@ set edit:completion:arg-completer[chassis] = {|@words|
             cand --replay-fallback 'What a replay does for a call it has no recording of: fail the run (`error`) or make the call live (`live`)'
             cand --request-tools 'Tools this run brings with its request: a composition of `command` entries. The run gets its own candidate generation with them (the published one never changes) and is stamped with its digest (`chassis snapshot FILE --agent NAME --request-tools FILE` gives it)'
             cand --session 'Continue (or start) the conversation NAME kept in the store (`--state`, else the default store): the model is sent its earlier turns, and this run becomes its next turn. `chassis serve` keeps its sessions in the same store, so one started there continues here. NAME is 1 to 128 of `A-Z a-z 0-9 . _ -`'
-            cand --format 'Output format: text, or json (one document with `format_version`); some commands also take markdown, dot or mermaid'
+            cand --format 'Output format: text, or json (one document with `format_version`; `schema` prints the JSON Schema itself); some commands also take markdown, dot or mermaid'
             cand --color 'When to colour diagnostics'
             cand --yes 'Approve every tool call that needs approval'
             cand --allow-pending 'Run even when some entries are pending (they are left out)'
@@ -72,7 +72,7 @@ set edit:completion:arg-completer[chassis] = {|@words|
             cand --help 'Print help (see more with ''--help'')'
         }
         &'chassis;check'= {
-            cand --format 'Output format: text, or json (one document with `format_version`); some commands also take markdown, dot or mermaid'
+            cand --format 'Output format: text, or json (one document with `format_version`; `schema` prints the JSON Schema itself); some commands also take markdown, dot or mermaid'
             cand --color 'When to colour diagnostics'
             cand -v 'More logging on stderr (-v info, -vv debug, -vvv trace); `RUST_LOG` overrides'
             cand --verbose 'More logging on stderr (-v info, -vv debug, -vvv trace); `RUST_LOG` overrides'
@@ -85,7 +85,7 @@ set edit:completion:arg-completer[chassis] = {|@words|
             cand --out 'Write the snapshot here instead of stdout (stdout then gets the digests)'
             cand --agent 'Snapshot what a run of this agent executes against (its revision, `prompt_hash` and `graph_definition_hash`): the digest `chassis run` stamps on a run without a store'
             cand --request-tools 'With `--agent`: the digest of a run whose request brings the tools of this file (`chassis run --request-tools`)'
-            cand --format 'Output format: text, or json (one document with `format_version`); some commands also take markdown, dot or mermaid'
+            cand --format 'Output format: text, or json (one document with `format_version`; `schema` prints the JSON Schema itself); some commands also take markdown, dot or mermaid'
             cand --color 'When to colour diagnostics'
             cand -v 'More logging on stderr (-v info, -vv debug, -vvv trace); `RUST_LOG` overrides'
             cand --verbose 'More logging on stderr (-v info, -vv debug, -vvv trace); `RUST_LOG` overrides'
@@ -95,7 +95,7 @@ set edit:completion:arg-completer[chassis] = {|@words|
             cand --help 'Print help (see more with ''--help'')'
         }
         &'chassis;explain'= {
-            cand --format 'Output format: text, or json (one document with `format_version`); some commands also take markdown, dot or mermaid'
+            cand --format 'Output format: text, or json (one document with `format_version`; `schema` prints the JSON Schema itself); some commands also take markdown, dot or mermaid'
             cand --color 'When to colour diagnostics'
             cand -v 'More logging on stderr (-v info, -vv debug, -vvv trace); `RUST_LOG` overrides'
             cand --verbose 'More logging on stderr (-v info, -vv debug, -vvv trace); `RUST_LOG` overrides'
@@ -111,7 +111,7 @@ set edit:completion:arg-completer[chassis] = {|@words|
         }
         &'chassis;explain;requirement'= {
             cand --scope 'The consumer''s scope, to make sure it is the one you mean'
-            cand --format 'Output format: text, or json (one document with `format_version`); some commands also take markdown, dot or mermaid'
+            cand --format 'Output format: text, or json (one document with `format_version`; `schema` prints the JSON Schema itself); some commands also take markdown, dot or mermaid'
             cand --color 'When to colour diagnostics'
             cand -v 'More logging on stderr (-v info, -vv debug, -vvv trace); `RUST_LOG` overrides'
             cand --verbose 'More logging on stderr (-v info, -vv debug, -vvv trace); `RUST_LOG` overrides'
@@ -121,7 +121,7 @@ set edit:completion:arg-completer[chassis] = {|@words|
             cand --help 'Print help (see more with ''--help'')'
         }
         &'chassis;explain;scope'= {
-            cand --format 'Output format: text, or json (one document with `format_version`); some commands also take markdown, dot or mermaid'
+            cand --format 'Output format: text, or json (one document with `format_version`; `schema` prints the JSON Schema itself); some commands also take markdown, dot or mermaid'
             cand --color 'When to colour diagnostics'
             cand -v 'More logging on stderr (-v info, -vv debug, -vvv trace); `RUST_LOG` overrides'
             cand --verbose 'More logging on stderr (-v info, -vv debug, -vvv trace); `RUST_LOG` overrides'
@@ -133,7 +133,7 @@ set edit:completion:arg-completer[chassis] = {|@words|
         &'chassis;explain;reuse'= {
             cand --state 'The store (default `.chassis/state.db` beside `--composition FILE`, else in the current directory)'
             cand --composition 'Whose history, when compositions share the store: a composition file, or its lineage name (the file''s path in the workspace, or its `name = "…"`). A qualified id (`NAME:gen_0002`) names one too'
-            cand --format 'Output format: text, or json (one document with `format_version`); some commands also take markdown, dot or mermaid'
+            cand --format 'Output format: text, or json (one document with `format_version`; `schema` prints the JSON Schema itself); some commands also take markdown, dot or mermaid'
             cand --color 'When to colour diagnostics'
             cand -v 'More logging on stderr (-v info, -vv debug, -vvv trace); `RUST_LOG` overrides'
             cand --verbose 'More logging on stderr (-v info, -vv debug, -vvv trace); `RUST_LOG` overrides'
@@ -144,7 +144,7 @@ set edit:completion:arg-completer[chassis] = {|@words|
         }
         &'chassis;explain;budgets'= {
             cand --agent 'Only this agent'
-            cand --format 'Output format: text, or json (one document with `format_version`); some commands also take markdown, dot or mermaid'
+            cand --format 'Output format: text, or json (one document with `format_version`; `schema` prints the JSON Schema itself); some commands also take markdown, dot or mermaid'
             cand --color 'When to colour diagnostics'
             cand -v 'More logging on stderr (-v info, -vv debug, -vvv trace); `RUST_LOG` overrides'
             cand --verbose 'More logging on stderr (-v info, -vv debug, -vvv trace); `RUST_LOG` overrides'
@@ -171,7 +171,7 @@ set edit:completion:arg-completer[chassis] = {|@words|
         &'chassis;explain;help;help'= {
         }
         &'chassis;diff'= {
-            cand --format 'Output format: text, or json (one document with `format_version`); some commands also take markdown, dot or mermaid'
+            cand --format 'Output format: text, or json (one document with `format_version`; `schema` prints the JSON Schema itself); some commands also take markdown, dot or mermaid'
             cand --color 'When to colour diagnostics'
             cand -v 'More logging on stderr (-v info, -vv debug, -vvv trace); `RUST_LOG` overrides'
             cand --verbose 'More logging on stderr (-v info, -vv debug, -vvv trace); `RUST_LOG` overrides'
@@ -185,7 +185,7 @@ set edit:completion:arg-completer[chassis] = {|@words|
         &'chassis;diff;generations'= {
             cand --state 'The store (default `.chassis/state.db` beside `--composition FILE`, else in the current directory)'
             cand --composition 'Whose history, when compositions share the store: a composition file, or its lineage name (the file''s path in the workspace, or its `name = "…"`). A qualified id (`NAME:gen_0002`) names one too'
-            cand --format 'Output format: text, or json (one document with `format_version`); some commands also take markdown, dot or mermaid'
+            cand --format 'Output format: text, or json (one document with `format_version`; `schema` prints the JSON Schema itself); some commands also take markdown, dot or mermaid'
             cand --color 'When to colour diagnostics'
             cand --include-unchanged 'Also list what did not change'
             cand --exit-code 'Exit 1 exactly when the semantic digests differ (like `git diff --exit-code`)'
@@ -208,7 +208,7 @@ set edit:completion:arg-completer[chassis] = {|@words|
         &'chassis;publish'= {
             cand --state 'The store (default: the composition''s `[store] path`, else `.chassis/state.db` beside FILE)'
             cand --trace 'Write every telemetry signal of the publish (redacted) to FILE as JSON lines'
-            cand --format 'Output format: text, or json (one document with `format_version`); some commands also take markdown, dot or mermaid'
+            cand --format 'Output format: text, or json (one document with `format_version`; `schema` prints the JSON Schema itself); some commands also take markdown, dot or mermaid'
             cand --color 'When to colour diagnostics'
             cand --allow-pending 'Publish even when some entries are pending (they are left out)'
             cand --update-lock 'Start the `mcp` servers first and pin what they offer in `chassis.lock` (otherwise a server that differs from the lock fails the publication with the tool diff)'
@@ -232,7 +232,7 @@ set edit:completion:arg-completer[chassis] = {|@words|
             cand --read-timeout 'Seconds a client may take to send a request''s headers, or between two chunks of its body; an idle kept-alive connection is closed after as long'
             cand --tls-cert 'Serve HTTPS with this PEM certificate chain (with --tls-key)'
             cand --tls-key 'The PEM private key of --tls-cert'
-            cand --format 'Output format: text, or json (one document with `format_version`); some commands also take markdown, dot or mermaid'
+            cand --format 'Output format: text, or json (one document with `format_version`; `schema` prints the JSON Schema itself); some commands also take markdown, dot or mermaid'
             cand --color 'When to colour diagnostics'
             cand --allow-pending 'Publish without the pending entries instead of refusing'
             cand --allow-request-tools 'Let a run request bring its own `command` tools (`request_tools`, a request-tools file''s TOML). A client can then name any program, run as this server''s user: each call of one waits for a client''s approval, starts in the composition''s folder with none of the server''s environment; without this flag such a request is refused (403)'
@@ -247,7 +247,7 @@ set edit:completion:arg-completer[chassis] = {|@words|
         }
         &'chassis;plan'= {
             cand --state 'The store (default: the composition''s `[store] path`, else `.chassis/state.db` beside FILE)'
-            cand --format 'Output format: text, or json (one document with `format_version`); some commands also take markdown, dot or mermaid'
+            cand --format 'Output format: text, or json (one document with `format_version`; `schema` prints the JSON Schema itself); some commands also take markdown, dot or mermaid'
             cand --color 'When to colour diagnostics'
             cand --allow-pending 'Plan as `publish --allow-pending` would'
             cand --all 'List every node in text output (reused ones are counted otherwise; JSON always lists them)'
@@ -259,7 +259,7 @@ set edit:completion:arg-completer[chassis] = {|@words|
             cand --help 'Print help (see more with ''--help'')'
         }
         &'chassis;generations'= {
-            cand --format 'Output format: text, or json (one document with `format_version`); some commands also take markdown, dot or mermaid'
+            cand --format 'Output format: text, or json (one document with `format_version`; `schema` prints the JSON Schema itself); some commands also take markdown, dot or mermaid'
             cand --color 'When to colour diagnostics'
             cand -v 'More logging on stderr (-v info, -vv debug, -vvv trace); `RUST_LOG` overrides'
             cand --verbose 'More logging on stderr (-v info, -vv debug, -vvv trace); `RUST_LOG` overrides'
@@ -274,7 +274,7 @@ set edit:completion:arg-completer[chassis] = {|@words|
         &'chassis;generations;list'= {
             cand --state 'The store (default `.chassis/state.db` beside `--composition FILE`, else in the current directory)'
             cand --composition 'Whose history, when compositions share the store: a composition file, or its lineage name (the file''s path in the workspace, or its `name = "…"`). A qualified id (`NAME:gen_0002`) names one too'
-            cand --format 'Output format: text, or json (one document with `format_version`); some commands also take markdown, dot or mermaid'
+            cand --format 'Output format: text, or json (one document with `format_version`; `schema` prints the JSON Schema itself); some commands also take markdown, dot or mermaid'
             cand --color 'When to colour diagnostics'
             cand -v 'More logging on stderr (-v info, -vv debug, -vvv trace); `RUST_LOG` overrides'
             cand --verbose 'More logging on stderr (-v info, -vv debug, -vvv trace); `RUST_LOG` overrides'
@@ -286,7 +286,7 @@ set edit:completion:arg-completer[chassis] = {|@words|
         &'chassis;generations;show'= {
             cand --state 'The store (default `.chassis/state.db` beside `--composition FILE`, else in the current directory)'
             cand --composition 'Whose history, when compositions share the store: a composition file, or its lineage name (the file''s path in the workspace, or its `name = "…"`). A qualified id (`NAME:gen_0002`) names one too'
-            cand --format 'Output format: text, or json (one document with `format_version`); some commands also take markdown, dot or mermaid'
+            cand --format 'Output format: text, or json (one document with `format_version`; `schema` prints the JSON Schema itself); some commands also take markdown, dot or mermaid'
             cand --color 'When to colour diagnostics'
             cand -v 'More logging on stderr (-v info, -vv debug, -vvv trace); `RUST_LOG` overrides'
             cand --verbose 'More logging on stderr (-v info, -vv debug, -vvv trace); `RUST_LOG` overrides'
@@ -307,7 +307,7 @@ set edit:completion:arg-completer[chassis] = {|@words|
         &'chassis;generations;help;help'= {
         }
         &'chassis;runs'= {
-            cand --format 'Output format: text, or json (one document with `format_version`); some commands also take markdown, dot or mermaid'
+            cand --format 'Output format: text, or json (one document with `format_version`; `schema` prints the JSON Schema itself); some commands also take markdown, dot or mermaid'
             cand --color 'When to colour diagnostics'
             cand -v 'More logging on stderr (-v info, -vv debug, -vvv trace); `RUST_LOG` overrides'
             cand --verbose 'More logging on stderr (-v info, -vv debug, -vvv trace); `RUST_LOG` overrides'
@@ -322,7 +322,7 @@ set edit:completion:arg-completer[chassis] = {|@words|
         &'chassis;runs;list'= {
             cand --state 'The store (default `.chassis/state.db` beside `--composition FILE`, else in the current directory)'
             cand --composition 'Whose history, when compositions share the store: a composition file, or its lineage name (the file''s path in the workspace, or its `name = "…"`). A qualified id (`NAME:gen_0002`) names one too'
-            cand --format 'Output format: text, or json (one document with `format_version`); some commands also take markdown, dot or mermaid'
+            cand --format 'Output format: text, or json (one document with `format_version`; `schema` prints the JSON Schema itself); some commands also take markdown, dot or mermaid'
             cand --color 'When to colour diagnostics'
             cand -v 'More logging on stderr (-v info, -vv debug, -vvv trace); `RUST_LOG` overrides'
             cand --verbose 'More logging on stderr (-v info, -vv debug, -vvv trace); `RUST_LOG` overrides'
@@ -334,7 +334,7 @@ set edit:completion:arg-completer[chassis] = {|@words|
         &'chassis;runs;show'= {
             cand --state 'The store (default `.chassis/state.db` beside `--composition FILE`, else in the current directory)'
             cand --composition 'Whose history, when compositions share the store: a composition file, or its lineage name (the file''s path in the workspace, or its `name = "…"`). A qualified id (`NAME:gen_0002`) names one too'
-            cand --format 'Output format: text, or json (one document with `format_version`); some commands also take markdown, dot or mermaid'
+            cand --format 'Output format: text, or json (one document with `format_version`; `schema` prints the JSON Schema itself); some commands also take markdown, dot or mermaid'
             cand --color 'When to colour diagnostics'
             cand -v 'More logging on stderr (-v info, -vv debug, -vvv trace); `RUST_LOG` overrides'
             cand --verbose 'More logging on stderr (-v info, -vv debug, -vvv trace); `RUST_LOG` overrides'
@@ -358,7 +358,7 @@ set edit:completion:arg-completer[chassis] = {|@words|
             cand --entry 'Only the tools of this entry (and only its server with `--live`)'
             cand --scope 'Only this scope in the per-scope listing (e.g. `/research`)'
             cand --env-file 'Read KEY=VALUE lines as extra environment (secrets for the servers)'
-            cand --format 'Output format: text, or json (one document with `format_version`); some commands also take markdown, dot or mermaid'
+            cand --format 'Output format: text, or json (one document with `format_version`; `schema` prints the JSON Schema itself); some commands also take markdown, dot or mermaid'
             cand --color 'When to colour diagnostics'
             cand --live 'Start the `mcp` servers and compare what they offer with the lock'
             cand --update-lock 'Start the `mcp` servers and write what they offer to `chassis.lock`'
@@ -370,7 +370,7 @@ set edit:completion:arg-completer[chassis] = {|@words|
             cand --help 'Print help (see more with ''--help'')'
         }
         &'chassis;plugin'= {
-            cand --format 'Output format: text, or json (one document with `format_version`); some commands also take markdown, dot or mermaid'
+            cand --format 'Output format: text, or json (one document with `format_version`; `schema` prints the JSON Schema itself); some commands also take markdown, dot or mermaid'
             cand --color 'When to colour diagnostics'
             cand -v 'More logging on stderr (-v info, -vv debug, -vvv trace); `RUST_LOG` overrides'
             cand --verbose 'More logging on stderr (-v info, -vv debug, -vvv trace); `RUST_LOG` overrides'
@@ -385,7 +385,7 @@ set edit:completion:arg-completer[chassis] = {|@words|
         &'chassis;plugin;new'= {
             cand --lang 'Its language'
             cand --dir 'The folder to create (default: ./NAME); it must not exist or be empty'
-            cand --format 'Output format: text, or json (one document with `format_version`); some commands also take markdown, dot or mermaid'
+            cand --format 'Output format: text, or json (one document with `format_version`; `schema` prints the JSON Schema itself); some commands also take markdown, dot or mermaid'
             cand --color 'When to colour diagnostics'
             cand -v 'More logging on stderr (-v info, -vv debug, -vvv trace); `RUST_LOG` overrides'
             cand --verbose 'More logging on stderr (-v info, -vv debug, -vvv trace); `RUST_LOG` overrides'
@@ -397,7 +397,7 @@ set edit:completion:arg-completer[chassis] = {|@words|
         &'chassis;plugin;check'= {
             cand --plugin 'Which plugin, when the file has several process plugins'
             cand --env-file 'Read secrets the entry''s configuration references from this dotenv file too'
-            cand --format 'Output format: text, or json (one document with `format_version`); some commands also take markdown, dot or mermaid'
+            cand --format 'Output format: text, or json (one document with `format_version`; `schema` prints the JSON Schema itself); some commands also take markdown, dot or mermaid'
             cand --color 'When to colour diagnostics'
             cand -v 'More logging on stderr (-v info, -vv debug, -vvv trace); `RUST_LOG` overrides'
             cand --verbose 'More logging on stderr (-v info, -vv debug, -vvv trace); `RUST_LOG` overrides'
@@ -418,7 +418,7 @@ set edit:completion:arg-completer[chassis] = {|@words|
         &'chassis;plugin;help;help'= {
         }
         &'chassis;graph'= {
-            cand --format 'Output format: text, or json (one document with `format_version`); some commands also take markdown, dot or mermaid'
+            cand --format 'Output format: text, or json (one document with `format_version`; `schema` prints the JSON Schema itself); some commands also take markdown, dot or mermaid'
             cand --color 'When to colour diagnostics'
             cand -v 'More logging on stderr (-v info, -vv debug, -vvv trace); `RUST_LOG` overrides'
             cand --verbose 'More logging on stderr (-v info, -vv debug, -vvv trace); `RUST_LOG` overrides'
@@ -430,7 +430,7 @@ set edit:completion:arg-completer[chassis] = {|@words|
         &'chassis;schema'= {
             cand --write 'Write `composition.schema.json` into this directory instead of printing'
             cand --kind 'Print the `config` schema of one built-in plugin kind instead (`scripted`, `command`, …)'
-            cand --format 'Output format: text, or json (one document with `format_version`); some commands also take markdown, dot or mermaid'
+            cand --format 'Output format: text, or json (one document with `format_version`; `schema` prints the JSON Schema itself); some commands also take markdown, dot or mermaid'
             cand --color 'When to colour diagnostics'
             cand -v 'More logging on stderr (-v info, -vv debug, -vvv trace); `RUST_LOG` overrides'
             cand --verbose 'More logging on stderr (-v info, -vv debug, -vvv trace); `RUST_LOG` overrides'
@@ -441,7 +441,7 @@ set edit:completion:arg-completer[chassis] = {|@words|
         }
         &'chassis;completions'= {
             cand --dir 'Write the script into this directory (created when missing), named as clap_complete names it'
-            cand --format 'Output format: text, or json (one document with `format_version`); some commands also take markdown, dot or mermaid'
+            cand --format 'Output format: text, or json (one document with `format_version`; `schema` prints the JSON Schema itself); some commands also take markdown, dot or mermaid'
             cand --color 'When to colour diagnostics'
             cand -v 'More logging on stderr (-v info, -vv debug, -vvv trace); `RUST_LOG` overrides'
             cand --verbose 'More logging on stderr (-v info, -vv debug, -vvv trace); `RUST_LOG` overrides'

@@ -24,7 +24,7 @@ function __fish_chassis_using_subcommand
     contains -- $cmd[1] $argv
 end
 
-complete -c chassis -n "__fish_chassis_needs_command" -l format -d 'Output format: text, or json (one document with `format_version`); some commands also take markdown, dot or mermaid' -r -f -a "text\t'Human-readable text'
+complete -c chassis -n "__fish_chassis_needs_command" -l format -d 'Output format: text, or json (one document with `format_version`; `schema` prints the JSON Schema itself); some commands also take markdown, dot or mermaid' -r -f -a "text\t'Human-readable text'
 json\t'One JSON document with `format_version`'
 markdown\t'Markdown (diff: a pull-request comment)'
 dot\t'Graphviz dot (graph)'
@@ -66,7 +66,7 @@ complete -c chassis -n "__fish_chassis_using_subcommand run" -l replay-fallback 
 live\t'Make the call live (it is not recorded)'"
 complete -c chassis -n "__fish_chassis_using_subcommand run" -l request-tools -d 'Tools this run brings with its request: a composition of `command` entries. The run gets its own candidate generation with them (the published one never changes) and is stamped with its digest (`chassis snapshot FILE --agent NAME --request-tools FILE` gives it)' -r -F
 complete -c chassis -n "__fish_chassis_using_subcommand run" -l session -d 'Continue (or start) the conversation NAME kept in the store (`--state`, else the default store): the model is sent its earlier turns, and this run becomes its next turn. `chassis serve` keeps its sessions in the same store, so one started there continues here. NAME is 1 to 128 of `A-Z a-z 0-9 . _ -`' -r
-complete -c chassis -n "__fish_chassis_using_subcommand run" -l format -d 'Output format: text, or json (one document with `format_version`); some commands also take markdown, dot or mermaid' -r -f -a "text\t'Human-readable text'
+complete -c chassis -n "__fish_chassis_using_subcommand run" -l format -d 'Output format: text, or json (one document with `format_version`; `schema` prints the JSON Schema itself); some commands also take markdown, dot or mermaid' -r -f -a "text\t'Human-readable text'
 json\t'One JSON document with `format_version`'
 markdown\t'Markdown (diff: a pull-request comment)'
 dot\t'Graphviz dot (graph)'
@@ -80,7 +80,7 @@ complete -c chassis -n "__fish_chassis_using_subcommand run" -l update-lock -d '
 complete -c chassis -n "__fish_chassis_using_subcommand run" -s v -l verbose -d 'More logging on stderr (-v info, -vv debug, -vvv trace); `RUST_LOG` overrides'
 complete -c chassis -n "__fish_chassis_using_subcommand run" -s q -l quiet -d 'Only errors on stderr'
 complete -c chassis -n "__fish_chassis_using_subcommand run" -s h -l help -d 'Print help (see more with \'--help\')'
-complete -c chassis -n "__fish_chassis_using_subcommand check" -l format -d 'Output format: text, or json (one document with `format_version`); some commands also take markdown, dot or mermaid' -r -f -a "text\t'Human-readable text'
+complete -c chassis -n "__fish_chassis_using_subcommand check" -l format -d 'Output format: text, or json (one document with `format_version`; `schema` prints the JSON Schema itself); some commands also take markdown, dot or mermaid' -r -f -a "text\t'Human-readable text'
 json\t'One JSON document with `format_version`'
 markdown\t'Markdown (diff: a pull-request comment)'
 dot\t'Graphviz dot (graph)'
@@ -94,7 +94,7 @@ complete -c chassis -n "__fish_chassis_using_subcommand check" -s h -l help -d '
 complete -c chassis -n "__fish_chassis_using_subcommand snapshot" -l out -d 'Write the snapshot here instead of stdout (stdout then gets the digests)' -r -F
 complete -c chassis -n "__fish_chassis_using_subcommand snapshot" -l agent -d 'Snapshot what a run of this agent executes against (its revision, `prompt_hash` and `graph_definition_hash`): the digest `chassis run` stamps on a run without a store' -r
 complete -c chassis -n "__fish_chassis_using_subcommand snapshot" -l request-tools -d 'With `--agent`: the digest of a run whose request brings the tools of this file (`chassis run --request-tools`)' -r -F
-complete -c chassis -n "__fish_chassis_using_subcommand snapshot" -l format -d 'Output format: text, or json (one document with `format_version`); some commands also take markdown, dot or mermaid' -r -f -a "text\t'Human-readable text'
+complete -c chassis -n "__fish_chassis_using_subcommand snapshot" -l format -d 'Output format: text, or json (one document with `format_version`; `schema` prints the JSON Schema itself); some commands also take markdown, dot or mermaid' -r -f -a "text\t'Human-readable text'
 json\t'One JSON document with `format_version`'
 markdown\t'Markdown (diff: a pull-request comment)'
 dot\t'Graphviz dot (graph)'
@@ -105,7 +105,7 @@ never\t'Never colour'"
 complete -c chassis -n "__fish_chassis_using_subcommand snapshot" -s v -l verbose -d 'More logging on stderr (-v info, -vv debug, -vvv trace); `RUST_LOG` overrides'
 complete -c chassis -n "__fish_chassis_using_subcommand snapshot" -s q -l quiet -d 'Only errors on stderr'
 complete -c chassis -n "__fish_chassis_using_subcommand snapshot" -s h -l help -d 'Print help (see more with \'--help\')'
-complete -c chassis -n "__fish_chassis_using_subcommand explain; and not __fish_seen_subcommand_from requirement scope reuse budgets help" -l format -d 'Output format: text, or json (one document with `format_version`); some commands also take markdown, dot or mermaid' -r -f -a "text\t'Human-readable text'
+complete -c chassis -n "__fish_chassis_using_subcommand explain; and not __fish_seen_subcommand_from requirement scope reuse budgets help" -l format -d 'Output format: text, or json (one document with `format_version`; `schema` prints the JSON Schema itself); some commands also take markdown, dot or mermaid' -r -f -a "text\t'Human-readable text'
 json\t'One JSON document with `format_version`'
 markdown\t'Markdown (diff: a pull-request comment)'
 dot\t'Graphviz dot (graph)'
@@ -122,7 +122,7 @@ complete -c chassis -n "__fish_chassis_using_subcommand explain; and not __fish_
 complete -c chassis -n "__fish_chassis_using_subcommand explain; and not __fish_seen_subcommand_from requirement scope reuse budgets help" -f -a "budgets" -d 'Each agent\'s budget limits per dimension and how they are enforced (the built-in loop enforces every dimension at its boundaries)'
 complete -c chassis -n "__fish_chassis_using_subcommand explain; and not __fish_seen_subcommand_from requirement scope reuse budgets help" -f -a "help" -d 'Print this message or the help of the given subcommand(s)'
 complete -c chassis -n "__fish_chassis_using_subcommand explain; and __fish_seen_subcommand_from requirement" -l scope -d 'The consumer\'s scope, to make sure it is the one you mean' -r
-complete -c chassis -n "__fish_chassis_using_subcommand explain; and __fish_seen_subcommand_from requirement" -l format -d 'Output format: text, or json (one document with `format_version`); some commands also take markdown, dot or mermaid' -r -f -a "text\t'Human-readable text'
+complete -c chassis -n "__fish_chassis_using_subcommand explain; and __fish_seen_subcommand_from requirement" -l format -d 'Output format: text, or json (one document with `format_version`; `schema` prints the JSON Schema itself); some commands also take markdown, dot or mermaid' -r -f -a "text\t'Human-readable text'
 json\t'One JSON document with `format_version`'
 markdown\t'Markdown (diff: a pull-request comment)'
 dot\t'Graphviz dot (graph)'
@@ -133,7 +133,7 @@ never\t'Never colour'"
 complete -c chassis -n "__fish_chassis_using_subcommand explain; and __fish_seen_subcommand_from requirement" -s v -l verbose -d 'More logging on stderr (-v info, -vv debug, -vvv trace); `RUST_LOG` overrides'
 complete -c chassis -n "__fish_chassis_using_subcommand explain; and __fish_seen_subcommand_from requirement" -s q -l quiet -d 'Only errors on stderr'
 complete -c chassis -n "__fish_chassis_using_subcommand explain; and __fish_seen_subcommand_from requirement" -s h -l help -d 'Print help (see more with \'--help\')'
-complete -c chassis -n "__fish_chassis_using_subcommand explain; and __fish_seen_subcommand_from scope" -l format -d 'Output format: text, or json (one document with `format_version`); some commands also take markdown, dot or mermaid' -r -f -a "text\t'Human-readable text'
+complete -c chassis -n "__fish_chassis_using_subcommand explain; and __fish_seen_subcommand_from scope" -l format -d 'Output format: text, or json (one document with `format_version`; `schema` prints the JSON Schema itself); some commands also take markdown, dot or mermaid' -r -f -a "text\t'Human-readable text'
 json\t'One JSON document with `format_version`'
 markdown\t'Markdown (diff: a pull-request comment)'
 dot\t'Graphviz dot (graph)'
@@ -146,7 +146,7 @@ complete -c chassis -n "__fish_chassis_using_subcommand explain; and __fish_seen
 complete -c chassis -n "__fish_chassis_using_subcommand explain; and __fish_seen_subcommand_from scope" -s h -l help -d 'Print help (see more with \'--help\')'
 complete -c chassis -n "__fish_chassis_using_subcommand explain; and __fish_seen_subcommand_from reuse" -l state -d 'The store (default `.chassis/state.db` beside `--composition FILE`, else in the current directory)' -r -F
 complete -c chassis -n "__fish_chassis_using_subcommand explain; and __fish_seen_subcommand_from reuse" -l composition -d 'Whose history, when compositions share the store: a composition file, or its lineage name (the file\'s path in the workspace, or its `name = "…"`). A qualified id (`NAME:gen_0002`) names one too' -r
-complete -c chassis -n "__fish_chassis_using_subcommand explain; and __fish_seen_subcommand_from reuse" -l format -d 'Output format: text, or json (one document with `format_version`); some commands also take markdown, dot or mermaid' -r -f -a "text\t'Human-readable text'
+complete -c chassis -n "__fish_chassis_using_subcommand explain; and __fish_seen_subcommand_from reuse" -l format -d 'Output format: text, or json (one document with `format_version`; `schema` prints the JSON Schema itself); some commands also take markdown, dot or mermaid' -r -f -a "text\t'Human-readable text'
 json\t'One JSON document with `format_version`'
 markdown\t'Markdown (diff: a pull-request comment)'
 dot\t'Graphviz dot (graph)'
@@ -158,7 +158,7 @@ complete -c chassis -n "__fish_chassis_using_subcommand explain; and __fish_seen
 complete -c chassis -n "__fish_chassis_using_subcommand explain; and __fish_seen_subcommand_from reuse" -s q -l quiet -d 'Only errors on stderr'
 complete -c chassis -n "__fish_chassis_using_subcommand explain; and __fish_seen_subcommand_from reuse" -s h -l help -d 'Print help (see more with \'--help\')'
 complete -c chassis -n "__fish_chassis_using_subcommand explain; and __fish_seen_subcommand_from budgets" -l agent -d 'Only this agent' -r
-complete -c chassis -n "__fish_chassis_using_subcommand explain; and __fish_seen_subcommand_from budgets" -l format -d 'Output format: text, or json (one document with `format_version`); some commands also take markdown, dot or mermaid' -r -f -a "text\t'Human-readable text'
+complete -c chassis -n "__fish_chassis_using_subcommand explain; and __fish_seen_subcommand_from budgets" -l format -d 'Output format: text, or json (one document with `format_version`; `schema` prints the JSON Schema itself); some commands also take markdown, dot or mermaid' -r -f -a "text\t'Human-readable text'
 json\t'One JSON document with `format_version`'
 markdown\t'Markdown (diff: a pull-request comment)'
 dot\t'Graphviz dot (graph)'
@@ -174,7 +174,7 @@ complete -c chassis -n "__fish_chassis_using_subcommand explain; and __fish_seen
 complete -c chassis -n "__fish_chassis_using_subcommand explain; and __fish_seen_subcommand_from help" -f -a "reuse" -d 'Why a node was reused, rebuilt or rewired between two stored generations: which identity parts changed'
 complete -c chassis -n "__fish_chassis_using_subcommand explain; and __fish_seen_subcommand_from help" -f -a "budgets" -d 'Each agent\'s budget limits per dimension and how they are enforced (the built-in loop enforces every dimension at its boundaries)'
 complete -c chassis -n "__fish_chassis_using_subcommand explain; and __fish_seen_subcommand_from help" -f -a "help" -d 'Print this message or the help of the given subcommand(s)'
-complete -c chassis -n "__fish_chassis_using_subcommand diff; and not __fish_seen_subcommand_from generations help" -l format -d 'Output format: text, or json (one document with `format_version`); some commands also take markdown, dot or mermaid' -r -f -a "text\t'Human-readable text'
+complete -c chassis -n "__fish_chassis_using_subcommand diff; and not __fish_seen_subcommand_from generations help" -l format -d 'Output format: text, or json (one document with `format_version`; `schema` prints the JSON Schema itself); some commands also take markdown, dot or mermaid' -r -f -a "text\t'Human-readable text'
 json\t'One JSON document with `format_version`'
 markdown\t'Markdown (diff: a pull-request comment)'
 dot\t'Graphviz dot (graph)'
@@ -189,7 +189,7 @@ complete -c chassis -n "__fish_chassis_using_subcommand diff; and not __fish_see
 complete -c chassis -n "__fish_chassis_using_subcommand diff; and not __fish_seen_subcommand_from generations help" -f -a "help" -d 'Print this message or the help of the given subcommand(s)'
 complete -c chassis -n "__fish_chassis_using_subcommand diff; and __fish_seen_subcommand_from generations" -l state -d 'The store (default `.chassis/state.db` beside `--composition FILE`, else in the current directory)' -r -F
 complete -c chassis -n "__fish_chassis_using_subcommand diff; and __fish_seen_subcommand_from generations" -l composition -d 'Whose history, when compositions share the store: a composition file, or its lineage name (the file\'s path in the workspace, or its `name = "…"`). A qualified id (`NAME:gen_0002`) names one too' -r
-complete -c chassis -n "__fish_chassis_using_subcommand diff; and __fish_seen_subcommand_from generations" -l format -d 'Output format: text, or json (one document with `format_version`); some commands also take markdown, dot or mermaid' -r -f -a "text\t'Human-readable text'
+complete -c chassis -n "__fish_chassis_using_subcommand diff; and __fish_seen_subcommand_from generations" -l format -d 'Output format: text, or json (one document with `format_version`; `schema` prints the JSON Schema itself); some commands also take markdown, dot or mermaid' -r -f -a "text\t'Human-readable text'
 json\t'One JSON document with `format_version`'
 markdown\t'Markdown (diff: a pull-request comment)'
 dot\t'Graphviz dot (graph)'
@@ -207,7 +207,7 @@ complete -c chassis -n "__fish_chassis_using_subcommand diff; and __fish_seen_su
 complete -c chassis -n "__fish_chassis_using_subcommand diff; and __fish_seen_subcommand_from help" -f -a "help" -d 'Print this message or the help of the given subcommand(s)'
 complete -c chassis -n "__fish_chassis_using_subcommand publish" -l state -d 'The store (default: the composition\'s `[store] path`, else `.chassis/state.db` beside FILE)' -r -F
 complete -c chassis -n "__fish_chassis_using_subcommand publish" -l trace -d 'Write every telemetry signal of the publish (redacted) to FILE as JSON lines' -r -F
-complete -c chassis -n "__fish_chassis_using_subcommand publish" -l format -d 'Output format: text, or json (one document with `format_version`); some commands also take markdown, dot or mermaid' -r -f -a "text\t'Human-readable text'
+complete -c chassis -n "__fish_chassis_using_subcommand publish" -l format -d 'Output format: text, or json (one document with `format_version`; `schema` prints the JSON Schema itself); some commands also take markdown, dot or mermaid' -r -f -a "text\t'Human-readable text'
 json\t'One JSON document with `format_version`'
 markdown\t'Markdown (diff: a pull-request comment)'
 dot\t'Graphviz dot (graph)'
@@ -232,7 +232,7 @@ complete -c chassis -n "__fish_chassis_using_subcommand serve" -l drain-timeout 
 complete -c chassis -n "__fish_chassis_using_subcommand serve" -l read-timeout -d 'Seconds a client may take to send a request\'s headers, or between two chunks of its body; an idle kept-alive connection is closed after as long' -r
 complete -c chassis -n "__fish_chassis_using_subcommand serve" -l tls-cert -d 'Serve HTTPS with this PEM certificate chain (with --tls-key)' -r -F
 complete -c chassis -n "__fish_chassis_using_subcommand serve" -l tls-key -d 'The PEM private key of --tls-cert' -r -F
-complete -c chassis -n "__fish_chassis_using_subcommand serve" -l format -d 'Output format: text, or json (one document with `format_version`); some commands also take markdown, dot or mermaid' -r -f -a "text\t'Human-readable text'
+complete -c chassis -n "__fish_chassis_using_subcommand serve" -l format -d 'Output format: text, or json (one document with `format_version`; `schema` prints the JSON Schema itself); some commands also take markdown, dot or mermaid' -r -f -a "text\t'Human-readable text'
 json\t'One JSON document with `format_version`'
 markdown\t'Markdown (diff: a pull-request comment)'
 dot\t'Graphviz dot (graph)'
@@ -248,7 +248,7 @@ complete -c chassis -n "__fish_chassis_using_subcommand serve" -s v -l verbose -
 complete -c chassis -n "__fish_chassis_using_subcommand serve" -s q -l quiet -d 'Only errors on stderr'
 complete -c chassis -n "__fish_chassis_using_subcommand serve" -s h -l help -d 'Print help (see more with \'--help\')'
 complete -c chassis -n "__fish_chassis_using_subcommand plan" -l state -d 'The store (default: the composition\'s `[store] path`, else `.chassis/state.db` beside FILE)' -r -F
-complete -c chassis -n "__fish_chassis_using_subcommand plan" -l format -d 'Output format: text, or json (one document with `format_version`); some commands also take markdown, dot or mermaid' -r -f -a "text\t'Human-readable text'
+complete -c chassis -n "__fish_chassis_using_subcommand plan" -l format -d 'Output format: text, or json (one document with `format_version`; `schema` prints the JSON Schema itself); some commands also take markdown, dot or mermaid' -r -f -a "text\t'Human-readable text'
 json\t'One JSON document with `format_version`'
 markdown\t'Markdown (diff: a pull-request comment)'
 dot\t'Graphviz dot (graph)'
@@ -261,7 +261,7 @@ complete -c chassis -n "__fish_chassis_using_subcommand plan" -l all -d 'List ev
 complete -c chassis -n "__fish_chassis_using_subcommand plan" -s v -l verbose -d 'More logging on stderr (-v info, -vv debug, -vvv trace); `RUST_LOG` overrides'
 complete -c chassis -n "__fish_chassis_using_subcommand plan" -s q -l quiet -d 'Only errors on stderr'
 complete -c chassis -n "__fish_chassis_using_subcommand plan" -s h -l help -d 'Print help (see more with \'--help\')'
-complete -c chassis -n "__fish_chassis_using_subcommand generations; and not __fish_seen_subcommand_from list show help" -l format -d 'Output format: text, or json (one document with `format_version`); some commands also take markdown, dot or mermaid' -r -f -a "text\t'Human-readable text'
+complete -c chassis -n "__fish_chassis_using_subcommand generations; and not __fish_seen_subcommand_from list show help" -l format -d 'Output format: text, or json (one document with `format_version`; `schema` prints the JSON Schema itself); some commands also take markdown, dot or mermaid' -r -f -a "text\t'Human-readable text'
 json\t'One JSON document with `format_version`'
 markdown\t'Markdown (diff: a pull-request comment)'
 dot\t'Graphviz dot (graph)'
@@ -277,7 +277,7 @@ complete -c chassis -n "__fish_chassis_using_subcommand generations; and not __f
 complete -c chassis -n "__fish_chassis_using_subcommand generations; and not __fish_seen_subcommand_from list show help" -f -a "help" -d 'Print this message or the help of the given subcommand(s)'
 complete -c chassis -n "__fish_chassis_using_subcommand generations; and __fish_seen_subcommand_from list" -l state -d 'The store (default `.chassis/state.db` beside `--composition FILE`, else in the current directory)' -r -F
 complete -c chassis -n "__fish_chassis_using_subcommand generations; and __fish_seen_subcommand_from list" -l composition -d 'Whose history, when compositions share the store: a composition file, or its lineage name (the file\'s path in the workspace, or its `name = "…"`). A qualified id (`NAME:gen_0002`) names one too' -r
-complete -c chassis -n "__fish_chassis_using_subcommand generations; and __fish_seen_subcommand_from list" -l format -d 'Output format: text, or json (one document with `format_version`); some commands also take markdown, dot or mermaid' -r -f -a "text\t'Human-readable text'
+complete -c chassis -n "__fish_chassis_using_subcommand generations; and __fish_seen_subcommand_from list" -l format -d 'Output format: text, or json (one document with `format_version`; `schema` prints the JSON Schema itself); some commands also take markdown, dot or mermaid' -r -f -a "text\t'Human-readable text'
 json\t'One JSON document with `format_version`'
 markdown\t'Markdown (diff: a pull-request comment)'
 dot\t'Graphviz dot (graph)'
@@ -290,7 +290,7 @@ complete -c chassis -n "__fish_chassis_using_subcommand generations; and __fish_
 complete -c chassis -n "__fish_chassis_using_subcommand generations; and __fish_seen_subcommand_from list" -s h -l help -d 'Print help (see more with \'--help\')'
 complete -c chassis -n "__fish_chassis_using_subcommand generations; and __fish_seen_subcommand_from show" -l state -d 'The store (default `.chassis/state.db` beside `--composition FILE`, else in the current directory)' -r -F
 complete -c chassis -n "__fish_chassis_using_subcommand generations; and __fish_seen_subcommand_from show" -l composition -d 'Whose history, when compositions share the store: a composition file, or its lineage name (the file\'s path in the workspace, or its `name = "…"`). A qualified id (`NAME:gen_0002`) names one too' -r
-complete -c chassis -n "__fish_chassis_using_subcommand generations; and __fish_seen_subcommand_from show" -l format -d 'Output format: text, or json (one document with `format_version`); some commands also take markdown, dot or mermaid' -r -f -a "text\t'Human-readable text'
+complete -c chassis -n "__fish_chassis_using_subcommand generations; and __fish_seen_subcommand_from show" -l format -d 'Output format: text, or json (one document with `format_version`; `schema` prints the JSON Schema itself); some commands also take markdown, dot or mermaid' -r -f -a "text\t'Human-readable text'
 json\t'One JSON document with `format_version`'
 markdown\t'Markdown (diff: a pull-request comment)'
 dot\t'Graphviz dot (graph)'
@@ -304,7 +304,7 @@ complete -c chassis -n "__fish_chassis_using_subcommand generations; and __fish_
 complete -c chassis -n "__fish_chassis_using_subcommand generations; and __fish_seen_subcommand_from help" -f -a "list" -d 'Every published generation, grouped by composition (lineage), oldest first'
 complete -c chassis -n "__fish_chassis_using_subcommand generations; and __fish_seen_subcommand_from help" -f -a "show" -d 'One generation: digests, nodes (entry, instance id, mount, identity hashes) and what its publish did to each node'
 complete -c chassis -n "__fish_chassis_using_subcommand generations; and __fish_seen_subcommand_from help" -f -a "help" -d 'Print this message or the help of the given subcommand(s)'
-complete -c chassis -n "__fish_chassis_using_subcommand runs; and not __fish_seen_subcommand_from list show help" -l format -d 'Output format: text, or json (one document with `format_version`); some commands also take markdown, dot or mermaid' -r -f -a "text\t'Human-readable text'
+complete -c chassis -n "__fish_chassis_using_subcommand runs; and not __fish_seen_subcommand_from list show help" -l format -d 'Output format: text, or json (one document with `format_version`; `schema` prints the JSON Schema itself); some commands also take markdown, dot or mermaid' -r -f -a "text\t'Human-readable text'
 json\t'One JSON document with `format_version`'
 markdown\t'Markdown (diff: a pull-request comment)'
 dot\t'Graphviz dot (graph)'
@@ -320,7 +320,7 @@ complete -c chassis -n "__fish_chassis_using_subcommand runs; and not __fish_see
 complete -c chassis -n "__fish_chassis_using_subcommand runs; and not __fish_seen_subcommand_from list show help" -f -a "help" -d 'Print this message or the help of the given subcommand(s)'
 complete -c chassis -n "__fish_chassis_using_subcommand runs; and __fish_seen_subcommand_from list" -l state -d 'The store (default `.chassis/state.db` beside `--composition FILE`, else in the current directory)' -r -F
 complete -c chassis -n "__fish_chassis_using_subcommand runs; and __fish_seen_subcommand_from list" -l composition -d 'Whose history, when compositions share the store: a composition file, or its lineage name (the file\'s path in the workspace, or its `name = "…"`). A qualified id (`NAME:gen_0002`) names one too' -r
-complete -c chassis -n "__fish_chassis_using_subcommand runs; and __fish_seen_subcommand_from list" -l format -d 'Output format: text, or json (one document with `format_version`); some commands also take markdown, dot or mermaid' -r -f -a "text\t'Human-readable text'
+complete -c chassis -n "__fish_chassis_using_subcommand runs; and __fish_seen_subcommand_from list" -l format -d 'Output format: text, or json (one document with `format_version`; `schema` prints the JSON Schema itself); some commands also take markdown, dot or mermaid' -r -f -a "text\t'Human-readable text'
 json\t'One JSON document with `format_version`'
 markdown\t'Markdown (diff: a pull-request comment)'
 dot\t'Graphviz dot (graph)'
@@ -333,7 +333,7 @@ complete -c chassis -n "__fish_chassis_using_subcommand runs; and __fish_seen_su
 complete -c chassis -n "__fish_chassis_using_subcommand runs; and __fish_seen_subcommand_from list" -s h -l help -d 'Print help (see more with \'--help\')'
 complete -c chassis -n "__fish_chassis_using_subcommand runs; and __fish_seen_subcommand_from show" -l state -d 'The store (default `.chassis/state.db` beside `--composition FILE`, else in the current directory)' -r -F
 complete -c chassis -n "__fish_chassis_using_subcommand runs; and __fish_seen_subcommand_from show" -l composition -d 'Whose history, when compositions share the store: a composition file, or its lineage name (the file\'s path in the workspace, or its `name = "…"`). A qualified id (`NAME:gen_0002`) names one too' -r
-complete -c chassis -n "__fish_chassis_using_subcommand runs; and __fish_seen_subcommand_from show" -l format -d 'Output format: text, or json (one document with `format_version`); some commands also take markdown, dot or mermaid' -r -f -a "text\t'Human-readable text'
+complete -c chassis -n "__fish_chassis_using_subcommand runs; and __fish_seen_subcommand_from show" -l format -d 'Output format: text, or json (one document with `format_version`; `schema` prints the JSON Schema itself); some commands also take markdown, dot or mermaid' -r -f -a "text\t'Human-readable text'
 json\t'One JSON document with `format_version`'
 markdown\t'Markdown (diff: a pull-request comment)'
 dot\t'Graphviz dot (graph)'
@@ -350,7 +350,7 @@ complete -c chassis -n "__fish_chassis_using_subcommand runs; and __fish_seen_su
 complete -c chassis -n "__fish_chassis_using_subcommand tools" -l entry -d 'Only the tools of this entry (and only its server with `--live`)' -r
 complete -c chassis -n "__fish_chassis_using_subcommand tools" -l scope -d 'Only this scope in the per-scope listing (e.g. `/research`)' -r
 complete -c chassis -n "__fish_chassis_using_subcommand tools" -l env-file -d 'Read KEY=VALUE lines as extra environment (secrets for the servers)' -r -F
-complete -c chassis -n "__fish_chassis_using_subcommand tools" -l format -d 'Output format: text, or json (one document with `format_version`); some commands also take markdown, dot or mermaid' -r -f -a "text\t'Human-readable text'
+complete -c chassis -n "__fish_chassis_using_subcommand tools" -l format -d 'Output format: text, or json (one document with `format_version`; `schema` prints the JSON Schema itself); some commands also take markdown, dot or mermaid' -r -f -a "text\t'Human-readable text'
 json\t'One JSON document with `format_version`'
 markdown\t'Markdown (diff: a pull-request comment)'
 dot\t'Graphviz dot (graph)'
@@ -363,7 +363,7 @@ complete -c chassis -n "__fish_chassis_using_subcommand tools" -l update-lock -d
 complete -c chassis -n "__fish_chassis_using_subcommand tools" -s v -l verbose -d 'More logging on stderr (-v info, -vv debug, -vvv trace); `RUST_LOG` overrides'
 complete -c chassis -n "__fish_chassis_using_subcommand tools" -s q -l quiet -d 'Only errors on stderr'
 complete -c chassis -n "__fish_chassis_using_subcommand tools" -s h -l help -d 'Print help (see more with \'--help\')'
-complete -c chassis -n "__fish_chassis_using_subcommand plugin; and not __fish_seen_subcommand_from new check help" -l format -d 'Output format: text, or json (one document with `format_version`); some commands also take markdown, dot or mermaid' -r -f -a "text\t'Human-readable text'
+complete -c chassis -n "__fish_chassis_using_subcommand plugin; and not __fish_seen_subcommand_from new check help" -l format -d 'Output format: text, or json (one document with `format_version`; `schema` prints the JSON Schema itself); some commands also take markdown, dot or mermaid' -r -f -a "text\t'Human-readable text'
 json\t'One JSON document with `format_version`'
 markdown\t'Markdown (diff: a pull-request comment)'
 dot\t'Graphviz dot (graph)'
@@ -380,7 +380,7 @@ complete -c chassis -n "__fish_chassis_using_subcommand plugin; and not __fish_s
 complete -c chassis -n "__fish_chassis_using_subcommand plugin; and __fish_seen_subcommand_from new" -l lang -d 'Its language' -r -f -a "python\t'Python 3.9+ (the SDK is one file of the standard library only)'
 typescript\t'JavaScript for Node 18+, with TypeScript declarations'"
 complete -c chassis -n "__fish_chassis_using_subcommand plugin; and __fish_seen_subcommand_from new" -l dir -d 'The folder to create (default: ./NAME); it must not exist or be empty' -r -F
-complete -c chassis -n "__fish_chassis_using_subcommand plugin; and __fish_seen_subcommand_from new" -l format -d 'Output format: text, or json (one document with `format_version`); some commands also take markdown, dot or mermaid' -r -f -a "text\t'Human-readable text'
+complete -c chassis -n "__fish_chassis_using_subcommand plugin; and __fish_seen_subcommand_from new" -l format -d 'Output format: text, or json (one document with `format_version`; `schema` prints the JSON Schema itself); some commands also take markdown, dot or mermaid' -r -f -a "text\t'Human-readable text'
 json\t'One JSON document with `format_version`'
 markdown\t'Markdown (diff: a pull-request comment)'
 dot\t'Graphviz dot (graph)'
@@ -393,7 +393,7 @@ complete -c chassis -n "__fish_chassis_using_subcommand plugin; and __fish_seen_
 complete -c chassis -n "__fish_chassis_using_subcommand plugin; and __fish_seen_subcommand_from new" -s h -l help -d 'Print help (see more with \'--help\')'
 complete -c chassis -n "__fish_chassis_using_subcommand plugin; and __fish_seen_subcommand_from check" -l plugin -d 'Which plugin, when the file has several process plugins' -r
 complete -c chassis -n "__fish_chassis_using_subcommand plugin; and __fish_seen_subcommand_from check" -l env-file -d 'Read secrets the entry\'s configuration references from this dotenv file too' -r -F
-complete -c chassis -n "__fish_chassis_using_subcommand plugin; and __fish_seen_subcommand_from check" -l format -d 'Output format: text, or json (one document with `format_version`); some commands also take markdown, dot or mermaid' -r -f -a "text\t'Human-readable text'
+complete -c chassis -n "__fish_chassis_using_subcommand plugin; and __fish_seen_subcommand_from check" -l format -d 'Output format: text, or json (one document with `format_version`; `schema` prints the JSON Schema itself); some commands also take markdown, dot or mermaid' -r -f -a "text\t'Human-readable text'
 json\t'One JSON document with `format_version`'
 markdown\t'Markdown (diff: a pull-request comment)'
 dot\t'Graphviz dot (graph)'
@@ -407,7 +407,7 @@ complete -c chassis -n "__fish_chassis_using_subcommand plugin; and __fish_seen_
 complete -c chassis -n "__fish_chassis_using_subcommand plugin; and __fish_seen_subcommand_from help" -f -a "new" -d 'Write a working plugin into a new folder: the plugin, its SDK vendored beside it, its manifest as an include file, and a test'
 complete -c chassis -n "__fish_chassis_using_subcommand plugin; and __fish_seen_subcommand_from help" -f -a "check" -d 'Run the protocol conformance suite against a plugin, started as chassis starts it: version negotiation and refusal, its declaration against the TOML manifest, -32601 for an unknown method, -32602 for malformed params, its registrations, `$/cancel`, teardown within the grace period, and nothing but protocol messages on stdout. Exit 1 when a check fails'
 complete -c chassis -n "__fish_chassis_using_subcommand plugin; and __fish_seen_subcommand_from help" -f -a "help" -d 'Print this message or the help of the given subcommand(s)'
-complete -c chassis -n "__fish_chassis_using_subcommand graph" -l format -d 'Output format: text, or json (one document with `format_version`); some commands also take markdown, dot or mermaid' -r -f -a "text\t'Human-readable text'
+complete -c chassis -n "__fish_chassis_using_subcommand graph" -l format -d 'Output format: text, or json (one document with `format_version`; `schema` prints the JSON Schema itself); some commands also take markdown, dot or mermaid' -r -f -a "text\t'Human-readable text'
 json\t'One JSON document with `format_version`'
 markdown\t'Markdown (diff: a pull-request comment)'
 dot\t'Graphviz dot (graph)'
@@ -420,7 +420,7 @@ complete -c chassis -n "__fish_chassis_using_subcommand graph" -s q -l quiet -d 
 complete -c chassis -n "__fish_chassis_using_subcommand graph" -s h -l help -d 'Print help (see more with \'--help\')'
 complete -c chassis -n "__fish_chassis_using_subcommand schema" -l write -d 'Write `composition.schema.json` into this directory instead of printing' -r -F
 complete -c chassis -n "__fish_chassis_using_subcommand schema" -l kind -d 'Print the `config` schema of one built-in plugin kind instead (`scripted`, `command`, …)' -r
-complete -c chassis -n "__fish_chassis_using_subcommand schema" -l format -d 'Output format: text, or json (one document with `format_version`); some commands also take markdown, dot or mermaid' -r -f -a "text\t'Human-readable text'
+complete -c chassis -n "__fish_chassis_using_subcommand schema" -l format -d 'Output format: text, or json (one document with `format_version`; `schema` prints the JSON Schema itself); some commands also take markdown, dot or mermaid' -r -f -a "text\t'Human-readable text'
 json\t'One JSON document with `format_version`'
 markdown\t'Markdown (diff: a pull-request comment)'
 dot\t'Graphviz dot (graph)'
@@ -432,7 +432,7 @@ complete -c chassis -n "__fish_chassis_using_subcommand schema" -s v -l verbose 
 complete -c chassis -n "__fish_chassis_using_subcommand schema" -s q -l quiet -d 'Only errors on stderr'
 complete -c chassis -n "__fish_chassis_using_subcommand schema" -s h -l help -d 'Print help (see more with \'--help\')'
 complete -c chassis -n "__fish_chassis_using_subcommand completions" -l dir -d 'Write the script into this directory (created when missing), named as clap_complete names it' -r -F
-complete -c chassis -n "__fish_chassis_using_subcommand completions" -l format -d 'Output format: text, or json (one document with `format_version`); some commands also take markdown, dot or mermaid' -r -f -a "text\t'Human-readable text'
+complete -c chassis -n "__fish_chassis_using_subcommand completions" -l format -d 'Output format: text, or json (one document with `format_version`; `schema` prints the JSON Schema itself); some commands also take markdown, dot or mermaid' -r -f -a "text\t'Human-readable text'
 json\t'One JSON document with `format_version`'
 markdown\t'Markdown (diff: a pull-request comment)'
 dot\t'Graphviz dot (graph)'

@@ -39,8 +39,9 @@ use ui::{ColorChoice, Format, Ui};
 #[derive(Debug, Parser)]
 #[command(name = "chassis", version, about, long_about, after_long_help = AFTER_HELP, max_term_width = 100)]
 pub struct Cli {
-    /// Output format: text, or json (one document with `format_version`);
-    /// some commands also take markdown, dot or mermaid.
+    /// Output format: text, or json (one document with `format_version`;
+    /// `schema` prints the JSON Schema itself); some commands also take
+    /// markdown, dot or mermaid.
     #[arg(long, global = true, value_enum, default_value_t = Format::Text)]
     pub format: Format,
     /// When to colour diagnostics.

@@ -326,7 +326,59 @@ pub fn changed_keys(old: &Composition, new: &Composition) -> Vec<LeafChange> {
         &is_secret_ref,
     );
     changes.iter_mut().for_each(mask_for_display);
+    // A value typed under a credential's key is masked there, and wherever
+    // else it is typed (`note = "…"` repeating a password).
+    let typed = typed_credentials([old, new]);
+    if !typed.is_empty() {
+        for change in changes.iter_mut().filter(|c| !c.masked) {
+            let mentions = |v: &Option<Canon>| v.as_ref().is_some_and(|v| mentions(v, &typed));
+            if mentions(&change.old) || mentions(&change.new) {
+                change.masked = true;
+                change.old = change.old.as_ref().map(|_| Canon::from(REDACTED));
+                change.new = change.new.as_ref().map(|_| Canon::from(REDACTED));
+            }
+        }
+    }
     changes
+}
+
+/// The texts typed in `compositions`' configurations under a credential's
+/// key (`password = "…"`), learnt by a redactor (one pass over them all).
+fn typed_credentials<'a>(
+    compositions: impl IntoIterator<Item = &'a Composition>,
+) -> super::secret::Redactor {
+    fn walk(v: &super::model::ConfigValue, sensitive: bool, into: &super::secret::Redactor) {
+        use super::model::ConfigValue as V;
+        match v {
+            V::Str(s) if sensitive => {
+                into.learn(&super::secret::SecretValue::new(s.clone()));
+            }
+            V::Array(items) => items.iter().for_each(|i| walk(i, sensitive, into)),
+            V::Table(map) => {
+                for (k, v) in map {
+                    walk(v, sensitive || is_sensitive_key(k), into);
+                }
+            }
+            _ => {}
+        }
+    }
+    let typed = super::secret::Redactor::new();
+    for c in compositions {
+        for e in c.entries.values() {
+            walk(&e.config, false, &typed);
+        }
+    }
+    typed
+}
+
+/// Whether any text in `v` holds a value `typed` knows.
+fn mentions(v: &Canon, typed: &super::secret::Redactor) -> bool {
+    match v {
+        Canon::Str(s) => typed.contains_secret(s),
+        Canon::List(items) => items.iter().any(|i| mentions(i, typed)),
+        Canon::Map(map) => map.values().any(|v| mentions(v, typed)),
+        _ => false,
+    }
 }
 
 /// Whether two manifests equal as versions (`1.2` is `1.2.0`) also write
@@ -717,6 +769,18 @@ config = { dsn = "postgres://u:pw-canary@h/db", api_key = "sk-canary-1", timeout
             .join("\n");
             assert!(!added.contains("canary"), "{new}: {added}");
         }
+        // A value typed under a credential's key is masked wherever else
+        // it is typed, here or in another entry.
+        let repeated = rows(
+            &config("{ password = \"CANARY-9c1e-secret\", note = \"x\" }"),
+            &format!(
+                "{}[entries.y]\nplugin = \"p\"\nconfig = {{ note = \"about CANARY-9c1e-secret\" }}\n",
+                config("{ password = \"CANARY-9c1e-secret\", note = \"CANARY-9c1e-secret\" }")
+            ),
+        )
+        .join("\n");
+        assert!(!repeated.contains("CANARY"), "{repeated}");
+        assert!(repeated.contains("entries.x.config.note"), "{repeated}");
         // A secret reference shows its name, under any key.
         let renamed = rows(
             &config("{ password = { secret = \"DB_PW\" } }"),

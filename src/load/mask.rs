@@ -13,11 +13,42 @@
 pub fn mask_secrets(text: &str, sensitive: impl Fn(&str) -> bool) -> Option<String> {
     let mut ranges = Vec::new();
     string_ranges(text, &sensitive, &mut ranges);
+    value_repeats(text, &mut ranges);
     url_password_ranges(text, &mut ranges);
     if ranges.is_empty() {
         return None;
     }
     Some(mask_ranges(text, ranges))
+}
+
+/// Every other string literal that holds a value masked so far (one typed
+/// under `password` and again under `note` is the same secret): masked
+/// whole. Only values of at least [`crate::engine::secret::MIN_SECRET_LEN`]
+/// characters, as the redactor learns them; one pass over the literals,
+/// each checked against them all at once.
+fn value_repeats(text: &str, ranges: &mut Vec<(usize, usize)>) {
+    let known = crate::engine::secret::Redactor::new();
+    let mut any = false;
+    for value in ranges
+        .iter()
+        .filter_map(|&(start, end)| text.get(start..end))
+    {
+        let learned = known.learn(&crate::engine::secret::SecretValue::new(value.to_owned()));
+        any |= learned != crate::engine::secret::Learned::TooShort;
+    }
+    if !any {
+        return;
+    }
+    let mut literals = Vec::new();
+    string_ranges(text, &|_| true, &mut literals);
+    for (start, end) in literals {
+        if text
+            .get(start..end)
+            .is_some_and(|l| known.contains_secret(l))
+        {
+            ranges.push((start, end));
+        }
+    }
 }
 
 /// `text` with every byte in `ranges` (clamped to the text) replaced by
@@ -229,6 +260,18 @@ mod tests {
 
     fn mask(t: &str) -> String {
         mask_secrets(t, sens).unwrap_or_else(|| t.to_owned())
+    }
+
+    #[test]
+    fn a_masked_value_is_masked_wherever_else_it_is_typed() {
+        let t = "c = { password = \"CANARY-9c1e-secret\", note = \"CANARY-9c1e-secret\" }\nid = \"abc\"\n";
+        let m = mask(t);
+        assert_eq!(m.len(), t.len());
+        assert!(!m.contains("CANARY"), "{m}");
+        assert!(m.contains("note = \"******************\""), "{m}");
+        // A short value is not hunted through the file.
+        let t = "password = \"abc\"\nname = \"abc\"\n";
+        assert!(mask(t).contains("name = \"abc\""));
     }
 
     #[test]
