@@ -509,14 +509,43 @@ fn open_read_only(path: &Path) -> rusqlite::Result<Connection> {
                 OpenFlags::SQLITE_OPEN_READ_WRITE | OpenFlags::SQLITE_OPEN_NO_MUTEX,
             )?;
             rw.busy_timeout(BUSY_TIMEOUT)?;
-            rw.query_row("SELECT count(*) FROM sqlite_master", [], |r| {
+            let recovered = rw.query_row("SELECT count(*) FROM sqlite_master", [], |r| {
                 r.get::<_, i64>(0)
-            })?;
+            });
             drop(rw);
-            open_reading(path)
+            match recovered {
+                Ok(_) => open_reading(path),
+                // Nothing here may be written — not the store, not the side
+                // files beside it (a store published by another user, an
+                // archived one): read the file as it stands.
+                Err(e) if is_read_only_rollback(&e) => open_unwritable(path),
+                Err(e) => Err(e),
+            }
         }
         Err(e) => Err(e),
     }
+}
+
+/// Open a store its reader may not write at all: the file as it stands
+/// (SQLite's `immutable`: no lock, no side files). What a writer has not
+/// yet copied from its log into the file is not seen — a store read this
+/// way is one nobody is publishing to (another user's, an archive).
+fn open_unwritable(path: &Path) -> rusqlite::Result<Connection> {
+    let mut uri = String::from("file:");
+    for &b in path.as_os_str().as_encoded_bytes() {
+        if b.is_ascii_alphanumeric() || b"/._-~".contains(&b) {
+            uri.push(char::from(b));
+        } else {
+            uri.push_str(&format!("%{b:02X}"));
+        }
+    }
+    uri.push_str("?immutable=1");
+    Connection::open_with_flags(
+        uri,
+        OpenFlags::SQLITE_OPEN_READ_ONLY
+            | OpenFlags::SQLITE_OPEN_URI
+            | OpenFlags::SQLITE_OPEN_NO_MUTEX,
+    )
 }
 
 fn is_read_only_rollback(e: &rusqlite::Error) -> bool {

@@ -857,3 +857,73 @@ fn an_unwritable_trace_creates_no_store() {
     assert_eq!(r.code, 2, "{}", r.transcript());
     assert!(!w.state().exists(), "{}", r.transcript());
 }
+
+/// A store its reader may not write — published by another user, or
+/// archived read-only — is read all the same: `generations`, `plan` and
+/// `diff` need no write, not even of SQLite's side files (they failed with
+/// "attempt to write a readonly database"). As root the reader drops to
+/// `nobody` (setpriv); otherwise the store is made read-only.
+#[test]
+fn a_store_its_reader_may_not_write_is_read() {
+    use std::os::unix::fs::PermissionsExt;
+    let dir = tempfile::tempdir().unwrap();
+    std::fs::set_permissions(dir.path(), std::fs::Permissions::from_mode(0o755)).unwrap();
+    std::fs::write(
+        dir.path().join("c.toml"),
+        "version = 1\n[plugins.a]\nversion = \"1.0.0\"\n[entries.a]\n",
+    )
+    .unwrap();
+    let published = crate::harness::run_in(dir.path(), &["publish", "c.toml"], &[]);
+    assert_eq!(published.code, 0, "{}", published.transcript());
+    // The owner of /proc/self is this process's effective user.
+    let root = std::os::unix::fs::MetadataExt::uid(&std::fs::metadata("/proc/self").unwrap()) == 0;
+    if !root {
+        let store = dir.path().join(".chassis");
+        std::fs::set_permissions(
+            store.join("state.db"),
+            std::fs::Permissions::from_mode(0o444),
+        )
+        .unwrap();
+        std::fs::set_permissions(&store, std::fs::Permissions::from_mode(0o555)).unwrap();
+    }
+    let read = |args: &[&str]| {
+        let mut cmd = if root {
+            let mut c = std::process::Command::new("setpriv");
+            c.args(["--reuid=65534", "--regid=65534", "--clear-groups"])
+                .arg(env!("CARGO_BIN_EXE_chassis"));
+            c
+        } else {
+            std::process::Command::new(env!("CARGO_BIN_EXE_chassis"))
+        };
+        let out = cmd
+            .args(args)
+            .current_dir(dir.path())
+            .env("NO_COLOR", "1")
+            .output()
+            .expect("setpriv (util-linux) runs as root");
+        (
+            out.status.code(),
+            String::from_utf8_lossy(&out.stdout).into_owned(),
+            String::from_utf8_lossy(&out.stderr).into_owned(),
+        )
+    };
+    for args in [
+        &["generations", "list"][..],
+        &["generations", "show", "gen_0001"][..],
+        &["plan", "c.toml"][..],
+        &["diff", "generations", "gen_0001", "c.toml"][..],
+    ] {
+        let (code, stdout, stderr) = read(args);
+        assert_eq!(code, Some(0), "{args:?}: {stdout}\n{stderr}");
+    }
+    let (_, listed, _) = read(&["generations", "list"]);
+    assert!(listed.contains("gen_0001"), "{listed}");
+    // Publishing still needs to write, and says so.
+    let (code, _, stderr) = read(&["publish", "c.toml"]);
+    assert_eq!(code, Some(3), "{stderr}");
+    assert!(stderr.contains("readonly"), "{stderr}");
+    if !root {
+        let store = dir.path().join(".chassis");
+        std::fs::set_permissions(&store, std::fs::Permissions::from_mode(0o755)).unwrap();
+    }
+}
