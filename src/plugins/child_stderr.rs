@@ -7,10 +7,15 @@
 //! replacement characters. Redacting each piece on its own let a secret
 //! that straddled a cut through, half in one log line and half in the next;
 //! and a reader that stopped at the first byte that was not UTF-8 left the
-//! pipe to fill. Here the pieces of one line pass through a
-//! [`StreamingRedactor`] (which holds back what may still be the start of a
-//! secret until the next piece decides it), and a character cut in two by
-//! a piece boundary is carried over whole to the next piece.
+//! pipe to fill. Here the whole stream, line breaks included, passes
+//! through one [`StreamingRedactor`] (which holds back what may still be
+//! the start of a secret until what follows decides it), so a value cut by
+//! a piece boundary, or one with line breaks in it (a PEM key, a
+//! service-account JSON) written over several lines, is redacted whole; a
+//! character cut in two by a piece boundary is carried over whole to the
+//! next piece.
+
+use std::collections::VecDeque;
 
 use tokio::io::{AsyncBufReadExt, AsyncRead, AsyncReadExt, BufReader};
 
@@ -27,6 +32,10 @@ pub struct StderrLines<R> {
     /// The bytes of a character a piece boundary cut in two.
     carry: Vec<u8>,
     raw: Vec<u8>,
+    /// Released text whose line has not ended yet.
+    partial: String,
+    /// Lines released whole, oldest first.
+    ready: VecDeque<String>,
     done: bool,
 }
 
@@ -39,14 +48,21 @@ impl<R: AsyncRead + Unpin> StderrLines<R> {
             stream: StreamingRedactor::new(redactor),
             carry: Vec::new(),
             raw: Vec::new(),
+            partial: String::new(),
+            ready: VecDeque::new(),
             done: false,
         }
     }
 
     /// The next line, or piece of a long line (without its line break),
-    /// redacted; `None` once the stream ended (or failed).
+    /// redacted; `None` once the stream ended (or failed). A line that ends
+    /// with what may be the start of a secret written over several lines
+    /// is returned once the next line decides it.
     pub async fn next_line(&mut self) -> Option<String> {
         loop {
+            if let Some(line) = self.ready.pop_front() {
+                return Some(line);
+            }
             if self.done {
                 return None;
             }
@@ -56,32 +72,42 @@ impl<R: AsyncRead + Unpin> StderrLines<R> {
                 .take(PIECE_BYTES as u64)
                 .read_until(b'\n', &mut self.raw)
                 .await;
-            let end_of_stream = matches!(read, Ok(0) | Err(_));
-            if end_of_stream {
+            if matches!(read, Ok(0) | Err(_)) {
                 self.done = true;
-                if self.raw.is_empty() {
-                    // What the last piece held back.
-                    let rest = self.stream.finish();
-                    return (!rest.is_empty()).then_some(rest);
-                }
             }
-            let line_ended = end_of_stream || self.raw.last() == Some(&b'\n');
-            let whole = if line_ended {
+            let line_ended = self.raw.last() == Some(&b'\n');
+            let whole = if line_ended || self.done {
                 self.raw.len()
             } else {
                 complete_prefix(&self.raw)
             };
             self.carry = self.raw.split_off(whole);
-            let text = String::from_utf8_lossy(&self.raw);
-            if line_ended {
-                let mut line = self.stream.push(text.trim_end_matches(['\n', '\r']));
-                line.push_str(&self.stream.finish());
-                return Some(line.trim_end().to_owned());
+            let released = self.stream.push(&String::from_utf8_lossy(&self.raw));
+            self.partial.push_str(&released);
+            if self.done {
+                let rest = self.stream.finish();
+                self.partial.push_str(&rest);
             }
-            let released = self.stream.push(&text);
-            if !released.is_empty() {
-                return Some(released);
-            }
+            self.take_lines(!line_ended || self.done);
+        }
+    }
+
+    /// Move every line `partial` holds whole into `ready`; with `flush`,
+    /// what is left too (a piece of a long line, or the stream's end).
+    fn take_lines(&mut self, flush: bool) {
+        while let Some(end) = self.partial.find('\n') {
+            let rest = self.partial.split_off(end + 1);
+            let line = std::mem::replace(&mut self.partial, rest);
+            self.ready.push_back(line.trim_end().to_owned());
+        }
+        if flush && !self.partial.is_empty() {
+            let piece = std::mem::take(&mut self.partial);
+            let piece = if self.done {
+                piece.trim_end().to_owned()
+            } else {
+                piece
+            };
+            self.ready.push_back(piece);
         }
     }
 }
@@ -146,6 +172,31 @@ mod tests {
             assert!(all.contains("<redacted> after"), "{before}: {lines:?}");
             assert_eq!(lines.last().map(String::as_str), Some("next line"));
         }
+    }
+
+    #[tokio::test]
+    async fn a_secret_written_over_several_lines_is_redacted_whole() {
+        // A PEM-like value: its first line alone is an ordinary line, so a
+        // reader that redacts line by line lets every line of it through.
+        let pem = "-----BEGIN KEY-----\nMIIcanary7f3a9\n-----END KEY-----";
+        let redactor = Redactor::new();
+        redactor.learn(&SecretValue::new(pem.to_owned()));
+        let text = format!("loading\n{pem}\n-----BEGIN KEY-----\nnot it\nlast");
+        let mut lines = StderrLines::new(std::io::Cursor::new(text.into_bytes()), redactor);
+        let mut out = Vec::new();
+        while let Some(line) = lines.next_line().await {
+            out.push(line);
+        }
+        assert_eq!(
+            out,
+            vec![
+                "loading",
+                "<redacted>",
+                "-----BEGIN KEY-----",
+                "not it",
+                "last"
+            ]
+        );
     }
 
     #[tokio::test]
