@@ -55,6 +55,8 @@ pub enum Category {
     Requirement,
     /// An agent's definition.
     Agent,
+    /// The composition's `[policy]`: a rule or a tool's policy.
+    Policy,
 }
 
 impl Category {
@@ -65,6 +67,7 @@ impl Category {
             Category::Provider => "provider",
             Category::Requirement => "requirement",
             Category::Agent => "agent",
+            Category::Policy => "policy",
         }
     }
 }
@@ -823,6 +826,63 @@ pub fn agent_changes(
     out.changes
 }
 
+/// How the composition's `[policy]` changed: a row per rule added or
+/// removed (`grant …`, `deny …`, `approval_required …`) and per tool whose
+/// policy was added, removed or changed (`tool NAME`).
+fn diff_policy(out: &mut Collector, old: &SnapshotRecord, new: &SnapshotRecord) {
+    let policy = |r: &SnapshotRecord| r.metadata.get(crate::engine::model::POLICY).cloned();
+    let (a, b) = (policy(old), policy(new));
+    if a.is_none() && b.is_none() {
+        return;
+    }
+    let rules = |side: &Option<Canon>, key: &str| -> BTreeSet<String> {
+        match side.as_ref().and_then(|p| p.at(&[key])) {
+            Some(Canon::List(items)) => items
+                .iter()
+                .filter_map(|i| match i {
+                    Canon::Str(s) => Some(s.clone()),
+                    _ => None,
+                })
+                .collect(),
+            _ => BTreeSet::new(),
+        }
+    };
+    for (key, what) in [
+        ("grants", "grant"),
+        ("deny", "deny"),
+        ("approval_required", "approval_required"),
+    ] {
+        let (x, y) = (rules(&a, key), rules(&b, key));
+        for rule in x.union(&y) {
+            out.simple(
+                Category::Policy,
+                format!("{what} {rule}"),
+                x.contains(rule).then(|| Canon::Str(rule.clone())),
+                y.contains(rule).then(|| Canon::Str(rule.clone())),
+                what,
+                "rule_changed",
+            );
+        }
+    }
+    let tools = |side: &Option<Canon>| -> BTreeMap<String, Canon> {
+        match side.as_ref().and_then(|p| p.at(&["tools"])) {
+            Some(Canon::Map(m)) => m.clone(),
+            _ => BTreeMap::new(),
+        }
+    };
+    let (x, y) = (tools(&a), tools(&b));
+    for name in union_keys(&x, &y) {
+        out.simple(
+            Category::Policy,
+            format!("tool {name}"),
+            x.get(name).cloned(),
+            y.get(name).cloned(),
+            "tool_policy",
+            "tool_policy_changed",
+        );
+    }
+}
+
 /// The programs of process plugins, per entry.
 fn diff_programs(out: &mut Collector, old: &SnapshotRecord, new: &SnapshotRecord) {
     let programs = |r: &SnapshotRecord| -> BTreeMap<String, Canon> {
@@ -885,6 +945,7 @@ fn changes_between(
     diff_plugins(&mut out, old, new);
     diff_requirements(&mut out, old, new);
     diff_programs(&mut out, old, new);
+    diff_policy(&mut out, old, new);
     let mut changes = out.changes;
     changes.extend(agent_changes(
         old.metadata.get(crate::engine::agent::AGENTS),

@@ -218,6 +218,90 @@ fn an_agent_edit_is_a_change_the_gate_sees_and_publish_records() {
 }
 
 #[test]
+fn a_policy_edit_is_a_change_the_gate_sees_and_publish_records() {
+    let dir = tempfile::tempdir().unwrap();
+    let d = dir.path();
+    let policy = crate::harness::root().join("examples/policy.toml");
+    let text = std::fs::read_to_string(policy).unwrap();
+    std::fs::write(d.join("before.toml"), &text).unwrap();
+    std::fs::write(d.join("policy.toml"), &text).unwrap();
+    let first = chassis(d, &["publish", "policy.toml"]);
+    assert_eq!(first.code, 0, "{}", first.transcript());
+
+    // Dropping a deny rule and widening a grant, as a pull request might.
+    let deny = r#"deny = ["filesystem.read:/workspace/secrets/**"]"#;
+    let grant = r#""filesystem.write:/workspace/out/**""#;
+    assert!(text.contains(deny) && text.contains(grant));
+    let widened = text
+        .replace(deny, "deny = []")
+        .replace(grant, r#""filesystem.write:/workspace/**""#);
+    std::fs::write(d.join("policy.toml"), &widened).unwrap();
+    let diff = run_in(
+        d,
+        &[
+            "diff",
+            "generations",
+            "before.toml",
+            "policy.toml",
+            "--exit-code",
+        ],
+        &[],
+    );
+    assert_eq!(diff.code, 1, "{}", diff.transcript());
+    for row in [
+        "POLICY",
+        "- deny filesystem.read:/workspace/secrets/**",
+        "- grant filesystem.write:/workspace/out/**",
+        "+ grant filesystem.write:/workspace/**",
+    ] {
+        assert!(diff.stdout.contains(row), "{row}: {}", diff.stdout);
+    }
+    let json = chassis(d, &["diff", "generations", "before.toml", "policy.toml"]);
+    let doc: serde_json::Value = serde_json::from_str(&json.stdout).unwrap();
+    let rows = doc["changes"].as_array().unwrap();
+    assert!(
+        rows.iter()
+            .any(|r| r["category"] == "policy" && r["reason"] == "deny_removed"),
+        "{}",
+        json.stdout
+    );
+
+    // The order of rules decides nothing: no change.
+    let reordered = text.replace(
+        r#"grants = ["filesystem.read:/workspace/**", "filesystem.write:/workspace/out/**"]"#,
+        r#"grants = ["filesystem.write:/workspace/out/**", "filesystem.read:/workspace/**"]"#,
+    );
+    assert_ne!(reordered, text);
+    std::fs::write(d.join("reordered.toml"), reordered).unwrap();
+    let same = run_in(
+        d,
+        &[
+            "diff",
+            "generations",
+            "before.toml",
+            "reordered.toml",
+            "--exit-code",
+        ],
+        &[],
+    );
+    assert_eq!(same.code, 0, "{}", same.transcript());
+
+    // publish records a new generation for it, and the stored generations'
+    // diff names the rule.
+    let publish = chassis(d, &["publish", "policy.toml"]);
+    let doc: serde_json::Value = serde_json::from_str(&publish.stdout).unwrap();
+    assert_eq!(doc["generation_id"], "gen_0002", "{}", publish.transcript());
+    let stored = run_in(d, &["diff", "generations", "gen_0001", "gen_0002"], &[]);
+    assert!(
+        stored
+            .stdout
+            .contains("- deny filesystem.read:/workspace/secrets/**"),
+        "{}",
+        stored.transcript()
+    );
+}
+
+#[test]
 fn host_settings_are_validated_shown_apart_and_never_identity() {
     let dir = examples_copy();
     let d = dir.path();

@@ -24,8 +24,8 @@ pub enum DiffCommand {
     /// the store is `--state`, default `.chassis/state.db`). When both are,
     /// a NODES section says which nodes were reused, rebuilt or rewired.
     ///
-    /// Semantic changes are grouped as SCOPES, PROVIDERS, REQUIREMENTS and
-    /// AGENTS, each with a kind (added, removed, replaced, changed, rewired)
+    /// Semantic changes are grouped as SCOPES, PROVIDERS, REQUIREMENTS,
+    /// AGENTS and POLICY, each with a kind (added, removed, replaced, changed, rewired)
     /// and a reason; `--exit-code` follows them. Between two compositions,
     /// CHANGED KEYS names every changed key with old -> new (secrets and
     /// secret-looking values masked; a changed prompt as a unified diff)

@@ -11,11 +11,12 @@ use crate::engine::canonical::Canon;
 use crate::engine::diff::{Category, Change, ChangeKind, GenerationDiff};
 use crate::engine::leaf_diff::LeafChange;
 
-const CATEGORIES: [(Category, &str, &str); 4] = [
+const CATEGORIES: [(Category, &str, &str); 5] = [
     (Category::Scope, "SCOPES", "Scopes"),
     (Category::Provider, "PROVIDERS", "Providers"),
     (Category::Requirement, "REQUIREMENTS", "Requirements"),
     (Category::Agent, "AGENTS", "Agents"),
+    (Category::Policy, "POLICY", "Policy"),
 ];
 
 /// The short form of a digest: its first 12 characters.
@@ -119,8 +120,11 @@ fn section(d: &GenerationDiff, category: Category) -> Vec<&Change> {
 /// The detail after the subject on a text line.
 fn text_detail(c: &Change) -> String {
     // An agent that came or went is its name: its whole definition (hashes
-    // and limits) is in the JSON.
-    if c.category == Category::Agent && matches!(c.kind, ChangeKind::Added | ChangeKind::Removed) {
+    // and limits) is in the JSON. So is a policy rule (its subject) or a
+    // tool's policy.
+    if matches!(c.category, Category::Agent | Category::Policy)
+        && matches!(c.kind, ChangeKind::Added | ChangeKind::Removed)
+    {
         return format!("({})", c.reason);
     }
     match c.kind {

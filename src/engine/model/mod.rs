@@ -51,7 +51,7 @@ pub use host::{
 };
 pub use ids::{CapabilityName, EntryId, IdError, ScopePath, ToolName};
 pub use manifest::{Manifest, Provided, Requirement, ToolDecl};
-pub use policy::PolicyDecl;
+pub use policy::{POLICY, PolicyDecl};
 pub use process::{PROCESS_KIND, PluginFile, ProcessCommand};
 pub use scope::ScopeDecl;
 pub use small_map::SmallMap;

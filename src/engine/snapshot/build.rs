@@ -399,6 +399,9 @@ fn snapshot_metadata(
     if let Some(agents) = crate::engine::agent::agents_metadata(composition)? {
         metadata.insert(crate::engine::agent::AGENTS.to_owned(), agents);
     }
+    if let Some(policy) = composition.policy.as_ref().filter(|p| !p.is_empty()) {
+        metadata.insert(crate::engine::model::POLICY.to_owned(), policy.to_canon());
+    }
     if let Some(skipped) = composition.skipped_metadata() {
         metadata.insert("skipped_entries".to_owned(), skipped);
     }

@@ -13,6 +13,8 @@ use crate::engine::parallel;
 /// The `metadata` key of the programs process plugins run (argv and file
 /// digests): also part of the semantic composition.
 pub const PROCESS_PLUGINS: &str = "process_plugins";
+
+use crate::engine::model::POLICY;
 /// About how many bytes of the semantic tree's text one piece of the
 /// digest pipeline holds ([`SnapshotRecord::digests`]): small enough that
 /// the record's hasher starts early, large enough that handing pieces over
@@ -203,11 +205,16 @@ impl SnapshotRecord {
     /// agents, each agent's definition hash (`agents`, a chassis key: a
     /// composition without agents hashes as the reference's), and when it
     /// has process plugins, the program each runs (`process_plugins`:
-    /// argv and file digests, so editing a plugin's code is a change). No
+    /// argv and file digests, so editing a plugin's code is a change), and
+    /// when it declares `[policy]`, what that policy decides (`policy`: a
+    /// widened grant is a change CI must see). No
     /// ids, versions of chassis, generation numbers, run fields or other
     /// metadata.
     pub fn semantic_composition(&self) -> Canon {
         let mut map = self.semantic_composition_without_agents();
+        if let Some(policy) = self.metadata.get(POLICY) {
+            map.insert(POLICY.to_owned(), policy.clone());
+        }
         if let Some(programs) = self.metadata.get(PROCESS_PLUGINS) {
             map.insert(PROCESS_PLUGINS.to_owned(), programs.clone());
         }
@@ -529,6 +536,10 @@ impl SnapshotRecord {
         write_json_string(&self.plugin_graph_hash, out)?;
         out.write_str(",\"plugins\":")?;
         self.write_plugins(out)?;
+        if let Some(policy) = self.metadata.get(POLICY) {
+            out.write_str(",\"policy\":")?;
+            crate::engine::canonical::write_canonical(policy, out)?;
+        }
         if let Some(programs) = self.metadata.get(PROCESS_PLUGINS) {
             out.write_str(",\"process_plugins\":")?;
             crate::engine::canonical::write_canonical(programs, out)?;
