@@ -89,6 +89,24 @@ impl ProcessGroup {
         status
     }
 
+    /// The leader's exit status once it exits, waiting at most `timeout`
+    /// (`None` when it is still running then, or was reaped by a stop).
+    /// As with [`ProcessGroup::exited`], once it has exited what is left
+    /// of its group is killed and the id is no longer signalled.
+    pub async fn wait_exited(&self, timeout: Duration) -> Option<std::process::ExitStatus> {
+        let mut child = self.child.lock().await;
+        let c = child.as_mut()?;
+        let status = tokio::time::timeout(timeout, c.wait())
+            .await
+            .ok()
+            .and_then(Result::ok);
+        if status.is_some() {
+            self.kill();
+            self.pgid.store(0, std::sync::atomic::Ordering::SeqCst);
+        }
+        status
+    }
+
     /// The leader's exit status if it has exited (without waiting). Once
     /// it has (and is reaped), what is left of its group is killed and the
     /// id is no longer signalled.
@@ -100,6 +118,22 @@ impl ProcessGroup {
             self.pgid.store(0, std::sync::atomic::Ordering::SeqCst);
         }
         status
+    }
+}
+
+/// How a process ended, in words: "exited with code 7", "was ended by
+/// signal 9 (SIGKILL)".
+pub fn how_it_ended(status: &std::process::ExitStatus) -> String {
+    use std::os::unix::process::ExitStatusExt;
+    match (status.code(), status.signal()) {
+        (Some(code), _) => format!("exited with code {code}"),
+        (None, Some(signal)) => format!(
+            "was ended by signal {signal}{}",
+            nix::sys::signal::Signal::try_from(signal)
+                .map(|s| format!(" ({s})"))
+                .unwrap_or_default()
+        ),
+        (None, None) => format!("ended ({status})"),
     }
 }
 

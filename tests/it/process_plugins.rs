@@ -453,11 +453,100 @@ fn a_hang_meets_its_deadline_and_a_crash_mid_call_is_a_tool_error() {
         results[0]
     );
     assert!(
-        results[1].contains("plugin process is gone"),
+        results[1].contains("is gone while answering `tools/call`: the process exited with code 9"),
         "{}",
         results[1]
     );
     assert_eq!(doc["answer"], "done");
+}
+
+/// A model provider that writes a line to stderr and then kills itself
+/// with `SIGKILL` while it answers `complete`.
+const DYING_MODEL: &str = r#"
+import os, signal, sys
+from chassis_plugin import plugin
+
+@plugin(name="py-model", version="1.0.0", provides={"model": "1.0.0"})
+def py_model(ctx):
+    def complete(messages: list, tools: list = (), options: dict = None) -> dict:
+        "One assistant turn."
+        print("the model ran out of memory", file=sys.stderr, flush=True)
+        os.kill(os.getpid(), signal.SIGKILL)
+    ctx.capabilities.provide("model", {"name": "dying"}, version="1.0.0", methods=[complete])
+
+if __name__ == "__main__":
+    py_model.run()
+"#;
+
+#[test]
+fn a_crash_during_a_call_says_how_the_process_ended_and_quotes_its_stderr() {
+    // A tool whose process says something quoting its secret on stderr and
+    // exits with code 7 while it answers: the model reads a tool error
+    // naming the entry, how the process ended and its last stderr lines.
+    let plugin = FAULTY.replace(
+        "            os._exit(9)\n",
+        "            import sys\n            print('dying, token ' + ctx.config['token'], file=sys.stderr, flush=True)\n            os._exit(7)\n",
+    );
+    let toml = faulty_composition(&["crash"]).replace(
+        "config.style = \"warm\"",
+        "config.style = \"warm\"\nconfig.token = { secret = \"PLUGIN_TOKEN\" }",
+    );
+    let dir = workspace(&[("greeter.py", &plugin), ("composition.toml", &toml)]);
+    let canary = "sk-canary-crash-77d1";
+    let env = [("PLUGIN_TOKEN", canary)];
+    let said = |text: &str| {
+        for part in [
+            "the process plugin `greeter` (entry `greeter`",
+            "is gone while answering `tools/call`: the process exited with code 7",
+            "its last stderr lines:\n    dying, token",
+        ] {
+            assert!(text.contains(part), "{part}: {text}");
+        }
+        assert!(!text.contains(canary), "{text}");
+    };
+    let out = run(dir.path(), &["run", "composition.toml"], &env);
+    assert_eq!(
+        out.code, 0,
+        "the model read the error: {}\n{}",
+        out.stdout, out.stderr
+    );
+    said(&out.stderr);
+    let out = run(
+        dir.path(),
+        &["--format", "json", "run", "composition.toml"],
+        &env,
+    );
+    assert_eq!(out.code, 0, "{}\n{}", out.stdout, out.stderr);
+    let doc = document(&out);
+    said(&tool_results(&doc)[0]);
+    said(doc["tool_calls"][0]["error"].as_str().unwrap_or_default());
+    assert!(!out.stdout.contains(canary) && !out.stderr.contains(canary));
+
+    // The model provider killed by a signal while answering `complete`
+    // (a `capability/invoke`): the run fails, exit 3, and says the same.
+    let toml = "version = 1\n\n[plugins.py-model]\nversion = \"1.0.0\"\ncommand = [\"{PYTHON}\", \"py_model.py\"]\nprovides = { model = \"1.0.0\" }\n\n[entries.py-model]\nplugin = \"py-model\"\n\n[agents.a]\nprompt = \"p\"\ndefault_input = \"Ada\"\n";
+    let dir = workspace(&[("py_model.py", DYING_MODEL), ("composition.toml", toml)]);
+    let said = |text: &str| {
+        for part in [
+            "the process plugin `py-model` (entry `py-model`",
+            "is gone while answering `capability/invoke`: the process was ended by signal 9 (SIGKILL)",
+            "its last stderr lines:\n    the model ran out of memory",
+        ] {
+            assert!(text.contains(part), "{part}: {text}");
+        }
+    };
+    let out = run(dir.path(), &["run", "composition.toml"], &[]);
+    assert_eq!(out.code, 3, "{}\n{}", out.stdout, out.stderr);
+    said(&out.stderr);
+    let out = run(
+        dir.path(),
+        &["--format", "json", "run", "composition.toml"],
+        &[],
+    );
+    assert_eq!(out.code, 3, "{}\n{}", out.stdout, out.stderr);
+    let doc = document(&out);
+    assert_eq!(doc["stop"]["kind"], "model_failed", "{doc:#}");
+    said(doc["stop"]["error"].as_str().unwrap_or_default());
 }
 
 #[test]
@@ -518,7 +607,7 @@ fn a_crashed_plugin_restarts_and_a_changed_one_asks_for_a_new_generation() {
     assert_eq!(out.code, 0, "{}\n{}", out.stdout, out.stderr);
     let results = tool_results(&document(&out));
     assert!(
-        results[0].contains("plugin process is gone"),
+        results[0].contains("is gone while answering `tools/call`: the process exited with code 9"),
         "{}",
         results[0]
     );
@@ -1762,7 +1851,7 @@ fn a_plugin_that_keeps_crashing_is_down_until_the_next_generation() {
     assert_eq!(out.code, 0, "{}\n{}", out.stdout, out.stderr);
     let results = tool_results(&document(&out));
     assert!(
-        results[0].contains("plugin process is gone"),
+        results[0].contains("is gone while answering `tools/call`: the process exited with code 9"),
         "{}",
         results[0]
     );

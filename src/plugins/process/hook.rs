@@ -14,6 +14,7 @@ use std::time::Duration;
 use serde_json::Value;
 
 use super::protocol::{HookDispatchParams, HookDispatchResult, method};
+use super::rpc::RpcError;
 use super::supervise::Supervisor;
 use crate::runtime::{BoxError, HookEvent, HookHandler, HookReply};
 
@@ -62,7 +63,16 @@ impl ProcessHook {
                 Some(HOOK_TIMEOUT),
                 None,
             )
-            .await?;
+            .await
+            .map_err(|e| -> BoxError {
+                match e {
+                    RpcError::Closed(reason) => self
+                        .supervisor
+                        .gone(&conn, method::HOOKS_DISPATCH, &reason)
+                        .into(),
+                    other => other.into(),
+                }
+            })?;
         let reply: HookDispatchResult = serde_json::from_value(reply).map_err(|e| {
             format!("the plugin answered `hooks/dispatch` with the wrong shape: {e}")
         })?;

@@ -363,6 +363,14 @@ impl Consumer {
             .await
             .map_err(|e| match e {
                 RpcError::Remote { code, message } => (code, message),
+                RpcError::Closed(reason) => (
+                    code::PROVIDER_UNAVAILABLE,
+                    format!(
+                        "the provider of `{}`: {}",
+                        p.key,
+                        cap.provider.gone(&conn, method::CAPABILITY_INVOKE, &reason)
+                    ),
+                ),
                 other => (
                     code::PROVIDER_UNAVAILABLE,
                     format!(

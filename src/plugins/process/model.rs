@@ -85,6 +85,11 @@ impl ChatModel for ProcessModel {
             .map_err(|e| match e {
                 RpcError::Cancelled => ModelError::Cancelled,
                 RpcError::Timeout(t) => ModelError::Timeout(t.as_secs_f64()),
+                RpcError::Closed(reason) => ModelError::Transport(self.provider.gone(
+                    &conn,
+                    method::CAPABILITY_INVOKE,
+                    &reason,
+                )),
                 other => ModelError::Transport(format!("the model plugin: {other}")),
             })?;
         let InvokeResult { mut result } = serde_json::from_value(reply)

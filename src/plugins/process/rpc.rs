@@ -28,6 +28,17 @@ use crate::runtime::Cancellation;
 /// How many stderr lines are kept for error messages.
 const STDERR_LINES: usize = 20;
 
+/// How long, once the process closed its stdout, its stderr is read to the
+/// end and its exit is waited for before the requests waiting on it fail:
+/// what they are told then says how it ended and what it said last.
+pub const ENDING_GRACE: Duration = Duration::from_millis(500);
+
+/// How the process behind a connection ended, asked once when it closed
+/// its stdout: "exited with code 7", "was ended by signal 9 (SIGKILL)";
+/// `None` when it has not ended (within [`ENDING_GRACE`]) or cannot tell.
+pub type Ending =
+    Box<dyn FnOnce() -> crate::runtime::BoxFuture<'static, Option<String>> + Send + Sync>;
+
 /// Why a request got no result.
 #[derive(Clone, Debug, PartialEq, thiserror::Error)]
 pub enum RpcError {
@@ -76,6 +87,8 @@ struct State {
     pending: BTreeMap<u64, oneshot::Sender<Reply>>,
     /// Set once, when the connection closed: why.
     closed: Option<String>,
+    /// How the process ended, when it closed its stdout by ending.
+    ended: Option<String>,
     stderr: VecDeque<String>,
     /// The plugin's own requests chassis is answering, by their id (as JSON).
     serving: BTreeMap<String, tokio::task::AbortHandle>,
@@ -98,7 +111,7 @@ pub struct Connection {
     limit: std::sync::OnceLock<Arc<Semaphore>>,
     closed: Arc<tokio::sync::Notify>,
     /// The task reading stderr, until it ended.
-    stderr_task: Mutex<Option<tokio::task::JoinHandle<()>>>,
+    stderr_task: Arc<Mutex<Option<tokio::task::JoinHandle<()>>>>,
 }
 
 impl std::fmt::Debug for Connection {
@@ -130,6 +143,14 @@ fn close(state: &Mutex<State>, notify: &tokio::sync::Notify, reason: String) {
         let _ = tx.send(Err(RpcError::Closed(reason.clone())));
     }
     notify.notify_waiters();
+}
+
+/// Wait (at most `timeout`) until the stderr task in `task` reached its end.
+async fn drain(task: &Mutex<Option<tokio::task::JoinHandle<()>>>, timeout: Duration) {
+    let task = task.lock().unwrap_or_else(PoisonError::into_inner).take();
+    if let Some(task) = task {
+        let _ = tokio::time::timeout(timeout, task).await;
+    }
 }
 
 /// Reads one line of at most `limit` bytes (without the newline); `None`
@@ -167,7 +188,8 @@ async fn read_line<R: AsyncBufReadExt + Unpin>(
 
 impl Connection {
     /// Start the reader, writer and stderr tasks over a child's pipes;
-    /// `handler` answers the plugin's requests.
+    /// `handler` answers the plugin's requests; `ending` tells how the
+    /// process ended once its stdout closed.
     pub fn start(
         entry: &str,
         stdin: impl AsyncWrite + Unpin + Send + 'static,
@@ -175,6 +197,7 @@ impl Connection {
         stderr: Option<impl AsyncRead + Unpin + Send + 'static>,
         redactor: Redactor,
         handler: Handler,
+        ending: Option<Ending>,
     ) -> Arc<Self> {
         let (out, mut rx) = mpsc::unbounded_channel::<String>();
         let state = Arc::new(Mutex::new(State::default()));
@@ -185,7 +208,7 @@ impl Connection {
             next_id: AtomicU64::new(1),
             limit: std::sync::OnceLock::new(),
             closed: Arc::clone(&closed),
-            stderr_task: Mutex::new(None),
+            stderr_task: Arc::new(Mutex::new(None)),
         });
         // Writer: one line per message, in order.
         {
@@ -231,12 +254,13 @@ impl Connection {
         {
             let (state, closed) = (Arc::clone(&state), Arc::clone(&closed));
             let redactor = redactor.clone();
+            let stderr_task = Arc::clone(&conn.stderr_task);
             tokio::spawn(async move {
                 let mut reader = tokio::io::BufReader::new(stdout);
                 let reason = loop {
                     let line = match read_line(&mut reader, MAX_MESSAGE_BYTES).await {
                         Ok(Some(line)) => line,
-                        Ok(None) => break "it closed its stdout (the process exited?)".to_owned(),
+                        Ok(None) => break ended(&state, &stderr_task, ending).await,
                         Err(e) => break format!("protocol violation: {e}"),
                     };
                     if line.iter().all(u8::is_ascii_whitespace) {
@@ -273,17 +297,16 @@ impl Connection {
         notified.await;
     }
 
+    /// How the process ended ("exited with code 7"), when the connection
+    /// closed because it did.
+    pub fn ended(&self) -> Option<String> {
+        lock(&self.state).ended.clone()
+    }
+
     /// Wait (at most `timeout`) until stderr reached its end: after the
     /// process died, its last lines are then in [`Self::last_stderr`].
     pub async fn stderr_drained(&self, timeout: Duration) {
-        let task = self
-            .stderr_task
-            .lock()
-            .unwrap_or_else(PoisonError::into_inner)
-            .take();
-        if let Some(task) = task {
-            let _ = tokio::time::timeout(timeout, task).await;
-        }
+        drain(&self.stderr_task, timeout).await;
     }
 
     /// The last lines the process wrote to stderr (redacted).
@@ -382,6 +405,36 @@ impl Connection {
         };
         drop(guard);
         out
+    }
+}
+
+/// Why the connection closes when the process closed its stdout: how the
+/// process ended (recorded in `state`) once its stderr reached its end —
+/// both waited for [`ENDING_GRACE`] at most — so that what the requests
+/// waiting on it are told, and its last stderr lines, are complete.
+async fn ended(
+    state: &Mutex<State>,
+    stderr_task: &Mutex<Option<tokio::task::JoinHandle<()>>>,
+    ending: Option<Ending>,
+) -> String {
+    let Some(ending) = ending else {
+        return "it closed its stdout (the process exited?)".to_owned();
+    };
+    let (how, ()) = tokio::join!(
+        async {
+            tokio::time::timeout(ENDING_GRACE, ending())
+                .await
+                .ok()
+                .flatten()
+        },
+        drain(stderr_task, ENDING_GRACE)
+    );
+    match how {
+        Some(how) => {
+            lock(state).ended = Some(how.clone());
+            format!("the process {how}")
+        }
+        None => "it closed its stdout".to_owned(),
     }
 }
 
@@ -565,6 +618,7 @@ mod tests {
             None::<tokio::io::DuplexStream>,
             Redactor::new(),
             no_methods(),
+            None,
         );
         (conn, theirs_in, theirs_out)
     }
@@ -672,6 +726,7 @@ mod tests {
             None::<tokio::io::DuplexStream>,
             Redactor::new(),
             handler,
+            None,
         );
         let mut reader = tokio::io::BufReader::new(theirs_in);
         theirs_out
@@ -709,6 +764,7 @@ mod tests {
             None::<tokio::io::DuplexStream>,
             redactor,
             no_methods(),
+            None,
         );
         let mut reader = tokio::io::BufReader::new(theirs_in);
         let c = Arc::clone(&conn);

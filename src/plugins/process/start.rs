@@ -79,8 +79,9 @@ impl std::fmt::Debug for Launch {
 pub struct Process {
     /// Its connection.
     pub conn: Arc<Connection>,
-    /// Its process group.
-    pub group: ProcessGroup,
+    /// Its process group (the connection asks it how the process ended
+    /// when its stdout closes).
+    pub group: Arc<ProcessGroup>,
 }
 
 impl std::fmt::Debug for Process {
@@ -313,7 +314,9 @@ fn toml_inline(v: &Value) -> String {
     to_toml(v).to_string()
 }
 
-fn failure(
+/// The process plugin of `entry` named with its program, `why`, and the
+/// last stderr lines it wrote (redacted).
+pub fn failure(
     manifest: &Manifest,
     entry: &str,
     program: &str,
@@ -431,8 +434,27 @@ pub fn spawn(
         return Err(failure(manifest, entry, &shown, "has no stdio pipes", &[]));
     };
     let stderr = child.stderr.take();
-    let group = ProcessGroup::new(child, registered);
-    let conn = Connection::start(entry, stdin, stdout, stderr, redactor.clone(), handler);
+    let group = Arc::new(ProcessGroup::new(child, registered));
+    // Once its stdout closes, how the process ended (a crash says so to the
+    // calls it fails). Weak: the connection never keeps the group alive,
+    // whose drop kills it.
+    let weak = Arc::downgrade(&group);
+    let ending: super::rpc::Ending = Box::new(move || {
+        Box::pin(async move {
+            let group = weak.upgrade()?;
+            let status = group.wait_exited(super::rpc::ENDING_GRACE).await?;
+            Some(crate::process::group::how_it_ended(&status))
+        })
+    });
+    let conn = Connection::start(
+        entry,
+        stdin,
+        stdout,
+        stderr,
+        redactor.clone(),
+        handler,
+        Some(ending),
+    );
     Ok(Process { conn, group })
 }
 
@@ -570,10 +592,11 @@ pub async fn start_checked(
             let ended = group.stop_with_status(Duration::from_millis(200)).await;
             conn.stderr_drained(Duration::from_millis(500)).await;
             // What the plugin said may quote a secret it was given. How it
-            // ended says why it went quiet (`os._exit(5)`, a signal).
+            // ended says why it went quiet (`os._exit(5)`, a signal), unless
+            // the reason already does (it closed its stdout by ending).
             let why = match ended.and_then(|s| exit_text(&s)) {
-                Some(how) => format!("{why}; the process {how}"),
-                None => why,
+                Some(how) if conn.ended().is_none() => format!("{why}; the process {how}"),
+                _ => why,
             };
             let why = launch.redactor.redact(&why).into_owned();
             // What the plugin registered may quote a secret too.
@@ -597,18 +620,7 @@ pub async fn start_checked(
 /// How a process that ended on its own ended, in words (`None` for a
 /// clean exit, which says nothing more than that it went away).
 fn exit_text(status: &std::process::ExitStatus) -> Option<String> {
-    use std::os::unix::process::ExitStatusExt;
-    match (status.code(), status.signal()) {
-        (Some(0), _) => None,
-        (Some(code), _) => Some(format!("exited with code {code}")),
-        (None, Some(signal)) => Some(format!(
-            "was ended by signal {signal}{}",
-            nix::sys::signal::Signal::try_from(signal)
-                .map(|s| format!(" ({s})"))
-                .unwrap_or_default()
-        )),
-        (None, None) => None,
-    }
+    (status.code() != Some(0)).then(|| crate::process::group::how_it_ended(status))
 }
 
 fn call_failure(step: &str, e: CallError) -> String {

@@ -120,6 +120,21 @@ impl Supervisor {
         &self.launch.entry
     }
 
+    /// What a request the process stopped answering (`method`) fails
+    /// with: the entry and its program, why the connection closed (how
+    /// the process ended: "the process exited with code 7", or the
+    /// protocol violation), and the last lines it wrote to stderr
+    /// (redacted), as a failure at start says them.
+    pub fn gone(&self, conn: &Connection, method: &str, reason: &str) -> String {
+        super::start::failure(
+            &self.launch.manifest,
+            &self.launch.entry,
+            &self.launch.program.display().to_string(),
+            format_args!("is gone while answering `{method}`: {reason}; chassis is restarting it"),
+            &conn.last_stderr(),
+        )
+    }
+
     /// The instance is down for this generation: tell the calls waiting,
     /// and the harness (its next reconcile mounts a fresh instance).
     fn went_down(&self, status: Status) {
@@ -183,7 +198,7 @@ impl Supervisor {
             tracing::warn!(
                 target: "chassis::plugin",
                 entry = %self.launch.entry,
-                "the plugin process stopped ({reason}); last stderr: {}",
+                "the plugin process stopped: {reason}; last stderr: {}",
                 conn.last_stderr().join(" | ")
             );
             self.report(Health::Unhealthy);

@@ -103,10 +103,11 @@ impl Tool for ProcessTool {
         }
         let reply = reply.map_err(|e| -> BoxError {
             match e {
-                RpcError::Closed(reason) => {
-                    format!("the plugin process is gone ({reason}); chassis is restarting it")
-                        .into()
-                }
+                // Which plugin, how its process ended, what it said last.
+                RpcError::Closed(reason) => self
+                    .supervisor
+                    .gone(&conn, method::TOOLS_CALL, &reason)
+                    .into(),
                 other => other.to_string().into(),
             }
         })?;
