@@ -258,6 +258,15 @@ def _print_exc():
     traceback.print_exc(file=sys.stderr)
 
 
+def _say(line):
+    """One line on stderr, if stderr still takes it."""
+    try:
+        sys.stderr.write(line + "\n")
+        sys.stderr.flush()
+    except (OSError, ValueError):
+        pass
+
+
 def _as_json(value):
     """What a value JSON has no form for becomes: a dataclass its object (at
     any depth, as its schema says), anything else its `str`."""
@@ -688,6 +697,7 @@ class Plugin:
         self.max_concurrency = max_concurrency
         self._ctx = None
         self._out = None
+        self._stopping = False
         self._write_lock = _thread.allocate_lock()
         self._pool = None
         self._loop = None
@@ -711,8 +721,17 @@ class Plugin:
     def _send(self, message):
         line = _dumps(message, compact=True, default=_as_json)
         with self._write_lock:
-            self._out.write(line + "\n")
-            self._out.flush()
+            try:
+                self._out.write(line + "\n")
+                self._out.flush()
+            except (BrokenPipeError, ConnectionResetError):
+                # chassis no longer reads (it closed the connection: a line
+                # on stdout that was not a message, or it stopped). Nothing
+                # more can be answered: exit, and say so in one line rather
+                # than a traceback, which would crowd out of chassis's error
+                # the stderr lines the plugin wrote itself.
+                _say("chassis_plugin: chassis closed the connection; exiting")
+                self._exit(1)
 
     def _reply(self, id_, result=None, error=None):
         with self._cancel_lock:
@@ -951,13 +970,15 @@ class Plugin:
 
     def _read(self):
         # Whatever stops the reader ends the process (chassis then restarts
-        # it): a plugin that no longer reads must not look alive.
+        # it): a plugin that no longer reads must not look alive. The end of
+        # input before `teardown` (chassis closed the connection, or died)
+        # ends it quietly, with status 1: it was not asked to stop.
         try:
             self._read_lines()
         except BaseException:  # noqa: BLE001
             _print_exc()
             self._exit(1)
-        self._exit()
+        self._exit(0 if self._stopping else 1)
 
     def _read_lines(self):
         stdin = sys.stdin.buffer
@@ -996,6 +1017,7 @@ class Plugin:
             if method == "initialize":
                 self._handle(id_, method, params)  # the SDK's own answer: no plugin code runs
             elif method == "teardown":
+                self._stopping = True
                 self._main.put((id_, method, params))
             else:
                 with self._cancel_lock:

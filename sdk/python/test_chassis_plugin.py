@@ -405,6 +405,38 @@ class Faults(unittest.TestCase):
         proc.stderr.close()
         self.assertNotIn("Fatal Python error", said)
 
+    def test_a_closed_connection_ends_the_process_in_one_line_with_status_1(self):
+        # chassis stops reading stdout (a stray line on it broke the
+        # protocol): the answer cannot be written, and the plugin exits
+        # without a traceback that would crowd its own stderr lines out of
+        # chassis's error.
+        program = "import sys\nprint('my own words', file=sys.stderr)\n" + EMPTY_PLUGIN
+        proc = plugin_process(program)
+        proc.stdout.close()
+        proc.stdin.write(Threads.INIT + "\n")
+        proc.stdin.flush()
+        self.assertEqual(proc.wait(timeout=10), 1)
+        said = proc.stderr.read()
+        proc.stdin.close()
+        proc.stderr.close()
+        self.assertNotIn("Traceback", said)
+        self.assertNotIn("BrokenPipe", said)
+        self.assertEqual(said.splitlines(), ["my own words", "chassis_plugin: chassis closed the connection; exiting"])
+        # The end of input before `teardown`: status 1 without a word; after
+        # it, 0.
+        for script, status in [([Threads.INIT], 1), ([Threads.INIT, '{"jsonrpc":"2.0","id":2,"method":"teardown","params":{}}'], 0)]:
+            proc = plugin_process(EMPTY_PLUGIN)
+            for line in script:
+                proc.stdin.write(line + "\n")
+                proc.stdin.flush()
+                self.assertIn("result", json.loads(proc.stdout.readline()))
+            proc.stdin.close()
+            self.assertEqual(proc.wait(timeout=10), status, script)
+            said = proc.stderr.read()
+            proc.stdout.close()
+            proc.stderr.close()
+            self.assertEqual(said, "", script)
+
     def test_dataclasses_cross_as_objects_at_any_depth_and_return_hints_give_result_schemas(self):
         program = """
 import dataclasses

@@ -234,6 +234,8 @@ export declare class Plugin {
     private cancelled;
     private inflight;
     private running;
+    /** Set once `teardown` arrived: the end of input is then expected. */
+    private stopping;
     private queue;
     constructor(declaration: Declaration, setupFn: (ctx: PluginContext) => unknown | Promise<unknown>);
     private info;

@@ -377,6 +377,72 @@ fn a_line_that_is_not_json_rpc_and_an_unknown_major_are_refused() {
     }
 }
 
+/// A Python plugin that prints to the real stdout while it loads (before
+/// the SDK takes stdout over), after a line of its own on stderr.
+const STRAY_PY: &str = r#"
+import sys, time
+print("greeter: the word list is missing", file=sys.stderr, flush=True)
+print("loading words...", flush=True)
+time.sleep(0.1)  # chassis has read the stray line when the SDK answers
+from chassis_plugin import plugin
+
+@plugin(name="greeter", version="1.0.0", provides={"greeting": "1.0.0"})
+def greeter(ctx):
+    pass
+
+if __name__ == "__main__":
+    greeter.run()
+"#;
+
+/// The same in JavaScript: `process.stdout.write` during setup.
+const STRAY_JS: &str = r#"
+const { plugin } = require("./chassis_plugin");
+plugin({ name: "greeter", version: "1.0.0", provides: { greeting: "1.0.0" } }, async (ctx) => {
+  console.error("greeter: the word list is missing");
+  process.stdout.write("loading words...\n");
+  await new Promise((done) => setTimeout(done, 100));
+  ctx.capabilities.provide("greeting", { version: "1.0.0" });
+}).run();
+"#;
+
+#[test]
+fn a_stray_line_on_stdout_quotes_the_plugins_own_stderr_not_an_sdk_stack() {
+    // chassis refuses the line and stops reading; the SDK's next answer
+    // finds the pipe closed. What chassis quotes is what the author wrote,
+    // not a BrokenPipeError traceback or an EPIPE stack.
+    for (program, file, script) in [
+        ("{PYTHON}", "greeter.py", STRAY_PY),
+        ("node", "greeter.js", STRAY_JS),
+    ] {
+        let toml = GREETER_TOML.replace(
+            "{PYTHON}\", \"greeter.py",
+            &format!("{program}\", \"{file}"),
+        );
+        let dir = workspace(&[(file, script), ("composition.toml", &toml)]);
+        with_js_sdk(dir.path());
+        let out = run(dir.path(), &["run", "composition.toml"], &[]);
+        assert_eq!(out.code, 3, "{file}: {}\n{}", out.stdout, out.stderr);
+        assert!(
+            out.stderr.contains("not JSON: `loading words...`"),
+            "{file}: {}",
+            out.stderr
+        );
+        assert!(
+            out.stderr
+                .contains("its last stderr lines:\n    greeter: the word list is missing"),
+            "{file}: {}",
+            out.stderr
+        );
+        for stack in ["Traceback", "BrokenPipe", "EPIPE", "node:", "    at "] {
+            assert!(
+                !out.stderr.contains(stack),
+                "{file}: {stack}: {}",
+                out.stderr
+            );
+        }
+    }
+}
+
 #[test]
 fn a_missing_program_is_named() {
     let toml = GREETER_TOML.replace("{PYTHON}", "/nonexistent/python9");

@@ -338,6 +338,8 @@ export class Plugin {
   private cancelled = new Set<unknown>();
   private inflight = new Set<unknown>();
   private running = 0;
+  /** Set once `teardown` arrived: the end of input is then expected. */
+  private stopping = false;
   private queue: Array<() => void> = [];
 
   constructor(
@@ -540,6 +542,14 @@ export class Plugin {
     this.out = (line: string) => {
       stdout.write(line + "\n");
     };
+    // chassis no longer reads (it closed the connection: a line on stdout
+    // that was not a message, or it stopped). Nothing more can be answered:
+    // exit, and say so in one line rather than a stack, which would crowd
+    // out of chassis's error the stderr lines the plugin wrote itself.
+    stdout.on("error", () => {
+      process.stderr.write("chassis_plugin: chassis closed the connection; exiting\n");
+      process.exit(1);
+    });
     // Everything else that writes to stdout goes to stderr.
     const toStderr = (...args: unknown[]) => process.stderr.write(args.map(String).join(" ") + "\n");
     console.log = toStderr;
@@ -581,6 +591,7 @@ export class Plugin {
         return;
       }
       if (msg.method === "teardown") {
+        this.stopping = true;
         this.handle(msg.id, msg.method, msg.params).then(() => process.exit(0));
       } else if (msg.method === "initialize" || msg.method === "setup") {
         void this.handle(msg.id, msg.method, msg.params);
@@ -589,7 +600,9 @@ export class Plugin {
         this.schedule(() => this.handle(msg.id, msg.method, msg.params));
       }
     });
-    lines.on("close", () => process.exit(0));
+    // The end of input before `teardown` (chassis closed the connection, or
+    // died) ends the process quietly, with status 1: it was not asked to stop.
+    lines.on("close", () => process.exit(this.stopping ? 0 : 1));
   }
 }
 
