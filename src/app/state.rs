@@ -240,6 +240,9 @@ pub struct StateStore {
     /// Told once the first write of this lineage claims a migrated store's
     /// unclaimed history (see [`Self::writing_as`]).
     claim_notice: Option<Arc<dyn Reporter>>,
+    /// The store was made in an empty file that was there before: a
+    /// failure leaves that file empty again rather than removing it.
+    found_empty: bool,
 }
 
 impl StateStore {
@@ -251,12 +254,14 @@ impl StateStore {
                 path.display()
             )));
         }
+        let found_empty = std::fs::metadata(path).is_ok_and(|m| m.is_file() && m.len() == 0);
         let store = crate::store::open(path, mode)?;
         Ok(Self {
             store: Box::new(store),
             path: path.to_path_buf(),
             lineage: String::new(),
             claim_notice: None,
+            found_empty,
         })
     }
 
@@ -330,19 +335,29 @@ impl StateStore {
     /// After a failure: a store this operation created and never recorded
     /// anything in is removed again (with its SQLite side files, and the
     /// `.chassis/` folder when that is left empty), so a first publish that
-    /// fails leaves the directory as it found it. Anything else is kept.
+    /// fails leaves the directory as it found it — an empty file it made
+    /// the store in is left empty. Anything else is kept.
     pub fn discard_if_unused(self) {
         if !self.created() || !matches!(self.store.lineages().map(|l| l.is_empty()), Ok(true)) {
             return;
         }
         let in_default_folder = self.in_default_folder();
+        let found_empty = self.found_empty;
         let path = self.path.clone();
         drop(self);
-        for suffix in ["", "-wal", "-shm", "-journal"] {
+        for suffix in ["-wal", "-shm", "-journal"] {
             let mut file = path.clone().into_os_string();
             file.push(suffix);
             let _ = std::fs::remove_file(file);
         }
+        if found_empty {
+            let _ = std::fs::OpenOptions::new()
+                .write(true)
+                .truncate(true)
+                .open(&path);
+            return;
+        }
+        let _ = std::fs::remove_file(&path);
         if in_default_folder && let Some(dir) = path.parent() {
             // Only when empty: `remove_dir` refuses anything else.
             let _ = std::fs::remove_dir(dir);

@@ -122,6 +122,9 @@ impl StoreError {
                 Some("run `chassis publish FILE` first, or point at a store with `--state PATH`")
             }
             StoreError::FutureSchema { .. } => Some("upgrade chassis to read this store"),
+            StoreError::NotAStore { .. } => Some(
+                "point `--state` (or `[store] path`) at a chassis store, or at a path where none is yet for a new one; chassis never writes over what is there",
+            ),
             StoreError::Conflict { .. } => {
                 Some("another publish committed first; run publish again")
             }

@@ -76,12 +76,16 @@ impl SqliteStore {
             path: shown.clone(),
             message: e.to_string(),
         };
-        let exists = path.is_file();
-        if mode != OpenMode::Create && !exists {
+        // What is there decides before SQLite opens anything: SQLite would
+        // take a directory for a file it cannot open (a failure, exit 3)
+        // and garbage for a database until it read it.
+        let found = Found::at(path)?;
+        if mode != OpenMode::Create && found != Found::Database {
+            // An empty file is no store yet (see [`Found::Empty`]).
             return Err(StoreError::Missing { path: shown });
         }
         if mode == OpenMode::Create
-            && !exists
+            && found == Found::Absent
             && let Some(dir) = path.parent().filter(|d| !d.as_os_str().is_empty())
         {
             std::fs::create_dir_all(dir).map_err(|e| backend(&e))?;
@@ -393,6 +397,67 @@ impl SqliteStore {
     }
 }
 
+/// What a store's path holds, before SQLite opens it.
+#[derive(Clone, Copy, Debug, PartialEq, Eq)]
+enum Found {
+    /// Nothing (or nothing chassis may look at): a reading command says
+    /// the store is missing, a publish creates it.
+    Absent,
+    /// An empty file: no store yet. SQLite reads it as an empty database,
+    /// and it is what a first publish killed before its first commit
+    /// leaves (SQLite creates the file when it opens it), so a publish
+    /// makes the store in it and a reading command finds no store.
+    Empty,
+    /// An SQLite database (a chassis store or not: its tables say).
+    Database,
+}
+
+impl Found {
+    /// What is at `path`; something that can never be a store — a
+    /// directory, a FIFO, a file that is not an SQLite database — is
+    /// refused as [`StoreError::NotAStore`], and never written.
+    fn at(path: &Path) -> Result<Self, StoreError> {
+        use std::io::Read;
+        let not_a_store = |reason: &str| StoreError::NotAStore {
+            path: path.display().to_string(),
+            reason: reason.to_owned(),
+        };
+        let Ok(meta) = std::fs::metadata(path) else {
+            return Ok(Found::Absent);
+        };
+        if meta.is_dir() {
+            return Err(not_a_store("it is a directory, and a store is a file"));
+        }
+        if !meta.is_file() {
+            return Err(not_a_store(
+                "it is not a regular file (a store is an SQLite file)",
+            ));
+        }
+        if meta.len() == 0 {
+            // Unless its log holds what was written (never left by
+            // chassis, which writes the file before it starts a log).
+            let mut log = path.as_os_str().to_owned();
+            log.push("-wal");
+            let logged = std::fs::metadata(&log).is_ok_and(|m| m.len() > 0);
+            return Ok(if logged {
+                Found::Database
+            } else {
+                Found::Empty
+            });
+        }
+        let mut head = [0_u8; 16];
+        match std::fs::File::open(path).and_then(|mut f| f.read_exact(&mut head)) {
+            Ok(()) if &head == b"SQLite format 3\0" => Ok(Found::Database),
+            Ok(()) => Err(not_a_store("it is not an SQLite database")),
+            Err(e) if e.kind() == std::io::ErrorKind::UnexpectedEof => {
+                Err(not_a_store("it is not an SQLite database"))
+            }
+            // Unreadable (its permissions): SQLite says why when it opens it.
+            Err(_) => Ok(Found::Database),
+        }
+    }
+}
+
 fn lineage_id(conn: &Connection, name: &str) -> rusqlite::Result<Option<i64>> {
     conn.query_row(
         "SELECT id FROM lineages WHERE name IN (?1, ?2)
@@ -415,7 +480,14 @@ fn read_schema_version(conn: &Connection, path: &Path) -> Result<i64, StoreError
             |r| r.get(0),
         )
         .optional()
-        .map_err(|e| not_a_store_err(path, e))?;
+        .map_err(|e| match e {
+            rusqlite::Error::SqliteFailure(_, Some(m)) if m.starts_with("no such table") => {
+                not_a_store(
+                    "it is an SQLite database, but not chassis's (it has no `meta` table)".into(),
+                )
+            }
+            e => not_a_store_err(path, e),
+        })?;
     let Some(version) = version else {
         return Err(not_a_store("it has no schema_version".into()));
     };

@@ -187,13 +187,13 @@ fn a_file_that_is_not_a_store_is_refused() {
     let dir = tempfile::tempdir().unwrap();
     let path = dir.path().join("s.db");
     std::fs::write(&path, "not sqlite at all, just text that is long enough").unwrap();
-    let err = open(&path, OpenMode::ReadOnly).unwrap_err();
-    assert!(
-        matches!(
-            err,
-            StoreError::NotAStore { .. } | StoreError::Backend { .. }
-        ),
-        "{err}"
+    for mode in [OpenMode::ReadOnly, OpenMode::Peek, OpenMode::Create] {
+        let err = open(&path, mode).unwrap_err();
+        assert!(matches!(err, StoreError::NotAStore { .. }), "{err}");
+    }
+    assert_eq!(
+        std::fs::read_to_string(&path).unwrap(),
+        "not sqlite at all, just text that is long enough"
     );
 }
 

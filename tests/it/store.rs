@@ -422,6 +422,120 @@ fn a_contract_failure_exits_3_with_its_fields_and_publishes_nothing() {
     assert_eq!(w.current().as_deref(), Some("gen_0001"));
 }
 
+/// The diagnostic `r` ends with, from `--format json`'s stderr.
+fn last_diagnostic(r: &Run) -> serde_json::Value {
+    let line = r.stderr.lines().last().unwrap_or_default();
+    serde_json::from_str(line).unwrap_or_else(|e| panic!("no diagnostic ({e}): {}", r.transcript()))
+}
+
+#[test]
+fn a_state_path_that_is_no_store_is_refused_alike_by_every_command_and_kept() {
+    // Garbage bytes, another program's SQLite file and a directory are
+    // not a store: every command refuses them the same way (exit 2,
+    // `store::not-a-store`, the path and a help line) and writes nothing.
+    let w = Workspace::new();
+    w.write(&flat("postgres://a"));
+    let state = w.path().join("s.db");
+    let commands: [&[&str]; 5] = [
+        &["generations", "list"],
+        &["runs", "list"],
+        &["plan", "c.toml"],
+        &["publish", "c.toml"],
+        &["diff", "generations", "gen_0001", "gen_0002"],
+    ];
+    let garbage: Vec<u8> = (0..4096_u32).map(|i| (i * 7919 % 251) as u8).collect();
+    let foreign = w.path().join("foreign.db");
+    rusqlite::Connection::open(&foreign)
+        .and_then(|c| c.execute_batch("CREATE TABLE t (x); INSERT INTO t VALUES (1);"))
+        .unwrap();
+    let foreign = std::fs::read(&foreign).unwrap();
+    for (kind, bytes) in [
+        ("garbage", Some(&garbage)),
+        ("foreign", Some(&foreign)),
+        ("directory", None),
+    ] {
+        match bytes {
+            Some(b) => std::fs::write(&state, b).unwrap(),
+            None => std::fs::create_dir(&state).unwrap(),
+        }
+        for command in commands {
+            let mut args = command.to_vec();
+            args.extend(["--state", "s.db"]);
+            let r = w.run(&args);
+            assert_eq!(r.code, 2, "{kind} {command:?}: {}", r.transcript());
+            assert!(
+                r.stderr
+                    .contains("error[store::not-a-store]: `s.db` is not a chassis store")
+                    && r.stderr.contains("help: point `--state`"),
+                "{kind} {command:?}: {}",
+                r.transcript()
+            );
+            let mut json = vec!["--format", "json"];
+            json.extend(&args);
+            let r = w.run(&json);
+            assert_eq!(r.code, 2, "{kind} {command:?}: {}", r.transcript());
+            let d = last_diagnostic(&r);
+            assert_eq!(d["code"], "store::not-a-store", "{kind} {command:?}: {d}");
+            assert!(d["message"].as_str().unwrap().contains("`s.db`"), "{d}");
+            assert_eq!(d["help"].as_array().map(Vec::len), Some(1), "{d}");
+            match bytes {
+                Some(b) => assert_eq!(
+                    &std::fs::read(&state).unwrap(),
+                    b,
+                    "{kind} {command:?} wrote over it"
+                ),
+                None => assert_eq!(std::fs::read_dir(&state).unwrap().count(), 0, "{command:?}"),
+            }
+            for side in ["s.db-wal", "s.db-shm", "s.db-journal"] {
+                assert!(!w.path().join(side).exists(), "{kind} {command:?}: {side}");
+            }
+        }
+        match bytes {
+            Some(_) => std::fs::remove_file(&state).unwrap(),
+            None => std::fs::remove_dir(&state).unwrap(),
+        }
+    }
+
+    // An empty file is no store yet (SQLite's empty database, and what a
+    // first publish killed before its first commit leaves): reading
+    // commands find no store, plan shows a first publish, a publish that
+    // fails leaves it empty, and one that succeeds makes the store in it.
+    std::fs::write(&state, b"").unwrap();
+    for command in [&["generations", "list"][..], &["runs", "list"]] {
+        let mut args = command.to_vec();
+        args.extend(["--state", "s.db"]);
+        let r = w.run(&args);
+        assert_eq!(r.code, 2, "{command:?}: {}", r.transcript());
+        assert!(
+            r.stderr
+                .contains("error[store::missing]: no generation store at `s.db`")
+                && r.stderr.contains("help: run `chassis publish FILE` first"),
+            "{command:?}: {}",
+            r.transcript()
+        );
+        let mut json = vec!["--format", "json"];
+        json.extend(&args);
+        let r = w.run(&json);
+        assert_eq!(r.code, 2, "{command:?}: {}", r.transcript());
+        assert_eq!(last_diagnostic(&r)["code"], "store::missing");
+    }
+    let (code, plan) = w.json(&["plan", "c.toml", "--state", "s.db"]);
+    assert_eq!(code, 0, "{plan}");
+    assert_eq!(plan["generation_id"], "gen_0001", "{plan}");
+    assert_eq!(plan["store_exists"], false, "{plan}");
+    assert_eq!(w.run(&["plan", "c.toml", "--state", "s.db"]).code, 0);
+    std::fs::write(w.path().join("liar.toml"), LIAR).unwrap();
+    let failed = w.run(&["publish", "liar.toml", "--state", "s.db"]);
+    assert_eq!(failed.code, 3, "{}", failed.transcript());
+    assert_eq!(std::fs::read(&state).unwrap(), b"", "left as it was found");
+    let (code, published) = w.json(&["publish", "c.toml", "--state", "s.db"]);
+    assert_eq!(code, 0, "{published}");
+    assert_eq!(published["generation_id"], "gen_0001");
+    let (code, list) = w.json(&["generations", "list", "--state", "s.db"]);
+    assert_eq!(code, 0, "{list}");
+    assert_eq!(list["generations"][0]["id"], "gen_0001", "{list}");
+}
+
 #[test]
 fn killing_a_publish_at_any_failpoint_leaves_the_store_consistent() {
     for point in PUBLISH_FAILPOINTS {
