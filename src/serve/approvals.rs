@@ -12,7 +12,8 @@ use serde::Deserialize;
 use crate::app::approval_desk::{DeskError, Target, Verdict};
 
 use super::Served;
-use super::problem::{ApiProblem, json_body, path_param};
+use super::input::{json_body, path_param};
+use super::problem::ApiProblem;
 
 /// The body: exactly one of `approval_id` and `tool`.
 #[derive(Debug, Deserialize)]

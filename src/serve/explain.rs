@@ -4,8 +4,7 @@
 //! generations of this composition.
 
 use axum::Json;
-use axum::extract::rejection::QueryRejection;
-use axum::extract::{Query, State};
+use axum::extract::{RawQuery, State};
 use axum::http::StatusCode;
 use serde::Deserialize;
 
@@ -13,17 +12,11 @@ use crate::app::explain::{budgets_in, requirement_in, scope_in};
 use crate::app::explain_documents::{budgets_json, requirement_json, scope_json};
 
 use super::Served;
+use super::input::query;
 use super::problem::ApiProblem;
 
 /// Unusable input: 400 `serve::bad-request`.
 const BAD_REQUEST: (StatusCode, &str) = (StatusCode::BAD_REQUEST, "serve::bad-request");
-
-fn query<T>(q: Result<Query<T>, QueryRejection>, expected: &str) -> Result<T, ApiProblem> {
-    q.map(|Query(v)| v).map_err(|e| {
-        ApiProblem::new(StatusCode::BAD_REQUEST, "serve::bad-request", e.body_text())
-            .with_help(format!("expected {expected}"))
-    })
-}
 
 /// `?consumer=&capability=[&scope=]`.
 #[derive(Debug, Deserialize)]
@@ -38,9 +31,9 @@ pub struct RequirementQuery {
 /// `GET /v1/explain/requirement`.
 pub async fn requirement(
     State(s): State<Served>,
-    q: Result<Query<RequirementQuery>, QueryRejection>,
+    RawQuery(q): RawQuery,
 ) -> Result<Json<serde_json::Value>, ApiProblem> {
-    let q = query(q, "`?consumer=ENTRY&capability=NAME`")?;
+    let q: RequirementQuery = query(q.as_deref(), "`?consumer=ENTRY&capability=NAME`")?;
     s.host
         .explain(|view| requirement_in(view, &q.consumer, &q.capability, q.scope.as_deref()))
         .map(|r| Json(requirement_json(&r)))
@@ -67,9 +60,9 @@ pub struct ScopeQuery {
 /// `GET /v1/explain/scope`.
 pub async fn scope(
     State(s): State<Served>,
-    q: Result<Query<ScopeQuery>, QueryRejection>,
+    RawQuery(q): RawQuery,
 ) -> Result<Json<serde_json::Value>, ApiProblem> {
-    let q = query(q, "`?path=/a/scope`")?;
+    let q: ScopeQuery = query(q.as_deref(), "`?path=/a/scope`")?;
     if crate::engine::model::ScopePath::new(&q.path).is_err() {
         return Err(ApiProblem::new(
             StatusCode::BAD_REQUEST,
@@ -103,9 +96,9 @@ pub struct BudgetsQuery {
 /// `GET /v1/explain/budgets`.
 pub async fn budgets(
     State(s): State<Served>,
-    q: Result<Query<BudgetsQuery>, QueryRejection>,
+    RawQuery(q): RawQuery,
 ) -> Result<Json<serde_json::Value>, ApiProblem> {
-    let q = query(q, "`?agent=NAME` or nothing")?;
+    let q: BudgetsQuery = query(q.as_deref(), "`?agent=NAME` or nothing")?;
     s.host
         .explain(|view| budgets_in(view, q.agent.as_deref()))
         .map(|agents| Json(budgets_json(&agents)))
@@ -135,9 +128,9 @@ pub struct DiffQuery {
 /// between two stored generations of this composition.
 pub async fn diff(
     State(s): State<Served>,
-    q: Result<Query<DiffQuery>, QueryRejection>,
+    RawQuery(q): RawQuery,
 ) -> Result<Json<serde_json::Value>, ApiProblem> {
-    let q = query(q, "`?from=gen_0001&to=gen_0002`")?;
+    let q: DiffQuery = query(q.as_deref(), "`?from=gen_0001&to=gen_0002`")?;
     s.host
         .diff(q.from, q.to, q.include_unchanged)
         .await
@@ -158,9 +151,9 @@ pub struct ReuseQuery {
 /// json` between two stored generations of this composition.
 pub async fn reuse(
     State(s): State<Served>,
-    q: Result<Query<ReuseQuery>, QueryRejection>,
+    RawQuery(q): RawQuery,
 ) -> Result<Json<serde_json::Value>, ApiProblem> {
-    let q = query(q, "`?from=gen_0001&to=gen_0002&entry=ENTRY`")?;
+    let q: ReuseQuery = query(q.as_deref(), "`?from=gen_0001&to=gen_0002&entry=ENTRY`")?;
     s.host
         .reuse(q.from, q.to, q.entry.clone())
         .await

@@ -11,6 +11,7 @@ mod approvals;
 pub mod auth;
 mod connections;
 mod explain;
+mod input;
 mod metrics;
 mod plugins;
 pub mod problem;

@@ -181,38 +181,3 @@ pub async fn method_not_allowed() -> ApiProblem {
     )
     .with_help("its `Allow` header lists the methods it answers")
 }
-
-/// A path parameter, or a problem document when it does not decode.
-pub fn path_param(
-    p: Result<axum::extract::Path<String>, axum::extract::rejection::PathRejection>,
-) -> Result<String, ApiProblem> {
-    p.map(|axum::extract::Path(v)| v)
-        .map_err(|e| ApiProblem::new(StatusCode::BAD_REQUEST, "serve::bad-request", e.body_text()))
-}
-
-/// A JSON request body of type `T`, or a problem document: 413
-/// `serve::body-too-large` past the body limit, else 400
-/// `serve::bad-request` saying it is not `what`, with `usage` as help.
-pub fn json_body<T: serde::de::DeserializeOwned>(
-    body: Result<axum::body::Bytes, axum::extract::rejection::BytesRejection>,
-    what: &str,
-    usage: &str,
-) -> Result<T, ApiProblem> {
-    let bytes = body.map_err(|e| {
-        let status = e.status();
-        let code = if status == StatusCode::PAYLOAD_TOO_LARGE {
-            "serve::body-too-large"
-        } else {
-            "serve::bad-request"
-        };
-        ApiProblem::new(status, code, e.body_text())
-    })?;
-    serde_json::from_slice(&bytes).map_err(|e| {
-        ApiProblem::new(
-            StatusCode::BAD_REQUEST,
-            "serve::bad-request",
-            format!("the body is not {what}: {e}"),
-        )
-        .with_help(usage)
-    })
-}

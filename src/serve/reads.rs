@@ -94,7 +94,7 @@ pub async fn generation(
     State(s): State<Served>,
     id: Result<Path<String>, axum::extract::rejection::PathRejection>,
 ) -> Result<Json<serde_json::Value>, ApiProblem> {
-    let id = super::problem::path_param(id)?;
+    let id = super::input::path_param(id)?;
     let redactor = s.host.redactor();
     s.host
         .read_store(move |store| {

@@ -9,7 +9,7 @@ use std::sync::Arc;
 use axum::Json;
 use axum::body::Bytes;
 use axum::extract::rejection::{BytesRejection, PathRejection};
-use axum::extract::{Path, Query, State};
+use axum::extract::{Path, RawQuery, State};
 use axum::http::{HeaderMap, StatusCode, header};
 use axum::response::sse::{Event, KeepAlive, Sse};
 use axum::response::{IntoResponse, Response};
@@ -18,11 +18,12 @@ use tokio::sync::mpsc;
 
 use crate::app::approval_desk::{OnQuestion, PendingApproval};
 use crate::app::host::{Host, HostRun, HostRunRequest};
-use crate::engine::budget::{BudgetDimension, BudgetLimits};
+use crate::engine::budget::{BudgetDimension, BudgetError, BudgetLimits};
 use crate::runtime::agent::{AgentEvent, Streaming};
 
 use super::Served;
-use super::problem::{ApiProblem, json_body, path_param};
+use super::input::{json_body, path_param, query};
+use super::problem::ApiProblem;
 
 /// The body of `POST /v1/agents/{agent}/runs`.
 #[derive(Debug, Deserialize)]
@@ -47,10 +48,11 @@ fn caps(budget: &BTreeMap<String, f64>) -> Result<BudgetLimits, ApiProblem> {
     let mut pairs = Vec::with_capacity(budget.len());
     for (name, value) in budget {
         let Some(dimension) = BudgetDimension::from_name(name) else {
+            // The name is not echoed (see `input`).
             return Err(ApiProblem::new(
                 StatusCode::BAD_REQUEST,
                 "serve::bad-budget",
-                format!("`budget` has no dimension `{name}`"),
+                "`budget` names a dimension chassis does not know",
             )
             .with_help(format!(
                 "its dimensions: {}",
@@ -60,7 +62,17 @@ fn caps(budget: &BTreeMap<String, f64>) -> Result<BudgetLimits, ApiProblem> {
         pairs.push((dimension, *value));
     }
     BudgetLimits::new(pairs).map_err(|e| {
-        ApiProblem::new(StatusCode::BAD_REQUEST, "serve::bad-budget", e.to_string())
+        // Said without the value sent.
+        let detail = match e {
+            BudgetError::InvalidLimit {
+                dimension, reason, ..
+            } => format!("`budget`'s `{dimension}` cap {reason}"),
+            BudgetError::DuplicateLimit { dimension } => {
+                format!("`budget` caps `{dimension}` more than once")
+            }
+            _ => "`budget` is not a set of caps".to_owned(),
+        };
+        ApiProblem::new(StatusCode::BAD_REQUEST, "serve::bad-budget", detail)
             .with_help("a cap is a positive number (a whole one for counts); it only tightens the agent's budget")
     })
 }
@@ -367,12 +379,12 @@ pub struct Page {
 /// `limit`, default 50, at most 1,000; those after run `after`).
 pub async fn list(
     State(s): State<Served>,
-    page: Result<Query<Page>, axum::extract::rejection::QueryRejection>,
+    RawQuery(page): RawQuery,
 ) -> Result<Json<serde_json::Value>, ApiProblem> {
-    let Query(page) = page.map_err(|e| {
-        ApiProblem::new(StatusCode::BAD_REQUEST, "serve::bad-request", e.body_text())
-            .with_help("`limit` is a number, `after` a run id")
-    })?;
+    let page: Page = query(
+        page.as_deref(),
+        "`?limit=N&after=RUN_ID`: `limit` a whole number, `after` a run id",
+    )?;
     let limit = page.limit.unwrap_or(50).min(1000);
     let Some(runs) = s.host.runs(limit, page.after.as_deref()) else {
         return Err(ApiProblem::new(

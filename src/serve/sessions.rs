@@ -8,7 +8,8 @@ use axum::extract::{Path, State};
 use axum::http::StatusCode;
 
 use super::Served;
-use super::problem::{ApiProblem, path_param};
+use super::input::path_param;
+use super::problem::ApiProblem;
 
 fn unknown() -> ApiProblem {
     ApiProblem::new(
