@@ -387,8 +387,10 @@ pub async fn list(
     )?;
     let limit = page.limit.unwrap_or(50).min(1000);
     let Some(runs) = s.host.runs(limit, page.after.as_deref()) else {
+        // A run it does not know is a 404, as at `GET /v1/runs/{id}`; the
+        // id is not echoed (see `create`).
         return Err(ApiProblem::new(
-            StatusCode::BAD_REQUEST,
+            StatusCode::NOT_FOUND,
             "serve::unknown-run",
             "`after` names no run this server knows",
         )
