@@ -115,7 +115,7 @@ pub enum Command {
     Completions(commands::completions::CompletionsArgs),
 }
 
-fn init_tracing(verbose: u8, quiet: bool) {
+fn init_tracing(verbose: u8, quiet: bool, json: bool) {
     use tracing_subscriber::EnvFilter;
     let default = match (quiet, verbose) {
         // rmcp reports a failed connection itself, URL and all; chassis
@@ -134,12 +134,76 @@ fn init_tracing(verbose: u8, quiet: bool) {
         .and_then(|v| EnvFilter::try_new(v).ok())
         .unwrap_or_else(|| EnvFilter::new(default));
     let redactor = process_redactor();
-    let _ = tracing_subscriber::fmt()
+    let writer = {
+        let redactor = redactor.clone();
+        move || RedactingStderr::new(redactor.clone())
+    };
+    let logger = tracing_subscriber::fmt()
         .with_env_filter(filter)
-        .with_writer(move || RedactingStderr::new(redactor.clone()))
+        .with_writer(writer)
         .with_ansi(false)
-        .without_time()
-        .try_init();
+        .without_time();
+    // Under `--format json` stderr carries only JSON lines: a log line is
+    // one too.
+    let _ = if json {
+        logger.event_format(JsonLogLine { redactor }).try_init()
+    } else {
+        logger.try_init()
+    };
+}
+
+/// A log event as a JSON diagnostic line (`--format json`): `warning` and
+/// `error` at those levels, else `note`, with a `log` object (`level`,
+/// `target`, the `spans` it happened in). Scrubbed before it is encoded,
+/// since an escaped secret would no longer match the writer's redactor.
+struct JsonLogLine {
+    redactor: crate::engine::secret::Redactor,
+}
+
+impl<S, N> tracing_subscriber::fmt::FormatEvent<S, N> for JsonLogLine
+where
+    S: tracing::Subscriber + for<'a> tracing_subscriber::registry::LookupSpan<'a>,
+    N: for<'a> tracing_subscriber::fmt::FormatFields<'a> + 'static,
+{
+    fn format_event(
+        &self,
+        ctx: &tracing_subscriber::fmt::FmtContext<'_, S, N>,
+        mut writer: tracing_subscriber::fmt::format::Writer<'_>,
+        event: &tracing::Event<'_>,
+    ) -> std::fmt::Result {
+        use tracing_subscriber::fmt::FormatFields as _;
+        let meta = event.metadata();
+        let mut message = String::new();
+        ctx.format_fields(
+            tracing_subscriber::fmt::format::Writer::new(&mut message),
+            event,
+        )?;
+        let severity = match *meta.level() {
+            tracing::Level::ERROR => "error",
+            tracing::Level::WARN => "warning",
+            _ => "note",
+        };
+        let spans: Vec<serde_json::Value> = ctx
+            .event_scope()
+            .into_iter()
+            .flat_map(tracing_subscriber::registry::Scope::from_root)
+            .map(|span| {
+                let extensions = span.extensions();
+                let fields = extensions
+                    .get::<tracing_subscriber::fmt::FormattedFields<N>>()
+                    .map(|f| self.redactor.redact(&f.fields).into_owned())
+                    .unwrap_or_default();
+                serde_json::json!({ "name": span.name(), "fields": fields })
+            })
+            .collect();
+        let mut line = ui::message_json(severity, None, &self.redactor.redact(&message), &[]);
+        line["log"] = serde_json::json!({
+            "level": meta.level().as_str(),
+            "target": meta.target(),
+            "spans": spans,
+        });
+        writeln!(writer, "{line}")
+    }
 }
 
 /// The process's redactor: every secret a command resolves is learned
@@ -205,7 +269,7 @@ pub fn main() -> ExitCode {
             };
         }
     };
-    init_tracing(cli.verbose, cli.quiet);
+    init_tracing(cli.verbose, cli.quiet, cli.format == Format::Json);
     run(cli).into()
 }
 
@@ -302,4 +366,61 @@ pub(crate) fn require_format(ui: &Ui, allowed: &[Format], command: &str) -> Resu
         names.join(", ")
     ));
     Err(ExitStatus::Input)
+}
+
+#[cfg(test)]
+mod json_log_tests {
+    use std::sync::{Arc, Mutex};
+
+    use crate::engine::secret::{Redactor, SecretValue};
+
+    use super::JsonLogLine;
+
+    #[test]
+    fn a_log_line_is_a_json_diagnostic_scrubbed_before_it_is_encoded() {
+        // A secret JSON escapes (`"`, `\`) would slip past a redactor run
+        // over the encoded line.
+        let secret = "sk-\"log\\canary-7";
+        let redactor = Redactor::new();
+        redactor.learn(&SecretValue::new(secret));
+        let written = Arc::new(Mutex::new(Vec::<u8>::new()));
+        let sink = Arc::clone(&written);
+        let subscriber = tracing_subscriber::fmt()
+            .with_writer(move || Sink(Arc::clone(&sink)))
+            .with_ansi(false)
+            .event_format(JsonLogLine { redactor })
+            .finish();
+        tracing::subscriber::with_default(subscriber, || {
+            let span = tracing::info_span!("reload", entry = "e");
+            let _entered = span.enter();
+            tracing::warn!(runs = 2, "the key {secret} leaked\nover two lines");
+        });
+        let text = String::from_utf8(written.lock().unwrap().clone()).unwrap();
+        assert_eq!(text.lines().count(), 1, "{text}");
+        let line: serde_json::Value = serde_json::from_str(text.trim_end()).unwrap();
+        assert_eq!(line["type"], "diagnostic");
+        assert_eq!(line["severity"], "warning");
+        assert_eq!(line["log"]["level"], "WARN");
+        assert_eq!(line["log"]["spans"][0]["name"], "reload");
+        let message = line["message"].as_str().unwrap();
+        assert!(
+            message.contains("the key <redacted> leaked\nover two lines"),
+            "{message}"
+        );
+        assert!(message.contains("runs=2"), "{message}");
+        assert!(!text.contains("canary"), "{text}");
+    }
+
+    struct Sink(Arc<Mutex<Vec<u8>>>);
+
+    impl std::io::Write for Sink {
+        fn write(&mut self, data: &[u8]) -> std::io::Result<usize> {
+            self.0.lock().unwrap().extend_from_slice(data);
+            Ok(data.len())
+        }
+
+        fn flush(&mut self) -> std::io::Result<()> {
+            Ok(())
+        }
+    }
 }

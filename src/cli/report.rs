@@ -31,10 +31,21 @@ impl CliReporter {
         }
     }
 
-    /// A line that may share the terminal with the spinner.
+    /// A line that may share the terminal with the spinner; under
+    /// `--format json` a diagnostic line (`warning: …`) or a `note`.
     fn line(&self, text: &str) {
-        if !self.ui.quiet {
-            super::spinner::clear_then(self.redactor.redact(text).as_ref());
+        if self.ui.quiet {
+            return;
+        }
+        let text = self.redactor.redact(text);
+        if self.ui.format == Format::Json {
+            if super::ui::plain_diagnostic(&text).is_some() {
+                self.ui.err(&text);
+            } else {
+                self.ui.info(&text);
+            }
+        } else {
+            super::spinner::clear_then(text.as_ref());
         }
     }
 }

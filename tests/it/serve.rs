@@ -13,6 +13,7 @@ use crate::harness::root;
 
 mod approvals;
 mod budget_caps;
+mod json_stderr;
 mod killed;
 mod no_echo;
 mod process_plugins;
@@ -33,12 +34,15 @@ const TOKEN: &str = "tok-serve-3b7c2a9e41";
 struct Server {
     child: Child,
     base: String,
+    /// Its stderr up to and including the `listening` line.
+    started: Vec<String>,
     stderr: mpsc::Receiver<String>,
 }
 
 impl Server {
     /// Start `chassis serve FILE --listen 127.0.0.1:0 EXTRA…` in `dir`; the
-    /// address comes from its `listening on` line.
+    /// address comes from its `listening on` line (under `--format json`,
+    /// its `{"type": "listening", "address": …}` line).
     fn start(dir: &Path, file: &str, extra: &[&str]) -> Server {
         let mut child = command(dir, file, extra)
             .args(["--listen", "127.0.0.1:0"])
@@ -59,10 +63,18 @@ impl Server {
         let base = loop {
             match rx.recv_timeout(Duration::from_secs(60)) {
                 Ok(line) => {
-                    if let Some(rest) = line.split("listening on ").nth(1) {
-                        break rest.split_whitespace().next().unwrap().to_owned();
-                    }
+                    let json = serde_json::from_str::<Value>(&line).unwrap_or_default();
+                    let address = match line.split("listening on ").nth(1) {
+                        Some(rest) => rest.split_whitespace().next().map(str::to_owned),
+                        None if json["type"] == "listening" => {
+                            json["address"].as_str().map(str::to_owned)
+                        }
+                        None => None,
+                    };
                     seen.push(line);
+                    if let Some(address) = address {
+                        break address;
+                    }
                 }
                 Err(_) => panic!("no `listening on` line; stderr: {seen:?}"),
             }
@@ -70,6 +82,7 @@ impl Server {
         Server {
             child,
             base,
+            started: seen,
             stderr: rx,
         }
     }
@@ -1320,6 +1333,42 @@ fn saving_any_file_the_load_read_reloads_once() {
     // One reload per save: three saves, three reload lines.
     let reloads = rest.matches("chassis serve: reload").count();
     assert_eq!(reloads, 3, "{rest}");
+}
+
+/// `chassis runs list --format json` in `dir`: (id, status, finished_at).
+fn stored_runs(dir: &Path) -> Vec<(String, String, Option<String>)> {
+    let out = crate::harness::run_in(dir, &["--format", "json", "runs", "list"], &[]);
+    assert_eq!(out.code, 0, "{}", out.stderr);
+    let doc: Value = serde_json::from_str(&out.stdout).unwrap();
+    doc["runs"]
+        .as_array()
+        .unwrap()
+        .iter()
+        .map(|r| {
+            (
+                r["id"].as_str().unwrap().to_owned(),
+                r["status"].as_str().unwrap().to_owned(),
+                r["finished_at"].as_str().map(str::to_owned),
+            )
+        })
+        .collect()
+}
+
+/// The id of a run the store in `dir` records `running`, once there is one
+/// (a served run is recorded from its start).
+fn until_running(dir: &Path) -> String {
+    let deadline = std::time::Instant::now() + Duration::from_secs(30);
+    loop {
+        let runs = stored_runs(dir);
+        if let Some(r) = runs.iter().find(|r| r.1 == "running") {
+            return r.0.clone();
+        }
+        assert!(
+            std::time::Instant::now() < deadline,
+            "no running record: {runs:?}"
+        );
+        std::thread::sleep(Duration::from_millis(50));
+    }
 }
 
 /// Wait until a run holds a lease on the current generation.

@@ -16,7 +16,7 @@ use crate::app::{AppError, Problem};
 use crate::serve::{Access, Limits, Served};
 
 use super::super::exit::ExitStatus;
-use super::super::ui::{Format, Ui};
+use super::super::ui::{Format, Ui, message_json};
 
 /// Serve a composition's agents over HTTP.
 ///
@@ -294,12 +294,12 @@ async fn serve(
         ));
     }
     // SIGHUP reloads, and so does a change to any file the load read.
-    let reloader = spawn_reload_on_hangup(host.clone(), ui.quiet);
-    let quiet = ui.quiet;
+    let reloader = spawn_reload_on_hangup(host.clone(), ui.clone());
     let watcher = if args.no_watch {
         None
     } else {
-        match crate::serve::watch::spawn(host.clone(), move |r| say_reload(r, quiet)) {
+        let said = ui.clone();
+        match crate::serve::watch::spawn(host.clone(), move |r| say_reload(r, &said)) {
             Ok(w) => Some(w),
             Err(e) => {
                 ui.err(&format!(
@@ -317,7 +317,10 @@ async fn serve(
             read_timeout: Duration::from_secs(args.read_timeout),
         },
     )
-    .with_reload_log(Arc::new(move |r| say_reload(r, quiet)));
+    .with_reload_log({
+        let ui = ui.clone();
+        Arc::new(move |r| say_reload(r, &ui))
+    });
     let mut stopped = stop_rx.clone();
     let drain = Duration::from_secs(args.drain_timeout);
     let cancel_on_timeout = cancel_tx.clone();
@@ -361,7 +364,7 @@ async fn serve(
     }
     let how = *stop_rx.borrow();
     if !ui.quiet {
-        ui.err("chassis serve: stopped; every plugin unmounted");
+        say(ui, "stopped; every plugin unmounted");
     }
     Ok(match how {
         Stop::Interrupt => ExitStatus::Interrupted,
@@ -408,16 +411,28 @@ fn spawn_signals(
     })
 }
 
+/// A status line on stderr: `chassis serve: {text}`, or under `--format
+/// json` a `note` line.
+fn say(ui: &Ui, text: &str) {
+    if ui.format == Format::Json {
+        ui.info(text);
+    } else {
+        ui.err(&format!("chassis serve: {text}"));
+    }
+}
+
 /// One line on stderr per reload (`-q`: none), then its findings (already
 /// scrubbed) one line each: a failed reload's errors, a published one's
-/// warnings (`[serve]` changes that wait for a restart, say).
-fn say_reload(r: &crate::app::host::ReloadStatus, quiet: bool) {
-    if quiet {
+/// warnings (`[serve]` changes that wait for a restart, say). Under
+/// `--format json`, the reload is a `note` line (a failed one an `error`
+/// line, `serve::reload-failed`) and each finding its diagnostic line.
+fn say_reload(r: &crate::app::host::ReloadStatus, ui: &Ui) {
+    if ui.quiet {
         return;
     }
-    let mut text = if r.ok {
+    let what = if r.ok {
         format!(
-            "chassis serve: reloaded ({}: {})",
+            "reloaded ({}: {})",
             if r.published {
                 "published"
             } else {
@@ -427,11 +442,32 @@ fn say_reload(r: &crate::app::host::ReloadStatus, quiet: bool) {
         )
     } else {
         format!(
-            "chassis serve: reload failed, still serving {}: {}",
+            "reload failed, still serving {}: {}",
             r.generation_id,
             r.error.as_deref().unwrap_or_default()
         )
     };
+    if ui.format == Format::Json {
+        let mut lines = vec![if r.ok {
+            message_json("note", None, &what, &[])
+        } else {
+            message_json(
+                "error",
+                Some("serve::reload-failed"),
+                &what,
+                &[format!(
+                    "generation {} is still served; fix the composition and reload again",
+                    r.generation_id
+                )],
+            )
+        }];
+        lines.extend(r.diagnostics.iter().cloned());
+        let text: Vec<String> = lines.iter().map(ToString::to_string).collect();
+        // One write, so a concurrent line never splits a reload's.
+        ui.err(&text.join("\n"));
+        return;
+    }
+    let mut text = format!("chassis serve: {what}");
     for d in &r.diagnostics {
         let at = &d["labels"][0];
         let place = match (
@@ -453,17 +489,17 @@ fn say_reload(r: &crate::app::host::ReloadStatus, quiet: bool) {
             }
         }
     }
-    eprintln!("{text}");
+    ui.err(&text);
 }
 
-fn spawn_reload_on_hangup(host: Host, quiet: bool) -> tokio::task::JoinHandle<()> {
+fn spawn_reload_on_hangup(host: Host, ui: Ui) -> tokio::task::JoinHandle<()> {
     let host = Arc::new(host);
     tokio::spawn(async move {
         let Ok(mut hup) = signal(SignalKind::hangup()) else {
             return;
         };
         while hup.recv().await.is_some() {
-            say_reload(&host.reload().await, quiet);
+            say_reload(&host.reload().await, &ui);
         }
     })
 }

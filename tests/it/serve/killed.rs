@@ -5,25 +5,6 @@
 
 use super::*;
 
-/// `chassis runs list --format json` in `dir`: (id, status, finished_at).
-fn stored_runs(dir: &Path) -> Vec<(String, String, Option<String>)> {
-    let out = crate::harness::run_in(dir, &["--format", "json", "runs", "list"], &[]);
-    assert_eq!(out.code, 0, "{}", out.stderr);
-    let doc: Value = serde_json::from_str(&out.stdout).unwrap();
-    doc["runs"]
-        .as_array()
-        .unwrap()
-        .iter()
-        .map(|r| {
-            (
-                r["id"].as_str().unwrap().to_owned(),
-                r["status"].as_str().unwrap().to_owned(),
-                r["finished_at"].as_str().map(str::to_owned),
-            )
-        })
-        .collect()
-}
-
 #[test]
 fn runs_in_flight_at_a_sigkill_are_marked_interrupted_by_the_next_server() {
     let (dir, file) = workspace();
@@ -53,18 +34,7 @@ fn runs_in_flight_at_a_sigkill_are_marked_interrupted_by_the_next_server() {
         })
     };
     // Its `running` record is in the store while it runs.
-    let deadline = std::time::Instant::now() + Duration::from_secs(30);
-    let running = loop {
-        let runs = stored_runs(dir.path());
-        if let Some(r) = runs.iter().find(|r| r.1 == "running") {
-            break r.0.clone();
-        }
-        assert!(
-            std::time::Instant::now() < deadline,
-            "no running record: {runs:?}"
-        );
-        std::thread::sleep(Duration::from_millis(50));
-    };
+    let running = until_running(dir.path());
     server.child.kill().unwrap();
     server.child.wait().unwrap();
     assert!(slow.join().unwrap(), "the client saw its connection cut");
