@@ -174,6 +174,7 @@ pub async fn create(
             let _ = asked_tx.send(p.run_id.clone());
         })
     };
+    let model_failed_help = model_failed_help(&agent);
     let request = HostRunRequest {
         agent,
         session,
@@ -250,6 +251,8 @@ pub async fn create(
                             "status": 502,
                             "code": "serve::model-failed",
                             "detail": stop["error"],
+                            "help": model_failed_help,
+                            "diagnostics": [],
                         }),
                     ));
                 }
@@ -274,6 +277,17 @@ pub async fn create(
     Sse::new(events)
         .keep_alive(KeepAlive::default())
         .into_response()
+}
+
+/// What a client can do about a model that failed in a run of `agent`
+/// (a name the composition holds: it was checked before the run).
+fn model_failed_help(agent: &str) -> [String; 2] {
+    [
+        format!(
+            "check the model entry this agent uses — its `model`, `base_url` and API key for `openai`, its turns for `scripted`: `GET /v1/explain/requirement?consumer=/agents/{agent}&capability=model` names it (`chassis explain requirement /agents/{agent} model FILE` on the command line)"
+        ),
+        "the run is recorded as `failed` (its document follows as `result`); send the request again to retry it".to_owned(),
+    ]
 }
 
 /// A step event (already redacted by the runner) as an SSE event named by

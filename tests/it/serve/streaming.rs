@@ -85,6 +85,37 @@ fn a_streamed_answer_arrives_in_pieces_with_a_split_secret_caught() {
             error.1["detail"].as_str().unwrap().contains("[DONE]"),
             "{error:?}"
         );
+        // What to do about it: the entry serving the agent's model, named
+        // by a route this server answers, and that a retry is the client's.
+        let help = error.1["help"]
+            .as_array()
+            .unwrap_or_else(|| panic!("no help: {error:?}"));
+        let help: Vec<&str> = help.iter().filter_map(Value::as_str).collect();
+        assert!(
+            help.iter().any(|h| h.contains("`base_url`")
+                && h.contains(
+                    "/v1/explain/requirement?consumer=/agents/assistant&capability=model"
+                )),
+            "{error:?}"
+        );
+        assert!(
+            help.iter().any(|h| h.contains("send the request again")),
+            "{error:?}"
+        );
+        let (s, explained) = get(
+            &c,
+            &server.url("/v1/explain/requirement?consumer=/agents/assistant&capability=model"),
+        )
+        .await;
+        assert_eq!(s, 200, "{explained}");
+        assert!(
+            explained["candidates"]
+                .as_array()
+                .unwrap()
+                .iter()
+                .any(|c| c["entry"] == "model" && c["selected"] == true),
+            "{explained}"
+        );
         let result = &events.last().unwrap().1;
         assert_eq!(result["stop"]["kind"], "model_failed", "{result}");
         seen.push_str(&format!("{events:?}"));
