@@ -83,17 +83,10 @@ fn a_version_1_store_is_migrated_on_open_and_reads_back_as_it_was_written() {
     let store = SqliteStore::open(&state, OpenMode::ReadOnly).unwrap();
     assert_eq!(store.integrity_check().unwrap(), "ok");
 
-    // The composition that publishes first continues the history: against
-    // it, nothing changed (no generation is recorded, nothing claimed).
-    let r = run(dir.path(), &["publish", "composition.toml"]);
-    assert_eq!(r.code, 0, "{}", r.transcript());
-    assert!(r.stdout.contains("no change: gen_0002"), "{}", r.stdout);
-    // Its first recorded generation claims the history, and it is told.
-    // The agents the migrated generation recorded are what it compares
-    // with: a changed description, not a new agent.
-    let file = dir.path().join("composition.toml");
-    let text = std::fs::read_to_string(&file).unwrap();
-    std::fs::write(&file, text.replace("keeps a note", "keeps notes")).unwrap();
+    // The composition that publishes first continues the history. Its
+    // `[policy]` grant, which the old chassis left out of the semantic
+    // digest, is the one change: its first recorded generation says so,
+    // claims the history, and it is told.
     let r = run(
         dir.path(),
         &["--format", "json", "publish", "composition.toml"],
@@ -106,14 +99,40 @@ fn a_version_1_store_is_migrated_on_open_and_reads_back_as_it_was_written() {
         r.stderr
     );
     let doc: serde_json::Value = serde_json::from_str(&r.stdout).unwrap();
-    assert_eq!(doc["generation_id"], "gen_0003");
+    assert_eq!(doc["generation_id"], "gen_0003", "{}", r.stdout);
     assert_eq!(doc["previous_generation_id"], "gen_0002");
+    assert_eq!(doc["impact"]["reused"], 2, "{}", r.stdout);
+    let (code, policy) = json(dir.path(), &["diff", "generations", "gen_0002", "gen_0003"]);
+    assert_eq!(code, 0, "{policy}");
+    assert_eq!(
+        policy["changes"].as_array().map(Vec::len),
+        Some(1),
+        "{policy}"
+    );
+    assert_eq!(policy["changes"][0]["category"], "policy", "{policy}");
+    assert_eq!(
+        policy["changes"][0]["subject"],
+        "grant filesystem.write:quickstart-notes.txt"
+    );
+    // The agents the migrated generation recorded are what it compares
+    // with: a changed description, not a new agent.
+    let file = dir.path().join("composition.toml");
+    let text = std::fs::read_to_string(&file).unwrap();
+    std::fs::write(&file, text.replace("keeps a note", "keeps notes")).unwrap();
+    let r = run(
+        dir.path(),
+        &["--format", "json", "publish", "composition.toml"],
+    );
+    assert_eq!(r.code, 0, "{}", r.transcript());
+    let doc: serde_json::Value = serde_json::from_str(&r.stdout).unwrap();
+    assert_eq!(doc["generation_id"], "gen_0004");
+    assert_eq!(doc["previous_generation_id"], "gen_0003");
     let agents = doc["agents"].to_string();
     assert!(agents.contains("description_changed"), "{agents}");
     assert!(!agents.contains("agent_added"), "{agents}");
     let (_, list) = json(dir.path(), &["generations", "list"]);
     let rows = list["generations"].as_array().unwrap();
-    assert_eq!(rows.len(), 3);
+    assert_eq!(rows.len(), 4);
     assert!(rows.iter().all(|g| g["lineage"] == "composition.toml"));
 }
 
@@ -466,8 +485,10 @@ fn plans_guess_at_the_store_writes_nothing() {
     assert_eq!(std::fs::read(&state).unwrap(), before);
     let (code, doc) = json(dir.path(), &["plan", "composition.toml"]);
     assert_eq!(code, 0, "{doc}");
-    assert_eq!(doc["action"], "no-op", "{doc}");
-    assert_eq!(doc["generation_id"], "gen_0002", "{doc}");
+    // Its `[policy]`, left out of the semantic digest by the chassis that
+    // wrote the store, is a change now.
+    assert_eq!(doc["action"], "publish", "{doc}");
+    assert_eq!(doc["previous_generation_id"], "gen_0002", "{doc}");
     assert_eq!(
         schema_version(&state),
         chassis::store::schema_version().to_string()
