@@ -195,9 +195,22 @@ pub struct Usage {
 }
 
 impl Usage {
-    /// Input plus output.
+    /// The most tokens one report may count: every whole number up to 2^53
+    /// is exact where a budget keeps it.
+    pub const MAX_COUNTED: u64 = 1 << 53;
+
+    /// Input plus output, saturating at `u64::MAX` (what to show: a sum
+    /// that wraps would read as a few tokens).
     pub fn total(&self) -> u64 {
-        self.input_tokens + self.output_tokens
+        self.input_tokens.saturating_add(self.output_tokens)
+    }
+
+    /// Input plus output when a budget can charge it exactly (at most
+    /// [`Self::MAX_COUNTED`]); `None` for a report that does not fit.
+    pub fn counted_total(&self) -> Option<u64> {
+        self.input_tokens
+            .checked_add(self.output_tokens)
+            .filter(|&t| t <= Self::MAX_COUNTED)
     }
 }
 

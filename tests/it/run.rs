@@ -1121,3 +1121,70 @@ default_input = "go"
         "the message stays, the secret goes:\n{text}"
     );
 }
+
+/// A usage report whose tokens do not fit a count (a sum past u64, which
+/// wrapped to a few tokens, or past 2^53) is refused whole: the run stops
+/// (exit 3) naming the model entry, whatever the provider — never charged
+/// as what the sum wrapped to, which passed any `tokens` limit.
+#[test]
+fn a_usage_report_too_large_to_count_is_refused_naming_the_model_entry() {
+    let huge = 9_223_372_036_854_775_808_u64; // 2^63: twice that wraps to 0
+    let cases = [(huge, huge), (u64::MAX, 11), (1 << 53, 1)];
+    for (input, output) in cases {
+        let turn = serde_json::json!({
+            "text": "answer",
+            "usage": { "input_tokens": input, "output_tokens": output },
+        });
+        let d = Dir::new(
+            r#"version = 1
+[entries.model]
+plugin = "scripted"
+config.turns_file = "turns.jsonl"
+
+[agents.a]
+default_input = "go"
+budget = { tokens = 100 }
+"#,
+        );
+        std::fs::write(d.path("turns.jsonl"), format!("{turn}\n")).unwrap();
+        let r = d.run(&["run", "c.toml"]);
+        assert_eq!(r.code, 3, "{input} + {output}: {}", r.transcript());
+        assert!(
+            r.stderr
+                .contains("model entry `model` reported a usage that cannot be counted"),
+            "{}",
+            r.stderr
+        );
+        assert!(!r.stdout.contains("answer"), "{}", r.transcript());
+    }
+
+    // The same report from an OpenAI-compatible endpoint.
+    let mut reply = crate::loopback::answer_reply("answer");
+    reply["usage"] = serde_json::json!({
+        "prompt_tokens": huge, "completion_tokens": huge, "total_tokens": 0
+    });
+    let endpoint = crate::loopback::Endpoint::start(vec![reply]);
+    let d = Dir::new(&format!(
+        r#"version = 1
+[entries.gpt]
+plugin = "openai"
+config.model = "m"
+config.base_url = "{}"
+config.max_retries = 0
+
+[agents.a]
+default_input = "go"
+budget = {{ tokens = 100 }}
+"#,
+        endpoint.base_url
+    ));
+    let (code, doc, stderr) = d.json(&["run", "c.toml"]);
+    assert_eq!(code, 3, "{doc:#}\n{stderr}");
+    assert_eq!(doc["stop"]["kind"], "model_failed", "{doc:#}");
+    assert!(
+        doc["stop"]["error"]
+            .as_str()
+            .is_some_and(|e| e.contains("model entry `gpt`")),
+        "{doc:#}"
+    );
+}

@@ -789,13 +789,33 @@ impl AgentRunner {
             // its rows and message agree — while `usage` keeps what the
             // model said it used.
             let usage = response.usage.unwrap_or_default();
-            state.usage.input_tokens += usage.input_tokens;
-            state.usage.output_tokens += usage.output_tokens;
+            state.usage.input_tokens = state.usage.input_tokens.saturating_add(usage.input_tokens);
+            state.usage.output_tokens = state
+                .usage
+                .output_tokens
+                .saturating_add(usage.output_tokens);
             let cost = response.estimated_cost.unwrap_or(0.0);
             state.cost += cost;
+            // A report whose tokens cannot be counted exactly (a sum past
+            // 2^53, or past u64) is refused whole: charging what it wraps
+            // or rounds to would let it pass any `tokens` limit.
+            let Some(tokens) = usage.counted_total() else {
+                state
+                    .messages
+                    .push(redact_message(redactor, &response.message));
+                return StopReason::ModelFailed {
+                    error: format!(
+                        "model entry `{}` reported a usage that cannot be counted: {} input and {} output tokens are more than {} together; nothing of it is charged",
+                        bound.model_entry,
+                        usage.input_tokens,
+                        usage.output_tokens,
+                        Usage::MAX_COUNTED
+                    ),
+                };
+            };
             let charge = BudgetUsage {
                 model_calls: 1.0,
-                tokens: usage.total() as f64,
+                tokens: tokens as f64,
                 estimated_cost: cost,
                 tool_calls: None,
             };
