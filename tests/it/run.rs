@@ -983,7 +983,10 @@ tools = []
         .as_array()
         .and_then(|rows| rows.iter().find(|r| r["dimension"] == "tokens"))
         .unwrap_or_else(|| panic!("{doc:#}"));
-    assert_eq!(tokens["used"], 20.0, "only the parent's own call: {doc:#}");
+    assert_eq!(
+        tokens["used"], 320.0,
+        "the child's call counts on it: {doc:#}"
+    );
     assert_eq!(doc["tool_calls"][0]["refusal"], "budget", "{doc:#}");
     assert_eq!(
         doc["tool_calls"].as_array().map(Vec::len),
@@ -992,11 +995,12 @@ tools = []
     );
 }
 
-/// A usage report that does not fit is refused whole: the budget rows and
-/// the message agree (nothing charged), `usage` keeps what the model said;
+/// A usage report past the limit is charged in full (the call happened)
+/// and stops the run: the message says what was used before and what the
+/// call asked for, the rows what is used now, `usage` what the model said;
 /// a count written as a float is refused at load.
 #[test]
-fn a_refused_usage_report_charges_nothing_and_counts_are_integers() {
+fn a_usage_report_past_the_limit_is_charged_and_counts_are_integers() {
     let text = r#"version = 1
 [entries.model]
 plugin = "scripted"
@@ -1022,11 +1026,11 @@ budget = { tokens = 10 }
             .cloned()
             .unwrap_or_else(|| panic!("{doc:#}"))
     };
-    assert_eq!(row("tokens")["used"], 0.0, "{doc:#}");
-    assert_eq!(row("model_calls")["used"], 0.0, "{doc:#}");
+    assert_eq!(row("tokens")["used"], 11.0, "{doc:#}");
+    assert_eq!(row("model_calls")["used"], 1.0, "{doc:#}");
     assert_eq!(doc["usage"]["input_tokens"], 6, "{doc:#}");
     let r = d.run(&["run", "c.toml"]);
-    assert!(r.stderr.contains("tokens 0/10"), "{}", r.stderr);
+    assert!(r.stderr.contains("tokens 11/10"), "{}", r.stderr);
 
     let d = Dir::new(&text.replace("tokens = 10 }", "tokens = 10, model_calls = 1.0 }"));
     let r = d.run(&["check", "c.toml"]);
@@ -1187,4 +1191,83 @@ budget = {{ tokens = 100 }}
             .is_some_and(|e| e.contains("model entry `gpt`")),
         "{doc:#}"
     );
+}
+
+/// A sub-agent's model call that crossed the sub-agent's own budget still
+/// happened: it is charged up the whole chain, so its caller's budget
+/// counts it and the caller makes no more paid calls than its
+/// `model_calls` allow. (The call count was dropped with the refused
+/// tokens: five paid calls under `model_calls 2/2`, exit 0.)
+#[test]
+fn a_sub_agent_call_past_its_own_budget_still_counts_on_its_caller() {
+    let text = r#"version = 1
+[entries.pm]
+plugin = "scripted"
+[[entries.pm.config.turns]]
+tool_calls = [
+  { name = "b", args = { input = "1" }, id = "c1" },
+  { name = "b", args = { input = "2" }, id = "c2" },
+  { name = "b", args = { input = "3" }, id = "c3" },
+]
+usage = { input_tokens = 10, output_tokens = 10 }
+[[entries.pm.config.turns]]
+text = "parent done"
+usage = { input_tokens = 10, output_tokens = 10 }
+[entries.cm]
+plugin = "scripted"
+config.repeat_last = true
+[[entries.cm.config.turns]]
+text = "child answer"
+usage = { input_tokens = 1000, output_tokens = 0 }
+[agents.a]
+default_input = "go"
+prefer_model = "pm"
+sub_agents = ["b"]
+tools = []
+budget = { model_calls = 2, tokens = PARENT_TOKENS }
+[agents.b]
+description = "b"
+prefer_model = "cm"
+tools = []
+budget = { tokens = 5 }
+"#;
+    // The caller's tokens crossed too (1,020 of 100): the caller stops at
+    // once. Only the child's (1,020 of 10,000): the caller's model reads
+    // a failed call, and the next child is refused its model call.
+    for (parent_tokens, tool_calls) in [(100, 1), (10_000, 2)] {
+        let d = Dir::new(&text.replace("PARENT_TOKENS", &parent_tokens.to_string()));
+        let trace = d.path("trace.jsonl");
+        let (code, doc, stderr) = d.json(&[
+            "run",
+            "c.toml",
+            "--agent",
+            "a",
+            "--trace",
+            trace.to_str().unwrap(),
+        ]);
+        assert_eq!(code, 3, "{doc:#}\n{stderr}");
+        assert_eq!(doc["stop"]["kind"], "budget_exhausted", "{doc:#}");
+        let row = |name: &str| {
+            doc["budget"]
+                .as_array()
+                .and_then(|rows| rows.iter().find(|r| r["dimension"] == name))
+                .cloned()
+                .unwrap_or_else(|| panic!("{doc:#}"))
+        };
+        assert_eq!(row("model_calls")["used"], 2.0, "{doc:#}");
+        assert_eq!(row("tokens")["used"], 1020.0, "{doc:#}");
+        assert_eq!(
+            doc["tool_calls"].as_array().map(Vec::len),
+            Some(tool_calls),
+            "{doc:#}"
+        );
+        // The calls made, whoever was charged: the caller's and one child's.
+        let signals = std::fs::read_to_string(&trace).unwrap();
+        let made = signals
+            .lines()
+            .filter_map(|l| serde_json::from_str::<serde_json::Value>(l).ok())
+            .filter(|s| s["name"] == "model.call" && s["type"] == "span_start")
+            .count();
+        assert_eq!(made, 2, "{signals}");
+    }
 }

@@ -118,27 +118,38 @@ impl Tree {
         amount: f64,
         now: Duration,
     ) -> Result<(), BudgetExceeded> {
-        for (ancestor, n) in self.chain(node) {
-            let node = &self.nodes[n];
-            let Some(limit) = node.limits.get(dimension) else {
-                continue;
-            };
-            let exceeded = |used| BudgetExceeded {
-                dimension,
-                limit,
-                used,
-                requested: amount,
-                ancestor,
-            };
-            if dimension == BudgetDimension::WallClockSeconds {
-                let elapsed = now.saturating_sub(node.start);
-                if elapsed.saturating_add(to_duration(amount)) > to_duration(limit) {
-                    return Err(exceeded(elapsed.as_secs_f64()));
-                }
-            } else if amount > 0.0 && !fits(dimension, node.used[dimension.index()], amount, limit)
-            {
-                return Err(exceeded(node.used[dimension.index()]));
+        self.chain(node)
+            .try_for_each(|(ancestor, n)| self.check_one(n, ancestor, dimension, amount, now))
+    }
+
+    /// Checks charging `amount` of `dimension` against the limit of the
+    /// node `n` alone, `ancestor` levels up from where it is charged.
+    fn check_one(
+        &self,
+        n: usize,
+        ancestor: usize,
+        dimension: BudgetDimension,
+        amount: f64,
+        now: Duration,
+    ) -> Result<(), BudgetExceeded> {
+        let node = &self.nodes[n];
+        let Some(limit) = node.limits.get(dimension) else {
+            return Ok(());
+        };
+        let exceeded = |used| BudgetExceeded {
+            dimension,
+            limit,
+            used,
+            requested: amount,
+            ancestor,
+        };
+        if dimension == BudgetDimension::WallClockSeconds {
+            let elapsed = now.saturating_sub(node.start);
+            if elapsed.saturating_add(to_duration(amount)) > to_duration(limit) {
+                return Err(exceeded(elapsed.as_secs_f64()));
             }
+        } else if amount > 0.0 && !fits(dimension, node.used[dimension.index()], amount, limit) {
+            return Err(exceeded(node.used[dimension.index()]));
         }
         Ok(())
     }
@@ -156,19 +167,27 @@ impl Tree {
     }
 
     /// Add `charges` along the chain whatever the limits say, then report
-    /// the first limit they crossed (checked before adding, as `charge`
-    /// would have refused it).
+    /// the outermost limit they crossed (checked before adding, as `charge`
+    /// would have refused it; of one level, the first dimension): the run
+    /// that must stop is the highest one whose budget is now spent, so a
+    /// child whose use crossed its caller's limit stops the caller too.
     fn spend(
         &mut self,
         node: usize,
         charges: &[(BudgetDimension, f64)],
         now: Duration,
     ) -> Result<(), BudgetExceeded> {
-        let verdict = charges
-            .iter()
-            .try_for_each(|&(dimension, amount)| self.check(node, dimension, amount, now));
+        let mut verdict: Option<BudgetExceeded> = None;
+        for (ancestor, n) in self.chain(node) {
+            let crossed = charges.iter().find_map(|&(dimension, amount)| {
+                self.check_one(n, ancestor, dimension, amount, now).err()
+            });
+            if crossed.is_some() {
+                verdict = crossed;
+            }
+        }
         self.add(node, charges);
-        verdict
+        verdict.map_or(Ok(()), Err)
     }
 
     /// Checks every charge against the chain, then applies all or none.
@@ -331,12 +350,13 @@ impl BudgetGovernor {
     /// Records usage that already happened (what a model call reports it
     /// used): charged in full along the chain even past a limit — what was
     /// spent is spent, so an ancestor's budget sees its children's real use
-    /// and stops them — and the first limit it crossed is returned.
+    /// and stops them — and the outermost limit it crossed is returned
+    /// (`ancestor` says whose: the run that must stop).
     ///
     /// # Errors
     /// A validation error for a negative or non-finite amount (nothing
-    /// is charged); [`BudgetError::Exceeded`] for the first limit crossed
-    /// (everything is charged).
+    /// is charged); [`BudgetError::Exceeded`] for the outermost limit
+    /// crossed (everything is charged).
     pub fn spend(&self, usage: Usage) -> Result<(), BudgetError> {
         let charges = usage.charges();
         for (dimension, amount) in charges {

@@ -783,11 +783,12 @@ impl AgentRunner {
                 tool_calls: response.message.tool_calls.len(),
                 replayed,
             });
-            // Charge what the call reported: all or nothing across
-            // dimensions and along the chain of budgets. A report that does
-            // not fit is refused and charges nothing — the run stops, and
-            // its rows and message agree — while `usage` keeps what the
-            // model said it used.
+            // Charge what the call reported: it already happened, so the
+            // call and its usage are spent in full along the whole chain of
+            // budgets, past a limit if need be — a child's call counts on
+            // its caller even when the child's own limit is crossed — and
+            // a crossed limit stops the run (the outermost one crossed says
+            // whose run: a caller's limit stops the caller too).
             let usage = response.usage.unwrap_or_default();
             state.usage.input_tokens = state.usage.input_tokens.saturating_add(usage.input_tokens);
             state.usage.output_tokens = state
@@ -799,13 +800,19 @@ impl AgentRunner {
             // A report whose tokens cannot be counted exactly (a sum past
             // 2^53, or past u64) is refused whole: charging what it wraps
             // or rounds to would let it pass any `tokens` limit.
+            let call_only = BudgetUsage {
+                model_calls: 1.0,
+                ..BudgetUsage::default()
+            };
             let Some(tokens) = usage.counted_total() else {
+                // The call is charged (it happened); its tokens cannot be.
+                let _ = budget.spend(call_only);
                 state
                     .messages
                     .push(redact_message(redactor, &response.message));
                 return StopReason::ModelFailed {
                     error: format!(
-                        "model entry `{}` reported a usage that cannot be counted: {} input and {} output tokens are more than {} together; nothing of it is charged",
+                        "model entry `{}` reported a usage that cannot be counted: {} input and {} output tokens are more than {} together; the call is charged, its tokens are not",
                         bound.model_entry,
                         usage.input_tokens,
                         usage.output_tokens,
@@ -819,7 +826,13 @@ impl AgentRunner {
                 estimated_cost: cost,
                 tool_calls: None,
             };
-            if let Err(e) = budget.record(charge) {
+            if let Err(e) = budget.spend(charge) {
+                if e.exceeded().is_none() {
+                    // An amount the budget cannot take (a cost that is not
+                    // a finite, non-negative number) charged nothing: the
+                    // call itself still counts.
+                    let _ = budget.spend(call_only);
+                }
                 state
                     .messages
                     .push(redact_message(redactor, &response.message));

@@ -8,7 +8,8 @@
 //! How a child ends decides what its caller does. A child that exhausts
 //! only its own budget is a failed tool call the caller's model reads and
 //! can work around. A child refused a charge by a limit *above* its own
-//! (the caller's, or higher), and a child that cannot start because the
+//! (the caller's, or higher) — or whose model call, charged in full once
+//! it happened, crossed such a limit — and a child that cannot start because the
 //! caller's `child_runs` are spent, mean the caller is out of budget: the
 //! call fails with [`CallerBudgetExhausted`], which the executor turns into
 //! the caller's own `budget_exhausted` stop — no more paid model calls.

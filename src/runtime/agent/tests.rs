@@ -524,14 +524,14 @@ description = "Finds things."
         budget
             .get(crate::engine::budget::BudgetDimension::ModelCalls)
             .used,
-        1.0,
-        "the refused report charged nothing, and no model call followed"
+        2.0,
+        "the child's call happened and counts on the caller; no model call followed"
     );
     assert_eq!(
         budget
             .get(crate::engine::budget::BudgetDimension::Tokens)
             .used,
-        10.0
+        70.0
     );
 }
 
