@@ -748,13 +748,17 @@ impl ToolExecutor {
 
         // 7. Replay answers what the tool returned (after policy, approval
         // and budget); otherwise the span, the call under its timeout,
-        // normalization.
-        let lookup = s
-            .replay
-            .as_ref()
-            .map_or(super::replay::ToolLookup::Live, |r| {
-                r.tool_lookup(&call.name, &args, run)
-            });
+        // normalization. A sub-agent is never answered as a tool: its run
+        // replays (its model and tool calls answered from the recording),
+        // so what it spends is charged on this run's budget as it was —
+        // answered whole, its tokens went uncharged and every later call
+        // of a run under a `tokens` budget (whose `max_tokens` the tokens
+        // left cap) missed its record. Its answer is still recorded, for
+        // whoever reads the file.
+        let lookup = match &s.replay {
+            Some(r) if extra.is_none() => r.tool_lookup(&call.name, &args, run),
+            _ => super::replay::ToolLookup::Live,
+        };
         let (status, content, artifact, error, duration_seconds, replayed) = match lookup {
             super::replay::ToolLookup::Miss(message) => return Err(ExecError::Replay(message)),
             super::replay::ToolLookup::Hit(rec) => {

@@ -1271,3 +1271,60 @@ budget = { tokens = 5 }
         assert_eq!(made, 2, "{signals}");
     }
 }
+
+/// A run with a sub-agent under a `tokens` budget replays: the sub-agent
+/// runs again with its model calls answered from the recording, so its
+/// tokens are charged as they were and the caller's next call (whose
+/// `max_tokens` the tokens left cap) is the recorded one. (The sub-agent
+/// call was answered as a tool, its tokens never charged, and the caller's
+/// next call missed: exit 3, "replay missing".)
+#[test]
+fn a_run_with_a_sub_agent_under_a_tokens_budget_replays() {
+    let d = Dir::new(
+        r#"version = 1
+[entries.pm]
+plugin = "scripted"
+[[entries.pm.config.turns]]
+tool_calls = [{ name = "b", args = { input = "find" }, id = "c1" }]
+usage = { input_tokens = 10, output_tokens = 10 }
+[[entries.pm.config.turns]]
+text = "parent done"
+usage = { input_tokens = 10, output_tokens = 10 }
+[entries.cm]
+plugin = "scripted"
+[[entries.cm.config.turns]]
+text = "child answer"
+usage = { input_tokens = 30, output_tokens = 5 }
+[agents.a]
+default_input = "go"
+prefer_model = "pm"
+sub_agents = ["b"]
+tools = []
+budget = { tokens = 1000 }
+[agents.b]
+description = "b"
+prefer_model = "cm"
+tools = []
+"#,
+    );
+    let rec = d.path("rec.json");
+    let rec_s = rec.to_str().unwrap();
+    let (code, recorded, stderr) = d.json(&["run", "c.toml", "--agent", "a", "--record", rec_s]);
+    assert_eq!(code, 0, "{recorded:#}\n{stderr}");
+    let (code, replayed, stderr) = d.json(&["run", "c.toml", "--agent", "a", "--replay", rec_s]);
+    assert_eq!(code, 0, "{replayed:#}\n{stderr}");
+    assert_eq!(replayed["answer"], "parent done", "{replayed:#}");
+    let tokens = |doc: &serde_json::Value| {
+        doc["budget"]
+            .as_array()
+            .and_then(|rows| rows.iter().find(|r| r["dimension"] == "tokens"))
+            .map(|r| r["used"].clone())
+            .unwrap_or_else(|| panic!("{doc:#}"))
+    };
+    assert_eq!(tokens(&recorded), 75.0, "{recorded:#}");
+    assert_eq!(
+        tokens(&replayed),
+        75.0,
+        "the child's tokens are charged: {replayed:#}"
+    );
+}
