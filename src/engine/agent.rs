@@ -159,9 +159,11 @@ pub fn graph_definition_hash(
     }
     named.sort_by(|a, b| a.0.cmp(b.0));
     tools.extend(named.into_iter().map(|(_, c)| c));
-    let subs: Vec<Canon> = agent
-        .sub_agents
-        .iter()
+    // A set, as the tools are: reordering `sub_agents` is no change.
+    let mut sub_agents: Vec<&String> = agent.sub_agents.iter().collect();
+    sub_agents.sort_unstable();
+    let subs: Vec<Canon> = sub_agents
+        .into_iter()
         .map(|s| {
             let description = composition
                 .agents

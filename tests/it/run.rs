@@ -1328,3 +1328,36 @@ tools = []
         "the child's tokens are charged: {replayed:#}"
     );
 }
+
+/// Reordering `sub_agents` is no change, as reordering `tools` is not:
+/// the run's `graph_definition_hash` and `snapshot_digest` stay.
+#[test]
+fn reordering_sub_agents_keeps_the_digests() {
+    let text = r#"version = 1
+[entries.model]
+plugin = "scripted"
+[[entries.model.config.turns]]
+text = "done"
+[agents.a]
+default_input = "go"
+sub_agents = ["b", "c"]
+tools = []
+[agents.b]
+description = "b"
+[agents.c]
+description = "c"
+"#;
+    let stamp = |text: &str| {
+        let d = Dir::new(text);
+        let (code, doc, stderr) = d.json(&["run", "c.toml", "--agent", "a"]);
+        assert_eq!(code, 0, "{doc:#}\n{stderr}");
+        (
+            doc["composition"]["graph_definition_hash"].clone(),
+            doc["snapshot_digest"].clone(),
+        )
+    };
+    let listed = stamp(text);
+    let reordered = stamp(&text.replace(r#"["b", "c"]"#, r#"["c", "b"]"#));
+    assert!(listed.0.is_string(), "{listed:?}");
+    assert_eq!(listed, reordered);
+}
