@@ -65,7 +65,7 @@ fn names(cx: &mut FileCtx<'_>, node: &Node<'_, '_>) -> Vec<(String, Origin)> {
 /// Read one agent (`None` after a reported problem).
 pub(crate) fn agent(cx: &mut FileCtx<'_>, node: &Node<'_, '_>) -> Option<WalkedAgent> {
     let before = cx.errors();
-    let mut decl = match ToolName::new(node.key).and_then(|_| AgentDecl::new(node.key)) {
+    let mut decl = match AgentDecl::new(node.key) {
         Ok(d) => d,
         Err(e) => {
             bad_name(cx, node.key_span, e);

@@ -33,7 +33,7 @@ struct CompositionFile {
     scopes: Option<BTreeMap<String, ScopeTable>>,
     /// Tool policy: grants, deny rules, approval names, per-tool overrides.
     policy: Option<PolicyTable>,
-    /// Agents by name; each owns a scope (default `/agents/<name>`) whose tool view is its tools and whose scope requirement is its model.
+    /// Agents by name (one scope segment: any character but `/` and whitespace, not `.` or `..`); each owns a scope (default `/agents/<name>`) whose tool view is its tools and whose scope requirement is its model.
     agents: Option<BTreeMap<String, AgentTable>>,
     /// Host settings: where the generation store is. Root file only; never part of the composition's identity.
     store: Option<StoreTable>,

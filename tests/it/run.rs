@@ -1361,3 +1361,50 @@ description = "c"
     assert!(listed.0.is_string(), "{listed:?}");
     assert_eq!(listed, reordered);
 }
+
+/// An agent name is one scope segment: `a/b` would own a scope inside
+/// agent `a`'s (`/agents/a/b`) and inherit its tool view, so it is refused
+/// at load (exit 2), pointing at the name and saying what is allowed.
+#[test]
+fn an_agent_name_with_a_slash_is_refused_at_load() {
+    let d = Dir::new(
+        r#"version = 1
+[entries.model]
+plugin = "scripted"
+[[entries.model.config.turns]]
+text = "done"
+[agents.a]
+tools = []
+[agents."a/b"]
+default_input = "go"
+"#,
+    );
+    for args in [
+        &["check", "c.toml"][..],
+        &["run", "c.toml", "--agent", "a/b"],
+    ] {
+        let r = d.run(args);
+        assert_eq!(r.code, 2, "{}", r.transcript());
+        assert!(
+            r.stderr
+                .contains("agent name `a/b` is not one scope segment"),
+            "{}",
+            r.stderr
+        );
+        assert!(
+            r.stderr.contains("any character but `/` and whitespace"),
+            "{}",
+            r.stderr
+        );
+    }
+    let (code, doc, stderr) = d.json(&["check", "c.toml"]);
+    assert_eq!(code, 2, "{doc:#}\n{stderr}");
+    let line = stderr
+        .lines()
+        .find(|l| l.contains("not one scope segment"))
+        .unwrap_or_else(|| panic!("{stderr}"));
+    let diag: serde_json::Value = serde_json::from_str(line).unwrap();
+    assert_eq!(diag["labels"][0]["message"], "invalid name", "{diag:#}");
+    assert_eq!(diag["labels"][0]["column"], 9, "{diag:#}");
+    assert_eq!(diag["labels"][0]["line"], 8, "{diag:#}");
+}

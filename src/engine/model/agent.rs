@@ -140,7 +140,13 @@ impl AgentDecl {
 
     /// An agent `name` with defaults: scope `/agents/<name>`, model `*`,
     /// every visible tool, revision `1`, an empty prompt.
+    ///
+    /// # Errors
+    ///
+    /// A name that is not a tool name or not one scope segment
+    /// ([`super::ids::check_agent_name`]).
     pub fn new(name: &str) -> Result<Self, super::ids::IdError> {
+        super::ids::check_agent_name(name)?;
         let scope = ScopePath::new(&format!("/agents/{name}"))?;
         let model = Requirement::hard(
             CapabilityName::new("model").expect("valid capability name"),

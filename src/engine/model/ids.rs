@@ -166,6 +166,31 @@ name_type!(
     }
 );
 
+/// Checks an agent name: a tool name (the agent is a tool of its callers)
+/// that is one scope segment (it owns the scope `/agents/<name>`): no `/`,
+/// not `.` or `..`. A name with `/` would own a scope inside another
+/// agent's (`a/b` under `a`'s) and inherit its tool view and policy.
+///
+/// # Errors
+///
+/// Why the name cannot name an agent.
+pub fn check_agent_name(text: &str) -> Result<(), IdError> {
+    ToolName::new(text).map_err(|e| IdError {
+        message: e.message.replace("tool name", "agent name"),
+        help: e.help,
+    })?;
+    if text.contains('/') || text == "." || text == ".." {
+        return Err(IdError::new(
+            format!("agent name `{text}` is not one scope segment (an agent owns the scope `/agents/<name>`)"),
+            Some(
+                "an agent name may hold any character but `/` and whitespace, and is not `.` or `..`"
+                    .into(),
+            ),
+        ));
+    }
+    Ok(())
+}
+
 /// The deepest scope path accepted: every ancestor of a scope is a scope of
 /// its own, so a path of `n` segments adds `n` scopes whose paths sum to
 /// `n²/2` segments in every snapshot; real trees are a few levels deep.
