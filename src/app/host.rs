@@ -939,6 +939,7 @@ impl Host {
                 session: session.as_ref().map(|s| super::run::SessionTurn {
                     id: s.conversation.id.clone(),
                     turn: s.conversation.next_turn(),
+                    saved: true,
                 }),
                 result,
                 generation,

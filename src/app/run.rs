@@ -165,6 +165,20 @@ pub struct SessionTurn {
     pub id: String,
     /// Its turn number (1 for the first).
     pub turn: usize,
+    /// Whether the turn was saved: false when another turn of the session
+    /// was saved while this one ran (the run is then `failed`).
+    pub saved: bool,
+}
+
+impl RunOutcome {
+    /// Why the run, which ran, still failed: its session turn was not saved
+    /// (a failure while running, exit 3).
+    pub fn unsaved_turn(&self) -> Option<AppError> {
+        self.session
+            .as_ref()
+            .filter(|s| !s.saved)
+            .map(|s| super::state::session_moved_on(&s.id, ErrorKind::Failure).into())
+    }
 }
 
 use super::session::{Conversation, SESSION_ID_RULE, SessionError, is_session_id};
@@ -312,26 +326,36 @@ pub async fn run(options: RunOptions, caller: &Caller) -> Result<RunOutcome, App
         }
     };
     super::publish::notice_quarantined(caller, &ran.report);
-    let status = RunStatus::of(&ran.result.stop);
+    let mut status = RunStatus::of(&ran.result.stop);
     if let (Some(file), Some(replay)) = (record_file, &replay) {
         file.write_recording(&ran.result, replay, caller)?;
     }
-    if let (Some(store), Some(seed)) = (store.as_mut(), seed) {
-        record_in_store(store, &seed, &ran, status, started_at, caller)?;
+    if let (Some(store), Some(seed)) = (store.as_mut(), &seed) {
+        record_publications(store, seed, &ran)?;
     }
+    // The turn is saved before the run is recorded: a turn another one
+    // overtook (two turns of one session at once) is recorded `failed`,
+    // never `succeeded` with no trace of it in the session.
     let session = match (conversation, store.as_mut()) {
         (Some(c), Some(store)) => {
-            store.save_session(
+            let saved = store.try_save_session(
                 &c.with_turn(&ran.result, status.as_str(), redactor),
                 c.next_turn() - 1,
             )?;
+            if !saved {
+                status = RunStatus::Failed;
+            }
             Some(SessionTurn {
                 turn: c.next_turn(),
                 id: c.id,
+                saved,
             })
         }
         _ => None,
     };
+    if let (Some(store), Some(_)) = (store.as_mut(), &seed) {
+        record_run(store, &ran, status, started_at, caller)?;
+    }
     Ok(RunOutcome {
         result: ran.result,
         generation: ran.generation,
@@ -683,15 +707,12 @@ pub(crate) fn default_policy(generation: &Generation, grants: Vec<Grant>) -> Pol
     rules
 }
 
-/// Record the publication, the candidates published during the run (in
-/// order) and the run itself.
-fn record_in_store(
+/// Record the publication and the candidates published during the run
+/// (in order).
+fn record_publications(
     store: &mut StateStore,
     seed: &SeedState,
     ran: &Ran,
-    status: RunStatus,
-    started_at: String,
-    caller: &Caller,
 ) -> Result<(), AppError> {
     let mut previous = previous_of(seed);
     if ran.report.published {
@@ -721,6 +742,17 @@ fn record_in_store(
             previous = Some(generation.id.clone());
         }
     }
+    Ok(())
+}
+
+/// Record the run itself, as it ended.
+fn record_run(
+    store: &mut StateStore,
+    ran: &Ran,
+    status: RunStatus,
+    started_at: String,
+    caller: &Caller,
+) -> Result<(), AppError> {
     let stored = store.record_run(NewRun {
         instance: None,
         id: ran.result.run_id.clone(),

@@ -64,6 +64,10 @@ struct RunDocument<'a> {
     run_id: &'a str,
     #[serde(skip_serializing_if = "Option::is_none")]
     session: Option<&'a str>,
+    // False when another turn of the session was saved while this one
+    // ran: the turn is not in the session (and has no `session_turn`).
+    #[serde(skip_serializing_if = "Option::is_none")]
+    session_saved: Option<bool>,
     #[serde(skip_serializing_if = "Option::is_none")]
     session_turn: Option<usize>,
     snapshot_digest: &'a str,
@@ -156,7 +160,8 @@ impl<'a> RunDocument<'a> {
             request_tools: outside(to_json(&run.request_tools)),
             run_id: &result.run_id,
             session: run.session.as_ref().map(|s| s.id.as_str()),
-            session_turn: run.session.as_ref().map(|s| s.turn),
+            session_saved: run.session.as_ref().map(|s| s.saved),
+            session_turn: run.session.as_ref().filter(|s| s.saved).map(|s| s.turn),
             snapshot_digest: &result.snapshot_digest,
             steps: result.steps,
             stop: outside(to_json(&result.stop)),

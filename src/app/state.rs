@@ -634,17 +634,24 @@ impl StateStore {
         session: &crate::store::StoredSession,
         turns: usize,
     ) -> Result<(), AppError> {
+        if !self.try_save_session(session, turns)? {
+            return Err(session_moved_on(&session.id, super::error::ErrorKind::Input).into());
+        }
+        Ok(())
+    }
+
+    /// [`Self::save_session`], saying whether the turn was saved (false:
+    /// another turn was saved meanwhile, and nothing was written).
+    pub fn try_save_session(
+        &mut self,
+        session: &crate::store::StoredSession,
+        turns: usize,
+    ) -> Result<bool, AppError> {
         if !self.store.save_session(&self.lineage, session, turns)? {
-            return Err(super::error::Problem::input(format!(
-                "session `{}` took another turn while this one ran; this turn is not in its transcript",
-                session.id
-            ))
-            .with_code("store::session-moved-on")
-            .with_help("a session answers one turn at a time: run the turn again")
-            .into());
+            return Ok(false);
         }
         self.claimed();
-        Ok(())
+        Ok(true)
     }
 
     /// Delete session `id` of this lineage; whether there was one.
@@ -761,6 +768,18 @@ pub fn open_to_publish(
     let store = StateStore::open(path, OpenMode::Create)?.writing_as(lineage, reporter)?;
     store.refuse_if_served()?;
     Ok(store)
+}
+
+/// Why a turn of session `id` was not saved: another turn of it was saved
+/// while this one ran (`kind`: unusable input when it is found before the
+/// turn ran, a failure once it ran).
+pub fn session_moved_on(id: &str, kind: super::error::ErrorKind) -> Problem {
+    Problem::new(
+        kind,
+        format!("session `{id}` took another turn while this one ran; this turn is not in its transcript"),
+    )
+    .with_code("store::session-moved-on")
+    .with_help("a session answers one turn at a time: run the turn again")
 }
 
 /// How long a server's heartbeat keeps its lineage held, in seconds (it

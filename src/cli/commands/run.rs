@@ -130,6 +130,10 @@ pub fn run(ui: &Ui, args: &RunArgs) -> Result<ExitStatus, ExitStatus> {
     let outcome = outcome?;
     let streamed = answer.is_some_and(|a| a.printed());
     super::super::render::run::show(ui, &outcome, &caller.redactor, streamed);
+    // It ran, and what it did is shown; the turn it was is not saved.
+    if let Some(e) = outcome.unsaved_turn() {
+        return Err(super::super::report::fail(ui, &e));
+    }
     Ok(match outcome.status {
         RunStatus::Succeeded => ExitStatus::Success,
         RunStatus::NoAnswer => ExitStatus::Negative,

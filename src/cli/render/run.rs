@@ -66,11 +66,19 @@ fn summary(run: &RunOutcome) -> String {
         result.snapshot_digest,
     );
     if let Some(session) = &run.session {
-        let _ = writeln!(
-            text,
-            "  session          {} (turn {})",
-            session.id, session.turn
-        );
+        let _ = if session.saved {
+            writeln!(
+                text,
+                "  session          {} (turn {})",
+                session.id, session.turn
+            )
+        } else {
+            writeln!(
+                text,
+                "  session          {} (this turn is not saved)",
+                session.id
+            )
+        };
     }
     if let Some(b) = &result.budget {
         let parts: Vec<String> = b

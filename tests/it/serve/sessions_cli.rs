@@ -188,6 +188,69 @@ fn the_command_line_forgets_a_session_past_the_serve_ttl_as_the_server_does() {
     assert_eq!(user_messages(&doc), 1, "{doc}");
 }
 
+#[test]
+fn of_two_turns_at_once_the_one_not_saved_exits_3_with_its_document_and_is_recorded_failed() {
+    let (dir, file) = workspace();
+    let text = with_slow_turn(
+        &std::fs::read_to_string(&file).unwrap(),
+        "slow answer",
+        1500,
+    );
+    save(&file, &text);
+    let agent = ["--agent", "assistant"];
+    let warm = run_turn(dir.path(), "both", "hello", &agent);
+    assert_eq!(warm.code, 0, "{}", warm.stderr);
+    // Two slow turns of one session at once: both begin from turn 1.
+    let first = {
+        let dir = dir.path().to_path_buf();
+        std::thread::spawn(move || run_turn(&dir, "both", "slow", &["--agent", "assistant"]))
+    };
+    std::thread::sleep(Duration::from_millis(400));
+    let second = run_turn(dir.path(), "both", "slow", &agent);
+    let first = first.join().unwrap();
+    let (saved, lost) = if first.code == 0 {
+        (first, second)
+    } else {
+        (second, first)
+    };
+    assert_eq!(saved.code, 0, "{}", saved.stderr);
+    // The other ran, so it is no unusable input: a failure, with the run's
+    // document on stdout and the reason on stderr.
+    assert_eq!(lost.code, 3, "{}", lost.stderr);
+    assert!(
+        lost.stderr.contains("store::session-moved-on"),
+        "{}",
+        lost.stderr
+    );
+    let doc: Value = serde_json::from_str(&lost.stdout).expect(&lost.stderr);
+    assert_eq!(doc["answer"], "slow answer", "{doc}");
+    assert_eq!(
+        (&doc["session"], &doc["session_saved"], &doc["session_turn"]),
+        (&json!("both"), &json!(false), &Value::Null),
+        "{doc}"
+    );
+    let kept: Value = serde_json::from_str(&saved.stdout).unwrap();
+    assert_eq!(
+        (&kept["session_saved"], &kept["session_turn"]),
+        (&json!(true), &json!(2)),
+        "{kept}"
+    );
+    // The store says so: the turn not saved is `failed`, never `succeeded`.
+    let runs = crate::harness::run_in(dir.path(), &["--format", "json", "runs", "list"], &[]);
+    assert_eq!(runs.code, 0, "{}", runs.stderr);
+    let runs: Value = serde_json::from_str(&runs.stdout).unwrap();
+    let status = |id: &Value| {
+        runs["runs"]
+            .as_array()
+            .unwrap()
+            .iter()
+            .find(|r| &r["id"] == id)
+            .map(|r| r["status"].clone())
+    };
+    assert_eq!(status(&doc["run_id"]), Some(json!("failed")), "{runs}");
+    assert_eq!(status(&kept["run_id"]), Some(json!("succeeded")), "{runs}");
+}
+
 /// How many user messages a run document's transcript holds.
 fn user_messages(doc: &Value) -> usize {
     doc["messages"]
