@@ -60,8 +60,12 @@ impl Conversation {
         if stored.agent != agent {
             return Err(SessionError::OtherAgent(stored.agent));
         }
-        let messages = serde_json::from_value(stored.transcript["messages"].clone())
-            .map_err(|e| SessionError::Unreadable(e.to_string()))?;
+        let messages: Vec<ChatMessage> =
+            serde_json::from_value(stored.transcript["messages"].clone())
+                .map_err(|e| SessionError::Unreadable(e.to_string()))?;
+        // A transcript saved before every call was answered is sent as
+        // one the model accepts.
+        let messages = every_call_answered(messages);
         Ok(Self {
             id,
             stored: Some(stored),
@@ -98,11 +102,13 @@ impl Conversation {
             "generation_id": result.generation_id,
             "status": status,
         }));
-        let messages: Vec<&ChatMessage> = result
-            .messages
-            .iter()
-            .filter(|m| m.role != Role::System)
-            .collect();
+        let messages = every_call_answered(
+            result
+                .messages
+                .iter()
+                .filter(|m| m.role != Role::System)
+                .cloned(),
+        );
         StoredSession {
             id: self.id.clone(),
             agent: result.agent.clone(),
@@ -115,6 +121,48 @@ impl Conversation {
                 .redact_document(&serde_json::json!({ "turns": turns, "messages": messages })),
         }
     }
+}
+
+/// What a tool call the turn stopped before running is answered with.
+pub const NOT_RUN: &str =
+    "not run: the turn stopped (step limit, budget or failure) before this call ran";
+
+/// `messages` with every tool call of an assistant message answered: a
+/// turn that stopped with calls it did not run (the step limit, a budget,
+/// a failed call before the others) left an assistant message whose calls
+/// have no tool message, which OpenAI-compatible endpoints refuse in the
+/// next turn's request. Each such call is answered, right after the tool
+/// messages that did answer that assistant message, by a tool message
+/// saying it was not run — so the model reads what it asked for and that
+/// it did not happen.
+fn every_call_answered(messages: impl IntoIterator<Item = ChatMessage>) -> Vec<ChatMessage> {
+    let mut out: Vec<ChatMessage> = Vec::new();
+    // The calls of the last assistant message not answered yet.
+    let mut open: Vec<(String, String)> = Vec::new();
+    let close = |out: &mut Vec<ChatMessage>, open: &mut Vec<(String, String)>| {
+        for (id, name) in open.drain(..) {
+            out.push(ChatMessage::tool(id, name, NOT_RUN.to_owned()));
+        }
+    };
+    for m in messages {
+        if m.role == Role::Tool {
+            if let Some(id) = &m.tool_call_id {
+                open.retain(|(open_id, _)| open_id != id);
+            }
+        } else {
+            close(&mut out, &mut open);
+        }
+        if m.role == Role::Assistant {
+            open = m
+                .tool_calls
+                .iter()
+                .map(|c| (c.id.clone(), c.name.clone()))
+                .collect();
+        }
+        out.push(m);
+    }
+    close(&mut out, &mut open);
+    out
 }
 
 #[cfg(test)]
@@ -141,6 +189,43 @@ mod tests {
             updated_at: "2026-01-01T00:00:00Z".into(),
             transcript,
         }
+    }
+
+    #[test]
+    fn every_tool_call_is_answered_right_after_its_message() {
+        let call = |id: &str| crate::runtime::model::ModelToolCall {
+            id: id.into(),
+            name: "t".into(),
+            arguments: serde_json::json!({}),
+            malformed: None,
+        };
+        let mut asked = ChatMessage::text(Role::Assistant, "");
+        asked.tool_calls = vec![call("a"), call("b")];
+        let mut last = ChatMessage::text(Role::Assistant, "");
+        last.tool_calls = vec![call("c")];
+        let out = every_call_answered([
+            ChatMessage::text(Role::User, "go"),
+            asked,
+            ChatMessage::tool("a", "t", "ran".into()),
+            ChatMessage::text(Role::User, "again"),
+            last,
+        ]);
+        let shape: Vec<(Role, Option<&str>, &str)> = out
+            .iter()
+            .map(|m| (m.role, m.tool_call_id.as_deref(), m.content.as_str()))
+            .collect();
+        assert_eq!(
+            shape,
+            [
+                (Role::User, None, "go"),
+                (Role::Assistant, None, ""),
+                (Role::Tool, Some("a"), "ran"),
+                (Role::Tool, Some("b"), NOT_RUN),
+                (Role::User, None, "again"),
+                (Role::Assistant, None, ""),
+                (Role::Tool, Some("c"), NOT_RUN),
+            ]
+        );
     }
 
     #[test]

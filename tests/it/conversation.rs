@@ -264,3 +264,75 @@ budget = { tokens = 100 }
     );
     assert!(!short.stderr.contains("tok5!") && !short.stdout.contains("tok5!"));
 }
+
+/// A session turn that stopped at the step limit with a tool call it did
+/// not run leaves a transcript an OpenAI-compatible endpoint still
+/// accepts: the next turn's request answers the call, saying it was not
+/// run (the loopback endpoint refuses an unanswered call with OpenAI's 400).
+#[test]
+fn a_session_turn_stopped_at_the_step_limit_leaves_every_tool_call_answered() {
+    let endpoint = Endpoint::start(vec![
+        tool_call_reply("leak", &json!({})),
+        answer_reply("done"),
+    ]);
+    let dir = tempfile::tempdir().unwrap();
+    let file = dir.path().join("c.toml");
+    let text = composition(&endpoint.base_url).replace(
+        "default_input = \"go\"",
+        "default_input = \"go\"\nmax_steps = 1",
+    );
+    std::fs::write(&file, text).unwrap();
+    let env = [("VAULT_TOKEN", CANARY), ("MODEL_KEY", MODEL_KEY)];
+    let turn = |input: &str| {
+        run_in(
+            dir.path(),
+            &[
+                "--format",
+                "json",
+                "run",
+                file.to_str().unwrap(),
+                "--yes",
+                "--session",
+                "s",
+                "--state",
+                "st.db",
+                "--input",
+                input,
+            ],
+            &env,
+        )
+    };
+    let first = turn("go");
+    assert_eq!(first.code, 1, "{}", first.stderr);
+    let doc: Value = serde_json::from_str(&first.stdout).unwrap();
+    assert_eq!(doc["stop"]["kind"], "step_limit", "{doc}");
+
+    let second = turn("again");
+    assert_eq!(second.code, 0, "{}\n{}", second.stdout, second.stderr);
+    let sent = &endpoint.bodies()[1]["messages"];
+    let roles: Vec<&str> = sent
+        .as_array()
+        .unwrap()
+        .iter()
+        .map(|m| m["role"].as_str().unwrap())
+        .collect();
+    assert_eq!(
+        roles,
+        ["system", "user", "assistant", "tool", "user"],
+        "{sent}"
+    );
+    assert_eq!(sent[2]["tool_calls"][0]["id"], "call_1", "{sent}");
+    assert_eq!(sent[3]["tool_call_id"], "call_1", "{sent}");
+    assert!(
+        sent[3]["content"].as_str().unwrap().starts_with("not run"),
+        "{sent}"
+    );
+    // The run's document shows the same conversation.
+    let doc: Value = serde_json::from_str(&second.stdout).unwrap();
+    let tool = &doc["messages"][3];
+    assert_eq!(
+        (&tool["tool_call_id"], &tool["content"]),
+        (&sent[3]["tool_call_id"], &sent[3]["content"]),
+        "{doc}"
+    );
+}

@@ -90,10 +90,17 @@ fn serve(
         }
         raw.extend_from_slice(&chunk[..n]);
     }
+    let unanswered = unanswered_tool_call(&raw[head_end + 4..]);
     seen.lock().unwrap().push(raw);
     // A reply that is a JSON string is a Server-Sent Events body, sent as
     // it is (a streamed answer).
     let (status, content_type, body) = match reply {
+        // As OpenAI refuses it.
+        _ if unanswered => (
+            "400 Bad Request",
+            "application/json",
+            r#"{"error":{"message":"An assistant message with 'tool_calls' must be followed by tool messages responding to each 'tool_call_id'.","type":"invalid_request_error","param":"messages","code":null}}"#.to_owned(),
+        ),
         Some(serde_json::Value::String(events)) => ("200 OK", "text/event-stream", events.clone()),
         Some(r) => ("200 OK", "application/json", r.to_string()),
         None => (
@@ -108,6 +115,32 @@ fn serve(
         body.len()
     )?;
     stream.flush()
+}
+
+/// Whether the request `body` has an assistant message with `tool_calls`
+/// not each answered by the tool messages right after it: what OpenAI
+/// refuses with a 400.
+fn unanswered_tool_call(body: &[u8]) -> bool {
+    let Ok(body) = serde_json::from_slice::<serde_json::Value>(body) else {
+        return false;
+    };
+    let Some(messages) = body["messages"].as_array() else {
+        return false;
+    };
+    messages.iter().enumerate().any(|(i, m)| {
+        let Some(calls) = m["tool_calls"]
+            .as_array()
+            .filter(|_| m["role"] == "assistant")
+        else {
+            return false;
+        };
+        let answered: Vec<&serde_json::Value> = messages[i + 1..]
+            .iter()
+            .take_while(|r| r["role"] == "tool")
+            .map(|r| &r["tool_call_id"])
+            .collect();
+        calls.iter().any(|c| !answered.contains(&&c["id"]))
+    })
 }
 
 /// A Chat Completions reply asking for one tool call.
