@@ -188,16 +188,33 @@ async fn publish_into(
     let Some(generation) = generation else {
         return Err(AppError::failure("the reconcile published no generation"));
     };
-    if report.published {
-        store.record_publication(Publication {
+    // Another publish of the same composition may have recorded this very
+    // generation first: then this one changes nothing, like a publish
+    // made after it.
+    let recorded = report.published
+        && store.record_publication(Publication {
             report: &report,
             nodes: &nodes,
             generation: &generation,
             previous: previous.clone(),
             mounts,
         })?;
-    }
-    let agents = if report.published {
+    let (previous, impact) = if report.published && !recorded {
+        (
+            GenerationId::parse(&report.generation_id),
+            report
+                .impact
+                .iter()
+                .filter_map(|i| {
+                    let id = i.new_instance_id.clone()?;
+                    Some(NodeImpact::reused(i.entry_id.clone(), id))
+                })
+                .collect(),
+        )
+    } else {
+        (previous, report.impact.to_vec())
+    };
+    let agents = if recorded {
         agent_changes(
             agents_before.as_ref(),
             generation.snapshot.metadata.get(AGENTS),
@@ -208,11 +225,11 @@ async fn publish_into(
     };
     Ok(Published {
         agents,
-        published: report.published,
+        published: recorded,
         generation_id: report.generation_id.clone(),
         previous,
         store: path,
-        impact: report.impact.to_vec(),
+        impact,
         pending,
         digests: generation.digests.clone(),
         inputs: PublishInputs {

@@ -542,18 +542,45 @@ impl StateStore {
         Ok(id)
     }
 
-    /// Record a published generation (one transaction).
-    pub fn record_publication(&mut self, p: Publication<'_>) -> Result<(), AppError> {
+    /// Record a published generation (one transaction): true when it was
+    /// recorded, false when another publish recorded the very same
+    /// generation first (see [`Self::commit_publication`]).
+    pub fn record_publication(&mut self, p: Publication<'_>) -> Result<bool, AppError> {
         let record = prepare_publication(p, &self.store.config_fingerprint())?;
         self.commit_publication(record)
     }
 
     /// Commit a publication [`prepare_publication`] built (one
-    /// transaction).
-    pub fn commit_publication(&mut self, record: PublishRecord) -> Result<(), AppError> {
-        self.store.publish(&self.lineage, record)?;
-        self.claimed();
-        Ok(())
+    /// transaction): true when it was recorded. When another publish
+    /// committed first (`store::conflict`) and the lineage's head is now
+    /// this very generation — the same id and digests, as two publishes of
+    /// one unchanged composition from one head compute —, nothing is
+    /// written and the answer is false: the generation is there, reused.
+    /// Any other head is still a conflict.
+    pub fn commit_publication(&mut self, record: PublishRecord) -> Result<bool, AppError> {
+        let id = record.generation_id.clone();
+        let digests = record.digests.clone();
+        match self.store.publish(&self.lineage, record) {
+            Ok(_) => {
+                self.claimed();
+                Ok(true)
+            }
+            Err(e @ StoreError::Conflict { .. }) => {
+                let head = self.store.latest(&self.lineage)?;
+                let same_head = head.as_ref().is_some_and(|h| {
+                    h.id == id.to_string()
+                        && h.digest == digests.digest
+                        && h.semantic_digest == digests.semantic_digest
+                });
+                let same = same_head
+                    && self
+                        .store
+                        .generation(&self.lineage, &id)?
+                        .is_some_and(|g| g.physical_digest == digests.physical_digest);
+                if same { Ok(false) } else { Err(e.into()) }
+            }
+            Err(e) => Err(e.into()),
+        }
     }
 
     /// Refuse (exit 1, `store::served`) when a live `chassis serve` other

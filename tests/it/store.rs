@@ -201,6 +201,86 @@ fn the_first_publish_creates_the_store_and_an_unchanged_republish_records_nothin
     assert_eq!(list["generations"].as_array().unwrap().len(), 1);
 }
 
+/// A composition whose one agent answers after `delay_ms`: runs of it
+/// started together are still running together when they record.
+fn slow_agent(delay_ms: u64) -> String {
+    format!(
+        "version = 1\n[entries.model]\nplugin = \"scripted\"\nconfig.repeat_last = true\n\
+         [[entries.model.config.turns]]\ntext = \"hi\"\ndelay_ms = {delay_ms}\n\
+         [agents.a]\nprompt = \"p\"\n"
+    )
+}
+
+/// Four `chassis` processes in `w` at once, the `i`th with `args(i)`;
+/// each one's exit code, stdout and stderr.
+fn four_at_once(w: &Workspace, args: impl Fn(usize) -> Vec<String>) -> Vec<(i32, String, String)> {
+    let started: Vec<_> = (0..4)
+        .map(|i| {
+            let dir = w.path().to_path_buf();
+            let args = args(i);
+            std::thread::spawn(move || {
+                let args: Vec<&str> = args.iter().map(String::as_str).collect();
+                let r = run_in(&dir, &args, &[]);
+                (r.code, r.stdout, r.stderr)
+            })
+        })
+        .collect();
+    started.into_iter().map(|r| r.join().unwrap()).collect()
+}
+
+#[test]
+fn concurrent_runs_and_publishes_of_one_composition_share_the_generation_one_of_them_recorded() {
+    let w = Workspace::new();
+    w.write(&slow_agent(600));
+    // Four runs on a new store: each computes gen_0001 from an empty
+    // lineage; one records it, the others find it there and use it.
+    let runs = four_at_once(&w, |i| {
+        [
+            "-q",
+            "run",
+            "c.toml",
+            "--state=.chassis/state.db",
+            "--input",
+        ]
+        .map(str::to_owned)
+        .into_iter()
+        .chain([format!("x{i}")])
+        .collect()
+    });
+    for (code, _, stderr) in runs {
+        assert_eq!(code, 0, "{stderr}");
+    }
+    let (_, list) = w.json(&["generations", "list"]);
+    assert_eq!(list["generations"].as_array().unwrap().len(), 1, "{list}");
+    let (_, runs) = w.json(&["runs", "list"]);
+    let runs = runs["runs"].as_array().unwrap();
+    assert_eq!(runs.len(), 4, "{runs:?}");
+    assert!(
+        runs.iter()
+            .all(|r| r["generation_id"] == "gen_0001" && r["status"] == "succeeded"),
+        "{runs:?}"
+    );
+
+    // Four publishes of one change: one records gen_0002, the others find
+    // it (or publish after it) and change nothing.
+    w.write(&(slow_agent(600) + "max_steps = 3\n"));
+    let publishes = four_at_once(&w, |_| {
+        ["--format", "json", "publish", "c.toml"]
+            .map(str::to_owned)
+            .to_vec()
+    });
+    let mut recorded = 0;
+    for (code, stdout, stderr) in publishes {
+        assert_eq!(code, 0, "{stderr}");
+        let doc: serde_json::Value = serde_json::from_str(&stdout).unwrap();
+        assert_eq!(doc["generation_id"], "gen_0002", "{doc}");
+        recorded += usize::from(doc["published"] == true);
+    }
+    assert_eq!(recorded, 1, "one of them recorded gen_0002");
+    let (_, list) = w.json(&["generations", "list"]);
+    assert_eq!(list["generations"].as_array().unwrap().len(), 2, "{list}");
+}
+
 #[test]
 fn a_config_change_publishes_gen_0002_rebuilding_the_provider_and_rewiring_its_consumer() {
     let w = Workspace::new();
