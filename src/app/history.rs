@@ -21,6 +21,9 @@ pub struct Listing<T> {
 pub fn generations(at: &StoreSelection) -> Result<Listing<GenerationSummary>, AppError> {
     let store = at.open()?;
     let lineage = at.lineage(store.path());
+    if let Some(l) = &lineage {
+        store.known_lineage(l)?;
+    }
     Ok(Listing {
         items: store.list(lineage.as_deref())?,
         store: store.path().to_path_buf(),
@@ -37,6 +40,9 @@ pub fn generation(at: &StoreSelection, id: &str) -> Result<StoredGeneration, App
 pub fn runs(at: &StoreSelection) -> Result<Listing<StoredRun>, AppError> {
     let store = at.open()?;
     let lineage = at.lineage(store.path());
+    if let Some(l) = &lineage {
+        store.known_lineage(l)?;
+    }
     let mut items = store.runs()?;
     if let Some(l) = lineage {
         items.retain(|r| r.lineage == l);

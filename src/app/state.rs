@@ -420,6 +420,29 @@ impl StateStore {
         Ok(self.store.lineages()?)
     }
 
+    /// Refuse (unusable input, naming the store's compositions) a lineage
+    /// `--composition` names that the store does not hold. A store with
+    /// no lineage yet knows of no typo, and one migrated from before
+    /// lineages reads its unclaimed history as any composition's.
+    pub fn known_lineage(&self, lineage: &str) -> Result<(), AppError> {
+        let lineages = self.store.lineages()?;
+        if lineages.is_empty()
+            || lineages
+                .iter()
+                .any(|l| l.name == lineage || l.name == UNCLAIMED)
+        {
+            return Ok(());
+        }
+        let names: Vec<String> = lineages.iter().map(|l| shown_lineage(&l.name)).collect();
+        Err(Problem::input(format!(
+            "the store `{}` has no composition `{lineage}`",
+            self.store.location()
+        ))
+        .with_code("store::unknown-composition")
+        .with_help(format!("its compositions are {}", names.join(", ")))
+        .into())
+    }
+
     /// The generations of `lineage` (every lineage's when `None`), by
     /// lineage, oldest first.
     pub fn list(&self, lineage: Option<&str>) -> Result<Vec<GenerationSummary>, AppError> {

@@ -335,6 +335,36 @@ fn a_name_in_the_composition_names_its_lineage() {
     assert!(r.stderr.contains("`name` is empty"), "{}", r.stderr);
 }
 
+#[test]
+fn a_composition_the_store_does_not_hold_is_refused_by_list_as_by_show() {
+    let dir = tempfile::tempdir().unwrap();
+    let d = dir.path();
+    std::fs::write(d.join("c.toml"), format!("name = \"support-bot\"\n{A}")).unwrap();
+    let (code, _) = json(d, &["publish", "c.toml"]);
+    assert_eq!(code, 0);
+    for args in [
+        &["generations", "show", "gen_0001", "--composition", "TYPO"][..],
+        &["generations", "list", "--composition", "TYPO"],
+        &["runs", "list", "--composition", "TYPO"],
+    ] {
+        let r = run(d, args);
+        assert_eq!(r.code, 2, "{args:?}: {}", r.transcript());
+        assert!(
+            r.stderr.contains("help: its compositions are support-bot"),
+            "{args:?}: {}",
+            r.stderr
+        );
+    }
+    // The composition it holds lists as before.
+    for args in [
+        &["generations", "list", "--composition", "support-bot"][..],
+        &["runs", "list", "--composition", "support-bot"],
+    ] {
+        let r = run(d, args);
+        assert_eq!(r.code, 0, "{args:?}: {}", r.transcript());
+    }
+}
+
 /// Bytes of the store file and its chunks after a publish of `text`.
 fn publish(dir: &Path, text: &str) -> u64 {
     std::fs::write(dir.join("c.toml"), text).unwrap();
