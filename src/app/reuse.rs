@@ -89,11 +89,17 @@ pub fn node_change(
             None => (Decision::Removed, vec!["entry_removed".to_owned()]),
         },
         (Some(a), Some(b)) => {
+            // The identity decides. Equal instance ids do not: an instance
+            // id is derived from the entry id and a mount number counted
+            // per lineage, so two lineages' nodes may share one whatever
+            // their identities.
             let reasons = changes(&a.identity.to_identity(), &b.identity.to_identity());
-            let kind = if a.instance_id == b.instance_id {
-                Decision::Reused
-            } else if reasons.is_empty() {
-                Decision::Unchanged
+            let kind = if reasons.is_empty() {
+                if a.instance_id == b.instance_id {
+                    Decision::Reused
+                } else {
+                    Decision::Unchanged
+                }
             } else if reasons == ["dependency_changed"] {
                 Decision::Rewired
             } else {

@@ -296,6 +296,64 @@ fn compositions_sharing_a_store_keep_histories_of_their_own() {
     );
 }
 
+/// Instance ids count mounts per lineage, so two lineages' `db` share
+/// one (`plugin_` of `["db", 1]`) whatever their configurations: the
+/// identity, not the instance id, says whether a node was reused.
+#[test]
+fn a_node_whose_config_differs_across_lineages_is_rebuilt_not_reused() {
+    let dir = tempfile::tempdir().unwrap();
+    let d = dir.path();
+    std::fs::write(d.join("staging.toml"), A).unwrap();
+    std::fs::write(d.join("prod.toml"), A.replace("{ n = 1 }", "{ n = 30 }")).unwrap();
+    for f in ["staging.toml", "prod.toml"] {
+        let r = run(d, &["publish", f]);
+        assert_eq!(r.code, 0, "{}", r.transcript());
+    }
+    let (old, new) = ("staging.toml:gen_0001", "prod.toml:gen_0001");
+    let r = run(d, &["explain", "reuse", old, new, "db"]);
+    assert_eq!(r.code, 0, "{}", r.transcript());
+    let headline = r.stdout.lines().next().unwrap_or_default();
+    assert!(headline.ends_with(": rebuilt"), "{}", r.stdout);
+    assert!(
+        r.stdout.contains("changed (config_changed)"),
+        "{}",
+        r.stdout
+    );
+    assert!(!r.stdout.contains("carried over"), "{}", r.stdout);
+    assert!(
+        r.stdout.contains("each lineage counts its own mounts"),
+        "{}",
+        r.stdout
+    );
+    let (_, doc) = json(d, &["explain", "reuse", old, new, "db"]);
+    assert_eq!(doc["kind"], "rebuilt", "{doc}");
+    // The same instance id on both sides is no claim that it carried over.
+    assert_eq!(doc["old_instance_id"], doc["new_instance_id"], "{doc}");
+    // `app` binds the same instance id on both sides: reused.
+    let (_, doc) = json(d, &["explain", "reuse", old, new, "app"]);
+    assert_eq!(doc["kind"], "reused", "{doc}");
+
+    let (code, doc) = json(d, &["diff", "generations", old, new]);
+    assert_eq!(code, 0, "{doc}");
+    let db = doc["nodes"]
+        .as_array()
+        .and_then(|n| n.iter().find(|n| n["entry_id"] == "db"))
+        .unwrap_or_else(|| panic!("no db node: {doc}"));
+    assert_eq!(db["kind"], "rebuilt", "{doc}");
+    assert_eq!(
+        db["reasons"],
+        serde_json::json!(["config_changed"]),
+        "{doc}"
+    );
+    let r = run(d, &["diff", "generations", old, new]);
+    assert!(
+        r.stdout.contains("1 reused (identity unchanged"),
+        "{}",
+        r.stdout
+    );
+    assert!(r.stdout.contains("db  rebuilt"), "{}", r.stdout);
+}
+
 #[test]
 fn a_name_in_the_composition_names_its_lineage() {
     let dir = tempfile::tempdir().unwrap();

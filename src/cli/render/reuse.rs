@@ -98,6 +98,18 @@ pub fn nodes_markdown(changes: &[NodeChange], all: bool) -> String {
     out
 }
 
+/// How a node that was mounted afresh got its instance id. The same id on
+/// both sides is no instance carried over: ids count mounts per lineage,
+/// so two lineages may give one entry the same id.
+fn afresh(change: &NodeChange) -> &'static str {
+    match (&change.old_instance_id, &change.new_instance_id) {
+        (Some(a), Some(b)) if a == b => {
+            "(its instance id is the same only because each lineage counts its own mounts)"
+        }
+        _ => "with a new instance id",
+    }
+}
+
 /// `explain reuse`.
 pub fn text(r: &ReuseReport) -> String {
     let change = &r.change;
@@ -130,8 +142,15 @@ pub fn text(r: &ReuseReport) -> String {
             r.new,
             change.reasons.join(", ")
         ),
-        Decision::Rewired => "only its bindings changed (a provider it binds got a new instance), so it was mounted afresh with a new instance id".to_owned(),
-        Decision::Rebuilt | Decision::Unchanged => format!("its identity changed ({}), so it was mounted afresh with a new instance id", change.reasons.join(", ")),
+        Decision::Rewired => format!(
+            "only its bindings changed (a provider it binds got a new instance), so it was mounted afresh {}",
+            afresh(change)
+        ),
+        Decision::Rebuilt | Decision::Unchanged => format!(
+            "its identity changed ({}), so it was mounted afresh {}",
+            change.reasons.join(", "),
+            afresh(change)
+        ),
     };
     let _ = writeln!(out, "\n{because}");
     out
