@@ -354,6 +354,34 @@ fn a_node_whose_config_differs_across_lineages_is_rebuilt_not_reused() {
     assert!(r.stdout.contains("db  rebuilt"), "{}", r.stdout);
 }
 
+/// A configuration changed and changed back: the node's identity is the
+/// first one's, its instance is not (the one in between replaced it).
+#[test]
+fn an_unchanged_node_is_not_explained_as_a_changed_identity() {
+    let dir = tempfile::tempdir().unwrap();
+    let d = dir.path();
+    for n in ["{ n = 1 }", "{ n = 2 }", "{ n = 1 }"] {
+        publish(d, &A.replace("{ n = 1 }", n));
+    }
+    let r = run(d, &["explain", "reuse", "gen_0001", "gen_0003", "db"]);
+    assert_eq!(r.code, 0, "{}", r.transcript());
+    let headline = r.stdout.lines().next().unwrap_or_default();
+    assert!(headline.ends_with(": unchanged"), "{}", r.stdout);
+    assert!(!r.stdout.contains("changed ("), "{}", r.stdout);
+    assert!(!r.stdout.contains("identity changed"), "{}", r.stdout);
+    assert!(
+        r.stdout
+            .contains("every identity part is the same as in gen_0001"),
+        "{}",
+        r.stdout
+    );
+    assert!(
+        r.stdout.contains("a generation in between replaced"),
+        "{}",
+        r.stdout
+    );
+}
+
 #[test]
 fn a_name_in_the_composition_names_its_lineage() {
     let dir = tempfile::tempdir().unwrap();

@@ -146,10 +146,14 @@ pub fn text(r: &ReuseReport) -> String {
             "only its bindings changed (a provider it binds got a new instance), so it was mounted afresh {}",
             afresh(change)
         ),
-        Decision::Rebuilt | Decision::Unchanged => format!(
+        Decision::Rebuilt => format!(
             "its identity changed ({}), so it was mounted afresh {}",
             change.reasons.join(", "),
             afresh(change)
+        ),
+        Decision::Unchanged => format!(
+            "every identity part is the same as in {}, but a generation in between replaced that instance, so it was mounted afresh with a new instance id",
+            r.old
         ),
     };
     let _ = writeln!(out, "\n{because}");
