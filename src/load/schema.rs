@@ -27,7 +27,9 @@ struct CompositionFile {
     prefer: Option<BTreeMap<String, String>>,
     /// Declared plugins by catalog name; entries refer to them with `plugin`.
     plugins: Option<BTreeMap<String, PluginTable>>,
-    /// Plugin entries by stable entry id.
+    /// Plugin entries by stable entry id (not beginning with `/`, which
+    /// reads as a scope path).
+    #[schemars(extend("propertyNames" = { "pattern": "^[^/]" }))]
     entries: Option<BTreeMap<String, EntryTable>>,
     /// Declared scopes by canonical path (`/`, `/research`, `/research/intern`); parents are implied.
     scopes: Option<BTreeMap<String, ScopeTable>>,

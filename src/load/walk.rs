@@ -549,11 +549,32 @@ fn includes(cx: &mut FileCtx<'_>, node: &Node<'_, '_>, out: &mut FileOut) {
     }
 }
 
+/// An entry id that begins with `/` reads as a scope path where a command
+/// takes either (`explain requirement /x database` explains scope `/x`,
+/// as `check`'s hints spell it): refused, at its key.
+fn scope_like(cx: &mut FileCtx<'_>, node: &Node<'_, '_>) -> bool {
+    if !node.key.starts_with('/') {
+        return false;
+    }
+    let d = cx.error(
+        Code::BadName,
+        node.key_span,
+        format!("entry id `{}` begins with `/`", node.key),
+        "an entry id, not a scope path",
+    );
+    d.help.push(
+        "commands that take an entry or a scope read `/…` as a scope path: name the entry without the leading `/` (its scope is `scope = \"/…\"`)"
+            .to_owned(),
+    );
+    true
+}
+
 fn entry(cx: &mut FileCtx<'_>, node: &Node<'_, '_>) -> EntryDecl {
     let before = cx.errors();
     let id = EntryId::new(node.key)
         .map_err(|e| bad_name(cx, node.key_span, e))
-        .ok();
+        .ok()
+        .filter(|_| !scope_like(cx, node));
     let mut decl = EntryDecl {
         id,
         plugin: None,

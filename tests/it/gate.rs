@@ -919,3 +919,45 @@ fn an_unpinned_mcp_entry_is_refused_before_its_server_starts() {
         gone.stdout
     );
 }
+
+/// An entry id that begins with `/` reads as a scope path wherever a
+/// command takes either: `explain requirement /x database` (the command
+/// `check`'s hint spells for scope `/x`) explained the entry instead.
+#[test]
+fn an_entry_id_that_looks_like_a_scope_path_is_refused() {
+    let dir = tempfile::tempdir().unwrap();
+    let d = dir.path();
+    let text = r#"version = 1
+[plugins.db]
+version = "1.0.0"
+provides = { database = "1.0.0" }
+[plugins.app]
+version = "1.0.0"
+requires = { database = ">=1,<2" }
+
+[entries."/x"]
+plugin = "app"
+"#;
+    std::fs::write(d.join("c.toml"), text).unwrap();
+    let r = chassis(d, &["check", "c.toml"]);
+    assert_eq!(r.code, 2, "{}", r.transcript());
+    assert_eq!(error_codes(&r), ["load::bad-name"], "{}", r.stderr);
+    let diag: serde_json::Value = r
+        .stderr
+        .lines()
+        .find_map(|l| serde_json::from_str(l).ok())
+        .unwrap();
+    assert!(
+        diag["message"]
+            .as_str()
+            .unwrap()
+            .contains("`/x` begins with `/`"),
+        "{diag}"
+    );
+    // The span is the key, `"/x"` on line 9.
+    let labels = diag["labels"].to_string();
+    assert!(labels.contains("\"line\":9"), "{diag}");
+    assert!(diag["help"].to_string().contains("scope path"), "{diag}");
+    let r = chassis(d, &["explain", "requirement", "/x", "database", "c.toml"]);
+    assert_eq!(r.code, 2, "{}", r.transcript());
+}
