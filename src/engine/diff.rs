@@ -893,11 +893,28 @@ fn diff_programs(out: &mut Collector, old: &SnapshotRecord, new: &SnapshotRecord
     };
     let (a, b) = (programs(old), programs(new));
     for entry in union_keys(&a, &b) {
+        let (o, n) = match (a.get(entry), b.get(entry)) {
+            // A changed program shows only what differs (`files.plugin.py`),
+            // not its whole command, variables and pinned tools.
+            (Some(Canon::Map(x)), Some(Canon::Map(y))) if x != y => {
+                let (x, y) = (leaves(x), leaves(y));
+                let (mut ov, mut nv) = (BTreeMap::new(), BTreeMap::new());
+                for field in x.keys().chain(y.keys()).collect::<BTreeSet<_>>() {
+                    let (o, n) = (x.get(field), y.get(field));
+                    if o != n {
+                        ov.insert(field.clone(), o.cloned().unwrap_or(Canon::Null));
+                        nv.insert(field.clone(), n.cloned().unwrap_or(Canon::Null));
+                    }
+                }
+                (Some(Canon::Map(ov)), Some(Canon::Map(nv)))
+            }
+            (o, n) => (o.cloned(), n.cloned()),
+        };
         out.simple(
             Category::Provider,
             format!("program:{entry}"),
-            a.get(entry).cloned(),
-            b.get(entry).cloned(),
+            o,
+            n,
             "program",
             "program_changed",
         );

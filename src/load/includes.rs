@@ -378,7 +378,7 @@ impl<'s> Reader<'s> {
                 }
                 match self.source.read_bytes(&target) {
                     Ok(bytes) => files.push(crate::engine::model::PluginFile {
-                        path: w.path.clone(),
+                        path: relative_spelling(&w.path),
                         sha256: format!("{:x}", sha2::Sha256::digest(&bytes)),
                     }),
                     Err(e) => {
@@ -573,4 +573,16 @@ impl<'s> Reader<'s> {
         d.help = e.help;
         self.diags.push(d);
     }
+}
+
+/// A plugin file's path as the identity keeps it: lexically normalized,
+/// relative to the manifest's folder, `/`-separated, so two spellings of one
+/// file (`plugin.py`, `./plugin.py`, `lib/../plugin.py`) are one file, as
+/// two spellings of one include are.
+fn relative_spelling(path: &str) -> String {
+    normalize(Path::new(path))
+        .components()
+        .map(|c| c.as_os_str().to_string_lossy())
+        .collect::<Vec<_>>()
+        .join("/")
 }

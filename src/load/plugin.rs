@@ -131,7 +131,8 @@ fn version(cx: &mut FileCtx<'_>, node: &Node<'_, '_>, s: Str<'_>) -> Option<Vers
 /// A file a process plugin's identity covers, before it is read.
 #[derive(Debug)]
 pub(crate) struct WantedFile {
-    /// As written, relative to the declaring file's folder.
+    /// As written, relative to the declaring file's folder (normalized
+    /// when it is read).
     pub path: String,
     /// Where it is named.
     pub origin: crate::engine::span::Origin,

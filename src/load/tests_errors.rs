@@ -430,8 +430,8 @@ fn a_process_plugin_hashes_its_files_and_reports_what_is_wrong_where() {
     // argument is a file (`./p.py` runs itself); an interpreter beside it
     // that runs a file is not the plugin's code.
     for (command, expected) in [
-        ("[\"./p.py\"]", vec!["./p.py"]),
-        ("[\"./p.py\", \"--port\", \"8080\"]", vec!["./p.py"]),
+        ("[\"./p.py\"]", vec!["p.py"]),
+        ("[\"./p.py\", \"--port\", \"8080\"]", vec!["p.py"]),
         ("[\"./p.py\", \"lib.py\"]", vec!["lib.py"]),
         ("[\"./p.py\", \"-m\", \"app\"]", vec![]),
         ("[\"p.py\"]", vec![]),

@@ -248,6 +248,65 @@ fn editing_the_plugin_file_changes_the_digest_and_the_pure_commands_start_nothin
     assert!(!marker.exists(), "a pure command started the plugin");
 }
 
+/// `./plugin.py` and `plugin.py` in `files` are one file (as two spellings
+/// of one include are): no change. A real edit shows only what differs,
+/// not the unchanged command, variables and pinned tools.
+#[test]
+fn two_spellings_of_a_plugin_file_are_one_file_and_a_program_row_shows_what_differs() {
+    let dir = tempfile::tempdir().unwrap();
+    let d = dir.path();
+    let out = run(d, &["plugin", "new", "greeter", "--lang", "python"], &[]);
+    assert_eq!(out.code, 0, "{}", out.stderr);
+    std::fs::write(
+        d.join("a.toml"),
+        "version = 1\ninclude = [\"greeter/plugin.toml\"]\n",
+    )
+    .unwrap();
+    let b = d.join("b");
+    std::fs::create_dir_all(b.join("greeter")).unwrap();
+    std::fs::copy(d.join("a.toml"), b.join("a.toml")).unwrap();
+    for f in ["plugin.toml", "plugin.py", "chassis_plugin.py"] {
+        std::fs::copy(d.join("greeter").join(f), b.join("greeter").join(f)).unwrap();
+    }
+    let manifest = b.join("greeter/plugin.toml");
+    let text = std::fs::read_to_string(&manifest).unwrap();
+    assert!(text.contains("files = [\"plugin.py\""), "{text}");
+    std::fs::write(
+        &manifest,
+        text.replace("files = [\"plugin.py\"", "files = [\"./plugin.py\""),
+    )
+    .unwrap();
+    let diff = |d: &Path| {
+        run(
+            d,
+            &["diff", "generations", "a.toml", "b/a.toml", "--exit-code"],
+            &[],
+        )
+    };
+    let out = diff(d);
+    assert_eq!(out.code, 0, "{}", out.transcript());
+    assert!(out.stdout.contains("no semantic changes"), "{}", out.stdout);
+
+    let code = b.join("greeter/plugin.py");
+    let mut edited = std::fs::read_to_string(&code).unwrap();
+    edited.push_str("# edited\n");
+    std::fs::write(&code, edited).unwrap();
+    let out = diff(d);
+    assert_eq!(out.code, 1, "{}", out.transcript());
+    let row = out
+        .stdout
+        .lines()
+        .find(|l| l.contains("program:greeter"))
+        .unwrap_or_else(|| panic!("no program row:\n{}", out.stdout));
+    assert!(row.contains("files.plugin.py: "), "{row}");
+    for unchanged in ["command", "env", "chassis_plugin.py", "./plugin.py"] {
+        assert!(
+            !row.contains(unchanged),
+            "{unchanged} did not change: {row}"
+        );
+    }
+}
+
 #[test]
 fn a_declaration_that_differs_from_the_manifest_fails_setup_with_the_difference() {
     let plugin = GREETER.replace("version=\"1.0.0\", provides", "version=\"1.1.0\", provides");

@@ -19,7 +19,8 @@ pub const PROCESS_KIND: &str = "process";
 /// One file of a process plugin and the SHA-256 of its contents.
 #[derive(Clone, Debug, PartialEq, Eq)]
 pub struct PluginFile {
-    /// The path as written, relative to the declaring file's folder.
+    /// The path relative to the declaring file's folder, lexically
+    /// normalized (`./plugin.py` is `plugin.py`).
     pub path: String,
     /// Lowercase hex SHA-256 of the contents.
     pub sha256: String,
