@@ -14,8 +14,14 @@ use crate::engine::tree::FxHashMap;
 
 /// Keep the first definition of every name, reporting the others. Without
 /// duplicates (the usual case) the vector is returned as it came: at
-/// 100,000 plugins a copy of it is tens of megabytes.
-fn first_defs<T>(defs: Vec<Def<T>>, kind: &str, diags: &mut Vec<Diagnostic>) -> Vec<Def<T>> {
+/// 100,000 plugins a copy of it is tens of megabytes. `kind` is what one is
+/// (`plugin`, `global preference`), `named` what comes before its name in a
+/// sentence (`plugin`, `global preference for`).
+fn first_defs<T>(
+    defs: Vec<Def<T>>,
+    (kind, named): (&str, &str),
+    diags: &mut Vec<Diagnostic>,
+) -> Vec<Def<T>> {
     use std::collections::hash_map::Entry as Slot;
     // Only looked up, never iterated: the reports follow `defs`' order.
     let mut seen: FxHashMap<&str, Origin> =
@@ -27,7 +33,7 @@ fn first_defs<T>(defs: Vec<Def<T>>, kind: &str, diags: &mut Vec<Diagnostic>) -> 
                 diags.push(
                     Diagnostic::error(
                         Code::DuplicateId,
-                        format!("{kind} `{}` is defined twice", def.name),
+                        format!("{named} `{}` is defined twice", def.name),
                     )
                     .at(Some(def.origin), "defined again here")
                     .also(Some(*first.get()), "first defined here")
@@ -143,12 +149,16 @@ pub(crate) fn link(
         gather(&mut prefer, file.out.prefer);
         gather(&mut policy, file.out.policy);
     }
-    let policy = first_defs(policy, "table", diags);
-    let plugins = first_defs(plugins, "plugin", diags);
-    let mut entries = first_defs(entries, "entry", diags);
-    let scopes = first_defs(scopes, "scope", diags);
-    let prefer = first_defs(prefer, "global preference for", diags);
-    let agents = first_defs(agents, "agent", diags);
+    let policy = first_defs(policy, ("table", "table"), diags);
+    let plugins = first_defs(plugins, ("plugin", "plugin"), diags);
+    let mut entries = first_defs(entries, ("entry", "entry"), diags);
+    let scopes = first_defs(scopes, ("scope", "scope"), diags);
+    let prefer = first_defs(
+        prefer,
+        ("global preference", "the global preference for"),
+        diags,
+    );
+    let agents = first_defs(agents, ("agent", "agent"), diags);
 
     let catalog: BTreeMap<String, Option<Arc<Manifest>>> = plugins
         .into_iter()

@@ -961,3 +961,51 @@ plugin = "app"
     let r = chassis(d, &["explain", "requirement", "/x", "database", "c.toml"]);
     assert_eq!(r.code, 2, "{}", r.transcript());
 }
+
+/// A global preference given in the root and again in an include: both
+/// places, and a help that reads as a sentence.
+#[test]
+fn a_global_preference_defined_twice_says_so_in_a_sentence() {
+    let dir = tempfile::tempdir().unwrap();
+    let d = dir.path();
+    std::fs::write(
+        d.join("c.toml"),
+        r#"version = 1
+include = ["more.toml"]
+[plugins.cache]
+version = "1.0.0"
+provides = { cache = "1.0.0" }
+[entries.a]
+plugin = "cache"
+[entries.b]
+plugin = "cache"
+[prefer]
+cache = "a"
+"#,
+    )
+    .unwrap();
+    std::fs::write(
+        d.join("more.toml"),
+        "version = 1\n[prefer]\ncache = \"b\"\n",
+    )
+    .unwrap();
+    let r = chassis(d, &["check", "c.toml"]);
+    assert_eq!(r.code, 2, "{}", r.transcript());
+    assert_eq!(error_codes(&r), ["load::duplicate-id"], "{}", r.stderr);
+    let diag: serde_json::Value = r
+        .stderr
+        .lines()
+        .find_map(|l| serde_json::from_str(l).ok())
+        .unwrap();
+    assert_eq!(
+        diag["message"], "the global preference for `cache` is defined twice",
+        "{diag}"
+    );
+    assert_eq!(
+        diag["help"],
+        serde_json::json!([
+            "each global preference may be defined once across the composition and its includes"
+        ]),
+        "{diag}"
+    );
+}
