@@ -258,6 +258,59 @@ pub fn tool_policy_findings(
 pub fn refusal_diagnostics(composition: &Composition, plan: &Plan) -> Vec<Diagnostic> {
     let mut out = duplicate_tools(composition, plan);
     out.extend(undeclared_permissions(composition, plan));
+    out.extend(sub_agent_cycles(composition));
+    out
+}
+
+/// Agents that call each other as sub-agents in a cycle: a negative answer
+/// (exit 1, as a requirement cycle), at the agent each cycle is found
+/// from. An agent that lists itself is a load error of its own.
+fn sub_agent_cycles(composition: &Composition) -> Vec<Diagnostic> {
+    use std::collections::{BTreeMap, BTreeSet};
+    let edges: BTreeMap<&str, Vec<&str>> = composition
+        .agents
+        .values()
+        .map(|a| {
+            (
+                a.name.as_str(),
+                a.sub_agents
+                    .iter()
+                    .map(String::as_str)
+                    .filter(|s| *s != a.name)
+                    .collect(),
+            )
+        })
+        .collect();
+    let mut out = Vec::new();
+    let mut reported: BTreeSet<&str> = BTreeSet::new();
+    for a in composition.agents.values() {
+        let start = a.name.as_str();
+        let mut stack = vec![(start, vec![start])];
+        while let Some((at, path)) = stack.pop() {
+            for &next in edges.get(at).map(Vec::as_slice).unwrap_or_default() {
+                if next == start && !reported.contains(start) {
+                    let mut cycle = path.clone();
+                    cycle.push(start);
+                    reported.extend(cycle.iter().copied());
+                    out.push(
+                        Diagnostic::error(
+                            Code::Cycle,
+                            format!(
+                                "sub-agents call each other in a cycle: {}",
+                                cycle.join(" -> ")
+                            ),
+                        )
+                        .at(a.origin, "agent")
+                        .with_help("remove one of these agents from the other's `sub_agents`"),
+                    );
+                } else if !path.contains(&next) {
+                    let mut p = path.clone();
+                    p.push(next);
+                    stack.push((next, p));
+                }
+            }
+        }
+    }
     out
 }
 

@@ -541,48 +541,6 @@ fn check_agent_refs(
             }
         }
     }
-    // Cycles among sub-agents: depth-first from each agent.
-    let edges: BTreeMap<&str, Vec<&str>> = agents
-        .iter()
-        .map(|a| {
-            (
-                a.decl.name.as_str(),
-                // A self-reference is reported above ("lists itself").
-                a.decl
-                    .sub_agents
-                    .iter()
-                    .map(String::as_str)
-                    .filter(|s| *s != a.decl.name)
-                    .collect(),
-            )
-        })
-        .collect();
-    let mut reported: BTreeSet<&str> = BTreeSet::new();
-    for a in agents {
-        let start = a.decl.name.as_str();
-        let mut stack = vec![(start, vec![start])];
-        while let Some((at, path)) = stack.pop() {
-            for &next in edges.get(at).map(Vec::as_slice).unwrap_or_default() {
-                if next == start && !reported.contains(start) {
-                    let mut cycle = path.clone();
-                    cycle.push(start);
-                    reported.extend(cycle.iter().copied());
-                    diags.push(
-                        Diagnostic::error(
-                            Code::Cycle,
-                            format!(
-                                "sub-agents call each other in a cycle: {}",
-                                cycle.join(" -> ")
-                            ),
-                        )
-                        .at(a.decl.origin, "agent"),
-                    );
-                } else if !path.contains(&next) {
-                    let mut p = path.clone();
-                    p.push(next);
-                    stack.push((next, p));
-                }
-            }
-        }
-    }
+    // Cycles among sub-agents are a negative answer, not unusable input:
+    // `engine::findings` reports them (exit 1, as a requirement cycle).
 }

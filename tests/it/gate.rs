@@ -1009,3 +1009,61 @@ cache = "a"
         "{diag}"
     );
 }
+
+/// Agents that call each other as sub-agents are a cycle like a
+/// requirement cycle: a negative answer (exit 1) that `check` reports with
+/// its place and `plan`, `publish` and `run` refuse, not a file that could
+/// not be loaded (exit 2).
+#[test]
+fn a_sub_agent_cycle_is_a_negative_answer_like_a_requirement_cycle() {
+    let dir = tempfile::tempdir().unwrap();
+    let d = dir.path();
+    std::fs::write(
+        d.join("c.toml"),
+        r#"version = 1
+[entries.model]
+plugin = "scripted"
+config = { turns = [{ text = "done" }] }
+
+[agents.a]
+prompt = "A."
+sub_agents = ["b"]
+
+[agents.b]
+prompt = "B."
+sub_agents = ["a"]
+"#,
+    )
+    .unwrap();
+    let check = chassis(d, &["check", "c.toml"]);
+    assert_eq!(check.code, 1, "{}", check.transcript());
+    assert_eq!(error_codes(&check), ["resolve::cycle"], "{}", check.stderr);
+    let diag: serde_json::Value = check
+        .stderr
+        .lines()
+        .filter_map(|l| serde_json::from_str::<serde_json::Value>(l).ok())
+        .find(|d| d["code"] == "resolve::cycle")
+        .unwrap();
+    assert!(
+        diag["message"].as_str().unwrap().contains("a -> b -> a"),
+        "{diag}"
+    );
+    assert_eq!(diag["labels"][0]["line"], 6, "{diag}");
+    for args in [
+        &["plan", "c.toml"][..],
+        &["publish", "c.toml"],
+        &["run", "c.toml", "--agent", "a", "--input", "hi"],
+    ] {
+        let r = chassis(d, args);
+        assert_eq!(r.code, 1, "{args:?}: {}", r.transcript());
+        assert!(
+            error_codes(&r).contains(&"resolve::cycle".to_owned()),
+            "{args:?}: {}",
+            r.stderr
+        );
+    }
+    assert!(
+        !d.join(".chassis").exists(),
+        "a refused publish records nothing"
+    );
+}
