@@ -145,6 +145,10 @@ pub(crate) struct Reader<'s> {
     pub files: Vec<Walked>,
     /// Whether some file had syntax errors (its tree is incomplete).
     pub syntax_errors: bool,
+    /// Whether some include was not read (missing, refused, a pattern not
+    /// supported): what it declares is unknown, so a reference to it is no
+    /// finding of its own.
+    pub unread: bool,
     /// Files read, by identity ([`Source::resolve`]: two spellings of one
     /// file are one file).
     loaded: BTreeSet<PathBuf>,
@@ -193,6 +197,7 @@ impl<'s> Reader<'s> {
             diags: Vec::new(),
             files: Vec::new(),
             syntax_errors: false,
+            unread: false,
             loaded: BTreeSet::new(),
             stack: Vec::new(),
             workspace: None,
@@ -397,7 +402,9 @@ impl<'s> Reader<'s> {
                 }
             }
             if broken {
-                def.value = None;
+                // The load fails on the error above. The manifest stays, so
+                // its plugin, tools and capabilities are known: else an agent
+                // listing its tool would first be told no plugin declares it.
                 continue;
             }
             files.sort_by(|a, b| a.path.cmp(&b.path));
@@ -511,6 +518,9 @@ impl<'s> Reader<'s> {
             return true;
         };
         self.diags.push(d);
+        if matches!(part, Part::Include | Part::Listed) {
+            self.unread = true;
+        }
         false
     }
 
@@ -557,9 +567,11 @@ impl<'s> Reader<'s> {
         .at(Some(origin), "unsupported pattern")
         .with_help("include a file, a directory (all its `*.toml` files) or `dir/*.toml`");
         self.diags.push(d);
+        self.unread = true;
     }
 
     fn read_error(&mut self, e: SourceError, via: Option<Origin>) {
+        self.unread |= via.is_some();
         let code = match (e.kind, via) {
             (SourceErrorKind::NotFound, Some(_)) => Code::IncludeMissing,
             _ => e.code(),

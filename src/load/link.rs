@@ -125,8 +125,8 @@ fn did_you_mean_help<'a>(
 }
 
 /// Build the composition from every walked file. With `check_refs` false
-/// (some file did not parse), references are not checked: what they name
-/// may be in the part that did not parse.
+/// (some file did not parse, or an include was not read), references are
+/// not checked: what they name may be in the part that is missing.
 pub(crate) fn link(
     files: Vec<Walked>,
     diags: &mut Vec<Diagnostic>,

@@ -98,7 +98,9 @@ fn load_in_pieces(source: &dyn Source, root: &Path, pieces: includes::Pieces) ->
     let mut reader = includes::Reader::new(source);
     reader.pieces = pieces;
     reader.read(root, None);
-    let check_refs = !reader.syntax_errors;
+    // References are checked only against every file whole: what they name
+    // may be in a part that did not parse or an include that was not read.
+    let check_refs = !reader.syntax_errors && !reader.unread;
     let mut diagnostics = std::mem::take(&mut reader.diags);
     // No lock is looked for when the root file itself could not be read.
     let lock = if reader.sources.is_empty() {

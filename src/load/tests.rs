@@ -236,11 +236,30 @@ fn memory_source_loads_the_same_composition() {
 
 #[test]
 fn errors_fixture_reports_everything() {
+    // `missing.toml` cannot be read: what it would declare is unknown, so
+    // the scope, entry and plugin the root names are no findings of their
+    // own.
     let l = load(&FsSource, &fixture("errors/composition.toml"));
     assert!(l.composition.is_none());
     let codes: Vec<(Code, usize, usize)> = found(&l);
     let expected = [
         (Code::IncludeMissing, 2, 12),
+        (Code::BadVersion, 5, 15),
+        (Code::DuplicateContract, 6, 30),
+        (Code::UnknownKey, 7, 1),
+        (Code::LiteralSecret, 11, 22),
+        (Code::DuplicateId, 1, 10),
+    ];
+    assert_eq!(codes, expected, "{:#?}", l.diagnostics);
+    // Every file read, every problem.
+    let mut src = MemorySource::new();
+    for f in ["composition.toml", "other.toml"] {
+        let text = std::fs::read_to_string(fixture("errors").join(f)).unwrap();
+        src.insert(f, text.replace("\"missing.toml\", ", ""));
+    }
+    let l = load(&src, Path::new("composition.toml"));
+    let codes: Vec<(Code, usize, usize)> = found(&l);
+    let expected = [
         (Code::BadVersion, 5, 15),
         (Code::DuplicateContract, 6, 30),
         (Code::UnknownKey, 7, 1),

@@ -1067,3 +1067,39 @@ sub_agents = ["a"]
         "a refused publish records nothing"
     );
 }
+
+/// A plugin file or an include that cannot be read is the one error:
+/// not first an unknown tool or plugin that the unread file declares.
+#[test]
+fn an_unreadable_plugin_file_or_include_is_reported_alone() {
+    let dir = tempfile::tempdir().unwrap();
+    let d = dir.path();
+    let new = run_in(d, &["plugin", "new", "greeter", "--lang", "python"], &[]);
+    assert_eq!(new.code, 0, "{}", new.transcript());
+    std::fs::remove_file(d.join("greeter/chassis_plugin.py")).unwrap();
+    let composition = |include: &str| {
+        format!(
+            r#"version = 1
+include = ["{include}"]
+[entries.model]
+plugin = "scripted"
+config = {{ turns = [{{ text = "done" }}] }}
+[entries.other]
+plugin = "greeter"
+[agents.a]
+prompt = "A."
+tools = ["greeter_echo"]
+"#
+        )
+    };
+    for (include, file) in [
+        ("greeter/plugin.toml", "chassis_plugin.py"),
+        ("gone/plugin.toml", "gone/plugin.toml"),
+    ] {
+        std::fs::write(d.join("c.toml"), composition(include)).unwrap();
+        let r = chassis(d, &["check", "c.toml"]);
+        assert_eq!(r.code, 2, "{}", r.transcript());
+        assert_eq!(error_codes(&r), ["load::include-missing"], "{}", r.stderr);
+        assert!(r.stderr.contains(file), "{}", r.stderr);
+    }
+}
