@@ -281,17 +281,36 @@ fn sub_agent_cycles(composition: &Composition) -> Vec<Diagnostic> {
             )
         })
         .collect();
-    let mut out = Vec::new();
+    // One depth-first walk over every agent (each visited once, each edge
+    // followed once): an edge back to an agent still on the walk's path
+    // closes a cycle. Enumerating every path instead was exponential in a
+    // densely linked set of agents.
+    let mut done: BTreeSet<&str> = BTreeSet::new();
     let mut reported: BTreeSet<&str> = BTreeSet::new();
-    for a in composition.agents.values() {
-        let start = a.name.as_str();
-        let mut stack = vec![(start, vec![start])];
-        while let Some((at, path)) = stack.pop() {
-            for &next in edges.get(at).map(Vec::as_slice).unwrap_or_default() {
-                if next == start && !reported.contains(start) {
-                    let mut cycle = path.clone();
-                    cycle.push(start);
+    let mut out = Vec::new();
+    for root in edges.keys().copied() {
+        if done.contains(root) {
+            continue;
+        }
+        // The path from `root`, each agent with the next edge to follow,
+        // and where each agent on it stands.
+        let mut path: Vec<(&str, usize)> = vec![(root, 0)];
+        let mut on_path: BTreeMap<&str, usize> = BTreeMap::from([(root, 0)]);
+        while let Some((at, next_edge)) = path.last_mut() {
+            let at = *at;
+            let Some(&next) = edges.get(at).and_then(|e| e.get(*next_edge)) else {
+                on_path.remove(at);
+                done.insert(at);
+                path.pop();
+                continue;
+            };
+            *next_edge += 1;
+            if let Some(&from) = on_path.get(next) {
+                if reported.insert(next) {
+                    let mut cycle: Vec<&str> = path[from..].iter().map(|(a, _)| *a).collect();
+                    cycle.push(next);
                     reported.extend(cycle.iter().copied());
+                    let origin = composition.agents.get(next).and_then(|a| a.origin);
                     out.push(
                         Diagnostic::error(
                             Code::Cycle,
@@ -300,14 +319,13 @@ fn sub_agent_cycles(composition: &Composition) -> Vec<Diagnostic> {
                                 cycle.join(" -> ")
                             ),
                         )
-                        .at(a.origin, "agent")
+                        .at(origin, "agent")
                         .with_help("remove one of these agents from the other's `sub_agents`"),
                     );
-                } else if !path.contains(&next) {
-                    let mut p = path.clone();
-                    p.push(next);
-                    stack.push((next, p));
                 }
+            } else if edges.contains_key(next) && !done.contains(next) {
+                on_path.insert(next, path.len());
+                path.push((next, 0));
             }
         }
     }

@@ -492,6 +492,41 @@ fn a_self_listed_sub_agent_is_one_finding_and_a_cycle_is_not_a_load_error() {
     assert!(!l.has_errors(), "{:#?}", l.diagnostics);
 }
 
+/// Densely linked agents (each lists every later one: 2^39 paths from the
+/// first) with one edge back: the cycle is found in one walk, once. A
+/// search that followed every path never finished.
+#[test]
+fn a_sub_agent_cycle_among_densely_linked_agents_is_found_in_one_walk() {
+    let n = 40;
+    let mut text = String::from("version = 1\n");
+    for i in 0..n {
+        let mut subs: Vec<String> = (i + 1..n).map(|j| format!("\"a{j:02}\"")).collect();
+        if i == n - 1 {
+            subs.push("\"a00\"".to_owned());
+        }
+        text.push_str(&format!(
+            "[agents.a{i:02}]\nprompt = \"x\"\nsub_agents = [{}]\n",
+            subs.join(", ")
+        ));
+    }
+    let l = load_str("c.toml", &text);
+    let composition = l
+        .composition
+        .expect("it loads: a cycle is not a load error");
+    let tree = crate::engine::tree::ScopeTree::new(&composition);
+    let plan = crate::engine::resolve::resolve_with_tree(&composition, &tree);
+    let cycles: Vec<String> = crate::engine::findings::refusal_diagnostics(&composition, &plan)
+        .into_iter()
+        .filter(|d| d.code == Code::Cycle)
+        .map(|d| d.message)
+        .collect();
+    assert_eq!(cycles.len(), 1, "{cycles:#?}");
+    assert!(
+        cycles[0].ends_with("a38 -> a39 -> a00") && cycles[0].contains("a00 -> a01"),
+        "{cycles:#?}"
+    );
+}
+
 /// `enabled_if = { env = "A=b" }` is one finding (the refused name), not also
 /// "no condition"; an empty condition is the other finding.
 #[test]
