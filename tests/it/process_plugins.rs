@@ -1687,6 +1687,50 @@ fn a_model_provider_written_in_python_drives_an_agent_and_answers_chat() {
     chats_are_charged_to_the_run(dir.path(), MODEL_TOML, "tool -> chat");
 }
 
+/// A model call is charged even when what it reports cannot be taken: a
+/// `chat` (a tool asking the model) that reports 2^63 + 2^63 tokens
+/// counts as a model call, its tokens refused; a turn of the loop with a
+/// negative cost still charges its tokens. (Both charged nothing: a plugin
+/// could call again and again under `model_calls`.)
+#[test]
+fn a_model_call_is_charged_even_when_its_report_cannot_be_taken() {
+    let summarize = r#"{"message": {"role": "assistant", "content": "short: " + last["content"][11:]},
+                    "finish_reason": "stop"}"#;
+    let done = r#""finish_reason": "stop", "usage": {"input_tokens": 9, "output_tokens": 4}}"#;
+    assert!(PY_MODEL.contains(summarize) && PY_MODEL.contains(done));
+    let model = PY_MODEL
+        .replace(
+            summarize,
+            r#"{"message": {"role": "assistant", "content": "short"},
+                    "finish_reason": "stop", "usage": {"input_tokens": 2**63, "output_tokens": 2**63}}"#,
+        )
+        .replace(
+            done,
+            r#""finish_reason": "stop", "usage": {"input_tokens": 9, "output_tokens": 4}, "estimated_cost": -1.0}"#,
+        );
+    let dir = workspace(&[
+        ("greeter.py", GREETER),
+        ("py_model.py", &model),
+        ("summarizer.py", SUMMARIZER),
+        ("composition.toml", MODEL_TOML),
+    ]);
+    write_composition(dir.path(), MODEL_TOML);
+    let out = run(
+        dir.path(),
+        &["--format", "json", "run", "composition.toml"],
+        &[],
+    );
+    let doc = document(&out);
+    // The loop's two calls and the tool's `chat`; the chat's tokens are
+    // not counted, the last turn's are (its cost is refused).
+    assert_eq!(used(&doc, "model_calls"), 3.0, "{doc:#}\n{}", out.stderr);
+    assert_eq!(used(&doc, "tokens"), 23.0, "{doc:#}");
+    assert!(
+        doc.to_string().contains("cannot be counted"),
+        "the tool's chat failed saying why: {doc:#}"
+    );
+}
+
 /// How much of budget `dimension` the run of `doc` used.
 fn used(doc: &Value, dimension: &str) -> Value {
     doc["budget"]

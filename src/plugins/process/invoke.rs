@@ -458,9 +458,28 @@ async fn chat(
             .estimated_cost
             .filter(|c| c.is_finite() && *c >= 0.0)
             .unwrap_or(0.0);
+        // The call happened: it is charged even when its tokens cannot be
+        // counted exactly (then they are not, and the answer is refused),
+        // so `model_calls` still bounds a plugin that calls again.
+        let Some(tokens) = usage.counted_total() else {
+            b.spend(Usage {
+                model_calls: 1.0,
+                ..Usage::default()
+            })
+            .map_err(refuse)?;
+            return Err((
+                code::PROVIDER_UNAVAILABLE,
+                format!(
+                    "the model reported a usage that cannot be counted: {} input and {} output tokens are more than {} together; the call is charged, its tokens are not",
+                    usage.input_tokens,
+                    usage.output_tokens,
+                    crate::runtime::model::Usage::MAX_COUNTED
+                ),
+            ));
+        };
         b.spend(Usage {
             model_calls: 1.0,
-            tokens: usage.total() as f64,
+            tokens: tokens as f64,
             estimated_cost: cost,
             tool_calls: None,
         })

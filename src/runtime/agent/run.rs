@@ -827,12 +827,20 @@ impl AgentRunner {
                 tool_calls: None,
             };
             if let Err(e) = budget.spend(charge) {
-                if e.exceeded().is_none() {
-                    // An amount the budget cannot take (a cost that is not
-                    // a finite, non-negative number) charged nothing: the
-                    // call itself still counts.
-                    let _ = budget.spend(call_only);
-                }
+                // An amount the budget cannot take (a cost that is not a
+                // finite, non-negative number) charged nothing: the call
+                // and its tokens still count, up the whole chain, and a
+                // limit they cross says whose run stops.
+                let e = match e.exceeded() {
+                    Some(_) => e,
+                    None => match budget.spend(BudgetUsage {
+                        tokens: tokens as f64,
+                        ..call_only
+                    }) {
+                        Err(crossed) if crossed.exceeded().is_some() => crossed,
+                        _ => e,
+                    },
+                };
                 state
                     .messages
                     .push(redact_message(redactor, &response.message));
