@@ -594,7 +594,26 @@ impl<'s> Reader<'s> {
 fn relative_spelling(path: &str) -> String {
     normalize(Path::new(path))
         .components()
-        .map(|c| c.as_os_str().to_string_lossy())
+        .map(|c| match c {
+            // An absolute path keeps its one leading `/` (joining the root
+            // as a component of its own wrote `//opt/p.py`).
+            std::path::Component::RootDir => std::borrow::Cow::Borrowed(""),
+            c => c.as_os_str().to_string_lossy(),
+        })
         .collect::<Vec<_>>()
         .join("/")
+}
+
+#[cfg(test)]
+mod spelling_tests {
+    use super::relative_spelling;
+
+    #[test]
+    fn a_plugin_file_has_one_spelling_absolute_paths_one_leading_slash() {
+        assert_eq!(relative_spelling("plugin.py"), "plugin.py");
+        assert_eq!(relative_spelling("./plugin.py"), "plugin.py");
+        assert_eq!(relative_spelling("lib/../plugin.py"), "plugin.py");
+        assert_eq!(relative_spelling("/opt/p.py"), "/opt/p.py");
+        assert_eq!(relative_spelling("/opt/./x/../p.py"), "/opt/p.py");
+    }
 }
