@@ -10,7 +10,7 @@ use std::collections::BTreeMap;
 use toml::de::DeTable;
 
 use super::plugin::{PLUGIN_KEYS, TOOL_KEYS, plugin};
-use super::reader::{FileCtx, Node, Str, TableReader};
+use super::reader::{FileCtx, KeyPath, Node, Str, TableReader};
 use super::values::config_table;
 use crate::engine::diag::Code;
 use crate::engine::model::{
@@ -243,7 +243,7 @@ pub(crate) fn walk_file(
     first: bool,
     out: &mut FileOut,
 ) -> bool {
-    let r = TableReader::new(doc, Span::default(), String::new(), ROOT_KEYS);
+    let r = TableReader::new(doc, Span::default(), KeyPath::root(), ROOT_KEYS);
     if first && !format_version(cx, &r, root) {
         return false;
     }
