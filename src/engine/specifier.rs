@@ -211,6 +211,21 @@ fn without_build(version: &semver::Version) -> semver::Version {
     v
 }
 
+impl Clause {
+    /// What this clause says, equal for clauses that say the same: the
+    /// operator and the operand as a version (`>=1` is `>=1.0`), except
+    /// that a prefix (`==1.*`) or a compatible release (`~=1.0`, whose
+    /// number of components is its meaning) is taken as written.
+    fn meaning(&self) -> (Operator, Result<&semver::Version, &str>) {
+        let operand = if self.operand.prefix || self.operator == Operator::Compatible {
+            Err(self.operand.written.as_str())
+        } else {
+            Ok(&self.operand.version)
+        };
+        (self.operator, operand)
+    }
+}
+
 impl fmt::Display for Clause {
     fn fmt(&self, f: &mut fmt::Formatter<'_>) -> fmt::Result {
         write!(f, "{}{}", self.operator, self.operand)
@@ -381,11 +396,21 @@ impl Specifier {
         Ok(Self::from_clauses(clauses))
     }
 
+    /// The clauses sorted by their text, each kept once: of clauses that
+    /// are equal as versions (`>=1` and `>=1.0`; see [`Clause::meaning`])
+    /// the first in that order stays, as the reference's `SpecifierSet`
+    /// keeps it.
     fn from_clauses(clauses: Vec<Clause>) -> Self {
         let mut keyed: Vec<(String, Clause)> =
             clauses.into_iter().map(|c| (c.to_string(), c)).collect();
         keyed.sort_by(|a, b| a.0.cmp(&b.0));
-        keyed.dedup_by(|a, b| a.0 == b.0);
+        let mut seen = std::collections::HashSet::with_capacity(keyed.len());
+        let first: Vec<bool> = keyed
+            .iter()
+            .map(|(_, c)| seen.insert(c.meaning()))
+            .collect();
+        let mut first = first.into_iter();
+        keyed.retain(|_| first.next().unwrap_or(false));
         Self {
             clauses: keyed.into_iter().map(|(_, c)| c).collect(),
         }
@@ -576,8 +601,17 @@ mod tests {
             ("<=3.0.0-rc.1,>0.9", "<=3.0.0-rc.1,>0.9"),
             (">=1,>=1", ">=1"),
             (">=1, >= 1", ">=1"),
-            ("==1,==1.0", "==1,==1.0"),
             ("1.2.0,>=1,!=1.3", "!=1.3,==1.2.0,>=1"),
+            // Clauses equal as versions are one clause, the first by text
+            // kept (packaging 26.4, which the reference requires at >=26.3).
+            ("==1,==1.0", "==1"),
+            (">=1.0,>=1", ">=1"),
+            (">=1.0.0,>=1.0,<2", "<2,>=1.0"),
+            ("~=1.0,~=1.0.0", "~=1.0,~=1.0.0"),
+            ("==1.*,==1.0.*,==1", "==1,==1.*,==1.0.*"),
+            (">=1.0.0-rc.1,>=1.0,>=1", ">=1,>=1.0.0-rc.1"),
+            ("!=1.5,!=1.5.0,<2.0,<2", "!=1.5,<2"),
+            (">=2.0.0-rc.1,>=2.0.0-rc.1,<3", "<3,>=2.0.0-rc.1"),
         ];
         for (text, rendered) in cases {
             assert_eq!(spec(text).to_string(), rendered, "{text}");
