@@ -7,9 +7,10 @@
 //! Values are as declared; a secret reference is `{secret = NAME}` (its
 //! name, never a value), and what a person should not see — a value under
 //! a secret-looking key, a URL's password — is masked by
-//! [`mask_for_display`] before anything is shown. Host settings and scope
-//! metadata are not part of it (the first are shown apart, the second is
-//! never compared).
+//! [`mask_for_display`] before anything is shown. Host settings are not
+//! part of it (they are shown apart). Metadata, a plugin's or a scope's,
+//! is: nothing semantic reads it, but a diff names every key the files
+//! changed.
 
 use crate::engine::model::EntryId;
 use std::collections::{BTreeMap, HashMap};
@@ -112,6 +113,15 @@ fn scope(s: &ScopeDecl) -> Canon {
                 s.prefer
                     .iter()
                     .map(|(c, e)| (c.to_string(), Canon::from(e.value.as_str())))
+                    .collect(),
+            ),
+        ),
+        (
+            "metadata",
+            Canon::Map(
+                s.metadata
+                    .iter()
+                    .map(|(k, v)| (k.clone(), v.to_canon_unredacted()))
                     .collect(),
             ),
         ),
@@ -654,6 +664,24 @@ config = { dsn = "postgres://u:pw-canary@h/db", api_key = "sk-canary-1", timeout
         assert_eq!(
             self::rows(&more, &more2),
             ["agents.a.budget.tokens Some(Float(10.0)) -> Some(Float(20.0)) false"]
+        );
+    }
+
+    #[test]
+    fn a_scope_metadata_edit_is_a_changed_key_with_secrets_masked() {
+        let old =
+            "version = 1\n[scopes.\"/s\"]\nmetadata = { owner = \"a\", token = \"x-canary-1\" }\n";
+        let new = old
+            .replace("owner = \"a\"", "owner = \"b\"")
+            .replace("x-canary-1", "x-canary-2");
+        let rows = rows(old, &new);
+        assert!(!rows.join("\n").contains("canary"), "{rows:?}");
+        assert_eq!(
+            rows,
+            [
+                r#"scopes."/s".metadata.owner Some(Str("a")) -> Some(Str("b")) false"#,
+                r#"scopes."/s".metadata.token Some(Str("<redacted>")) -> Some(Str("<redacted>")) true"#,
+            ]
         );
     }
 
