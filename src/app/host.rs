@@ -38,7 +38,7 @@ use super::env::RunEnv;
 use super::error::{AppError, ErrorKind, Problem};
 use super::report::{Notice, Reporter};
 use super::run::{RunOutcome, RunStatus, default_policy, parse_grants};
-use super::session::{Conversation, SESSION_ID_RULE, SessionError, is_session_id};
+use super::session::{Conversation, SESSION_ID_RULE, SessionError, claim_is_live, is_session_id};
 use super::state::{
     Publication, StateStore, open_to_publish, prepare_publication, previous_of, state_path_of,
 };
@@ -819,7 +819,10 @@ impl Host {
             .as_ref()
             .map(|s| s.conversation.messages.clone())
             .unwrap_or_default();
-        let run_id = new_run_id();
+        // A session's run has the id its turn was claimed under.
+        let run_id = session
+            .as_ref()
+            .map_or_else(new_run_id, |s| s.run_id.clone());
         let started = HostRun {
             run_id: run_id.clone(),
             agent: request.agent.clone(),
@@ -954,6 +957,9 @@ impl Host {
         if let (Some(session), Ok(o)) = (&session, &outcome) {
             self.save_turn(session, o).await?;
         }
+        if let Some(session) = session {
+            self.release_turn(session).await;
+        }
         let (status_text, document) = match (&outcome, &recorded) {
             (Ok(o), Ok(_)) => (
                 status_text,
@@ -1001,10 +1007,33 @@ impl Host {
                 .into());
         }
         // Claimed from here: released when this is dropped.
-        let claim = SessionClaim {
+        let mut claim = TurnHeld {
             host: self.clone(),
             id: id.clone(),
+            run_id: None,
         };
+        // And in the store, which every process taking a turn of the
+        // session asks (`chassis run --session` among them): its claims are
+        // what a session's one turn at a time rests on. This server's own
+        // claims are not live for it — its runs of the session are the
+        // ones marked busy above, and one left behind is over.
+        let run_id = new_run_id();
+        let store = Arc::clone(&self.inner.store);
+        let instance = self.inner.instance.clone();
+        let held = {
+            let (id, run_id) = (id.clone(), run_id.clone());
+            tokio::task::spawn_blocking(move || {
+                lock(&store).claim_session(&id, &run_id, &instance, &|c| {
+                    c.instance != instance && claim_is_live(c)
+                })
+            })
+            .await
+            .map_err(|e| AppError::failure(format!("claiming the session stopped: {e}")))??
+        };
+        if let Some(holder) = held {
+            return Err(busy_elsewhere(&holder).into());
+        }
+        claim.run_id = Some(run_id.clone());
         self.expire_sessions().await?;
         let wanted = id.clone();
         let stored = self.read_store(move |s| s.session(&wanted)).await?;
@@ -1020,8 +1049,26 @@ impl Host {
         })?;
         Ok(OpenSession {
             conversation,
-            _claim: claim,
+            run_id,
+            claim,
         })
+    }
+
+    /// Let go of a session's turn in the store (once its turn is saved, or
+    /// not), then here.
+    async fn release_turn(&self, session: OpenSession) {
+        let OpenSession { mut claim, .. } = session;
+        if let Some(run_id) = claim.run_id.take() {
+            let store = Arc::clone(&self.inner.store);
+            let id = claim.id.clone();
+            let released = tokio::task::spawn_blocking(move || {
+                lock(&store).release_session_claim(&id, &run_id)
+            })
+            .await;
+            if !matches!(released, Ok(Ok(_))) {
+                tracing::warn!(session = %claim.id, "the session's turn was not let go in the store; it lapses with this server's heartbeat");
+            }
+        }
     }
 
     /// Add `outcome` as the session's next turn (its messages as the model
@@ -1074,6 +1121,18 @@ impl Host {
         }
         let store = Arc::clone(&self.inner.store);
         let id = id.to_owned();
+        // A turn another process is taking (`chassis run --session`).
+        let claim = {
+            let (store, id) = (Arc::clone(&store), id.clone());
+            tokio::task::spawn_blocking(move || lock(&store).session_claim(&id))
+                .await
+                .map_err(|e| AppError::failure(format!("reading the session stopped: {e}")))??
+        };
+        if let Some(holder) =
+            claim.filter(|c| c.instance != self.inner.instance && claim_is_live(c))
+        {
+            return Err(busy_elsewhere(&holder).into());
+        }
         tokio::task::spawn_blocking(move || lock(&store).delete_session(&id))
             .await
             .map_err(|e| AppError::failure(format!("deleting the session stopped: {e}")))?
@@ -1140,9 +1199,17 @@ impl Host {
         let store = Arc::clone(&self.inner.store);
         let instance = self.inner.instance.clone();
         let address = lock(&self.inner.address).clone();
-        tokio::task::spawn_blocking(move || lock(&store).heartbeat(&instance, &address))
-            .await
-            .is_ok_and(|r| r.unwrap_or(false))
+        // The turns its runs are taking are beaten with it.
+        tokio::task::spawn_blocking(move || {
+            let mut store = lock(&store);
+            let held = store.heartbeat(&instance, &address);
+            if let Err(e) = store.beat_session_claims(&instance) {
+                tracing::warn!(error = %e, "the sessions' turn claims were not beaten");
+            }
+            held
+        })
+        .await
+        .is_ok_and(|r| r.unwrap_or(false))
     }
 
     /// Stop: no new run leases a generation; the harness unmounts every
@@ -1151,7 +1218,14 @@ impl Host {
     pub async fn shutdown(&self) {
         let store = Arc::clone(&self.inner.store);
         let instance = self.inner.instance.clone();
-        let _ = tokio::task::spawn_blocking(move || lock(&store).release(&instance)).await;
+        let _ = tokio::task::spawn_blocking(move || {
+            let mut store = lock(&store);
+            // Any session turn still claimed (a run cancelled by the stop)
+            // is over.
+            let _ = store.release_session_claims(&instance);
+            store.release(&instance)
+        })
+        .await;
         for f in self.inner.harness.shutdown().await {
             self.inner.caller.notice(Notice::CleanupFailed {
                 description: &f.description,
@@ -1266,19 +1340,52 @@ pub struct ClaimedSession {
 /// A session claimed for one run, with its earlier turns.
 struct OpenSession {
     conversation: Conversation,
-    _claim: SessionClaim,
+    /// The run taking the turn: its claim in the store is under this id.
+    run_id: String,
+    claim: TurnHeld,
 }
 
-/// A session's one run at a time; released when dropped.
-struct SessionClaim {
+/// A session's one run at a time; released when dropped (in the store
+/// too, when [`Host::release_turn`] has not).
+struct TurnHeld {
     host: Host,
     id: String,
+    /// The run whose claim on the turn is in the store, until let go.
+    run_id: Option<String>,
 }
 
-impl Drop for SessionClaim {
+impl Drop for TurnHeld {
     fn drop(&mut self) {
+        if let Some(run_id) = self.run_id.take() {
+            // A run that ended early (a request refused after its session
+            // was claimed, a turn that could not be saved): let go in the
+            // store beside the runtime, by the run's id, so a later turn's
+            // claim is never the one let go.
+            let store = Arc::clone(&self.host.inner.store);
+            let id = self.id.clone();
+            let release = move || {
+                if lock(&store).release_session_claim(&id, &run_id).is_err() {
+                    tracing::warn!(session = %id, "the session's turn was not let go in the store");
+                }
+            };
+            match tokio::runtime::Handle::try_current() {
+                Ok(rt) => drop(rt.spawn_blocking(release)),
+                Err(_) => release(),
+            }
+        }
         lock(&self.host.inner.busy_sessions).remove(&self.id);
     }
+}
+
+/// Why a session cannot take a served turn: another process (`chassis run
+/// --session`) is taking one — 409, as for a run of this server.
+fn busy_elsewhere(holder: &crate::store::SessionClaim) -> Problem {
+    Problem::input(format!(
+        "the session has a turn under way in another process: {}",
+        super::session::claim_holder(holder)
+    ))
+    .with_code("serve::session-busy")
+    .with_help("wait for it to finish; a session answers one turn at a time")
 }
 
 /// Closes a run's approval questions however the run ends.

@@ -269,6 +269,21 @@ pub async fn run(options: RunOptions, caller: &Caller) -> Result<RunOutcome, App
         .serve
         .as_ref()
         .and_then(|s| s.session_ttl_seconds);
+    // A session's turn is claimed in the store before it is read, and held
+    // until it is saved: a second turn of the session at once, in this
+    // process or another (`chassis run`, `chassis serve`), is refused here
+    // — before any model call, tool call or budget — rather than found
+    // out when saving.
+    let run_id = options
+        .session
+        .as_ref()
+        .map(|_| crate::runtime::agent::new_run_id());
+    let lease = match (&options.session, store.as_mut(), &run_id) {
+        (Some(id), Some(store), Some(run_id)) => {
+            Some(super::session::TurnLease::take(store, id, run_id)?)
+        }
+        _ => None,
+    };
     if let (Some(_), Some(store), Some(ttl)) = (&options.session, store.as_mut(), ttl) {
         store.expire_sessions(ttl)?;
     }
@@ -301,7 +316,7 @@ pub async fn run(options: RunOptions, caller: &Caller) -> Result<RunOutcome, App
             request: AgentRequest {
                 agent,
                 input,
-                run_id: None,
+                run_id,
                 history: conversation
                     .as_ref()
                     .map(|c| c.messages.clone())
@@ -318,6 +333,8 @@ pub async fn run(options: RunOptions, caller: &Caller) -> Result<RunOutcome, App
     let ran = match ran {
         Ok(ran) => ran,
         Err(e) => {
+            // The turn is let go first (its claim is no record).
+            drop(lease);
             // A first run that fails before publishing leaves no store.
             if let Some(store) = store {
                 store.discard_if_unused();
@@ -353,6 +370,8 @@ pub async fn run(options: RunOptions, caller: &Caller) -> Result<RunOutcome, App
         }
         _ => None,
     };
+    // Saved (or not): the session may take its next turn.
+    drop(lease);
     if let (Some(store), Some(_)) = (store.as_mut(), &seed) {
         record_run(store, &ran, status, started_at, caller)?;
     }

@@ -7,10 +7,16 @@
 //! same table of the same store, so a session started by one continues in
 //! the other; this is the one reading and writing of that transcript.
 
+use std::sync::mpsc;
+use std::time::Duration;
+
 use crate::engine::secret::Redactor;
 use crate::runtime::agent::AgentResult;
 use crate::runtime::model::{ChatMessage, Role};
-use crate::store::{StoredSession, now_rfc3339};
+use crate::store::{SessionClaim, StoredSession, now_rfc3339};
+
+use super::error::{AppError, Problem};
+use super::state::{HOLD_FRESH_SECONDS, StateStore};
 
 /// Whether `id` may name a session: `[A-Za-z0-9._-]{1,128}`.
 pub fn is_session_id(id: &str) -> bool {
@@ -123,6 +129,131 @@ impl Conversation {
     }
 }
 
+/// How often a session's turn claim is beaten while the turn runs.
+pub const CLAIM_BEAT: Duration = Duration::from_secs(5);
+
+/// Whether `claim` still holds its session's turn: its heartbeat is at
+/// most [`HOLD_FRESH_SECONDS`] old (it is beaten every [`CLAIM_BEAT`]
+/// while the turn runs, an approval wait included) and its process is not
+/// known to be gone — on this host a killed process is seen gone at once,
+/// elsewhere its claim lapses with its heartbeat. The same rule as a
+/// server's hold on its lineage.
+pub fn claim_is_live(claim: &SessionClaim) -> bool {
+    crate::store::unix_now().saturating_sub(claim.heartbeat) <= HOLD_FRESH_SECONDS
+        && !crate::process::liveness::is_gone(&claim.host, claim.pid)
+}
+
+/// Who holds a claim, for a person: the run and the program running it.
+pub fn claim_holder(claim: &SessionClaim) -> String {
+    if claim.instance == claim.run_id {
+        format!(
+            "run `{}` of `chassis run` (pid {})",
+            claim.run_id, claim.pid
+        )
+    } else {
+        format!(
+            "run `{}` of `chassis serve` (pid {})",
+            claim.run_id, claim.pid
+        )
+    }
+}
+
+/// Why session `id` cannot take a turn of `chassis run`: `holder` is
+/// taking one (unusable input, exit 2, found before anything ran — as a
+/// server answers a busy session with 409 `serve::session-busy`).
+pub fn session_busy(id: &str, holder: &SessionClaim) -> Problem {
+    Problem::input(format!(
+        "session `{id}` is taking a turn in another process: {} holds it since {}",
+        claim_holder(holder),
+        holder.claimed_at
+    ))
+    .with_code("run::session-busy")
+    .with_help("a session answers one turn at a time: run this turn again once that one has ended")
+    .with_help(format!(
+        "a turn whose process was killed lets go when its heartbeat is {HOLD_FRESH_SECONDS} s old, at once on the same host"
+    ))
+}
+
+/// A session's turn claimed in the store for this process's run (`chassis
+/// run --session`): a thread of its own, with its own connection to the
+/// store, beats the claim's heart every [`CLAIM_BEAT`] while the run goes
+/// on, and lets it go when the lease is dropped — however the run ends
+/// (an answer, a failure, a budget, Ctrl-C). A process killed outright
+/// leaves a claim that lapses ([`claim_is_live`]).
+pub struct TurnLease {
+    stop: Option<mpsc::Sender<()>>,
+    beating: Option<std::thread::JoinHandle<()>>,
+}
+
+impl TurnLease {
+    /// Claim the turn of session `id` of `store`'s lineage for run
+    /// `run_id`, before the run calls anything: unusable input
+    /// (`run::session-busy`, naming the run that holds it) when another
+    /// process is taking a turn of it.
+    pub fn take(store: &mut StateStore, id: &str, run_id: &str) -> Result<Self, AppError> {
+        // The lease's thread keeps a connection of its own.
+        let mut own = store.beside()?;
+        if let Some(holder) = store.claim_session(id, run_id, run_id, &claim_is_live)? {
+            return Err(session_busy(id, &holder).into());
+        }
+        let (stop, stopped) = mpsc::channel::<()>();
+        let beating = std::thread::Builder::new()
+            .name("session-claim".into())
+            .spawn({
+                let (id, run_id) = (id.to_owned(), run_id.to_owned());
+                move || {
+                    while let Err(mpsc::RecvTimeoutError::Timeout) =
+                        stopped.recv_timeout(CLAIM_BEAT)
+                    {
+                        match own.beat_session_claims(&run_id) {
+                            Ok(0) => tracing::warn!(
+                                session = %id,
+                                "the session's turn was taken over by another run"
+                            ),
+                            Ok(_) => {}
+                            Err(e) => tracing::warn!(
+                                session = %id,
+                                error = %e,
+                                "the session's turn claim was not beaten"
+                            ),
+                        }
+                    }
+                    if let Err(e) = own.release_session_claim(&id, &run_id) {
+                        tracing::warn!(
+                            session = %id,
+                            error = %e,
+                            "the session's turn was not let go; it lapses with its heartbeat"
+                        );
+                    }
+                }
+            });
+        match beating {
+            Ok(beating) => Ok(Self {
+                stop: Some(stop),
+                beating: Some(beating),
+            }),
+            Err(e) => {
+                let _ = store.release_session_claim(id, run_id);
+                Err(AppError::failure(format!(
+                    "cannot keep the turn of session `{id}`: {e}"
+                )))
+            }
+        }
+    }
+}
+
+impl Drop for TurnLease {
+    fn drop(&mut self) {
+        // The thread lets go of the claim when told to stop (or when the
+        // sender is gone), and is waited for: the claim is gone once the
+        // lease is.
+        drop(self.stop.take());
+        if let Some(beating) = self.beating.take() {
+            let _ = beating.join();
+        }
+    }
+}
+
 /// What a tool call the turn stopped before running is answered with.
 pub const NOT_RUN: &str =
     "not run: the turn stopped (step limit, budget or failure) before this call ran";
@@ -168,6 +299,46 @@ fn every_call_answered(messages: impl IntoIterator<Item = ChatMessage>) -> Vec<C
 #[cfg(test)]
 mod tests {
     use super::*;
+
+    #[test]
+    fn a_claim_is_live_while_its_heartbeat_is_fresh_and_its_process_there() {
+        let host = crate::process::liveness::host_name();
+        let claim = |pid: u32, age: u64| SessionClaim {
+            session: "s".into(),
+            run_id: "run_a".into(),
+            instance: "run_a".into(),
+            pid,
+            host: host.clone(),
+            claimed_at: "2026-01-01T00:00:00Z".into(),
+            heartbeat: crate::store::unix_now() - age,
+        };
+        assert!(claim_is_live(&claim(std::process::id(), 0)));
+        assert!(claim_is_live(&claim(
+            std::process::id(),
+            HOLD_FRESH_SECONDS
+        )));
+        assert!(!claim_is_live(&claim(
+            std::process::id(),
+            HOLD_FRESH_SECONDS + 1
+        )));
+        let mut child = std::process::Command::new("true").spawn().unwrap();
+        let pid = child.id();
+        child.wait().unwrap();
+        assert!(!claim_is_live(&claim(pid, 0)), "its process is gone");
+        let busy = session_busy("chat-1", &claim(std::process::id(), 0));
+        assert_eq!(busy.code, Some("run::session-busy"));
+        assert_eq!(busy.kind, crate::app::ErrorKind::Input);
+        assert!(
+            busy.message.contains("session `chat-1`"),
+            "{}",
+            busy.message
+        );
+        assert!(
+            busy.message.contains("run `run_a` of `chassis run`"),
+            "{}",
+            busy.message
+        );
+    }
 
     #[test]
     fn session_ids_are_short_and_plain() {

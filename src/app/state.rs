@@ -716,6 +716,63 @@ impl StateStore {
         Ok(self.store.expire_sessions(&self.lineage, &before)?)
     }
 
+    /// Another connection to this store (same lineage), for a thread of
+    /// its own: see [`crate::store::Store::beside`].
+    pub fn beside(&self) -> Result<StateStore, AppError> {
+        Ok(StateStore {
+            store: self.store.beside()?,
+            path: self.path.clone(),
+            lineage: self.lineage.clone(),
+            claim_notice: None,
+            found_empty: false,
+        })
+    }
+
+    /// Claim the turn of session `id` for run `run_id` of `instance` (this
+    /// process, its heartbeat now): `None` when taken, else the claim
+    /// `live` says still holds it (nothing written). See
+    /// [`crate::store::Store::claim_session`].
+    pub fn claim_session(
+        &mut self,
+        id: &str,
+        run_id: &str,
+        instance: &str,
+        live: &dyn Fn(&crate::store::SessionClaim) -> bool,
+    ) -> Result<Option<crate::store::SessionClaim>, AppError> {
+        let claim = crate::store::SessionClaim {
+            session: id.to_owned(),
+            run_id: run_id.to_owned(),
+            instance: instance.to_owned(),
+            pid: std::process::id(),
+            host: crate::process::liveness::host_name(),
+            claimed_at: crate::store::now_rfc3339(),
+            heartbeat: crate::store::unix_now(),
+        };
+        Ok(self.store.claim_session(&self.lineage, &claim, live)?)
+    }
+
+    /// The claim on the turn of session `id`, live or not.
+    pub fn session_claim(&self, id: &str) -> Result<Option<crate::store::SessionClaim>, AppError> {
+        Ok(self.store.session_claim(&self.lineage, id)?)
+    }
+
+    /// Beat the heart of `instance`'s session claims; how many it holds.
+    pub fn beat_session_claims(&mut self, instance: &str) -> Result<u64, AppError> {
+        Ok(self.store.beat_session_claims(&self.lineage, instance)?)
+    }
+
+    /// Let go of the claim on session `id` if run `run_id` holds it.
+    pub fn release_session_claim(&mut self, id: &str, run_id: &str) -> Result<bool, AppError> {
+        Ok(self
+            .store
+            .release_session_claim(&self.lineage, id, run_id)?)
+    }
+
+    /// Let go of every session claim of `instance`; how many.
+    pub fn release_session_claims(&mut self, instance: &str) -> Result<u64, AppError> {
+        Ok(self.store.release_session_claims(&self.lineage, instance)?)
+    }
+
     /// Record runs in one transaction, their ids in order.
     pub fn record_runs(&mut self, runs: Vec<NewRun>) -> Result<Vec<String>, AppError> {
         let ids = self.store.record_runs(&self.lineage, runs)?;

@@ -55,6 +55,11 @@ pub const MIGRATIONS: &[Migration] = &[
         summary: "runs carry the server that ran them, holders their host (a killed server's runs are marked interrupted)",
         apply: v6,
     },
+    Migration {
+        version: 7,
+        summary: "session claims: the run taking a session's turn, with its heartbeat (one turn at a time across processes)",
+        apply: v7,
+    },
 ];
 
 /// The newest schema version this build writes.
@@ -213,6 +218,30 @@ CREATE TABLE runs_v2 (
          ALTER TABLE generations_v2 RENAME TO generations;
          ALTER TABLE entry_mounts_v2 RENAME TO entry_mounts;
          ALTER TABLE runs_v2 RENAME TO runs;",
+    )
+}
+
+/// Version 7: which run is taking a session's turn (`chassis run
+/// --session` or a served run), with its process and heartbeat, so a
+/// second turn of the session is refused before its model is called, in
+/// whatever process it starts. Keyed by the lineage's name, not its row: a
+/// turn is claimed before anything of its run is recorded, and a claim
+/// writes no lineage (a first run that fails leaves no store behind).
+fn v7(tx: &Transaction<'_>) -> rusqlite::Result<()> {
+    tx.execute_batch(
+        "
+CREATE TABLE session_claims (
+    lineage    TEXT NOT NULL,
+    session_id TEXT NOT NULL,
+    run_id     TEXT NOT NULL,
+    instance   TEXT NOT NULL,
+    pid        INTEGER NOT NULL,
+    host       TEXT NOT NULL,
+    claimed_at TEXT NOT NULL,
+    heartbeat  INTEGER NOT NULL,
+    PRIMARY KEY (lineage, session_id)
+);
+",
     )
 }
 

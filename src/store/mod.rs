@@ -477,6 +477,29 @@ pub struct StoredSession {
     pub transcript: serde_json::Value,
 }
 
+/// The claim of one run on a session's turn ([`Store::claim_session`]):
+/// which run takes it, in which process, and when that process last said
+/// it was still taking it.
+#[derive(Clone, Debug, PartialEq, Eq)]
+pub struct SessionClaim {
+    /// The session.
+    pub session: String,
+    /// The run taking the turn (`run_<12 hex>`, the run's own id).
+    pub run_id: String,
+    /// Who beats its heart ([`Store::beat_session_claims`]): the
+    /// `chassis serve` instance (`srv_<12 hex>`) for a served run, the run
+    /// id for `chassis run`.
+    pub instance: String,
+    /// The process that runs it.
+    pub pid: u32,
+    /// The host it runs on (its pid means something only there).
+    pub host: String,
+    /// When the turn was claimed (RFC 3339).
+    pub claimed_at: String,
+    /// Its last heartbeat, in seconds since the Unix epoch.
+    pub heartbeat: u64,
+}
+
 /// How a command opens a store.
 #[derive(Clone, Copy, Debug, PartialEq, Eq)]
 pub enum OpenMode {
@@ -579,8 +602,40 @@ pub trait Store: Send {
     /// Delete the sessions of `lineage` last updated before `before` (RFC
     /// 3339); how many.
     fn expire_sessions(&mut self, lineage: &str, before: &str) -> Result<u64, StoreError>;
+    /// The claim on the turn of session `id` of `lineage`, live or not.
+    fn session_claim(&self, lineage: &str, id: &str) -> Result<Option<SessionClaim>, StoreError>;
+    /// Claim the turn of session `claim.session` of `lineage` for
+    /// `claim.run_id`, in one transaction: taken (`None`) when no claim is
+    /// there or when `live` says the one there is not (its heartbeat is
+    /// stale, its process gone), and then written over; otherwise the live
+    /// claim is returned and nothing is written.
+    fn claim_session(
+        &mut self,
+        lineage: &str,
+        claim: &SessionClaim,
+        live: &dyn Fn(&SessionClaim) -> bool,
+    ) -> Result<Option<SessionClaim>, StoreError>;
+    /// Beat the heart of every session claim of `instance` in `lineage`;
+    /// how many it holds.
+    fn beat_session_claims(&mut self, lineage: &str, instance: &str) -> Result<u64, StoreError>;
+    /// Let go of the claim on session `id` of `lineage` if run `run_id`
+    /// holds it (a claim taken over since is left alone); whether it did.
+    fn release_session_claim(
+        &mut self,
+        lineage: &str,
+        id: &str,
+        run_id: &str,
+    ) -> Result<bool, StoreError>;
+    /// Let go of every session claim of `instance` in `lineage` (a server
+    /// that stops); how many.
+    fn release_session_claims(&mut self, lineage: &str, instance: &str) -> Result<u64, StoreError>;
     /// One run.
     fn run(&self, id: &str) -> Result<Option<StoredRun>, StoreError>;
+    /// Another connection to this store, for a thread of its own (a
+    /// session turn's heartbeat). Never a second [`open`] of the same file
+    /// in one process: that looks at the file first, which lets go of the
+    /// locks this process's SQLite holds on it.
+    fn beside(&self) -> Result<Box<dyn Store>, StoreError>;
     /// A long-running host's store: housekeeping that would stall a write
     /// (SQLite copying its log back into the file) is done beside the
     /// writes from now on, for as long as the store is open. Nothing to do

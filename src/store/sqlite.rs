@@ -20,8 +20,8 @@ use super::failpoint::failpoint;
 use super::key::StoreKey;
 use super::migrate::{self, Documents, UNCLAIMED};
 use super::{
-    GenerationSummary, Head, Holder, LineageSummary, NewRun, OpenMode, PublishRecord, Store,
-    StoreError, StoredGeneration, StoredImpact, StoredNode, StoredRun, StoredSession,
+    GenerationSummary, Head, Holder, LineageSummary, NewRun, OpenMode, PublishRecord, SessionClaim,
+    Store, StoreError, StoredGeneration, StoredImpact, StoredNode, StoredRun, StoredSession,
     fingerprint_fn, now_rfc3339,
 };
 use crate::engine::identity::GenerationId;
@@ -667,6 +667,27 @@ fn checkpoint_beside(path: &Path, stop: std::sync::mpsc::Receiver<()>) -> rusqli
 }
 
 impl Store for SqliteStore {
+    fn beside(&self) -> Result<Box<dyn Store>, StoreError> {
+        // Straight to SQLite, as the checkpointer's: [`Found::at`] reads
+        // the file with a descriptor of its own, and closing that drops
+        // every lock this process holds on it — the other connection's
+        // too, whose log another process would then take for unused.
+        let conn = Connection::open_with_flags(
+            not_a_uri(&self.path),
+            OpenFlags::SQLITE_OPEN_READ_WRITE | OpenFlags::SQLITE_OPEN_NO_MUTEX,
+        )
+        .map_err(|e| self.backend(e))?;
+        conn.busy_timeout(BUSY_TIMEOUT)
+            .map_err(|e| self.backend(e))?;
+        Ok(Box::new(SqliteStore {
+            conn,
+            path: self.path.clone(),
+            key: self.key.clone(),
+            created: false,
+            checkpointer: None,
+        }))
+    }
+
     fn keep_up_beside_writes(&mut self) {
         if self.checkpointer.is_some() {
             return;
@@ -1137,9 +1158,109 @@ impl Store for SqliteStore {
         })
     }
 
+    fn session_claim(&self, lineage: &str, id: &str) -> Result<Option<SessionClaim>, StoreError> {
+        read_session_claim(&self.conn, lineage, id).map_err(|e| self.backend(e))
+    }
+
+    fn claim_session(
+        &mut self,
+        lineage: &str,
+        claim: &SessionClaim,
+        live: &dyn Fn(&SessionClaim) -> bool,
+    ) -> Result<Option<SessionClaim>, StoreError> {
+        self.write(|tx, backend| {
+            // Read and written under the write lock: of two claims at once,
+            // the second sees the first.
+            if let Some(held) = read_session_claim(tx, lineage, &claim.session).map_err(backend)?
+                && live(&held)
+            {
+                return Ok(Some(held));
+            }
+            tx.execute(
+                "INSERT OR REPLACE INTO session_claims
+                   (lineage, session_id, run_id, instance, pid, host, claimed_at, heartbeat)
+                 VALUES (?1, ?2, ?3, ?4, ?5, ?6, ?7, ?8)",
+                params![
+                    lineage,
+                    claim.session,
+                    claim.run_id,
+                    claim.instance,
+                    i64::from(claim.pid),
+                    claim.host,
+                    claim.claimed_at,
+                    i64_of(claim.heartbeat)
+                ],
+            )
+            .map_err(backend)?;
+            Ok(None)
+        })
+    }
+
+    fn beat_session_claims(&mut self, lineage: &str, instance: &str) -> Result<u64, StoreError> {
+        self.write(|tx, backend| {
+            tx.execute(
+                "UPDATE session_claims SET heartbeat = ?3 WHERE lineage = ?1 AND instance = ?2",
+                params![lineage, instance, i64_of(unix_now())],
+            )
+            .map(|n| n as u64)
+            .map_err(backend)
+        })
+    }
+
+    fn release_session_claim(
+        &mut self,
+        lineage: &str,
+        id: &str,
+        run_id: &str,
+    ) -> Result<bool, StoreError> {
+        self.write(|tx, backend| {
+            tx.execute(
+                "DELETE FROM session_claims WHERE lineage = ?1 AND session_id = ?2 AND run_id = ?3",
+                params![lineage, id, run_id],
+            )
+            .map(|n| n > 0)
+            .map_err(backend)
+        })
+    }
+
+    fn release_session_claims(&mut self, lineage: &str, instance: &str) -> Result<u64, StoreError> {
+        self.write(|tx, backend| {
+            tx.execute(
+                "DELETE FROM session_claims WHERE lineage = ?1 AND instance = ?2",
+                params![lineage, instance],
+            )
+            .map(|n| n as u64)
+            .map_err(backend)
+        })
+    }
+
     fn run(&self, id: &str) -> Result<Option<StoredRun>, StoreError> {
         Ok(self.query_runs("WHERE r.id = ?1", &[&id])?.pop())
     }
+}
+
+/// The claim on the turn of session `id` of `lineage`, if any.
+fn read_session_claim(
+    conn: &Connection,
+    lineage: &str,
+    id: &str,
+) -> rusqlite::Result<Option<SessionClaim>> {
+    conn.prepare_cached(
+        "SELECT run_id, instance, pid, host, claimed_at, heartbeat FROM session_claims
+         WHERE lineage = ?1 AND session_id = ?2",
+    )?
+    .query_row(params![lineage, id], |r| {
+        Ok(SessionClaim {
+            session: id.to_owned(),
+            run_id: r.get(0)?,
+            instance: r.get(1)?,
+            pid: u32::try_from(r.get::<_, i64>(2)?).unwrap_or(0),
+            host: r.get(3)?,
+            claimed_at: r.get(4)?,
+            heartbeat: u64_of(r.get(5)?),
+        })
+    })
+    .optional()
 }
 
 /// Seconds since the Unix epoch.

@@ -383,3 +383,81 @@ fn a_running_record_is_finished_once_or_interrupted_by_another_server() {
     );
     assert_eq!(store.interrupt_runs("other.toml", "srv_b", "x").unwrap(), 0);
 }
+
+#[test]
+fn a_session_turn_is_claimed_once_until_let_go_or_no_longer_live() {
+    let dir = tempfile::tempdir().unwrap();
+    let mut store = open(&dir.path().join("s.db"), OpenMode::Create).unwrap();
+    let claim = |run: &str, instance: &str| SessionClaim {
+        session: "chat-1".into(),
+        run_id: run.into(),
+        instance: instance.into(),
+        pid: 7,
+        host: "h".into(),
+        claimed_at: "2026-01-01T00:00:00Z".into(),
+        heartbeat: 1,
+    };
+    let live = |_: &SessionClaim| true;
+    let gone = |_: &SessionClaim| false;
+    assert_eq!(
+        store
+            .claim_session("c.toml", &claim("run_a", "run_a"), &live)
+            .unwrap(),
+        None
+    );
+    // A claim writes no lineage: a first run refused later leaves no store.
+    assert!(store.lineages().unwrap().is_empty());
+    // Held: a second claim is refused with the one holding it, and nothing
+    // is written; another lineage's session of the same id is its own.
+    assert_eq!(
+        store
+            .claim_session("c.toml", &claim("run_b", "srv_b"), &live)
+            .unwrap(),
+        Some(claim("run_a", "run_a"))
+    );
+    assert_eq!(
+        store
+            .claim_session("other.toml", &claim("run_c", "run_c"), &live)
+            .unwrap(),
+        None
+    );
+    // Its heartbeat is beaten by its instance alone.
+    assert_eq!(store.beat_session_claims("c.toml", "srv_b").unwrap(), 0);
+    assert_eq!(store.beat_session_claims("c.toml", "run_a").unwrap(), 1);
+    let beaten = store.session_claim("c.toml", "chat-1").unwrap().unwrap();
+    assert!(beaten.heartbeat > 1, "{beaten:?}");
+    // Only the run holding it lets it go.
+    assert!(
+        !store
+            .release_session_claim("c.toml", "chat-1", "run_b")
+            .unwrap()
+    );
+    // No longer live (stale, its process gone): taken over, and the late
+    // release of the run it was taken from leaves the new claim.
+    assert_eq!(
+        store
+            .claim_session("c.toml", &claim("run_b", "srv_b"), &gone)
+            .unwrap(),
+        None
+    );
+    assert!(
+        !store
+            .release_session_claim("c.toml", "chat-1", "run_a")
+            .unwrap()
+    );
+    assert_eq!(
+        store
+            .session_claim("c.toml", "chat-1")
+            .unwrap()
+            .map(|c| c.run_id),
+        Some("run_b".to_owned())
+    );
+    // A server that stops lets go of its instance's claims.
+    assert_eq!(store.release_session_claims("c.toml", "srv_b").unwrap(), 1);
+    assert_eq!(store.session_claim("c.toml", "chat-1").unwrap(), None);
+    assert!(
+        store
+            .release_session_claim("other.toml", "chat-1", "run_c")
+            .unwrap()
+    );
+}
