@@ -58,7 +58,7 @@ set edit:completion:arg-completer[chassis] = {|@words|
             cand --replay 'Answer model and tool calls from a recording; policy, approval and budget still run'
             cand --replay-fallback 'What a replay does for a call it has no recording of: fail the run (`error`) or make the call live (`live`)'
             cand --request-tools 'Tools this run brings with its request: a composition of `command` entries. The run gets its own candidate generation with them (the published one never changes) and is stamped with its digest (`chassis snapshot FILE --agent NAME --request-tools FILE` gives it)'
-            cand --session 'Continue (or start) the conversation NAME kept in the store (`--state`, else the default store): the model is sent its earlier turns, and this run becomes its next turn. `chassis serve` keeps its sessions in the same store, so one started there continues here. NAME is 1 to 128 of `A-Z a-z 0-9 . _ -`'
+            cand --session 'Continue (or start) the conversation NAME kept in the store (`--state`, else the default store): the model is sent its earlier turns, and this run becomes its next turn. `chassis serve` keeps its sessions in the same store, so one started there continues here. One turn at a time: while another process is taking a turn of NAME, this run is refused before it starts (exit 2, `run::session-busy`). NAME is 1 to 128 of `A-Z a-z 0-9 . _ -`'
             cand --format 'Output format: text, or json (one document with `format_version`; `schema` prints the JSON Schema itself); some commands also take markdown, dot or mermaid'
             cand --color 'When to colour diagnostics'
             cand --yes 'Approve every tool call that needs approval'

@@ -106,7 +106,9 @@ pub struct RunArgs {
     /// (`--state`, else the default store): the model is sent its earlier
     /// turns, and this run becomes its next turn. `chassis serve` keeps
     /// its sessions in the same store, so one started there continues
-    /// here. NAME is 1 to 128 of `A-Z a-z 0-9 . _ -`.
+    /// here. One turn at a time: while another process is taking a turn
+    /// of NAME, this run is refused before it starts (exit 2,
+    /// `run::session-busy`). NAME is 1 to 128 of `A-Z a-z 0-9 . _ -`.
     #[arg(long, value_name = "NAME")]
     pub session: Option<String>,
 }
