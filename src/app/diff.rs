@@ -10,10 +10,9 @@ use crate::engine::diff::{GenerationDiff, diff_snapshots};
 use crate::engine::leaf_diff::{LeafChange, changed_leaves};
 use crate::engine::parallel;
 use crate::engine::redact::REDACTED;
-use crate::engine::snapshot::parse_document;
 use crate::store::StoredGeneration;
 
-use super::error::{AppError, Problem};
+use super::error::AppError;
 use super::report::{Deferred, Reporter};
 use super::reuse::{NodeChange, node_changes};
 use super::state::{GenerationRef, StateStore, StoreSelection};
@@ -215,14 +214,7 @@ fn store_operand(
         Some(s) => s,
         None => store.insert(at.open()?),
     };
-    let g = opened.generation(operand, at.composition.as_ref())?;
-    let env = parse_document(&g.snapshot).map_err(|e| {
-        Problem::failure(format!(
-            "the snapshot of {operand} cannot be read: {}",
-            e.message
-        ))
-        .with_code("store::not-a-store")
-    })?;
+    let (g, env) = opened.generation_read_back(operand, at.composition.as_ref())?;
     Ok(Some((
         Operand {
             snapshot: env.snapshot,

@@ -131,11 +131,14 @@ impl AppError {
             AppError::Reconcile(ReconcileError::Cycle { .. }) => ErrorKind::Negative,
             AppError::Reconcile(_) => ErrorKind::Failure,
             // A store that is absent, from a newer chassis or not a store
-            // at all is found before anything runs.
+            // at all is found before anything runs; so is one whose
+            // contents are damaged (found on reading them, before anything
+            // is written or mounted).
             AppError::Store(
                 StoreError::Missing { .. }
                 | StoreError::FutureSchema { .. }
-                | StoreError::NotAStore { .. },
+                | StoreError::NotAStore { .. }
+                | StoreError::Damaged { .. },
             ) => ErrorKind::Input,
             AppError::Store(_) => ErrorKind::Failure,
             AppError::Interrupted(_) => ErrorKind::Interrupted,

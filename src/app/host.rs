@@ -231,6 +231,9 @@ impl Host {
             &ws.composition.host,
             Arc::clone(&caller.reporter),
         )?;
+        // The head is read (and so checked) before the store is written: a
+        // damaged one is refused as it was found (`store::damaged`).
+        let seed = store.seed()?;
         let instance = new_run_id().replacen("run_", "srv_", 1);
         store.hold(&crate::store::Holder {
             instance: instance.clone(),
@@ -249,7 +252,22 @@ impl Host {
                 "marked {interrupted} run(s) of a server that stopped without finishing them `interrupted`"
             );
         }
-        let seed = store.seed()?;
+        // A publish that committed before the hold moved the head on: read
+        // it again (a server that cannot, lets go of the lineage).
+        let seed = match store.still_current(&seed) {
+            Ok(true) => seed,
+            Ok(false) => match store.seed() {
+                Ok(seed) => seed,
+                Err(e) => {
+                    let _ = store.release(&instance);
+                    return Err(e);
+                }
+            },
+            Err(e) => {
+                let _ = store.release(&instance);
+                return Err(e);
+            }
+        };
         let (catalog, builtin) = super::mount::catalog(&options.file, &caller.redactor, &env);
         let harness = Harness::new(catalog, harness_options);
         let mut published = Published {

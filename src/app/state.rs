@@ -15,7 +15,9 @@ use crate::engine::canonical::Canon;
 use crate::engine::declared::config_leaves;
 use crate::engine::identity::GenerationId;
 use crate::engine::model::HostSettings;
-use crate::engine::snapshot::EnvelopeView;
+use crate::engine::snapshot::{
+    Envelope, EnvelopeView, SnapshotLoadError, SnapshotLoadReason, parse_document,
+};
 use crate::runtime::harness::{ConfigFingerprint, SeedNode, SeedState};
 use crate::runtime::{Generation, ReconcileReport};
 use crate::store::migrate::UNCLAIMED;
@@ -451,8 +453,61 @@ impl StateStore {
 
     /// The generation `text` names (`gen_0002` or `NAME:gen_0002`), in
     /// `composition`'s lineage when given. An unqualified id held by more
-    /// than one lineage is ambiguous: unusable input, naming them.
+    /// than one lineage is ambiguous: unusable input, naming them. Its
+    /// snapshot is read back as [`Self::generation_read_back`] does.
     pub fn generation(
+        &self,
+        text: &str,
+        composition: Option<&CompositionRef>,
+    ) -> Result<StoredGeneration, AppError> {
+        self.generation_read_back(text, composition).map(|(g, _)| g)
+    }
+
+    /// [`Self::generation`] and its snapshot read back: its record parsed
+    /// and hashed to the digests it was published with. A snapshot that
+    /// does not read back is a damaged store (`store::damaged`, exit 2),
+    /// as a chunk that fails its hash check is: every command that reads a
+    /// stored generation refuses it alike, and prints none of it.
+    pub fn generation_read_back(
+        &self,
+        text: &str,
+        composition: Option<&CompositionRef>,
+    ) -> Result<(StoredGeneration, Envelope), AppError> {
+        let g = self.stored_generation(text, composition)?;
+        let envelope = parse_document(&g.snapshot).map_err(|e| self.unreadable_snapshot(&g, &e))?;
+        Ok((g, envelope))
+    }
+
+    /// Why the snapshot of `g` does not read back, naming none of it (a
+    /// load error may quote a value).
+    fn unreadable_snapshot(&self, g: &StoredGeneration, e: &SnapshotLoadError) -> AppError {
+        let reason = match e.reason {
+            SnapshotLoadReason::FutureVersion => {
+                return Problem::input(format!(
+                    "the snapshot of {} in the store `{}` has a format version this chassis does not read",
+                    g.summary.id,
+                    self.path.display()
+                ))
+                .with_code(crate::engine::diag::Code::SnapshotFutureVersion.as_str())
+                .with_help("upgrade chassis to read it")
+                .into();
+            }
+            SnapshotLoadReason::MalformedVersion => "its `format_version` is malformed",
+            SnapshotLoadReason::Corrupted => {
+                "its record does not read back as a snapshot that hashes to its digests"
+            }
+        };
+        StoreError::Damaged {
+            path: self.path.display().to_string(),
+            lineage: g.summary.lineage.clone(),
+            generation: g.summary.id.clone(),
+            part: "snapshot",
+            reason: reason.to_owned(),
+        }
+        .into()
+    }
+
+    fn stored_generation(
         &self,
         text: &str,
         composition: Option<&CompositionRef>,

@@ -56,7 +56,8 @@ impl ApiProblem {
 
     /// A failed operation, scrubbed by `redactor`: unusable input is 400
     /// (an unknown agent 404), a refusal 422, a failure 500, an
-    /// interruption (the server is stopping) 503.
+    /// interruption (the server is stopping) 503; a damaged store
+    /// (`store::damaged`) is 500.
     pub fn from_app(e: &AppError, redactor: &Redactor) -> Self {
         let (status, default_code) = match e.kind() {
             ErrorKind::Input => (StatusCode::BAD_REQUEST, "serve::bad-request"),
@@ -74,6 +75,9 @@ impl ApiProblem {
             "serve::stopping" => StatusCode::SERVICE_UNAVAILABLE,
             "serve::session-busy" | "serve::session-agent" => StatusCode::CONFLICT,
             "serve::request-tools-disabled" => StatusCode::FORBIDDEN,
+            // The server's own store is damaged, not the request: a 500
+            // (the same code a terminal shows; a retry reads the same).
+            "store::damaged" => StatusCode::INTERNAL_SERVER_ERROR,
             _ => status,
         };
         Self {
@@ -105,7 +109,8 @@ impl ApiProblem {
         (status, code): (StatusCode, &'static str),
         detail: &str,
     ) -> Self {
-        if e.kind() != ErrorKind::Input {
+        // A store's own failure (a damaged one) is not about what was sent.
+        if e.kind() != ErrorKind::Input || matches!(e, AppError::Store(_)) {
             return Self::from_app(e, redactor);
         }
         let mut p = Self::from_app(e, redactor);

@@ -107,7 +107,9 @@ pub async fn generation(
         .map_err(|e| {
             // The id is not echoed (see `ApiProblem::about_sent`), nor what
             // the store holds besides.
-            if e.kind() == crate::app::ErrorKind::Input {
+            if e.kind() == crate::app::ErrorKind::Input
+                && !matches!(e, crate::app::AppError::Store(_))
+            {
                 ApiProblem::new(
                     StatusCode::NOT_FOUND,
                     "serve::unknown-generation",

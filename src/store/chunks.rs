@@ -95,9 +95,12 @@ pub enum ReadError<E> {
     /// A chunk it names is not stored.
     #[error("chunk {0} is missing")]
     Missing(String),
-    /// A chunk is not what its hash says, or not text.
-    #[error("chunk {0} is damaged")]
+    /// A chunk is not what its hash says.
+    #[error("chunk {0} fails its hash check")]
     Damaged(String),
+    /// A chunk (or the document it ends) is not UTF-8 text.
+    #[error("chunk {0} is not text")]
+    NotText(String),
     /// Fetching failed.
     #[error("{0}")]
     Fetch(E),
@@ -123,10 +126,10 @@ pub fn read<E>(
             continue;
         }
         let text =
-            std::str::from_utf8(&chunk.body).map_err(|_| ReadError::Damaged(hash.clone()))?;
+            std::str::from_utf8(&chunk.body).map_err(|_| ReadError::NotText(hash.clone()))?;
         stack.extend(text.lines().rev().map(str::to_owned));
     }
-    String::from_utf8(out).map_err(|_| ReadError::Damaged(root.to_owned()))
+    String::from_utf8(out).map_err(|_| ReadError::NotText(root.to_owned()))
 }
 
 /// The lines of `text`, each with its `\n` (the last may lack one).

@@ -324,10 +324,19 @@ pub fn read_document(
         .map_err(chunks::ReadError::Fetch)?;
     chunks::read(root, &mut |hash| {
         stmt.query_row(params![hash], |r| {
-            Ok(chunks::Chunk {
-                level: u8::try_from(r.get::<_, i64>(0)?).unwrap_or(u8::MAX),
-                body: r.get(1)?,
-            })
+            // Whatever the row holds is read as it is: a level or body of
+            // another type (a body edited into text) then fails the hash
+            // check, as a damaged chunk, rather than the read.
+            use rusqlite::types::ValueRef;
+            let level = match r.get_ref(0)? {
+                ValueRef::Integer(n) => u8::try_from(n).unwrap_or(u8::MAX),
+                _ => u8::MAX,
+            };
+            let body = match r.get_ref(1)? {
+                ValueRef::Blob(b) | ValueRef::Text(b) => b.to_vec(),
+                _ => Vec::new(),
+            };
+            Ok(chunks::Chunk { level, body })
         })
         .optional()
     })

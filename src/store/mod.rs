@@ -83,6 +83,26 @@ pub enum StoreError {
         /// Why.
         reason: String,
     },
+    /// What a chassis store holds is damaged: a chunk that fails its hash
+    /// check or is missing, a stored document that does not read back.
+    /// Found on reading; nothing is written to such a store.
+    #[error(
+        "the store `{path}` is damaged: the {part} of {generation} ({}): {reason}",
+        shown_lineage(lineage)
+    )]
+    Damaged {
+        /// Path.
+        path: String,
+        /// The lineage the generation belongs to (as stored; empty for the
+        /// unclaimed history of a migrated store).
+        lineage: String,
+        /// The generation (`gen_0002`).
+        generation: String,
+        /// What of it is damaged: `snapshot`, `nodes`, `impact`, `agents`.
+        part: &'static str,
+        /// How, naming no contents (a chunk's hash, a line and column).
+        reason: String,
+    },
     /// Another publish won the race.
     #[error(
         "the store moved on while publishing: expected the current generation to be {expected}, found {found}"
@@ -110,6 +130,7 @@ impl StoreError {
             StoreError::Missing { .. } => "store::missing",
             StoreError::FutureSchema { .. } => "store::future-schema",
             StoreError::NotAStore { .. } => "store::not-a-store",
+            StoreError::Damaged { .. } => "store::damaged",
             StoreError::Conflict { .. } => "store::conflict",
             StoreError::Backend { .. } => "store::backend",
         }
@@ -125,11 +146,38 @@ impl StoreError {
             StoreError::NotAStore { .. } => Some(
                 "point `--state` (or `[store] path`) at a chassis store, or at a path where none is yet for a new one; chassis never writes over what is there",
             ),
+            StoreError::Damaged { .. } => Some(
+                "restore the store from a backup, or publish into a fresh store with `--state NEW_PATH`; chassis changes nothing in a damaged store",
+            ),
             StoreError::Conflict { .. } => {
                 Some("another publish committed first; run publish again")
             }
             _ => None,
         }
+    }
+}
+
+/// How a lineage is named in a message: its name, or what the unclaimed
+/// history of a migrated store is.
+fn shown_lineage(name: &str) -> String {
+    if name.is_empty() {
+        "from before lineages".to_owned()
+    } else {
+        format!("composition `{name}`")
+    }
+}
+
+/// Why a stored JSON document does not read back as `what` (`a
+/// snapshot`), naming no contents: serde's own message may quote a value
+/// (`invalid type: string "…"`), so only its category and position are
+/// kept. `line` is the line of a document read one line at a time.
+pub fn unreadable_json(e: &serde_json::Error, what: &str, line: Option<usize>) -> String {
+    use serde_json::error::Category;
+    let at = format!("line {}, column {}", line.unwrap_or(e.line()), e.column());
+    match e.classify() {
+        Category::Syntax | Category::Eof => format!("it is not JSON at {at}"),
+        Category::Data => format!("it does not have the shape of {what} at {at}"),
+        Category::Io => format!("it cannot be read at {at}"),
     }
 }
 

@@ -22,7 +22,7 @@ use super::migrate::{self, Documents, UNCLAIMED};
 use super::{
     GenerationSummary, Head, Holder, LineageSummary, NewRun, OpenMode, PublishRecord, SessionClaim,
     Store, StoreError, StoredGeneration, StoredImpact, StoredNode, StoredRun, StoredSession,
-    fingerprint_fn, now_rfc3339,
+    fingerprint_fn, now_rfc3339, unreadable_json,
 };
 use crate::engine::identity::GenerationId;
 use crate::runtime::harness::{ConfigFingerprint, SeedNode};
@@ -354,24 +354,72 @@ impl SqliteStore {
             .map_err(|e| self.backend(e))
     }
 
-    /// The text of the chunk tree at `root`.
-    fn document(&self, root: &str, what: &str) -> Result<String, StoreError> {
+    /// `part` of generation `g` is damaged (see [`StoreError::Damaged`]).
+    fn damaged(
+        &self,
+        g: &GenerationSummary,
+        part: &'static str,
+        reason: impl Into<String>,
+    ) -> StoreError {
+        StoreError::Damaged {
+            path: self.path.display().to_string(),
+            lineage: g.lineage.clone(),
+            generation: g.id.clone(),
+            part,
+            reason: reason.into(),
+        }
+    }
+
+    /// The text of the chunk tree at `root`: `part` of generation `g`.
+    fn document(
+        &self,
+        root: &str,
+        g: &GenerationSummary,
+        part: &'static str,
+    ) -> Result<String, StoreError> {
         migrate::read_document(&self.conn, root).map_err(|e| match e {
             chunks::ReadError::Fetch(e) => self.backend(e),
-            other => self.not_a_store(format!("{what}: {other}")),
+            other => self.damaged(g, part, other.to_string()),
         })
     }
 
     fn full(&self, row: Row) -> Result<StoredGeneration, StoreError> {
-        let what = |part: &str| format!("the {part} of {}", row.summary.id);
-        let snapshot = self.document(&row.snapshot_root, &what("snapshot"))?;
-        let snapshot = serde_json::from_str(&snapshot)
-            .map_err(|e| self.not_a_store(format!("{}: {e}", what("snapshot"))))?;
-        let mut nodes = self.lines::<StoredNode>(&row.nodes_root, &what("nodes"))?;
+        let g = &row.summary;
+        let snapshot = self.document(&row.snapshot_root, g, "snapshot")?;
+        let snapshot: serde_json::Value = serde_json::from_str(&snapshot)
+            .map_err(|e| self.damaged(g, "snapshot", unreadable_json(&e, "a snapshot", None)))?;
+        // The envelope's digests are the generation's (what was published
+        // as it): a cheap check that the document is this generation's
+        // and whole (a reader that needs its record checks it hashes to
+        // them, see `parse_document`).
+        let digests = snapshot.get("digests");
+        let digest = |key: &str| digests.and_then(|d| d.get(key)).and_then(|v| v.as_str());
+        if digest("digest") != Some(g.digest.as_str())
+            || digest("semantic_digest") != Some(g.semantic_digest.as_str())
+            || digest("physical_digest") != Some(row.physical_digest.as_str())
+        {
+            return Err(self.damaged(
+                g,
+                "snapshot",
+                "its digests are not the ones the generation was published with",
+            ));
+        }
+        let mut nodes = self.lines::<StoredNode>(&row.nodes_root, g, "nodes", "a node")?;
+        if nodes.len() != g.nodes {
+            return Err(self.damaged(
+                g,
+                "nodes",
+                format!(
+                    "{} are listed where the generation was published with {}",
+                    nodes.len(),
+                    g.nodes
+                ),
+            ));
+        }
         // Kept by entry id (`StoredGeneration::node` searches them).
         nodes.sort_by(|a, b| a.entry_id.cmp(&b.entry_id));
         let impact = migrate::with_implied(
-            self.lines::<StoredImpact>(&row.impact_root, &what("impact"))?,
+            self.lines::<StoredImpact>(&row.impact_root, g, "impact", "an impact row")?,
             &nodes,
         );
         Ok(StoredGeneration {
@@ -383,15 +431,20 @@ impl SqliteStore {
         })
     }
 
+    /// `part` of generation `g`, one `what` per line.
     fn lines<T: serde::de::DeserializeOwned>(
         &self,
         root: &str,
+        g: &GenerationSummary,
+        part: &'static str,
         what: &str,
     ) -> Result<Vec<T>, StoreError> {
-        self.document(root, what)?
+        self.document(root, g, part)?
             .lines()
-            .map(|line| {
-                serde_json::from_str(line).map_err(|e| self.not_a_store(format!("{what}: {e}")))
+            .enumerate()
+            .map(|(i, line)| {
+                serde_json::from_str(line)
+                    .map_err(|e| self.damaged(g, part, unreadable_json(&e, what, Some(i + 1))))
             })
             .collect()
     }
@@ -753,9 +806,8 @@ impl Store for SqliteStore {
         let Some((id, row)) = self.latest_row(lineage)? else {
             return Ok(None);
         };
-        let what = |part: &str| format!("the {part} of {}", row.summary.id);
         let mut nodes: Vec<SeedNode> = self
-            .lines::<super::SeedRow>(&row.nodes_root, &what("nodes"))?
+            .lines::<super::SeedRow>(&row.nodes_root, &row.summary, "nodes", "a node")?
             .into_iter()
             .map(SeedNode::from)
             .collect();
@@ -772,7 +824,13 @@ impl Store for SqliteStore {
         let agents = agents
             .map(|a| serde_json::from_str(&a))
             .transpose()
-            .map_err(|e| self.not_a_store(format!("{}: {e}", what("agents"))))?;
+            .map_err(|e| {
+                self.damaged(
+                    &row.summary,
+                    "agents",
+                    unreadable_json(&e, "a list of agents", None),
+                )
+            })?;
         Ok(Some(Head {
             summary: row.summary,
             nodes,

@@ -7,7 +7,10 @@ fn record(seq: u64, expected: Option<u64>) -> PublishRecord {
     PublishRecord {
         generation_id: GenerationId::from_sequence(seq),
         expected_current: expected.map(GenerationId::from_sequence),
-        snapshot: "{\n\"format_version\": 1\n}".into(),
+        // Its digests are the record's (a store checks they are).
+        snapshot: format!(
+            "{{\n\"digests\": {{\n\"digest\": \"d{seq}\",\n\"physical_digest\": \"p\",\n\"semantic_digest\": \"s\"\n}},\n\"format_version\": 1\n}}"
+        ),
         agents: None,
         digests: Digests {
             digest: format!("d{seq}"),
@@ -460,4 +463,41 @@ fn a_session_turn_is_claimed_once_until_let_go_or_no_longer_live() {
             .release_session_claim("other.toml", "chat-1", "run_c")
             .unwrap()
     );
+}
+
+#[test]
+fn damaged_contents_are_a_damaged_store_naming_the_generation_and_part() {
+    let dir = tempfile::tempdir().unwrap();
+    let path = dir.path().join("s.db");
+    let mut store = open(&path, OpenMode::Create).unwrap();
+    store.publish("c.toml", record(1, None)).unwrap();
+    drop(store);
+    let conn = rusqlite::Connection::open(&path).unwrap();
+    let nodes: String = conn
+        .query_row("SELECT nodes_root FROM generations", [], |r| r.get(0))
+        .unwrap();
+    conn.execute(
+        "UPDATE chunks SET body = CAST(body || ' ' AS BLOB) WHERE hash = ?1",
+        [&nodes],
+    )
+    .unwrap();
+    drop(conn);
+    let store = open(&path, OpenMode::ReadOnly).unwrap();
+    let id = GenerationId::from_sequence(1);
+    for err in [
+        store.generation("c.toml", &id).unwrap_err(),
+        store.head("c.toml").unwrap_err(),
+    ] {
+        assert_eq!(err.code(), "store::damaged", "{err}");
+        assert!(
+            matches!(&err, StoreError::Damaged { lineage, generation, part: "nodes", .. }
+                if lineage == "c.toml" && generation == "gen_0001"),
+            "{err:?}"
+        );
+        assert!(
+            err.to_string()
+                .contains(&format!("chunk {nodes} fails its hash check")),
+            "{err}"
+        );
+    }
 }

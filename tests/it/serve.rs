@@ -1713,3 +1713,109 @@ fn a_session_past_its_ttl_is_forgotten() {
         out.stderr
     );
 }
+
+#[test]
+fn a_damaged_generation_is_a_500_store_damaged_and_a_damaged_head_stops_serve_with_exit_2() {
+    use crate::store::{DAMAGE_CANARY, damage_snapshot_record, roots};
+    let (dir, file) = workspace();
+    let original = std::fs::read_to_string(&file).unwrap();
+    let publish = |what: &str| {
+        let r = crate::harness::run_in(dir.path(), &["publish", "serve.toml"], &[]);
+        assert_eq!(r.code, 0, "{what}: {}", r.transcript());
+    };
+    publish("gen_0001");
+    save(&file, &original.replace("It has 3 words.", "Three words."));
+    publish("gen_0002");
+    let state = dir.path().join(".chassis/state.db");
+    // gen_0001's snapshot no longer hashes to its digests.
+    let rows = |conn: &rusqlite::Connection| -> Vec<(i64, String, String)> {
+        conn.prepare(
+            "SELECT sequence, snapshot_root, nodes_root FROM generations ORDER BY sequence",
+        )
+        .unwrap()
+        .query_map([], |r| Ok((r.get(0)?, r.get(1)?, r.get(2)?)))
+        .unwrap()
+        .map(Result::unwrap)
+        .collect()
+    };
+    let before = {
+        let conn = rusqlite::Connection::open(&state).unwrap();
+        damage_snapshot_record(&conn, 1);
+        rows(&conn)
+    };
+    let server = Server::start(dir.path(), "serve.toml", &["--no-watch"]);
+    let c = client();
+    runtime().block_on(async {
+        for path in [
+            "/v1/generations/gen_0001",
+            "/v1/diff?from=gen_0001&to=gen_0002",
+            "/v1/explain/reuse?from=gen_0001&to=gen_0002&entry=model",
+        ] {
+            let r = c.get(server.url(path)).send().await.unwrap();
+            let status = r.status().as_u16();
+            let ct = r.headers()["content-type"].to_str().unwrap().to_owned();
+            let body = r.text().await.unwrap();
+            assert_eq!(status, 500, "{path}: {body}");
+            assert_eq!(ct, "application/problem+json", "{path}");
+            let problem: Value = serde_json::from_str(&body).unwrap();
+            assert_eq!(problem["code"], "store::damaged", "{path}: {problem}");
+            assert_eq!(problem["status"], 500, "{path}: {problem}");
+            let detail = problem["detail"].as_str().unwrap();
+            assert!(
+                detail.contains("is damaged: the snapshot of gen_0001 (composition `serve.toml`)"),
+                "{path}: {problem}"
+            );
+            assert!(
+                problem["help"][0]
+                    .as_str()
+                    .unwrap()
+                    .contains("restore the store from a backup"),
+                "{path}: {problem}"
+            );
+            assert!(!body.contains(DAMAGE_CANARY), "{path}: {body}");
+        }
+        // The server goes on serving the current generation.
+        let (status, one) = get(&c, &server.url("/v1/generations/gen_0002")).await;
+        assert_eq!(status, 200, "{one}");
+        let (status, _, doc) = post(
+            &c,
+            &server.url("/v1/agents/assistant/runs"),
+            &json!({"input": "hello"}),
+        )
+        .await;
+        assert_eq!(status, 200, "{doc}");
+    });
+    let (code, stderr) = server.stop(nix::sys::signal::Signal::SIGTERM);
+    assert_eq!(code, 0, "{stderr}");
+    assert!(!stderr.contains(DAMAGE_CANARY), "{stderr}");
+    let conn = rusqlite::Connection::open(&state).unwrap();
+    assert_eq!(
+        rows(&conn),
+        before,
+        "the generations were left as they were"
+    );
+
+    // A damaged current generation: serve reads it before it listens, and
+    // stops as every command does (exit 2, `store::damaged`).
+    let (_, nodes) = roots(&conn, 2);
+    conn.execute("UPDATE chunks SET body = X'00' WHERE hash = ?1", [&nodes])
+        .unwrap();
+    drop(conn);
+    let damaged = std::fs::read(&state).unwrap();
+    let out = command(dir.path(), "serve.toml", &["--no-watch"])
+        .args(["--listen", "127.0.0.1:0"])
+        .output()
+        .unwrap();
+    let stderr = String::from_utf8_lossy(&out.stderr);
+    assert_eq!(out.status.code(), Some(2), "{stderr}");
+    assert!(
+        stderr.contains(
+            "error[store::damaged]: the store `.chassis/state.db` is damaged: the nodes of gen_0002"
+        ),
+        "{stderr}"
+    );
+    assert!(
+        std::fs::read(&state).unwrap() == damaged,
+        "serve wrote to it"
+    );
+}

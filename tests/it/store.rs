@@ -1121,3 +1121,216 @@ fn a_store_its_reader_may_not_write_is_read() {
         std::fs::set_permissions(&store, std::fs::Permissions::from_mode(0o755)).unwrap();
     }
 }
+
+/// What `chassis` writes when a document of a stored generation does not
+/// read back: in no output.
+pub(crate) const DAMAGE_CANARY: &str = "sk-canary-damaged-5e1f0a";
+
+/// The roots of generation `sequence`'s snapshot and nodes in the store
+/// at `state`.
+pub(crate) fn roots(conn: &rusqlite::Connection, sequence: i64) -> (String, String) {
+    conn.query_row(
+        "SELECT snapshot_root, nodes_root FROM generations WHERE sequence = ?1",
+        [sequence],
+        |r| Ok((r.get(0)?, r.get(1)?)),
+    )
+    .unwrap()
+}
+
+/// The text of the chunk tree at `root`.
+pub(crate) fn stored_text(conn: &rusqlite::Connection, root: &str) -> String {
+    chassis::store::chunks::read::<rusqlite::Error>(root, &mut |hash| {
+        conn.query_row(
+            "SELECT level, body FROM chunks WHERE hash = ?1",
+            [hash],
+            |r| {
+                Ok(Some(chassis::store::chunks::Chunk {
+                    level: r.get(0)?,
+                    body: r.get(1)?,
+                }))
+            },
+        )
+    })
+    .unwrap()
+}
+
+/// Store `text` as a chunk tree whose chunks pass their hash check (what
+/// a document damaged before it was cut looks like); its root.
+pub(crate) fn put_text(conn: &rusqlite::Connection, text: &str) -> String {
+    chassis::store::chunks::write::<rusqlite::Error>(text, &mut |hash, chunk| {
+        conn.execute(
+            "INSERT OR IGNORE INTO chunks (hash, level, body) VALUES (?1, ?2, ?3)",
+            rusqlite::params![hash, chunk.level, chunk.body],
+        )
+        .map(|_| ())
+    })
+    .unwrap()
+}
+
+/// Give the snapshot of generation `sequence` a record that no longer
+/// hashes to its digests (its `config_hash` is the canary), its chunks
+/// passing their hash check.
+pub(crate) fn damage_snapshot_record(conn: &rusqlite::Connection, sequence: i64) {
+    let (snapshot, _) = roots(conn, sequence);
+    let text = stored_text(conn, &snapshot);
+    let key = "\"config_hash\": \"";
+    let at = text.find(key).unwrap() + key.len();
+    let text = format!("{}{DAMAGE_CANARY}{}", &text[..at], &text[at + 64..]);
+    let root = put_text(conn, &text);
+    conn.execute(
+        "UPDATE generations SET snapshot_root = ?1 WHERE sequence = ?2",
+        rusqlite::params![root, sequence],
+    )
+    .unwrap();
+}
+
+/// `flat(dsn)` with an agent, so `run` reads the store too.
+fn flat_with_agent(dsn: &str) -> String {
+    format!(
+        "{}\n[entries.model]\nplugin = \"scripted\"\nconfig.repeat_last = true\n\
+         [[entries.model.config.turns]]\ntext = \"hi\"\n\
+         [agents.a]\nprompt = \"p\"\n",
+        flat(dsn)
+    )
+}
+
+#[test]
+fn damaged_contents_of_a_store_are_refused_alike_by_every_command_that_reads_them() {
+    // A real chassis store whose contents are damaged — a chunk that
+    // fails its hash check, a node list or a snapshot that does not read
+    // back — is one error for every command that reads them: exit 2,
+    // `store::damaged`, the store, the composition, the generation and
+    // what of it is damaged, never its contents; nothing is written.
+    let w = Workspace::new();
+    w.write(&flat_with_agent("postgres://a"));
+    assert_eq!(w.run(&["publish", "c.toml"]).code, 0);
+    w.write(&flat_with_agent("postgres://b"));
+    assert_eq!(w.run(&["publish", "c.toml"]).code, 0);
+    let pristine = std::fs::read(w.state()).unwrap();
+    // A change to publish: what `publish`, `plan` and `run` would do.
+    w.write(&flat_with_agent("postgres://c"));
+    let reading: [&[&str]; 3] = [
+        &["generations", "show", "gen_0002"],
+        &["diff", "generations", "gen_0001", "gen_0002"],
+        &["explain", "reuse", "gen_0001", "gen_0002", "db"],
+    ];
+    let seeded: [&[&str]; 3] = [
+        &["publish", "c.toml"],
+        &["plan", "c.toml"],
+        &[
+            "run",
+            "c.toml",
+            "--state",
+            ".chassis/state.db",
+            "--input",
+            "x",
+        ],
+    ];
+    type Damage = fn(&rusqlite::Connection);
+    let damages: [(&str, Damage, &str, bool); 4] = [
+        (
+            // A chunk of gen_0002's nodes whose bytes changed.
+            "a chunk",
+            |c| {
+                let (_, nodes) = roots(c, 2);
+                c.execute(
+                    "UPDATE chunks SET body = body || X'20' WHERE hash = ?1",
+                    [&nodes],
+                )
+                .unwrap();
+            },
+            "the nodes of gen_0002 (composition `c.toml`): chunk ",
+            true,
+        ),
+        (
+            // A chunk of gen_0002's nodes that is gone.
+            "a missing chunk",
+            |c| {
+                let (_, nodes) = roots(c, 2);
+                c.execute("DELETE FROM chunks WHERE hash = ?1", [&nodes])
+                    .unwrap();
+            },
+            "the nodes of gen_0002 (composition `c.toml`): chunk ",
+            true,
+        ),
+        (
+            // A node whose mount is a string: serde would quote it.
+            "a node list",
+            |c| {
+                let (_, nodes) = roots(c, 2);
+                let text = stored_text(c, &nodes).replacen(
+                    "\"mount\":1,",
+                    &format!("\"mount\":\"{DAMAGE_CANARY}\","),
+                    1,
+                );
+                let root = put_text(c, &text);
+                c.execute(
+                    "UPDATE generations SET nodes_root = ?1 WHERE sequence = 2",
+                    [&root],
+                )
+                .unwrap();
+            },
+            "the nodes of gen_0002 (composition `c.toml`): it does not have the shape of a node at line ",
+            true,
+        ),
+        (
+            // A snapshot whose record no longer hashes to its digests:
+            // `diff` found it and failed (exit 3, another message).
+            "a snapshot",
+            |c| damage_snapshot_record(c, 2),
+            "the snapshot of gen_0002 (composition `c.toml`): its record does not read back",
+            false,
+        ),
+    ];
+    for (kind, damage, says, head) in damages {
+        std::fs::write(w.state(), &pristine).unwrap();
+        {
+            let conn = rusqlite::Connection::open(w.state()).unwrap();
+            damage(&conn);
+        }
+        let damaged = std::fs::read(w.state()).unwrap();
+        assert!(damaged != pristine, "{kind}");
+        let mut commands: Vec<&[&str]> = reading.to_vec();
+        if head {
+            commands.extend(seeded);
+        }
+        for command in commands {
+            let r = w.run(command);
+            assert_eq!(r.code, 2, "{kind} {command:?}: {}", r.transcript());
+            assert!(
+                r.stderr.contains(&format!(
+                    "error[store::damaged]: the store `.chassis/state.db` is damaged: {says}"
+                )) && r.stderr.contains("help: restore the store from a backup")
+                    && r.stderr.contains("--state NEW_PATH"),
+                "{kind} {command:?}: {}",
+                r.transcript()
+            );
+            let mut json = vec!["--format", "json"];
+            json.extend(command);
+            let r = w.run(&json);
+            assert_eq!(r.code, 2, "{kind} {command:?}: {}", r.transcript());
+            let d = last_diagnostic(&r);
+            assert_eq!(d["code"], "store::damaged", "{kind} {command:?}: {d}");
+            assert_eq!(d["help"].as_array().map(Vec::len), Some(1), "{d}");
+            for out in [&r.stdout, &r.stderr] {
+                assert!(!out.contains(DAMAGE_CANARY), "{kind} {command:?}: {out}");
+                assert!(!out.contains("postgres://"), "{kind} {command:?}: {out}");
+            }
+            assert!(
+                std::fs::read(w.state()).unwrap() == damaged,
+                "{kind} {command:?} wrote to the store"
+            );
+            for side in ["state.db-wal", "state.db-shm", "state.db-journal"] {
+                assert!(
+                    !w.path().join(".chassis").join(side).exists(),
+                    "{kind} {command:?}: {side}"
+                );
+            }
+        }
+    }
+    // The same store, undamaged, reads.
+    std::fs::write(w.state(), &pristine).unwrap();
+    for command in reading {
+        assert_eq!(w.run(command).code, 0, "{command:?}");
+    }
+}
