@@ -812,9 +812,13 @@ impl Host {
                     tools,
                 )
                 .map_err(|e| {
+                    // Naming no tool: the names are the client's text.
                     AppError::from(
-                        Problem::input(format!("the request's tools cannot join: {e}"))
-                            .with_code("serve::bad-request-tools"),
+                        Problem::input(format!(
+                            "the request's tools cannot join: {}",
+                            e.unquoted()
+                        ))
+                        .with_code("serve::bad-request-tools"),
                     )
                 })?
             }

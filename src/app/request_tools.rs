@@ -55,8 +55,59 @@ pub fn load_file(
         path,
         BuiltinEnv::new(super::workspace::base_dir(path)),
         env,
+        BroughtBy::File,
         reporter,
     )
+}
+
+/// Where a request's tools come from: what their diagnostics may quote.
+#[derive(Clone, Copy, PartialEq, Eq)]
+enum BroughtBy {
+    /// A file of the user's own (`--request-tools FILE`): its diagnostics
+    /// quote it, as a composition's do.
+    File,
+    /// A client of `chassis serve`: its diagnostics quote nothing it sent
+    /// (see [`unquoted`]).
+    Client,
+}
+
+/// How a request's tools are written, for a client that sent something
+/// else (the accepted shape, quoting nothing it sent).
+const SHAPE_HELP: &str = "a request's tools are TOML: `version = 1`, then one `[entries.ID]` table per program with `plugin = \"command\"` and its `[[entries.ID.config.tools]]` (`name`, `description`, `args`, `argv`, …), as a `--request-tools` file";
+
+/// `d` as a client that sent the text it is about may see it: its code,
+/// severity and places (file, line and column), with the code's own
+/// description for a message and label texts and help only where they are
+/// the format's own words — the type a value must have (`expected a
+/// string`), the keys a table accepts (`expected one of …`, `did you mean
+/// …?`, both from the format's fixed lists), the command that prints a
+/// built-in kind's configuration schema. The loader's messages quote
+/// what they are about (``unknown key `…` in `entries.…` ``, an entry id, a
+/// value): a reply that echoed a client's text — or redacted it — would
+/// tell a client its guess is a secret's value, or is not.
+fn unquoted(d: &Diagnostic) -> Diagnostic {
+    let own_words = |message: &str| match d.code {
+        Code::WrongType | Code::UnknownKey => message.to_owned(),
+        _ => String::new(),
+    };
+    Diagnostic {
+        code: d.code,
+        severity: d.severity,
+        message: d.code.description().to_owned(),
+        labels: d
+            .labels
+            .iter()
+            .map(|l| crate::engine::diag::Label {
+                origin: l.origin,
+                message: own_words(&l.message),
+                primary: l.primary,
+            })
+            .collect(),
+        help: match d.code {
+            Code::UnknownKey | Code::BadConfig => d.help.clone(),
+            _ => Vec::new(),
+        },
+    }
 }
 
 /// The tools a request to `chassis serve` brings: `text` in the format of
@@ -80,17 +131,19 @@ pub fn load_request(
         Path::new(NAME),
         BuiltinEnv::new(base_dir),
         &RunEnv::default(),
+        BroughtBy::Client,
         reporter,
     )?;
     file.from_client = true;
-    if let Some((id, _)) = file
+    // The entry is not named: its id is the client's text.
+    if file
         .entries
         .iter()
-        .find(|(_, c)| c.cwd.is_some() || !c.env.is_empty())
+        .any(|(_, c)| c.cwd.is_some() || !c.env.is_empty())
     {
-        return Err(super::error::Problem::input(format!(
-            "the request-tools entry `{id}` sets `cwd` or `env`"
-        ))
+        return Err(super::error::Problem::input(
+            "a request-tools entry sets `cwd` or `env`",
+        )
         .with_help("a request's tools run in the composition's folder with none of the server's environment; leave both out")
         .into());
     }
@@ -102,9 +155,16 @@ fn from_loaded(
     path: &Path,
     base: BuiltinEnv,
     env: &RunEnv,
+    from: BroughtBy,
     reporter: &dyn Reporter,
 ) -> Result<RequestToolsFile, AppError> {
-    let mut diagnostics = loaded.diagnostics.clone();
+    let client = from == BroughtBy::Client;
+    // What the file says of itself, named where it is the user's own.
+    let named = |unnamed: &str, named: String| if client { unnamed.to_owned() } else { named };
+    let mut diagnostics = match from {
+        BroughtBy::File => loaded.diagnostics.clone(),
+        BroughtBy::Client => loaded.diagnostics.iter().map(unquoted).collect(),
+    };
     let mut entries = Vec::new();
     let mut config = std::collections::BTreeMap::new();
     if let Some(mut c) = loaded.composition.clone() {
@@ -112,7 +172,10 @@ fn from_loaded(
         for a in c.agents.values() {
             diagnostics.push(refuse(
                 Code::RequestToolsKind,
-                format!("agent `{}` in a request-tools file", a.name),
+                named(
+                    "an agent in a request-tools file",
+                    format!("agent `{}` in a request-tools file", a.name),
+                ),
                 a.origin,
             ));
         }
@@ -123,7 +186,10 @@ fn from_loaded(
         {
             diagnostics.push(refuse(
                 Code::RequestToolsKind,
-                format!("scope `{}` in a request-tools file", s.path),
+                named(
+                    "a scope in a request-tools file",
+                    format!("scope `{}` in a request-tools file", s.path),
+                ),
                 s.origin,
             ));
         }
@@ -139,7 +205,10 @@ fn from_loaded(
                 diagnostics.push(
                     Diagnostic::error(
                         Code::RequestToolsKind,
-                        format!("the request-tools entry `{id}` is not a `command` entry"),
+                        named(
+                            "a request-tools entry that is not a `command` entry",
+                            format!("the request-tools entry `{id}` is not a `command` entry"),
+                        ),
                     )
                     .at(entry.origin, "a request brings command tools")
                     .with_help("write `plugin = \"command\"` with `config.tools`"),
@@ -167,10 +236,16 @@ fn from_loaded(
         });
     }
     if loaded.composition.is_none() || diagnostics.iter().any(Diagnostic::is_error) {
-        return Err(AppError::input(format!(
+        let problem = super::error::Problem::input(format!(
             "could not load the request tools `{}`",
             path.display()
-        )));
+        ));
+        return Err(if client {
+            problem.with_help(SHAPE_HELP)
+        } else {
+            problem
+        }
+        .into());
     }
     Ok(RequestToolsFile {
         from_client: false,
@@ -202,7 +277,17 @@ impl RequestToolsFile {
         let mut tools = Vec::new();
         for (id, config) in &self.entries {
             let cwd = crate::plugins::command::working_dir(&self.base, config.cwd.as_deref())
-                .map_err(|e| AppError::input(format!("request-tools entry `{id}`: {e}")))?;
+                .map_err(|e| {
+                    // A client's entry id is not quoted (nor its `cwd`,
+                    // which it may not set).
+                    AppError::input(if self.from_client {
+                        format!(
+                            "a request-tools entry cannot start in the composition's folder: {e}"
+                        )
+                    } else {
+                        format!("request-tools entry `{id}`: {e}")
+                    })
+                })?;
             let env = crate::process::allowed_env(&config.env);
             for spec in &config.tools {
                 let mut policy = spec.policy.clone();

@@ -54,6 +54,33 @@ pub enum RequestToolsError {
     Snapshot(String),
 }
 
+impl RequestToolsError {
+    /// What went wrong, naming no tool, agent or value: for a client of
+    /// `chassis serve`, whose tool names are its own text (a reply that
+    /// echoed one, or redacted it, would tell it whether its guess is a
+    /// secret's value).
+    pub fn unquoted(&self) -> &'static str {
+        match self {
+            RequestToolsError::UnknownAgent(_) => "the agent is not in the composition",
+            RequestToolsError::ReservedEntry => {
+                "the composition has its own entry `request-tools`; that id holds a request's tools"
+            }
+            RequestToolsError::Duplicate(_) => {
+                "a tool the request brings has the name of another tool (the composition's, or another of the request's); tool names are unique in a generation"
+            }
+            RequestToolsError::InvalidName(_) => {
+                "a tool the request brings does not have a valid tool name"
+            }
+            RequestToolsError::Hidden { .. } => {
+                "a tool the request brings would be hidden from the agent by a scope tool view on its path; request tools join the agent's view only"
+            }
+            RequestToolsError::Snapshot(_) => {
+                "the request's candidate generation cannot be snapshotted"
+            }
+        }
+    }
+}
+
 /// What a request's tools are, as the snapshot sees them: their contracts,
 /// the permissions their policies use, and a configuration that identifies
 /// what they run (argv, environment names, policies: it enters

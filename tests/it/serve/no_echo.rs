@@ -6,7 +6,7 @@
 use super::*;
 
 /// Not the canary: one character off.
-const NEAR_MISS: &str = "sk-canary-serve-4d8e19b8";
+pub(super) const NEAR_MISS: &str = "sk-canary-serve-4d8e19b8";
 
 #[test]
 fn a_secret_and_a_wrong_guess_get_the_same_problem_and_neither_is_echoed() {

@@ -164,3 +164,159 @@ fn a_request_brings_tools_only_where_the_server_allows_them() {
         );
     });
 }
+
+/// The diagnostics of a client's own `request_tools` text name where (line
+/// and column), what the format expects (a type, the accepted keys) and a
+/// stable code — never a key, table name or value it sent: echoed, or
+/// redacted, one would tell a client whether its guess is a secret's
+/// value. Nor does the server's log, at any verbosity.
+#[test]
+fn request_tools_diagnostics_quote_nothing_the_client_sent() {
+    let (dir, file) = workspace_that_shouts();
+    // The canary is a secret the served generation resolved.
+    with_canary_secret(&file);
+    // `{}` is where the value sent goes.
+    let tools = [
+        // Unknown keys: at the top, in an entry, in a tool.
+        "version = 1\n{} = 1\n".to_owned(),
+        SHOUT.replace("plugin = \"command\"", "plugin = \"command\"\n{} = true"),
+        SHOUT.replace("timeout_seconds = 5", "timeout_seconds = 5\n{} = 1"),
+        SHOUT.replace("[entries.shouter]", "[entries.shouter]\nconfig.{} = 1"),
+        // Table names: an entry, an agent, a scope, a plugin.
+        format!("{SHOUT}\n[entries.{{}}]\nplugin = \"scripted\"\n"),
+        format!("{SHOUT}\n[entries.{{}}]\nplugin = \"nope\"\n"),
+        format!("{SHOUT}\n[agents.{{}}]\nprompt = \"x\"\n"),
+        format!("{SHOUT}\n[scopes.\"/{{}}\"]\n"),
+        format!("{SHOUT}\n[plugins.{{}}]\nversion = 1\n"),
+        SHOUT.replace("shouter", "{}").replace(
+            "plugin = \"command\"",
+            "plugin = \"command\"\nconfig.cwd = \"/\"",
+        ),
+        // Values: of the wrong type, unknown, out of range, unparsable.
+        "version = \"{}\"\n".to_owned(),
+        SHOUT.replace("plugin = \"command\"", "plugin = \"{}\""),
+        SHOUT.replace("timeout_seconds = 5", "timeout_seconds = \"{}\""),
+        SHOUT.replace("argv = [\"tr\", \"a-z\", \"A-Z\"]", "argv = \"{}\""),
+        SHOUT.replace("{ type = \"string\" }", "{ type = \"{}\" }"),
+        SHOUT.replace("name = \"shout\"", "name = \"{} !\""),
+        SHOUT.replace(
+            "[entries.shouter]",
+            "[entries.shouter]\nenabled_if = \"{}\"",
+        ),
+        format!(
+            "{SHOUT}\n[[entries.shouter.config.tools]]\nname = \"shout\"\ndescription = \"{{}}\"\nargv = [\"true\"]\n"
+        ),
+        // A syntax error beside it.
+        "version = 1\n[entries.{}\n".to_owned(),
+        "version = 1\n{} = \n".to_owned(),
+    ];
+    let server = Server::start(
+        dir.path(),
+        "serve.toml",
+        &["--no-watch", "--allow-request-tools", "-vvv"],
+    );
+    let c = client();
+    let runs = server.url("/v1/agents/assistant/runs");
+    runtime().block_on(async {
+        for text in &tools {
+            let mut answers = Vec::new();
+            for value in [CANARY, super::no_echo::NEAR_MISS] {
+                let sent = text.replace("{}", value);
+                let r = c
+                    .post(&runs)
+                    .json(&json!({"input": "Shout: hey", "request_tools": sent}))
+                    .send()
+                    .await
+                    .unwrap();
+                let status = r.status().as_u16();
+                let body = r.text().await.unwrap();
+                assert_eq!(status, 400, "{sent}\n{body}");
+                let problem: Value = serde_json::from_str(&body).unwrap();
+                assert_eq!(
+                    problem["code"], "serve::bad-request-tools",
+                    "{sent}\n{problem}"
+                );
+                assert!(
+                    !body.contains(value) && !body.contains("<redacted>"),
+                    "echoed what it was sent:\n{sent}\n{problem:#}"
+                );
+                for d in problem["diagnostics"].as_array().unwrap() {
+                    // Where, with a code: a place in the client's text.
+                    assert_eq!(d["labels"][0]["file"], "request_tools.toml", "{d}");
+                    assert!(d["labels"][0]["line"].as_u64().unwrap() >= 1, "{d}");
+                    assert!(d["code"].as_str().unwrap().contains("::"), "{d}");
+                }
+                answers.push(body);
+            }
+            // What a client may learn is the same either way.
+            assert_eq!(answers[0], answers[1], "{text}");
+        }
+        // Still useful: the type expected, the keys accepted.
+        let sent = SHOUT.replace(
+            "plugin = \"command\"",
+            "plugin = \"command\"\nenabled_iff = \"X\"",
+        );
+        let (_, _, problem) = post(
+            &c,
+            &runs,
+            &json!({"input": "Shout: hey", "request_tools": sent}),
+        )
+        .await;
+        let d = &problem["diagnostics"][0];
+        assert_eq!(d["code"], "load::unknown-key", "{problem}");
+        assert_eq!(d["labels"][0]["line"], 4, "{problem}");
+        assert!(d["help"].to_string().contains("`enabled_if`"), "{problem}");
+        let sent = SHOUT.replace(
+            "timeout_seconds = 5",
+            "timeout_seconds = 5\ntimeout_second = 1",
+        );
+        let (_, _, problem) = post(
+            &c,
+            &runs,
+            &json!({"input": "Shout: hey", "request_tools": sent}),
+        )
+        .await;
+        let d = &problem["diagnostics"][0];
+        assert_eq!(d["code"], "load::bad-config", "{problem}");
+        assert_eq!(d["labels"][0]["line"], 12, "{problem}");
+        assert!(
+            d["help"]
+                .to_string()
+                .contains("chassis schema --kind command"),
+            "{problem}"
+        );
+        let sent = SHOUT.replace("plugin = \"command\"", "plugin = 7");
+        let (_, _, problem) = post(
+            &c,
+            &runs,
+            &json!({"input": "Shout: hey", "request_tools": sent}),
+        )
+        .await;
+        let d = &problem["diagnostics"][0];
+        assert_eq!(d["code"], "load::wrong-type", "{problem}");
+        assert_eq!(d["labels"][0]["line"], 3, "{problem}");
+        assert_eq!(d["labels"][0]["message"], "expected a string", "{problem}");
+        // A request tool that collides with one of the composition's.
+        let sent = SHOUT.replace("name = \"shout\"", "name = \"word_count\"");
+        let (s, _, problem) = post(
+            &c,
+            &runs,
+            &json!({"input": "Shout: hey", "request_tools": sent}),
+        )
+        .await;
+        assert_eq!(s, 400, "{problem}");
+        assert!(
+            !problem.to_string().contains("`word_count`"),
+            "named the tool it was sent: {problem}"
+        );
+    });
+    let started = server.started.join("\n");
+    let (code, stderr) = server.stop(nix::sys::signal::Signal::SIGTERM);
+    assert_eq!(code, 0, "{stderr}");
+    let log = format!("{started}\n{stderr}");
+    assert!(log.contains("DEBUG"), "logged at -vvv: {log}");
+    assert!(
+        !log.contains(CANARY) && !log.contains(super::no_echo::NEAR_MISS),
+        "the log quotes what a client sent: {log}"
+    );
+}
