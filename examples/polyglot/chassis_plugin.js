@@ -311,7 +311,13 @@ class Plugin {
             throw new RpcError(INVALID_PARAMS, "setup needs an object with `entry`");
         }
         const ctx = new PluginContext(this, params);
-        await this.setupFn(ctx);
+        this.settingUp = ctx;
+        try {
+            await this.setupFn(ctx);
+        }
+        finally {
+            this.settingUp = undefined;
+        }
         ctx.sealed = true;
         this.ctx = ctx;
         const tools = [];
@@ -410,7 +416,10 @@ class Plugin {
         return { status: response.status, headers, body: JSON.stringify(response.body) };
     }
     async teardown() {
-        for (const [description, fn] of [...(this.ctx?.cleanups ?? [])].reverse()) {
+        // During a setup (chassis unmounts the plugin before it answered: an
+        // interrupt, a shutdown), the cleanups it registered so far.
+        const ctx = this.ctx ?? this.settingUp;
+        for (const [description, fn] of [...(ctx?.cleanups ?? [])].reverse()) {
             try {
                 await fn();
             }

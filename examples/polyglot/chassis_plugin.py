@@ -696,6 +696,9 @@ class Plugin:
         self.permissions = list(permissions or [])
         self.max_concurrency = max_concurrency
         self._ctx = None
+        # The context of a setup under way (its cleanups run if chassis
+        # tears the plugin down before the setup returns).
+        self._setting_up = None
         self._out = None
         self._stopping = False
         self._write_lock = _thread.allocate_lock()
@@ -798,7 +801,11 @@ class Plugin:
         if not isinstance(params, dict) or "entry" not in params:
             raise _RpcError(INVALID_PARAMS, "setup needs an object with `entry`")
         ctx = PluginContext(params, self)
-        self._await(self.setup(ctx))
+        self._setting_up = ctx
+        try:
+            self._await(self.setup(ctx))
+        finally:
+            self._setting_up = None
         ctx._sealed = True
         self._ctx = ctx
         return {"capabilities": ctx._capabilities, "tools": [t.wire() for t in ctx._tools.values()],
@@ -887,7 +894,8 @@ class Plugin:
         return Response(out).wire()
 
     def _teardown(self, _params):
-        for description, fn in reversed(self._ctx._cleanups if self._ctx else []):
+        ctx = self._ctx or self._setting_up
+        for description, fn in reversed(ctx._cleanups if ctx else []):
             try:
                 self._await(fn())
             except Exception:  # noqa: BLE001 - keep tearing down
@@ -1018,6 +1026,14 @@ class Plugin:
                 self._handle(id_, method, params)  # the SDK's own answer: no plugin code runs
             elif method == "teardown":
                 self._stopping = True
+                if self._setting_up is not None:
+                    # chassis unmounts the plugin while its setup still runs
+                    # on the main thread (an interrupt, a shutdown; it
+                    # cancelled the setup first): the setup is abandoned,
+                    # the cleanups it registered so far run here, and the
+                    # process exits, rather than after the setup returns.
+                    self._handle(id_, method, params)
+                    self._exit()
                 self._main.put((id_, method, params))
             else:
                 with self._cancel_lock:

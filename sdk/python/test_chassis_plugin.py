@@ -369,6 +369,44 @@ t.run()
         self.assertIn("result", seen[4], seen)
         self.assertEqual(seen[5]["result"]["content"], "body!,thread!,coroutine!", seen)
 
+    def test_a_teardown_during_setup_runs_its_cleanups_so_far_and_exits_at_once(self):
+        # chassis unmounts the plugin while its setup sleeps (an interrupt,
+        # a shutdown): `$/cancel` for the setup, then `teardown`. Both are
+        # answered at once, the cleanups the setup registered so far run,
+        # and the process exits — long before the setup would return.
+        import time
+        program = """
+import sys, time
+import chassis_plugin as cp
+@cp.plugin(name="t", version="1.0.0")
+def t(ctx):
+    ctx.cleanup("say so", lambda: print("cleaned up", file=sys.stderr))
+    time.sleep(30)
+t.run()
+"""
+        cancel = '{"jsonrpc":"2.0","method":"$/cancel","params":{"id":2}}'
+        teardown = '{"jsonrpc":"2.0","id":3,"method":"teardown","params":{}}'
+        proc = plugin_process(program)
+        started = time.monotonic()
+        for line in [self.INIT, self.SETUP]:
+            proc.stdin.write(line + "\n")
+            proc.stdin.flush()
+        self.assertIn("result", json.loads(proc.stdout.readline()))
+        time.sleep(0.3)
+        for line in [cancel, teardown]:
+            proc.stdin.write(line + "\n")
+            proc.stdin.flush()
+        answers = [json.loads(proc.stdout.readline()) for _ in range(2)]
+        self.assertEqual(proc.wait(timeout=10), 0)
+        self.assertLess(time.monotonic() - started, 10)
+        said = proc.stderr.read()
+        proc.stdin.close()
+        proc.stdout.close()
+        proc.stderr.close()
+        self.assertEqual((answers[0]["id"], answers[0]["error"]["code"]), (2, cp.CANCELLED), answers)
+        self.assertEqual((answers[1]["id"], answers[1]["result"]), (3, {}), answers)
+        self.assertIn("cleaned up", said)
+
     def test_a_request_before_setup_is_answered(self):
         program = EMPTY_PLUGIN
         early = '{"jsonrpc":"2.0","id":9,"method":"nope","params":{}}'

@@ -228,6 +228,8 @@ export declare class Plugin {
     private declaration;
     private setupFn;
     private ctx;
+    /** The context of a setup under way: its cleanups run if chassis tears the plugin down before the setup returns. */
+    private settingUp;
     private out;
     private nextId;
     private waiting;

@@ -275,14 +275,17 @@ impl Host {
             mounts: seed.mounts.clone(),
         };
         let _ = harness.seed(seed).await;
-        let reconciled = tokio::select! {
-            r = harness.reconcile_resolved(
-                ws.composition.clone(),
-                Arc::clone(&ws.tree),
-                Arc::clone(&ws.plan),
-            ) => Some(r),
-            () = caller.interrupt.wait() => None,
-        };
+        // Interrupted, the setups in flight are cancelled, not waited for.
+        let reconciled = harness
+            .unless_interrupted(
+                harness.reconcile_resolved(
+                    ws.composition.clone(),
+                    Arc::clone(&ws.tree),
+                    Arc::clone(&ws.plan),
+                ),
+                caller.interrupt.wait(),
+            )
+            .await;
         let first = match reconciled {
             Some(Ok(report)) => first_record(&harness, store, report, &mut published).await,
             Some(Err(e)) => Err((e.into(), Some(store))),
@@ -1232,6 +1235,12 @@ impl Host {
         })
         .await
         .is_ok_and(|r| r.unwrap_or(false))
+    }
+
+    /// Cancel the plugin setups in flight (a reload's) and to come: the
+    /// server is stopping (see [`crate::runtime::Harness::cancel_setups`]).
+    pub fn cancel_setups(&self) {
+        self.inner.harness.cancel_setups();
     }
 
     /// Stop: no new run leases a generation; the harness unmounts every

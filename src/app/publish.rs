@@ -167,10 +167,10 @@ async fn publish_into(
         ..
     } = ws;
     let resolved = harness.reconcile_resolved(composition, tree, plan);
-    let report = tokio::select! {
-        r = resolved => Some(r),
-        () = caller.interrupt.wait() => None,
-    };
+    // Interrupted, the setups in flight are cancelled, not waited for.
+    let report = harness
+        .unless_interrupted(resolved, caller.interrupt.wait())
+        .await;
     let nodes = harness.nodes().await;
     let generation = harness.current();
     let cleanup = harness.shutdown().await;

@@ -599,14 +599,17 @@ async fn harness_run(x: Execution<'_>, caller: &Caller) -> Ended {
     // Subscribed before anything mounts: a server may announce a new tool
     // list right after it starts.
     let changes = harness.tool_set_changes();
-    let reconciled = tokio::select! {
-        r = harness.reconcile_resolved(
-            x.ws.composition.clone(),
-            Arc::clone(&x.ws.tree),
-            Arc::clone(&x.ws.plan),
-        ) => Some(r),
-        () = caller.interrupt.wait() => None,
-    };
+    // Interrupted, the setups in flight are cancelled, not waited for.
+    let reconciled = harness
+        .unless_interrupted(
+            harness.reconcile_resolved(
+                x.ws.composition.clone(),
+                Arc::clone(&x.ws.tree),
+                Arc::clone(&x.ws.plan),
+            ),
+            caller.interrupt.wait(),
+        )
+        .await;
     let report = match reconciled {
         Some(Ok(r)) => r,
         Some(Err(e)) => {

@@ -155,6 +155,7 @@ struct Inner {
     tool_sets: super::tool_set::ToolSetReporter,
     restarts: RestartCounts,
     outside_run_policy: Arc<dyn crate::engine::policy::PolicyEngine>,
+    setup_cancelled: super::tool::Cancellation,
 }
 
 /// A handle a plugin keeps to report its health while it runs (a
@@ -274,6 +275,9 @@ pub struct ContextSpec {
     /// capability call from its setup, a background task, an HTTP route):
     /// see [`PluginContext::outside_run_policy`].
     pub outside_run_policy: Arc<dyn crate::engine::policy::PolicyEngine>,
+    /// Fires when the harness unmounts what it is setting up (see
+    /// [`PluginContext::setup_cancelled`]).
+    pub setup_cancelled: super::tool::Cancellation,
 }
 
 impl PluginContext {
@@ -305,8 +309,19 @@ impl PluginContext {
                 outside_run_policy: spec.outside_run_policy,
                 tool_sets,
                 restarts: spec.restarts,
+                setup_cancelled: spec.setup_cancelled,
             }),
         }
+    }
+
+    /// Fires when the harness unmounts this plugin while its setup may
+    /// still run — an interrupt, a shutdown — so a setup that waits on
+    /// something slow (a process still starting) stops it and fails
+    /// instead of keeping the unmount waiting (see
+    /// [`super::Plugin::heeds_setup_cancellation`]). Once fired it stays
+    /// fired.
+    pub fn setup_cancelled(&self) -> &super::tool::Cancellation {
+        &self.inner.setup_cancelled
     }
 
     /// A handle to report that the tools this instance could offer differ

@@ -211,6 +211,12 @@ impl ControlState {
     }
 }
 
+/// How long a reconcile whose setups were cancelled ([`Harness::cancel_setups`])
+/// is given to roll back before it is dropped: a process plugin's cancelled
+/// setup ends within its teardown grace period (5 s), and the rest is
+/// prompt.
+pub const SETUP_CANCEL_GRACE: Duration = Duration::from_secs(7);
+
 pub(crate) struct Shared {
     pub(crate) catalog: Catalog,
     pub(crate) options: HarnessOptions,
@@ -224,6 +230,9 @@ pub(crate) struct Shared {
     pub(crate) tool_sets: super::tool_set::ToolSetSink,
     /// Where mounted plugins count their restarts.
     pub(crate) restarts: super::context::RestartCounts,
+    /// Fired when the harness unmounts what it may be setting up (an
+    /// interrupt, a shutdown): see [`Harness::cancel_setups`].
+    pub(crate) setups_cancelled: super::tool::Cancellation,
     /// Tests only: place every entry even when nothing changed, so the
     /// no-op shortcut can be compared with what it stands for.
     #[cfg(test)]
@@ -462,6 +471,7 @@ impl Harness {
                 stopping: std::sync::atomic::AtomicBool::new(false),
                 tool_sets: super::tool_set::ToolSetSink::default(),
                 restarts: super::context::RestartCounts::default(),
+                setups_cancelled: super::tool::Cancellation::new(),
                 #[cfg(test)]
                 always_place: std::sync::atomic::AtomicBool::new(false),
                 #[cfg(test)]
@@ -667,8 +677,41 @@ impl Harness {
         (failures, disposed)
     }
 
-    /// Stop: refuse new runs, drain (bounded by the grace period), dispose
-    /// everything consumers-first. Failures are aggregated.
+    /// Cancel every setup in flight, and every setup to come: the harness
+    /// is unmounting (an interrupt; [`Self::shutdown`] does it first). A
+    /// reconcile under way fails at the setup it is in, and rolls back,
+    /// without waiting for that setup to answer: a plugin that heeds the
+    /// cancellation (a process plugin: `$/cancel`, `teardown`, its process
+    /// group ended within its grace period) ends it, any other setup is
+    /// dropped (see [`super::Plugin::heeds_setup_cancellation`]).
+    pub fn cancel_setups(&self) {
+        self.shared.setups_cancelled.cancel();
+    }
+
+    /// Run `work` (a reconcile of this harness) unless `interrupted`
+    /// completes first; then cancel the setups ([`Self::cancel_setups`])
+    /// and give the reconcile [`SETUP_CANCEL_GRACE`] to roll back (what it
+    /// has not finished by then is dropped: the process groups it holds are
+    /// killed, and [`Self::shutdown`] unmounts what it mounted). `None`
+    /// when interrupted.
+    pub async fn unless_interrupted<T>(
+        &self,
+        work: impl std::future::Future<Output = T>,
+        interrupted: impl std::future::Future<Output = ()>,
+    ) -> Option<T> {
+        tokio::pin!(work);
+        tokio::select! {
+            r = &mut work => return Some(r),
+            () = interrupted => {}
+        }
+        self.cancel_setups();
+        let _ = tokio::time::timeout(SETUP_CANCEL_GRACE, work).await;
+        None
+    }
+
+    /// Stop: cancel the setups in flight ([`Self::cancel_setups`]), refuse
+    /// new runs, drain (bounded by the grace period), dispose everything
+    /// consumers-first. Failures are aggregated.
     pub async fn shutdown(&self) -> Vec<CleanupFailure> {
         let span = self.span_start("harness.shutdown", || {
             super::signals::attrs([("harness", "chassis".into())])
@@ -681,6 +724,10 @@ impl Harness {
 
     async fn shutdown_inner(&self) -> Vec<CleanupFailure> {
         self.shared.stopping.store(true, Ordering::SeqCst);
+        // A reconcile under way holds the control state while a plugin sets
+        // up: its setup is cancelled rather than waited for (a process
+        // plugin's could take its whole startup timeout).
+        self.cancel_setups();
         let mut control = self.shared.control.lock().await;
         if let Some(old) = self
             .shared

@@ -13,6 +13,11 @@ use super::lifecycle::{Health, PluginState, StateMachine};
 use super::plugin::Plugin;
 use super::scope::{CleanupFailure, EffectCleanupError};
 
+/// Why a setup dropped by the harness failed (see
+/// [`PluginContext::setup_cancelled`]).
+pub const SETUP_CANCELLED: &str =
+    "its setup was cancelled: chassis is unmounting it (an interrupt, a shutdown)";
+
 /// What a plugin's `setup` returns when what it registers breaks a
 /// promise it cannot keep by trying again (a process plugin whose
 /// registrations differ from its TOML manifest or from `chassis.lock`):
@@ -151,7 +156,9 @@ impl PluginInstance {
         self.context.as_ref()
     }
 
-    /// Run setup. On failure every effect is rolled back and the instance is
+    /// Run setup (cancelled when the harness unmounts what it is setting
+    /// up, see [`PluginContext::setup_cancelled`]). On failure every effect
+    /// is rolled back and the instance is
     /// left `failed` (and may be mounted again).
     pub async fn mount(
         &mut self,
@@ -176,13 +183,22 @@ impl PluginInstance {
         }
         let ctx = PluginContext::new(spec, hook_sequence, task_timeout);
         let mut breach = None;
-        let error = match contained(self.plugin.setup(ctx.clone())).await {
-            Ok(Ok(())) => None,
-            Ok(Err(e)) => {
-                breach = e.downcast_ref::<RegistrationBreach>().cloned();
-                Some(e.to_string())
-            }
-            Err(Panicked) => Some("setup panicked".to_owned()),
+        // Unmounted while it sets up (an interrupt, a shutdown): a plugin
+        // that heeds the cancellation ends its setup itself; any other
+        // setup is dropped here, and what it registered rolled back below.
+        let heeds = self.plugin.heeds_setup_cancellation();
+        let cancelled = ctx.setup_cancelled().clone();
+        let setup = contained(self.plugin.setup(ctx.clone()));
+        let error = tokio::select! {
+            r = setup => match r {
+                Ok(Ok(())) => None,
+                Ok(Err(e)) => {
+                    breach = e.downcast_ref::<RegistrationBreach>().cloned();
+                    Some(e.to_string())
+                }
+                Err(Panicked) => Some("setup panicked".to_owned()),
+            },
+            () = cancelled.cancelled(), if !heeds => Some(SETUP_CANCELLED.to_owned()),
         };
         match error {
             None => {

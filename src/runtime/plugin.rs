@@ -51,6 +51,18 @@ pub trait Plugin: Send + Sync {
         let _ = entry_id;
         None
     }
+
+    /// Whether [`Self::setup`] ends by itself, soon, once
+    /// [`PluginContext::setup_cancelled`] fires (the harness unmounts what
+    /// it is setting up: an interrupt, a shutdown): it stops what it
+    /// started — a process plugin sends `$/cancel` and `teardown` and ends
+    /// its process group within its grace period — and fails. `false` (the
+    /// default): the harness drops a setup in flight when the cancellation
+    /// fires, which ends at once what the setup holds (a process group is
+    /// killed when dropped), and rolls back what it registered.
+    fn heeds_setup_cancellation(&self) -> bool {
+        false
+    }
 }
 
 type SetupFn = dyn Fn(PluginContext) -> BoxFuture<'static, Result<(), BoxError>> + Send + Sync;

@@ -1170,6 +1170,7 @@ impl Harness {
             tool_sets: self.shared.tool_sets.clone(),
             restarts: self.shared.restarts.clone(),
             outside_run_policy: attempt.outside.of(entry.scope.value.as_str()),
+            setup_cancelled: self.shared.setups_cancelled.clone(),
         };
         let mut instance = PluginInstance::new(id.clone(), iid.clone(), plugin);
         let mounted = self

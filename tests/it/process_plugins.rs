@@ -3222,3 +3222,95 @@ fn plugin_check_waits_the_startup_timeout_and_an_interrupt_leaves_no_process() {
     );
     assert_no_process_in(dir.path());
 }
+
+/// A greeter whose setup registers a cleanup (it writes `cleaned-up`
+/// beside the plugin), then sleeps 30 s before it registers anything.
+const SLOW_SETUP: &str = r#"
+import os, time
+from chassis_plugin import plugin, ToolPolicy
+
+HERE = os.path.dirname(os.path.abspath(__file__))
+
+@plugin(name="greeter", version="1.0.0", provides={"greeting": "1.0.0"})
+def greeter(ctx):
+    def mark():
+        with open(os.path.join(HERE, "cleaned-up"), "a") as f:
+            f.write("teardown ran the setup's cleanup\n")
+    ctx.cleanup("mark", mark)
+    print("setting up slowly")
+    time.sleep(30)
+    def greet(name: str, excited: bool = False) -> str:
+        """Greet someone by name."""
+        return "hello"
+    ctx.tools.register(greet, policy=ToolPolicy(idempotent=True))
+    ctx.capabilities.provide("greeting", None, version="1.0.0")
+
+if __name__ == "__main__":
+    greeter.run()
+"#;
+
+#[test]
+fn an_interrupt_during_a_slow_setup_cancels_it_tears_the_plugin_down_and_exits_130_at_once() {
+    // The setup would take 30 s (its startup timeout too): Ctrl-C of `run`
+    // or `publish` does not wait for it — the setup is cancelled, the
+    // plugin is sent `teardown` (its cleanups run) and its process group
+    // ended, and chassis exits 130 within a few seconds, leaving no
+    // process behind.
+    let dir = workspace(&[
+        ("greeter.py", SLOW_SETUP),
+        ("composition.toml", GREETER_TOML),
+    ]);
+    for args in [
+        &["run", "composition.toml"][..],
+        &["publish", "composition.toml"],
+    ] {
+        let _ = std::fs::remove_file(dir.path().join("cleaned-up"));
+        let child = std::process::Command::new(env!("CARGO_BIN_EXE_chassis"))
+            .args(args)
+            .current_dir(dir.path())
+            .stdin(std::process::Stdio::null())
+            .stdout(std::process::Stdio::piped())
+            .stderr(std::process::Stdio::piped())
+            .spawn()
+            .unwrap();
+        let deadline = std::time::Instant::now() + std::time::Duration::from_secs(20);
+        while !std::fs::read_dir("/proc").unwrap().flatten().any(|p| {
+            std::fs::read(p.path().join("cmdline"))
+                .is_ok_and(|c| String::from_utf8_lossy(&c).contains("greeter.py"))
+                && std::fs::read_link(p.path().join("cwd"))
+                    .is_ok_and(|cwd| cwd == dir.path().canonicalize().unwrap())
+        }) {
+            assert!(
+                std::time::Instant::now() < deadline,
+                "{args:?}: the plugin never started"
+            );
+            std::thread::sleep(std::time::Duration::from_millis(20));
+        }
+        // Into its setup.
+        std::thread::sleep(std::time::Duration::from_millis(1500));
+        let signalled = std::time::Instant::now();
+        nix::sys::signal::kill(
+            nix::unistd::Pid::from_raw(i32::try_from(child.id()).unwrap()),
+            nix::sys::signal::Signal::SIGINT,
+        )
+        .unwrap();
+        let out = child.wait_with_output().unwrap();
+        let took = signalled.elapsed();
+        let stderr = String::from_utf8_lossy(&out.stderr);
+        assert_eq!(out.status.code(), Some(130), "{args:?}: {stderr}");
+        assert!(
+            took < std::time::Duration::from_secs(4),
+            "{args:?}: {took:?} after the interrupt: {stderr}"
+        );
+        assert_no_process_in(dir.path());
+        let cleaned = std::fs::read_to_string(dir.path().join("cleaned-up")).unwrap_or_default();
+        assert_eq!(
+            cleaned, "teardown ran the setup's cleanup\n",
+            "{args:?}: the plugin was killed without its teardown: {stderr}"
+        );
+        assert!(
+            !dir.path().join(".chassis").exists(),
+            "{args:?}: nothing is recorded"
+        );
+    }
+}

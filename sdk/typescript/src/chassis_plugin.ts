@@ -332,6 +332,8 @@ class RpcError extends Error {
 /** A plugin: its declaration and setup. */
 export class Plugin {
   private ctx: PluginContext | undefined;
+  /** The context of a setup under way: its cleanups run if chassis tears the plugin down before the setup returns. */
+  private settingUp: PluginContext | undefined;
   private out: (line: string) => void = () => undefined;
   private nextId = 0;
   private waiting = new Map<string, (msg: any) => void>();
@@ -396,7 +398,12 @@ export class Plugin {
       throw new RpcError(INVALID_PARAMS, "setup needs an object with `entry`");
     }
     const ctx = new PluginContext(this, params);
-    await this.setupFn(ctx);
+    this.settingUp = ctx;
+    try {
+      await this.setupFn(ctx);
+    } finally {
+      this.settingUp = undefined;
+    }
     ctx.sealed = true;
     this.ctx = ctx;
     const tools: Json[] = [];
@@ -486,7 +493,10 @@ export class Plugin {
   }
 
   private async teardown(): Promise<Json> {
-    for (const [description, fn] of [...(this.ctx?.cleanups ?? [])].reverse()) {
+    // During a setup (chassis unmounts the plugin before it answered: an
+    // interrupt, a shutdown), the cleanups it registered so far.
+    const ctx = this.ctx ?? this.settingUp;
+    for (const [description, fn] of [...(ctx?.cleanups ?? [])].reverse()) {
       try {
         await fn();
       } catch (e: any) {

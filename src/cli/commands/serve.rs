@@ -324,8 +324,13 @@ async fn serve(
     let mut stopped = stop_rx.clone();
     let drain = Duration::from_secs(args.drain_timeout);
     let cancel_on_timeout = cancel_tx.clone();
+    let stopping = host.clone();
     let stop = async move {
         let _ = stopped.wait_for(|s| *s != Stop::Running).await;
+        // A reload setting a plugin up would publish onto a server that is
+        // stopping: its setup is cancelled now, not waited for (a process
+        // plugin's could take its whole startup timeout).
+        stopping.cancel_setups();
         // Runs in flight get `drain`; then what is left is cancelled.
         tokio::spawn(async move {
             tokio::time::sleep(drain).await;

@@ -54,6 +54,10 @@ impl Plugin for ProcessPlugin {
         &self.manifest
     }
 
+    fn heeds_setup_cancellation(&self) -> bool {
+        true
+    }
+
     async fn setup(&self, ctx: PluginContext) -> Result<(), BoxError> {
         // The providers bound to this plugin that are processes: what its
         // `capability/invoke` requests may reach.
@@ -84,7 +88,10 @@ impl Plugin for ProcessPlugin {
             ctx.outside_run_policy(),
         );
         let launch = start::prepare(&ctx, &self.manifest, &self.redactor, handler)?;
-        let (process, registered) = start::launch(&launch)
+        // Unmounted while it starts (an interrupt, a shutdown): `$/cancel`
+        // for the request in flight, `teardown`, and the process group
+        // ended within the grace period — never a wait for its setup.
+        let (process, registered) = start::launch_unless(&launch, Some(ctx.setup_cancelled()))
             .await
             .map_err(start::LaunchError::into_setup_error)?;
         let supervisor =

@@ -91,6 +91,31 @@ impl std::fmt::Debug for Process {
 }
 
 impl Process {
+    /// After a cancelled `initialize` or `setup` (its `$/cancel` sent):
+    /// `teardown`, then end the process group, both within one
+    /// [`TEARDOWN_GRACE`] — the plugin's setup may still be running, so its
+    /// answer is not waited for beyond it.
+    async fn stop_cancelled(&self, entry: &str) {
+        let deadline = tokio::time::Instant::now() + TEARDOWN_GRACE;
+        if self.conn.closed_reason().is_none() {
+            let asked = self
+                .conn
+                .request(
+                    method::TEARDOWN,
+                    serde_json::to_value(TeardownParams {}).unwrap_or(json!({})),
+                    Some(TEARDOWN_GRACE),
+                    None,
+                )
+                .await;
+            if let Err(e) = asked {
+                tracing::debug!(target: "chassis::plugin", entry = %entry, "teardown of a cancelled setup: {e}");
+            }
+        }
+        self.group
+            .stop(deadline.saturating_duration_since(tokio::time::Instant::now()))
+            .await;
+    }
+
     /// `teardown`, then end the process group.
     pub async fn stop(&self, entry: &str) {
         if self.conn.closed_reason().is_none() {
@@ -540,7 +565,19 @@ impl From<String> for Refusal {
 /// `setup`, the tool check, and the check against what `chassis.lock`
 /// pins.
 pub async fn launch(launch: &Launch) -> Result<(Process, SetupResult), LaunchError> {
-    let (process, _, registered) = start_checked(launch, Pins::Enforce).await?;
+    launch_unless(launch, None).await
+}
+
+/// [`launch`], unless `cancel` fires first (chassis unmounts the plugin
+/// while it starts: an interrupt, a shutdown): then the request in flight
+/// (`initialize` or `setup`) is cancelled (`$/cancel`), `teardown` is sent
+/// and the process group ended within [`TEARDOWN_GRACE`], without waiting
+/// for the setup to answer; the launch fails saying so.
+pub async fn launch_unless(
+    launch: &Launch,
+    cancel: Option<&crate::runtime::Cancellation>,
+) -> Result<(Process, SetupResult), LaunchError> {
+    let (process, _, registered) = start_checked_unless(launch, Pins::Enforce, cancel).await?;
     Ok((process, registered))
 }
 
@@ -560,6 +597,15 @@ pub async fn start_checked(
     launch: &Launch,
     pins: Pins,
 ) -> Result<(Process, InitializeResult, SetupResult), LaunchError> {
+    start_checked_unless(launch, pins, None).await
+}
+
+/// [`start_checked`], cancelled when `cancel` fires (see [`launch_unless`]).
+async fn start_checked_unless(
+    launch: &Launch,
+    pins: Pins,
+    cancel: Option<&crate::runtime::Cancellation>,
+) -> Result<(Process, InitializeResult, SetupResult), LaunchError> {
     let (manifest, entry) = (&*launch.manifest, launch.entry.as_str());
     let shown = launch.program.display().to_string();
     let Process { conn, group } = spawn(
@@ -570,16 +616,35 @@ pub async fn start_checked(
         Arc::clone(&launch.handler),
     )?;
     let timeout = startup_timeout(manifest);
-    let answered = handshake(manifest, entry, &conn, &launch.setup, timeout, pins)
-        .await
-        .and_then(|(init, registered)| {
-            super::pin::agents_without_secrets(&registered, &launch.redactor)
-                .map_err(Refusal::Failed)?;
-            if pins == Pins::Enforce {
-                super::pin::check(manifest, &init, &registered).map_err(Refusal::Mismatch)?;
-            }
-            Ok((init, registered))
-        });
+    let handshaking = handshake(manifest, entry, &conn, &launch.setup, timeout, pins);
+    let answered = match cancel {
+        None => Some(handshaking.await),
+        Some(cancel) => tokio::select! {
+            r = handshaking => Some(r),
+            () = cancel.cancelled() => None,
+        },
+    };
+    // The handshake was dropped with its request in flight, which sent
+    // `$/cancel` for it.
+    let Some(answered) = answered else {
+        let process = Process { conn, group };
+        process.stop_cancelled(entry).await;
+        return Err(LaunchError::from(failure(
+            manifest,
+            entry,
+            &shown,
+            "was unmounted while it started: its `setup` was cancelled (an interrupt, a shutdown)",
+            &[],
+        )));
+    };
+    let answered = answered.and_then(|(init, registered)| {
+        super::pin::agents_without_secrets(&registered, &launch.redactor)
+            .map_err(Refusal::Failed)?;
+        if pins == Pins::Enforce {
+            super::pin::check(manifest, &init, &registered).map_err(Refusal::Mismatch)?;
+        }
+        Ok((init, registered))
+    });
     match answered {
         Ok((init, registered)) => Ok((Process { conn, group }, init, registered)),
         Err(refusal) => {

@@ -382,3 +382,83 @@ fn a_plugins_http_routes_are_pinned_then_served_behind_the_servers_tokens() {
     assert_eq!(code, 0, "{rest}");
     assert!(!rest.contains(super::CANARY) && !seen.contains(super::CANARY));
 }
+
+/// A plugin whose setup registers a cleanup (it writes `cleaned-up`), then
+/// sleeps 30 s.
+const SLOW: &str = r#"
+import os, time
+from chassis_plugin import plugin
+
+HERE = os.path.dirname(os.path.abspath(__file__))
+
+@plugin(name="slow", version="1.0.0")
+def slow(ctx):
+    def mark():
+        with open(os.path.join(HERE, "cleaned-up"), "a") as f:
+            f.write("teardown ran the setup's cleanup\n")
+    ctx.cleanup("mark", mark)
+    time.sleep(30)
+
+if __name__ == "__main__":
+    slow.run()
+"#;
+
+#[test]
+fn a_server_stopped_during_a_reloads_slow_setup_cancels_it_and_does_not_wait_for_it() {
+    // A reload mounts a plugin whose setup takes 30 s (its startup timeout
+    // too); the server is stopped meanwhile. The setup is cancelled — the
+    // plugin gets `teardown` (its cleanups run) and its process group is
+    // ended — and the server stops within a few seconds, not when the
+    // setup would have answered.
+    let dir = tempfile::tempdir().unwrap();
+    std::fs::copy(
+        crate::harness::root().join("sdk/python/chassis_plugin.py"),
+        dir.path().join("chassis_plugin.py"),
+    )
+    .unwrap();
+    std::fs::write(dir.path().join("slow.py"), SLOW).unwrap();
+    let file = dir.path().join("composition.toml");
+    let base = "version = 1\n[entries.model]\nplugin = \"scripted\"\n[[entries.model.config.turns]]\ntext = \"hi\"\n[agents.a]\nprompt = \"p\"\n";
+    std::fs::write(&file, base).unwrap();
+    let server = Server::start(dir.path(), "composition.toml", &[]);
+    save(
+        &file,
+        &format!(
+            "{base}[plugins.slow]\nversion = \"1.0.0\"\ncommand = [\"{}\", \"slow.py\"]\n[entries.slow]\nplugin = \"slow\"\n",
+            python()
+        ),
+    );
+    let deadline = std::time::Instant::now() + std::time::Duration::from_secs(20);
+    while !crate::harness::running("slow.py") {
+        assert!(
+            std::time::Instant::now() < deadline,
+            "the reload never started the plugin"
+        );
+        std::thread::sleep(std::time::Duration::from_millis(20));
+    }
+    // Into its setup.
+    std::thread::sleep(std::time::Duration::from_millis(1500));
+    let signalled = std::time::Instant::now();
+    let (code, rest) = server.stop(nix::sys::signal::Signal::SIGTERM);
+    let took = signalled.elapsed();
+    assert_eq!(code, 0, "{rest}");
+    assert!(
+        took < std::time::Duration::from_secs(4),
+        "{took:?} after SIGTERM: {rest}"
+    );
+    let cleaned = std::fs::read_to_string(dir.path().join("cleaned-up")).unwrap_or_default();
+    assert_eq!(
+        cleaned, "teardown ran the setup's cleanup\n",
+        "the plugin was killed without its teardown: {rest}"
+    );
+    let gone = std::time::Instant::now() + std::time::Duration::from_secs(3);
+    while crate::harness::running(&format!("{} slow.py", python()))
+        && std::time::Instant::now() < gone
+    {
+        std::thread::sleep(std::time::Duration::from_millis(20));
+    }
+    assert!(
+        !crate::harness::running(&format!("{} slow.py", python())),
+        "the plugin outlived the server"
+    );
+}
