@@ -72,26 +72,32 @@ pub(crate) fn working_dir(env: &BuiltinEnv, cwd: Option<&str>) -> Result<PathBuf
 
 /// How much stderr to keep so that its last [`STDERR_TAIL_BYTES`] can be
 /// shown redacted: the tail, and as much again as the longest secret
-/// `redactor` knows (a secret the tail's cut would halve is then kept
-/// whole, and redacted whole, before the cut is made).
+/// `redactor` knows (what [`stderr_tail`] drops at the head of a window
+/// that was cut, so that no piece of a secret the cut went through is
+/// shown).
 pub(crate) fn stderr_capture_bytes(redactor: &Redactor) -> usize {
     STDERR_TAIL_BYTES + redactor.longest()
 }
 
-/// The tail of `out`'s stderr, at most [`STDERR_TAIL_BYTES`], redacted:
-/// redacted first (`out` keeps [`stderr_capture_bytes`]), then cut, so no
-/// piece of a secret is left at the cut.
+/// The tail of `out`'s stderr, at most [`STDERR_TAIL_BYTES`], redacted.
+///
+/// `out` kept the last [`stderr_capture_bytes`] of it, a window that may
+/// begin inside a secret: that piece is no known value, so redacting the
+/// window would leave it at the head. When stderr was cut, the window's
+/// first bytes, as many as a secret is long less one, are dropped before
+/// redacting ([`Redactor::redact_window`]); what is left is redacted
+/// whole, then cut to the tail, and the elision is shown as `…`.
 pub(crate) fn stderr_tail(out: &ProcessOutput, redactor: &Redactor) -> String {
-    let text = String::from_utf8_lossy(&out.stderr);
-    let text = redactor.redact(text.trim_end());
+    let (text, dropped) = redactor.redact_window(&out.stderr, out.stderr_truncated, false);
+    let text = text.trim_end();
     let mut start = text.len().saturating_sub(STDERR_TAIL_BYTES);
     while !text.is_char_boundary(start) {
         start += 1;
     }
-    if out.stderr_truncated || start > 0 {
+    if out.stderr_truncated || dropped || start > 0 {
         format!("…{}", &text[start..])
     } else {
-        text.into_owned()
+        text.to_owned()
     }
 }
 

@@ -116,7 +116,7 @@ pub fn register_builtins(catalog: &mut Catalog, env: &BuiltinEnv) {
     command::register_with(catalog, &env, env.redactor.clone());
     hooks::register_with(catalog, &env, env.redactor.clone());
     mcp::register_with(catalog, &env, env.redactor.clone());
-    openai::register(catalog);
+    openai::register_with(catalog, env.redactor.clone());
     process::register_with(catalog, &env, env.redactor.clone());
     scripted::register(catalog, &env);
     shared::register(catalog);

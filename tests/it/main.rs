@@ -18,6 +18,7 @@ mod processes;
 mod robust;
 mod run;
 mod run_stream;
+mod secret_pieces;
 mod serve;
 mod store;
 mod vectors;

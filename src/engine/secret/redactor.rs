@@ -171,6 +171,70 @@ impl Redactor {
         self.read().longest
     }
 
+    /// `window`, a stretch of a longer text (the last bytes a child wrote,
+    /// the first bytes of a body), as redacted text that holds no piece of
+    /// a known value cut by the window's edges.
+    ///
+    /// A value the cut went through is no known value inside the window
+    /// (`…ef12` of `abcdef12`), so redacting the window alone would let
+    /// that piece through. With `cut_before` (text before the window was
+    /// lost) the window's first [`Self::longest`] − 1 bytes are dropped
+    /// first — a value that began before the window ends within them —
+    /// and with `cut_after` its last as many likewise. Each drop moves on
+    /// to a character boundary, and past any value found whole across it
+    /// (so a drop never halves one itself). What is left is then redacted
+    /// whole, so cutting the result further is safe. The second item says
+    /// whether anything was dropped (show an elision).
+    #[must_use]
+    pub fn redact_window(
+        &self,
+        window: &[u8],
+        cut_before: bool,
+        cut_after: bool,
+    ) -> (String, bool) {
+        let (start, end) = {
+            let guard = self.read();
+            let trie: &Trie = &guard;
+            let reach = trie.longest.saturating_sub(1);
+            let continuation = |b: u8| b & 0xC0 == 0x80;
+            // The values found whole that begin before `at` and end after it.
+            let across = |at: usize| {
+                (at.saturating_sub(trie.longest)..at).filter_map(move |i| {
+                    trie.longest_match(&window[i..])
+                        .map(|n| (i, i + n))
+                        .filter(|&(_, e)| e > at)
+                })
+            };
+            let mut start = 0;
+            let mut end = window.len();
+            if cut_before {
+                start = reach.min(end);
+                while start < end && continuation(window[start]) {
+                    start += 1;
+                }
+                while let Some(e) = across(start).map(|(_, e)| e).max() {
+                    start = e;
+                }
+            }
+            if cut_after {
+                end = end.saturating_sub(reach).max(start);
+                while end > start && end < window.len() && continuation(window[end]) {
+                    end -= 1;
+                }
+                while let Some(b) = across(end).map(|(b, _)| b).min() {
+                    end = b.max(start);
+                    if end == start {
+                        break;
+                    }
+                }
+            }
+            (start, end)
+        };
+        let dropped = start > 0 || end < window.len();
+        let text = String::from_utf8_lossy(&window[start..end]);
+        (self.redact(&text).into_owned(), dropped)
+    }
+
     /// How many bytes at the start of `text` can be released while more
     /// text may follow: everything before the first place where a known
     /// value could still begin (the rest of `text` is a prefix of one), and
@@ -596,6 +660,57 @@ mod tests {
         // Non-ASCII values and text.
         let r = redactor(&["pässwörd"]);
         assert_eq!(r.redact("ä pässwörd ö"), "ä <redacted> ö");
+    }
+
+    #[test]
+    fn a_window_cut_through_a_value_keeps_no_piece_of_it() {
+        // The longer value's escaped spellings make `longest` 23 bytes: a
+        // drop that long would halve the short value lying across it, were
+        // a value found whole not dropped whole.
+        let (value, short) = ("sk-wïndow-7f3a9c", "short1");
+        let r = redactor(&[value, short]);
+        let text = format!("aaaa {value} {short} bbbb {short} {value} cccc");
+        let bytes = text.as_bytes();
+        // Every window: a cut edge may go through either value anywhere.
+        for start in 0..bytes.len() {
+            for end in start..=bytes.len() {
+                let (out, dropped) =
+                    r.redact_window(&bytes[start..end], start > 0, end < bytes.len());
+                for v in [value, short] {
+                    for (k, _) in v.char_indices() {
+                        for piece in [&v[k..], &v[..k]] {
+                            if piece.len() >= 3 {
+                                assert!(!out.contains(piece), "{start}..{end}: {out:?}");
+                            }
+                        }
+                    }
+                }
+                assert_eq!(
+                    dropped,
+                    (start > 0 || end < bytes.len()) && !bytes[start..end].is_empty(),
+                    "{start}..{end}"
+                );
+                assert!(!out.contains('\u{fffd}'), "{start}..{end}: {out:?}");
+            }
+        }
+        // Nothing cut: nothing dropped, every copy redacted.
+        assert_eq!(
+            r.redact_window(bytes, false, false),
+            (
+                "aaaa <redacted> <redacted> bbbb <redacted> <redacted> cccc".to_owned(),
+                false
+            )
+        );
+        // Cut before only: the head loses `longest - 1` bytes (here `aaaa`
+        // and the first value); the rest stays.
+        let (out, dropped) = r.redact_window(bytes, true, false);
+        assert!(dropped);
+        assert_eq!(out, " <redacted> bbbb <redacted> <redacted> cccc");
+        // No value known: nothing to drop for.
+        assert_eq!(
+            Redactor::new().redact_window(b"abc", true, true),
+            ("abc".to_owned(), false)
+        );
     }
 
     #[test]

@@ -107,7 +107,17 @@ impl OpenAiModel {
     /// A header that is not valid HTTP, or a client that cannot be built
     /// (no usable TLS roots); the message names no secret value.
     pub fn new(settings: Settings) -> Result<Self, String> {
-        let redactor = Redactor::new();
+        Self::with_redactor(settings, Redactor::new())
+    }
+
+    /// [`Self::new`] redacting with `redactor` (the harness's, which knows
+    /// every secret it resolved), taught the key and the secret headers:
+    /// what the server says is quoted with none of them in it.
+    ///
+    /// # Errors
+    ///
+    /// As [`Self::new`].
+    pub fn with_redactor(settings: Settings, redactor: Redactor) -> Result<Self, String> {
         let mut headers = HeaderMap::new();
         if let Some(key) = &settings.api_key {
             redactor.learn(key);
@@ -231,14 +241,17 @@ impl OpenAiModel {
                 .and_then(|v| v.to_str().ok())
                 .and_then(parse_retry_after);
             // A body that breaks off still leaves the status to report.
-            let (bytes, _) = read_bounded(response, MAX_ERROR_BODY)
+            // Redacted before it is cut: a secret the excerpt's end (or
+            // the read's limit) went through would be left half.
+            let (bytes, cut) = read_bounded(response, MAX_ERROR_BODY)
                 .await
                 .unwrap_or_default();
             let message = wire::error_message(&bytes)
-                .map(|m| wire::excerpt(&m, EXCERPT_CHARS))
+                .map(|m| wire::excerpt(&self.redact(&m), EXCERPT_CHARS))
                 .filter(|m| !m.is_empty())
                 .or_else(|| {
-                    let text = wire::excerpt(&String::from_utf8_lossy(&bytes), EXCERPT_CHARS);
+                    let (text, _) = self.redactor.redact_window(&bytes, false, cut);
+                    let text = wire::excerpt(&text, EXCERPT_CHARS);
                     (!text.is_empty()).then_some(text)
                 })
                 .unwrap_or_else(|| status.canonical_reason().unwrap_or("no body").to_owned());
@@ -264,9 +277,10 @@ impl OpenAiModel {
             .and_then(|v| v.to_str().ok())
             .is_some_and(|v| v.starts_with("text/event-stream"));
         if let (Some(deltas), true) = (deltas, streamed) {
-            let parsed = super::stream::read(response, deltas, body.len(), MAX_BODY)
-                .await
-                .map_err(Failure::fatal)?;
+            let parsed =
+                super::stream::read(response, deltas, body.len(), MAX_BODY, &self.redactor)
+                    .await
+                    .map_err(Failure::fatal)?;
             return wire::parse_response(parsed, &self.model, self.prices.as_ref())
                 .map_err(Failure::fatal);
         }
@@ -280,7 +294,10 @@ impl OpenAiModel {
         let parsed: ChatResponse = serde_json::from_slice(&bytes).map_err(|e| {
             Failure::fatal(ModelError::Protocol(format!(
                 "the answer is not a Chat Completions JSON document ({e}): {}",
-                wire::excerpt(&String::from_utf8_lossy(&bytes), EXCERPT_CHARS)
+                wire::excerpt(
+                    &self.redact(&String::from_utf8_lossy(&bytes)),
+                    EXCERPT_CHARS
+                )
             )))
         })?;
         let mut answer = wire::parse_response(parsed, &self.model, self.prices.as_ref())

@@ -169,6 +169,7 @@ pub fn settings_from_config(
 
 struct OpenAiPlugin {
     manifest: Arc<Manifest>,
+    redactor: crate::engine::secret::Redactor,
 }
 
 #[async_trait::async_trait]
@@ -182,7 +183,7 @@ impl Plugin for OpenAiPlugin {
             ctx.secret(name).map_err(|e| e.to_string())
         })
         .map_err(|e| format!("openai model `{}`: {e}", ctx.entry_id()))?;
-        let model = OpenAiModel::new(settings)
+        let model = OpenAiModel::with_redactor(settings, self.redactor.clone())
             .map_err(|e| format!("openai model `{}`: {e}", ctx.entry_id()))?;
         let version = self
             .manifest
@@ -207,12 +208,19 @@ impl Plugin for OpenAiPlugin {
 /// ([`install_crypto_provider`]), so every reqwest client built after the
 /// built-ins are registered (this one's, MCP's) finds it.
 pub fn register(catalog: &mut Catalog) {
+    register_with(catalog, crate::engine::secret::Redactor::new());
+}
+
+/// [`register`] with the harness's redactor: what a server says in an
+/// error is quoted with no secret the harness knows in it.
+pub fn register_with(catalog: &mut Catalog, redactor: crate::engine::secret::Redactor) {
     install_crypto_provider();
     catalog.register(
         crate::engine::builtin::openai::KIND.name,
-        Arc::new(|entry: &Entry| {
+        Arc::new(move |entry: &Entry| {
             Ok(Arc::new(OpenAiPlugin {
                 manifest: Arc::clone(&entry.manifest),
+                redactor: redactor.clone(),
             }) as Arc<dyn Plugin>)
         }),
     );

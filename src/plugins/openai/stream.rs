@@ -139,6 +139,7 @@ pub(super) async fn read(
     deltas: &TextDeltas,
     request_bytes: usize,
     limit: usize,
+    redactor: &crate::engine::secret::Redactor,
 ) -> Result<ChatResponse, ModelError> {
     let bytes = futures_util::stream::unfold(response, |mut r| async move {
         match r.chunk().await {
@@ -167,13 +168,13 @@ pub(super) async fn read(
         let chunk: Value = serde_json::from_str(&data).map_err(|e| {
             ModelError::Protocol(format!(
                 "a streamed event is not a chunk ({e}): {}",
-                super::wire::excerpt(&data, 300)
+                super::wire::excerpt(&redactor.redact(&data), 300)
             ))
         })?;
         if let Some(message) = chunk["error"]["message"].as_str() {
             return Err(ModelError::Protocol(format!(
                 "the stream reported an error: {}",
-                super::wire::excerpt(message, 300)
+                super::wire::excerpt(&redactor.redact(message), 300)
             )));
         }
         assembly.chunk(&chunk, deltas);

@@ -724,6 +724,38 @@ async fn synthetic_non_json_error_body_is_a_bounded_excerpt() {
 }
 
 #[tokio::test]
+async fn an_error_excerpt_cut_through_a_secret_keeps_no_piece_of_it() {
+    // The secret (the harness's, not the key) straddles the excerpt's cut
+    // (300 characters) at every offset, in a JSON message and in a page;
+    // whitespace collapsed first would have hidden a value with a line
+    // break in it from the redactor.
+    let secret = "sk-excerpt-7f3a9c2e51d4\nline-two";
+    let redactor = crate::engine::secret::Redactor::new();
+    redactor.learn(&crate::engine::secret::SecretValue::new(secret.to_owned()));
+    for before in 300 - secret.len()..=300 {
+        let text = format!("{}{secret} and more", "x".repeat(before));
+        let server = Server::start(vec![
+            Reply::json(400, &json!({ "error": { "message": text } })),
+            Reply::text(502, "text/html", &text),
+        ])
+        .await;
+        for _ in 0..2 {
+            let err = OpenAiModel::with_redactor(settings(&server.base_url), redactor.clone())
+                .unwrap()
+                .with_retry(fast(0))
+                .complete(&ask("hi").req())
+                .await
+                .unwrap_err();
+            let shown = err.to_string();
+            for piece in secret.as_bytes().windows(6) {
+                let piece = std::str::from_utf8(piece).unwrap();
+                assert!(!shown.contains(piece), "{before}: {piece:?} in {shown}");
+            }
+        }
+    }
+}
+
+#[tokio::test]
 async fn synthetic_unparseable_success_body_is_a_protocol_error() {
     let server = Server::start(vec![Reply::text(
         200,
