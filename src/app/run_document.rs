@@ -57,7 +57,8 @@ struct RunDocument<'a> {
     format_version: u32,
     generation_id: &'a str,
     messages: Value,
-    model: Option<&'a str>,
+    // As the provider named it: from outside.
+    model: Value,
     // Tools the request brought: the run ran on its own candidate of
     // `generation_id`, which `snapshot_digest` describes.
     request_tools: Value,
@@ -156,7 +157,7 @@ impl<'a> RunDocument<'a> {
             format_version: 1,
             generation_id: &result.generation_id,
             messages: outside(to_json(&result.messages)),
-            model: result.model.as_deref(),
+            model: outside(to_json(&result.model)),
             request_tools: outside(to_json(&run.request_tools)),
             run_id: &result.run_id,
             session: run.session.as_ref().map(|s| s.id.as_str()),

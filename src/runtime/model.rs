@@ -14,6 +14,7 @@ use serde::{Deserialize, Serialize};
 use serde_json::Value;
 
 use super::tool::Cancellation;
+use crate::engine::secret::Redactor;
 
 /// The capability name model providers provide.
 pub const MODEL_CAPABILITY: &str = "model";
@@ -88,6 +89,32 @@ impl ChatMessage {
             tool_calls: Vec::new(),
             tool_call_id: Some(call_id.into()),
             name: Some(name.into()),
+        }
+    }
+
+    /// The message with every text in it passed through `redactor`: its
+    /// content, each tool call's id, name, arguments (as
+    /// [`Redactor::redact_json`] does) and the reason it is malformed,
+    /// and a tool message's call id and name. What enters the
+    /// conversation, from a model or anywhere else, is this.
+    #[must_use]
+    pub fn redacted(&self, redactor: &Redactor) -> Self {
+        let r = |text: &str| redactor.redact(text).into_owned();
+        Self {
+            role: self.role,
+            content: r(&self.content),
+            tool_calls: self
+                .tool_calls
+                .iter()
+                .map(|c| ModelToolCall {
+                    id: r(&c.id),
+                    name: r(&c.name),
+                    arguments: redactor.redact_json(&c.arguments),
+                    malformed: c.malformed.as_deref().map(r),
+                })
+                .collect(),
+            tool_call_id: self.tool_call_id.as_deref().map(r),
+            name: self.name.as_deref().map(r),
         }
     }
 }
@@ -232,6 +259,23 @@ pub struct ModelResponse {
     pub estimated_cost: Option<f64>,
 }
 
+impl ModelResponse {
+    /// The turn with every text a provider wrote into it passed through
+    /// `redactor`: the message ([`ChatMessage::redacted`]), the finish
+    /// reason and the model's name.
+    #[must_use]
+    pub fn redacted(self, redactor: &Redactor) -> Self {
+        let r = |text: String| redactor.redact(&text).into_owned();
+        Self {
+            message: self.message.redacted(redactor),
+            usage: self.usage,
+            finish_reason: self.finish_reason.map(r),
+            model: r(self.model),
+            estimated_cost: self.estimated_cost,
+        }
+    }
+}
+
 /// Why a model call failed.
 #[derive(Clone, Debug, PartialEq, thiserror::Error)]
 pub enum ModelError {
@@ -275,6 +319,52 @@ pub trait ChatModel: Send + Sync {
     fn provider(&self) -> &str;
     /// One assistant turn for `request`.
     async fn complete(&self, request: &ModelRequest) -> Result<ModelResponse, ModelError>;
+}
+
+/// A model whose every answer is redacted where it enters chassis.
+///
+/// Why at the boundary: a provider writes text into more than the answer
+/// — the model's name, a tool call's name and id, the finish reason — and
+/// each is then shown in many places (progress events, the result
+/// document, a recording, the conversation sent back to the model,
+/// `/metrics` labels). Redacted once here, every consumer sees the same
+/// text: what the model is sent next is what a recording keeps. The name
+/// the provider goes by (its configuration, a process plugin's
+/// capability value) is redacted too.
+pub struct RedactingModel {
+    inner: Arc<dyn ChatModel>,
+    name: String,
+    redactor: Redactor,
+}
+
+impl RedactingModel {
+    /// `inner`, its answers and name passed through `redactor`.
+    pub fn new(inner: Arc<dyn ChatModel>, redactor: Redactor) -> Self {
+        let name = redactor.redact(inner.model_name()).into_owned();
+        Self {
+            inner,
+            name,
+            redactor,
+        }
+    }
+}
+
+#[async_trait::async_trait]
+impl ChatModel for RedactingModel {
+    fn model_name(&self) -> &str {
+        &self.name
+    }
+
+    fn provider(&self) -> &str {
+        self.inner.provider()
+    }
+
+    async fn complete(&self, request: &ModelRequest) -> Result<ModelResponse, ModelError> {
+        self.inner
+            .complete(request)
+            .await
+            .map(|r| r.redacted(&self.redactor))
+    }
 }
 
 /// The value of the `model` capability.

@@ -3314,3 +3314,128 @@ fn an_interrupt_during_a_slow_setup_cancels_it_tears_the_plugin_down_and_exits_1
         );
     }
 }
+
+/// A model provider that names itself, its model and its tool calls with
+/// the secret it was given, and keeps the conversations it is sent.
+const NAMING_MODEL: &str = r#"
+import json
+from chassis_plugin import plugin
+
+@plugin(name="naming-model", version="1.0.0", provides={"model": "1.0.0"})
+def naming_model(ctx):
+    tok = ctx.config["token"]
+    def complete(messages: list, tools: list = (), options: dict = None) -> dict:
+        "One turn."
+        with open("model_in.jsonl", "a") as f:
+            f.write(json.dumps(messages) + "\n")
+        if not any(m["role"] == "tool" for m in messages):
+            calls = [{"id": "id_" + tok, "name": "echo", "arguments": {"text": "hi"}},
+                     {"id": "x2", "name": "nosuch_" + tok, "arguments": {}}]
+            return {"message": {"role": "assistant", "content": "", "tool_calls": calls},
+                    "finish_reason": "tool_calls", "model": "m-" + tok,
+                    "usage": {"input_tokens": 1, "output_tokens": 1}}
+        return {"message": {"role": "assistant", "content": "done"},
+                "finish_reason": "stop", "model": tok}
+    ctx.capabilities.provide("model", {"name": "pm-" + tok}, version="1.0.0", methods=[complete])
+
+if __name__ == "__main__":
+    naming_model.run()
+"#;
+
+/// What a process plugin's model names with a secret (its capability's
+/// name, the model it reports, a tool call's name and id) is redacted as
+/// it enters: in no output, and the conversation the model is sent back
+/// is the one the recording keeps.
+#[test]
+fn a_python_model_naming_things_with_a_secret_has_them_redacted_where_they_enter() {
+    let canary = crate::secret_pieces::random_canary("CNRY");
+    let toml = r#"version = 1
+
+[plugins.naming-model]
+version = "1.0.0"
+command = ["{PYTHON}", "naming_model.py"]
+provides = { model = "1.0.0" }
+
+[entries.naming-model]
+plugin = "naming-model"
+config.token = { secret = "CANARY_TOKEN" }
+
+[entries.tools]
+plugin = "command"
+[[entries.tools.config.tools]]
+name = "echo"
+description = "Echoes."
+args = { type = "object", properties = { text = { type = "string" } } }
+argv = ["echo", "{/text}"]
+input = "none"
+idempotent = true
+
+[agents.a]
+prompt = "p"
+tools = ["echo"]
+default_input = "go"
+"#;
+    let dir = workspace(&[
+        ("naming_model.py", NAMING_MODEL),
+        ("composition.toml", toml),
+    ]);
+    let out = run(
+        dir.path(),
+        &[
+            "--format",
+            "json",
+            "run",
+            "composition.toml",
+            "--record",
+            "rec.json",
+            "--trace",
+            "tr.jsonl",
+        ],
+        &[("CANARY_TOKEN", canary.as_str())],
+    );
+    assert_eq!(out.code, 0, "{}\n{}", out.stdout, out.stderr);
+    let recorded = std::fs::read_to_string(dir.path().join("rec.json")).unwrap();
+    let trace = std::fs::read_to_string(dir.path().join("tr.jsonl")).unwrap();
+    for (what, text) in [
+        ("stdout", &out.stdout),
+        ("stderr", &out.stderr),
+        ("the recording", &recorded),
+        ("the trace", &trace),
+    ] {
+        assert_eq!(
+            crate::secret_pieces::piece_in(&canary, text, 8),
+            None,
+            "a piece of the secret is in {what}:\n{text}"
+        );
+    }
+    let doc = document(&out);
+    assert_eq!(doc["model"], "<redacted>", "{doc}");
+    assert!(
+        out.stderr.contains(r#""model":"pm-<redacted>""#),
+        "{}",
+        out.stderr
+    );
+    // The second call was sent the conversation as the recording keeps it.
+    let sent = std::fs::read_to_string(dir.path().join("model_in.jsonl")).unwrap();
+    let sent: Vec<Value> = sent
+        .lines()
+        .map(|l| serde_json::from_str(l).unwrap())
+        .collect();
+    assert_eq!(sent.len(), 2);
+    let recorded: Value = serde_json::from_str(&recorded).unwrap();
+    let requests: Vec<&Value> = recorded["records"]
+        .as_array()
+        .unwrap()
+        .iter()
+        .filter(|r| r["kind"] == "model")
+        .map(|r| &r["request"]["messages"])
+        .collect();
+    assert_eq!(requests.len(), 2);
+    assert_eq!(requests[1], &sent[1]);
+    assert_eq!(
+        sent[1][2]["tool_calls"][0]["id"], "id_<redacted>",
+        "{}",
+        sent[1]
+    );
+    assert_eq!(sent[1][3]["tool_call_id"], "id_<redacted>", "{}", sent[1]);
+}

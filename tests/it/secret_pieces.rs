@@ -146,3 +146,177 @@ fn a_failing_command_or_hook_shows_no_piece_of_a_secret_its_stderr_window_cut() 
         }
     }
 }
+
+/// A Chat Completions reply whose every name and id carries `canary`: the
+/// model it reports, and two tool calls — the real tool `echo` and one
+/// invented — with ids holding it.
+pub fn naming_reply(canary: &str) -> serde_json::Value {
+    serde_json::json!({
+        "id": format!("chatcmpl-{canary}"), "object": "chat.completion",
+        "model": format!("echo-{canary}"),
+        "choices": [{
+            "index": 0,
+            "message": {
+                "role": "assistant", "content": null,
+                "tool_calls": [
+                    {
+                        "id": format!("call_{canary}_1"), "type": "function",
+                        "function": { "name": "echo", "arguments": "{\"text\":\"hi\"}" },
+                    },
+                    {
+                        "id": format!("call_{canary}_2"), "type": "function",
+                        "function": { "name": format!("tool_{canary}"), "arguments": "{}" },
+                    },
+                ],
+            },
+            "finish_reason": "tool_calls",
+        }],
+        "usage": { "prompt_tokens": 10, "completion_tokens": 5, "total_tokens": 15 },
+    })
+}
+
+/// The final answer of a provider that names its model with `canary`.
+pub fn named_answer(canary: &str) -> serde_json::Value {
+    let mut reply = crate::loopback::answer_reply("done");
+    reply["model"] = serde_json::json!(format!("model-{canary}"));
+    reply
+}
+
+/// An `openai` model at `base_url`, the canary a referenced secret, and a
+/// tool `echo`.
+pub fn naming_composition(base_url: &str) -> String {
+    format!(
+        r#"version = 1
+
+[plugins.vault]
+version = "1.0.0"
+
+[entries.vault]
+config = {{ token = {{ secret = "CANARY_TOKEN" }} }}
+
+[entries.model]
+plugin = "openai"
+[entries.model.config]
+model = "loopback"
+base_url = "{base_url}"
+max_retries = 0
+
+[entries.tools]
+plugin = "command"
+[[entries.tools.config.tools]]
+name = "echo"
+description = "Echoes."
+args = {{ type = "object", properties = {{ text = {{ type = "string" }} }} }}
+argv = ["echo", "{{/text}}"]
+input = "none"
+idempotent = true
+side_effects = ["read_only"]
+
+[agents.a]
+prompt = "Use the tools."
+tools = ["echo"]
+default_input = "go"
+"#
+    )
+}
+
+#[test]
+fn names_and_ids_a_model_provider_sends_back_are_redacted_where_they_enter() {
+    let canary = random_canary("CNRY");
+    let endpoint = crate::loopback::Endpoint::start(vec![
+        naming_reply(&canary),
+        named_answer(&canary),
+        naming_reply(&canary),
+        named_answer(&canary),
+    ]);
+    let dir = tempfile::tempdir().unwrap();
+    std::fs::write(
+        dir.path().join("c.toml"),
+        naming_composition(&endpoint.base_url),
+    )
+    .unwrap();
+    for format in ["json", "text"] {
+        let run = run_in(
+            dir.path(),
+            &[
+                "--color", "never", "--format", format, "run", "c.toml", "--record", "rec.json",
+                "--trace", "tr.jsonl",
+            ],
+            &[("CANARY_TOKEN", canary.as_str())],
+        );
+        assert_eq!(run.code, 0, "{}\n{}", run.stdout, run.stderr);
+        for (what, text) in everything(
+            &run.stdout,
+            &run.stderr,
+            dir.path(),
+            &["rec.json", "tr.jsonl"],
+        ) {
+            assert_eq!(
+                piece_in(&canary, &text, 8),
+                None,
+                "a piece of the secret is in {what} ({format}):\n{text}"
+            );
+        }
+        if format == "json" {
+            // Redacted, not dropped: the names are there, marked.
+            let doc: serde_json::Value = serde_json::from_str(&run.stdout).unwrap();
+            assert_eq!(doc["model"], "model-<redacted>", "{doc}");
+            let names: Vec<&str> = doc["tool_calls"]
+                .as_array()
+                .unwrap()
+                .iter()
+                .map(|c| c["name"].as_str().unwrap())
+                .collect();
+            assert_eq!(names, ["echo", "tool_<redacted>"], "{doc}");
+        }
+    }
+    // The model was sent the ids as redacted, and the recording's model
+    // requests are what it was sent.
+    let requests = endpoint.requests();
+    assert_eq!(requests.len(), 4);
+    for raw in &requests {
+        let raw = String::from_utf8_lossy(raw);
+        assert_eq!(piece_in(&canary, &raw, 8), None, "{raw}");
+    }
+    let sent = &endpoint.bodies()[3]["messages"];
+    assert_eq!(
+        sent[2]["tool_calls"][0]["id"], "call_<redacted>_1",
+        "{sent}"
+    );
+    assert_eq!(sent[3]["tool_call_id"], "call_<redacted>_1", "{sent}");
+    let recorded: serde_json::Value =
+        serde_json::from_slice(&std::fs::read(dir.path().join("rec.json")).unwrap()).unwrap();
+    let model_requests: Vec<&serde_json::Value> = recorded["records"]
+        .as_array()
+        .unwrap()
+        .iter()
+        .filter(|r| r["kind"] == "model")
+        .map(|r| &r["request"]["messages"])
+        .collect();
+    assert_eq!(model_requests.len(), 2);
+    assert_eq!(ids(model_requests[1]), ids(sent));
+    assert_eq!(
+        ids(sent),
+        [
+            "call_<redacted>_1",
+            "call_<redacted>_2",
+            "call_<redacted>_1",
+            "call_<redacted>_2"
+        ]
+    );
+}
+
+/// The tool call ids of a conversation (of the calls, then of the tool
+/// messages answering them), as the wire or a recording has them.
+fn ids(messages: &serde_json::Value) -> Vec<String> {
+    let mut out = Vec::new();
+    for m in messages.as_array().unwrap() {
+        for c in m["tool_calls"].as_array().into_iter().flatten() {
+            out.push(c["id"].as_str().unwrap().to_owned());
+        }
+        if let Some(id) = m["tool_call_id"].as_str() {
+            out.push(id.to_owned());
+        }
+    }
+    out
+}

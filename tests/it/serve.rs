@@ -15,6 +15,7 @@ mod approvals;
 mod budget_caps;
 mod json_stderr;
 mod killed;
+mod model_text;
 mod no_echo;
 mod process_plugins;
 mod readme;
@@ -44,7 +45,13 @@ impl Server {
     /// address comes from its `listening on` line (under `--format json`,
     /// its `{"type": "listening", "address": …}` line).
     fn start(dir: &Path, file: &str, extra: &[&str]) -> Server {
+        Self::start_with_env(dir, file, extra, &[])
+    }
+
+    /// [`Self::start`] with the variables `env` set too.
+    fn start_with_env(dir: &Path, file: &str, extra: &[&str], env: &[(&str, &str)]) -> Server {
         let mut child = command(dir, file, extra)
+            .envs(env.iter().copied())
             .args(["--listen", "127.0.0.1:0"])
             .stdout(Stdio::null())
             .stderr(Stdio::piped())

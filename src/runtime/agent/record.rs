@@ -253,8 +253,8 @@ pub enum AgentEvent {
 
 impl AgentEvent {
     /// The event with every text that came from outside (arguments, error
-    /// and refusal reasons, a finish reason) passed through `redactor`:
-    /// what every observer is handed.
+    /// and refusal reasons, a finish reason, a model's, a tool call's name
+    /// and id) passed through `redactor`: what every observer is handed.
     #[must_use]
     pub fn redacted(self, redactor: &crate::engine::secret::Redactor) -> Self {
         let r = |text: String| redactor.redact(&text).into_owned();
@@ -284,13 +284,20 @@ impl AgentEvent {
             } => Self::ToolCallStarted {
                 agent,
                 step,
-                name,
+                name: r(name),
                 arguments: redactor.redact_json(&arguments),
             },
             Self::ToolCallFinished { agent, mut record } => {
                 record.error = record.error.map(r);
+                record.name = r(record.name);
+                record.call_id = r(record.call_id);
                 Self::ToolCallFinished { agent, record }
             }
+            Self::ModelCallStarted { agent, step, model } => Self::ModelCallStarted {
+                agent,
+                step,
+                model: r(model),
+            },
             Self::RunFinished {
                 agent,
                 run_id,
@@ -313,7 +320,7 @@ impl AgentEvent {
                 depth,
                 text: r(text),
             },
-            started @ (Self::RunStarted { .. } | Self::ModelCallStarted { .. }) => started,
+            started @ Self::RunStarted { .. } => started,
         }
     }
 }

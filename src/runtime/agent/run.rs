@@ -349,9 +349,15 @@ impl AgentRunner {
             self.executor.services().telemetry.as_ref(),
             || compile(g, agent, stamp.definition_hash.clone()),
         );
+        // What the model answers is redacted as it comes in, so every
+        // consumer (events, the conversation, a recording) sees one text.
+        let model = crate::runtime::model::RedactingModel::new(
+            Arc::clone(&model.0),
+            self.executor.services().redactor.clone(),
+        );
         Ok(Bound {
             agent: agent.clone(),
-            model: Arc::clone(&model.0),
+            model: Arc::new(model),
             model_entry: selected.entry.to_string(),
             plan,
             snapshot_digest: stamp.digests.digest.clone(),
@@ -1058,12 +1064,7 @@ fn find_agent<'g>(g: &'g Generation, name: &str) -> Result<&'g AgentDecl, AgentE
 }
 
 fn redact_message(redactor: &crate::engine::secret::Redactor, m: &ChatMessage) -> ChatMessage {
-    let mut m = m.clone();
-    m.content = redactor.redact(&m.content).into_owned();
-    for c in &mut m.tool_calls {
-        c.arguments = redactor.redact_json(&c.arguments);
-    }
-    m
+    m.redacted(redactor)
 }
 
 /// The plan: the system prompt and the tools the agent's scope shows, with
