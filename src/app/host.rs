@@ -915,7 +915,14 @@ impl Host {
         let mut runner =
             AgentRunner::new(ToolExecutor::new(services), Arc::new(MonotonicClock::new()))
                 .with_plan_cache(Arc::clone(&inner.plans));
-        runner = runner.with_observer(inner.metrics.observer(request.observer));
+        // Tools are labelled by name only when the published composition
+        // declares them: a name a model made up is no new series.
+        let counted = inner.metrics.run(
+            Arc::clone(lease.generation()),
+            request_tool_names.clone(),
+            request.observer,
+        );
+        runner = runner.with_observer(Arc::clone(&counted) as Arc<dyn AgentObserver>);
         let runner = Arc::new(runner);
         let caps = request.budget;
         let agent_request = AgentRequest {
@@ -962,7 +969,7 @@ impl Host {
         drop(lease);
         let outcome = result.map(|result| {
             let status = RunStatus::of(&result.stop);
-            inner.metrics.run_finished(&result, status.as_str());
+            counted.finished(&result, status.as_str());
             RunOutcome {
                 session: session.as_ref().map(|s| super::run::SessionTurn {
                     id: s.conversation.id.clone(),

@@ -4,12 +4,25 @@
 //!
 //! Labels are bounded by the composition (agent, model, tool, budget
 //! dimension, status): never a run, session or user id, so a busy server
-//! does not grow a series per request.
+//! does not grow a series per request — nor text a model chose: a tool
+//! name the composition does not declare is counted as [`UNKNOWN_TOOL`]
+//! (a tool a request brought as [`REQUEST_TOOL`]), and the model of a
+//! run's tokens is the one its entry is configured with, not the name a
+//! provider reports.
 
 use std::collections::BTreeMap;
 use std::sync::{Arc, Mutex, PoisonError};
 
+use crate::runtime::Generation;
 use crate::runtime::agent::{AgentEvent, AgentObserver, AgentResult, StopReason};
+
+/// The `tool` label of a call to a tool the composition does not declare:
+/// a name the model made up (each would otherwise be a new series).
+pub const UNKNOWN_TOOL: &str = "<unknown>";
+
+/// The `tool` label of a call to a tool the request brought (their names
+/// are the client's, not the composition's).
+pub const REQUEST_TOOL: &str = "<request>";
 
 /// Latency buckets, in seconds (runs, model calls, tool calls).
 pub const SECONDS_BUCKETS: &[f64] = &[
@@ -116,10 +129,11 @@ impl Metrics {
         f(&mut self.state.lock().unwrap_or_else(PoisonError::into_inner));
     }
 
-    /// A finished top-level run.
-    pub fn run_finished(&self, result: &AgentResult, status: &str) {
-        let model = result.model.clone().unwrap_or_default();
+    /// A finished top-level run whose model (as its entry names it) was
+    /// `model`.
+    fn run_finished(&self, result: &AgentResult, model: &str, status: &str) {
         let agent = result.agent.clone();
+        let model = model.to_owned();
         self.with(|s| {
             *s.runs
                 .entry(vec![agent.clone(), status.to_owned()])
@@ -161,54 +175,23 @@ impl Metrics {
         self.with(|s| *s.reloads.entry(vec![outcome.to_owned()]).or_default() += 1.0);
     }
 
-    fn event(&self, event: &AgentEvent, models: &Mutex<BTreeMap<(String, u32), String>>) {
-        match event {
-            AgentEvent::ModelCallStarted { agent, step, model } => {
-                models
-                    .lock()
-                    .unwrap_or_else(PoisonError::into_inner)
-                    .insert((agent.clone(), *step), model.clone());
-            }
-            AgentEvent::ModelCallFinished {
-                agent,
-                step,
-                duration_seconds,
-                ..
-            } => {
-                let model = models
-                    .lock()
-                    .unwrap_or_else(PoisonError::into_inner)
-                    .remove(&(agent.clone(), *step))
-                    .unwrap_or_default();
-                self.with(|s| {
-                    s.model_seconds
-                        .entry(vec![model])
-                        .or_default()
-                        .observe(*duration_seconds);
-                });
-            }
-            AgentEvent::ToolCallFinished { record, .. } => self.with(|s| {
-                s.tool_seconds
-                    .entry(vec![record.name.clone()])
-                    .or_default()
-                    .observe(record.duration_seconds);
-                *s.tool_calls
-                    .entry(vec![record.name.clone(), record.status.to_owned()])
-                    .or_default() += 1.0;
-            }),
-            _ => {}
-        }
-    }
-
-    /// An observer of one run that counts its model and tool calls, then
-    /// tells `next`.
-    pub fn observer(
+    /// The counters of one run on `generation` (which declares the tools
+    /// that are labelled by name), with the tools the request brought
+    /// named in `request_tools`; it then tells `next`. Give it to the
+    /// run's runner as its observer, and tell it how the run finished
+    /// ([`RunMetrics::finished`]).
+    pub fn run(
         self: &Arc<Self>,
+        generation: Arc<Generation>,
+        request_tools: Vec<String>,
         next: Option<Arc<dyn AgentObserver>>,
-    ) -> Arc<dyn AgentObserver> {
-        Arc::new(Counting {
+    ) -> Arc<RunMetrics> {
+        Arc::new(RunMetrics {
             metrics: Arc::clone(self),
+            generation,
+            request_tools,
             models: Mutex::new(BTreeMap::new()),
+            agent_models: Mutex::new(BTreeMap::new()),
             next,
         })
     }
@@ -315,16 +298,99 @@ fn label_pairs(names: &[&'static str], values: &[String]) -> Vec<(&'static str, 
     names.iter().copied().zip(values.iter().cloned()).collect()
 }
 
-struct Counting {
+/// The counters of one run (see [`Metrics::run`]).
+pub struct RunMetrics {
     metrics: Arc<Metrics>,
+    /// What declares the tools labelled by name.
+    generation: Arc<Generation>,
+    /// The names of the tools the request brought.
+    request_tools: Vec<String>,
     /// The model of each call under way, by (agent, step).
     models: Mutex<BTreeMap<(String, u32), String>>,
+    /// The model each agent of the run called last.
+    agent_models: Mutex<BTreeMap<String, String>>,
     next: Option<Arc<dyn AgentObserver>>,
 }
 
-impl AgentObserver for Counting {
+impl RunMetrics {
+    /// The run finished with `result`, `status`: its tokens and cost are
+    /// counted under the model its agent called (as the entry names it).
+    pub fn finished(&self, result: &AgentResult, status: &str) {
+        let model = self
+            .agent_models
+            .lock()
+            .unwrap_or_else(PoisonError::into_inner)
+            .get(&result.agent)
+            .cloned()
+            .unwrap_or_default();
+        self.metrics.run_finished(result, &model, status);
+    }
+
+    /// The `tool` label of a call to `name`: the name when the composition
+    /// declares such a tool (or a sub-agent), else one fixed label.
+    fn tool_label(&self, name: &str) -> String {
+        if self.request_tools.iter().any(|t| t == name) {
+            REQUEST_TOOL.to_owned()
+        } else if self.generation.tools.contains_key(name)
+            || self.generation.composition.agents.contains_key(name)
+        {
+            name.to_owned()
+        } else {
+            UNKNOWN_TOOL.to_owned()
+        }
+    }
+
+    fn count(&self, event: &AgentEvent) {
+        match event {
+            AgentEvent::ModelCallStarted { agent, step, model } => {
+                self.models
+                    .lock()
+                    .unwrap_or_else(PoisonError::into_inner)
+                    .insert((agent.clone(), *step), model.clone());
+                self.agent_models
+                    .lock()
+                    .unwrap_or_else(PoisonError::into_inner)
+                    .insert(agent.clone(), model.clone());
+            }
+            AgentEvent::ModelCallFinished {
+                agent,
+                step,
+                duration_seconds,
+                ..
+            } => {
+                let model = self
+                    .models
+                    .lock()
+                    .unwrap_or_else(PoisonError::into_inner)
+                    .remove(&(agent.clone(), *step))
+                    .unwrap_or_default();
+                self.metrics.with(|s| {
+                    s.model_seconds
+                        .entry(vec![model])
+                        .or_default()
+                        .observe(*duration_seconds);
+                });
+            }
+            AgentEvent::ToolCallFinished { record, .. } => {
+                let tool = self.tool_label(&record.name);
+                self.metrics.with(|s| {
+                    s.tool_seconds
+                        .entry(vec![tool.clone()])
+                        .or_default()
+                        .observe(record.duration_seconds);
+                    *s.tool_calls
+                        .entry(vec![tool, record.status.to_owned()])
+                        .or_default() += 1.0;
+                });
+            }
+            _ => {}
+        }
+    }
+}
+
+impl AgentObserver for RunMetrics {
     fn on_event(&self, event: &AgentEvent) {
-        self.metrics.event(event, &self.models);
+        self.count(event);
         if let Some(next) = &self.next {
             next.on_event(event);
         }
