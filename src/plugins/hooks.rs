@@ -7,7 +7,9 @@
 //! [`crate::process::run`] under the same rules as command tools (own
 //! process group, environment allow-list, hard timeout). A hook that fails
 //! (unwritable file, non-zero exit, timeout, unparseable reply) returns an
-//! error, which the dispatcher handles by the registration's error policy.
+//! error, which the dispatcher handles by the registration's error policy;
+//! a reply the hook's mode does not allow is judged by the dispatcher, as
+//! for every hook.
 
 use std::io::Write;
 use std::path::PathBuf;
@@ -127,21 +129,13 @@ impl HookHandler for CommandHook {
         }
         let reply = kinds::parse_reply(&out.stdout)
             .map_err(|e| format!("the hook command's reply is invalid: {e}"))?;
-        match (spec.mode, reply) {
-            (HookCommandMode::Observe, _) | (_, HookCommandReply::Continue) => {
-                Ok(HookReply::Continue)
-            }
-            (HookCommandMode::Transform, HookCommandReply::Transform(p)) => {
-                Ok(HookReply::Replace(p))
-            }
-            (HookCommandMode::Bail, HookCommandReply::Bail(reason)) => Ok(HookReply::Bail(reason)),
-            (HookCommandMode::Transform, HookCommandReply::Bail(_)) => {
-                Err("the hook command replied `bail`, but its mode is `transform`; set mode = \"bail\"".into())
-            }
-            (HookCommandMode::Bail, HookCommandReply::Transform(_)) => {
-                Err("the hook command replied `transform`, but its mode is `bail`; set mode = \"transform\"".into())
-            }
-        }
+        // What its mode lets the reply do is the dispatcher's decision, the
+        // same for every hook ([`crate::runtime::hooks::allowed`]).
+        Ok(match reply {
+            HookCommandReply::Continue => HookReply::Continue,
+            HookCommandReply::Transform(p) => HookReply::Replace(p),
+            HookCommandReply::Bail(reason) => HookReply::Bail(reason),
+        })
     }
 }
 

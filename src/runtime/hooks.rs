@@ -86,6 +86,17 @@ pub enum HookMode {
     Bail,
 }
 
+impl HookMode {
+    /// The mode's name, as registered.
+    pub fn as_str(self) -> &'static str {
+        match self {
+            HookMode::Observe => "observe",
+            HookMode::Transform => "transform",
+            HookMode::Bail => "bail",
+        }
+    }
+}
+
 /// What happens when a handler fails.
 #[derive(Clone, Copy, Debug, PartialEq, Eq, Default)]
 pub enum ErrorPolicy {
@@ -105,6 +116,65 @@ pub enum HookReply {
     Replace(Value),
     /// Stop the chain, with a reason (bail mode).
     Bail(String),
+}
+
+impl HookReply {
+    /// The reply's action on the wire (`continue`, `transform` or `bail`):
+    /// what a message about it may say, never its payload or reason.
+    pub fn action(&self) -> &'static str {
+        match self {
+            HookReply::Continue => "continue",
+            HookReply::Replace(_) => "transform",
+            HookReply::Bail(_) => "bail",
+        }
+    }
+}
+
+/// What a reply does, once its hook's mode allows it.
+#[derive(Clone, Debug, PartialEq)]
+pub enum Allowed {
+    /// Nothing to change.
+    Continue,
+    /// The new payload (a transform hook's object).
+    Replace(serde_json::Map<String, Value>),
+    /// Stop the chain (a bail hook's refusal).
+    Bail(String),
+}
+
+/// The one table of what a hook's `mode` lets its reply do, for every hook
+/// alike (built-in, in-process or a process plugin's): `continue` is always
+/// allowed, a `transform` hook may return an object, a `bail` hook may bail,
+/// and an `observe` hook is only told. Anything else is the hook's failure,
+/// described by the reply's action and kind only (a payload or a reason
+/// could hold a secret); the dispatcher handles it like a hook that failed:
+/// a `bail` hook on a refusable event refuses, others by `error_policy`.
+pub fn allowed(mode: HookMode, reply: HookReply) -> Result<Allowed, String> {
+    match (mode, reply) {
+        (HookMode::Observe, _) | (_, HookReply::Continue) => Ok(Allowed::Continue),
+        (HookMode::Transform, HookReply::Replace(Value::Object(m))) => Ok(Allowed::Replace(m)),
+        (HookMode::Transform, HookReply::Replace(other)) => Err(format!(
+            "the hook replied `transform` with {} payload, but a transform must return a JSON object",
+            json_kind(&other)
+        )),
+        (HookMode::Bail, HookReply::Bail(reason)) => Ok(Allowed::Bail(reason)),
+        (mode, reply) => Err(format!(
+            "the hook replied `{}`, but its mode is `{}`",
+            reply.action(),
+            mode.as_str()
+        )),
+    }
+}
+
+/// What kind of JSON value `v` is (`an array`, `a string`, …).
+fn json_kind(v: &Value) -> &'static str {
+    match v {
+        Value::Null => "a null",
+        Value::Bool(_) => "a boolean",
+        Value::Number(_) => "a number",
+        Value::String(_) => "a string",
+        Value::Array(_) => "an array",
+        Value::Object(_) => "an object",
+    }
 }
 
 /// A hook handler.
@@ -286,16 +356,48 @@ impl HookSet {
             failures: Vec::new(),
         };
         for reg in self.for_event(event) {
-            let failure = |error: String| HookFailure {
-                event,
-                hook: reg.id.clone(),
-                owner: reg.owner.clone(),
-                error,
+            let answer = reg
+                .handler
+                .call(event, &out.payload)
+                .await
+                .map_err(|e| e.to_string());
+            let answer = match answer {
+                Ok(HookReply::Replace(v)) if reg.mode == HookMode::Transform && !v.is_object() => {
+                    out.failures.push(HookFailure {
+                        event,
+                        hook: reg.id.clone(),
+                        owner: reg.owner.clone(),
+                        error: "a transform must return a JSON object; the payload is unchanged"
+                            .into(),
+                    });
+                    continue;
+                }
+                answer => answer.and_then(|reply| allowed(reg.mode, reply)),
             };
-            let reply = match reg.handler.call(event, &out.payload).await {
-                Ok(reply) => reply,
+            let error = match answer {
+                Ok(Allowed::Continue) => continue,
+                Ok(Allowed::Replace(mut m)) => {
+                    let changed = keep_context(&out.payload, &mut m);
+                    out.payload = Value::Object(m);
+                    match changed {
+                        // The keys are put back; the change is a failure.
+                        Some(changed) => {
+                            format!("a transform cannot change `{changed}`; it is kept as it was")
+                        }
+                        None => continue,
+                    }
+                }
+                Ok(Allowed::Bail(reason)) => {
+                    out.bailed = Some(Bail {
+                        hook: reg.id.clone(),
+                        owner: reg.owner.clone(),
+                        reason,
+                    });
+                    break;
+                }
                 // A guard that cannot answer (crashed, hung, replied
-                // garbage) refuses: its silence is never a yes.
+                // garbage or what its mode does not allow) refuses: its
+                // silence is never a yes.
                 Err(e) if reg.mode == HookMode::Bail && event.refusable() => {
                     out.bailed = Some(Bail {
                         hook: reg.id.clone(),
@@ -304,54 +406,22 @@ impl HookSet {
                     });
                     break;
                 }
-                Err(e) => {
-                    if reg.error_policy == ErrorPolicy::Raise && event.plane() == Plane::Data {
-                        return Err(HookExecutionError {
-                            event,
-                            hook: reg.id.clone(),
-                            owner: reg.owner.clone(),
-                            error: e.to_string(),
-                        });
-                    }
-                    out.failures.push(failure(e.to_string()));
-                    continue;
-                }
+                Err(e) => e,
             };
-            match (reg.mode, reply) {
-                (HookMode::Observe, _) | (_, HookReply::Continue) => {}
-                (HookMode::Transform, HookReply::Replace(Value::Object(mut m))) => {
-                    if let Some(changed) = keep_context(&out.payload, &mut m) {
-                        let error =
-                            format!("a transform cannot change `{changed}`; it is kept as it was");
-                        if reg.error_policy == ErrorPolicy::Raise && event.plane() == Plane::Data {
-                            return Err(HookExecutionError {
-                                event,
-                                hook: reg.id.clone(),
-                                owner: reg.owner.clone(),
-                                error,
-                            });
-                        }
-                        out.failures.push(failure(error));
-                    }
-                    out.payload = Value::Object(m);
-                }
-                (HookMode::Transform, HookReply::Replace(_)) => {
-                    out.failures.push(failure(
-                        "a transform must return a JSON object; the payload is unchanged".into(),
-                    ));
-                }
-                (HookMode::Bail, HookReply::Bail(reason)) => {
-                    out.bailed = Some(Bail {
-                        hook: reg.id.clone(),
-                        owner: reg.owner.clone(),
-                        reason,
-                    });
-                    break;
-                }
-                (mode, reply) => out.failures.push(failure(format!(
-                    "a {mode:?} hook replied {reply:?}; ignored"
-                ))),
+            if reg.error_policy == ErrorPolicy::Raise && event.plane() == Plane::Data {
+                return Err(HookExecutionError {
+                    event,
+                    hook: reg.id.clone(),
+                    owner: reg.owner.clone(),
+                    error,
+                });
             }
+            out.failures.push(HookFailure {
+                event,
+                hook: reg.id.clone(),
+                owner: reg.owner.clone(),
+                error,
+            });
         }
         Ok(out)
     }
@@ -494,6 +564,100 @@ mod tests {
             1,
             "a non-object transform is recorded, not raised"
         );
+    }
+
+    /// What each mode lets a reply do: one table for every hook. A reply
+    /// the mode does not allow is described by its action only (never the
+    /// payload or reason it carried).
+    #[test]
+    fn the_mode_decides_what_a_reply_may_do() {
+        use HookMode::{Bail as B, Observe as O, Transform as T};
+        let object = || HookReply::Replace(json!({"a": "secret-payload"}));
+        let bail = || HookReply::Bail("secret-reason".into());
+        for mode in [O, T, B] {
+            assert_eq!(allowed(mode, HookReply::Continue), Ok(Allowed::Continue));
+        }
+        assert!(matches!(allowed(T, object()), Ok(Allowed::Replace(_))));
+        assert_eq!(
+            allowed(B, bail()),
+            Ok(Allowed::Bail("secret-reason".into()))
+        );
+        for (mode, reply, action) in [
+            (B, object(), "transform"),
+            (B, HookReply::Replace(json!("no")), "transform"),
+            (T, bail(), "bail"),
+        ] {
+            let e = allowed(mode, reply).unwrap_err();
+            assert_eq!(
+                e,
+                format!(
+                    "the hook replied `{action}`, but its mode is `{}`",
+                    mode.as_str()
+                )
+            );
+        }
+    }
+
+    /// A bail hook whose reply its mode does not allow could not answer:
+    /// on a refusable event it refuses whatever its error policy; a
+    /// transform hook's bail is a failure by its error policy.
+    #[tokio::test]
+    async fn a_reply_the_mode_does_not_allow_refuses_or_fails_by_policy() {
+        let transform: Arc<dyn HookHandler> = Arc::new(FnHook(|_, _: &Value| {
+            Ok(HookReply::Replace(json!({"deny": true})))
+        }));
+        let bail: Arc<dyn HookHandler> =
+            Arc::new(FnHook(|_, _: &Value| Ok(HookReply::Bail("no".into()))));
+        let e = HookEvent::BeforeToolExecute;
+        for policy in [ErrorPolicy::Record, ErrorPolicy::Raise] {
+            let mut guard = reg("g", e, HookMode::Bail, 0, 1, Arc::clone(&transform));
+            guard.error_policy = policy;
+            let out = HookSet::new(vec![guard.clone()])
+                .dispatch(e, json!({"tool": "t"}))
+                .await
+                .unwrap();
+            let refusal = out.bailed.expect("a guard that cannot answer refuses");
+            assert_eq!(
+                refusal.reason,
+                "the guard could not answer: the hook replied `transform`, but its mode is `bail`"
+            );
+            assert_eq!(out.payload, json!({"tool": "t"}), "nothing was replaced");
+            // On an event that cannot be refused, by its error policy.
+            guard.event = HookEvent::AfterToolExecute;
+            let got = HookSet::new(vec![guard])
+                .dispatch(HookEvent::AfterToolExecute, json!({}))
+                .await;
+            match policy {
+                ErrorPolicy::Raise => assert!(got.is_err(), "{got:?}"),
+                ErrorPolicy::Record => {
+                    let out = got.unwrap();
+                    assert!(out.bailed.is_none());
+                    assert_eq!(out.failures.len(), 1);
+                }
+            }
+
+            let mut t = reg("t", e, HookMode::Transform, 0, 1, Arc::clone(&bail));
+            t.error_policy = policy;
+            let got = HookSet::new(vec![t]).dispatch(e, json!({})).await;
+            match policy {
+                ErrorPolicy::Raise => {
+                    let err = got.unwrap_err();
+                    assert_eq!(err.hook, "t");
+                    assert_eq!(
+                        err.error,
+                        "the hook replied `bail`, but its mode is `transform`"
+                    );
+                }
+                ErrorPolicy::Record => {
+                    let out = got.unwrap();
+                    assert!(out.bailed.is_none(), "a transform's bail is not a refusal");
+                    assert_eq!(
+                        out.failures[0].error,
+                        "the hook replied `bail`, but its mode is `transform`"
+                    );
+                }
+            }
+        }
     }
 
     /// A transform cannot rename the tool (or drop its name) for the hooks

@@ -1580,6 +1580,151 @@ fn hooks_of_process_plugins_bail_transform_and_observe() {
     );
 }
 
+/// A hook that replies what its mode may not: its event, mode, error policy
+/// and reply (`object`, `string`, `bail` or `none`) come from its config;
+/// what it replies holds a canary no message may quote.
+const MISFIT_PY: &str = r#"
+from chassis_plugin import Bail, plugin
+
+@plugin(name="misfit", version="1.0.0")
+def misfit(ctx):
+    reply = ctx.config["reply"]
+    def hook(event, payload):
+        if reply == "bail":
+            raise Bail("reason-canary-4471")
+        if reply == "string":
+            return "payload-canary-4471"
+        if reply == "object":
+            return dict(payload, note="payload-canary-4471")
+    ctx.hooks.register(ctx.config["event"], hook, mode=ctx.config["mode"],
+                       error_policy=ctx.config["policy"])
+
+if __name__ == "__main__":
+    misfit.run()
+"#;
+
+/// The misfit hook beside a command tool that leaves a mark when it runs.
+const MISFIT_TOML: &str = r#"version = 1
+
+[plugins.misfit]
+version = "1.0.0"
+command = ["{PYTHON}", "misfit.py"]
+
+[entries.misfit]
+plugin = "misfit"
+config = { event = "EVENT", mode = "MODE", reply = "REPLY", policy = "POLICY" }
+
+[entries.tools]
+plugin = "command"
+[[entries.tools.config.tools]]
+name = "write_it"
+description = "Leave a mark."
+argv = ["touch", "MARK"]
+input = "none"
+
+[entries.model]
+plugin = "scripted"
+[[entries.model.config.turns]]
+tool_calls = [{ name = "write_it", args = {} }]
+[[entries.model.config.turns]]
+text = "done"
+
+[agents.a]
+prompt = "p"
+tools = ["write_it"]
+default_input = "go"
+"#;
+
+/// Pin and run a composition whose one hook (`mode`, on `event`, under
+/// `policy`) replies `reply`: the exit code, what chassis printed (stdout
+/// and stderr) and whether the tool ran.
+fn misfit_run(event: &str, mode: &str, reply: &str, policy: &str) -> (i32, String, bool) {
+    let dir = workspace(&[("misfit.py", MISFIT_PY)]);
+    let mark = dir.path().join("ran");
+    write_composition(
+        dir.path(),
+        &MISFIT_TOML
+            .replace("EVENT", event)
+            .replace("MODE", mode)
+            .replace("REPLY", reply)
+            .replace("POLICY", policy)
+            .replace("MARK", &mark.display().to_string()),
+    );
+    pin(dir.path());
+    let out = run(
+        dir.path(),
+        &["run", "composition.toml", "--approve", "write_it"],
+        &[],
+    );
+    let said = format!("{}\n{}", out.stdout, out.stderr);
+    (out.code, said, mark.exists())
+}
+
+/// What chassis said names the reply's kind, never what it held.
+fn quotes_no_reply(said: &str) -> bool {
+    !said.contains("canary-4471")
+}
+
+/// A `bail` hook that replies a transform (a dict or a string returned
+/// instead of raising `Bail`) is a guard that could not answer: the call is
+/// refused whatever its error policy, naming the hook, its entry and the
+/// kind of reply; before an agent run, the run is refused.
+#[test]
+fn a_bail_hook_replying_what_its_mode_does_not_allow_refuses_whatever_its_error_policy() {
+    // A guard that lets the call through (returns None): the tool runs.
+    let (code, said, ran) = misfit_run("before_tool_execute", "bail", "none", "raise");
+    assert!(ran && code == 0, "{said}");
+    for policy in ["record", "raise"] {
+        for reply in ["object", "string"] {
+            let (code, said, ran) = misfit_run("before_tool_execute", "bail", reply, policy);
+            let case = format!("{reply} under {policy}");
+            assert!(!ran, "{case}: the tool ran\n{said}");
+            assert_eq!(code, 0, "{case}: the run answers\n{said}");
+            assert!(
+                said.contains(
+                    "tool `write_it` was refused by hook `hook_misfit_1` of `misfit`: \
+                     the guard could not answer: the hook replied `transform`, but its mode is `bail`"
+                ),
+                "{case}\n{said}"
+            );
+            assert!(quotes_no_reply(&said), "{case}\n{said}");
+        }
+        let (code, said, ran) = misfit_run("before_agent_run", "bail", "object", policy);
+        assert!(
+            !ran,
+            "before_agent_run under {policy}: the tool ran\n{said}"
+        );
+        assert_eq!(code, 1, "before_agent_run under {policy}\n{said}");
+        assert!(
+            said.contains(
+                "agent `a`: refused: the guard could not answer: the hook replied `transform`, \
+                 but its mode is `bail` (hook `hook_misfit_1` of `misfit`)"
+            ),
+            "before_agent_run under {policy}\n{said}"
+        );
+        assert!(quotes_no_reply(&said), "{said}");
+    }
+}
+
+/// A `transform` hook that bails replies what its mode does not allow: under
+/// `raise` the call fails (the tool never runs, exit 3), under `record` it
+/// is warned and the call goes on.
+#[test]
+fn a_transform_hook_that_bails_fails_the_call_under_raise_and_is_warned_under_record() {
+    let failure = "hook `hook_misfit_1` of `misfit` failed on `before_tool_execute`: \
+                   the hook replied `bail`, but its mode is `transform`";
+    let (code, said, ran) = misfit_run("before_tool_execute", "transform", "bail", "raise");
+    assert!(!ran, "raise: the tool ran\n{said}");
+    assert_eq!(code, 3, "{said}");
+    assert!(said.contains(failure), "{said}");
+    assert!(quotes_no_reply(&said), "{said}");
+    let (code, said, ran) = misfit_run("before_tool_execute", "transform", "bail", "record");
+    assert!(ran, "record: the call goes on\n{said}");
+    assert_eq!(code, 0, "{said}");
+    assert!(said.contains(&format!("warning: {failure}")), "{said}");
+    assert!(quotes_no_reply(&said), "{said}");
+}
+
 /// A model provider written in Python: a tool call for a user message,
 /// a short answer to `summarize: X`, and the tool results when they come.
 /// It writes the trace context of each call to `traces.txt`.
