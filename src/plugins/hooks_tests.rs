@@ -282,19 +282,19 @@ async fn hook_command_transforms_and_bails() {
     };
     assert_eq!(reason, "nope from the script");
 
-    // In observe mode a reply is ignored.
+    // In observe mode a reply is not acted on: it is a hook failure, by the
+    // same table as every hook's (recorded here, the call goes on).
     let h = mounted(
         dir.path(),
         &Redactor::new(),
         &[tools(), hook_command(&["sh", "-c", bail], json!({}))],
     )
     .await;
+    let (r, t) = traced(&h, "echo_args", json!({ "x": "a" })).await;
+    assert_eq!(r.unwrap().status, ToolStatus::Ok);
     assert_eq!(
-        call(&h, "echo_args", json!({ "x": "a" }))
-            .await
-            .unwrap()
-            .status,
-        ToolStatus::Ok
+        hook_failures(&t),
+        ["the hook replied `bail`, but its mode is `observe`"]
     );
 }
 

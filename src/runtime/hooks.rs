@@ -78,7 +78,7 @@ pub enum Plane {
 /// What a handler's reply means.
 #[derive(Clone, Copy, Debug, PartialEq, Eq, PartialOrd, Ord, Hash)]
 pub enum HookMode {
-    /// The reply is ignored.
+    /// Only told: any reply but `continue` is a hook failure.
     Observe,
     /// A returned object replaces the whole payload for the rest of the chain.
     Transform,
@@ -150,7 +150,7 @@ pub enum Allowed {
 /// a `bail` hook on a refusable event refuses, others by `error_policy`.
 pub fn allowed(mode: HookMode, reply: HookReply) -> Result<Allowed, String> {
     match (mode, reply) {
-        (HookMode::Observe, _) | (_, HookReply::Continue) => Ok(Allowed::Continue),
+        (_, HookReply::Continue) => Ok(Allowed::Continue),
         (HookMode::Transform, HookReply::Replace(Value::Object(m))) => Ok(Allowed::Replace(m)),
         (HookMode::Transform, HookReply::Replace(other)) => Err(format!(
             "the hook replied `transform` with {} payload, but a transform must return a JSON object",
@@ -360,20 +360,8 @@ impl HookSet {
                 .handler
                 .call(event, &out.payload)
                 .await
-                .map_err(|e| e.to_string());
-            let answer = match answer {
-                Ok(HookReply::Replace(v)) if reg.mode == HookMode::Transform && !v.is_object() => {
-                    out.failures.push(HookFailure {
-                        event,
-                        hook: reg.id.clone(),
-                        owner: reg.owner.clone(),
-                        error: "a transform must return a JSON object; the payload is unchanged"
-                            .into(),
-                    });
-                    continue;
-                }
-                answer => answer.and_then(|reply| allowed(reg.mode, reply)),
-            };
+                .map_err(|e| e.to_string())
+                .and_then(|reply| allowed(reg.mode, reply));
             let error = match answer {
                 Ok(Allowed::Continue) => continue,
                 Ok(Allowed::Replace(mut m)) => {
@@ -562,7 +550,7 @@ mod tests {
         assert_eq!(
             out.failures.len(),
             1,
-            "a non-object transform is recorded, not raised"
+            "under `record`, a non-object transform is recorded"
         );
     }
 
@@ -586,6 +574,8 @@ mod tests {
             (B, object(), "transform"),
             (B, HookReply::Replace(json!("no")), "transform"),
             (T, bail(), "bail"),
+            (O, object(), "transform"),
+            (O, bail(), "bail"),
         ] {
             let e = allowed(mode, reply).unwrap_err();
             assert_eq!(
@@ -595,6 +585,73 @@ mod tests {
                     mode.as_str()
                 )
             );
+        }
+        for (payload, kind) in [
+            (json!("secret-payload"), "a string"),
+            (json!(["secret-payload"]), "an array"),
+            (json!(null), "a null"),
+        ] {
+            assert_eq!(
+                allowed(T, HookReply::Replace(payload)),
+                Err(format!(
+                    "the hook replied `transform` with {kind} payload, \
+                     but a transform must return a JSON object"
+                ))
+            );
+        }
+    }
+
+    /// An observe hook that replies and a transform that returns no object
+    /// are failures by their error policy: `raise` fails the call, `record`
+    /// records and goes on with the payload unchanged.
+    #[tokio::test]
+    async fn an_observe_reply_and_a_non_object_transform_follow_the_error_policy() {
+        let e = HookEvent::BeforeToolExecute;
+        let cases: [(HookMode, HookReply, &str); 3] = [
+            (
+                HookMode::Observe,
+                HookReply::Replace(json!({"n": 2})),
+                "the hook replied `transform`, but its mode is `observe`",
+            ),
+            (
+                HookMode::Observe,
+                HookReply::Bail("no".into()),
+                "the hook replied `bail`, but its mode is `observe`",
+            ),
+            (
+                HookMode::Transform,
+                HookReply::Replace(json!("n")),
+                "the hook replied `transform` with a string payload, \
+                 but a transform must return a JSON object",
+            ),
+        ];
+        for (mode, reply, said) in cases {
+            for policy in [ErrorPolicy::Record, ErrorPolicy::Raise] {
+                let given = reply.clone();
+                let mut r = reg(
+                    "h",
+                    e,
+                    mode,
+                    0,
+                    1,
+                    Arc::new(FnHook(move |_, _: &Value| Ok(given.clone()))),
+                );
+                r.error_policy = policy;
+                let got = HookSet::new(vec![r]).dispatch(e, json!({"n": 1})).await;
+                match policy {
+                    ErrorPolicy::Raise => {
+                        let err = got.expect_err(said);
+                        assert_eq!((err.hook.as_str(), err.error.as_str()), ("h", said));
+                    }
+                    ErrorPolicy::Record => {
+                        let out = got.unwrap();
+                        assert_eq!(out.payload, json!({"n": 1}), "{said}");
+                        assert!(out.bailed.is_none(), "{said}");
+                        assert_eq!(out.failures.len(), 1, "{said}");
+                        assert_eq!(out.failures[0].error, said);
+                    }
+                }
+            }
         }
     }
 

@@ -1725,6 +1725,48 @@ fn a_transform_hook_that_bails_fails_the_call_under_raise_and_is_warned_under_re
     assert!(quotes_no_reply(&said), "{said}");
 }
 
+/// An `observe` hook is only told: one that replies (a transform or a bail)
+/// replies what its mode does not allow, and so does a `transform` hook that
+/// returns no object. Under `raise` the call fails (the tool never runs,
+/// exit 3); under `record` it is warned and the call goes on.
+#[test]
+fn an_observe_hook_that_replies_and_a_transform_returning_no_object_follow_the_error_policy() {
+    for (mode, reply, what) in [
+        (
+            "observe",
+            "object",
+            "the hook replied `transform`, but its mode is `observe`",
+        ),
+        (
+            "observe",
+            "bail",
+            "the hook replied `bail`, but its mode is `observe`",
+        ),
+        (
+            "transform",
+            "string",
+            "the hook replied `transform` with a string payload, but a transform must return a JSON object",
+        ),
+    ] {
+        let failure =
+            format!("hook `hook_misfit_1` of `misfit` failed on `before_tool_execute`: {what}");
+        let case = format!("{mode} hook replying {reply}");
+        let (code, said, ran) = misfit_run("before_tool_execute", mode, reply, "raise");
+        assert!(!ran, "{case} under raise: the tool ran\n{said}");
+        assert_eq!(code, 3, "{case} under raise\n{said}");
+        assert!(said.contains(&failure), "{case} under raise\n{said}");
+        assert!(quotes_no_reply(&said), "{case} under raise\n{said}");
+        let (code, said, ran) = misfit_run("before_tool_execute", mode, reply, "record");
+        assert!(ran, "{case} under record: the call goes on\n{said}");
+        assert_eq!(code, 0, "{case} under record\n{said}");
+        assert!(
+            said.contains(&format!("warning: {failure}")),
+            "{case} under record\n{said}"
+        );
+        assert!(quotes_no_reply(&said), "{case} under record\n{said}");
+    }
+}
+
 /// A model provider written in Python: a tool call for a user message,
 /// a short answer to `summarize: X`, and the tool results when they come.
 /// It writes the trace context of each call to `traces.txt`.
