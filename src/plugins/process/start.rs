@@ -92,24 +92,31 @@ impl std::fmt::Debug for Process {
 
 impl Process {
     /// After a cancelled `initialize` or `setup` (its `$/cancel` sent):
+    /// Send `teardown` while the connection is open and wait up to
+    /// [`TEARDOWN_GRACE`] for its answer: why it failed, if it did.
+    async fn ask_teardown(&self) -> Option<String> {
+        if self.conn.closed_reason().is_some() {
+            return None;
+        }
+        self.conn
+            .request(
+                method::TEARDOWN,
+                serde_json::to_value(TeardownParams {}).unwrap_or(json!({})),
+                Some(TEARDOWN_GRACE),
+                None,
+            )
+            .await
+            .err()
+            .map(|e| e.to_string())
+    }
+
     /// `teardown`, then end the process group, both within one
     /// [`TEARDOWN_GRACE`] — the plugin's setup may still be running, so its
     /// answer is not waited for beyond it.
     async fn stop_cancelled(&self, entry: &str) {
         let deadline = tokio::time::Instant::now() + TEARDOWN_GRACE;
-        if self.conn.closed_reason().is_none() {
-            let asked = self
-                .conn
-                .request(
-                    method::TEARDOWN,
-                    serde_json::to_value(TeardownParams {}).unwrap_or(json!({})),
-                    Some(TEARDOWN_GRACE),
-                    None,
-                )
-                .await;
-            if let Err(e) = asked {
-                tracing::debug!(target: "chassis::plugin", entry = %entry, "teardown of a cancelled setup: {e}");
-            }
+        if let Some(e) = self.ask_teardown().await {
+            tracing::debug!(target: "chassis::plugin", entry = %entry, "teardown of a cancelled setup: {e}");
         }
         self.group
             .stop(deadline.saturating_duration_since(tokio::time::Instant::now()))
@@ -118,19 +125,8 @@ impl Process {
 
     /// `teardown`, then end the process group.
     pub async fn stop(&self, entry: &str) {
-        if self.conn.closed_reason().is_none() {
-            let asked = self
-                .conn
-                .request(
-                    method::TEARDOWN,
-                    serde_json::to_value(TeardownParams {}).unwrap_or(json!({})),
-                    Some(TEARDOWN_GRACE),
-                    None,
-                )
-                .await;
-            if let Err(e) = asked {
-                tracing::warn!(target: "chassis::plugin", entry = %entry, "teardown: {e}");
-            }
+        if let Some(e) = self.ask_teardown().await {
+            tracing::warn!(target: "chassis::plugin", entry = %entry, "teardown: {e}");
         }
         self.group.stop(TEARDOWN_GRACE).await;
     }
