@@ -15,6 +15,7 @@ use crate::engine::model::{
     ScopePath, SmallMap,
 };
 use crate::engine::parallel;
+use crate::engine::specifier::Specifier;
 use crate::engine::tree::{FxHashMap, ScopeIx, ScopeTree};
 use crate::engine::version::Version;
 
@@ -38,9 +39,15 @@ pub(super) struct Req<'a> {
     pub(super) holder: Holder,
     pub(super) scope: ScopeIx,
     pub(super) requirement: &'a Requirement,
+    /// Which candidate list this is, below [`Gathered::lists`]: requirements
+    /// that see the same candidates (same scope, capability and specifier,
+    /// none providing it itself) share one list, so later steps can work per
+    /// list instead of per requirement.
+    pub(super) list: usize,
     /// Visible (lineage, exposed), accepting providers, by entry index: a
     /// range of [`Gathered::candidates`] (one list for all requirements
-    /// spares an allocation per requirement).
+    /// spares an allocation per requirement; requirements sharing a list
+    /// share the range).
     accepted: std::ops::Range<usize>,
     /// Visible providers that accept no version of theirs: a range of
     /// [`Gathered::rejected`].
@@ -93,6 +100,8 @@ pub(super) struct Gathered<'a> {
     /// Exposed rejected providers of every requirement, each requirement's
     /// sorted.
     rejected: Vec<usize>,
+    /// How many distinct candidate lists there are ([`Req::list`]).
+    pub(super) lists: usize,
 }
 
 impl<'a> Gathered<'a> {
@@ -218,15 +227,20 @@ pub(super) fn gather_cut<'a>(
             );
             // The second part's ranges point into its own lists: shift them
             // past the first part's.
-            let (c, r) = (lists.candidates.len(), lists.rejected.len());
+            // So are its list ids (each part numbers its lists from 0; the
+            // parts share no list, which only costs a list shared across the
+            // cut being gathered twice).
+            let (c, r, l) = (lists.candidates.len(), lists.rejected.len(), lists.count);
             reqs.reserve(tail.len());
             reqs.extend(tail.into_iter().map(|mut q| {
                 q.accepted = q.accepted.start + c..q.accepted.end + c;
                 q.exposed_rejected = q.exposed_rejected.start + r..q.exposed_rejected.end + r;
+                q.list += l;
                 q
             }));
             lists.candidates.extend(tail_lists.candidates);
             lists.rejected.extend(tail_lists.rejected);
+            lists.count += tail_lists.count;
             (reqs, lists)
         }
         None => ctx.walk((0, 0), end, declared),
@@ -246,6 +260,7 @@ pub(super) fn gather_cut<'a>(
         entry_prefers,
         candidates: lists.candidates,
         rejected: lists.rejected,
+        lists: lists.count,
     }
 }
 
@@ -333,7 +348,25 @@ impl Lineage {
 struct Lists<'a> {
     candidates: Vec<Candidate<'a>>,
     rejected: Vec<usize>,
+    /// Lists numbered so far.
+    count: usize,
 }
+
+/// What a requirement that does not provide its capability sees in the
+/// current scope: the same for every such requirement of the scope with the
+/// same capability and specifier (the lineage, the capability view and the
+/// accepted versions are all the same), so it is gathered once.
+#[derive(Clone)]
+struct Seen {
+    list: usize,
+    accepted: std::ops::Range<usize>,
+    exposed_rejected: std::ops::Range<usize>,
+    hidden_in_lineage: bool,
+    elsewhere: bool,
+}
+
+/// [`Seen`] by (capability index, specifier), for the scope being walked.
+type SeenInScope<'a> = FxHashMap<(usize, &'a Specifier), Seen>;
 
 struct Ctx<'c, 'a> {
     provided: &'c [(usize, &'a Provided)],
@@ -367,7 +400,9 @@ impl<'a> Ctx<'_, 'a> {
         let mut lists = Lists {
             candidates: Vec::with_capacity(capacity),
             rejected: Vec::new(),
+            count: 0,
         };
+        let mut seen: SeenInScope<'a> = FxHashMap::default();
         if start >= end || start.0 >= n {
             return (requirements, lists);
         }
@@ -384,6 +419,10 @@ impl<'a> Ctx<'_, 'a> {
         while ix < n && (ix == start.0 || (ix, 0) < end) {
             lineage.leave_all_but_ancestors_of(self.tree, ix);
             self.enter(ix, &mut lineage);
+            // (Cleared only when used: clearing costs the map's capacity.)
+            if !seen.is_empty() {
+                seen.clear();
+            }
             let in_scope = self.by_scope.of(ix);
             let lo = if ix == start.0 { start.1 } else { 0 };
             let hi = if ix == end.0 {
@@ -394,7 +433,14 @@ impl<'a> Ctx<'_, 'a> {
             let mut gather =
                 |holder: Holder, declared: &'a SmallMap<CapabilityName, Requirement>| {
                     for requirement in declared.values() {
-                        requirements.push(self.req(holder, ix, requirement, &lineage, &mut lists));
+                        requirements.push(self.req(
+                            holder,
+                            ix,
+                            requirement,
+                            &lineage,
+                            &mut lists,
+                            &mut seen,
+                        ));
                     }
                 };
             if lo == 0
@@ -426,6 +472,8 @@ impl<'a> Ctx<'_, 'a> {
         }
     }
 
+    /// Gather one requirement of scope `scope`, with the lineage of that
+    /// scope; `seen` holds what this scope's requirements saw so far.
     fn req(
         &self,
         holder: Holder,
@@ -433,12 +481,17 @@ impl<'a> Ctx<'_, 'a> {
         requirement: &'a Requirement,
         lineage: &Lineage,
         lists: &mut Lists<'a>,
+        seen: &mut SeenInScope<'a>,
     ) -> Req<'a> {
         let (c0, r0) = (lists.candidates.len(), lists.rejected.len());
+        // A list of its own unless it shares one seen before.
+        let list = lists.count;
+        lists.count += 1;
         let mut out = Req {
             holder,
             scope,
             requirement,
+            list,
             accepted: c0..c0,
             exposed_rejected: r0..r0,
             hidden_in_lineage: false,
@@ -454,6 +507,23 @@ impl<'a> Ctx<'_, 'a> {
             Holder::Scope(_) => None,
         };
         out.self_provides = me.is_some_and(|e| self.provided_by(e).iter().any(|&(c, _)| c == cap));
+        // A consumer that does not provide the capability is never among
+        // its providers: what it sees depends on the scope, the capability
+        // and the specifier only.
+        let key = (cap, &requirement.specifier);
+        if !out.self_provides
+            && let Some(s) = seen.get(&key)
+        {
+            // The list numbered above stays unused: the next is numbered
+            // in its place.
+            lists.count = list;
+            out.list = s.list;
+            out.accepted = s.accepted.clone();
+            out.exposed_rejected = s.exposed_rejected.clone();
+            out.hidden_in_lineage = s.hidden_in_lineage;
+            out.elsewhere = s.elsewhere;
+            return out;
+        }
         let visible = lineage.providers(cap).filter(|&p| Some(p) != me);
         let mut lineage_count = 0;
         if self.tree.exposes(scope, &requirement.capability) {
@@ -479,6 +549,18 @@ impl<'a> Ctx<'_, 'a> {
         out.exposed_rejected = r0..lists.rejected.len();
         let own = usize::from(out.self_provides);
         out.elsewhere = self.total[cap] > lineage_count + own;
+        if !out.self_provides {
+            seen.insert(
+                key,
+                Seen {
+                    list,
+                    accepted: out.accepted.clone(),
+                    exposed_rejected: out.exposed_rejected.clone(),
+                    hidden_in_lineage: out.hidden_in_lineage,
+                    elsewhere: out.elsewhere,
+                },
+            );
+        }
         out
     }
 }

@@ -1,57 +1,93 @@
 //! Graph steps of resolution: dependency cycles and activation order.
 
 use std::cmp::Reverse;
-use std::collections::{BinaryHeap, VecDeque};
+use std::collections::{BinaryHeap, HashMap, HashSet};
 
 use petgraph::graph::{DiGraph, NodeIndex};
 
 use super::adjacency::Adjacency;
 use super::gather::{Gathered, Holder};
 
-/// Cycles (strongly connected components) of the declared graph: an edge consumer → provider for every hard
-/// requirement and every visible provider that accepts it. Each cycle is a
-/// shortest closed path through its strongly connected component, starting
-/// at the component's smallest member (entry ids order the indices), in
-/// dependency order (`a` requires `b` …). Sorted.
+/// Cycles (strongly connected components) of the declared graph: an edge
+/// consumer → provider for every hard requirement and every visible provider
+/// that accepts it. Each cycle is a shortest closed path through its strongly
+/// connected component, starting at the component's smallest member (entry
+/// ids order the indices), in dependency order (`a` requires `b` …). Sorted.
+///
+/// Requirements share candidate lists ([`super::gather::Req::list`]): N
+/// consumers of one capability among N providers have N² declared edges but
+/// one list of N. The graph searched has a node per shared list instead:
+/// consumer → list for each hard requirement, list → provider for each of
+/// its candidates (once per list), so it is as large as the gathered lists
+/// (see [`cycles_through_lists`] for why the answer is the same).
 pub(super) fn find_cycles(g: &Gathered<'_>) -> Vec<Cycle> {
     let n = g.entries.len();
-    // The declared graph as flat arrays (consumer -> provider).
     let mut arcs: Vec<(usize, usize)> = Vec::new();
+    let mut listed = vec![false; g.lists];
     for req in &g.requirements {
         let Holder::Entry(c) = req.holder else {
             continue;
         };
-        if !req.gates() {
+        let accepted = g.accepted(req);
+        if !req.gates() || accepted.is_empty() {
             continue;
         }
-        arcs.extend(g.accepted(req).iter().map(|cand| (c, cand.entry)));
+        arcs.push((c, n + req.list));
+        if !std::mem::replace(&mut listed[req.list], true) {
+            arcs.extend(accepted.iter().map(|cand| (n + req.list, cand.entry)));
+        }
     }
-    let core = cyclic_core(n, &arcs);
+    cycles_through_lists(n, n + g.lists, &arcs)
+}
+
+/// The cycles of a graph given with its edges routed through list nodes:
+/// nodes below `n` are entries, nodes from `n` up to `nodes` are lists, and
+/// every arc runs entry → list or list → entry. The graph it stands for has
+/// an edge c → p for every path c → list → p (the *expanded* graph); the
+/// cycles are those of the expanded graph, the same members, the same paths:
+///
+/// - a path between entries here is a path of the expanded graph with a
+///   list node between each two entries, and each expanded edge is such a
+///   two-arc path; so two entries are strongly connected here exactly when
+///   they are in the expanded graph, and a component here, its list nodes
+///   left out, is a component there. A component of one entry (with one
+///   list: an entry among its own candidates, which gathering never makes)
+///   is not reported, in either graph;
+/// - trimming removes only nodes on no cycle, here as there;
+/// - the shortest closed path is a breadth-first search over entries whose
+///   neighbours are the union of their lists' members, taken in index
+///   order: [`shortest_cycle`] reproduces the order of that search level by
+///   level without visiting a list twice (a proptest compares both with a
+///   search of the expanded graph on random graphs).
+fn cycles_through_lists(n: usize, nodes: usize, arcs: &[(usize, usize)]) -> Vec<Cycle> {
+    let core = cyclic_core(nodes, arcs);
     if core.iter().all(|&keep| !keep) {
         return Vec::new();
     }
     // Tarjan on the core only: trimming never removes a node on a cycle.
-    let mut adjacency: Vec<Vec<usize>> = vec![Vec::new(); n];
-    let mut graph: DiGraph<(), ()> = DiGraph::with_capacity(n, 0);
-    for _ in 0..n {
+    let inner = || arcs.iter().copied().filter(|&(a, b)| core[a] && core[b]);
+    let adjacency = Adjacency::new(nodes, inner);
+    let mut graph: DiGraph<(), ()> = DiGraph::with_capacity(nodes, 0);
+    for _ in 0..nodes {
         graph.add_node(());
     }
-    for &(c, p) in &arcs {
-        if core[c] && core[p] {
-            graph.add_edge(NodeIndex::new(c), NodeIndex::new(p), ());
-            adjacency[c].push(p);
-        }
+    for (a, b) in inner() {
+        graph.add_edge(NodeIndex::new(a), NodeIndex::new(b), ());
     }
     let mut cycles = Vec::new();
     let mut component_of = vec![usize::MAX; n];
     for (ci, scc) in petgraph::algo::tarjan_scc(&graph).into_iter().enumerate() {
-        if scc.len() < 2 {
+        let mut members: Vec<usize> = scc
+            .iter()
+            .map(|node| node.index())
+            .filter(|&e| e < n)
+            .collect();
+        if members.len() < 2 {
             continue;
         }
-        for node in &scc {
-            component_of[node.index()] = ci;
+        for &e in &members {
+            component_of[e] = ci;
         }
-        let mut members: Vec<usize> = scc.iter().map(|n| n.index()).collect();
         members.sort_unstable();
         let path = shortest_cycle(members[0], ci, &adjacency, &component_of);
         cycles.push(Cycle { path, members });
@@ -125,40 +161,58 @@ pub(super) struct Cycle {
     pub(super) members: Vec<usize>,
 }
 
-/// Shortest path from `start` back to itself inside component `ci` (BFS,
-/// neighbours in index order, so the path is deterministic).
+/// Shortest path from `start` back to itself inside component `ci`: the
+/// breadth-first search of the expanded graph (an entry's neighbours are
+/// its lists' members, in index order; the first entry in queue order to
+/// reach one is its parent), so the path is deterministic.
+///
+/// Done level by level, each list expanded once: an entry of the level
+/// reaching a list first (in queue order) is the parent of every member
+/// not reached before; reaching it again later finds nobody new, and never
+/// `start` (that would have ended the search where the list was first
+/// reached). The next level is the new entries by (parent's place, index):
+/// the order a queue fed with each entry's sorted neighbours has.
 fn shortest_cycle(
     start: usize,
     ci: usize,
-    adjacency: &[Vec<usize>],
+    adjacency: &Adjacency,
     component_of: &[usize],
 ) -> Vec<usize> {
-    let mut parent: std::collections::HashMap<usize, usize> = std::collections::HashMap::new();
-    let mut queue = VecDeque::from([start]);
-    while let Some(node) = queue.pop_front() {
-        let mut next: Vec<usize> = adjacency[node]
-            .iter()
-            .copied()
-            .filter(|&m| component_of[m] == ci)
-            .collect();
-        next.sort_unstable();
-        next.dedup();
-        for m in next {
-            if m == start {
-                let mut path = vec![node];
-                let mut cur = node;
-                while cur != start {
-                    cur = parent[&cur];
-                    path.push(cur);
+    let mut parent: HashMap<usize, usize> = HashMap::new();
+    let mut expanded: HashSet<usize> = HashSet::new();
+    let mut level = vec![start];
+    while !level.is_empty() {
+        let mut next: Vec<(usize, usize)> = Vec::new();
+        for (place, &node) in level.iter().enumerate() {
+            for &list in adjacency.of(node) {
+                if !expanded.insert(list) {
+                    continue;
                 }
-                path.reverse();
-                return path;
-            }
-            if let std::collections::hash_map::Entry::Vacant(slot) = parent.entry(m) {
-                slot.insert(node);
-                queue.push_back(m);
+                let members = adjacency
+                    .of(list)
+                    .iter()
+                    .copied()
+                    .filter(|&m| component_of.get(m) == Some(&ci));
+                for m in members {
+                    if m == start {
+                        let mut path = vec![node];
+                        let mut cur = node;
+                        while let Some(&p) = parent.get(&cur) {
+                            cur = p;
+                            path.push(cur);
+                        }
+                        path.reverse();
+                        return path;
+                    }
+                    if let std::collections::hash_map::Entry::Vacant(slot) = parent.entry(m) {
+                        slot.insert(node);
+                        next.push((place, m));
+                    }
+                }
             }
         }
+        next.sort_unstable();
+        level = next.into_iter().map(|(_, m)| m).collect();
     }
     vec![start]
 }
@@ -234,6 +288,139 @@ pub(super) fn activation_order(
 #[cfg(test)]
 mod tests {
     use super::*;
+    use proptest::prelude::*;
+
+    /// The search before lists had nodes of their own, kept as the
+    /// reference: Tarjan on the expanded graph (an edge per consumer and
+    /// candidate), then a breadth-first search from the smallest member.
+    fn expanded_cycles(n: usize, edges: &[(usize, usize)]) -> Vec<(Vec<usize>, Vec<usize>)> {
+        let mut adjacency: Vec<Vec<usize>> = vec![Vec::new(); n];
+        let mut graph: DiGraph<(), ()> = DiGraph::with_capacity(n, 0);
+        for _ in 0..n {
+            graph.add_node(());
+        }
+        for &(c, p) in edges {
+            graph.add_edge(NodeIndex::new(c), NodeIndex::new(p), ());
+            adjacency[c].push(p);
+        }
+        let mut out = Vec::new();
+        let mut component_of = vec![usize::MAX; n];
+        for (ci, scc) in petgraph::algo::tarjan_scc(&graph).into_iter().enumerate() {
+            if scc.len() < 2 {
+                continue;
+            }
+            for node in &scc {
+                component_of[node.index()] = ci;
+            }
+            let mut members: Vec<usize> = scc.iter().map(|n| n.index()).collect();
+            members.sort_unstable();
+            let start = members[0];
+            // Breadth-first, neighbours in index order.
+            let mut parent: HashMap<usize, usize> = HashMap::new();
+            let mut queue = std::collections::VecDeque::from([start]);
+            let mut path = vec![start];
+            'search: while let Some(node) = queue.pop_front() {
+                let mut next: Vec<usize> = adjacency[node]
+                    .iter()
+                    .copied()
+                    .filter(|&m| component_of[m] == ci)
+                    .collect();
+                next.sort_unstable();
+                next.dedup();
+                for m in next {
+                    if m == start {
+                        path = vec![node];
+                        let mut cur = node;
+                        while cur != start {
+                            cur = parent[&cur];
+                            path.push(cur);
+                        }
+                        path.reverse();
+                        break 'search;
+                    }
+                    if let std::collections::hash_map::Entry::Vacant(slot) = parent.entry(m) {
+                        slot.insert(node);
+                        queue.push_back(m);
+                    }
+                }
+            }
+            out.push((path, members));
+        }
+        out.sort_by(|a, b| a.1.cmp(&b.1));
+        out
+    }
+
+    /// Random graphs through lists: `uses` are (consumer, list), `lists`
+    /// their members; no entry among its own lists' members, as gathering
+    /// never makes one.
+    fn through_lists() -> impl Strategy<Value = (usize, Vec<Vec<usize>>, Vec<(usize, usize)>)> {
+        (1usize..12, 1usize..8).prop_flat_map(|(n, l)| {
+            (
+                Just(n),
+                prop::collection::vec(prop::collection::btree_set(0..n, 0..5), l),
+                prop::collection::vec((0..n, 0..l), 0..24),
+            )
+                .prop_map(|(n, lists, uses)| {
+                    let lists: Vec<Vec<usize>> =
+                        lists.into_iter().map(|s| s.into_iter().collect()).collect();
+                    let uses = uses
+                        .into_iter()
+                        .filter(|&(c, l)| !lists[l].contains(&c))
+                        .collect();
+                    (n, lists, uses)
+                })
+        })
+    }
+
+    proptest! {
+        #![proptest_config(ProptestConfig {
+            failure_persistence: None,
+            ..ProptestConfig::with_cases(512)
+        })]
+
+        /// Cycles found with a node per list are those of the expanded
+        /// graph: the same members, the same shortest paths.
+        #[test]
+        fn cycles_through_lists_are_those_of_the_expanded_graph(
+            (n, lists, uses) in through_lists()
+        ) {
+            let mut arcs = Vec::new();
+            let mut listed = vec![false; lists.len()];
+            let mut expanded = Vec::new();
+            for &(c, l) in &uses {
+                arcs.push((c, n + l));
+                if !std::mem::replace(&mut listed[l], true) {
+                    arcs.extend(lists[l].iter().map(|&p| (n + l, p)));
+                }
+                expanded.extend(lists[l].iter().map(|&p| (c, p)));
+            }
+            let got: Vec<(Vec<usize>, Vec<usize>)> = cycles_through_lists(n, n + lists.len(), &arcs)
+                .into_iter()
+                .map(|c| (c.path, c.members))
+                .collect();
+            prop_assert_eq!(got, expanded_cycles(n, &expanded));
+        }
+    }
+
+    #[test]
+    fn a_shared_list_closes_one_cycle_through_every_consumer() {
+        // 0 and 1 share list 0 = {2, 3}; 2 and 3 share list 1 = {0, 1}:
+        // one component of four, shortest path 0 -> 2 -> 0.
+        let arcs = [
+            (0, 4),
+            (1, 4),
+            (4, 2),
+            (4, 3),
+            (2, 5),
+            (3, 5),
+            (5, 0),
+            (5, 1),
+        ];
+        let cycles = cycles_through_lists(4, 6, &arcs);
+        assert_eq!(cycles.len(), 1);
+        assert_eq!(cycles[0].members, [0, 1, 2, 3]);
+        assert_eq!(cycles[0].path, [0, 2]);
+    }
 
     #[test]
     fn activation_order_does_not_depend_on_the_order_edges_come_in() {

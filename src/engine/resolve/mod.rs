@@ -1,11 +1,14 @@
 //! The resolver: a pure, deterministic function from a composition to a plan.
 //!
-//! Steps, each linear in entries plus candidate pairs:
+//! Steps, each linear in entries, requirements and the candidate lists:
 //! 1. gather, per requirement, the visible providers that accept it (a
 //!    pre-order walk keeping a per-capability stack of the providers on the
-//!    current lineage, so no requirement walks its ancestors);
+//!    current lineage, so no requirement walks its ancestors); requirements
+//!    of one scope with one capability and specifier share one list, so N
+//!    consumers among N providers make one list of N, not N of N;
 //! 2. find dependency cycles on the declared, visibility-filtered graph of
-//!    hard requirements (petgraph's Tarjan SCC); members are pending;
+//!    hard requirements (petgraph's Tarjan SCC, through a node per shared
+//!    list); members are pending;
 //! 3. *viability*, a greatest fixpoint: an entry stays viable while each hard
 //!    requirement keeps at least one viable accepted candidate (cascade by
 //!    counting down candidate counts);
@@ -74,6 +77,7 @@ pub fn resolve_with_tree(composition: &Composition, tree: &ScopeTree) -> Plan {
     }
     let Choice {
         selections,
+        viable_lists,
         pref_log,
         eligible,
     } = match acyclic {
@@ -91,8 +95,12 @@ pub fn resolve_with_tree(composition: &Composition, tree: &ScopeTree) -> Plan {
     // The first part's lists are sized for both (the second is appended
     // without growing them).
     let all = order_of_output.len();
-    let emit =
-        |part: &[usize], room: usize| emit_rows(&g, tree, &selections, &eligible, part, room);
+    let chosen = Chosen {
+        selections: &selections,
+        viable_lists: &viable_lists,
+        eligible: &eligible,
+    };
+    let emit = |part: &[usize], room: usize| emit_rows(&g, tree, &chosen, part, room);
     let (mut rows, tail) = match order_of_output.split_at_checked(all / 2) {
         Some((head, tail)) if parallel::splits(all) => {
             let (rows, tail) = parallel::join(all, || emit(head, all), || emit(tail, tail.len()));
@@ -197,8 +205,55 @@ pub fn resolve_with_tree(composition: &Composition, tree: &ScopeTree) -> Plan {
 /// preferences were seen to do, and which entries are eligible.
 struct Choice<'a> {
     selections: Vec<Selection>,
+    /// The viable candidates of the lists an ambiguous selection names.
+    viable_lists: ViableLists,
     pref_log: preferences::Log<'a>,
     eligible: Vec<bool>,
+}
+
+/// The viable candidates of each candidate list, filtered once per list
+/// (requirements sharing a list share its viable candidates): all in one
+/// array, list `l`'s at `at[l]` once filtered.
+struct ViableLists {
+    at: Vec<Option<(usize, usize)>>,
+    pool: Vec<usize>,
+}
+
+impl ViableLists {
+    fn new(lists: usize) -> Self {
+        Self {
+            at: vec![None; lists],
+            pool: Vec::new(),
+        }
+    }
+
+    /// The viable candidates of `req`'s list, sorted, filtered on first use.
+    fn of(&mut self, g: &Gathered<'_>, req: &gather::Req<'_>, viable: &[bool]) -> (usize, usize) {
+        if let Some(at) = self.at[req.list] {
+            return at;
+        }
+        let start = self.pool.len();
+        self.pool.extend(
+            g.accepted(req)
+                .iter()
+                .map(|c| c.entry)
+                .filter(|&e| viable[e]),
+        );
+        let at = (start, self.pool.len());
+        self.at[req.list] = Some(at);
+        at
+    }
+
+    fn get(&self, (start, end): (usize, usize)) -> &[usize] {
+        self.pool.get(start..end).unwrap_or_default()
+    }
+}
+
+/// Steps 3-5 as [`emit_rows`] reads them.
+struct Chosen<'c> {
+    selections: &'c [Selection],
+    viable_lists: &'c ViableLists,
+    eligible: &'c [bool],
 }
 
 /// Steps 3-5 given each entry's cycle (`cycle_of`): viability, selection
@@ -212,26 +267,24 @@ fn choose<'a>(
     let viable = viability(g, cycle_of);
 
     // 4. Selection among viable candidates.
+    // Requirements sharing a candidate list share its viable candidates:
+    // filtered once per list, then each requirement only looks up its
+    // preferences among them (binary search), so N consumers of one list of
+    // N cost N lookups, not N copies of N.
     let mut selections: Vec<Selection> = Vec::with_capacity(g.requirements.len());
     let mut pref_log = preferences::Log::default();
-    let mut cands: Vec<usize> = Vec::new();
+    let mut viable_lists = ViableLists::new(g.lists);
     let mut index_cache = preferences::IndexCache::default();
     for req in &g.requirements {
-        cands.clear();
-        cands.extend(
-            g.accepted(req)
-                .iter()
-                .map(|c| c.entry)
-                .filter(|&e| viable[e]),
-        );
-        let cands = &cands[..];
+        let at = viable_lists.of(g, req, &viable);
+        let cands = viable_lists.get(at);
         let applicable = preferences::applicable_indexed(composition, g, req, &mut index_cache);
-        let sel = match cands.len() {
-            0 => Selection::None,
-            1 => Selection::One(cands[0], SelectionReason::OnlyEligible),
+        let sel = match cands {
+            [] => Selection::None,
+            [one] => Selection::One(*one, SelectionReason::OnlyEligible),
             _ => match preferences::choose(&applicable, cands) {
                 Some((e, level)) => Selection::One(e, SelectionReason::ExplicitPreference(level)),
-                None => Selection::Ambiguous(cands.to_vec()),
+                None => Selection::Ambiguous(at),
             },
         };
         pref_log.observe(&applicable, g, req, cands);
@@ -242,6 +295,7 @@ fn choose<'a>(
     let eligible = eligibility(g, &viable, &selections);
     Choice {
         selections,
+        viable_lists,
         pref_log,
         eligible,
     }
@@ -264,11 +318,18 @@ struct Rows {
 fn emit_rows(
     g: &Gathered<'_>,
     tree: &ScopeTree,
-    selections: &[Selection],
-    eligible: &[bool],
+    chosen: &Chosen<'_>,
     part: &[usize],
     room: usize,
 ) -> Rows {
+    let Chosen {
+        selections,
+        viable_lists,
+        eligible,
+    } = *chosen;
+    // Per list, whether an eligible provider rejects it (requirements
+    // sharing a list share the answer), found on first use.
+    let mut rejected_eligible: Vec<Option<bool>> = vec![None; g.lists];
     // At most one edge per requirement.
     let mut rows = Rows {
         resolutions: Vec::with_capacity(room),
@@ -283,13 +344,22 @@ fn emit_rows(
                 (Status::Resolved, Some(*p), Some(*reason), Vec::new())
             }
             Selection::One(..) => (Status::ProviderPending, None, None, Vec::new()),
-            Selection::Ambiguous(c) => (
+            Selection::Ambiguous(at) => (
                 Status::Ambiguous,
                 None,
                 None,
-                c.iter().map(|&e| g.entries[e].id.clone()).collect(),
+                viable_lists
+                    .get(*at)
+                    .iter()
+                    .map(|&e| g.entries[e].id.clone())
+                    .collect(),
             ),
-            Selection::None => (unselected_status(g, req, eligible), None, None, Vec::new()),
+            Selection::None => {
+                let rejected_eligible = *rejected_eligible[req.list]
+                    .get_or_insert_with(|| g.exposed_rejected(req).iter().any(|&e| eligible[e]));
+                let status = unselected_status(g, req, rejected_eligible);
+                (status, None, None, Vec::new())
+            }
         };
         if let Holder::Entry(c) = req.holder {
             if status == Status::Resolved
@@ -312,11 +382,12 @@ fn emit_rows(
             }
         }
         let selected = selected.map(|p| {
-            let version = g
-                .accepted(req)
-                .iter()
-                .find(|c| c.entry == p)
-                .map(|c| c.version.clone())
+            // Candidates are sorted by entry.
+            let accepted = g.accepted(req);
+            let version = accepted
+                .binary_search_by_key(&p, |c| c.entry)
+                .ok()
+                .map(|at| accepted[at].version.clone())
                 .unwrap_or_else(|| g.entries[p].manifest.version.clone());
             Selected {
                 entry: g.entries[p].id.clone(),
@@ -420,14 +491,18 @@ fn sort_edges(n: usize, edges: &mut Vec<(usize, usize)>) {
 enum Selection {
     None,
     One(usize, SelectionReason),
-    Ambiguous(Vec<usize>),
+    /// Between the viable candidates of a list: where they are in
+    /// [`ViableLists`].
+    Ambiguous((usize, usize)),
 }
 
 /// Status of a requirement with no viable accepted candidate, in the
 /// reference's precedence.
-fn unselected_status(g: &Gathered<'_>, req: &gather::Req<'_>, eligible: &[bool]) -> Status {
+/// `rejected_eligible`: whether an eligible provider is among its exposed
+/// rejected ones.
+fn unselected_status(g: &Gathered<'_>, req: &gather::Req<'_>, rejected_eligible: bool) -> Status {
     let rejected = g.exposed_rejected(req);
-    if rejected.iter().any(|&e| eligible[e]) {
+    if rejected_eligible {
         Status::VersionMismatch
     } else if !g.accepted(req).is_empty() {
         Status::ProviderPending
@@ -444,32 +519,55 @@ fn unselected_status(g: &Gathered<'_>, req: &gather::Req<'_>, eligible: &[bool])
 
 /// Greatest fixpoint: entries stay viable while every hard requirement has a
 /// viable accepted candidate.
+///
+/// Counted per candidate list, not per requirement: requirements sharing a
+/// list always have the same number of viable candidates (the list's), so
+/// a provider going down decrements each list it is in once, and a list
+/// reaching zero takes down every consumer holding it by a hard requirement
+/// — what counting each requirement's own copy would do, without N copies
+/// of a list N consumers share.
 fn viability(g: &Gathered<'_>, cycle_of: &[Option<usize>]) -> Vec<bool> {
     let n = g.entries.len();
     let mut viable: Vec<bool> = cycle_of.iter().map(Option::is_none).collect();
-    // Per hard requirement: number of viable candidates. Reverse index:
-    // provider -> hard requirements it is a candidate of.
-    let mut count: Vec<usize> = vec![0; g.requirements.len()];
-    let gating = || {
-        g.requirements
+    // The lists of hard requirements, each with one of its requirements
+    // (to read the list from), and their consumers.
+    let mut first_req: Vec<Option<usize>> = vec![None; g.lists];
+    for (ri, req) in g.requirements.iter().enumerate() {
+        if req.gates() && first_req[req.list].is_none() {
+            first_req[req.list] = Some(ri);
+        }
+    }
+    let gating_lists = || {
+        first_req
             .iter()
             .enumerate()
-            .filter(|(_, req)| req.gates())
-            .flat_map(|(ri, req)| g.accepted(req).iter().map(move |c| (c.entry, ri)))
+            .filter_map(|(l, ri)| ri.map(|ri| (l, &g.requirements[ri])))
     };
-    let reverse = Adjacency::new(n, gating);
-    for (e, ri) in gating() {
-        if viable[e] {
-            count[ri] += 1;
-        }
+    // Per list: number of viable candidates. Reverse index: provider ->
+    // lists of hard requirements it is a candidate in.
+    let mut count: Vec<usize> = vec![0; g.lists];
+    let reverse = Adjacency::new(n, || {
+        gating_lists().flat_map(|(l, req)| g.accepted(req).iter().map(move |c| (c.entry, l)))
+    });
+    let consumers = Adjacency::new(g.lists, || {
+        g.requirements
+            .iter()
+            .filter(|req| req.gates())
+            .filter_map(|req| match req.holder {
+                Holder::Entry(c) => Some((req.list, c)),
+                Holder::Scope(_) => None,
+            })
+    });
+    for (l, req) in gating_lists() {
+        count[l] = g.accepted(req).iter().filter(|c| viable[c.entry]).count();
     }
     // Cycle members were never counted; only entries invalidated from here on
     // are queued, so every decrement matches an increment.
     let mut queue: Vec<usize> = Vec::new();
-    for (ri, req) in g.requirements.iter().enumerate() {
+    for req in &g.requirements {
         if let Holder::Entry(c) = req.holder
             && req.gates()
-            && count[ri] == 0
+            && count[req.list] == 0
             && viable[c]
         {
             viable[c] = false;
@@ -477,14 +575,15 @@ fn viability(g: &Gathered<'_>, cycle_of: &[Option<usize>]) -> Vec<bool> {
         }
     }
     while let Some(e) = queue.pop() {
-        for &ri in reverse.of(e) {
-            count[ri] -= 1;
-            if count[ri] == 0
-                && let Holder::Entry(c) = g.requirements[ri].holder
-                && viable[c]
-            {
-                viable[c] = false;
-                queue.push(c);
+        for &l in reverse.of(e) {
+            count[l] -= 1;
+            if count[l] == 0 {
+                for &c in consumers.of(l) {
+                    if viable[c] {
+                        viable[c] = false;
+                        queue.push(c);
+                    }
+                }
             }
         }
     }
