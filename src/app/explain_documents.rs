@@ -4,12 +4,17 @@
 use crate::engine::budget::{BudgetDimension, EnforcementProfile};
 use crate::engine::explain::{RequirementReport, ScopeReport};
 use crate::engine::leaf_diff::{toml_key, toml_string};
-use crate::engine::model::{AgentDecl, ConfigValue};
+use crate::engine::model::{AgentDecl, ConfigValue, EntryId};
 use crate::engine::resolve::{Resolution, SelectionReason, Status};
 use crate::engine::system::Governing;
 
 /// A resolution as JSON.
 pub fn resolution_json(r: &Resolution) -> serde_json::Value {
+    resolution_json_naming(r, &r.ambiguous_between)
+}
+
+/// A resolution as JSON, naming `between` as its ambiguous candidates.
+fn resolution_json_naming(r: &Resolution, between: &[EntryId]) -> serde_json::Value {
     serde_json::json!({
         "consumer": r.consumer.name(),
         "consumer_kind": r.consumer.kind(),
@@ -25,8 +30,28 @@ pub fn resolution_json(r: &Resolution) -> serde_json::Value {
             "scope": s.scope.as_str(),
             "origin": s.origin.as_str(),
         })),
-        "ambiguous_between": r.ambiguous_between.iter().map(|e| e.as_str()).collect::<Vec<_>>(),
+        "ambiguous_between": between.iter().map(|e| e.as_str()).collect::<Vec<_>>(),
     })
+}
+
+/// A resolution as JSON in a document about many (`check`, a scope's
+/// requirements): an ambiguous one names at most
+/// [`LISTED_CANDIDATES`](crate::engine::findings::LISTED_CANDIDATES) of its
+/// candidates in `ambiguous_between`, with `candidates_total` counting them
+/// all (N consumers among N providers would otherwise be N² names; `explain
+/// requirement` lists them all).
+pub fn resolution_json_listed(r: &Resolution) -> serde_json::Value {
+    let (shown, _) = crate::engine::findings::listed(&r.ambiguous_between);
+    let mut v = resolution_json_naming(r, shown);
+    if r.status == Status::Ambiguous
+        && let Some(row) = v.as_object_mut()
+    {
+        row.insert(
+            "candidates_total".to_owned(),
+            r.ambiguous_between.len().into(),
+        );
+    }
+    v
 }
 
 /// A configuration value as JSON (secret references as `{"secret": NAME}`).
@@ -146,8 +171,8 @@ pub fn scope_json(r: &ScopeReport) -> serde_json::Value {
         "local_providers": providers(&r.local_providers),
         "inherited_providers": providers(&r.inherited_providers),
         "visible_providers": providers(&r.visible_providers()),
-        "requirements": r.requirements.iter().map(resolution_json).collect::<Vec<_>>(),
-        "unresolved": r.unresolved().map(resolution_json).collect::<Vec<_>>(),
+        "requirements": r.requirements.iter().map(resolution_json_listed).collect::<Vec<_>>(),
+        "unresolved": r.unresolved().map(resolution_json_listed).collect::<Vec<_>>(),
         "local_tools": r.local_tools,
         "visible_tools": r.visible_tools,
         "system": r.system.iter().map(|(s, g)| (s.name().to_owned(), governing_json(g))).collect::<serde_json::Map<_, _>>(),

@@ -172,13 +172,22 @@ fn why(c: &Judged<'_>, r: &Resolution, plan: &Plan) -> String {
         .map(ToString::to_string)
         .collect::<Vec<_>>()
         .join(", ");
+    // The others an ambiguous candidate ties with, the first
+    // `LISTED_CANDIDATES` named: each of N candidates naming the N - 1
+    // others made one explanation N² names.
     let others = |id: &EntryId| -> String {
-        let names: Vec<String> = r
-            .ambiguous_between
+        let between = &r.ambiguous_between;
+        // Sorted: whether `id` is among them is a search.
+        let total = between.len() - usize::from(between.binary_search(id).is_ok());
+        let mut names: Vec<String> = between
             .iter()
             .filter(|e| *e != id)
+            .take(crate::engine::findings::LISTED_CANDIDATES)
             .map(|e| format!("`{e}`"))
             .collect();
+        if total > names.len() {
+            names.push(format!("… and {} more", total - names.len()));
+        }
         names.join(", ")
     };
     match c.rejection {

@@ -8,6 +8,34 @@ use super::span::Origin;
 use super::system::{Governing, SystemCapability, SystemFailure, governing};
 use super::tree::ScopeTree;
 
+/// How many candidates one finding names. N consumers ambiguous among the
+/// same N providers would otherwise be N findings naming N each (`check`
+/// printed 320 MB for N = 1,000); past this, a finding names the first
+/// ones and counts the rest, and `chassis explain requirement` lists them
+/// all.
+pub const LISTED_CANDIDATES: usize = 10;
+
+/// The first [`LISTED_CANDIDATES`] of `all`, and how many are left out.
+pub fn listed<T>(all: &[T]) -> (&[T], usize) {
+    let shown = all.get(..LISTED_CANDIDATES).unwrap_or(all);
+    (shown, all.len() - shown.len())
+}
+
+/// `all` as backquoted names, the first [`LISTED_CANDIDATES`], then how
+/// many more there are and the command listing them (`explain`, the
+/// consumer and the capability).
+fn listed_names(all: &[EntryId], explain: (&str, &str)) -> String {
+    let (shown, more) = listed(all);
+    let mut names: Vec<String> = shown.iter().map(|e| format!("`{e}`")).collect();
+    if more > 0 {
+        names.push(format!(
+            "… and {more} more; `chassis explain requirement {} {} FILE` lists them all",
+            explain.0, explain.1
+        ));
+    }
+    names.join(", ")
+}
+
 fn entry_origin(composition: &Composition, id: &EntryId) -> Option<Origin> {
     composition.entries.get(id).and_then(|e| e.origin)
 }
@@ -72,12 +100,12 @@ pub fn plan_diagnostics(
             d = d.at(entry_origin(composition, id), r.status.as_str());
         }
         if r.status == Status::Ambiguous {
-            let names: Vec<String> = r
-                .ambiguous_between
-                .iter()
-                .map(|e| format!("`{e}`"))
-                .collect();
-            for id in &r.ambiguous_between {
+            let (shown, _) = listed(&r.ambiguous_between);
+            let names = listed_names(
+                &r.ambiguous_between,
+                (r.consumer.name(), r.requirement.capability.as_str()),
+            );
+            for id in shown {
                 d = d.also(entry_origin(composition, id), "candidate");
             }
             let first = r
@@ -88,8 +116,7 @@ pub fn plan_diagnostics(
             // The snippet on a line of its own, so it is never wrapped.
             d = d
                 .with_help(format!(
-                    "several providers qualify ({}); choose one with a preference on the consumer, its scope, or `[prefer]`:",
-                    names.join(", "),
+                    "several providers qualify ({names}); choose one with a preference on the consumer, its scope, or `[prefer]`:",
                 ))
                 .with_help(format!(
                     "prefer = {{ {} = {} }}",
@@ -597,7 +624,7 @@ fn preference_diagnostic(composition: &Composition, f: &PreferenceFinding) -> Di
             consumer,
             candidates,
         } => {
-            let names: Vec<String> = candidates.iter().map(|c| format!("`{c}`")).collect();
+            let names = listed_names(candidates, (consumer.name(), capability.as_str()));
             // An entry `enabled_if` left out is no candidate for that reason.
             let skipped = composition
                 .skipped
@@ -621,7 +648,7 @@ fn preference_diagnostic(composition: &Composition, f: &PreferenceFinding) -> Di
                 )),
                 None => d,
             };
-            d.with_help(format!("candidates there: {}", names.join(", ")))
+            d.with_help(format!("candidates there: {names}"))
         }
         PreferenceFinding::Unused {
             level,

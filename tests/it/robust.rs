@@ -206,12 +206,17 @@ fn a_file_with_syntax_errors_reports_twenty_then_sums_up_the_rest() {
 
 #[test]
 fn a_diagnostic_with_thousands_of_places_shows_a_dozen_and_counts_the_rest() {
+    // A cycle through 3,000 entries: one finding with a place per member.
+    // (An ambiguity among thousands of providers names only the first few:
+    // `an_ambiguity_among_thousands_names_ten_and_counts_the_rest`.)
     let dir = tempfile::tempdir().unwrap();
-    let mut text = String::from(
-        "version = 1\n\n[plugins.p]\nversion = \"1.0.0\"\nprovides = { database = \"1.0.0\" }\n\n[plugins.c]\nversion = \"1.0.0\"\nrequires = { database = \">=1,<2\" }\n\n[entries.consumer]\nplugin = \"c\"\n\n",
-    );
-    for i in 0..3_000 {
-        text.push_str(&format!("[entries.p{i:05}]\nplugin = \"p\"\n\n"));
+    let mut text = String::from("version = 1\n");
+    let n = 3_000;
+    for i in 0..n {
+        text.push_str(&format!(
+            "[plugins.p{i}]\nversion = \"1.0.0\"\nprovides = {{ c{i} = \"1.0.0\" }}\nrequires = {{ c{} = \">=1\" }}\n[entries.p{i}]\n",
+            (i + 1) % n
+        ));
     }
     std::fs::write(dir.path().join("c.toml"), text).unwrap();
     let r = run_within(
@@ -221,14 +226,14 @@ fn a_diagnostic_with_thousands_of_places_shows_a_dozen_and_counts_the_rest() {
     );
     assert_eq!(r.code, 1, "{}", r.transcript());
     assert_eq!(
-        r.stderr.matches("╰── candidate").count(),
-        11,
+        r.stderr.matches("╰── in this cycle").count(),
+        12,
         "{}",
         r.stderr
     );
     assert!(
         r.stderr
-            .contains("… and 2989 more places not shown (`--format json` lists every one)"),
+            .contains("… and 2988 more places not shown (`--format json` lists every one)"),
         "{}",
         r.stderr
     );
@@ -243,10 +248,110 @@ fn a_diagnostic_with_thousands_of_places_shows_a_dozen_and_counts_the_rest() {
         .lines()
         .chain(r.stderr.lines())
         .filter_map(|l| serde_json::from_str::<serde_json::Value>(l).ok())
-        .filter(|d| d["code"] == "resolve::ambiguous")
+        .filter(|d| d["code"] == "resolve::cycle")
         .map(|d| d["labels"].as_array().map_or(0, Vec::len))
         .max();
-    assert_eq!(labels, Some(3_001), "{}", r.transcript());
+    assert_eq!(labels, Some(3_000), "{}", r.transcript());
+}
+
+#[test]
+fn an_ambiguity_among_thousands_names_ten_and_counts_the_rest() {
+    // Consumers ambiguous among the same 3,000 providers: each finding
+    // names ten (N findings naming N each made `check --format json`
+    // print 320 MB for N = 1,000), counts the rest and says where they
+    // are all listed; `explain requirement` lists every one.
+    let dir = tempfile::tempdir().unwrap();
+    let mut text = String::from(
+        "version = 1\n\n[plugins.p]\nversion = \"1.0.0\"\nprovides = { database = \"1.0.0\" }\n\n[plugins.c]\nversion = \"1.0.0\"\nrequires = { database = \">=1,<2\" }\n\n[entries.consumer]\nplugin = \"c\"\n\n[entries.other]\nplugin = \"c\"\n\n",
+    );
+    for i in 0..3_000 {
+        text.push_str(&format!("[entries.p{i:05}]\nplugin = \"p\"\n\n"));
+    }
+    std::fs::write(dir.path().join("c.toml"), text).unwrap();
+    let r = run_within(
+        dir.path(),
+        &["--color", "never", "check", "c.toml"],
+        Duration::from_secs(20),
+    );
+    assert_eq!(r.code, 1, "{}", r.transcript());
+    assert_eq!(
+        r.stderr.matches("╰── candidate").count(),
+        20,
+        "{}",
+        r.stderr
+    );
+    assert!(!r.stderr.contains("more places not shown"), "{}", r.stderr);
+    assert_eq!(
+        r.stderr.matches("… and 2990 more;").count(),
+        2,
+        "{}",
+        r.stderr
+    );
+    assert!(
+        r.stdout
+            .contains("consumer: `database <2,>=1` ambiguous between p00000, p00001, p00002, p00003, p00004, p00005, p00006, p00007, p00008, p00009, … and 2990 more"),
+        "{}",
+        r.stdout
+    );
+    let r = run_within(
+        dir.path(),
+        &["--format", "json", "check", "c.toml"],
+        Duration::from_secs(20),
+    );
+    let document: serde_json::Value =
+        serde_json::from_str(&r.stdout).unwrap_or_else(|e| panic!("{e}: {}", r.transcript()));
+    let file = &document["files"][0];
+    let ambiguous: Vec<serde_json::Value> = r
+        .stderr
+        .lines()
+        .filter_map(|l| serde_json::from_str::<serde_json::Value>(l).ok())
+        .chain(file["findings"].as_array().unwrap().iter().cloned())
+        .filter(|d| d["code"] == "resolve::ambiguous")
+        .collect();
+    // Two consumers, on stderr as they come and in the document.
+    assert_eq!(ambiguous.len(), 4, "{}", r.transcript());
+    for d in &ambiguous {
+        assert_eq!(d["labels"].as_array().map(Vec::len), Some(11), "{d}");
+        let help = d["help"][0].as_str().unwrap();
+        let more =
+            "… and 2990 more; `chassis explain requirement consumer database FILE` lists them all";
+        assert!(
+            help.contains(more) || help.contains(&more.replace("consumer", "other")),
+            "{d}"
+        );
+    }
+    let rows = file["requirements"].as_array().unwrap();
+    assert_eq!(rows.len(), 2, "{document}");
+    for row in rows {
+        assert_eq!(row["status"], "ambiguous", "{row}");
+        assert_eq!(row["candidates_total"], 3_000, "{row}");
+        let between = row["ambiguous_between"].as_array().unwrap();
+        assert_eq!(between.len(), 10, "{row}");
+        assert_eq!(between[0], "p00000", "{row}");
+    }
+    // Explaining one requirement lists every candidate, each naming ten of
+    // the others it ties with.
+    let r = run_within(
+        dir.path(),
+        &[
+            "--format",
+            "json",
+            "explain",
+            "requirement",
+            "consumer",
+            "database",
+            "c.toml",
+        ],
+        Duration::from_secs(20),
+    );
+    let v: serde_json::Value =
+        serde_json::from_str(&r.stdout).unwrap_or_else(|e| panic!("{e}: {}", r.transcript()));
+    assert_eq!(v["ambiguous_between"].as_array().map(Vec::len), Some(3_000));
+    let candidates = v["candidates"].as_array().unwrap();
+    assert_eq!(candidates.len(), 3_000);
+    let why = candidates[0]["why"].as_str().unwrap();
+    assert!(why.contains("`p00010`, … and 2989 more"), "{why}");
+    assert!(!why.contains("`p00000`"), "{why}");
 }
 
 #[test]

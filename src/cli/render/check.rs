@@ -7,7 +7,8 @@ use crate::engine::resolve::Status;
 use crate::engine::system::{Governing, SystemCapability, governing};
 
 use super::explain::governing_text;
-use super::resolution_json;
+use crate::app::explain_documents::resolution_json_listed;
+use crate::engine::findings::listed;
 
 /// The text summary of one checked composition.
 pub fn check_text(report: &CheckReport) -> String {
@@ -67,7 +68,13 @@ pub fn check_text(report: &CheckReport) -> String {
     }
     for x in hard.iter().filter(|x| x.status != Status::Resolved) {
         let detail = if x.status == Status::Ambiguous {
-            let c: Vec<&str> = x.ambiguous_between.iter().map(|e| e.as_str()).collect();
+            // One line per consumer: N consumers among N providers would
+            // print N² names.
+            let (shown, more) = listed(&x.ambiguous_between);
+            let mut c: Vec<String> = shown.iter().map(ToString::to_string).collect();
+            if more > 0 {
+                c.push(format!("… and {more} more"));
+            }
             format!("ambiguous between {}", c.join(", "))
         } else {
             x.status.as_str().to_owned()
@@ -176,7 +183,7 @@ pub fn check_json(report: &CheckReport) -> serde_json::Value {
         "pending": plan.pending.iter().map(|e| e.as_str()).collect::<Vec<_>>(),
         "cycles": plan.cycles.iter().map(|c| c.iter().map(|e| e.as_str()).collect::<Vec<_>>()).collect::<Vec<_>>(),
         "edges": plan.edges.iter().map(|(p, c)| [p.as_str(), c.as_str()]).collect::<Vec<_>>(),
-        "requirements": plan.resolutions.iter().map(resolution_json).collect::<Vec<_>>(),
+        "requirements": plan.resolutions.iter().map(resolution_json_listed).collect::<Vec<_>>(),
         "findings": findings,
     })
 }
