@@ -8,7 +8,7 @@
 //! growth per one-entry generation is the file's growth over those runs.
 //!
 //! ```text
-//! cargo bench --bench cli                          # chain, fan, deep, builtin at 1k, 10k, 100k
+//! cargo bench --bench cli                          # chain, fan, deep, builtin, preferred at 1k, 10k, 100k
 //! cargo bench --bench cli -- --sizes=1000,10000    # other sizes
 //! cargo bench --bench cli -- fan deep              # only these shapes
 //! cargo bench --bench cli -- --runs=3              # runs per figure (default 5; 3 at 100k)

@@ -14,6 +14,11 @@
 //! - [`Shape::Builtin`]: built-in kinds with an agent: `scripted` models
 //!   (a 2-turn config each; the agent prefers the first) and `command`
 //!   entries with one tool each.
+//! - [`Shape::Preferred`]: in one scope, providers `d00000`, `d00002`, …
+//!   of `database` (one manifest) alternate with consumers `c00001`, … (one
+//!   manifest), each preferring the provider before it: every consumer sees
+//!   every provider, and the output is linear (issue #24: resolution was
+//!   quadratic here).
 //!
 //! Every manifest-only entry has a small configuration (`n = i`), so a
 //! "one change" edit ([`Composition::one_change`]) changes one leaf.
@@ -31,19 +36,28 @@ pub enum Shape {
     Deep,
     /// Built-in kinds and an agent.
     Builtin,
+    /// Many providers of one capability, each consumer preferring one.
+    Preferred,
 }
 
 impl Shape {
     /// Every shape.
-    pub const ALL: [Shape; 4] = [Shape::Chain, Shape::Fan, Shape::Deep, Shape::Builtin];
+    pub const ALL: [Shape; 5] = [
+        Shape::Chain,
+        Shape::Fan,
+        Shape::Deep,
+        Shape::Builtin,
+        Shape::Preferred,
+    ];
 
-    /// Its name (`chain`, `fan`, `deep`, `builtin`).
+    /// Its name (`chain`, `fan`, `deep`, `builtin`, `preferred`).
     pub fn name(self) -> &'static str {
         match self {
             Shape::Chain => "chain",
             Shape::Fan => "fan",
             Shape::Deep => "deep",
             Shape::Builtin => "builtin",
+            Shape::Preferred => "preferred",
         }
     }
 
@@ -90,7 +104,8 @@ impl Composition {
     /// The text with a change every consumer feels: for a chain, the root
     /// provider's configuration (every consumer is rewired); elsewhere the
     /// first entry's (the shared provider of a fan or a tree, the model
-    /// the agent prefers).
+    /// the agent prefers; with preferred providers, only the first
+    /// consumer's).
     pub fn cascade(&self) -> String {
         if self.shape == Shape::Builtin {
             return self
@@ -120,6 +135,35 @@ pub fn generate(shape: Shape, entries: usize) -> Composition {
         Shape::Fan => fan(n),
         Shape::Deep => deep(n),
         Shape::Builtin => builtin(n),
+        Shape::Preferred => preferred(n),
+    }
+}
+
+fn preferred(n: usize) -> Composition {
+    let mut t = String::from(
+        "version = 1\n\n[plugins.db]\nversion = \"1.0.0\"\nprovides = { database = \"1.0.0\" }\n\n[plugins.consumer]\nversion = \"1.0.0\"\nrequires = { database = \">=1,<2\" }\n",
+    );
+    let mut last = String::new();
+    for i in 0..n {
+        if i % 2 == 0 {
+            let _ = write!(
+                t,
+                "\n[entries.d{i:05}]\nplugin = \"db\"\nconfig = {{ n = {i} }}\n"
+            );
+        } else {
+            last = format!("c{i:05}");
+            let _ = write!(
+                t,
+                "\n[entries.{last}]\nplugin = \"consumer\"\nprefer = {{ database = \"d{:05}\" }}\nconfig = {{ n = {i} }}\n",
+                i - 1
+            );
+        }
+    }
+    Composition {
+        shape: Shape::Preferred,
+        entries: n,
+        text: t,
+        consumer: (last, "database".into()),
     }
 }
 
@@ -282,6 +326,18 @@ mod tests {
                 shape.name(),
                 plan.pending
             );
+            if shape == Shape::Preferred {
+                // Each consumer binds the provider it prefers.
+                for r in &plan.resolutions {
+                    let (consumer, selected) = (r.consumer.name(), r.selected.as_ref());
+                    let n: usize = consumer[1..].parse().expect("c#####");
+                    assert_eq!(
+                        selected.map(|s| s.entry.as_str().to_owned()),
+                        Some(format!("d{:05}", n - 1)),
+                        "{consumer}"
+                    );
+                }
+            }
             for edited in [c.one_change(), c.cascade()] {
                 assert!(
                     edited != c.text,
