@@ -16,7 +16,7 @@ use super::tree::ScopeTree;
 pub const LISTED_CANDIDATES: usize = 10;
 
 /// The first [`LISTED_CANDIDATES`] of `all`, and how many are left out.
-pub fn listed<T>(all: &[T]) -> (&[T], usize) {
+pub fn listed(all: &[EntryId]) -> (&[EntryId], usize) {
     let shown = all.get(..LISTED_CANDIDATES).unwrap_or(all);
     (shown, all.len() - shown.len())
 }

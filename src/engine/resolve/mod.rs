@@ -330,6 +330,8 @@ fn emit_rows(
     // Per list, whether an eligible provider rejects it (requirements
     // sharing a list share the answer), found on first use.
     let mut rejected_eligible: Vec<Option<bool>> = vec![None; g.lists];
+    // Per list, its ambiguous candidates by id, named on first use.
+    let mut named: Vec<Option<Between>> = vec![None; g.lists];
     // At most one edge per requirement.
     let mut rows = Rows {
         resolutions: Vec::with_capacity(room),
@@ -340,25 +342,31 @@ fn emit_rows(
     for &ri in part {
         let (req, sel) = (&g.requirements[ri], &selections[ri]);
         let (status, selected, reason, ambiguous_between) = match sel {
-            Selection::One(p, reason) if eligible[*p] => {
-                (Status::Resolved, Some(*p), Some(*reason), Vec::new())
-            }
-            Selection::One(..) => (Status::ProviderPending, None, None, Vec::new()),
-            Selection::Ambiguous(at) => (
-                Status::Ambiguous,
-                None,
-                None,
-                viable_lists
-                    .get(*at)
-                    .iter()
-                    .map(|&e| g.entries[e].id.clone())
-                    .collect(),
+            Selection::One(p, reason) if eligible[*p] => (
+                Status::Resolved,
+                Some(*p),
+                Some(*reason),
+                Between::default(),
             ),
+            Selection::One(..) => (Status::ProviderPending, None, None, Between::default()),
+            Selection::Ambiguous(at) => {
+                // Named once per list, shared by the requirements holding it.
+                let between = named[req.list].get_or_insert_with(|| {
+                    Between::new(
+                        viable_lists
+                            .get(*at)
+                            .iter()
+                            .map(|&e| g.entries[e].id.clone())
+                            .collect(),
+                    )
+                });
+                (Status::Ambiguous, None, None, between.clone())
+            }
             Selection::None => {
                 let rejected_eligible = *rejected_eligible[req.list]
                     .get_or_insert_with(|| g.exposed_rejected(req).iter().any(|&e| eligible[e]));
                 let status = unselected_status(g, req, rejected_eligible);
-                (status, None, None, Vec::new())
+                (status, None, None, Between::default())
             }
         };
         if let Holder::Entry(c) = req.holder {

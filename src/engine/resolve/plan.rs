@@ -5,6 +5,7 @@
 //! reasons. Every collection is sorted by declared names.
 
 use std::collections::BTreeMap;
+use std::sync::Arc;
 
 use crate::engine::model::{CapabilityName, EntryId, Requirement, ScopePath};
 use crate::engine::version::Version;
@@ -212,13 +213,57 @@ pub struct Resolution {
     /// Why it was selected.
     pub reason: Option<SelectionReason>,
     /// For ambiguous requirements, the qualifying providers, sorted.
-    pub ambiguous_between: Vec<EntryId>,
+    pub ambiguous_between: Between,
 }
 
 impl Resolution {
     /// The capability required.
     pub fn capability(&self) -> &CapabilityName {
         &self.requirement.capability
+    }
+}
+
+/// The qualifying providers of an ambiguous requirement, sorted (empty for
+/// any other), read as a slice. Requirements that see the same candidates
+/// share one list: N consumers ambiguous among the same N providers hold
+/// one list of N, not N lists of N.
+#[derive(Clone, Default, PartialEq, Eq)]
+pub struct Between(Option<Arc<[EntryId]>>);
+
+impl Between {
+    /// A list to share (cloning it shares it).
+    pub fn new(ids: Vec<EntryId>) -> Self {
+        Self((!ids.is_empty()).then(|| ids.into()))
+    }
+}
+
+impl std::ops::Deref for Between {
+    type Target = [EntryId];
+
+    fn deref(&self) -> &[EntryId] {
+        self.0.as_deref().unwrap_or_default()
+    }
+}
+
+impl<'a> IntoIterator for &'a Between {
+    type Item = &'a EntryId;
+    type IntoIter = std::slice::Iter<'a, EntryId>;
+
+    fn into_iter(self) -> Self::IntoIter {
+        self.iter()
+    }
+}
+
+impl PartialEq<Vec<EntryId>> for Between {
+    fn eq(&self, other: &Vec<EntryId>) -> bool {
+        **self == **other
+    }
+}
+
+/// As the list it is.
+impl std::fmt::Debug for Between {
+    fn fmt(&self, f: &mut std::fmt::Formatter<'_>) -> std::fmt::Result {
+        f.debug_list().entries(self.iter()).finish()
     }
 }
 
