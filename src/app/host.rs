@@ -1024,15 +1024,11 @@ impl Host {
         })
     }
 
-    /// Claim session `id` for a run of `agent`: 409 when a run of it is
-    /// under way or it belongs to another agent.
-    async fn open_session(&self, id: String, agent: &str) -> Result<OpenSession, AppError> {
-        if !is_session_id(&id) {
-            return Err(Problem::input(SESSION_ID_RULE)
-                .with_code("serve::bad-session")
-                .into());
-        }
-        if !lock(&self.inner.busy_sessions).insert(id.clone()) {
+    /// Hold session `id`'s one turn, here and in the store, until the
+    /// guard is dropped: 409 while a run of it is under way, in this server
+    /// or in another process.
+    async fn hold_turn(&self, id: &str) -> Result<TurnHeld, AppError> {
+        if !lock(&self.inner.busy_sessions).insert(id.to_owned()) {
             return Err(Problem::input("the session has a run under way")
                 .with_code("serve::session-busy")
                 .with_help("wait for it to finish; a session answers one turn at a time")
@@ -1041,7 +1037,7 @@ impl Host {
         // Claimed from here: released when this is dropped.
         let mut claim = TurnHeld {
             host: self.clone(),
-            id: id.clone(),
+            id: id.to_owned(),
             run_id: None,
         };
         // And in the store, which every process taking a turn of the
@@ -1053,7 +1049,7 @@ impl Host {
         let store = Arc::clone(&self.inner.store);
         let instance = self.inner.instance.clone();
         let held = {
-            let (id, run_id) = (id.clone(), run_id.clone());
+            let (id, run_id) = (id.to_owned(), run_id.clone());
             tokio::task::spawn_blocking(move || {
                 lock(&store).claim_session(&id, &run_id, &instance, &|c| {
                     c.instance != instance && claim_is_live(c)
@@ -1065,7 +1061,20 @@ impl Host {
         if let Some(holder) = held {
             return Err(busy_elsewhere(&holder).into());
         }
-        claim.run_id = Some(run_id.clone());
+        claim.run_id = Some(run_id);
+        Ok(claim)
+    }
+
+    /// Claim session `id` for a run of `agent`: 409 when a run of it is
+    /// under way or it belongs to another agent.
+    async fn open_session(&self, id: String, agent: &str) -> Result<OpenSession, AppError> {
+        if !is_session_id(&id) {
+            return Err(Problem::input(SESSION_ID_RULE)
+                .with_code("serve::bad-session")
+                .into());
+        }
+        let claim = self.hold_turn(&id).await?;
+        let run_id = claim.run_id.clone().unwrap_or_default();
         self.expire_sessions().await?;
         let wanted = id.clone();
         let stored = self.read_store(move |s| s.session(&wanted)).await?;
@@ -1146,25 +1155,12 @@ impl Host {
     /// Delete session `id` (409 while a run of it is under way); whether
     /// there was one.
     pub async fn delete_session(&self, id: &str) -> Result<bool, AppError> {
-        if lock(&self.inner.busy_sessions).contains(id) {
-            return Err(Problem::input("the session has a run under way")
-                .with_code("serve::session-busy")
-                .into());
-        }
+        // The turn is held while the session is deleted: a turn another
+        // process began between a look at its claim and the delete would
+        // save the old transcript back with its own turn.
+        let _turn = self.hold_turn(id).await?;
         let store = Arc::clone(&self.inner.store);
         let id = id.to_owned();
-        // A turn another process is taking (`chassis run --session`).
-        let claim = {
-            let (store, id) = (Arc::clone(&store), id.clone());
-            tokio::task::spawn_blocking(move || lock(&store).session_claim(&id))
-                .await
-                .map_err(|e| AppError::failure(format!("reading the session stopped: {e}")))??
-        };
-        if let Some(holder) =
-            claim.filter(|c| c.instance != self.inner.instance && claim_is_live(c))
-        {
-            return Err(busy_elsewhere(&holder).into());
-        }
         tokio::task::spawn_blocking(move || lock(&store).delete_session(&id))
             .await
             .map_err(|e| AppError::failure(format!("deleting the session stopped: {e}")))?
